@@ -1,0 +1,5 @@
+import sys
+
+from tanalyze.cli import main
+
+sys.exit(main())

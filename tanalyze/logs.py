@@ -1,0 +1,237 @@
+"""Load a folder of training logs into one tidy table plus per-run information."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tanalyze.discover import Discovery, RunSpec, discover
+from tanalyze.errors import FormatError
+from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
+from tanalyze.schema import concat_frames, empty_histograms, empty_scalars, validate_scalars
+
+__all__ = ["RunInfo", "Logs", "load", "read_run"]
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """What is known about one run besides its points: format, files, config, what was skipped."""
+
+    name: str
+    format: str
+    directory: str
+    files: tuple[str, ...]
+    hparams: Mapping[str, Any] = field(default_factory=dict)
+    warnings: tuple[ReadWarning, ...] = ()
+    restarts: tuple[Restart, ...] = ()
+    notes: tuple[str, ...] = ()
+    text: Mapping[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.name,
+            "format": self.format,
+            "directory": self.directory,
+            "files": list(self.files),
+            "hparams": dict(self.hparams),
+            "warnings": [w.to_dict() for w in self.warnings],
+            "restarts": [r.to_dict() for r in self.restarts],
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """One run as read: its info and its tables (the unit that crosses process boundaries)."""
+
+    info: RunInfo
+    scalars: pd.DataFrame
+    histograms: pd.DataFrame
+
+
+def read_run(spec: RunSpec) -> list[RunResult]:
+    """Read one discovered run. Never raises for bad content: a file that cannot be
+    read becomes a warning on a run with no points."""
+    reader = get_reader(spec.format)
+    files = [Path(f) for f in spec.files]
+    try:
+        parts = reader.read(files)
+    except FormatError as exc:
+        parts = [RunData(warnings=[ReadWarning(exc.path, exc.reason, exc.location)])]
+    except (OSError, MemoryError) as exc:
+        parts = [RunData(warnings=[ReadWarning(spec.directory, f"could not read: {exc}")])]
+    results = []
+    for part in parts:
+        name = spec.name if part.name is None else f"{spec.name}/{part.name}"
+        scalars = part.scalars
+        if len(scalars):
+            scalars = scalars.assign(run=pd.Categorical([name] * len(scalars)))
+            scalars = validate_scalars(scalars)
+        else:
+            scalars = empty_scalars()
+        histograms = part.histograms
+        if len(histograms):
+            histograms = histograms.assign(run=pd.Categorical([name] * len(histograms)))
+        info = RunInfo(
+            name=name,
+            format=spec.format,
+            directory=spec.directory,
+            files=tuple(spec.files) + tuple(str(p) for p in part.extra_files),
+            hparams=MappingProxyType(dict(part.hparams)),
+            warnings=tuple(part.warnings),
+            restarts=tuple(part.restarts),
+            notes=tuple(part.notes),
+            text=MappingProxyType(dict(part.text)),
+        )
+        results.append(RunResult(info, scalars, histograms))
+    return results
+
+
+@dataclass(frozen=True)
+class Logs:
+    """The result of :func:`load`: the tidy table of every run, histograms, and per-run info.
+
+    ``scalars`` has the columns ``run, tag, step, value, wall_time`` (see
+    :mod:`tanalyze.schema`), ``histograms`` one row per histogram, ``runs`` maps
+    each run name to its :class:`RunInfo`.
+    """
+
+    scalars: pd.DataFrame
+    histograms: pd.DataFrame
+    runs: Mapping[str, RunInfo]
+    root: str = ""
+    unrecognized: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Logs {len(self.runs)} run(s), {len(self.scalars):,} scalar points, "
+            f"{len(self.histograms):,} histograms from {self.root!r}>"
+        )
+
+    def run(self, name: str) -> pd.DataFrame:
+        """The scalar rows of one run."""
+        if name not in self.runs:
+            raise KeyError(f"no run {name!r}; runs: {', '.join(self.runs)}")
+        return self.scalars[self.scalars["run"] == name]
+
+    def series(self, run: str, tag: str) -> pd.Series:
+        """One curve as a Series of values indexed by step."""
+        rows = self.scalars[(self.scalars["run"] == run) & (self.scalars["tag"] == tag)]
+        return pd.Series(rows["value"].to_numpy(), index=rows["step"].to_numpy(), name=tag)
+
+    def tag_summary(self) -> pd.DataFrame:
+        """One row per (run, tag): number of points, first and last step, non-finite count."""
+        frame = self.scalars
+        if frame.empty:
+            return pd.DataFrame(columns=["run", "tag", "points", "first_step", "last_step", "non_finite"])
+        grouped = frame.groupby(["run", "tag"], observed=True, sort=True)
+        summary = grouped.agg(
+            points=("step", "size"),
+            first_step=("step", "min"),
+            last_step=("step", "max"),
+        )
+        summary["non_finite"] = grouped["value"].apply(lambda v: int((~np.isfinite(v.to_numpy())).sum()))
+        return summary.reset_index()
+
+    def summary(self) -> pd.DataFrame:
+        """One row per run: format, files, tags, points, step range, warnings."""
+        counts = self.scalars.groupby("run", observed=True).agg(
+            tags=("tag", "nunique"), points=("step", "size"), first_step=("step", "min"), last_step=("step", "max")
+        )
+        rows = []
+        for name, info in self.runs.items():
+            row = {"run": name, "format": info.format, "files": len(info.files)}
+            if name in counts.index:
+                row.update(counts.loc[name].to_dict())
+            else:
+                row.update(tags=0, points=0, first_step=pd.NA, last_step=pd.NA)
+            row["warnings"] = len(info.warnings)
+            row["restarts"] = len(info.restarts)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        table = self.summary().to_html(index=False, escape=True, na_rep="")
+        return f"<p>{escape(repr(self))}</p>{table}"
+
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
+    infos: dict[str, RunInfo] = {}
+    scalars: list[pd.DataFrame] = []
+    histograms: list[pd.DataFrame] = []
+    for result in results:
+        name = result.info.name
+        if name in infos:  # two groups ended up with one name: keep both, distinctly
+            suffix = 2
+            while f"{name}#{suffix}" in infos:
+                suffix += 1
+            name = f"{name}#{suffix}"
+            result = _renamed(result, name)
+        infos[name] = result.info
+        if len(result.scalars):
+            scalars.append(result.scalars)
+        if len(result.histograms):
+            histograms.append(result.histograms)
+    scalar_table = concat_frames(scalars) if scalars else empty_scalars()
+    hist_table = concat_frames(histograms) if histograms else empty_histograms()
+    return Logs(
+        scalars=scalar_table,
+        histograms=hist_table,
+        runs=MappingProxyType(infos),
+        root=discovery.root,
+        unrecognized=discovery.unrecognized,
+        skipped=discovery.skipped_dirs,
+    )
+
+
+def _renamed(result: RunResult, name: str) -> RunResult:
+    from dataclasses import replace
+
+    scalars = result.scalars.assign(run=pd.Categorical([name] * len(result.scalars)))
+    histograms = result.histograms
+    if len(histograms):
+        histograms = histograms.assign(run=pd.Categorical([name] * len(histograms)))
+    return RunResult(replace(result.info, name=name), scalars, histograms)
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    formats: Iterable[str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> Logs:
+    """Read every training log under ``path`` into one tidy table.
+
+    Args:
+        path: a log file or a folder of runs.
+        formats: only use these readers (names as in ``tanalyze runs``).
+        progress: called as ``progress(done, total, run_name)`` after each run.
+
+    Raises:
+        InputError: the path does not exist or cannot be read.
+        NoLogsError: nothing under the path is a training log.
+    """
+    discovery = discover(path, formats=tuple(formats) if formats else None)
+    results: list[RunResult] = []
+    total = len(discovery.runs)
+    for index, spec in enumerate(discovery.runs, start=1):
+        results.extend(read_run(spec))
+        if progress is not None:
+            progress(index, total, spec.name)
+    return _merge(results, discovery)

@@ -1,0 +1,37 @@
+"""The registry of readers.
+
+One explicit, ordered list: the first reader whose ``sniff`` claims a file gets
+it, so specific formats come before generic ones. Adding a format is one new
+module and one line here. Entries are ``"module:Class"`` strings, imported on
+first use so that ``import tanalyze`` stays fast.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import import_module
+
+from tanalyze.readers.base import HEAD_BYTES, Reader, ReadWarning, Restart, RunData
+
+__all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "HEAD_BYTES", "get_readers", "get_reader"]
+
+READERS: tuple[str, ...] = (
+)
+
+
+@cache
+def get_readers() -> tuple[Reader, ...]:
+    """Instances of every registered reader, in registry order."""
+    readers = []
+    for entry in READERS:
+        module_name, _, class_name = entry.partition(":")
+        readers.append(getattr(import_module(module_name), class_name)())
+    return tuple(readers)
+
+
+def get_reader(name: str) -> Reader:
+    """The registered reader called ``name``; ``KeyError`` lists the known names."""
+    for reader in get_readers():
+        if reader.name == name:
+            return reader
+    raise KeyError(f"no reader called {name!r}; known: {', '.join(r.name for r in get_readers())}")

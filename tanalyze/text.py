@@ -1,0 +1,21 @@
+"""Making log-derived text safe to show in a terminal."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["safe_text"]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_text(text: object, limit: int = 2000) -> str:
+    """Text from a log, with control characters (ANSI escapes, bidi overrides) made visible and length capped.
+
+    Log files are untrusted: a run name with an escape sequence must not be able
+    to rewrite the user's terminal.
+    """
+    value = str(text)
+    if len(value) > limit:
+        value = value[:limit] + f"…[{len(value) - limit} more chars]"
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)

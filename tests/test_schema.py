@@ -1,0 +1,44 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from tanalyze.schema import concat_frames, empty_scalars, keep_last_write, scalar_frame, validate_scalars
+
+
+def test_scalar_frame_has_canonical_dtypes():
+    frame = scalar_frame(run="r", tag=["loss", "loss"], step=[1, 2], value=[0.5, np.nan])
+    assert list(frame.columns) == ["run", "tag", "step", "value", "wall_time"]
+    assert frame["step"].dtype == np.int64
+    assert frame["value"].dtype == np.float64
+    assert isinstance(frame["tag"].dtype, pd.CategoricalDtype)
+    assert frame["wall_time"].isna().all()
+    assert np.isnan(frame["value"].iloc[1])  # NaN is evidence, never dropped
+
+
+def test_scalar_frame_rejects_unknown_optional_column():
+    with pytest.raises(ValueError, match="unknown optional column 'colour'"):
+        scalar_frame(run="r", tag=["a"], step=[1], value=[1.0], colour=["red"])
+
+
+def test_keep_last_write_keeps_the_later_value_of_a_relogged_step():
+    frame = scalar_frame(run="r", tag=["loss"] * 4, step=[1, 2, 2, 3], value=[1.0, 2.0, 20.0, 3.0])
+    kept, dropped = keep_last_write(frame)
+    assert dropped == 1
+    assert kept["value"].tolist() == [1.0, 20.0, 3.0]
+    assert kept["step"].tolist() == [1, 2, 3]
+
+
+def test_validate_coerces_and_names_missing_columns():
+    frame = pd.DataFrame({"run": ["r"], "tag": ["t"], "step": [1.0], "value": [1], "wall_time": [0]})
+    out = validate_scalars(frame)
+    assert out["step"].dtype == np.int64 and out["value"].dtype == np.float64
+    with pytest.raises(ValueError, match="wall_time"):
+        validate_scalars(frame.drop(columns="wall_time"))
+
+
+def test_concat_keeps_categories():
+    a = scalar_frame(run="a", tag=["x"], step=[1], value=[1.0])
+    b = scalar_frame(run="b", tag=["y"], step=[1], value=[2.0])
+    out = concat_frames([a, b, empty_scalars()])
+    assert isinstance(out["run"].dtype, pd.CategoricalDtype)
+    assert out["run"].tolist() == ["a", "b"]
