@@ -122,7 +122,7 @@ def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = 
         if reader is None:
             unrecognized.append(str(file))
         else:
-            claimed[(file.parent, reader.name)].append(file)
+            claimed[(reader.run_directory(file), reader.name)].append(file)
 
     # A folder can hold several formats (e.g. a CSV and a TensorBoard logger) or
     # several unrelated runs of one format; both get distinguishing names.

@@ -89,6 +89,14 @@ class Reader(ABC):
     def sniff(self, path: Path, head: bytes) -> bool:
         """Whether ``path`` (whose first bytes are ``head``) is a file of this format."""
 
+    def run_directory(self, path: Path) -> Path:
+        """The folder that is the run a claimed file belongs to (default: the file's own folder).
+
+        Formats that spread one run over sub-folders (a W&B run keeps ``files/`` and
+        ``logs/`` under ``run-*/``) return the run's top folder here.
+        """
+        return path.parent
+
     def group(self, files: list[Path]) -> list[list[Path]]:
         """Split the files this reader claimed in one folder into runs (default: one run)."""
         return [sorted(files)]
