@@ -1,0 +1,1 @@
+"""Analyzers: pure functions from tidy curves to frozen results with evidence."""

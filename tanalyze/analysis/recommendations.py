@@ -1,0 +1,173 @@
+"""The one table of known causes: finding code → what it usually means and what to do.
+
+Analyzers attach ``recommend(code)`` to every :class:`~tanalyze.analysis.results.Finding`
+so that advice is written once, reviewed once, and the same everywhere
+(CLI, HTML report, JSON, CI annotations).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Cause", "CAUSES", "recommend"]
+
+
+@dataclass(frozen=True)
+class Cause:
+    title: str
+    usual_causes: str
+    action: str
+
+
+CAUSES: dict[str, Cause] = {
+    "diverged_nonfinite": Cause(
+        "Loss became NaN/Inf",
+        "learning rate too high, fp16 overflow without loss scaling, a bad batch, log/exp of zero",
+        "Resume from a checkpoint at least ~100 steps before the onset, lower the learning rate 2-10x, "
+        "enable gradient clipping (e.g. max norm 1.0), and check the data around that step.",
+    ),
+    "diverged_explosion": Cause(
+        "Loss exploded and did not recover",
+        "learning rate too high or warm-up too short, no gradient clipping, instability in attention logits",
+        "Resume from a checkpoint at least ~100 steps before the onset with a 2-10x lower learning rate, "
+        "a longer warm-up and gradient clipping.",
+    ),
+    "loss_spike": Cause(
+        "Transient loss spike",
+        "a bad or unusual batch, a learning-rate step, Adam epsilon/second-moment underflow",
+        "Usually harmless if it recovers; if spikes repeat, lower the learning rate, clip gradients, "
+        "or skip the offending batches.",
+    ),
+    "unstable": Cause(
+        "Training is unstable (loss oscillates wildly)",
+        "learning rate too high, batch too small, bad data",
+        "Lower the learning rate 5-10x, enable gradient clipping, increase the batch size or warm-up.",
+    ),
+    "overfitting": Cause(
+        "Overfitting: validation loss rises while training loss falls",
+        "too little data, too big a model, too many epochs, too little regularisation",
+        "Stop at (or keep the checkpoint of) the validation minimum; add regularisation "
+        "(weight decay, dropout, augmentation), get more data, or use a smaller model.",
+    ),
+    "underfitting": Cause(
+        "Underfitting: losses stay high",
+        "model too small, learning rate too small, too much regularisation, too few steps",
+        "Raise the learning rate (try 3-10x), train longer, use a bigger model, or reduce regularisation.",
+    ),
+    "plateau": Cause(
+        "Loss plateau",
+        "learning rate too small for this phase, saturated model, data exhausted",
+        "Try a learning-rate schedule change (warm restart, decay), or stop: further steps buy little.",
+    ),
+    "slow_progress": Cause(
+        "Loss decreases too slowly",
+        "learning rate too small, poor initialisation, too much regularisation",
+        "Raise the learning rate, check the optimiser settings and the data pipeline.",
+    ),
+    "early_stopping": Cause(
+        "Early stopping would have saved compute",
+        "training went on after the validation loss stopped improving",
+        "Enable early stopping (patience-based) or keep the best checkpoint, not the last.",
+    ),
+    "grad_explosion": Cause(
+        "Gradient norm exploded",
+        "learning rate too high, no clipping, numerical instability",
+        "Enable gradient clipping (max norm ~1.0), lower the learning rate, check for bad batches.",
+    ),
+    "grad_collapse": Cause(
+        "Gradient norm collapsed",
+        "dead units, vanishing gradients, loss saturated, learning rate schedule hit zero",
+        "Check activations and initialisation, the learning-rate schedule, and normalisation layers.",
+    ),
+    "grad_out_of_band": Cause(
+        "Gradient norm outside the healthy band",
+        "too large: high learning rate or no clipping; too small: vanishing gradients or saturated loss",
+        "Clip large gradients; for tiny ones check initialisation, normalisation and the learning rate.",
+    ),
+    "grad_clipping_frequent": Cause(
+        "Gradients are clipped most of the time",
+        "the clip threshold is too low for this model or the learning rate is too high",
+        "Raise the clip threshold or lower the learning rate, so clipping only catches outliers.",
+    ),
+    "layer_grad_vanishing": Cause(
+        "A layer's gradients vanish",
+        "deep network without residual/normalisation, saturating activations, dead ReLUs",
+        "Check that layer's initialisation and activations; add normalisation or residual connections.",
+    ),
+    "layer_grad_exploding": Cause(
+        "A layer's gradients explode",
+        "learning rate too high for that layer, missing normalisation",
+        "Clip gradients, lower the learning rate, or add normalisation around that layer.",
+    ),
+    "loss_scale_collapse": Cause(
+        "fp16 loss scale keeps dropping (overflows)",
+        "activations or gradients overflow fp16",
+        "Use bf16 if the hardware supports it, lower the learning rate, or clip gradients.",
+    ),
+    "skipped_steps": Cause(
+        "Optimizer steps were skipped (overflow or NaN)",
+        "fp16 overflow, non-finite gradients",
+        "A few skips at the start are normal with dynamic loss scaling; many later ones call for bf16, "
+        "a lower learning rate, or clipping.",
+    ),
+    "throughput_drop": Cause(
+        "Throughput dropped during the run",
+        "thermal throttling, a noisy neighbour, growing sequence length, memory fragmentation",
+        "Compare hardware and data around the change point; profile the step after it.",
+    ),
+    "throughput_dips": Cause(
+        "Periodic throughput dips",
+        "data loading, evaluation, logging or checkpointing at a fixed interval",
+        "Use more data-loader workers with pin_memory and prefetching; make evaluation and saving asynchronous.",
+    ),
+    "throughput_stall": Cause(
+        "Training stalled",
+        "checkpoint saves, evaluation, a hung collective, storage hiccups",
+        "Check what runs at those steps; save checkpoints asynchronously or less often.",
+    ),
+    "throughput_regression": Cause(
+        "Throughput regressed against the baseline",
+        "a slower data pipeline, a changed kernel or dependency, smaller batches, a debug option left on",
+        "Profile one step of both runs; diff their configs and environments; check data-loader settings.",
+    ),
+    "memory_near_capacity": Cause(
+        "GPU memory close to capacity",
+        "batch or sequence too large for the device",
+        "Reduce the batch size, use gradient accumulation, activation checkpointing, or mixed precision.",
+    ),
+    "memory_growth": Cause(
+        "Memory grows steadily (a leak)",
+        "tensors kept across steps (losses appended with their graph, caches that never clear)",
+        "Look for tensors kept across steps: log loss.item(), not loss; clear caches; detach stored outputs.",
+    ),
+    "memory_jump": Cause(
+        "Sudden jump in memory",
+        "a longer batch, evaluation without no_grad, optimizer state creation",
+        "Check what happens at that step; use torch.no_grad() in evaluation; cap sequence lengths.",
+    ),
+    "attention_collapse": Cause(
+        "Attention entropy collapsing towards zero",
+        "attention logits growing without bound (often with a high learning rate)",
+        "Lower the learning rate, add QK-layernorm or logit soft-capping, use a longer warm-up.",
+    ),
+    "straggler_rank": Cause(
+        "A rank lags behind the others",
+        "a slower or throttled device, uneven data sharding, a busy host",
+        "Check that rank's device and host; balance the data; replace the slow node.",
+    ),
+    "validation_regression": Cause(
+        "Validation loss worse than the baseline",
+        "a change in model, data or hyper-parameters",
+        "Diff the configs of both runs and bisect the change.",
+    ),
+    "insufficient_data": Cause(
+        "Not enough data to judge",
+        "the run is too short or the needed curve was not logged",
+        "Log the training loss (and a validation loss) often enough: at least a few dozen points.",
+    ),
+}
+
+
+def recommend(code: str) -> str:
+    """The recommended action for a finding code (``KeyError`` for an unknown code: add it to the table)."""
+    return CAUSES[code].action
