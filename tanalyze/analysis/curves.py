@@ -203,18 +203,21 @@ def bin_medians(x: np.ndarray, y: np.ndarray, bins: int) -> tuple[np.ndarray, np
     return np.nanmedian(xs, axis=1), np.nanmedian(ys, axis=1)
 
 
-def trailing_median(values: np.ndarray, window: int) -> np.ndarray:
+def trailing_median(values: np.ndarray, window: int, *, include_current: bool = False) -> np.ndarray:
     """For each point, the median of the ``window`` points before it (NaN for the first point).
 
-    Near the start the window is shorter: it is padded with the first value.
+    With ``include_current`` the window ends at the point itself (no NaN). Near
+    the start the window is shorter: it is padded with the first value.
     ``values`` must be finite.
     """
     n = len(values)
-    out = np.full(n, np.nan)
-    if n < 2:
-        return out
     size = max(1, int(window)) | 1  # an odd size keeps the median a data value
+    if n == 0:
+        return np.empty(0)
     including = median_filter(np.asarray(values, dtype=np.float64), size=size, mode="nearest", origin=size // 2)
+    if include_current:
+        return including
+    out = np.full(n, np.nan)
     out[1:] = including[:-1]
     return out
 
