@@ -145,9 +145,7 @@ def _events(
         if onset < i:
             continue
         ref = float(trail[onset])
-        rest = values[onset:] > factor * ref if high else values[onset:] < factor * ref
-        stop = np.flatnonzero(~rest)
-        end = onset + (int(stop[0]) if stop.size else rest.size)  # exclusive
+        end = _run_end(values, onset, factor * ref, high)
         if end - onset < min_points and end < n:
             continue
         group = np.arange(onset, end)
@@ -157,6 +155,20 @@ def _events(
         events.append(GradEvent(int(steps[onset]), int(steps[end - 1]), int(end - onset), value, ref, ratio))
         i = end
     return events
+
+
+def _run_end(values: np.ndarray, start: int, limit: float, high: bool) -> int:
+    """End (exclusive) of the run from ``start`` beyond ``limit``; looks ahead in growing chunks (O(run length))."""
+    pos, chunk = start, 64
+    while pos < values.size:
+        part = values[pos : pos + chunk]
+        beyond = part > limit if high else part < limit
+        stop = np.flatnonzero(~beyond)
+        if stop.size:
+            return pos + int(stop[0])
+        pos += part.size
+        chunk *= 4
+    return int(values.size)
 
 
 def _sustained(mask: np.ndarray, min_points: int) -> np.ndarray:

@@ -102,11 +102,13 @@ def block_bootstrap_medians(
 ) -> np.ndarray:
     """Bootstrap distribution of the pooled median of several runs (each resampled in moving blocks).
 
-    Deterministic for a given ``seed`` (analyzers are pure functions). Runs longer
-    than ``max_points`` are first reduced to medians of consecutive groups.
+    Deterministic for a given ``seed`` (analyzers are pure functions). To bound
+    memory at about ``n_boot × max_points`` values, runs longer than their share of
+    ``max_points`` are first reduced to medians of consecutive groups.
     """
     rng = np.random.default_rng(seed)
-    return _block_resample_medians(series, block, n_boot, rng, max_points)
+    per_run = max(250, max_points // max(len(series), 1))
+    return _block_resample_medians(series, block, n_boot, rng, per_run)
 
 
 def rolling_median(values: np.ndarray, window: int) -> np.ndarray:

@@ -158,8 +158,10 @@ def detect_warmup(
     ``max(3·window, n/10)`` points). Comparing with the level that *follows* rather
     than with the end of the run keeps a later lasting drop from being mistaken
     for warm-up. Leading points that are themselves outside the band are skipped
-    too (a slow first iteration: compilation, autotuning, cold caches). Never more
-    than ``max_fraction`` of the points; a run that never settles has no warm-up.
+    too (a slow first iteration: compilation, autotuning, cold caches). Only
+    slowness counts: a start *faster* than what follows is not warm-up but the
+    first level of a drop. Never more than ``max_fraction`` of the points; a run
+    that never settles has no warm-up.
     """
     x = np.asarray(slowness, dtype=np.float64)
     n = x.size
@@ -170,18 +172,13 @@ def detect_warmup(
     forward = _forward_median(x, w)
     level = _forward_median(x, span)
     with np.errstate(divide="ignore", invalid="ignore"):
-        inside = np.abs(forward / level - 1.0) <= tolerance
+        inside = forward / level - 1.0 <= tolerance  # one-sided: a fast start is not warm-up
     limit = int(max_fraction * n)
-    run = 0
-    start = None
-    for i in range(min(n, limit + w)):
-        run = run + 1 if inside[i] else 0
-        if run >= w:
-            start = i - w + 1
-            break
-    if start is None or start > limit:
+    settled = np.flatnonzero(np.convolve(inside.astype(np.int64), np.ones(w, dtype=np.int64), "valid") == w)
+    if settled.size == 0 or settled[0] > limit:
         return 0
-    while start < limit and not abs(x[start] / level[start] - 1.0) <= tolerance:
+    start = int(settled[0])
+    while start < limit and not x[start] / level[start] - 1.0 <= tolerance:
         start += 1
     return int(start)
 
@@ -220,7 +217,8 @@ class PeriodicDips(ResultMixin):
     n_dips: int
     coverage: float  # fraction of logged steps with that phase that are slow
     steps: tuple[int, ...]
-    median_slowdown_pct: float  # of the dip points against the steady median
+    median_slowdown_pct: float  # of the dip points against the pace around them
+    p_value: float  # chance of so regular a pattern from as many randomly placed slow points
 
 
 @dataclass(frozen=True)
@@ -286,33 +284,51 @@ def _empty(curve: Curve | None, kind: str, series: Series, why: str) -> Throughp
 
 
 def _find_period(
-    outlier_steps: np.ndarray, all_steps: np.ndarray, *, min_dips: int, min_coverage: float
-) -> tuple[int, int, float, np.ndarray] | None:
-    """Smallest period whose phase class holds the most slow points, with most of that class slow."""
-    if outlier_steps.size < min_dips:
+    outlier_steps: np.ndarray,
+    all_steps: np.ndarray,
+    *,
+    min_dips: int,
+    min_coverage: float,
+    alpha: float,
+    max_candidates: int = 12,
+) -> tuple[int, int, float, np.ndarray, float] | None:
+    """The period whose phase class holds the most slow points, most of that class slow, unlikely by chance.
+
+    Candidates are the most common gaps between slow points and their gcd. Chance
+    level: with a fraction ``q`` of all points slow, two slow points fix a period
+    and phase, and the other ``k - 2`` hits among the ``m - 2`` other steps of that
+    phase have binomial tail probability ``P(X >= k - 2)``; Bonferroni over the
+    candidates tried. Returns (period, phase, coverage, hit steps, p-value).
+    """
+    from scipy.stats import binom
+
+    if outlier_steps.size < max(min_dips, 3) or all_steps.size < 2:
         return None
     gaps = np.diff(outlier_steps)
-    candidates = set(int(g) for g in gaps if g > 0)
-    if gaps.size:
-        g = int(np.gcd.reduce(gaps[gaps > 0])) if (gaps > 0).any() else 0
-        if g > 0:
-            candidates.add(g)
-    logged_spacing = int(np.median(np.diff(all_steps))) if all_steps.size > 1 else 1
+    gaps = gaps[gaps > 0]
+    if gaps.size == 0:
+        return None
+    values, counts = np.unique(gaps, return_counts=True)
+    candidates = {int(v) for v in values[np.argsort(-counts, kind="stable")][:max_candidates]}
+    candidates.add(int(np.gcd.reduce(gaps)))
+    spacing = max(int(np.median(np.diff(all_steps))), 1)
+    span = all_steps[-1] - all_steps[0]
+    candidates = {c for c in candidates if 2 * spacing <= c <= span / 2}
+    q = outlier_steps.size / all_steps.size
     best = None
-    for p in sorted(candidates):
-        if p < 2 * max(logged_spacing, 1) or p > (all_steps[-1] - all_steps[0]) / 2:
-            continue
-        phases = outlier_steps % p
-        values, counts = np.unique(phases, return_counts=True)
-        phase = int(values[np.argmax(counts)])
+    for period in sorted(candidates):
+        phases = outlier_steps % period
+        ph_values, ph_counts = np.unique(phases, return_counts=True)
+        phase = int(ph_values[np.argmax(ph_counts)])
         hits = outlier_steps[phases == phase]
-        in_class = all_steps[(all_steps % p) == phase]
-        # only the part of the run the dips span: a late-starting pattern still counts
+        in_class = all_steps[(all_steps % period) == phase]
+        # only the part of the run the dips span: a pattern that starts late still counts
         in_class = in_class[(in_class >= hits[0]) & (in_class <= hits[-1])]
         coverage = hits.size / max(in_class.size, 1)
-        if hits.size >= min_dips and coverage >= min_coverage:
+        p_value = min(1.0, float(binom.sf(hits.size - 3, in_class.size - 2, q)) * len(candidates))
+        if hits.size >= min_dips and coverage >= min_coverage and p_value < alpha:
             if best is None or hits.size > best[3].size:
-                best = (p, phase, coverage, hits)
+                best = (period, phase, coverage, hits, p_value)
     return best
 
 
@@ -326,8 +342,9 @@ def analyze_throughput(
     stall_factor: float = 5.0,
     dip_z: float = 3.5,
     dip_min_slowdown: float = 0.10,
-    dip_min_count: int = 3,
-    dip_min_coverage: float = 0.6,
+    dip_min_count: int = 4,
+    dip_min_coverage: float = 0.7,
+    dip_alpha: float = 0.05,
     min_drop: float = 0.10,
     max_change_points: int = 5,
     penalty_scale: float = 2.0,
@@ -346,8 +363,9 @@ def analyze_throughput(
       ``interval_means`` says each value averages the steps since the last log,
       as Megatron's "elapsed time per iteration" does; always so for wall-time gaps);
     - dips: points slower by ``dip_min_slowdown`` and ``dip_z`` robust z-scores,
-      periodic when ``dip_min_count`` of them share one phase of a period and that
-      phase is slow in ``dip_min_coverage`` of its logged steps;
+      periodic when ``dip_min_count`` of them share one phase of a period, that
+      phase is slow in ``dip_min_coverage`` of its logged steps, and so regular a
+      pattern has chance probability below ``dip_alpha`` (see :func:`_find_period`);
     - drops: binary segmentation of log time-per-work (stalls and dips removed),
       penalty ``penalty_scale · σ²_long-run · ln n``; only level changes of at least
       ``min_drop`` (relative) are kept.
@@ -402,9 +420,11 @@ def analyze_throughput(
     z = rel / rel_sigma if rel_sigma > 0 else np.where(rel > 0, np.inf, 0.0)
     slow_mask = (rel >= math.log1p(dip_min_slowdown)) & (z >= dip_z)
     dips = None
-    period = _find_period(s_steps[slow_mask], s_steps, min_dips=dip_min_count, min_coverage=dip_min_coverage)
+    period = _find_period(
+        s_steps[slow_mask], s_steps, min_dips=dip_min_count, min_coverage=dip_min_coverage, alpha=dip_alpha
+    )
     if period is not None:
-        p, phase, coverage, hits = period
+        p, phase, coverage, hits, p_dips = period
         hit_rel = rel[np.isin(s_steps, hits)]
         dips = PeriodicDips(
             period_steps=int(p),
@@ -413,6 +433,7 @@ def analyze_throughput(
             coverage=float(coverage),
             steps=tuple(int(h) for h in hits),
             median_slowdown_pct=float(np.expm1(np.median(hit_rel)) * 100),
+            p_value=p_dips,
         )
 
     # --- lasting changes of level
@@ -453,34 +474,49 @@ def analyze_throughput(
     # --- findings
     unit = k.unit
     steady = _unslow(med, kind_used)
+    stall_steps = {st.step for st in stalls}
+    periodic_stalls = dips is not None and sum(d in stall_steps for d in dips.steps) >= 0.8 * dips.n_dips
     if stalls:
-        worst = max(stalls, key=lambda s: s.times_median)
-        lost_txt = f", {stall_lost:.1f} s lost in total" if stall_lost is not None else ""
-        shown = ", ".join(str(s.step) for s in stalls[:8]) + (" …" if len(stalls) > 8 else "")
+        worst = max(stalls, key=lambda st: st.times_median)
+        lost_txt = ""
+        if stall_lost is not None and seconds_factor is not None:
+            # time after warm-up: exact for interval totals; for sampled step times, each
+            # logged pace stands for its whole interval and a stall's extra time counts once
+            if series.source != "values" or interval_means:
+                total = float(np.sum(s_slow * seconds_factor))
+            else:
+                total = float(np.sum(level * s_gaps) * per_point_seconds) + stall_lost  # type: ignore[operator]
+            lost_txt = (
+                f"; {stall_lost:.1f} s lost in total ({stall_lost / total:.1%} of the time after warm-up)"
+            )
+        shown = ", ".join(str(st.step) for st in stalls[:8]) + (" …" if len(stalls) > 8 else "")
+        period_txt = f"; they recur every {dips.period_steps} steps" if periodic_stalls else ""  # type: ignore[union-attr]
         findings.append(
             Finding(
                 "throughput_stall",
                 Severity.WARNING if len(stalls) > 1 or (stall_lost or 0) > 60 else Severity.INFO,
                 f"{len(stalls)} stall(s) at least {stall_factor:g}x slower than the steady "
-                f"{steady:.4g} {unit} (steps {shown}); worst at step {worst.step}: {worst.value:.4g} {unit}, "
-                f"{worst.times_median:.1f}x the steady pace{lost_txt}.",
+                f"{steady:.4g} {unit} (steps {shown}){period_txt}; worst at step {worst.step}: "
+                f"{worst.value:.4g} {unit}, {worst.times_median:.1f}x the pace around it{lost_txt}.",
                 recommend("throughput_stall"),
                 step=stalls[0].step,
                 step_end=stalls[-1].step,
                 evidence={
-                    "steps": [s.step for s in stalls],
+                    "steps": [st.step for st in stalls],
                     "seconds_lost": stall_lost,
                     "steady_median": steady,
+                    "unit": unit,
+                    "period_steps": dips.period_steps if periodic_stalls else None,  # type: ignore[union-attr]
                 },
             )
         )
-    if dips is not None:
+    if dips is not None and not periodic_stalls:
         findings.append(
             Finding(
                 "throughput_dips",
                 Severity.WARNING if dips.median_slowdown_pct >= 25 else Severity.INFO,
                 f"Throughput dips every {dips.period_steps} steps ({dips.n_dips} dips, first at step "
-                f"{dips.steps[0]}): those steps are {dips.median_slowdown_pct:.0f}% slower (median) than the "
+                f"{dips.steps[0]}): those steps are {_slower(dips.median_slowdown_pct)} (median) than the "
                 f"steady {steady:.4g} {unit}.",
                 recommend("throughput_dips"),
                 step=dips.steps[0],
@@ -533,6 +569,10 @@ def analyze_throughput(
     )
 
 
+def _slower(pct: float) -> str:
+    return f"{1 + pct / 100:.1f}x slower" if pct >= 100 else f"{pct:.0f}% slower"
+
+
 def _merge_small_changes(x: np.ndarray, cuts: list[int], min_change: float) -> list[int]:
     """Drop change points whose neighbouring segment medians differ by less than ``min_change``."""
     cuts = sorted(cuts)
@@ -570,7 +610,7 @@ class ThroughputComparison(ResultMixin):
     ratio: float | None
     change_pct: float | None  # (ratio - 1) × 100, in the metric's own direction
     slowdown_pct: float | None  # time-per-work change in %, + = slower
-    p_value: float | None  # two-sided Mann–Whitney U on thinned samples
+    p_value: float | None  # two-sided Mann–Whitney U on thinned samples (max over baseline runs)
     ci_low: float | None  # bootstrap CI of the time-per-work ratio candidate/baseline
     ci_high: float | None
     ci_level: float
@@ -628,7 +668,9 @@ def compare_throughput(
        (default 15%: training steps are noisier than micro-benchmarks; asv flags at
        its default ``--factor 1.1``) → ``no_change``;
     3. with two or more baseline runs, a candidate median inside the band of the
-       baseline run medians is run-to-run noise → ``no_change``;
+       baseline run medians is run-to-run noise → ``no_change``; outside it, the
+       p-value is the largest of the tests against each baseline run (the
+       candidate must differ from every one of them);
     4. otherwise ``regression``/``improvement`` when the change is statistically
        clear: Mann–Whitney U p < ``alpha`` (asv's ``is_different`` uses the same
        test and p < 0.002) **and** the moving-block bootstrap ``ci_level`` interval of
@@ -715,7 +757,12 @@ def compare_throughput(
         n_candidate_effective=int(cand_thin.size),
         thinning_stride=stride,
     )
-    p = mann_whitney_p(base_thin, cand_thin)
+    if len(base_runs) > 1:
+        # several baseline runs: the candidate must differ from every one of them,
+        # so the reported p is the least significant of the per-run tests
+        p = max(mann_whitney_p(thin(r, stride), cand_thin) for r in base_runs)
+    else:
+        p = mann_whitney_p(base_thin, cand_thin)
     common["p_value"] = p
 
     boots_b = block_bootstrap_medians(base_runs, block=stride, n_boot=n_boot, seed=seed)

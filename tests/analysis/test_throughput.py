@@ -264,3 +264,47 @@ def test_comparison_is_deterministic():
     a = compare_throughput(curve(step_times(seed=60)), curve(step_times(seed=61) * 1.2), kind="step_time_s")
     b = compare_throughput(curve(step_times(seed=60)), curve(step_times(seed=61) * 1.2), kind="step_time_s")
     assert a.to_dict() == b.to_dict()
+
+
+def test_a_few_random_outliers_are_not_periodic_dips():
+    for seed in range(5):
+        rng = np.random.default_rng(100 + seed)
+        t = step_times(n=1000, seed=100 + seed)
+        t[rng.choice(1000, size=4, replace=False)] *= 2.0
+        r = analyze_throughput(curve(t), kind="step_time_s")
+        assert r.dips is None, seed
+
+
+def test_periodic_stalls_are_one_finding_with_their_period():
+    # evaluation every 250 iterations, logged every 10: nanoGPT-style
+    steps = np.arange(0, 5010, 10)
+    t = step_times(n=steps.size, seed=8) * 1000
+    t[(steps % 250 == 0) & (steps > 0)] = 35_000.0
+    r = analyze_throughput(curve(t, steps), kind="step_time_ms")
+    assert r.dips.period_steps == 250 and r.dips.p_value < 0.001
+    assert codes(r) == ["throughput_stall"]
+    f = r.findings[0]
+    assert "every 250 steps" in f.message and f.evidence["period_steps"] == 250
+    assert len(r.stalls) == 20 and r.stall_seconds_lost == pytest.approx(20 * 34.5, rel=0.01)
+
+
+def test_a_faster_start_is_a_drop_not_warmup():
+    t = step_times(n=1000, seed=9)
+    t[:1] = 60.0  # compile
+    t[200:] *= 1.18  # slower after the first evaluation
+    r = analyze_throughput(curve(t), kind="step_time_s")
+    assert r.n_warmup_points == 1
+    [cp] = r.change_points
+    assert abs(cp.step - 200) <= 3 and cp.slowdown_pct == pytest.approx(18, abs=3)
+
+
+def test_candidate_must_differ_from_every_baseline_run():
+    steady = curve(step_times(seed=70, level=0.5))
+    noisy = curve(0.56 * np.exp(np.random.default_rng(0).normal(0, 0.4, 30)))  # a short, very noisy baseline
+    cand = curve(step_times(seed=72, level=0.66))
+    assert compare_throughput(steady, cand, kind="step_time_s").verdict == "regression"
+    c = compare_throughput([steady, noisy], cand, kind="step_time_s")
+    assert c.candidate_median > c.baseline_band[1]  # outside the band ...
+    assert (
+        c.verdict == "inconclusive" and 0.002 < c.p_value < 0.1
+    )  # ... but not clearly slower than the noisy run
