@@ -255,6 +255,14 @@ def layer_name(tag: str) -> str | None:
     return None
 
 
+def _one_run(frame: pd.DataFrame, what: str) -> None:
+    """Analyzers look at one run: refuse a table that mixes several (a programming error upstream)."""
+    if "run" in frame.columns:
+        runs = pd.unique(frame["run"])
+        if len(runs) > 1:
+            raise ValueError(f"{what} hold {len(runs)} runs; pass the rows of one run")
+
+
 def _rms(frame: pd.DataFrame) -> np.ndarray:
     """RMS per histogram row: sqrt(sum_squares / num), or from bucket mid-points when sum_squares is missing."""
     num = frame["num"].to_numpy(dtype=np.float64)
@@ -265,7 +273,7 @@ def _rms(frame: pd.DataFrame) -> np.ndarray:
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         rms = np.sqrt(ss / num)
-    missing = ~np.isfinite(ss)
+    missing = np.isnan(ss)  # absent; an infinite sum of squares is a real overflow
     if missing.any() and "bucket_limits" in frame and "bucket_counts" in frame:
         for i in np.flatnonzero(missing):
             limits = np.asarray(frame["bucket_limits"].iloc[i], dtype=np.float64)
@@ -293,7 +301,10 @@ def _layers(
     explode_factor: float,
     persist: int,
 ) -> tuple[list[LayerGradients], int]:
-    tags = [t for t in pd.unique(histograms["tag"])]
+    _one_run(histograms, "histograms")
+    num = pd.to_numeric(histograms["num"], errors="coerce")
+    histograms = histograms[num > 0]  # empty histograms carry no gradient
+    tags = list(pd.unique(histograms["tag"]))
     grad_tags = {t: layer_name(str(t)) for t in tags}
     ignored = sum(1 for v in grad_tags.values() if v is None)
     rows = []

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.analysis.curves import Curve
+from tanalyze.analysis.gradients import _one_run
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.analysis.serial import autocorrelation_time, mann_whitney_p, rolling_median, thin
@@ -315,6 +316,7 @@ def _attention(curve: Curve, *, collapse_fraction: float, persist: int) -> Atten
 
 def _histogram_curves(frame: pd.DataFrame) -> list[Curve]:
     """Mean per step (sum / num) of each histogram tag, as curves."""
+    _one_run(frame, "attention_histograms")
     curves = []
     for tag, part in frame.groupby("tag", sort=True):
         part = part.sort_values("step", kind="stable").drop_duplicates("step", keep="last")

@@ -137,7 +137,9 @@ def min_attainable_p(n_a: int, n_b: int) -> float:
     """
     if n_a == 0 or n_b == 0:
         return 1.0
-    return min(1.0, 2.0 / math.comb(n_a + n_b, min(n_a, n_b)))
+    n, k = n_a + n_b, min(n_a, n_b)
+    log_comb = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+    return min(1.0, 2.0 * math.exp(-log_comb))
 
 
 def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:

@@ -155,7 +155,7 @@ def detect_warmup(
     Warm-up ends at the first point ``i`` from which, for ``window`` consecutive
     points, the forward rolling median over ``window`` points stays within
     ``tolerance`` (relative) of the level that follows it (the median of the next
-    ``max(3·window, n/10)`` points). Comparing with the level that *follows* rather
+    ``max(3·window, min(n/10, 1000))`` points). Comparing with the level that *follows* rather
     than with the end of the run keeps a later lasting drop from being mistaken
     for warm-up. Leading points that are themselves outside the band are skipped
     too (a slow first iteration: compilation, autotuning, cold caches). Only
@@ -168,12 +168,13 @@ def detect_warmup(
     if n < 6:
         return 0
     w = int(window or min(50, max(3, n // 20)))
-    span = max(3 * w, n // 10)
-    forward = _forward_median(x, w)
-    level = _forward_median(x, span)
+    span = max(3 * w, min(n // 10, 1000))
+    limit = int(max_fraction * n)
+    head = x[: limit + span + w]  # warm-up is only looked for in the first max_fraction of points
+    forward = _forward_median(head, w)
+    level = _forward_median(head, span)
     with np.errstate(divide="ignore", invalid="ignore"):
         inside = forward / level - 1.0 <= tolerance  # one-sided: a fast start is not warm-up
-    limit = int(max_fraction * n)
     settled = np.flatnonzero(np.convolve(inside.astype(np.int64), np.ones(w, dtype=np.int64), "valid") == w)
     if settled.size == 0 or settled[0] > limit:
         return 0

@@ -248,3 +248,26 @@ def test_rms_falls_back_to_buckets_without_sum_squares():
     frame["sum_squares"] = np.nan
     [lg] = analyze_gradients(None, histograms=frame).layers
     assert lg.rms_median == pytest.approx(1e-2, rel=0.5)
+
+
+def test_empty_histograms_are_skipped_not_exploding():
+    steps = np.arange(0, 100, 10)
+    frame = hist_frame({"grad/a": np.full(steps.size, 1e-2)}, steps)
+    frame.loc[3, ["num", "sum_squares"]] = [0.0, 0.0]
+    [lg] = analyze_gradients(None, histograms=frame).layers
+    assert lg.status == "ok" and lg.n_points == 9
+
+
+def test_nonfinite_layer_gradients_are_exploding():
+    steps = np.arange(0, 100, 10)
+    frame = hist_frame({"grad/a": np.full(steps.size, 1e-2)}, steps)
+    frame.loc[frame["step"] >= 60, "sum_squares"] = np.inf
+    [lg] = analyze_gradients(None, histograms=frame).layers
+    assert lg.status == "exploding" and lg.onset_step == 60 and "non-finite" in lg.reason
+
+
+def test_histograms_of_several_runs_are_refused():
+    steps = np.arange(0, 30, 10)
+    frame = pd.concat([hist_frame({"grad/a": np.ones(3)}, steps).assign(run=r) for r in ("a", "b")])
+    with pytest.raises(ValueError, match="hold 2 runs"):
+        analyze_gradients(None, histograms=frame)

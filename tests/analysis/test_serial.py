@@ -57,6 +57,7 @@ def test_min_attainable_p_follows_asv_rule():
     assert min_attainable_p(3, 3) == pytest.approx(2 / 20)
     assert min_attainable_p(0, 10) == 1.0
     assert min_attainable_p(20, 20) < 0.002
+    assert min_attainable_p(500_000, 500_000) == 0.0  # no overflow for long runs
 
 
 def test_mann_whitney_p_on_ties_and_shift():
