@@ -70,14 +70,15 @@ def _kind(kind: str) -> Kind:
 
 
 @dataclass(frozen=True)
-class Series:
-    """Valid throughput points in the metric's unit, their steps, and step gaps to the previous point."""
+class _Series:
+    """Valid throughput points in the unit of ``kind``, their steps, and step gaps to the previous point."""
 
     steps: np.ndarray
     values: np.ndarray
     gaps: np.ndarray
     n_invalid: int
     source: str
+    kind: str
 
 
 def _dedupe_last(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -106,25 +107,22 @@ def _from_wall_time(curve: Curve) -> tuple[np.ndarray, np.ndarray, np.ndarray, i
     return steps[1:][ok], dt[ok] / ds[ok], ds[ok], dropped
 
 
-def _series(curve: Curve | None, kind: str, wall_time_curve: Curve | None = None) -> Series:
+def _series(curve: Curve | None, kind: str, wall_time_curve: Curve | None = None) -> _Series:
     """The valid points of a throughput curve (finite and positive), or step times derived from wall time."""
     _kind(kind)
     if curve is not None and kind != "wall_time":
         steps, values = _dedupe_last(curve.steps, curve.values)
         ok = np.isfinite(values) & (values > 0)
         steps, values = steps[ok], values[ok]
-        gaps = (
-            np.diff(steps, prepend=steps[0] - 1 if steps.size else 0).astype(np.float64)
-            if steps.size
-            else np.array([])
-        )
-        gaps = np.where(gaps > 0, gaps, 1.0)
-        return Series(steps, values, gaps, int((~ok).sum()), "values")
+        gaps = np.diff(steps).astype(np.float64)
+        # the first point's interval is unknown: assume the usual logging interval
+        gaps = np.r_[np.median(gaps) if gaps.size else 1.0, gaps] if steps.size else gaps
+        return _Series(steps, values, gaps, int((~ok).sum()), "values", kind)
     source_curve = curve if curve is not None else wall_time_curve
     if source_curve is None:
-        return Series(np.array([], dtype=np.int64), np.array([]), np.array([]), 0, "none")
+        return _Series(np.array([], dtype=np.int64), np.array([]), np.array([]), 0, "none", "wall_time")
     steps, values, gaps, dropped = _from_wall_time(source_curve)
-    return Series(steps, values, gaps, dropped, f"wall-time gaps of {source_curve.tag!r}")
+    return _Series(steps, values, gaps, dropped, f"wall-time gaps of {source_curve.tag!r}", "wall_time")
 
 
 def slowness_series(
@@ -132,7 +130,7 @@ def slowness_series(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(steps, time-per-work)`` of a throughput curve: larger is slower for every kind."""
     s = _series(curve, kind, wall_time_curve)
-    return s.steps, _slow(s.values, kind)
+    return s.steps, _slow(s.values, s.kind)
 
 
 def _slow(values: np.ndarray, kind: str) -> np.ndarray:
@@ -252,7 +250,7 @@ class ThroughputResult(ResultMixin):
     findings: tuple[Finding, ...]
 
 
-def _empty(curve: Curve | None, kind: str, series: Series, why: str) -> ThroughputResult:
+def _empty(curve: Curve | None, kind: str, series: _Series, why: str) -> ThroughputResult:
     k = KINDS[kind]
     finding = Finding(
         "insufficient_data",
@@ -371,9 +369,8 @@ def analyze_throughput(
       penalty ``penalty_scale · σ²_long-run · ln n``; only level changes of at least
       ``min_drop`` (relative) are kept.
     """
-    _kind(kind)
     series = _series(curve, kind, wall_time_curve)
-    kind_used = "wall_time" if curve is None or kind == "wall_time" else kind
+    kind_used = series.kind
     k = KINDS[kind_used]
     if series.values.size < 3:
         return _empty(
@@ -446,16 +443,8 @@ def analyze_throughput(
     resid = c_log - rolling_median(c_log, 101)
     tau = autocorrelation_time(resid)
     if c_log.size >= 20:
-        sig = robust_sigma(resid)
-        long_run_var = sig * sig * max(tau, 1.0)
-        if long_run_var > 0:
-            cuts = binary_segmentation(
-                c_log,
-                penalty=penalty_scale * long_run_var * math.log(c_log.size),
-                min_size=max(5, c_log.size // 50),
-                max_changes=max_change_points * 2,
-            )
-            cuts = _merge_small_changes(c_log, cuts, min_drop)
+        cuts, tau = _segment(c_log, resid, tau, penalty_scale, max_change_points, min_drop)
+        if cuts is not None:
             bounds = [0, *cuts, c_log.size]
             levels = [
                 float(np.exp(np.median(c_log[a:b]))) for a, b in zip(bounds[:-1], bounds[1:], strict=True)
@@ -568,6 +557,45 @@ def analyze_throughput(
         dips=dips,
         findings=tuple(findings),
     )
+
+
+def _segment(
+    x: np.ndarray, resid: np.ndarray, tau: float, penalty_scale: float, max_changes: int, min_change: float
+) -> tuple[list[int] | None, float]:
+    """Change points of ``x`` (log time per work), with the long-run variance re-estimated from the fit.
+
+    The penalty needs the long-run variance σ²·τ of the noise. A first guess comes
+    from residuals about a wide rolling median; then τ and σ are re-estimated from
+    the residuals about the fitted piecewise-constant levels and the segmentation
+    is repeated until τ stops growing. A level that merely wanders (strongly
+    autocorrelated noise) keeps long-range dependence in those residuals, so its
+    penalty grows and it is not cut into spurious "drops"; a real step leaves white
+    residuals and keeps its change point.
+    """
+    cuts: list[int] | None = None
+    sig = robust_sigma(resid)
+    for _ in range(4):
+        long_run_var = sig * sig * max(tau, 1.0)
+        if not long_run_var > 0:
+            return cuts, tau
+        cuts = binary_segmentation(
+            x,
+            penalty=penalty_scale * long_run_var * math.log(x.size),
+            min_size=max(5, x.size // 50),
+            max_changes=max_changes * 2,
+        )
+        cuts = _merge_small_changes(x, cuts, min_change)
+        bounds = [0, *cuts, x.size]
+        fitted = np.concatenate(
+            [np.full(b - a, np.median(x[a:b])) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        )
+        fit_resid = x - fitted
+        new_tau = autocorrelation_time(fit_resid)
+        new_sig = robust_sigma(fit_resid)
+        if new_tau * new_sig**2 <= 1.1 * tau * sig**2:
+            break
+        tau, sig = max(tau, new_tau), max(sig, new_sig)
+    return cuts, tau
 
 
 def _slower(pct: float) -> str:

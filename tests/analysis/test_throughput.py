@@ -308,3 +308,10 @@ def test_candidate_must_differ_from_every_baseline_run():
     assert (
         c.verdict == "inconclusive" and 0.002 < c.p_value < 0.1
     )  # ... but not clearly slower than the noisy run
+
+
+def test_a_wandering_level_is_not_cut_into_drops():
+    # strongly autocorrelated pace (rho 0.9: the level drifts by several % over hundreds of steps)
+    for seed in range(5):
+        r = analyze_throughput(curve(step_times(n=2000, seed=seed, rho=0.9)), kind="step_time_s")
+        assert r.change_points == (), seed
