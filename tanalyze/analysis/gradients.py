@@ -62,6 +62,7 @@ class SkippedSteps(ResultMixin):
 
     total: int
     late: int  # after the first ``early_fraction`` of the run
+    late_fraction: float  # late / steps after the first ``early_fraction``
     fraction: float  # total / steps covered by the curve
     steps: tuple[int, ...]  # logged steps at which skips were counted (first 100)
     interpretation: str  # "indicator" | "cumulative" | "per-interval"
@@ -209,7 +210,8 @@ def _skipped(curve: Curve, *, cumulative: bool | None, early_fraction: float) ->
     part = curve.finite_part()
     if len(part) == 0:
         return None
-    v, s = part.values, part.steps
+    last = np.r_[part.steps[1:] != part.steps[:-1], True]  # last write wins for a repeated step
+    v, s = part.values[last], part.steps[last]
     if cumulative is None:
         if np.isin(v, (0.0, 1.0)).all():
             mode = "indicator"
@@ -223,12 +225,17 @@ def _skipped(curve: Curve, *, cumulative: bool | None, early_fraction: float) ->
         counts = np.diff(v, prepend=0.0).clip(min=0)
     else:
         counts = v.clip(min=0)
-    span = max(int(s[-1] - s[0]) + 1, 1)
-    early_end = s[0] + early_fraction * (s[-1] - s[0])
+    # steps covered: from step 0 (a counter counts from the start) or the first logged step
+    first = 0 if s[0] >= 0 and mode != "indicator" else s[0]
+    span = max(int(s[-1] - first), 1)
+    early_end = first + early_fraction * (s[-1] - first)
     total = int(round(counts.sum()))
+    late = int(round(counts[s > early_end].sum()))
+    late_span = max(float(s[-1] - early_end), 1.0)
     return SkippedSteps(
         total=total,
-        late=int(round(counts[s > early_end].sum())),
+        late=late,
+        late_fraction=float(late / late_span),
         fraction=float(total / span),
         steps=tuple(int(x) for x in s[counts > 0][:100]),
         interpretation=mode,
@@ -404,6 +411,7 @@ def analyze_gradients(
     loss_scale_late_drop: float = 2.0**4,
     skipped_cumulative: bool | None = None,
     early_fraction: float = 0.1,
+    skipped_warn_fraction: float = 0.05,
     layer_vanish_rms: float = 1e-8,
     layer_vanish_factor: float = 1e-3,
     layer_explode_factor: float = 1e2,
@@ -427,7 +435,10 @@ def analyze_gradients(
       ``loss_scale_late_drop``× within the second half of the run;
     - skipped steps: a 0/1 indicator, a cumulative counter or per-interval counts
       (``skipped_cumulative=None`` guesses: only 0/1 → indicator, non-decreasing →
-      cumulative, else per-interval);
+      cumulative, else per-interval; a repeated step keeps its last value); a
+      ``warning`` when more than 5 and at least ``skipped_warn_fraction`` of the
+      steps after the first ``early_fraction`` of the run were skipped (a skip now
+      and then is how dynamic loss scaling probes for a larger scale), else ``info``;
     - layers (histogram tags recognised by :func:`layer_name`): RMS per step;
       vanishing below ``layer_vanish_rms``, or ``layer_vanish_factor`` × its early
       level or × the median layer at that step; exploding above
@@ -618,13 +629,14 @@ def analyze_gradients(
         _skipped(skipped, cumulative=skipped_cumulative, early_fraction=early_fraction) if skipped else None
     )
     if skips is not None and skips.total > 0:
-        many_late = skips.late > max(5, 0.005 * (skipped.steps[-1] - skipped.steps[0] + 1))  # type: ignore[union-attr]
+        many_late = skips.late > 5 and skips.late_fraction >= skipped_warn_fraction
         findings.append(
             _finding(
                 "skipped_steps",
                 Severity.WARNING if many_late else Severity.INFO,
                 f"{skips.total} optimizer step(s) skipped ({skips.fraction:.2%} of the steps covered), "
-                f"{skips.late} after the first {early_fraction:.0%} of the run; first at step "
+                f"{skips.late} ({skips.late_fraction:.2%}) after the first {early_fraction:.0%} of the run; "
+                f"first at step "
                 f"{skips.steps[0] if skips.steps else '?'}.",
                 step=skips.steps[0] if skips.steps else None,
                 step_end=skips.steps[-1] if skips.steps else None,

@@ -137,6 +137,10 @@ def _slow(values: np.ndarray, kind: str) -> np.ndarray:
     return 1.0 / values if KINDS[kind].higher_is_better else values
 
 
+def _slow_value(level: float, kind: str) -> float:
+    return 1.0 / level if KINDS[kind].higher_is_better else level
+
+
 def _unslow(slowness: float, kind: str) -> float:
     return 1.0 / slowness if KINDS[kind].higher_is_better else slowness
 
@@ -366,8 +370,10 @@ def analyze_throughput(
       phase is slow in ``dip_min_coverage`` of its logged steps, and so regular a
       pattern has chance probability below ``dip_alpha`` (see :func:`_find_period`);
     - drops: binary segmentation of log time-per-work (stalls and dips removed),
-      penalty ``penalty_scale · σ²_long-run · ln n``; only level changes of at least
-      ``min_drop`` (relative) are kept.
+      penalty ``penalty_scale · σ²_long-run · ln n`` (see :func:`_segment`); only level
+      changes of at least ``min_drop`` (relative) are kept, and a ``throughput_drop``
+      finding needs the new level to be ``min_drop`` slower than the first steady
+      level too (a fast episode that ends is not a drop).
     """
     series = _series(curve, kind, wall_time_curve)
     kind_used = series.kind
@@ -514,21 +520,31 @@ def analyze_throughput(
                 evidence={"period_steps": dips.period_steps, "phase": dips.phase, "steps": list(dips.steps)},
             )
         )
+    first_level = change_points[0].before if change_points else None
     for cp in change_points:
-        if cp.slowdown_pct <= 0:
+        # a drop is slower than before AND than the first steady level: the end of a
+        # fast episode (back to the usual pace) is not a drop
+        vs_first = (_slow_value(cp.after, kind_used) / _slow_value(first_level, kind_used) - 1) * 100
+        if cp.slowdown_pct < min_drop * 100 or vs_first < min_drop * 100:
             continue
         findings.append(
             Finding(
                 "throughput_drop",
                 Severity.WARNING if cp.slowdown_pct >= 25 else Severity.INFO,
                 f"Throughput dropped at step {cp.step}: {cp.before:.4g} → {cp.after:.4g} {unit} "
-                f"({cp.slowdown_pct:.0f}% more time per unit of work), and stayed there.",
+                f"({cp.slowdown_pct:.0f}% more time per unit of work), and stayed there"
+                + (
+                    f" ({vs_first:.0f}% slower than the first steady level)."
+                    if cp is not change_points[0]
+                    else "."
+                ),
                 recommend("throughput_drop"),
                 step=cp.step,
                 evidence={
                     "before": cp.before,
                     "after": cp.after,
                     "slowdown_pct": cp.slowdown_pct,
+                    "slowdown_vs_first_level_pct": vs_first,
                     "unit": unit,
                 },
             )

@@ -162,9 +162,28 @@ def test_skipped_steps_indicator_cumulative_and_per_interval():
 
 def test_many_late_skipped_steps_warn():
     steps = np.arange(0, 1000)
-    skipped = (np.arange(1000) % 20 == 0).astype(float)  # every 20th step, all run long
+    skipped = (np.arange(1000) % 10 == 0).astype(float)  # every 10th step, all run long
     r = analyze_gradients(None, skipped=curve(skipped, steps, tag="skipped"))
+    assert r.skipped.late_fraction == pytest.approx(0.1, abs=0.01)
     assert next(f for f in r.findings if f.code == "skipped_steps").severity == "warning"
+
+
+def test_occasional_skips_of_dynamic_loss_scaling_are_info():
+    # DeepSpeed-style cumulative counter logged every 10 steps: one skip every ~50 steps
+    steps = np.arange(10, 7400, 10)
+    counter = np.floor(steps / 50.0)
+    r = analyze_gradients(None, skipped=curve(counter, steps, tag="skipped"))
+    assert r.skipped.interpretation == "cumulative" and r.skipped.total == 147
+    assert r.skipped.fraction == pytest.approx(147 / 7390, rel=1e-6)
+    assert next(f for f in r.findings if f.code == "skipped_steps").severity == "info"
+
+
+def test_repeated_steps_keep_the_last_value():
+    # two engines writing the same step (e.g. actor and critic): last write wins, fraction stays sane
+    steps = np.repeat(np.arange(10, 110, 10), 2)
+    values = np.ravel(np.column_stack([np.arange(10) + 4, np.full(10, 3.0)]))
+    r = analyze_gradients(None, skipped=curve(values, steps, tag="skipped"))
+    assert r.skipped.interpretation == "cumulative" and r.skipped.total == 3 and r.skipped.fraction <= 1
 
 
 # ---------------------------------------------------------------------------------------------- histograms

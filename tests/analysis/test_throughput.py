@@ -315,3 +315,11 @@ def test_a_wandering_level_is_not_cut_into_drops():
     for seed in range(5):
         r = analyze_throughput(curve(step_times(n=2000, seed=seed, rho=0.9)), kind="step_time_s")
         assert r.change_points == (), seed
+
+
+def test_the_end_of_a_fast_episode_is_not_a_drop():
+    t = step_times(n=2000, seed=11)
+    t[800:1100] *= 0.7  # a fast stretch (e.g. shorter sequences), then back to the usual pace
+    r = analyze_throughput(curve(t), kind="step_time_s")
+    assert [round(cp.slowdown_pct / 10) for cp in r.change_points] == [-3, 4]
+    assert "throughput_drop" not in codes(r)
