@@ -270,9 +270,18 @@ def _one_run(frame: pd.DataFrame, what: str) -> None:
             raise ValueError(f"{what} hold {len(runs)} runs; pass the rows of one run")
 
 
+def _num(frame: pd.DataFrame) -> np.ndarray:
+    """Values per histogram row: the ``num`` column, or the sum of the bucket counts."""
+    if "num" in frame.columns:
+        return pd.to_numeric(frame["num"], errors="coerce").to_numpy(dtype=np.float64)
+    if "bucket_counts" in frame.columns:
+        return np.array([float(np.sum(c)) for c in frame["bucket_counts"]], dtype=np.float64)
+    raise ValueError("histograms need a 'num' or a 'bucket_counts' column")
+
+
 def _rms(frame: pd.DataFrame) -> np.ndarray:
     """RMS per histogram row: sqrt(sum_squares / num), or from bucket mid-points when sum_squares is missing."""
-    num = frame["num"].to_numpy(dtype=np.float64)
+    num = _num(frame)
     ss = (
         frame["sum_squares"].to_numpy(dtype=np.float64)
         if "sum_squares" in frame
@@ -309,8 +318,7 @@ def _layers(
     persist: int,
 ) -> tuple[list[LayerGradients], int]:
     _one_run(histograms, "histograms")
-    num = pd.to_numeric(histograms["num"], errors="coerce")
-    histograms = histograms[num > 0]  # empty histograms carry no gradient
+    histograms = histograms[_num(histograms) > 0]  # empty histograms carry no gradient
     tags = list(pd.unique(histograms["tag"]))
     grad_tags = {t: layer_name(str(t)) for t in tags}
     ignored = sum(1 for v in grad_tags.values() if v is None)

@@ -290,3 +290,17 @@ def test_histograms_of_several_runs_are_refused():
     frame = pd.concat([hist_frame({"grad/a": np.ones(3)}, steps).assign(run=r) for r in ("a", "b")])
     with pytest.raises(ValueError, match="hold 2 runs"):
         analyze_gradients(None, histograms=frame)
+
+
+def test_histograms_with_only_buckets_still_give_an_rms():
+    # a table with bucket limits/counts but no num/sum_squares columns (as some readers produce)
+    steps = np.arange(0, 50, 10)
+    limits = np.array([-0.02, -0.01, 0.0, 0.01, 0.02])
+    counts = np.array([0.0, 10.0, 10.0, 0.0, 0.0])
+    frame = pd.DataFrame(
+        {"tag": "gradients/fc", "step": steps, "bucket_limits": [limits] * 5, "bucket_counts": [counts] * 5}
+    )
+    [lg] = analyze_gradients(None, histograms=frame).layers
+    # mid-points -0.015 and -0.005 (the first bucket starts at its own limit): rms = sqrt((2.25e-4 + 2.5e-5) / 2)
+    assert lg.rms_median == pytest.approx(np.sqrt((2.25e-4 + 2.5e-5) / 2))
+    assert lg.n_points == 5 and lg.status == "ok"

@@ -323,3 +323,17 @@ def test_the_end_of_a_fast_episode_is_not_a_drop():
     r = analyze_throughput(curve(t), kind="step_time_s")
     assert [round(cp.slowdown_pct / 10) for cp in r.change_points] == [-3, 4]
     assert "throughput_drop" not in codes(r)
+
+
+def test_compare_on_step_times_derived_from_wall_time():
+    steps = np.arange(0, 3000, 10)
+
+    def loss_curve(per_step):
+        wall = 1.7e9 + np.concatenate([[0.0], np.cumsum(per_step[1:] * 10)])
+        return Curve.from_arrays(steps, np.linspace(3, 1, steps.size), tag="loss", wall_time=wall)
+
+    base = loss_curve(step_times(n=steps.size, seed=80))
+    cand = loss_curve(step_times(n=steps.size, seed=81) * 1.3)
+    c = compare_throughput(base, cand, kind="wall_time")
+    assert c.unit == "s/step" and c.verdict == "regression"
+    assert c.slowdown_pct == pytest.approx(30, abs=4)
