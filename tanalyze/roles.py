@@ -34,7 +34,7 @@ from tanalyze.errors import ConfigError
 __all__ = ["ROLES", "RoleAssignment", "Rejected", "Roles", "resolve_roles", "role_curve", "tag_words"]
 
 #: Every role, with what it means.
-ROLES: Mapping[str, str] = MappingProxyType(
+ROLES: Mapping[str, str] = MappingProxyType(  # read-only view of the role table
     {
         "train_loss": "training loss, step-level when both step- and epoch-level exist",
         "train_loss_epoch": "training loss averaged per epoch (recorded beside the step-level one)",
@@ -45,6 +45,7 @@ ROLES: Mapping[str, str] = MappingProxyType(
         "step_time": "time per training step / iteration",
         "gpu_memory": "GPU memory in use",
         "loss_scale": "fp16 dynamic loss scale",
+        "skipped_steps": "optimizer steps skipped (overflow / NaN): indicator, counter or per-interval count",
         "attention_entropy": "attention entropy",
         "epoch": "epoch counter logged as a curve",
     }
@@ -110,7 +111,10 @@ class Rejected:
 
 @dataclass(frozen=True)
 class Roles:
-    """What each role of one run resolved to, what was rejected, and notes for the user."""
+    """What each role of one run resolved to, what was rejected, and notes for the user.
+
+    Treat the mappings as read-only (they are plain dicts so that results pickle).
+    """
 
     assigned: Mapping[str, RoleAssignment]
     rejected: Mapping[str, tuple[Rejected, ...]] = field(default_factory=dict)
@@ -254,6 +258,14 @@ def _match_loss_scale(words: tuple[str, ...], tag: str) -> tuple[int, str] | Non
     return None
 
 
+def _match_skipped(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    ws = set(words)
+    if ws & {"skipped", "skip", "skips"} and not ws & {"data", "samples", "tokens", "batches"}:
+        return (1, "skipped optimizer steps") if ws & {"iterations", "iteration", "iters", "steps", "step"} else (
+            2, "skipped (unqualified)")
+    return None
+
+
 def _match_attention_entropy(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
     ws = set(words)
     if ws & {"attn", "attention"} and ws & {"entropy", "ent"}:
@@ -273,6 +285,7 @@ _SIMPLE = {
     "step_time": _match_step_time,
     "gpu_memory": _match_gpu_memory,
     "loss_scale": _match_loss_scale,
+    "skipped_steps": _match_skipped,
     "attention_entropy": _match_attention_entropy,
     "epoch": _match_epoch,
 }
@@ -456,8 +469,8 @@ def resolve_roles(
             warnings.append(f"role {role}: tag {assignment.tag!r} has no finite points")
     ordered = {role: assigned[role] for role in ROLES if role in assigned}
     return Roles(
-        assigned=MappingProxyType(ordered),
-        rejected=MappingProxyType({r: tuple(v) for r, v in rejected_lists.items() if v}),
+        assigned=ordered,
+        rejected={r: tuple(v) for r, v in rejected_lists.items() if v},
         warnings=tuple(warnings),
         throughput_kind=throughput_kind if "throughput" in ordered else None,
         losses_comparable=comparable,

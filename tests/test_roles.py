@@ -44,7 +44,8 @@ CASES = {
         ["lm loss", "learning rate", "grad norm", "loss scale", "elapsed time per iteration (ms)",
          "number of skipped iterations", "lm loss validation", "lm loss PPL validation"],
         {"train_loss": "lm loss", "val_loss": "lm loss validation", "learning_rate": "learning rate",
-         "grad_norm": "grad norm", "step_time": "elapsed time per iteration (ms)", "loss_scale": "loss scale"},
+         "grad_norm": "grad norm", "step_time": "elapsed time per iteration (ms)", "loss_scale": "loss scale",
+         "skipped_steps": "number of skipped iterations"},
     ),
     "mmengine": (
         ["base_lr", "lr", "data_time", "loss", "loss_cls", "loss_obj", "loss_bbox", "time", "epoch", "memory",

@@ -201,7 +201,7 @@ def classify_run(
                            "and never came back")
         return Verdict("diverged", round(confidence, 3), evidence, tuple(reasons))
 
-    n_finite = divergence.finite_points
+    n_finite = divergence.analysed_points
     if n_finite < th.min_points:
         reasons.append(f"only {n_finite} finite point(s) of {main.tag}; need {th.min_points}")
         evidence["points"] = n_finite

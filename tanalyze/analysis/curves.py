@@ -11,8 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.ndimage import median_filter
-from scipy.signal import lfilter
 
 __all__ = [
     "Curve",
@@ -149,6 +147,8 @@ def debiased_ema(values: np.ndarray, weight: float = 0.6) -> np.ndarray:
     finite = values[mask]
     if weight == 0 or finite.size == 0:
         return out
+    from scipy.signal import lfilter  # scipy.signal is slow to import; only smoothing needs it
+
     ema = lfilter([1 - weight], [1, -weight], finite)
     count = np.arange(1, finite.size + 1, dtype=np.float64)
     out[mask] = ema / (1 - weight**count)
@@ -220,6 +220,8 @@ def trailing_median(values: np.ndarray, window: int, *, include_current: bool = 
     size = max(1, int(window)) | 1  # an odd size keeps the median a data value
     if n == 0:
         return np.empty(0)
+    from scipy.ndimage import median_filter  # imported on use: scipy is slow to import
+
     including = median_filter(np.asarray(values, dtype=np.float64), size=size, mode="nearest", origin=size // 2)
     if include_current:
         return including

@@ -31,7 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.ndimage import median_filter
 
 from tanalyze.analysis.curves import (
     MAD_TO_SIGMA,
@@ -101,8 +100,9 @@ class DivergenceResult(ResultMixin):
     """Divergence and spikes of one loss curve, with what decided them."""
 
     tag: str
-    points: int
-    finite_points: int
+    points: int  # as logged
+    finite_points: int  # as logged
+    analysed_points: int  # finite points after averaging the points of one step
     nonfinite_points: int
     first_nonfinite_step: int | None
     divergence: Divergence | None
@@ -131,6 +131,8 @@ def _scales(y: np.ndarray, window: int, is_log: bool) -> tuple[np.ndarray, np.nd
     ref[0] = y[0]
     # Local noise: deviations from a centred running median (which follows the trend), summarised by
     # their trailing median over a longer window than the level, so a few spikes cannot inflate it.
+    from scipy.ndimage import median_filter  # imported on use: scipy is slow to import
+
     size = max(3, window) | 1
     centred = median_filter(y, size=size, mode="nearest")
     local = MAD_TO_SIGMA * trailing_median(np.abs(y - centred), max(3 * window, 15))
@@ -272,7 +274,7 @@ def analyze_divergence(
     """
     if loss is None or len(loss) == 0:
         return DivergenceResult(
-            tag=loss.tag if loss is not None else "", points=0, finite_points=0, nonfinite_points=0,
+            tag=loss.tag if loss is not None else "", points=0, finite_points=0, analysed_points=0, nonfinite_points=0,
             first_nonfinite_step=None, divergence=None, spikes=(), window=0, noise=float("nan"),
             log_space=False, findings=(),
         )
@@ -382,8 +384,9 @@ def analyze_divergence(
     return DivergenceResult(
         tag=curve.tag,
         points=len(loss),
-        finite_points=int(finite.sum()),
-        nonfinite_points=int(nonfinite_idx.size),
+        finite_points=int(np.isfinite(loss.values).sum()),
+        analysed_points=n,
+        nonfinite_points=int((~np.isfinite(loss.values)).sum()),
         first_nonfinite_step=first_nonfinite,
         divergence=divergence,
         spikes=tuple(spikes),

@@ -102,5 +102,5 @@ def test_huge_finite_values_and_duplicate_steps():
     values = np.full(300, 1e30)
     values[150:] = 1e33
     result = analyze_divergence(Curve.from_arrays(steps, values, "loss"))
-    assert result.points == 300 and result.finite_points == 100
+    assert result.points == result.finite_points == 300 and result.analysed_points == 100
     assert result.divergence.kind == "explosion" and result.divergence.step == 50
