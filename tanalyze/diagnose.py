@@ -381,6 +381,17 @@ def diagnose_run(
 
     main = train if train is not None else val
     loss_analysis = analyze_divergence(main, grad_norm=grad, learning_rate=lr, **params.get("divergence", {}))
+    # The validation loss has spikes of its own (a bad evaluation batch, BatchNorm statistics, an LR jump).
+    val_analysis = None
+    if val is not None and main is not val:
+        val_analysis = analyze_divergence(val, learning_rate=lr, **params.get("divergence", {}))
+    # Only transient validation spikes: a lasting rise of the validation loss is overfitting's business.
+    val_spikes = tuple(sp for sp in val_analysis.spikes if sp.end_step is not None) if val_analysis else ()
+    spikes = loss_analysis.spikes + val_spikes
+    divergence = loss_analysis.divergence
+    if divergence is None and val_analysis is not None and val_analysis.divergence is not None \
+            and val_analysis.divergence.kind != "explosion":
+        divergence = val_analysis.divergence
     overfitting = None
     if val is not None and train is not None:
         overfitting = analyze_overfitting(val, train, losses_comparable=role_map.losses_comparable,
@@ -393,6 +404,10 @@ def diagnose_run(
     gradients, throughput, resources = _health(frame, curves, role_map, histograms, params)
 
     findings: list[Finding] = list(loss_analysis.findings) + list(verdict.findings)
+    if val_analysis is not None:  # its spikes and non-finite values; a val "explosion" is judged as overfitting
+        findings += [f for f in val_analysis.findings
+                     if f.code == "nonfinite_values" or f.code == "diverged_nonfinite"
+                     or (f.code == "loss_spike" and f.step in {sp.onset_step for sp in val_spikes})]
     if overfitting is not None:
         findings += overfitting.findings
     for result in (early, progress, gradients, throughput, resources):
@@ -406,8 +421,8 @@ def diagnose_run(
         roles=role_map.tags(),
         verdict=verdict,
         overfitting=overfitting if overfitting is not None and overfitting.detected else None,
-        divergence=loss_analysis.divergence,
-        spikes=loss_analysis.spikes,
+        divergence=divergence,
+        spikes=tuple(sorted(spikes, key=lambda sp: sp.onset_step)),
         early_stopping=early,
         progress=progress,
         gradients=gradients,

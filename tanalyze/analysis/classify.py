@@ -70,6 +70,7 @@ class Thresholds:
     val_rough_relative: float = 0.5  # … relative to its total log decrease
     val_rough_min_points: int = 6
     degrade_ratio: float = 1.5  # unstable: the loss ends this many times above its minimum
+    resumed_share: float = 0.25  # a log starting after this share of its last step continues an earlier run
 
 
 @dataclass(frozen=True)
@@ -203,10 +204,10 @@ def classify_run(
 
     n_finite = divergence.analysed_points
     if n_finite < th.min_points:
-        reasons.append(f"only {n_finite} finite point(s) of {main.tag}; need {th.min_points}")
+        reasons.insert(0, f"only {n_finite} finite point(s) of {main.tag}; need {th.min_points}")
         evidence["points"] = n_finite
         return Verdict("insufficient_data", 1.0, evidence, tuple(reasons),
-                       findings=(_insufficient(reasons[-1]),))
+                       findings=(_insufficient(reasons[0]),))
 
     f = train_features(main, th)
     evidence.update(f)
@@ -256,12 +257,19 @@ def classify_run(
 
     under: list[float] = []
     change = f["change"]
+    first, last = f["first_step"], f["last_step"]
+    resumed = first is not None and first > 0 and first > th.resumed_share * last
+    evidence["resumed"] = resumed
     if change > -th.min_decrease:
         strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
-        under.append(0.5 + 0.45 * strength)
         direction = "rose" if change > 0 else "fell only"
-        why["underfitting"].append(f"{main.tag} {direction} {abs(100 * change):.1f}% from {f['start_level']:.4g} "
-                                   f"to {f['end_level']:.4g} (needs a {100 * th.min_decrease:.0f}% decrease)")
+        text = (f"{main.tag} {direction} {abs(100 * change):.1f}% from {f['start_level']:.4g} "
+                f"to {f['end_level']:.4g} (needs a {100 * th.min_decrease:.0f}% decrease)")
+        if resumed:  # the fast early fall happened before this log began: weaker evidence
+            strength *= 0.5
+            text += f"; the log starts at step {first}, so the fall before it is unknown"
+        under.append(0.5 + 0.45 * strength)
+        why["underfitting"].append(text)
     elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share:
         under.append(0.5 + 0.3 * min(1.0, (f["end_share"] - th.still_falling_share) / th.still_falling_share))
         why["underfitting"].append(

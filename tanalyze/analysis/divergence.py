@@ -56,6 +56,7 @@ class Spike(ResultMixin):
     step: int
     onset_step: int
     peak_step: int
+    tag: str
     end_step: int | None  # first step back within range; None when it never came back
     baseline: float  # trailing median before the onset, in the loss's units
     peak_value: float
@@ -335,6 +336,7 @@ def analyze_divergence(
                 step=int(f_steps[peak]),
                 onset_step=onset_step,
                 peak_step=int(f_steps[peak]),
+                tag=curve.tag,
                 end_step=int(f_steps[e.end]) if e.end is not None else None,
                 baseline=to_units(e.baseline),
                 peak_value=float(f_values[peak]),
@@ -462,8 +464,9 @@ def _findings(
             severity = Severity.WARNING if s.recovery_steps is None or (s.magnitude or 0) >= 2 else Severity.INFO
             out.append(
                 Finding("loss_spike", severity,
-                        f"{tag} spiked at step {s.onset_step} to {s.peak_value:.4g} at step {s.peak_step} "
-                        f"({size}, baseline {s.baseline:.4g}); {rec}{lead}",
+                        f"{tag} spiked at step {s.onset_step} from {s.baseline:.4g} to {s.peak_value:.4g} ({size}"
+                        + (f", peak at step {s.peak_step}" if s.peak_step != s.onset_step else "")
+                        + f"); {rec}{lead}",
                         recommend("loss_spike"), step=s.onset_step, step_end=s.end_step)
             )
         if len(spikes) > max_spike_findings:

@@ -8,8 +8,8 @@ When?", 1998), measures how much was given up.
 
 A rise counts only when it persists beyond noise: most of the later half of
 the evaluations after the minimum lie above ``min + band`` (band = the larger of
-``tolerance`` and ``noise_sigmas`` × the curve's second-difference noise), their
-median is above it too, the Theil–Sen trend after the minimum is upward, and
+``tolerance`` and ``noise_sigmas`` × the second-difference noise of the curve
+from a little before the minimum to the end), their median is above it too, the Theil–Sen trend after the minimum is upward, and
 the training loss did not rise along with it (that would be degradation, not
 overfitting).
 
@@ -127,12 +127,15 @@ def analyze_overfitting(
     limit = vmin * (1 + tolerance) if vmin > 0 else vmin + tolerance * abs(vmin)
     near = np.flatnonzero(v.values <= limit)
     window = (int(v.steps[near[0]]), int(v.steps[near[-1]]))
-    sigma = noise_sigma(y)
+    post = y[imin + 1 :]
+    m = len(post)
+    # Noise where it matters: around and after the minimum (early epochs are often wilder).
+    sigma = noise_sigma(y[max(0, imin - max(m, 4)) :])
+    if not np.isfinite(sigma):
+        sigma = noise_sigma(y)
     sigma = 0.0 if not np.isfinite(sigma) else float(sigma)
     scale = 1.0 if is_log else max(abs(vmin), 1e-12)
     band = max(np.log1p(tolerance) if is_log else tolerance * scale, noise_sigmas * sigma)
-    post = y[imin + 1 :]
-    m = len(post)
     onset_step = int(v.steps[imin])
     val_end = float(v.values[-1])
     gl_end = 100.0 * (val_end / vmin - 1) if vmin > 0 else None
@@ -200,7 +203,7 @@ def analyze_overfitting(
               and tail_rise >= 0 and not train_rising and band < -train_log_change / 2):
             pattern = "widening_gap"
             past = min(1.0, -train_log_change / (-2 * np.log1p(-gap_min_train_drop)))
-            confidence = (0.4 + 0.3 * past) * (m / (m + 1))
+            confidence = 0.5 + 0.25 * past * (m / (m + 1))
             reason = (f"validation loss has not improved since step {onset_step} ({stalled_share:.0%} of the run) "
                       f"while the training loss fell {-100 * (t_change or 0):.0f}%; the train-validation gap widened")
         elif train_rising:

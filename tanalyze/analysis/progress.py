@@ -72,7 +72,7 @@ def analyze_progress(
     windows: int | None = None,
     min_decrease: float = 0.03,
     min_plateau: int = 2,
-    min_plateau_share: float = 0.1,
+    min_plateau_share: float = 0.2,
 ) -> ProgressResult:
     """Relative decrease per epoch (or window) and the plateaus of a loss curve.
 
