@@ -15,8 +15,10 @@ Method (every finite point is used, in the order logged, one point per step):
   the baseline frozen at the onset.
 * An excursion that never ends is an *explosion* when at least
   ``min_explosion_points`` points follow and their median is
-  ``explosion_ratio`` times the baseline; a curve whose last values are
-  non-finite has *diverged* at the first step of that non-finite stretch.
+  ``explosion_ratio`` times the baseline; its ``step`` is the point of no
+  return: the first step from which the loss stays above ``no_return_factor``
+  (10) times its running minimum, else the onset. A curve whose last values
+  are non-finite has *diverged* at the first step of that non-finite stretch.
 * A slow climb that never trips the z-score (the loss ends ``explosion_ratio``
   times above its minimum and above where it started) is also an explosion,
   reported as gradual.
@@ -251,6 +253,7 @@ def analyze_divergence(
     recovery_tolerance: float = 0.1,
     explosion_ratio: float = 2.0,
     min_explosion_points: int = 3,
+    no_return_factor: float = 10.0,
     restart_margin: int = 100,
     lr_reduction: float = 3.0,
     max_spike_findings: int = 5,
@@ -269,6 +272,9 @@ def analyze_divergence(
         explosion_ratio: an unrecovered excursion whose later median is this many times the
             baseline is an explosion (also the bar for a gradual climb).
         min_explosion_points: points needed after the onset to call an unrecovered excursion an explosion.
+        no_return_factor: an explosion's ``step`` is the first step from which the loss stays above
+            this many times its running minimum to the end (its ``onset_step`` is where it left its
+            normal range); when it never gets that far, ``step`` is the onset.
         restart_margin: the restart advice resumes at least this many steps before the onset.
         lr_reduction: the suggested learning rate is the one at the onset divided by this.
         max_spike_findings: spikes beyond this many (largest first) are summarised in one finding.
@@ -359,7 +365,8 @@ def analyze_divergence(
             kind = "nan" if np.isnan(values[terminal_start]) else "inf"
             step = int(steps[terminal_start])
         else:
-            kind, step = "explosion", int(f_steps[explosion.onset])  # type: ignore[union-attr]
+            kind = "explosion"
+            step = _no_return_step(steps, values, no_return_factor) or int(f_steps[explosion.onset])  # type: ignore[union-attr]
         onset_step = int(f_steps[explosion.onset]) if explosion is not None else step
         baseline = level_after = ratio = None
         if explosion is not None:
@@ -397,6 +404,21 @@ def analyze_divergence(
         log_space=is_log,
         findings=findings,
     )
+
+
+def _no_return_step(steps: np.ndarray, values: np.ndarray, factor: float) -> int | None:
+    """First step from which every later value is above ``factor`` × the minimum before it
+    (non-finite counts as above). None for non-positive curves or when it never happens."""
+    v = np.where(np.isfinite(values), values, np.inf)
+    finite = values[np.isfinite(values)]
+    if len(v) < 2 or finite.size == 0 or (finite <= 0).any():
+        return None
+    before = np.concatenate([[np.inf], np.minimum.accumulate(v)[:-1]])
+    after = np.minimum.accumulate(v[::-1])[::-1]
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(before) & (after > factor * before)
+    hits = np.flatnonzero(ok)
+    return int(steps[hits[0]]) if hits.size else None
 
 
 def _gradual_climb(y: np.ndarray, is_log: bool, explosion_ratio: float) -> _Excursion | None:

@@ -104,3 +104,16 @@ def test_huge_finite_values_and_duplicate_steps():
     result = analyze_divergence(Curve.from_arrays(steps, values, "loss"))
     assert result.points == result.finite_points == 300 and result.analysed_points == 100
     assert result.divergence.kind == "explosion" and result.divergence.step == 50
+
+
+def test_explosion_step_is_the_point_of_no_return_and_onset_is_earlier():
+    steps = np.arange(160)
+    values = np.ones(160) * np.exp(0.001 * np.sin(steps))
+    values[100:] = 1.1 ** np.arange(1, 61)  # climbs from 1.1x; passes 10x at the 25th point (1.1^25 = 10.8)
+    d = analyze_divergence(Curve.from_arrays(steps, values, "loss")).divergence
+    assert d.kind == "explosion" and d.step == 124
+    assert 100 <= d.onset_step <= 103 and d.restart.resume_at_or_before_step == 0
+    # a 3x plateau never passes 10x: its step is the onset
+    values[100:] = 3.0
+    d = analyze_divergence(Curve.from_arrays(steps, values, "loss")).divergence
+    assert d.kind == "explosion" and d.step == d.onset_step == 100
