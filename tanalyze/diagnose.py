@@ -222,11 +222,14 @@ def _curves_by_tag(frame: pd.DataFrame) -> dict[str, Curve]:
     """Every tag's curve, with one sort of the run's rows (no per-tag scans of the table)."""
     if frame.empty:
         return {}
-    tags = frame["tag"].to_numpy()
     steps = frame["step"].to_numpy(dtype=np.int64)
     values = frame["value"].to_numpy(dtype=np.float64)
     wall = frame["wall_time"].to_numpy(dtype=np.float64)
-    codes, names = pd.factorize(tags, sort=False)
+    tag = frame["tag"]
+    if isinstance(tag.dtype, pd.CategoricalDtype):
+        codes, names = tag.cat.codes.to_numpy(), tag.cat.categories
+    else:
+        codes, names = pd.factorize(tag.to_numpy(), sort=False)
     order = np.lexsort((steps, codes))  # stable: equal steps keep write order
     codes, steps, values, wall = codes[order], steps[order], values[order], wall[order]
     bounds = np.flatnonzero(np.diff(codes)) + 1
@@ -362,7 +365,7 @@ def diagnose_run(
     if run is None:
         run = str(frame["run"].iloc[0]) if "run" in frame.columns and len(frame) else ""
     curves = _curves_by_tag(frame)
-    role_map = resolve_roles(frame, roles)
+    role_map = resolve_roles({tag: int(np.isfinite(c.values).sum()) for tag, c in curves.items()}, roles)
     warnings = list(read_warnings) + list(role_map.warnings)
     train = role_curve(curves, role_map, "train_loss")
     val = role_curve(curves, role_map, "val_loss")

@@ -22,6 +22,7 @@ __all__ = [
     "bin_medians",
     "trailing_median",
     "loss_space",
+    "segment_medians",
 ]
 
 #: Scale factor that makes the MAD a consistent estimator of the standard deviation for normal data.
@@ -88,8 +89,8 @@ class Curve:
 
     @property
     def duplicate_steps(self) -> int:
-        """How many points share their step with an earlier point."""
-        return int(len(self) - len(np.unique(self.steps))) if len(self) else 0
+        """How many points share their step with an earlier point (steps are sorted)."""
+        return int(np.count_nonzero(np.diff(self.steps) == 0)) if len(self) > 1 else 0
 
     def collapse_steps(self) -> Curve:
         """One point per step: the mean of the points logged at that step.
@@ -100,13 +101,13 @@ class Curve:
         """
         if not self.duplicate_steps:
             return self
-        steps, start = np.unique(self.steps, return_index=True)
+        start = np.flatnonzero(np.concatenate([[True], np.diff(self.steps) != 0]))
         counts = np.diff(np.append(start, len(self.steps)))
         with np.errstate(invalid="ignore", over="ignore"):
             values = np.add.reduceat(self.values, start) / counts
         wall = np.maximum.reduceat(np.nan_to_num(self.wall_time, nan=-np.inf), start)
         wall = np.where(np.isneginf(wall), np.nan, wall)
-        return Curve(self.tag, steps, values, wall)
+        return Curve(self.tag, self.steps[start], values, wall)
 
     def value_at(self, step: float) -> float:
         """The last value logged at or before ``step`` (NaN when none)."""
@@ -244,3 +245,26 @@ def loss_space(values: np.ndarray) -> tuple[np.ndarray, bool]:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.log(values), True
     return values.copy(), False
+
+
+def segment_medians(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Median of ``values[starts[i]:ends[i]]`` for every segment (NaN for an empty one), in one sort.
+
+    Segments must not overlap and must be in order. No Python loop over points or segments.
+    """
+    starts = np.asarray(starts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    sizes = ends - starts
+    out = np.full(len(starts), np.nan)
+    if len(starts) == 0 or sizes.sum() == 0:
+        return out
+    seg = np.repeat(np.arange(len(starts)), sizes)
+    offset = np.cumsum(sizes) - sizes
+    covered = np.repeat(starts, sizes) + (np.arange(sizes.sum()) - np.repeat(offset, sizes))
+    order = np.lexsort((values[covered], seg))
+    ranked = values[covered][order]
+    ok = sizes > 0
+    lo = offset[ok] + (sizes[ok] - 1) // 2
+    hi = offset[ok] + sizes[ok] // 2
+    out[ok] = (ranked[lo] + ranked[hi]) / 2
+    return out

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from tanalyze.analysis.curves import Curve
+from tanalyze.analysis.curves import Curve, segment_medians
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 
@@ -135,24 +135,25 @@ def _generalisation_loss(values: np.ndarray) -> np.ndarray:
 
 def progress_strips(train: Curve, eval_steps: np.ndarray, k: int) -> np.ndarray:
     """Prechelt's training progress ``P_k`` at each evaluation (NaN without enough training points)."""
-    out = np.full(len(eval_steps), np.nan)
     t = train.collapse_steps().finite_part()
-    if len(t) == 0:
-        return out
-    bounds = np.searchsorted(t.steps, eval_steps, side="right")
-    previous = np.concatenate([[0], bounds[:-1]])
-    for i, (lo, hi) in enumerate(zip(previous, bounds, strict=True)):  # one iteration per evaluation
-        strip = t.values[lo:hi]
-        if len(strip) < k:
-            strip = t.values[max(0, hi - k) : hi]
-            if len(strip) < 2:
-                continue
-        else:
-            strip = np.array([np.median(g) for g in np.array_split(strip, k)])
-        low = strip.min()
-        if low > 0:
-            out[i] = 1000.0 * (strip.mean() / low - 1.0)
-    return out
+    n_eval = len(eval_steps)
+    if len(t) == 0 or n_eval == 0:
+        return np.full(n_eval, np.nan)
+    hi = np.searchsorted(t.steps, eval_steps, side="right")
+    lo = np.concatenate([[0], hi[:-1]])
+    short = (hi - lo) < k
+    lo = np.where(short, np.maximum(0, hi - k), lo)  # Prechelt's k points before the evaluation
+    # k groups per strip: for a short strip each group is one point.
+    parts = np.arange(k + 1)
+    edges = lo[:, None] + ((hi - lo)[:, None] * parts[None, :]) // k
+    medians = segment_medians(t.values, edges[:, :-1].ravel(), edges[:, 1:].ravel()).reshape(n_eval, k)
+    present = ~np.isnan(medians)
+    low = np.where(present, medians, np.inf).min(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(present, medians, 0.0).sum(axis=1) / present.sum(axis=1)
+        p = 1000.0 * (mean / low - 1.0)
+    enough = (hi - lo) >= 2
+    return np.where(enough & (low > 0) & np.isfinite(low), p, np.nan)
 
 
 def _first(mask: np.ndarray) -> int | None:
