@@ -399,7 +399,7 @@ def diagnose_run(
     if val is not None and train is not None:
         overfitting = analyze_overfitting(val, train, losses_comparable=role_map.losses_comparable,
                                           **params.get("overfitting", {}))
-    verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting,
+    verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
                            num_classes=num_classes, thresholds=thresholds or Thresholds())
     early = simulate_early_stopping(val, train, **params.get("early_stopping", {})) if val is not None else None
     epoch = _epoch_curve(frame, curves, role_map, role_map.tag("train_loss") if train is not None else None)

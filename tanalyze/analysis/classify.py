@@ -24,10 +24,11 @@ Features of the training loss (log space when positive; robust statistics throug
 * spikes from :mod:`tanalyze.analysis.divergence`; overfitting from
   :mod:`tanalyze.analysis.overfitting`.
 
-Diverged and insufficient data decide alone. Otherwise, among overfitting,
-unstable and underfitting, the label whose criteria are met with the highest
-confidence wins (overfitting gets +0.1, unstable +0.05, so near-ties follow that
-order); the others met are listed in ``also``; none met is normal. Confidence is
+Diverged and insufficient data decide alone. Otherwise, between overfitting
+and unstable, the one whose criteria are met with the higher confidence wins
+(overfitting gets +0.1, unstable +0.05, so near-ties follow that order);
+underfitting only when neither is met; the others met are listed in ``also``;
+none met is normal. Confidence is
 0.5 at a threshold and grows with how far past it the evidence lies
 (``1 - 0.5·t/x``), pulled towards 0.5 for short curves (factor ``n / (n + 5)``). Every threshold is a named
 parameter; the defaults are ours, chosen on synthetic curves with known answers
@@ -59,11 +60,12 @@ class Thresholds:
     min_points: int = 8  # finite points of the main loss needed for any verdict
     min_decrease: float = 0.10  # the loss must end at least 10 % below where it started
     still_falling_rel: float = 0.05  # drop over the last 30 % of the run, relative to the level there …
-    still_falling_share: float = 0.25  # … that is also this share of the whole drop: not converged
+    still_falling_share: float = 0.25  # … that is also this share of the whole drop: not converged …
+    annealed_lr: float = 0.2  # … unless the learning rate ended below this share of its peak (annealing)
     end_share: float = 0.3  # the "end" of the run for the slope
     chance_fraction: float = 0.9  # with num_classes: ending above 0.9·ln(C) is chance level
     min_spikes: int = 3  # unstable: at least this many spikes …
-    spike_rate: float = 0.005  # … and at least this many per point
+    spike_rate: float = 0.002  # … and at least this many per point (2 per 1,000)
     rough_noise: float = 0.25  # unstable: log-loss noise σ at least this (±28 % point to point) …
     rough_relative: float = 0.25  # … and at least this share of the total log decrease
     val_rough_noise: float = 0.2  # unstable validation: σ of the log val loss …
@@ -85,8 +87,9 @@ class Verdict(ResultMixin):
     findings: tuple[Finding, ...] = field(default=())
 
 
-#: When several labels' criteria are met, the highest confidence plus this bonus wins.
-PRIORITY = {"overfitting": 0.1, "unstable": 0.05, "underfitting": 0.0}
+#: When several labels' criteria are met, the highest confidence plus this bonus wins: underfitting
+#: only when neither overfitting nor instability is found (a wildly oscillating flat loss is unstable).
+PRIORITY = {"overfitting": 0.1, "unstable": 0.05, "underfitting": -1.0}
 
 
 def _shrink(confidence: float, data: float) -> float:
@@ -157,6 +160,7 @@ def classify_run(
     *,
     divergence: DivergenceResult | None = None,
     overfitting: OverfittingResult | None = None,
+    learning_rate: Curve | None = None,
     num_classes: int | None = None,
     thresholds: Thresholds = Thresholds(),
 ) -> Verdict:
@@ -164,18 +168,21 @@ def classify_run(
 
     Pass the divergence and overfitting results when already computed (the
     orchestrator does), else they are computed here with their defaults.
+    With ``learning_rate``, a loss still falling at the end while the rate was
+    annealed to near zero is the schedule at work, not a sign of too few steps.
     ``num_classes`` enables the chance-level check (loss near ``ln(num_classes)``).
     """
     th = thresholds
-    reasons: list[str] = []
+    reasons: list[str] = []  # what decided the label, first
+    notes: list[str] = []  # what limited the judgement, after the reasons
     main, main_role = train, "train"
     if (main is None or len(main) == 0) and val is not None and len(val):
         main, main_role = val, "val"
-        reasons.append("no training loss: the verdict rests on the validation loss")
+        notes.append("no training loss: the verdict rests on the validation loss")
     if val is None or len(val.finite_part()) == 0:
-        reasons.append("no validation loss: overfitting cannot be judged; verdict from the training loss alone")
+        notes.append("no validation loss: overfitting cannot be judged; verdict from the training loss alone")
     if main is None or len(main) == 0:
-        return Verdict("insufficient_data", 1.0, {"points": 0}, ("no loss curve was found",),
+        return Verdict("insufficient_data", 1.0, {"points": 0}, ("no loss curve was found", *notes),
                        findings=(_insufficient("no training or validation loss was found"),))
     if divergence is None:
         divergence = analyze_divergence(main)
@@ -190,7 +197,7 @@ def classify_run(
             last = np.flatnonzero(np.isfinite(v.values))[-1] + 1
             reasons.append(f"{val.tag} became non-finite at step {int(v.steps[last])} and stayed so")
             evidence["val_nonfinite_step"] = int(v.steps[last])
-            return Verdict("diverged", 0.9, evidence, tuple(reasons))
+            return Verdict("diverged", 0.9, evidence, tuple(reasons + notes))
     if d is not None:
         evidence.update(divergence_kind=d.kind, divergence_step=d.step, onset_step=d.onset_step, ratio=d.ratio)
         if d.kind in ("nan", "inf"):
@@ -200,13 +207,13 @@ def classify_run(
             confidence = _past(d.ratio or 2 * 2.0, 2.0) * (0.8 if d.gradual else 1.0)
             reasons.append(f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> {d.level_after:.4g}) "
                            "and never came back")
-        return Verdict("diverged", round(confidence, 3), evidence, tuple(reasons))
+        return Verdict("diverged", round(confidence, 3), evidence, tuple(reasons + notes))
 
     n_finite = divergence.analysed_points
     if n_finite < th.min_points:
-        reasons.insert(0, f"only {n_finite} finite point(s) of {main.tag}; need {th.min_points}")
+        reasons.append(f"only {n_finite} finite point(s) of {main.tag}; need {th.min_points}")
         evidence["points"] = n_finite
-        return Verdict("insufficient_data", 1.0, evidence, tuple(reasons),
+        return Verdict("insufficient_data", 1.0, evidence, tuple(reasons + notes),
                        findings=(_insufficient(reasons[0]),))
 
     f = train_features(main, th)
@@ -258,6 +265,12 @@ def classify_run(
     under: list[float] = []
     change = f["change"]
     first, last = f["first_step"], f["last_step"]
+    annealed = None
+    if learning_rate is not None:
+        lr = learning_rate.finite_part().values
+        if lr.size >= 3 and lr.max() > 0:
+            annealed = float(lr[-1] / lr.max())
+            evidence["lr_end_over_peak"] = annealed
     resumed = first is not None and first > 0 and first > th.resumed_share * last
     evidence["resumed"] = resumed
     if change > -th.min_decrease:
@@ -270,7 +283,9 @@ def classify_run(
             text += f"; the log starts at step {first}, so the fall before it is unknown"
         under.append(0.5 + 0.45 * strength)
         why["underfitting"].append(text)
-    elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share:
+    elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share and (
+        annealed is None or annealed > th.annealed_lr
+    ):
         under.append(0.5 + 0.3 * min(1.0, (f["end_share"] - th.still_falling_share) / th.still_falling_share))
         why["underfitting"].append(
             f"{main.tag} is still falling steadily: {100 * f['end_drop_rel']:.0f}% over the last "
@@ -291,10 +306,11 @@ def classify_run(
     if met:
         label = met[0]
         confidence = scores[label]
-        reasons = why[label] + reasons
+        reasons = why[label]
         also = tuple(m for m in met[1:])
         for other in also:
             reasons.append(f"also {other}: " + "; ".join(why[other]))
+        reasons += notes
     else:
         label, also = "normal", ()
         near = [0.0]
@@ -305,8 +321,8 @@ def classify_run(
             near.append(min(0.9, noise / th.rough_noise))
         near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
         confidence = _shrink(1 - 0.5 * max(near), data)
-        reasons = [f"{main.tag} fell {abs(100 * change):.0f}% from {f['start_level']:.4g} to {f['end_level']:.4g} "
-                   "and flattened; no overfitting, instability or divergence found"] + reasons
+        reasons = [f"{main.tag} fell {abs(100 * change):.0f}% from {f['start_level']:.4g} to {f['end_level']:.4g}; "
+                   "no overfitting, instability, divergence or stalled progress found"] + notes
     findings: tuple[Finding, ...] = ()
     if label == "unstable":
         findings = (Finding("unstable", Severity.WARNING, "; ".join(why["unstable"]), recommend("unstable"),

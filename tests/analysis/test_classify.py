@@ -71,3 +71,14 @@ def test_stronger_overfitting_gets_higher_confidence():
 
 def test_labels_are_the_documented_ones():
     assert LABELS == ("normal", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data")
+
+
+def test_falling_end_under_an_annealed_learning_rate_is_not_underfitting():
+    steps = np.arange(100)
+    loss = np.concatenate([1.5 - 0.25 * np.linspace(0, 1, 60) ** 0.3, 1.25 - 0.1 * np.linspace(0, 1, 40)])
+    annealed = Curve.from_arrays(steps, 1e-4 * 0.5 * (1 + np.cos(np.pi * steps / 99)), "lr")
+    constant = Curve.from_arrays(steps, np.full(100, 1e-4), "lr")
+    curve = Curve.from_arrays(steps, loss, "loss")
+    assert classify_run(curve, learning_rate=constant).label == "underfitting"
+    verdict = classify_run(curve, learning_rate=annealed)
+    assert verdict.label == "normal" and verdict.evidence["lr_end_over_peak"] < 0.01

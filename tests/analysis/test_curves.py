@@ -119,3 +119,17 @@ def test_loss_space_takes_logs_only_of_positive_curves():
     assert is_log and y[1] == pytest.approx(1.0)
     y, is_log = loss_space(np.array([-3.0, -1.0, 2.0]))
     assert not is_log and y.tolist() == [-3.0, -1.0, 2.0]
+
+
+def test_segment_medians_in_one_sort():
+    from tanalyze.analysis.curves import segment_medians
+
+    values = np.array([5.0, 1, 3, 2, 8, 7, 6, 4])
+    out = segment_medians(values, np.array([0, 3, 3, 6]), np.array([3, 3, 6, 8]))
+    assert out[0] == 3 and np.isnan(out[1]) and out[2] == 7 and out[3] == 5
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=1000)
+    edges = np.sort(rng.choice(1000, 30, replace=False))
+    starts, ends = edges[:-1], edges[1:]
+    expected = [np.median(values[a:b]) for a, b in zip(starts, ends, strict=True)]
+    assert np.allclose(segment_medians(values, starts, ends), expected)
