@@ -228,11 +228,13 @@ def _match_step_time(words: tuple[str, ...], tag: str) -> tuple[int, str] | None
     joined = " ".join(words)
     if ws & (_VAL | {"data", "eta", "epoch", "runtime", "total", "timestamp", "wall", "rank", "eval"}):
         return None
-    if re.search(r"time per (iteration|iter|step|batch)|(iter|iteration|step|batch) time|time ms|per iteration", joined):
+    if re.search(r"time per (iteration|iter|step|batch)|(iter|iteration|step|batch) time", joined) or joined in {
+        "time ms", "time s", "iter ms", "step ms", "iteration ms", "train time ms", "dt", "dt ms",
+    }:
         return 1, "time per iteration"
-    if joined in {"time", "train time", "dt", "elapsed", "elapsed time", "iter ms", "step ms"}:
+    if joined in {"time", "train time", "elapsed", "elapsed time"}:
         return 2, "unqualified time (taken as time per logged iteration)"
-    return None
+    return None  # component timers ("time (ms)/forward-compute") are not the step time
 
 
 def _match_gpu_memory(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
@@ -241,13 +243,14 @@ def _match_gpu_memory(words: tuple[str, ...], tag: str) -> tuple[int, str] | Non
         return None
     if ws & {"cpu", "proc", "process", "host", "ram", "swap", "disk", "available", "availablemb"}:
         return None
-    joined = " ".join(words)
-    if joined in {"system memory", "memory percent", "memory util"}:
+    if " ".join(words) in {"system memory", "memory percent", "memory util"}:
         return None
-    if ws & {"gpu", "cuda", "allocated", "reserved", "vram", "max"} or words[0] in {"memory", "mem"} and len(words) > 1:
-        if "gpu" in ws and not ws & {"allocated", "reserved", "used", "mb", "gb", "bytes"} and "memory" in ws:
-            return 3, "GPU memory utilisation (bus activity %), not memory in use"
-        return 1, "GPU memory"
+    if "gpu" in ws and "memory" in ws and not ws & {"allocated", "reserved", "used", "mb", "gb", "bytes"}:
+        return 3, "GPU memory utilisation (bus activity %), not memory in use"
+    if ws & {"max", "peak", "reserved", "cached"}:
+        return 2, "peak or reserved GPU memory"
+    if ws & {"gpu", "cuda", "allocated", "used", "vram"} or words[0] in {"memory", "mem"} and len(words) > 1:
+        return 1, "GPU memory in use"
     return 2, "unqualified memory (taken as GPU memory)"
 
 

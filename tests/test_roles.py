@@ -129,3 +129,13 @@ def test_every_role_is_documented_and_dict_is_plain():
     assert set(roles.tags()) <= set(ROLES)
     d = roles.to_dict()
     assert d["roles"]["train_loss"] == "lm loss" and d["assigned"]["train_loss"]["source"] == "auto"
+
+
+def test_component_timers_and_peak_memory_are_not_preferred():
+    roles = resolve_roles(["lm loss", "elapsed time per iteration (ms)", "time (ms)/forward-compute",
+                           "memory (MB)/allocated", "memory (MB)/max allocated", "memory (MB)/reserved"])
+    assert roles.tag("step_time") == "elapsed time per iteration (ms)"
+    assert roles.tag("gpu_memory") == "memory (MB)/allocated"
+    deepspeed = resolve_roles(["loss", "CurrSamplesPerSec", "MemAllocated", "MaxMemAllocated", "overflow_skips"])
+    assert deepspeed.tag("throughput") == "CurrSamplesPerSec" and deepspeed.throughput_kind == "samples"
+    assert deepspeed.tag("gpu_memory") == "MemAllocated" and deepspeed.tag("skipped_steps") == "overflow_skips"
