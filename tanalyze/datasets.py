@@ -149,7 +149,7 @@ def make_curve(
         truth["explosion_onset"] = int(steps[onset]) + first_step
         lead = min(10, onset - 1)
         with np.errstate(over="ignore"):
-            grad[onset - lead :] *= np.exp(0.2 * np.arange(len(steps) - onset + lead))
+            grad[onset - lead :] *= np.exp(0.5 * np.arange(len(steps) - onset + lead))
         grad = np.where(np.isfinite(grad), np.minimum(grad, 1e6), 1e6)
         truth["grad_norm_lead"] = int(steps[onset] - steps[onset - lead])
 

@@ -199,15 +199,10 @@ def bin_medians(x: np.ndarray, y: np.ndarray, bins: int) -> tuple[np.ndarray, np
     if bins == n:
         return np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     edges = np.linspace(0, n, bins + 1).round().astype(np.int64)
-    sizes = np.diff(edges)
-    width = int(sizes.max())
-    # Pad each bin to the same width with NaN and take nan-medians row-wise (no Python loop over points).
-    index = edges[:-1, None] + np.arange(width)[None, :]
-    valid = np.arange(width)[None, :] < sizes[:, None]
-    index = np.where(valid, index, 0)
-    xs = np.where(valid, np.asarray(x, dtype=np.float64)[index], np.nan)
-    ys = np.where(valid, np.asarray(y, dtype=np.float64)[index], np.nan)
-    return np.nanmedian(xs, axis=1), np.nanmedian(ys, axis=1)
+    starts, ends = edges[:-1], edges[1:]
+    return segment_medians(np.asarray(x, dtype=np.float64), starts, ends), segment_medians(
+        np.asarray(y, dtype=np.float64), starts, ends
+    )
 
 
 def trailing_median(values: np.ndarray, window: int, *, include_current: bool = False) -> np.ndarray:
@@ -258,12 +253,24 @@ def segment_medians(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) ->
     out = np.full(len(starts), np.nan)
     if len(starts) == 0 or sizes.sum() == 0:
         return out
+    ok = sizes > 0
+    width = int(sizes.max())
+    if width * len(starts) <= 4 * int(sizes.sum()) + 64:
+        # Nearly equal segments: sort a padded 2-D block row-wise (+inf pads sort last).
+        column = np.arange(width)
+        inside = column[None, :] < sizes[:, None]
+        index = np.where(inside, starts[:, None] + column[None, :], 0)
+        block = np.sort(np.where(inside, values[index], np.inf), axis=1)
+        rows = np.flatnonzero(ok)
+        lo, hi = (sizes[ok] - 1) // 2, sizes[ok] // 2
+        out[ok] = (block[rows, lo] + block[rows, hi]) / 2
+        return out
+    # Very uneven segments: one sort of (segment, value) pairs.
     seg = np.repeat(np.arange(len(starts)), sizes)
     offset = np.cumsum(sizes) - sizes
     covered = np.repeat(starts, sizes) + (np.arange(sizes.sum()) - np.repeat(offset, sizes))
     order = np.lexsort((values[covered], seg))
     ranked = values[covered][order]
-    ok = sizes > 0
     lo = offset[ok] + (sizes[ok] - 1) // 2
     hi = offset[ok] + sizes[ok] // 2
     out[ok] = (ranked[lo] + ranked[hi]) / 2

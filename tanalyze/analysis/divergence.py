@@ -4,9 +4,10 @@ Method (every finite point is used, in the order logged, one point per step):
 
 * A loss is analysed in log space when it is positive (see :func:`loss_space`).
 * Each point is compared with the median of the ``window`` points before it;
-  its robust z-score uses a local scale (1.4826 × the trailing median, over
-  ``3 × window`` points and at least 15, of the absolute deviations from a
-  centred running median) floored by half the whole curve's second-difference noise,
+  its robust z-score uses a local scale (1.4826 × the median absolute deviation
+  from a centred running median, per block of ``window`` points, taken over the
+  3 blocks before the point's own, at least 15 points) floored by half the whole
+  curve's second-difference noise,
   so a clean curve does not turn every wiggle into a spike.
 * A point *exceeds* when ``z >= spike_z`` and it is at least ``spike_min_ratio``
   times its trailing median. The excursion starts at the first point of the
@@ -40,6 +41,7 @@ from tanalyze.analysis.curves import (
     bin_medians,
     loss_space,
     noise_sigma,
+    segment_medians,
     trailing_median,
 )
 from tanalyze.analysis.recommendations import recommend
@@ -130,20 +132,33 @@ def _auto_window(n: int) -> int:
 
 
 def _scales(y: np.ndarray, window: int, is_log: bool) -> tuple[np.ndarray, np.ndarray, float]:
-    ref = trailing_median(y, window)
-    ref[0] = y[0]
-    # Local noise: deviations from a centred running median (which follows the trend), summarised by
-    # their trailing median over a longer window than the level, so a few spikes cannot inflate it.
     from scipy.ndimage import median_filter  # imported on use: scipy is slow to import
 
+    ref = trailing_median(y, window)
+    ref[0] = y[0]
+    # Local noise: deviations from a centred running median (which follows the trend), summarised per
+    # block of `window` points; a point's scale is the median over the 3 blocks before its own (at least
+    # 15 points), so a few spikes cannot inflate it.
     size = max(3, window) | 1
     centred = median_filter(y, size=size, mode="nearest")
-    local = MAD_TO_SIGMA * trailing_median(np.abs(y - centred), max(3 * window, 15))
-    local[0] = np.inf
+    deviation = np.abs(y - centred)
+    block = max(window, 5)
+    starts = np.arange(0, len(y), block)
+    per_block = MAD_TO_SIGMA * segment_medians(deviation, starts, np.minimum(starts + block, len(y)))
+    span = max(3, -(-15 // block))
+    padded = np.concatenate([np.full(span, np.nan), per_block])
+    windows = np.lib.stride_tricks.sliding_window_view(padded, span)[: len(per_block)]  # blocks before each block
+    with np.errstate(all="ignore"):
+        seen = (~np.isnan(windows)).sum(axis=1)
+        ordered = np.sort(np.where(np.isnan(windows), np.inf, windows), axis=1)
+        lo, hi = (seen - 1) // 2, seen // 2
+        rows = np.arange(len(windows))
+        earlier = np.where(seen > 0, (ordered[rows, np.maximum(lo, 0)] + ordered[rows, np.maximum(hi, 0)]) / 2, np.inf)
+    local = earlier[np.arange(len(y)) // block]
     sigma = noise_sigma(y)
     sigma = 0.0 if not np.isfinite(sigma) else sigma
     floor = LOG_NOISE_FLOOR if is_log else max(1e-12, 1e-3 * float(np.ptp(y)) if len(y) else 1e-12)
-    scale = np.maximum(np.maximum(np.nan_to_num(local, nan=np.inf), 0.5 * sigma), floor)
+    scale = np.maximum(np.maximum(local, 0.5 * sigma), floor)
     return ref, scale, sigma
 
 

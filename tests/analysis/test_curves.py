@@ -133,3 +133,12 @@ def test_segment_medians_in_one_sort():
     starts, ends = edges[:-1], edges[1:]
     expected = [np.median(values[a:b]) for a, b in zip(starts, ends, strict=True)]
     assert np.allclose(segment_medians(values, starts, ends), expected)
+
+
+def test_segment_medians_of_very_uneven_segments():
+    from tanalyze.analysis.curves import segment_medians
+
+    values = np.random.default_rng(1).normal(size=6000)
+    starts, ends = np.array([0, 10, 5000]), np.array([10, 5000, 5003])
+    expected = [np.median(values[a:b]) for a, b in zip(starts, ends, strict=True)]
+    assert np.allclose(segment_medians(values, starts, ends), expected)
