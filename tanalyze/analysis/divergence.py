@@ -6,7 +6,8 @@ Method (every finite point is used, in the order logged, one point per step):
 * Each point is compared with the median of the ``window`` points before it;
   its robust z-score uses a local scale (1.4826 × the median absolute deviation
   from a centred running median, per block of ``window`` points, taken over the
-  3 blocks before the point's own, at least 15 points) floored by half the whole
+  3 blocks before the point's own, at least 15 points; the first block uses its
+  own) floored by half the whole
   curve's second-difference noise,
   so a clean curve does not turn every wiggle into a spike.
 * A point *exceeds* when ``z >= spike_z`` and it is at least ``spike_min_ratio``
@@ -153,7 +154,8 @@ def _scales(y: np.ndarray, window: int, is_log: bool) -> tuple[np.ndarray, np.nd
         ordered = np.sort(np.where(np.isnan(windows), np.inf, windows), axis=1)
         lo, hi = (seen - 1) // 2, seen // 2
         rows = np.arange(len(windows))
-        earlier = np.where(seen > 0, (ordered[rows, np.maximum(lo, 0)] + ordered[rows, np.maximum(hi, 0)]) / 2, np.inf)
+        earlier = (ordered[rows, np.maximum(lo, 0)] + ordered[rows, np.maximum(hi, 0)]) / 2
+    earlier = np.where(seen > 0, earlier, per_block)  # the first block has only itself (robust to one spike)
     local = earlier[np.arange(len(y)) // block]
     sigma = noise_sigma(y)
     sigma = 0.0 if not np.isfinite(sigma) else sigma
