@@ -72,6 +72,7 @@ class Thresholds:
     val_rough_relative: float = 0.5  # … relative to its total log decrease
     val_rough_min_points: int = 6
     degrade_ratio: float = 1.5  # unstable: the loss ends this many times above its minimum
+    rebound_ratio: float = 1.5  # unstable: mid-run, the loss climbed this many times above an earlier low
     resumed_share: float = 0.25  # a log starting after this share of its last step continues an earlier run
 
 
@@ -136,6 +137,13 @@ def train_features(curve: Curve, th: Thresholds = Thresholds()) -> dict[str, Any
         end_share = end_drop / total_drop if total_drop > 0 else 0.0
     sigma = noise_sigma(y)
     decrease = head_y - tail_y if is_log else (head_y - tail_y) / max(abs(head_y), 1e-12)
+    # The largest climb back above an earlier low, on bin medians (5+ points each, so noise averages out).
+    rebound = None
+    if n >= 5 * 20:
+        rbx, rby = bin_medians(x, y, 20)
+        earlier_low = np.minimum.accumulate(rby)[:-1]
+        climbs = rby[1:] - earlier_low
+        rebound = float(climbs.max()) if is_log else float(climbs.max() / max(abs(head_y), 1e-12))
     roughness = sigma / decrease if decrease > 0 else float("inf")
     return {
         "tag": curve.tag,
@@ -151,6 +159,7 @@ def train_features(curve: Curve, th: Thresholds = Thresholds()) -> dict[str, Any
         "end_share": float(end_share),
         "noise": float(sigma) if np.isfinite(sigma) else None,
         "roughness": float(roughness) if np.isfinite(roughness) else None,
+        "rebound": rebound,
     }
 
 
@@ -248,6 +257,13 @@ def classify_run(
         unstable.append(_past(degrade - 1, th.degrade_ratio - 1))
         why["unstable"].append(f"the loss rose {100 * (degrade - 1):.0f}% from its minimum {f['min_level']:.4g} to "
                                f"{f['end_level']:.4g} and stayed there")
+    rebound = f["rebound"]
+    if rebound is not None and f["log_space"] and rebound >= np.log(th.rebound_ratio) and (
+        degrade is None or degrade < th.degrade_ratio
+    ):
+        unstable.append(_past(np.expm1(rebound), th.rebound_ratio - 1))
+        why["unstable"].append(f"the loss climbed back {100 * np.expm1(rebound):.0f}% above an earlier low "
+                               "(medians of 20 stretches of the run) before coming down again")
     val_noise = None
     if val is not None and main_role == "train":
         vc = val.collapse_steps().finite_part()
