@@ -19,6 +19,7 @@ import pandas as pd
 from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
+from tanalyze.analysis.serial import quiet_numpy
 
 __all__ = [
     "GradEvent",
@@ -400,6 +401,7 @@ def _layers(
     return out, ignored
 
 
+@quiet_numpy
 def analyze_gradients(
     grad_norm: Curve | None,
     *,

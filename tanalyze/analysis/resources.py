@@ -14,7 +14,7 @@ from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.gradients import _one_run
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
-from tanalyze.analysis.serial import autocorrelation_time, mann_whitney_p, rolling_median, thin
+from tanalyze.analysis.serial import autocorrelation_time, mann_whitney_p, quiet_numpy, rolling_median, thin
 from tanalyze.analysis.throughput import detect_warmup
 
 __all__ = [
@@ -385,6 +385,7 @@ def _ranks(
     return out
 
 
+@quiet_numpy
 def analyze_resources(
     *,
     gpu_memory: Curve | None = None,

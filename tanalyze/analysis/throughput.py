@@ -25,6 +25,7 @@ from tanalyze.analysis.serial import (
     block_bootstrap_medians,
     mann_whitney_p,
     min_attainable_p,
+    quiet_numpy,
     robust_sigma,
     rolling_median,
     thin,
@@ -335,6 +336,7 @@ def _find_period(
     return best
 
 
+@quiet_numpy
 def analyze_throughput(
     curve: Curve | None,
     *,
@@ -688,6 +690,7 @@ def _steady(curve: Curve, kind: str, warmup: int | float | str | None, tolerance
     return slow[start:]
 
 
+@quiet_numpy
 def compare_throughput(
     baseline: Sequence[Curve] | Curve,
     candidate: Curve,
