@@ -153,7 +153,6 @@ def _memory(
     if memory_unit not in MEMORY_UNITS:
         raise ValueError(f"unknown memory unit {memory_unit!r}; expected one of {sorted(MEMORY_UNITS)}")
     part = curve.finite_part()
-    part = Curve(part.tag, part.steps, part.values, part.wall_time)
     if len(part) < 2:
         return None, []
     if memory_unit == "percent":
@@ -189,7 +188,11 @@ def _memory(
     scale = capacity if capacity else max(float(np.median(w_vals)), 1e-300)
     threshold = jump_fraction * scale
     diffs = np.diff(w_vals)
+    last_jump = -10
     for i in np.flatnonzero(diffs > threshold):
+        if i - last_jump < 5:  # one jump spread over a few consecutive points
+            continue
+        last_jump = i
         before = float(np.median(w_vals[max(0, i - 4) : i + 1]))
         after = float(np.median(w_vals[i + 1 : i + 6]))
         if after - before > threshold / 2:
@@ -235,12 +238,13 @@ def _memory(
                 if to_capacity is not None
                 else ""
             )
-            per = f"{slope / 2**20:.3g} MiB/step" if unit == "bytes" else f"{slope:.3g} %/step"
+            scale_unit, per_unit = (2**20, "MiB/step") if unit == "bytes" else (1.0, "%/step")
+            per = f"{slope / scale_unit:.3g} {per_unit} (95% CI {lo / scale_unit:.3g}-{hi / scale_unit:.3g})"
             findings.append(
                 _finding(
                     "memory_growth",
                     Severity.WARNING,
-                    f"GPU memory grows steadily after warm-up: {per} (95% CI {lo:.3g}-{hi:.3g} {unit}/step), "
+                    f"GPU memory grows steadily after warm-up: {per}, "
                     f"{_fmt_mem(start_level, unit)} → {_fmt_mem(end_level, unit)} "
                     f"(+{growth_frac:.0%} over {span:,.0f} steps){when}.",
                     step=int(w_steps[0]),
