@@ -651,7 +651,8 @@ class ThroughputComparison(ResultMixin):
     unit: str
     higher_is_better: bool
     verdict: str  # "regression" | "improvement" | "no_change" | "inconclusive"
-    reason: str
+    reason: str  # why this verdict, with the numbers
+    message: str  # one line for a CI log: the verdict and its reason
     baseline_median: float | None
     candidate_median: float | None
     ratio: float | None
@@ -750,6 +751,7 @@ def compare_throughput(
             higher_is_better=k.higher_is_better,
             verdict=verdict,
             reason=reason,
+            message=f"throughput {verdict.replace('_', ' ')}: {reason}",
             baseline_median=None,
             candidate_median=None,
             ratio=None,
