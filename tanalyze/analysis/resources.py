@@ -97,6 +97,7 @@ class RankTiming(ResultMixin):
 
     rank: int
     n_points: int
+    unit: str  # of median/reference, as given by ``rank_time_unit``
     median: float
     reference: float  # median of the other ranks' medians
     lag_pct: float  # (median / reference - 1) × 100
@@ -331,7 +332,7 @@ def _histogram_curves(frame: pd.DataFrame) -> list[Curve]:
 
 
 def _ranks(
-    by_rank: Mapping[int, Curve], *, straggler_fraction: float, alpha: float, min_points: int
+    by_rank: Mapping[int, Curve], *, straggler_fraction: float, alpha: float, min_points: int, unit: str
 ) -> list[RankTiming]:
     steady: dict[int, pd.Series] = {}
     for rank, curve in by_rank.items():
@@ -378,6 +379,7 @@ def _ranks(
             RankTiming(
                 rank=rank,
                 n_points=int(len(series)),
+                unit=unit,
                 median=medians[rank],
                 reference=reference,
                 lag_pct=float(lag * 100),
@@ -407,6 +409,7 @@ def analyze_resources(
     straggler_fraction: float = 0.10,
     straggler_alpha: float = 0.01,
     min_points: int = 10,
+    rank_time_unit: str = "s/step",
 ) -> ResourceHealth:
     """GPU memory, attention entropy and per-rank step times of one run.
 
@@ -475,6 +478,7 @@ def analyze_resources(
             straggler_fraction=straggler_fraction,
             alpha=straggler_alpha,
             min_points=min_points,
+            unit=rank_time_unit,
         )
         if step_time_by_rank
         else []
@@ -486,7 +490,7 @@ def analyze_resources(
                     "straggler_rank",
                     Severity.WARNING,
                     f"Rank {r.rank} is {r.lag_pct:.0f}% slower than the other ranks (median step time "
-                    f"{r.median:.4g} vs {r.reference:.4g}; p = {r.p_value:.2g}, {r.method}).",
+                    f"{r.median:.4g} vs {r.reference:.4g} {r.unit}; p = {r.p_value:.2g}, {r.method}).",
                     evidence=r.to_dict(),
                 )
             )
