@@ -309,7 +309,10 @@ def test_histograms_with_only_buckets_still_give_an_rms():
 def test_explosion_severity_transient_vs_unrecovered():
     g = norms()
     g[400] = 0.5 * 20
-    assert next(f for f in analyze_gradients(curve(g)).findings if f.code == "grad_explosion").severity == "warning"
+    assert (
+        next(f for f in analyze_gradients(curve(g)).findings if f.code == "grad_explosion").severity
+        == "warning"
+    )
     g[900:] = 0.5 * 20  # stays up until the end
     r = analyze_gradients(curve(g))
     assert r.explosions[-1].step == 9000 and r.explosions[-1].step_end == 9990
