@@ -1164,19 +1164,21 @@ def read_tensorboard_bytes(data: bytes, tmp: Path) -> dict[str, list[tuple[int, 
 
 
 class SlowLoader(torch.utils.data.Dataset):
-    """Mini-batches of teacher data; ``delay`` seconds of sleep per batch stand for a slow input pipeline."""
+    """Mini-batches of teacher data; ``delay()`` seconds of sleep per batch stand for a slow input pipeline."""
 
-    def __init__(self, x, y, batch_size: int, steps: int, seed: int, delay: float) -> None:
+    def __init__(self, x, y, batch_size: int, steps: int, seed: int, delay: Callable[[], float] | None) -> None:
         g = torch.Generator().manual_seed(seed)
         self.index = [torch.randint(0, len(x), (batch_size,), generator=g) for _ in range(steps)]
         self.x, self.y, self.delay = x, y, delay
+        self.slept: list[float] = []
 
     def __len__(self) -> int:
         return len(self.index)
 
     def __getitem__(self, i: int):
-        if self.delay:
-            time.sleep(self.delay)
+        if self.delay is not None:
+            self.slept.append(self.delay())
+            time.sleep(self.slept[-1])
         idx = self.index[i]
         return self.x[idx], self.y[idx]
 
@@ -1188,7 +1190,7 @@ def run_throughput() -> dict[str, Any]:
 
     root = fresh(HERE / "throughput")
     names = ["baseline", "slow_loader", "control_a", "control_b"]
-    steps, warmup, batch_size, slowdown = 400, 40, 512, 0.25
+    steps, batch_size, slowdown = 400, 512, 0.25
     train_xy = teacher_data(8000, seed=141)
 
     def make(seed: int):
@@ -1196,30 +1198,21 @@ def run_throughput() -> dict[str, Any]:
         model = mlp(16, 384, 3, 4)
         return model, torch.optim.Adam(model.parameters(), lr=1e-3)
 
-    # Calibrate: how long one step of this job takes here when four copies run in turn, so the sleep is 25 % of it.
-    probes = [(*make(k), iter(torch.utils.data.DataLoader(SlowLoader(*train_xy, batch_size, warmup, k, 0.0),
-                                                          batch_size=None))) for k in range(len(names))]
-    times = []
-    for _ in range(warmup):
-        for model, opt, batches in probes:
-            t0 = time.perf_counter()
-            x, y = next(batches)
-            loss = F.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            times.append(time.perf_counter() - t0)
-    delay = slowdown * statistics.median(times[len(times) // 4 :])
+    # The slow loader sleeps a quarter of the baseline's recent median step time (the baseline's step of the
+    # same round has just run), so the slowdown stays ~25 % however the machine's load changes meanwhile.
+    baseline_times: list[float] = []
+
+    def delay() -> float:
+        return slowdown * statistics.median(baseline_times[-20:])
 
     jobs = []
-    for i, name in enumerate(names):
+    for name in names:
         model, opt = make(14)
-        loader = torch.utils.data.DataLoader(
-            SlowLoader(*train_xy, batch_size, steps, 14, delay if name == "slow_loader" else 0.0), batch_size=None
-        )
-        jobs.append((name, model, opt, iter(loader), SummaryWriter(log_dir=str(root / name)), i))
+        dataset = SlowLoader(*train_xy, batch_size, steps, 14, delay if name == "slow_loader" else None)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=None)
+        jobs.append((name, model, opt, iter(loader), SummaryWriter(log_dir=str(root / name)), dataset))
     for step in range(1, steps + 1):
-        for _name, model, opt, batches, writer, _ in jobs:
+        for name, model, opt, batches, writer, _ in jobs:
             t0 = time.perf_counter()
             x, y = next(batches)
             loss = F.cross_entropy(model(x), y)
@@ -1228,10 +1221,13 @@ def run_throughput() -> dict[str, Any]:
             norm = grad_total_norm(model.parameters())
             opt.step()
             dt = time.perf_counter() - t0
+            if name == "baseline":
+                baseline_times.append(dt)
             writer.add_scalar("train/loss", loss.item(), step)
             writer.add_scalar("train/grad_norm", norm, step)
             writer.add_scalar("perf/step_time_ms", dt * 1000, step)
             writer.add_scalar("perf/samples_per_sec", batch_size / dt, step)
+    mean_sleep = statistics.mean(jobs[1][5].slept)
     for job in jobs:
         job[4].close()
 
@@ -1245,8 +1241,8 @@ def run_throughput() -> dict[str, Any]:
             train_tag="train/loss", val_tag=None, train=scalars["train/loss"],
             cause="MLP 16-384x3-4, batch 512, 400 steps; four copies of the job run step by step in turn in one "
             "process, so all see the same machine load"
-            + (f"; this one's data loader sleeps {delay * 1000:.2f} ms per batch (25% of the measured step time)"
-               if name == "slow_loader" else ""),
+            + ("; this one's data loader sleeps before each batch for 25% of the baseline's median step time "
+               f"over its last 20 steps ({mean_sleep * 1000:.2f} ms on average)" if name == "slow_loader" else ""),
             notes="perf/step_time_ms is the wall time of one step including the data loader; "
             "perf/samples_per_sec = batch / step time",
             median_samples_per_sec=round(medians[name], 1), median_step_time_ms=round(step_ms[name], 3),
@@ -1256,7 +1252,7 @@ def run_throughput() -> dict[str, Any]:
          "slowdown": slowdown, "throughput_tag": "perf/samples_per_sec", "step_time_tag": "perf/step_time_ms",
          "measured_slowdown": round(step_ms["slow_loader"] / step_ms["baseline"] - 1, 3),
          "measured_throughput_drop": round(1 - medians["slow_loader"] / medians["baseline"], 3),
-         "loader_sleep_ms": round(delay * 1000, 3)},
+         "mean_loader_sleep_ms": round(mean_sleep * 1000, 3)},
         {"baseline": "throughput/control_a", "candidate": "throughput/control_b", "expect": "no_regression",
          "slowdown": 0.0, "throughput_tag": "perf/samples_per_sec", "step_time_tag": "perf/step_time_ms",
          "measured_slowdown": round(step_ms["control_b"] / step_ms["control_a"] - 1, 3),
