@@ -26,6 +26,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import statistics
 import struct
 import subprocess
@@ -466,15 +467,20 @@ def fresh(path: Path) -> Path:
     return path
 
 
-def run_worker(args: list[str], log_file: Path, *, append: bool = False, expect_fail: bool = False) -> None:
-    """Run a part of this script as its own process, its console captured to ``log_file`` (as ``2>&1 | tee``)."""
+def run_worker(
+    args: list[str], log_file: Path, *, cwd: Path, append: bool = False, expect_fail: bool = False
+) -> None:
+    """Run a part of this script as its own process in ``cwd``, its console captured to ``log_file`` (``2>&1``).
+
+    Paths handed to the worker are relative to ``cwd`` so that no machine path ends up in a log.
+    """
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with open(log_file, "ab" if append else "wb") as handle:
         proc = subprocess.run(
             [sys.executable, str(Path(__file__).resolve()), "--worker", *args],
             stdout=handle,
             stderr=subprocess.STDOUT,
-            cwd=log_file.parent,
+            cwd=cwd,
             check=False,
         )
     if (proc.returncode != 0) != expect_fail:
@@ -841,7 +847,7 @@ NANOGPT_BASE = {"n_embd": 64, "n_layer": 2, "n_head": 2, "log_interval": 1, "flo
 def _nanogpt_run(name: str, cfg: dict[str, Any]) -> tuple[Path, dict[str, list[tuple[int, float]]]]:
     out = fresh(HERE / name)
     log = out / "train.log"
-    run_worker(["nanogpt", json.dumps({**NANOGPT_BASE, **cfg})], log)
+    run_worker(["nanogpt", json.dumps({**NANOGPT_BASE, **cfg})], log, cwd=out)
     return out, read_nanogpt(log)
 
 
@@ -914,12 +920,18 @@ def hf_worker(cfg: dict[str, Any]) -> None:
         def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
             return {"input_ids": self.x[i], "labels": self.x[i]}
 
-    class SimulatedCrash(TrainerCallback):
-        """Kills the job right after the log line of one step, as a preempted node would."""
+    class SimulatedKill(TrainerCallback):
+        """SIGKILLs the job while it logs one step, as a preempted node or the OOM killer would.
+
+        Runs after the TensorBoard callback and before the console printer; the console
+        streams are flushed first so the file holds what a terminal would have shown.
+        """
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if state.global_step == cfg.get("crash_at") and "loss" in (logs or {}):
-                raise RuntimeError(f"simulated node failure at step {state.global_step}")
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.kill(os.getpid(), signal.SIGKILL)
 
     model = GPT2LMHeadModel(
         GPT2Config(vocab_size=data.vocab_size, n_positions=32, n_embd=cfg["n_embd"], n_layer=2, n_head=2,
@@ -936,7 +948,7 @@ def hf_worker(cfg: dict[str, Any]) -> None:
     )
     trainer = Trainer(
         model=model, args=args, train_dataset=Windows("train", 8000, cfg["seed"]),
-        eval_dataset=Windows("val", 256, cfg["seed"] + 1), callbacks=[SimulatedCrash()],
+        eval_dataset=Windows("val", 256, cfg["seed"] + 1), callbacks=[SimulatedKill()],
     )
     result = trainer.train(resume_from_checkpoint=cfg.get("resume") or None)
     trainer.save_state()
@@ -946,12 +958,12 @@ def hf_worker(cfg: dict[str, Any]) -> None:
 def _hf_run(name: str, cfg: dict[str, Any], *, sessions: int = 1) -> Path:
     out = fresh(HERE / name)
     log = out / "console" / "train.log"
-    cfg = {**cfg, "output_dir": str(out)}
+    cfg = {**cfg, "output_dir": "."}
     if sessions == 1:
-        run_worker(["hf", json.dumps(cfg)], log)
+        run_worker(["hf", json.dumps(cfg)], log, cwd=out)
     else:
-        run_worker(["hf", json.dumps(cfg)], log, expect_fail=True)
-        run_worker(["hf", json.dumps({**cfg, "crash_at": None, "resume": True})], log, append=True)
+        run_worker(["hf", json.dumps(cfg)], log, cwd=out, expect_fail=True)
+        run_worker(["hf", json.dumps({**cfg, "crash_at": None, "resume": True})], log, cwd=out, append=True)
     for junk in list(out.glob("checkpoint-*")) + [out / "training_args.bin", out / "model.safetensors",
                                                    out / "config.json", out / "generation_config.json"]:
         if junk.is_dir():
@@ -1004,7 +1016,7 @@ def run_underfit_hf() -> dict[str, Any]:
 @register
 def run_resumed_hf() -> dict[str, Any]:
     tb_dir = HERE / "resumed_hf" / "tensorboard"
-    os.environ["TENSORBOARD_LOGGING_DIR"] = str(tb_dir)
+    os.environ["TENSORBOARD_LOGGING_DIR"] = "tensorboard"  # relative to the worker's folder
     try:
         out = _hf_run(
             "resumed_hf",
@@ -1024,9 +1036,9 @@ def run_resumed_hf() -> dict[str, Any]:
         back = next((i for i in range(1, len(steps)) if steps[i] <= steps[i - 1]), None)
         return None if back is None else steps[back]
 
-    cause = ("HF Trainer, tiny GPT-2, checkpoint every 100 steps; the job was killed (an exception raised from a "
-             "callback) while logging step 150, then restarted with resume_from_checkpoint=True, which loaded "
-             "checkpoint-100 and logged steps 110 onwards again up to 300. The exception came after the "
+    cause = ("HF Trainer, tiny GPT-2, checkpoint every 100 steps; the job was killed (SIGKILL from a callback, "
+             "as a preempted node) while logging step 150, then restarted with resume_from_checkpoint=True, which loaded "
+             "checkpoint-100 and logged steps 110 onwards again up to 300. The kill came after the "
              "TensorBoard callback had written step 150 and before the console line of step 150 was printed; "
              "the resumed session restores the RNG state, so re-logged values equal the first ones")
     common = dict(regime="normal", train_tag="loss", val_tag="eval_loss", cause=cause)
@@ -1039,7 +1051,7 @@ def run_resumed_hf() -> dict[str, Any]:
         "resumed_hf/console": make_label(
             fmt="hf_console", logger="transformers.Trainer console output", train=console["loss"],
             val=console["eval_loss"], restart_step=restart_of(console["loss"]),
-            notes=HF_NOTES + "; both sessions appended to one file, with the first session's traceback between them",
+            notes=HF_NOTES + "; both sessions appended to one file; the first ends abruptly, as a killed job's does",
             **common),
         "resumed_hf/tensorboard": make_label(
             fmt="tensorboard", logger="transformers TensorBoardCallback (torch SummaryWriter)", train_tag="train/loss",
@@ -1268,6 +1280,17 @@ def run_throughput() -> dict[str, Any]:
 WORKERS = {"nanogpt": nanogpt_worker, "hf": hf_worker}
 
 
+def machine_paths_in_outputs() -> list[str]:
+    """Output files that mention this checkout, this Python environment or the home folder."""
+    needles = [str(HERE.parent).encode(), sys.prefix.encode(), (str(Path.home()) + "/").encode()]
+    found = []
+    for path in HERE.rglob("*"):
+        if path.is_file() and path.suffix != ".py" and "__pycache__" not in path.parts:
+            data = path.read_bytes()
+            found += [f"{path.relative_to(HERE)}: {n.decode()}" for n in needles if n in data]
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=sorted(RUNS), help="regenerate only these runs")
@@ -1293,6 +1316,9 @@ def main(argv: list[str] | None = None) -> int:
         timings[name] = time.perf_counter() - t0
         print(f"{name}: {timings[name]:.1f} s", file=sys.stderr, flush=True)
     labels["runs"] = dict(sorted(labels["runs"].items()))
+    leaks = machine_paths_in_outputs()
+    if leaks:
+        raise RuntimeError(f"outputs hold machine paths: {leaks}")
     labels_path.write_text(json.dumps(labels, indent=2, allow_nan=False) + "\n")
     print(f"total: {time.perf_counter() - started:.1f} s", file=sys.stderr)
     return 0
