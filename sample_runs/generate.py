@@ -460,6 +460,21 @@ def check_regime(name: str, label: dict[str, Any], train, val) -> None:
 # --------------------------------------------------------------------------- run helpers
 
 
+@contextlib.contextmanager
+def scoped_env(**values: str):
+    """Environment variables set for one run only (so that, say, W&B's do not reach the HF workers)."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
 def fresh(path: Path) -> Path:
     if path.exists():
         shutil.rmtree(path)
@@ -712,8 +727,11 @@ def run_overfit_lightning() -> dict[str, Any]:
 
 @register
 def run_overfit_wandb() -> dict[str, Any]:
-    os.environ.update({"WANDB_MODE": "offline", "WANDB_SILENT": "true", "WANDB_DISABLE_CODE": "true",
-                       "WANDB_DISABLE_GIT": "true"})
+    with scoped_env(WANDB_MODE="offline", WANDB_SILENT="true", WANDB_DISABLE_CODE="true", WANDB_DISABLE_GIT="true"):
+        return _overfit_wandb()
+
+
+def _overfit_wandb() -> dict[str, Any]:
     import wandb
 
     out = fresh(HERE / "overfit_wandb")
@@ -855,13 +873,18 @@ def _nanogpt_run(name: str, cfg: dict[str, Any]) -> tuple[Path, dict[str, list[t
 def run_unstable_nanogpt() -> dict[str, Any]:
     cfg = {"seed": 6, "optimizer": "sgd", "lr": 5.5, "grad_clip": 1.0, "max_iters": 300, "eval_interval": 25}
     _, series = _nanogpt_run("unstable_nanogpt", cfg)
+    losses = [v for _, v in series["loss"]]
+    peak_ratio = max(v / min(losses[: i + 1]) for i, v in enumerate(losses))
     label = make_label(
         regime="unstable", fmt="nanogpt", logger="nanoGPT-style print() lines (stdout captured)",
         train_tag="loss", val_tag="val loss", train=series["loss"], val=series["val loss"],
         cause="tiny char-level Transformer (2 layers, 64 wide) trained with plain SGD at lr 5.5 (a working lr is "
         "about 1.0): gradient clipping at 1.0 keeps every update bounded, so the loss jumps up and down by "
         "several times its size for the whole run but never becomes non-finite",
-        notes="tags are the line's own names: 'loss' on iter lines, 'train loss' / 'val loss' on step lines; "
+        notes=f"the loss starts at {losses[0]:.2f}, its lowest is {min(losses):.2f} and its median "
+        f"{statistics.median(losses):.2f}: the lr is too high to make progress; it is no divergence: finite "
+        f"throughout and at most {peak_ratio:.1f}x its running minimum. "
+        "Tags are the line's own names: 'loss' on iter lines, 'train loss' / 'val loss' on step lines; "
         "mfu is against a nominal 50 GFLOP/s CPU core, -100.00% before iter 5 as in nanoGPT",
     )
     check_regime("unstable_nanogpt", label, series["loss"], series["val loss"])
@@ -1016,16 +1039,13 @@ def run_underfit_hf() -> dict[str, Any]:
 @register
 def run_resumed_hf() -> dict[str, Any]:
     tb_dir = HERE / "resumed_hf" / "tensorboard"
-    os.environ["TENSORBOARD_LOGGING_DIR"] = "tensorboard"  # relative to the worker's folder
-    try:
+    with scoped_env(TENSORBOARD_LOGGING_DIR="tensorboard"):  # relative to the worker's folder
         out = _hf_run(
             "resumed_hf",
             {"seed": 11, "lr": 2e-3, "warmup_steps": 20, "max_steps": 300, "n_embd": 64, "save_steps": 100,
              "crash_at": 150, "report_to": "tensorboard"},
             sessions=2,
         )
-    finally:
-        del os.environ["TENSORBOARD_LOGGING_DIR"]
     state = read_hf_state(out / "trainer_state.json")
     console = read_hf_console(out / "console" / "train.log")
     tb = read_tensorboard(tb_dir)
