@@ -86,7 +86,7 @@ def read_wide_csv(
     choose_step: StepChooser,
     epoch_names: tuple[str, ...] = ("epoch",),
     ignore: frozenset[str] = frozenset(),
-    chunk_rows: int = CHUNK_ROWS,
+    chunk_rows: int | None = None,
 ) -> WideCSV:
     """Read a wide CSV into points (one per non-empty numeric cell).
 
@@ -96,6 +96,7 @@ def read_wide_csv(
     Raises :class:`FormatError` when the file cannot be opened or has no header.
     """
     file = str(path)
+    chunk_rows = chunk_rows or CHUNK_ROWS
     try:
         handle = open(path, "rb")
     except OSError as exc:
