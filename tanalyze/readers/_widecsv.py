@@ -64,22 +64,6 @@ def sniff_header(head: bytes) -> list[str] | None:
     return fields if len(fields) >= 2 else None
 
 
-class _Counting:
-    """Text lines from a binary handle, counting undecodable bytes on the way."""
-
-    def __init__(self, handle: io.BufferedReader) -> None:
-        self.undecodable = 0
-        self.last_line_complete = True
-        self._text = io.TextIOWrapper(handle, encoding="utf-8-sig", errors="replace", newline="")
-
-    def __iter__(self) -> Iterator[str]:
-        for line in self._text:
-            if "\ufffd" in line:
-                self.undecodable += line.count("\ufffd")
-            self.last_line_complete = line.endswith(("\n", "\r"))
-            yield line
-
-
 def read_wide_csv(
     path: Path,
     *,
@@ -102,36 +86,36 @@ def read_wide_csv(
     except OSError as exc:
         raise FormatError(path, f"cannot be read: {exc.strerror or exc}") from exc
     with handle:
-        lines = _Counting(handle)
-        reader = csv.reader(lines, skipinitialspace=True)
+        reader = csv.reader(io.TextIOWrapper(handle, encoding="utf-8-sig", errors="replace", newline=""),
+                            skipinitialspace=True)
         header = _header(reader, path)
         state = _State(header, choose_step(header), _find(header, epoch_names), ignore)
+        state.undecodable += sum(name.count("\ufffd") for name in header)
+        width = state.width
         chunk: list[list[str]] = []
         row_index = 0
         csv_errors: list[int] = []
         while True:
             try:
-                fields = next(reader)
-            except StopIteration:
+                for fields in reader:
+                    if len(fields) != width:
+                        if len(fields) > 1 or (fields and fields[0].strip()):  # not a blank line
+                            state.ragged.append(reader.line_num)
+                        continue
+                    chunk.append(fields)
+                    if len(chunk) >= chunk_rows:
+                        state.convert(chunk, row_index)
+                        row_index += len(chunk)
+                        chunk = []
                 break
             except csv.Error:
                 csv_errors.append(reader.line_num)
-                continue
-            if not fields or (len(fields) == 1 and not fields[0].strip()):
-                continue  # blank line
-            if len(fields) != state.width:
-                state.ragged.append(reader.line_num)
-                continue
-            chunk.append(fields)
-            if len(chunk) >= chunk_rows:
-                state.convert(chunk, row_index)
-                row_index += len(chunk)
-                chunk = []
         if chunk:
             state.convert(chunk, row_index)
             row_index += len(chunk)
+        last_line_complete = _ends_with_newline(handle)
     result = state.result(file, row_index)
-    if state.ragged and not lines.last_line_complete and state.ragged[-1] == reader.line_num:
+    if state.ragged and not last_line_complete and state.ragged[-1] == reader.line_num:
         result.warnings.append(ReadWarning(file, "the last line is incomplete (file cut off?); skipped",
                                            f"line {reader.line_num}"))
         state.ragged.pop()
@@ -142,10 +126,20 @@ def read_wide_csv(
     if csv_errors:
         result.warnings.append(ReadWarning(file, f"{len(csv_errors)} line(s) could not be split as CSV; skipped",
                                            _where(csv_errors), len(csv_errors)))
-    if lines.undecodable:
-        result.warnings.append(ReadWarning(file, f"{lines.undecodable} byte(s) are not UTF-8; replaced",
-                                           count=lines.undecodable))
+    if state.undecodable:
+        result.warnings.append(ReadWarning(file, f"{state.undecodable} byte(s) are not UTF-8; replaced",
+                                           count=state.undecodable))
     return result
+
+
+def _ends_with_newline(handle: io.BufferedReader) -> bool:
+    try:
+        if handle.seek(0, io.SEEK_END) == 0:
+            return True
+        handle.seek(-1, io.SEEK_END)
+        return handle.read(1) in (b"\n", b"\r")
+    except OSError:
+        return True
 
 
 def _find(header: list[str], names: tuple[str, ...]) -> int | None:
@@ -188,6 +182,7 @@ class _State:
         self.points = PointBuffer()
         self.ragged: list[int] = []
         self.bad_steps = 0
+        self.undecodable = 0
         self.fractional_steps = 0
 
     def convert(self, chunk: list[list[str]], first_row: int) -> None:
@@ -197,18 +192,21 @@ class _State:
             steps = rows.copy()
             usable = np.ones(len(rows), dtype=bool)
         else:
-            raw_steps, _, _ = _parse(table[:, self.step_index])
+            raw_steps, _, _, undecodable = _parse(table[:, self.step_index])
+            self.undecodable += undecodable
             whole = np.isfinite(raw_steps) & (np.floor(raw_steps) == raw_steps)
             self.bad_steps += int((~whole).sum())
             self.fractional_steps += int((np.isfinite(raw_steps) & ~whole).sum())
             usable = whole
             steps = np.where(whole, raw_steps, 0).astype(np.int64)
         if self.epoch_index is not None:
-            epochs, _, _ = _parse(table[:, self.epoch_index])
+            epochs, _, _, undecodable = _parse(table[:, self.epoch_index])
+            self.undecodable += undecodable
         else:
             epochs = np.full(len(rows), math.nan)
         for index in self.value_indices:
-            values, present, numeric = _parse(table[:, index])
+            values, present, numeric, undecodable = _parse(table[:, index])
+            self.undecodable += undecodable
             bad = present & ~numeric
             n_bad = int(bad.sum())
             if n_bad:
@@ -254,11 +252,28 @@ def _unique_names(header: list[str]) -> list[str]:
     return names
 
 
-def _parse(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Values, which cells hold something, and which of those are numbers (``nan`` included)."""
-    text = pd.Series(cells, dtype=object).str.strip()
-    lowered = text.str.lower()
-    present = ~lowered.isin(MISSING_WORDS).to_numpy()
-    values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-    numeric = present & (~np.isnan(values) | lowered.isin(NAN_WORDS).to_numpy())
-    return values, present, numeric
+def _parse(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Values, which cells hold something, which of those are numbers (``nan`` included),
+    and how many undecodable bytes (shown as U+FFFD) the cells hold.
+
+    Numbers are parsed in one vectorised pass; only the cells that did not parse
+    (usually empty ones) are looked at as text.
+    """
+    values = pd.to_numeric(pd.Series(cells, dtype=object), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    failed = np.flatnonzero(np.isnan(values))
+    present = np.ones(len(cells), dtype=bool)
+    numeric = np.ones(len(cells), dtype=bool)
+    undecodable = 0
+    if len(failed):
+        rest = cells[failed]
+        empty = rest == ""
+        present[failed[empty]] = False
+        numeric[failed[empty]] = False
+        for index in failed[~empty]:
+            word = str(cells[index]).strip().lower()
+            undecodable += word.count("\ufffd")
+            if word in MISSING_WORDS:
+                present[index] = numeric[index] = False
+            elif word not in NAN_WORDS:
+                numeric[index] = False
+    return values, present, numeric, undecodable
