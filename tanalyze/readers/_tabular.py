@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,6 @@ __all__ = [
     "name_list",
     "read_text",
     "load_config",
-    "iter_json_lines",
     "JsonLines",
 ]
 
@@ -278,15 +277,45 @@ def load_config(path: Path) -> tuple[dict[str, Any] | None, ReadWarning | None]:
 # --- JSON lines ------------------------------------------------------------------
 
 
-@dataclass
 class JsonLines:
-    """Objects read from a JSON-lines file and what could not be read."""
+    """The objects of a JSON-lines file, streamed one line at a time, counting what could not be read.
 
-    records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    bad_lines: list[int] = field(default_factory=list)
-    not_objects: int = 0
-    undecodable_bytes: int = 0
-    truncated_tail: bool = False
+    Iterate once to get ``(line number, object)`` pairs; afterwards
+    :meth:`warnings` describes the skipped lines. Opening problems raise
+    :class:`FormatError` when iteration starts.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.bad_lines: list[int] = []
+        self.not_objects = 0
+        self.undecodable_bytes = 0
+        self.truncated_tail = False
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        last_number, last_complete = 0, True
+        for number, raw in enumerate(_lines(self.path), start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            last_number, last_complete = number, raw.endswith(b"\n")
+            stripped = raw.strip()
+            if not stripped:
+                continue
+            try:
+                text = stripped.decode("utf-8")
+            except UnicodeDecodeError:
+                text = stripped.decode("utf-8", errors="replace")
+                self.undecodable_bytes += text.count("\ufffd")
+            try:
+                record = json.loads(text)
+            except ValueError:
+                self.bad_lines.append(number)
+                continue
+            if isinstance(record, dict):
+                yield number, record
+            else:
+                self.not_objects += 1
+        self.truncated_tail = bool(self.bad_lines) and self.bad_lines[-1] == last_number and not last_complete
 
     def warnings(self, file: str) -> list[ReadWarning]:
         out = []
@@ -306,40 +335,11 @@ class JsonLines:
 
 def _lines(path: Path) -> Iterator[bytes]:
     try:
-        with open(path, "rb") as handle:
-            yield from handle
+        handle = open(path, "rb")
     except OSError as exc:
         raise FormatError(path, f"cannot be read: {exc.strerror or exc}") from exc
-
-
-def iter_json_lines(path: Path, lines: Iterable[bytes] | None = None) -> JsonLines:
-    """Read a JSON-lines file one line at a time (streams; never loads the file whole)."""
-    out = JsonLines()
-    last_number = 0
-    last_complete = True
-    for number, raw in enumerate(_lines(path) if lines is None else lines, start=1):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]
-        last_number, last_complete = number, raw.endswith(b"\n")
-        stripped = raw.strip()
-        if not stripped:
-            continue
-        try:
-            text = stripped.decode("utf-8")
-        except UnicodeDecodeError:
-            text = stripped.decode("utf-8", errors="replace")
-            out.undecodable_bytes += text.count("\ufffd")
-        try:
-            record = json.loads(text)
-        except ValueError:
-            out.bad_lines.append(number)
-            continue
-        if isinstance(record, dict):
-            out.records.append((number, record))
-        else:
-            out.not_objects += 1
-    out.truncated_tail = bool(out.bad_lines) and out.bad_lines[-1] == last_number and not last_complete
-    return out
+    with handle:
+        yield from handle
 
 
 _TIMESTAMP = re.compile(r"^\d{8}_\d{6}$")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tanalyze.readers._tabular import PointBuffer, is_number, iter_json_lines, name_list, settle_rewrites
+from tanalyze.readers._tabular import JsonLines, PointBuffer, is_number, name_list, settle_rewrites
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 
 __all__ = ["Detectron2Reader"]
@@ -73,12 +73,11 @@ class Detectron2Reader(Reader):
             run.notes.append("last_checkpoint without metrics.json")
             return [run]
         log = logs[0]
-        lines = iter_json_lines(log)
-        run.warnings.extend(lines.warnings(str(log)))
+        lines = JsonLines(log)
         points = PointBuffer()
         no_iteration = 0
         skipped: set[str] = set()
-        for row, record in lines.records:
+        for row, record in lines:
             iteration = record.get("iteration")
             if not is_number(iteration) or not float(iteration).is_integer():
                 no_iteration += 1
@@ -90,6 +89,7 @@ class Detectron2Reader(Reader):
                     points.add(row, key, int(iteration), float(value))
                 else:
                     skipped.add(key)
+        run.warnings.extend(lines.warnings(str(log)))
         if no_iteration:
             run.warnings.append(ReadWarning(str(log), f"{no_iteration} line(s) have no whole-number 'iteration'; "
                                             "skipped", count=no_iteration))

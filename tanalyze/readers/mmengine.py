@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tanalyze.readers._tabular import (
+    JsonLines,
     PointBuffer,
     is_number,
     is_timestamp_name,
-    iter_json_lines,
     name_list,
     settle_rewrites,
 )
@@ -186,9 +186,8 @@ class _Experiment:
     def _add_json(self, path: Path, run: RunData, kind: str | None = None) -> None:
         self.first_file = self.first_file or str(path)
         source = _short(path)
-        lines = iter_json_lines(path)
-        run.warnings.extend(lines.warnings(str(path)))
-        for _, record in lines.records:
+        lines = JsonLines(path)
+        for _, record in lines:
             values = {}
             for key, value in record.items():
                 if key in _NOT_TAGS:
@@ -207,6 +206,7 @@ class _Experiment:
                     step = int(record["iter"])
             self.rows.append(_Row(row_kind, len(self.rows), source, step,
                                   float(epoch) if is_number(epoch) else None, values))
+        run.warnings.extend(lines.warnings(str(path)))
 
     def _add_text(self, path: Path, run: RunData) -> None:
         self.first_file = self.first_file or str(path)

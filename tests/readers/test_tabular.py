@@ -2,7 +2,7 @@ import math
 
 import pandas as pd
 
-from tanalyze.readers._tabular import PointBuffer, iter_json_lines, load_config, settle_rewrites
+from tanalyze.readers._tabular import JsonLines, PointBuffer, load_config, settle_rewrites
 
 
 def _frame(rows):
@@ -90,9 +90,10 @@ def test_load_config_yaml_json_and_bad_files(tmp_path):
 def test_json_lines_bom_blank_lines_and_undecodable_bytes(tmp_path):
     path = tmp_path / "scalars.json"
     path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n\n{"b": "\xff"}\r\n{"c": 3}\n')
-    lines = iter_json_lines(path)
-    assert [r for _, r in lines.records] == [{"a": 1}, {"b": "\ufffd"}, {"c": 3}]
-    assert [n for n, _ in lines.records] == [1, 3, 4]
+    lines = JsonLines(path)
+    records = list(lines)
+    assert [r for _, r in records] == [{"a": 1}, {"b": "\ufffd"}, {"c": 3}]
+    assert [n for n, _ in records] == [1, 3, 4]
     assert lines.undecodable_bytes == 1 and not lines.bad_lines
     (warning,) = lines.warnings(str(path))
     assert "not UTF-8" in warning.message
