@@ -31,6 +31,7 @@ __all__ = [
     "Settled",
     "settle_rewrites",
     "is_number",
+    "as_step",
     "name_list",
     "read_text",
     "load_config",
@@ -46,6 +47,20 @@ NAN_WORDS = frozenset({"nan", "-nan", "+nan"})
 def is_number(value: Any) -> bool:
     """Whether a JSON value is a scalar number (booleans are not)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+#: steps must fit the int64 step column
+STEP_LIMIT = 2**63 - 1024
+
+
+def as_step(value: Any) -> int | None:
+    """A JSON value as a step: a whole number that fits int64, else None."""
+    if not is_number(value):
+        return None
+    number = float(value)
+    if not number.is_integer() or abs(number) >= STEP_LIMIT:
+        return None
+    return int(value)
 
 
 def name_list(names: Sequence[str], limit: int = 8) -> str:

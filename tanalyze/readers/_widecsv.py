@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.errors import FormatError
-from tanalyze.readers._tabular import MISSING_WORDS, NAN_WORDS, PointBuffer, name_list
+from tanalyze.readers._tabular import MISSING_WORDS, NAN_WORDS, STEP_LIMIT, PointBuffer, name_list
 from tanalyze.readers.base import ReadWarning
 
 __all__ = ["WideCSV", "read_wide_csv", "sniff_header", "CHUNK_ROWS"]
@@ -194,9 +194,10 @@ class _State:
         else:
             raw_steps, _, _, undecodable = _parse(table[:, self.step_index])
             self.undecodable += undecodable
-            whole = np.isfinite(raw_steps) & (np.floor(raw_steps) == raw_steps)
+            with np.errstate(invalid="ignore"):
+                whole = np.isfinite(raw_steps) & (np.floor(raw_steps) == raw_steps) & (np.abs(raw_steps) < STEP_LIMIT)
             self.bad_steps += int((~whole).sum())
-            self.fractional_steps += int((np.isfinite(raw_steps) & ~whole).sum())
+            self.fractional_steps += int((np.isfinite(raw_steps) & (np.floor(raw_steps) != raw_steps)).sum())
             usable = whole
             steps = np.where(whole, raw_steps, 0).astype(np.int64)
         if self.epoch_index is not None:
@@ -231,7 +232,7 @@ class _State:
                     file, f"column {self.names[index]!r}: {count} cell(s) are not numbers "
                     f"(e.g. {self.example[index]!r}); skipped", count=count))
         if self.bad_steps:
-            kind = "not whole numbers" if self.fractional_steps == self.bad_steps else "empty or not numbers"
+            kind = "not whole numbers" if self.fractional_steps == self.bad_steps else "empty, not a whole number or too large"
             out.warnings.append(ReadWarning(
                 file, f"{self.bad_steps} row(s) have a step ({step_name!r}) that is {kind}; skipped",
                 count=self.bad_steps))

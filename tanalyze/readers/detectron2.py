@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tanalyze.readers._tabular import JsonLines, PointBuffer, is_number, name_list, settle_rewrites
+from tanalyze.readers._tabular import JsonLines, PointBuffer, as_step, is_number, name_list, settle_rewrites
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 
 __all__ = ["Detectron2Reader"]
@@ -78,15 +78,15 @@ class Detectron2Reader(Reader):
         no_iteration = 0
         skipped: set[str] = set()
         for row, record in lines:
-            iteration = record.get("iteration")
-            if not is_number(iteration) or not float(iteration).is_integer():
+            iteration = as_step(record.get("iteration"))
+            if iteration is None:
                 no_iteration += 1
                 continue
             for key, value in record.items():
                 if key == "iteration":
                     continue
                 if is_number(value):
-                    points.add(row, key, int(iteration), float(value))
+                    points.add(row, key, iteration, float(value))
                 else:
                     skipped.add(key)
         run.warnings.extend(lines.warnings(str(log)))

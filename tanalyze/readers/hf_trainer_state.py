@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from tanalyze.errors import FormatError
-from tanalyze.readers._tabular import PointBuffer, is_number, name_list, read_text, settle_rewrites
+from tanalyze.readers._tabular import PointBuffer, as_step, is_number, name_list, read_text, settle_rewrites
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 
 __all__ = ["HFTrainerStateReader"]
@@ -258,7 +258,7 @@ def _steps(history: list[Any]) -> list[tuple[int | None, bool]]:
     own: list[int | None] = []
     for entry in history:
         step = entry.get("step") if isinstance(entry, dict) else None
-        own.append(int(step) if is_number(step) and float(step).is_integer() else None)
+        own.append(as_step(step))
     out: list[tuple[int | None, bool]] = []
     previous: int | None = None
     for step in own:

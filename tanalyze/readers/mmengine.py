@@ -40,6 +40,7 @@ from pathlib import Path
 from tanalyze.readers._tabular import (
     JsonLines,
     PointBuffer,
+    as_step,
     is_number,
     is_timestamp_name,
     name_list,
@@ -197,13 +198,12 @@ class _Experiment:
                 else:
                     self.skipped.add(key)
             step = record.get("step")
-            step = int(step) if is_number(step) and float(step).is_integer() else None
+            step = as_step(step)
             epoch = record.get("epoch")
             row_kind = kind or ("train" if "iter" in record or "epoch" in record else "val")
             if row_kind == "train":
                 self.epoch_based |= "epoch" in record
-                if is_number(record.get("iter")):
-                    step = int(record["iter"])
+                step = as_step(record.get("iter")) if "iter" in record else step
             self.rows.append(_Row(row_kind, len(self.rows), source, step,
                                   float(epoch) if is_number(epoch) else None, values))
         run.warnings.extend(lines.warnings(str(path)))

@@ -253,7 +253,7 @@ def test_dirty_csv_bom_crlf_ragged_rows_bad_cells_and_cut_off_last_line(tmp_path
     assert "1 row(s) have a different number of fields than the header (4); skipped [line 4]" in messages
     assert "the last line is incomplete" in messages and "[line 8]" in messages
     assert "column 'loss': 1 cell(s) are not numbers (e.g. 'oops'); skipped" in messages
-    assert "1 row(s) have a step ('step') that is empty or not numbers; skipped" in messages
+    assert "1 row(s) have a step ('step') that is empty, not a whole number or too large; skipped" in messages
     assert "1 byte(s) are not UTF-8; replaced" in messages
 
 

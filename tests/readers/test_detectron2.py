@@ -29,6 +29,7 @@ def test_bad_lines_are_counted_and_eval_rows_join_their_iteration(tmp_path):
         {"iteration": 39, "total_loss": 0.8, "lr": 0.1},
         {"iteration": 39, "bbox/AP": 12.5, "bbox/APs": float("nan")},
         {"no_iteration": 1},
+        {"iteration": 1e30, "total_loss": 0.1},  # does not fit a step
         [1, 2],
     ]
     text = "\n".join(json.dumps(line) for line in lines) + "\nnot json\n" + '{"iteration": 59, "total_lo'
@@ -40,10 +41,10 @@ def test_bad_lines_are_counted_and_eval_rows_join_their_iteration(tmp_path):
     assert curve(run.scalars, "bbox/AP").to_dict() == {39: 12.5}
     assert len(curve(run.scalars, "bbox/APs")) == 1  # a logged NaN is kept
     messages = " | ".join(f"{w.message} [{w.location}]" for w in run.warnings)
-    assert "2 line(s) are not valid JSON and were skipped (the last line is cut off: file truncated?) [line 6, 7]" \
+    assert "2 line(s) are not valid JSON and were skipped (the last line is cut off: file truncated?) [line 7, 8]" \
         in messages
     assert "1 line(s) are JSON but not objects" in messages
-    assert "1 line(s) have no whole-number 'iteration'" in messages
+    assert "2 line(s) have no whole-number 'iteration'" in messages
     assert not run.restarts
 
 
