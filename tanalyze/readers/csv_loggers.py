@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 
 from tanalyze.readers._tabular import load_config, settle_rewrites
 from tanalyze.readers._widecsv import read_wide_csv, sniff_header
@@ -49,12 +50,14 @@ def _second_line(head: bytes) -> str:
 class _WideCSVReader(Reader):
     """What the CSV logger readers share: one run per log file, configs beside it read as hparams."""
 
+    #: config files read into hparams when they sit beside a log
     config_names: ClassVar[tuple[str, ...]] = ()
+    #: column names (any case) that fill the epoch column
+    epoch_names: ClassVar[tuple[str, ...]] = ("epoch",)
 
     def is_log(self, path: Path, head: bytes) -> bool:
+        """Whether ``path`` is a log of this format (by name and header)."""
         raise NotImplementedError
-
-    epoch_names: ClassVar[tuple[str, ...]] = ("epoch",)
 
     def is_config(self, path: Path) -> bool:
         """A config file beside a log that this reader (and no reader before it) claims."""
@@ -84,6 +87,7 @@ class _WideCSVReader(Reader):
         return [[log] for log in logs]  # read() finds the configs beside each log
 
     def choose_step(self, header: list[str]) -> int | None:
+        """Index of the step column in ``header`` (None: the row number is the step)."""
         raise NotImplementedError
 
     def notes_for(self, header: list[str], step_column: str | None) -> list[str]:
@@ -119,7 +123,7 @@ class _WideCSVReader(Reader):
             run.warnings.append(ReadWarning(str(log), "no data rows below the header"))
         return [run]
 
-    def adjust(self, frame: Any, run: RunData) -> Any:
+    def adjust(self, frame: pd.DataFrame, run: RunData) -> pd.DataFrame:
         """Format-specific fix-ups of the points before last-write-wins (default: none)."""
         return frame
 
@@ -199,7 +203,7 @@ class LightningCSVReader(_WideCSVReader):
     def choose_step(self, header: list[str]) -> int | None:
         return header.index("step")
 
-    def adjust(self, frame: Any, run: RunData) -> Any:
+    def adjust(self, frame: pd.DataFrame, run: RunData) -> pd.DataFrame:
         missing = frame["epoch"].isna().to_numpy()
         if not missing.any():
             return frame

@@ -128,7 +128,7 @@ class MMEngineReader(Reader):
                 continue
             launches.setdefault(_launch_of(file), []).append(file)
         ordered = sorted(launches, key=lambda p: p.name)
-        experiment = _Experiment(multiple=len(ordered) > 1)
+        experiment = _Experiment()
         for launch in ordered:
             experiment.add_launch(launch, launches[launch], run)
         experiment.finish(run)
@@ -152,7 +152,8 @@ class _Row:
 
 @dataclass
 class _Experiment:
-    multiple: bool
+    """The rows of every launch of one experiment, in launch order, and what is known about its loop."""
+
     rows: list[_Row] = field(default_factory=list)
     iters_per_epoch: list[int] = field(default_factory=list)
     epoch_based: bool = False
@@ -226,9 +227,12 @@ class _Experiment:
         last_train = max((r.step for r in self.rows if r.kind == "train" and r.step is not None), default=None)
         approximate = unkeyed = 0
         missing_steps = 0
+        several_files = len({r.source for r in self.rows}) > 1
+        previous_source = None
         for row in self.rows:
-            if self.multiple or row.kind == "test":
+            if several_files and row.source != previous_source:  # a `source` column says which file
                 points.mark_source(row.order, row.source)
+                previous_source = row.source
             step, epoch = row.step, row.epoch if row.epoch is not None else math.nan
             prefix = ""
             if row.kind == "train":
