@@ -204,6 +204,9 @@ class LightningCSVReader(_WideCSVReader):
         return header.index("step")
 
     def adjust(self, frame: pd.DataFrame, run: RunData) -> pd.DataFrame:
+        note = _late_start(frame)
+        if note:
+            run.notes.append(note)
         missing = frame["epoch"].isna().to_numpy()
         if not missing.any():
             return frame
@@ -223,6 +226,21 @@ class LightningCSVReader(_WideCSVReader):
 
     def no_log_note(self) -> str:
         return "hparams.yaml but no metrics.csv: the job wrote no metrics (stopped before the logger's first flush?)"
+
+
+def _late_start(frame: pd.DataFrame) -> str | None:
+    """A note when the first logged step is far beyond the logging interval: a job resumed into a new folder."""
+    steps = np.unique(frame["step"].to_numpy())
+    if len(steps) < 3:
+        return None
+    interval = float(np.median(np.diff(steps)))
+    first = int(steps[0])
+    if first <= max(20 * interval, 1000):
+        return None
+    epochs = frame.loc[frame["step"] == first, "epoch"].dropna()
+    at_epoch = f" (epoch {epochs.iloc[0]:g})" if len(epochs) else ""
+    return (f"starts at step {first}{at_epoch}: a job resumed from a checkpoint; its earlier steps are in "
+            "another version folder, if kept")
 
 
 # --- Keras ---------------------------------------------------------------------------------

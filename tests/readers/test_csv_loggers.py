@@ -50,6 +50,8 @@ def test_lightning_resumed_version_folder_is_its_own_run():
     assert epoch_at(v5, "train_loss_step", 140749) == 10.0
     assert logs.runs["version_5"].hparams["num_epochs"] == 20
     assert logs.runs["version_5"].restarts == ()
+    assert "starts at step 140749 (epoch 10): a job resumed from a checkpoint" in logs.runs["version_5"].notes[0]
+    assert not any("starts at step" in n for n in logs.runs["version_0"].notes)
     v12 = logs.run("version_12")
     check_points(curve(v12, "train_loss_step"),
                  {49: 9.796794891357422, 16049: 5.73740816116333, 32049: 5.512516975402832}, 641)
