@@ -54,6 +54,8 @@ class _WideCSVReader(Reader):
     config_names: ClassVar[tuple[str, ...]] = ()
     #: column names (any case) that fill the epoch column
     epoch_names: ClassVar[tuple[str, ...]] = ("epoch",)
+    #: the step column the format always writes (None: chosen from the header)
+    step_name: ClassVar[str | None] = None
 
     def is_log(self, path: Path, head: bytes) -> bool:
         """Whether ``path`` is a log of this format (by name and header)."""
@@ -88,7 +90,9 @@ class _WideCSVReader(Reader):
 
     def choose_step(self, header: list[str]) -> int | None:
         """Index of the step column in ``header`` (None: the row number is the step)."""
-        raise NotImplementedError
+        if self.step_name in header:
+            return header.index(self.step_name)
+        return choose_step_column(header)
 
     def notes_for(self, header: list[str], step_column: str | None) -> list[str]:
         return []
@@ -106,7 +110,8 @@ class _WideCSVReader(Reader):
             if config not in files:
                 run.extra_files.append(config)
         if not logs:
-            run.notes.append(self.no_log_note())
+            where = str(configs[0]) if configs else str(files[0])
+            run.warnings.append(ReadWarning(where, self.no_log_note()))
             return [run]
         log = logs[0]
         wide = read_wide_csv(log, choose_step=self.choose_step, epoch_names=self.epoch_names)
@@ -116,6 +121,10 @@ class _WideCSVReader(Reader):
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
         run.warnings.extend(wide.warnings)
+        if self.step_name and self.step_name not in wide.header:
+            fallback = f"{wide.step_column!r}" if wide.step_column else "the row number"
+            run.warnings.append(ReadWarning(str(log), f"no {self.step_name!r} column, which this format always "
+                                            f"writes; {fallback} used as the step"))
         run.notes.extend(self.notes_for(wide.header, wide.step_column))
         run.notes.extend(wide.notes)
         run.notes.extend(settled.notes)
@@ -128,7 +137,7 @@ class _WideCSVReader(Reader):
         return frame
 
     def no_log_note(self) -> str:
-        return "only a config file: no metrics were written"
+        return "a config file without the log beside it: no metrics"
 
     def _configs(self, files: list[Path], logs: list[Path]) -> list[Path]:
         found = [f for f in files if f.name in self.config_names]
@@ -200,8 +209,7 @@ class LightningCSVReader(_WideCSVReader):
         except OSError:
             return False
 
-    def choose_step(self, header: list[str]) -> int | None:
-        return header.index("step")
+    step_name = "step"
 
     def adjust(self, frame: pd.DataFrame, run: RunData) -> pd.DataFrame:
         note = _late_start(frame)
@@ -272,8 +280,7 @@ class KerasCSVReader(_WideCSVReader):
         # as a .csv it must look like Keras wrote it (metrics sorted, epochs from 0), else it is a generic CSV
         return header[1:] == sorted(header[1:]) and first == "0"
 
-    def choose_step(self, header: list[str]) -> int | None:
-        return header.index("epoch")
+    step_name = "epoch"
 
     def notes_for(self, header: list[str], step_column: str | None) -> list[str]:
         return ["one row per epoch: step = epoch as written (0-based); the epoch column holds it too"]
@@ -307,8 +314,7 @@ class YoloResultsReader(_WideCSVReader):
         results = path.parent / "results.csv"
         return results.is_file() and self.is_log(results, _head(results))
 
-    def choose_step(self, header: list[str]) -> int | None:
-        return header.index("epoch")
+    step_name = "epoch"
 
     def notes_for(self, header: list[str], step_column: str | None) -> list[str]:
         return ["one row per epoch: step = epoch as written (0-based); the epoch column holds it too"]
@@ -376,9 +382,6 @@ class GenericCSVReader(_WideCSVReader):
             return False
         cells = _second_line(head).split(",")
         return len(cells) == len(header) and all(_is_number_text(c) for c in cells)
-
-    def choose_step(self, header: list[str]) -> int | None:
-        return choose_step_column(header)
 
     def notes_for(self, header: list[str], step_column: str | None) -> list[str]:
         if step_column is None:

@@ -70,7 +70,7 @@ class Detectron2Reader(Reader):
                 run.warnings.append(ReadWarning(str(checkpoint), f"cannot be read: {exc.strerror or exc}"))
         logs = [f for f in files if f.name != CHECKPOINT_NAME]
         if not logs:
-            run.notes.append("last_checkpoint without metrics.json")
+            run.warnings.append(ReadWarning(str(files[0]), "last_checkpoint without a metrics.json beside it: no metrics"))
             return [run]
         log = logs[0]
         lines = JsonLines(log)
@@ -95,6 +95,8 @@ class Detectron2Reader(Reader):
                                             "skipped", count=no_iteration))
         if skipped:
             run.notes.append(f"non-numeric values skipped under: {name_list(sorted(skipped))}")
+        if not len(points) and not run.warnings:
+            run.warnings.append(ReadWarning(str(log), "no metric lines in the file"))
         settled = settle_rewrites(points.frame(), str(log), unit="iteration")
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)

@@ -113,6 +113,8 @@ class HFTrainerStateReader(Reader):
         history = state.get("log_history")
         if not isinstance(history, list):
             raise FormatError(path, "no 'log_history' list: not a Trainer state")
+        if not history:
+            run.warnings.append(ReadWarning(str(path), "log_history is empty: the job logged nothing"))
         points = PointBuffer()
         steps = _steps(history)
         skipped_keys: set[str] = set()

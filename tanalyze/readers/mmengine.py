@@ -119,6 +119,8 @@ class MMEngineReader(Reader):
     def read(self, files: list[Path]) -> list[RunData]:
         run = RunData()
         launches: dict[Path, list[Path]] = {}
+        if all(f.name == CHECKPOINT_NAME for f in files):
+            run.warnings.append(ReadWarning(str(files[0]), "last_checkpoint without any launch folder: no metrics"))
         for file in files:
             if file.name == CHECKPOINT_NAME:
                 try:
@@ -188,6 +190,7 @@ class _Experiment:
     def _add_json(self, path: Path, run: RunData, kind: str | None = None) -> None:
         self.first_file = self.first_file or str(path)
         source = _short(path)
+        before = len(self.rows)
         lines = JsonLines(path)
         for _, record in lines:
             values = {}
@@ -208,11 +211,17 @@ class _Experiment:
             self.rows.append(_Row(row_kind, len(self.rows), source, step,
                                   float(epoch) if is_number(epoch) else None, values))
         run.warnings.extend(lines.warnings(str(path)))
+        if len(self.rows) == before:
+            run.warnings.append(ReadWarning(str(path), "no metric records in the file"))
 
     def _add_text(self, path: Path, run: RunData) -> None:
         self.first_file = self.first_file or str(path)
         source = _short(path)
         rows, epoch_based = parse_text_log(_read_lines(path, run))
+        if not rows:
+            run.warnings.append(ReadWarning(str(path), "no JSON scalars for this launch and no metric lines in "
+                                            "its text log"))
+            return
         self.epoch_based |= epoch_based
         for kind, step, epoch, values in rows:
             self.rows.append(_Row(kind, len(self.rows), source, step, epoch, values))

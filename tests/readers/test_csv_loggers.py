@@ -61,7 +61,8 @@ def test_lightning_resumed_version_folder_is_its_own_run():
     # a version folder with only hparams.yaml ({}): a run without points, saying why
     v3 = logs.runs["version_3"]
     assert logs.run("version_3").empty and v3.hparams == {}
-    assert any("no metrics.csv" in n for n in v3.notes)
+    (warning,) = v3.warnings
+    assert warning.file.endswith("version_3/hparams.yaml") and "no metrics.csv" in warning.message
 
 
 @pytest.mark.parametrize(
@@ -257,6 +258,22 @@ def test_dirty_csv_bom_crlf_ragged_rows_bad_cells_and_cut_off_last_line(tmp_path
     assert "column 'loss': 1 cell(s) are not numbers (e.g. 'oops'); skipped" in messages
     assert "1 row(s) have a step ('step') that is empty, not a whole number or too large; skipped" in messages
     assert "1 byte(s) are not UTF-8; replaced" in messages
+
+
+def test_format_step_column_missing_is_a_warning_not_a_crash(tmp_path):
+    folder = tmp_path / "version_0"
+    folder.mkdir()
+    path = folder / "metrics.csv"
+    path.write_text("epoch,iteration,loss\n0,10,1.0\n0,20,0.5\n")
+    run = _read(LightningCSVReader(), path)
+    assert curve(run.scalars, "loss").to_dict() == {10: 1.0, 20: 0.5}
+    assert "no 'step' column, which this format always writes; 'iteration' used as the step" in \
+        run.warnings[0].message
+    keras = tmp_path / "training.log"
+    keras.write_text("accuracy,loss\n0.5,1.0\n")
+    run = _read(KerasCSVReader(), keras)
+    assert curve(run.scalars, "loss").to_dict() == {0: 1.0}
+    assert "no 'epoch' column" in run.warnings[0].message and "the row number" in run.warnings[0].message
 
 
 def test_csv_without_step_column_uses_the_row_number(tmp_path):
