@@ -23,17 +23,17 @@ from tanalyze.readers._tbfast import decode_fast
 
 __all__ = ["FileEvents", "decode_events", "SKIPPED_LABELS"]
 
-#: Human names of what is counted but not read, keyed by plugin or field name.
+#: Names (singular, plural) of what is counted but not read, keyed by plugin or field name.
 SKIPPED_LABELS = {
-    "image": "image summaries",
-    "images": "image summaries",
-    "audio": "audio summaries",
-    "pr_curves": "PR-curve summaries",
-    "graph": "graphs",
-    "run_metadata": "run-metadata records",
-    "log_message": "log messages",
-    "old_histogram": "old-style histograms",
-    "tensor": "tensor summaries without a plugin",
+    "image": ("image summary", "image summaries"),
+    "images": ("image summary", "image summaries"),
+    "audio": ("audio summary", "audio summaries"),
+    "pr_curves": ("PR-curve summary", "PR-curve summaries"),
+    "graph": ("graph", "graphs"),
+    "run_metadata": ("run-metadata record", "run-metadata records"),
+    "log_message": ("log message", "log messages"),
+    "old_histogram": ("old-style histogram", "old-style histograms"),
+    "tensor": ("tensor summary without a plugin", "tensor summaries without a plugin"),
 }
 _TEXT_SUFFIX = "/text_summary"
 _HPARAMS_TAG = "_hparams_/session_start_info"

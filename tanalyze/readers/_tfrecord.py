@@ -110,13 +110,13 @@ def _walk(view: memoryview, start: int) -> tuple[array, array]:
     offset = start
     try:
         while True:
-            (length,) = unpack(view, offset)  # struct.error once fewer than 8 bytes are left
+            (length,) = unpack(view, offset)  # raises once fewer than 8 bytes are left
             data_start = offset + _HEADER
             data_end = data_start + length
             add_crc(crc(view[data_start:data_end]))  # the slice is cut at the end of the bytes
             add_offset(offset)
             offset = data_end + 4
-    except struct.error:
+    except (struct.error, OverflowError):  # past the end (OverflowError: a garbage length sent it far past)
         pass
     return offsets, crcs
 
@@ -162,15 +162,12 @@ def _resync(view: memoryview, buf: np.ndarray, start: int, size: int) -> int | N
     return None
 
 
-def _stop_reason(view: memoryview, stop: int, size: int) -> str | None:
-    """Why the frame at ``stop`` is unusable when it is the file's end (truncation); None when it is damage."""
-    left = size - stop
-    if left < _HEADER:
-        return f"file ends inside a record header ({left} bytes)"
-    if _header_ok(view, stop):  # a verified length that runs past the end: the file was cut while writing
-        claimed = _U64.unpack_from(view, stop)[0]
-        return f"file ends inside a record: its frame needs {claimed + _FRAME:,} bytes, {left:,} remain"
-    return None
+def _recoverable(view: memoryview, start: int, end: int) -> bool:
+    """Whether [start, end) is one frame whose length field is damaged but whose data CRC verifies."""
+    data_end = end - 4
+    if data_end < start + _HEADER:
+        return False
+    return masked_crc(view[start + _HEADER : data_end]) == _U32.unpack_from(view, data_end)[0]
 
 
 def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
@@ -178,14 +175,17 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
 
     Records with a bad data CRC are dropped (their frame offsets are listed in
     ``bad_data_crc``; framing continues since their length was verified). Byte
-    ranges that held no verifiable frame are listed in ``damage``.
+    ranges that held no verifiable frame are listed in ``damage``. A frame whose
+    length field alone is damaged is recovered when the next intact frame follows
+    it directly and its data CRC verifies over the bytes in between.
     """
     view = memoryview(data).cast("B")
     size = len(view)
     buf = np.frombuffer(view, dtype=np.uint8)
     views = _Views(buf)
     lengths_crc: dict[int, int] = {}
-    kept: list[np.ndarray] = []
+    offsets_kept: list[np.ndarray] = []
+    lengths_kept: list[np.ndarray] = []
     bad_data: list[int] = []
     damage: list[Damage] = []
     position = 0
@@ -193,29 +193,41 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
         walked, crcs = _walk(view, position)
         offsets = np.frombuffer(walked, dtype=np.int64) if len(walked) else np.empty(0, np.int64)
         sound, data_ok = _check(views, offsets, np.frombuffer(crcs, dtype=np.uint32), lengths_crc)
-        kept.append(offsets[:sound][data_ok])
+        good = offsets[:sound][data_ok]
+        offsets_kept.append(good)
+        lengths_kept.append(views.u64[good].astype(np.int64))
         bad_data.extend(offsets[:sound][~data_ok].tolist())
         # Where the walk went wrong, or (every frame sound) where it ran out of bytes.
         stop = int(offsets[sound]) if sound < len(offsets) else _walk_end(views, offsets, position)
         if stop >= size:
             break
-        reason = _stop_reason(view, stop, size)
-        if reason is not None:
-            damage.append(Damage(stop, size, reason))
+        left = size - stop
+        if left < _HEADER:
+            damage.append(Damage(stop, size, f"file ends inside a record header ({left} bytes)"))
             break
         resume = _resync(view, buf, stop + 1, size)
         if resume is None:
-            damage.append(Damage(stop, size, "no valid record from here to the end of the file"))
+            if _header_ok(view, stop):  # a verified length that runs past the end: cut while writing
+                claimed = _U64.unpack_from(view, stop)[0]
+                reason = f"file ends inside a record: its frame needs {claimed + _FRAME:,} bytes, {left:,} remain"
+            else:
+                reason = "no valid record from here to the end of the file"
+            damage.append(Damage(stop, size, reason))
             break
-        damage.append(Damage(stop, resume, "damaged bytes (a record length or its CRC does not verify)"))
+        if _recoverable(view, stop, resume):
+            offsets_kept.append(np.array([stop], np.int64))
+            lengths_kept.append(np.array([resume - stop - _FRAME], np.int64))
+            damage.append(Damage(stop, stop, "record length field damaged; record recovered (its data CRC verifies)"))
+        else:
+            damage.append(Damage(stop, resume, "damaged bytes (a record length or its CRC does not verify)"))
         position = resume
-    offsets = np.concatenate(kept) if kept else np.empty(0, np.int64)
-    lengths = views.u64[offsets].astype(np.int64) if len(offsets) else np.empty(0, np.int64)
+    offsets = np.concatenate(offsets_kept) if offsets_kept else np.empty(0, np.int64)
+    lengths = np.concatenate(lengths_kept) if lengths_kept else np.empty(0, np.int64)
     return Records(offsets + _HEADER, lengths, size, damage, bad_data)
 
 
 def _walk_end(views: _Views, offsets: np.ndarray, position: int) -> int:
-    """Where the byte after the last sound frame is."""
+    """The byte after the last frame walked (``position`` when none was)."""
     if not len(offsets):
         return position
     last = int(offsets[-1])

@@ -149,9 +149,10 @@ class TensorBoardReader(Reader):
                                             location="byte 0", count=1))
                 return None
             for damage in records.damage:
-                warnings.append(ReadWarning(
-                    name, f"skipped {damage.end - damage.start:,} byte(s) up to byte {damage.end:,}: {damage.reason}",
-                    location=f"byte {damage.start:,}"))
+                skipped_bytes = damage.end - damage.start
+                message = (f"skipped {skipped_bytes:,} byte(s) up to byte {damage.end:,}: {damage.reason}"
+                           if skipped_bytes else damage.reason)
+                warnings.append(ReadWarning(name, message, location=f"byte {damage.start:,}"))
             if records.bad_data_crc:
                 count = len(records.bad_data_crc)
                 warnings.append(ReadWarning(name, f"{count:,} record(s) whose data CRC does not match skipped",
@@ -260,12 +261,15 @@ def _histogram_frame(files, hist_names, rows) -> pd.DataFrame:
 def _notes(skipped: Counter[str], repeated: dict[int, int], tag_names: list[str]) -> list[str]:
     notes = []
     if skipped:
-        parts = [f"{count:,} {SKIPPED_LABELS.get(kind, f'{kind} summaries')}" for kind, count in sorted(skipped.items())]
+        parts = []
+        for kind, count in sorted(skipped.items()):
+            singular, plural = SKIPPED_LABELS.get(kind, (f"{kind} summary", f"{kind} summaries"))
+            parts.append(f"{count:,} {singular if count == 1 else plural}")
         notes.append(f"skipped {', '.join(parts)} (tanalyze reads scalars, histograms, hparams and text)")
     if repeated:
         total = sum(repeated.values())
         names = sorted(tag_names[code] for code in repeated)
         shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        notes.append(f"{total:,} point(s) repeat a step already logged by the same writer ({shown}); all are kept "
-                     "in write order (e.g. a value logged every batch with step = epoch)")
+        notes.append(f"{total:,} point(s) repeat a (tag, step) the same writer had already logged ({shown}); "
+                     "all are kept, in write order")
     return notes
