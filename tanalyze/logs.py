@@ -200,7 +200,8 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
         histograms=hist_table,
         runs=MappingProxyType(infos),
         root=discovery.root,
-        unrecognized=discovery.unrecognized,
+        # A reader may use a file no reader claims (Lightning's hparams.yaml beside event files).
+        unrecognized=tuple(f for f in discovery.unrecognized if f not in {x for i in infos.values() for x in i.files}),
         skipped=discovery.skipped_dirs,
     )
 

@@ -224,7 +224,8 @@ def _hparams(slow: _Slow) -> dict[str, Any]:
     except DecodeError:
         slow.problems.append((meta[0], "hparams session_start_info could not be decoded"))
         return {}
-    return {key: MessageToDict(value) for key, value in data.session_start_info.hparams.items()}
+    hparams = data.session_start_info.hparams
+    return {key: MessageToDict(hparams[key]) for key in sorted(hparams)}
 
 
 def _resolve_tensors(slow: _Slow, plugins: dict[str, str], text: dict[str, str]) -> list[tuple]:

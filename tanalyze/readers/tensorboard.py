@@ -129,6 +129,8 @@ class TensorBoardReader(Reader):
         data.text = text
         self._read_hparams_yaml(files, data)
         data.notes.extend(_notes(skipped, merged.repeated, tag_names))
+        if sessions and not (len(data.scalars) or len(data.histograms) or data.hparams or data.text or skipped):
+            data.notes.append("no summaries: the event file(s) hold only their header")
         return [data]
 
     def _read_file(self, path: Path, warnings: list[ReadWarning]) -> FileEvents | None:
@@ -191,7 +193,8 @@ class TensorBoardReader(Reader):
             if not isinstance(loaded, dict):
                 data.warnings.append(ReadWarning(str(path), f"hparams is a {type(loaded).__name__}, not a mapping"))
                 continue
-            data.hparams = {**data.hparams, **_flatten(loaded)}
+            typed = _flatten(loaded)
+            data.hparams = {**typed, **{k: v for k, v in data.hparams.items() if k not in typed}}
 
 
 def _flatten(mapping: dict[Any, Any], prefix: str = "") -> dict[str, Any]:

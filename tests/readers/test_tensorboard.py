@@ -576,3 +576,13 @@ def test_runs_command_lists_restart_and_notes(real_logs, capsys):
     out = capsys.readouterr().out
     assert "2 file(s), 2 tag(s), 200 points" in out
     assert "restart at step 0: events.out.tfevents.1771596596.zyzkings.7880.0 logged 2 tag(s) again" in out
+
+
+def test_runs_command_shows_hparams_histograms_and_used_yaml(capsys):
+    assert main(["runs", str(real_log(DEEPSC)), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "2 file(s), 10 tag(s), 1,385 points" in out  # the event file and hparams.yaml
+    assert "hparams: 24 (seed=42, precision=16, model/vocab_size=22234, model/max_len=32, … 20 more)" in out
+    assert out.rstrip().endswith("0 warning(s), 0 file(s) not recognised")
+    assert main(["runs", str(real_log(HISTOGRAMS)), "-q"]) == 0
+    assert "histograms: 1 tag(s), 10 histogram(s)" in capsys.readouterr().out
