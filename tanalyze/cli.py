@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a check failed, 2 bad input or usage.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -214,6 +215,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("tanalyze: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `tanalyze runs … | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":
