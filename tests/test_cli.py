@@ -38,5 +38,6 @@ def test_closed_pipe_ends_quietly():
     proc.stdout.read(10)
     proc.stdout.close()  # like `| head -c 10`
     err = proc.stderr.read().decode()
+    proc.stderr.close()
     assert proc.wait() == 0
     assert "Traceback" not in err
