@@ -19,6 +19,7 @@ import pandas as pd
 from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
+from tanalyze.analysis.serial import quiet_numpy
 
 __all__ = [
     "GradEvent",
@@ -400,6 +401,7 @@ def _layers(
     return out, ignored
 
 
+@quiet_numpy
 def analyze_gradients(
     grad_norm: Curve | None,
     *,
@@ -573,7 +575,10 @@ def analyze_gradients(
                 findings.append(
                     _finding(
                         "grad_explosion",
-                        Severity.ERROR if worst.ratio >= 100 or nonfinite.any() else Severity.WARNING,
+                        # never recovered, or two orders of magnitude: an error; a transient spike: a warning
+                        Severity.ERROR
+                        if worst.ratio >= 100 or explosions[-1].step_end == int(f_steps[-1])
+                        else Severity.WARNING,
                         f"{len(explosions)} gradient-norm explosion(s) above {explosion_factor:g}x the trailing "
                         f"median of {window} steps; first at step {first.step} (norm {first.value:.3g}, "
                         f"{first.ratio:.1f}x the trailing {first.reference:.3g}); worst at step {worst.step} "

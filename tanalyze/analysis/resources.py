@@ -14,7 +14,7 @@ from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.gradients import _one_run
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
-from tanalyze.analysis.serial import autocorrelation_time, mann_whitney_p, rolling_median, thin
+from tanalyze.analysis.serial import autocorrelation_time, mann_whitney_p, quiet_numpy, rolling_median, thin
 from tanalyze.analysis.throughput import detect_warmup
 
 __all__ = [
@@ -97,6 +97,7 @@ class RankTiming(ResultMixin):
 
     rank: int
     n_points: int
+    unit: str  # of median/reference, as given by ``rank_time_unit``
     median: float
     reference: float  # median of the other ranks' medians
     lag_pct: float  # (median / reference - 1) × 100
@@ -153,7 +154,6 @@ def _memory(
     if memory_unit not in MEMORY_UNITS:
         raise ValueError(f"unknown memory unit {memory_unit!r}; expected one of {sorted(MEMORY_UNITS)}")
     part = curve.finite_part()
-    part = Curve(part.tag, part.steps, part.values, part.wall_time)
     if len(part) < 2:
         return None, []
     if memory_unit == "percent":
@@ -189,7 +189,11 @@ def _memory(
     scale = capacity if capacity else max(float(np.median(w_vals)), 1e-300)
     threshold = jump_fraction * scale
     diffs = np.diff(w_vals)
+    last_jump = -10
     for i in np.flatnonzero(diffs > threshold):
+        if i - last_jump < 5:  # one jump spread over a few consecutive points
+            continue
+        last_jump = i
         before = float(np.median(w_vals[max(0, i - 4) : i + 1]))
         after = float(np.median(w_vals[i + 1 : i + 6]))
         if after - before > threshold / 2:
@@ -235,12 +239,13 @@ def _memory(
                 if to_capacity is not None
                 else ""
             )
-            per = f"{slope / 2**20:.3g} MiB/step" if unit == "bytes" else f"{slope:.3g} %/step"
+            scale_unit, per_unit = (2**20, "MiB/step") if unit == "bytes" else (1.0, "%/step")
+            per = f"{slope / scale_unit:.3g} {per_unit} (95% CI {lo / scale_unit:.3g}-{hi / scale_unit:.3g})"
             findings.append(
                 _finding(
                     "memory_growth",
                     Severity.WARNING,
-                    f"GPU memory grows steadily after warm-up: {per} (95% CI {lo:.3g}-{hi:.3g} {unit}/step), "
+                    f"GPU memory grows steadily after warm-up: {per}, "
                     f"{_fmt_mem(start_level, unit)} → {_fmt_mem(end_level, unit)} "
                     f"(+{growth_frac:.0%} over {span:,.0f} steps){when}.",
                     step=int(w_steps[0]),
@@ -327,7 +332,7 @@ def _histogram_curves(frame: pd.DataFrame) -> list[Curve]:
 
 
 def _ranks(
-    by_rank: Mapping[int, Curve], *, straggler_fraction: float, alpha: float, min_points: int
+    by_rank: Mapping[int, Curve], *, straggler_fraction: float, alpha: float, min_points: int, unit: str
 ) -> list[RankTiming]:
     steady: dict[int, pd.Series] = {}
     for rank, curve in by_rank.items():
@@ -374,6 +379,7 @@ def _ranks(
             RankTiming(
                 rank=rank,
                 n_points=int(len(series)),
+                unit=unit,
                 median=medians[rank],
                 reference=reference,
                 lag_pct=float(lag * 100),
@@ -385,6 +391,7 @@ def _ranks(
     return out
 
 
+@quiet_numpy
 def analyze_resources(
     *,
     gpu_memory: Curve | None = None,
@@ -402,6 +409,7 @@ def analyze_resources(
     straggler_fraction: float = 0.10,
     straggler_alpha: float = 0.01,
     min_points: int = 10,
+    rank_time_unit: str = "s/step",
 ) -> ResourceHealth:
     """GPU memory, attention entropy and per-rank step times of one run.
 
@@ -470,6 +478,7 @@ def analyze_resources(
             straggler_fraction=straggler_fraction,
             alpha=straggler_alpha,
             min_points=min_points,
+            unit=rank_time_unit,
         )
         if step_time_by_rank
         else []
@@ -481,7 +490,7 @@ def analyze_resources(
                     "straggler_rank",
                     Severity.WARNING,
                     f"Rank {r.rank} is {r.lag_pct:.0f}% slower than the other ranks (median step time "
-                    f"{r.median:.4g} vs {r.reference:.4g}; p = {r.p_value:.2g}, {r.method}).",
+                    f"{r.median:.4g} vs {r.reference:.4g} {r.unit}; p = {r.p_value:.2g}, {r.method}).",
                     evidence=r.to_dict(),
                 )
             )

@@ -20,14 +20,17 @@ dependence and correct for it:
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 
 from tanalyze.analysis.curves import MAD_TO_SIGMA, mad
 
 __all__ = [
+    "quiet_numpy",
     "autocorrelation_time",
     "thin",
     "block_bootstrap_medians",
@@ -37,6 +40,26 @@ __all__ = [
     "mann_whitney_p",
     "min_attainable_p",
 ]
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def quiet_numpy(func: Callable[P, R]) -> Callable[P, R]:
+    """Run an analyzer with numpy's floating-point warnings off.
+
+    Analyzers meet NaN, inf, zeros and subnormal values in real logs and handle them
+    explicitly (masks, ``np.isfinite``); numpy's overflow/divide warnings would only
+    be noise for the user.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with np.errstate(all="ignore"):
+            return func(*args, **kwargs)
+
+    return wrapper
 
 
 def autocorrelation_time(values: np.ndarray, *, window_c: float = 5.0) -> float:

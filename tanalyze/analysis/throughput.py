@@ -25,6 +25,7 @@ from tanalyze.analysis.serial import (
     block_bootstrap_medians,
     mann_whitney_p,
     min_attainable_p,
+    quiet_numpy,
     robust_sigma,
     rolling_median,
     thin,
@@ -335,6 +336,7 @@ def _find_period(
     return best
 
 
+@quiet_numpy
 def analyze_throughput(
     curve: Curve | None,
     *,
@@ -649,7 +651,8 @@ class ThroughputComparison(ResultMixin):
     unit: str
     higher_is_better: bool
     verdict: str  # "regression" | "improvement" | "no_change" | "inconclusive"
-    reason: str
+    reason: str  # why this verdict, with the numbers
+    message: str  # one line for a CI log: the verdict and its reason
     baseline_median: float | None
     candidate_median: float | None
     ratio: float | None
@@ -688,6 +691,7 @@ def _steady(curve: Curve, kind: str, warmup: int | float | str | None, tolerance
     return slow[start:]
 
 
+@quiet_numpy
 def compare_throughput(
     baseline: Sequence[Curve] | Curve,
     candidate: Curve,
@@ -747,6 +751,7 @@ def compare_throughput(
             higher_is_better=k.higher_is_better,
             verdict=verdict,
             reason=reason,
+            message=f"throughput {verdict.replace('_', ' ')}: {reason}",
             baseline_median=None,
             candidate_median=None,
             ratio=None,

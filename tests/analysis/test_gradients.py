@@ -304,3 +304,16 @@ def test_histograms_with_only_buckets_still_give_an_rms():
     # mid-points -0.015 and -0.005 (the first bucket starts at its own limit): rms = sqrt((2.25e-4 + 2.5e-5) / 2)
     assert lg.rms_median == pytest.approx(np.sqrt((2.25e-4 + 2.5e-5) / 2))
     assert lg.n_points == 5 and lg.status == "ok"
+
+
+def test_explosion_severity_transient_vs_unrecovered():
+    g = norms()
+    g[400] = 0.5 * 20
+    assert (
+        next(f for f in analyze_gradients(curve(g)).findings if f.code == "grad_explosion").severity
+        == "warning"
+    )
+    g[900:] = 0.5 * 20  # stays up until the end
+    r = analyze_gradients(curve(g))
+    assert r.explosions[-1].step == 9000 and r.explosions[-1].step_end == 9990
+    assert next(f for f in r.findings if f.code == "grad_explosion").severity == "error"

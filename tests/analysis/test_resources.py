@@ -1,4 +1,5 @@
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -147,3 +148,19 @@ def test_slightly_slower_rank_below_threshold_is_not_a_straggler():
 def test_nothing_given():
     r = analyze_resources()
     assert r.memory is None and r.attention == () and r.ranks == () and r.findings == ()
+
+
+def test_a_jump_spread_over_two_points_is_one_jump():
+    mem = flat_memory()
+    mem[500] += 3e9
+    mem[501:] += 6e9
+    r = analyze_resources(gpu_memory=mem_curve(mem), capacity_bytes=40e9, jump_fraction=0.05)
+    [jump] = r.memory.jumps
+    assert jump.step == 501 or jump.step == 500
+    assert jump.increase == pytest.approx(6e9, rel=0.05)
+
+
+def test_growth_message_gives_the_rate_in_mib_per_step():
+    mem = flat_memory() + 2**20 * np.arange(1000)
+    f = next(f for f in analyze_resources(gpu_memory=mem_curve(mem)).findings if f.code == "memory_growth")
+    assert re.search(r"(0\.99\d|1\.00?) MiB/step", f.message) and f.step == 100 and f.step_end == 999

@@ -204,6 +204,7 @@ def test_regression_in_samples_per_second():
 def test_runs_differing_only_by_noise_show_no_change():
     c = compare_throughput(curve(step_times(seed=20)), curve(step_times(seed=21)), kind="step_time_s")
     assert c.verdict == "no_change" and c.findings == ()
+    assert c.message.startswith("throughput no change: change below 15%")
 
 
 def test_5pct_slowdown_is_below_min_change():
