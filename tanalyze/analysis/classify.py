@@ -116,7 +116,8 @@ def train_features(curve: Curve, th: Thresholds = Thresholds()) -> dict[str, Any
     head_y, tail_y = float(np.median(y[:h])), float(np.median(y[-t:]))
     unit = (lambda v: float(np.exp(v))) if is_log else float
     head, tail = unit(head_y), unit(tail_y)
-    bx, by = bin_medians(x, y, 40)
+    bins = int(np.clip(n // 5, 1, 40))  # at least 5 points per bin where possible
+    bx, by = bin_medians(x, y, bins)
     low = unit(float(np.min(by)))
     if is_log:
         change = tail / head - 1
@@ -160,6 +161,8 @@ def train_features(curve: Curve, th: Thresholds = Thresholds()) -> dict[str, Any
         "noise": float(sigma) if np.isfinite(sigma) else None,
         "roughness": float(roughness) if np.isfinite(roughness) else None,
         "rebound": rebound,
+        # noise of a bin median or of the tail median: what a rise must clear to be real
+        "level_noise": float(sigma) / np.sqrt(max(1.0, min(n / bins, t))) if np.isfinite(sigma) else None,
     }
 
 
@@ -253,7 +256,7 @@ def classify_run(
         why["unstable"].append(f"the loss jumps ±{100 * np.expm1(noise):.0f}% from point to point"
                                + (f", {rough:.2f}x its total log decrease" if rough is not None else ""))
     degrade = f["end_level"] / f["min_level"] if f["min_level"] > 0 and f["log_space"] else None
-    if degrade is not None and degrade >= th.degrade_ratio and f["change"] > -th.min_decrease:
+    if degrade is not None and degrade >= th.degrade_ratio and np.log(degrade) > 3 * (f["level_noise"] or 0):
         unstable.append(_past(degrade - 1, th.degrade_ratio - 1))
         why["unstable"].append(f"the loss rose {100 * (degrade - 1):.0f}% from its minimum {f['min_level']:.4g} to "
                                f"{f['end_level']:.4g} and stayed there")
