@@ -11,7 +11,8 @@ Names are compared as lower-case word lists: ``Loss/train``,
 
 Losses made of components without a total (Ultralytics ``train/box_loss``,
 ``train/cls_loss``, ``train/dfl_loss``) become one role whose curve is the sum
-of the components at the steps they share.
+of the components at the steps they share. A split with no loss but a
+perplexity (DeepSpeed-Chat's ``eval_ppl``) uses its logarithm as the loss.
 
 Users override any role: ``roles={"val_loss": "my/val"}`` (a tag, a tuple of
 tags to sum, or ``None`` to switch the role off).
@@ -79,7 +80,8 @@ def tag_words(tag: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class RoleAssignment:
-    """The tag(s) chosen for one role. ``components`` has several tags when the role is their sum."""
+    """The tag(s) chosen for one role. ``components`` has several tags when the role is their sum;
+    ``log`` is set when the role is the logarithm of the tag (a loss from a perplexity)."""
 
     role: str
     tag: str
@@ -87,6 +89,7 @@ class RoleAssignment:
     points: int
     source: str  # "auto" or "override"
     reason: str
+    log: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -95,6 +98,7 @@ class RoleAssignment:
             "points": self.points,
             "source": self.source,
             "reason": self.reason,
+            "log": self.log,
         }
 
 
@@ -378,6 +382,22 @@ def _resolve_losses(counts: dict[str, int]) -> tuple[dict[str, RoleAssignment], 
                 tag = usable[0][0]
                 assigned[role] = RoleAssignment(role, tag, (tag,), counts[tag], "auto", "the only loss component")
                 groups[role] = usable[0][2]
+    # No loss at all for a split, but a perplexity: its logarithm is the (cross-entropy) loss.
+    for split, role in (("train", "train_loss"), ("val", "val_loss")):
+        if role in assigned:
+            continue
+        cands = []
+        for tag in counts:
+            ws = set(tag_words(tag))
+            if ws & {"ppl", "perplexity"} and ("val" if ws & _VAL else "train") == split and counts[tag] > 0:
+                rank = 2 if "epoch" in ws else 1
+                cands.append(_Candidate(tag, rank, counts[tag], "a perplexity"))
+        best, rej = _pick(cands)
+        if best is not None:
+            assigned[role] = RoleAssignment(role, f"log({best.tag})", (best.tag,), best.points, "auto",
+                                            "log of a perplexity (no loss logged)", log=True)
+            groups[role] = ("ppl",)
+            rejected[role] += rej
     comparable = True
     if "train_loss" in assigned and "val_loss" in assigned:
         comparable = groups.get("train_loss", ()) == groups.get("val_loss", ())
@@ -488,6 +508,9 @@ def role_curve(curves: Mapping[str, Curve], roles: Roles, role: str) -> Curve | 
     parts = [curves[t] for t in assignment.components if t in curves]
     if len(parts) != len(assignment.components) or not parts:
         return None
+    if assignment.log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Curve(assignment.tag, parts[0].steps, np.log(parts[0].values), parts[0].wall_time)
     if len(parts) == 1:
         return parts[0]
     parts = [p.collapse_steps() for p in parts]

@@ -139,3 +139,14 @@ def test_component_timers_and_peak_memory_are_not_preferred():
     deepspeed = resolve_roles(["loss", "CurrSamplesPerSec", "MemAllocated", "MaxMemAllocated", "overflow_skips"])
     assert deepspeed.tag("throughput") == "CurrSamplesPerSec" and deepspeed.throughput_kind == "samples"
     assert deepspeed.tag("gpu_memory") == "MemAllocated" and deepspeed.tag("skipped_steps") == "overflow_skips"
+
+
+def test_perplexity_stands_in_for_a_missing_loss():
+    frame = scalar_frame(run="r", tag=["eval_ppl"] * 3 + ["lr"] * 3, step=[0, 1, 2] * 2,
+                         value=[np.e**2, np.e, np.e**1.5, 1e-3, 1e-3, 1e-3])
+    roles = resolve_roles(frame)
+    assert roles.tag("val_loss") == "log(eval_ppl)" and roles["val_loss"].log
+    curves = {t: Curve.from_frame(frame, t) for t in frame["tag"].unique()}
+    assert role_curve(curves, roles, "val_loss").values == pytest.approx([2.0, 1.0, 1.5])
+    # with a loss logged, the perplexity is not used
+    assert resolve_roles(["val_loss", "val_perplexity"]).tag("val_loss") == "val_loss"

@@ -105,9 +105,21 @@ def _past(value: float, threshold: float) -> float:
     return float(np.clip(1 - 0.5 * threshold / value, 0.5, 0.99))
 
 
-def train_features(curve: Curve, th: Thresholds = Thresholds()) -> dict[str, Any]:
-    """The shape features of a loss curve used by the verdict (finite points, one per step)."""
+def train_features(
+    curve: Curve, th: Thresholds = Thresholds(), spikes: tuple[tuple[int, int], ...] = ()
+) -> dict[str, Any]:
+    """The shape features of a loss curve used by the verdict (finite points, one per step).
+
+    Points inside the transient ``spikes`` (``(onset_step, end_step)``, end excluded) are left out:
+    the features describe the trend; spikes are counted on their own.
+    """
     c = curve.collapse_steps().finite_part()
+    if spikes and len(c):
+        inside = np.zeros(len(c), dtype=bool)
+        for onset, end in spikes:  # one iteration per spike
+            inside |= (c.steps >= onset) & (c.steps < end)
+        if (~inside).sum() >= 2:
+            c = Curve(c.tag, c.steps[~inside], c.values[~inside], c.wall_time[~inside])
     n = len(c)
     y, is_log = loss_space(c.values)
     x = c.steps.astype(np.float64)
@@ -228,7 +240,8 @@ def classify_run(
         return Verdict("insufficient_data", 1.0, evidence, tuple(reasons + notes),
                        findings=(_insufficient(reasons[0]),))
 
-    f = train_features(main, th)
+    recovered = tuple((sp.onset_step, sp.end_step) for sp in divergence.spikes if sp.end_step is not None)
+    f = train_features(main, th, recovered)
     evidence.update(f)
     data = n_finite / (n_finite + 5)
     scores: dict[str, float] = {}
