@@ -228,7 +228,7 @@ def classify_run(
             confidence = 0.99
             reasons.append(f"{main.tag} became {d.kind.upper()} at step {d.step} and never recovered")
         else:
-            confidence = _past(d.ratio or 2 * 2.0, 2.0) * (0.8 if d.gradual else 1.0)
+            confidence = _past(d.ratio if d.ratio else 4.0, 2.0) * (0.8 if d.gradual else 1.0)
             reasons.append(f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> {d.level_after:.4g}) "
                            "and never came back")
         return Verdict("diverged", round(confidence, 3), evidence, tuple(reasons + notes))
@@ -259,79 +259,13 @@ def classify_run(
     spikes = len(divergence.spikes)
     needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
     evidence.update(spikes=spikes, spikes_needed=needed)
-    unstable: list[float] = []
-    if spikes >= needed:
-        unstable.append(_past(spikes, needed))
-        why["unstable"].append(f"{spikes} loss spikes (unstable from {needed})")
-    noise, rough = f["noise"], f["roughness"]
-    if f["log_space"] and noise is not None and noise >= th.rough_noise and (rough is None or rough >= th.rough_relative):
-        unstable.append(min(_past(noise, th.rough_noise), _past(rough or 1e9, th.rough_relative)))
-        why["unstable"].append(f"the loss jumps ±{100 * np.expm1(noise):.0f}% from point to point"
-                               + (f", {rough:.2f}x its total log decrease" if rough is not None else ""))
-    degrade = f["end_level"] / f["min_level"] if f["min_level"] > 0 and f["log_space"] else None
-    if degrade is not None and degrade >= th.degrade_ratio and np.log(degrade) > 3 * (f["level_noise"] or 0):
-        unstable.append(_past(degrade - 1, th.degrade_ratio - 1))
-        why["unstable"].append(f"the loss rose {100 * (degrade - 1):.0f}% from its minimum {f['min_level']:.4g} to "
-                               f"{f['end_level']:.4g} and stayed there")
-    rebound = f["rebound"]
-    if rebound is not None and f["log_space"] and rebound >= np.log(th.rebound_ratio) and (
-        degrade is None or degrade < th.degrade_ratio
-    ):
-        unstable.append(_past(np.expm1(rebound), th.rebound_ratio - 1))
-        why["unstable"].append(f"the loss climbed back {100 * np.expm1(rebound):.0f}% above an earlier low "
-                               "(medians of 20 stretches of the run) before coming down again")
-    val_noise = None
-    if val is not None and main_role == "train":
-        vc = val.collapse_steps().finite_part()
-        if len(vc) >= th.val_rough_min_points and (vc.values > 0).all():
-            vy = np.log(vc.values)
-            val_noise = noise_sigma(vy)
-            v_drop = float(np.median(vy[:2]) - np.median(vy[-2:]))
-            evidence["val_noise"] = val_noise
-            if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0):
-                unstable.append(_past(val_noise, th.val_rough_noise))
-                why["unstable"].append(f"{val.tag} oscillates ±{100 * np.expm1(val_noise):.0f}% between evaluations")
+    unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence)
     if unstable:
         scores["unstable"] = _shrink(max(unstable), data)
-
-    under: list[float] = []
-    change = f["change"]
-    first, last = f["first_step"], f["last_step"]
-    annealed = None
-    if learning_rate is not None:
-        lr = learning_rate.finite_part().values
-        if lr.size >= 3 and lr.max() > 0:
-            annealed = float(lr[-1] / lr.max())
-            evidence["lr_end_over_peak"] = annealed
-    resumed = first is not None and first > 0 and first > th.resumed_share * last
-    evidence["resumed"] = resumed
-    if change > -th.min_decrease:
-        strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
-        direction = "rose" if change > 0 else "fell only"
-        text = (f"{main.tag} {direction} {abs(100 * change):.1f}% from {f['start_level']:.4g} "
-                f"to {f['end_level']:.4g} (needs a {100 * th.min_decrease:.0f}% decrease)")
-        if resumed:  # the fast early fall happened before this log began: weaker evidence
-            strength *= 0.5
-            text += f"; the log starts at step {first}, so the fall before it is unknown"
-        under.append(0.5 + 0.45 * strength)
-        why["underfitting"].append(text)
-    elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share and (
-        annealed is None or annealed > th.annealed_lr
-    ):
-        under.append(0.5 + 0.3 * min(1.0, (f["end_share"] - th.still_falling_share) / th.still_falling_share))
-        why["underfitting"].append(
-            f"{main.tag} is still falling steadily: {100 * f['end_drop_rel']:.0f}% over the last "
-            f"{100 * th.end_share:.0f}% of the run, {100 * f['end_share']:.0f}% of its whole decrease (not converged)"
-        )
-    if num_classes and num_classes > 1 and f["log_space"]:
-        chance = float(np.log(num_classes))
-        evidence["chance_level"] = chance
-        if f["end_level"] >= th.chance_fraction * chance:
-            under.append(0.5 + 0.45 * min(1.0, (f["end_level"] / chance - th.chance_fraction) / (1 - th.chance_fraction)))
-            why["underfitting"].append(f"{main.tag} ends at {f['end_level']:.4g}, near chance level "
-                                       f"ln({num_classes}) = {chance:.4g}")
+    under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence)
     if under:
         scores["underfitting"] = _shrink(max(under), data)
+    change, noise = f["change"], f["noise"]
 
     order = ("overfitting", "unstable", "underfitting")
     met = sorted((label for label in order if label in scores), key=lambda k: -(scores[k] + PRIORITY[k]))
@@ -363,6 +297,89 @@ def classify_run(
         findings = (Finding("underfitting", Severity.WARNING, "; ".join(why["underfitting"]), recommend("underfitting"),
                             step=f["first_step"], step_end=f["last_step"]),)
     return Verdict(label, round(float(confidence), 3), evidence, tuple(reasons), also, findings)
+
+
+def _unstable(
+    f: dict[str, Any], spikes: int, needed: int, val: Curve | None, th: Thresholds, evidence: dict[str, Any]
+) -> tuple[list[float], list[str]]:
+    """Confidences and reasons of every instability criterion met (spikes, roughness, rises, val oscillation)."""
+    scores: list[float] = []
+    why: list[str] = []
+    if spikes >= needed:
+        scores.append(_past(spikes, needed))
+        why.append(f"{spikes} loss spikes (unstable from {needed})")
+    noise, rough = f["noise"], f["roughness"]
+    if f["log_space"] and noise is not None and noise >= th.rough_noise and (rough is None or rough >= th.rough_relative):
+        scores.append(min(_past(noise, th.rough_noise), _past(rough or 1e9, th.rough_relative)))
+        why.append(f"the loss jumps ±{100 * np.expm1(noise):.0f}% from point to point"
+                   + (f", {rough:.2f}x its total log decrease" if rough is not None else ""))
+    degrade = f["end_level"] / f["min_level"] if f["min_level"] > 0 and f["log_space"] else None
+    if degrade is not None and degrade >= th.degrade_ratio and np.log(degrade) > 3 * (f["level_noise"] or 0):
+        scores.append(_past(degrade - 1, th.degrade_ratio - 1))
+        why.append(f"the loss rose {100 * (degrade - 1):.0f}% from its minimum {f['min_level']:.4g} to "
+                   f"{f['end_level']:.4g} and stayed there")
+    rebound = f["rebound"]
+    if rebound is not None and f["log_space"] and rebound >= np.log(th.rebound_ratio) and (
+        degrade is None or degrade < th.degrade_ratio
+    ):
+        scores.append(_past(np.expm1(rebound), th.rebound_ratio - 1))
+        why.append(f"the loss climbed back {100 * np.expm1(rebound):.0f}% above an earlier low "
+                   "(medians of 20 stretches of the run) before coming down again")
+    if val is not None:
+        vc = val.collapse_steps().finite_part()
+        if len(vc) >= th.val_rough_min_points and (vc.values > 0).all():
+            vy = np.log(vc.values)
+            val_noise = noise_sigma(vy)
+            v_drop = float(np.median(vy[:2]) - np.median(vy[-2:]))
+            evidence["val_noise"] = val_noise
+            if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0):
+                scores.append(_past(val_noise, th.val_rough_noise))
+                why.append(f"{val.tag} oscillates ±{100 * np.expm1(val_noise):.0f}% between evaluations")
+    return scores, why
+
+
+def _underfitting(
+    f: dict[str, Any], tag: str, learning_rate: Curve | None, num_classes: int | None, th: Thresholds,
+    evidence: dict[str, Any],
+) -> tuple[list[float], list[str]]:
+    """Confidences and reasons of every underfitting criterion met (no decrease, not converged, chance level)."""
+    scores: list[float] = []
+    why: list[str] = []
+    change = f["change"]
+    first, last = f["first_step"], f["last_step"]
+    annealed = None
+    if learning_rate is not None:
+        lr = learning_rate.finite_part().values
+        if lr.size >= 3 and lr.max() > 0:
+            annealed = float(lr[-1] / lr.max())
+            evidence["lr_end_over_peak"] = annealed
+    resumed = first is not None and first > 0 and first > th.resumed_share * last
+    evidence["resumed"] = resumed
+    if change > -th.min_decrease:
+        strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
+        direction = "rose" if change > 0 else "fell only"
+        text = (f"{tag} {direction} {abs(100 * change):.1f}% from {f['start_level']:.4g} "
+                f"to {f['end_level']:.4g} (needs a {100 * th.min_decrease:.0f}% decrease)")
+        if resumed:  # the fast early fall happened before this log began: weaker evidence
+            strength *= 0.5
+            text += f"; the log starts at step {first}, so the fall before it is unknown"
+        scores.append(0.5 + 0.45 * strength)
+        why.append(text)
+    elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share and (
+        annealed is None or annealed > th.annealed_lr
+    ):
+        scores.append(0.5 + 0.3 * min(1.0, (f["end_share"] - th.still_falling_share) / th.still_falling_share))
+        why.append(
+            f"{tag} is still falling steadily: {100 * f['end_drop_rel']:.0f}% over the last "
+            f"{100 * th.end_share:.0f}% of the run, {100 * f['end_share']:.0f}% of its whole decrease (not converged)"
+        )
+    if num_classes and num_classes > 1 and f["log_space"]:
+        chance = float(np.log(num_classes))
+        evidence["chance_level"] = chance
+        if f["end_level"] >= th.chance_fraction * chance:
+            scores.append(0.5 + 0.45 * min(1.0, (f["end_level"] / chance - th.chance_fraction) / (1 - th.chance_fraction)))
+            why.append(f"{tag} ends at {f['end_level']:.4g}, near chance level ln({num_classes}) = {chance:.4g}")
+    return scores, why
 
 
 def _insufficient(message: str) -> Finding:
