@@ -166,8 +166,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     labels: dict[str, int] = {}
     for name, d in diagnoses.items():
         labels[d.verdict.label] = labels.get(d.verdict.label, 0) + 1
+        also = f"; also {', '.join(d.verdict.also)}" if d.verdict.also else ""
         out.write(f"{safe_text(name)}  [{safe_text(d.format or '?')}]  {d.verdict.label.upper()} "
-                  f"(confidence {d.verdict.confidence:.2f})\n")
+                  f"(confidence {d.verdict.confidence:.2f}{also})\n")
         steps = ", ".join(f"{k} {v}" for k, v in d.key_steps().items())
         if steps:
             out.write(f"    key steps: {steps}\n")

@@ -358,12 +358,19 @@ def diagnose_run(
 
     Raises:
         ConfigError: an unknown role or analyzer name.
+        ValueError: the table holds several runs (use :func:`diagnose`).
     """
     unknown = sorted(set(params) - set(ANALYZER_PARAMS))
     if unknown:
         raise ConfigError(f"unknown analyzer parameter group(s) {unknown}; known: {', '.join(ANALYZER_PARAMS)}")
-    if run is None:
-        run = str(frame["run"].iloc[0]) if "run" in frame.columns and len(frame) else ""
+    if "run" in frame.columns and len(frame):
+        names = pd.unique(frame["run"].to_numpy())
+        if len(names) > 1:
+            shown = ", ".join(safe_text(n, 60) for n in names[:5])
+            raise ValueError(f"diagnose_run() takes the rows of one run; this table holds {len(names)}: {shown}")
+        if run is None:
+            run = str(names[0])
+    run = run or ""
     curves = _curves_by_tag(frame)
     role_map = resolve_roles({tag: int(np.isfinite(c.values).sum()) for tag, c in curves.items()}, roles)
     warnings = list(read_warnings) + list(role_map.warnings)

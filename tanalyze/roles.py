@@ -419,6 +419,7 @@ def resolve_roles(
         ConfigError: an override names an unknown role.
     """
     counts = _counts(source)
+    points_known = isinstance(source, pd.DataFrame | Mapping)
     overrides = dict(overrides or {})
     unknown = sorted(set(overrides) - set(ROLES))
     if unknown:
@@ -443,10 +444,15 @@ def resolve_roles(
             tp.append((_Candidate(tag, hit[0], counts[tag], hit[1]), hit[2]))
     # Throughput is judged within the run: the curve with the most points wins over the better name.
     tp.sort(key=lambda c: (-c[0].points, c[0].rank, c[0].tag))
+    if points_known:  # a throughput logged once (a run summary) is not a curve
+        rejected_lists["throughput"] = [Rejected(c.tag, f"only {c.points} point(s): a summary, not a curve")
+                                        for c, _ in tp if c.points < 3]
+        tp = [c for c in tp if c[0].points >= 3]
     if tp:
         best_tp, throughput_kind = tp[0]
         assigned["throughput"] = RoleAssignment("throughput", best_tp.tag, (best_tp.tag,), best_tp.points, "auto", best_tp.why)
-        rejected_lists["throughput"] = [Rejected(c.tag, f"fewer points than {best_tp.tag}") for c, _ in tp[1:]]
+        rejected_lists.setdefault("throughput", []).extend(
+            Rejected(c.tag, f"fewer points than {best_tp.tag}") for c, _ in tp[1:])
 
     # A tag serves one role: the loss roles win over anything that also matched.
     used: dict[str, str] = {}

@@ -171,3 +171,10 @@ def test_frame_with_pandas_strings_and_extra_columns():
     frame, _ = make_curve("normal", n_steps=200)
     frame = frame.assign(tag=frame["tag"].astype(str), run=frame["run"].astype(str), source=pd.Categorical(["f"] * len(frame)))
     assert diagnose_run(frame).verdict.label == "normal"
+
+
+def test_diagnose_run_refuses_several_runs():
+    a, _ = make_curve("normal", n_steps=50, run="a")
+    b, _ = make_curve("normal", n_steps=50, run="b")
+    with pytest.raises(ValueError, match="holds 2: a, b"):
+        diagnose_run(concat_frames([a, b]))

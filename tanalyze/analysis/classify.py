@@ -66,7 +66,7 @@ class Thresholds:
     chance_fraction: float = 0.9  # with num_classes: ending above 0.9·ln(C) is chance level
     min_spikes: int = 3  # unstable: at least this many spikes …
     spike_rate: float = 0.002  # … and at least this many per point (2 per 1,000)
-    rough_noise: float = 0.25  # unstable: log-loss noise σ at least this (±28 % point to point) …
+    rough_noise: float = 0.3  # unstable: log-loss noise σ at least this (±35 % point to point) …
     rough_relative: float = 0.25  # … and at least this share of the total log decrease
     val_rough_noise: float = 0.2  # unstable validation: σ of the log val loss …
     val_rough_relative: float = 0.5  # … relative to its total log decrease
@@ -284,7 +284,8 @@ def classify_run(
             near.append(min(0.9, overfitting.rise_rel / 0.05))
         near.append(min(0.9, spikes / needed))
         if noise is not None:
-            near.append(min(0.9, noise / th.rough_noise))
+            rough = f["roughness"] if f["roughness"] is not None else 1e9
+            near.append(min(0.9, noise / th.rough_noise, rough / th.rough_relative))
         near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
         confidence = _shrink(1 - 0.5 * max(near), data)
         reasons = [f"{main.tag} fell {abs(100 * change):.0f}% from {f['start_level']:.4g} to {f['end_level']:.4g}; "
