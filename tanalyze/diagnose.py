@@ -105,7 +105,7 @@ class RunDiagnosis:
         }
 
     def key_steps(self) -> dict[str, int]:
-        """The steps a reader looks for first: divergence, overfitting onset, early stop, first spike."""
+        """The steps a reader looks for first: divergence, overfitting onset, a worthwhile early stop, first spike."""
         steps: dict[str, int] = {}
         if self.divergence is not None:
             steps["diverged"] = self.divergence.step
@@ -113,7 +113,7 @@ class RunDiagnosis:
                 steps["blow-up onset"] = self.divergence.onset_step
         if self.overfitting is not None and self.overfitting.onset_step is not None:
             steps["overfitting onset"] = self.overfitting.onset_step
-        if self.early_stopping is not None and self.early_stopping.stop_step is not None:
+        if self.early_stopping is not None and self.early_stopping.findings:  # only when stopping was worth it
             steps["early stop"] = self.early_stopping.stop_step
         if self.spikes:
             steps["first spike"] = self.spikes[0].onset_step
