@@ -178,3 +178,35 @@ def test_diagnose_run_refuses_several_runs():
     b, _ = make_curve("normal", n_steps=50, run="b")
     with pytest.raises(ValueError, match="holds 2: a, b"):
         diagnose_run(concat_frames([a, b]))
+
+
+EDGE_VALUES = {
+    "zeros": lambda n, rng: np.zeros(n),
+    "constant": lambda n, rng: np.full(n, 3.0),
+    "negative": lambda n, rng: -np.abs(rng.normal(size=n)),
+    "mixed_sign": lambda n, rng: rng.normal(size=n),
+    "huge": lambda n, rng: 10 ** rng.uniform(20, 300, n),
+    "tiny": lambda n, rng: 10 ** rng.uniform(-300, -200, n),
+    "some_inf": lambda n, rng: np.where(rng.random(n) < 0.1, np.inf, rng.random(n) + 1),
+    "some_minus_inf": lambda n, rng: np.where(rng.random(n) < 0.1, -np.inf, rng.random(n) + 1),
+    "half_nan": lambda n, rng: np.where(rng.random(n) < 0.5, np.nan, rng.random(n)),
+}
+
+
+@pytest.mark.parametrize("kind", EDGE_VALUES)
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 9, 60])
+def test_edge_inputs_give_a_diagnosis_not_a_traceback(kind, n):
+    rng = np.random.default_rng(n)
+    make = EDGE_VALUES[kind]
+    steps = np.repeat(np.arange(n), 2)[:n] + 1000  # duplicate steps, not starting at 0
+    val_steps = np.arange(n // 5) * 10 + 1000
+    frame = scalar_frame(
+        run="r",
+        tag=["train/loss"] * n + ["val/loss"] * len(val_steps) + ["lr"] * n + ["grad_norm"] * n,
+        step=np.concatenate([steps, val_steps, steps, steps]),
+        value=np.concatenate([make(n, rng), make(len(val_steps), rng), make(n, rng), make(n, rng)]),
+    )
+    d = diagnose_run(frame)
+    assert d.verdict.label in {"normal", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data"}
+    assert 0.0 <= d.verdict.confidence <= 1.0
+    json.dumps(d.to_dict(), allow_nan=False)
