@@ -150,3 +150,37 @@ def test_perplexity_stands_in_for_a_missing_loss():
     assert role_curve(curves, roles, "val_loss").values == pytest.approx([2.0, 1.0, 1.5])
     # with a loss logged, the perplexity is not used
     assert resolve_roles(["val_loss", "val_perplexity"]).tag("val_loss") == "val_loss"
+
+
+REAL_ROLES = [
+    ("tfevents/10844110__t5-summarization-demo/runs/Mar24_22-23-40_DESKTOP-41L2EO3",
+     {"train_loss": "train/loss", "val_loss": "eval/loss", "learning_rate": "train/learning_rate",
+      "grad_norm": "train/grad_norm", "epoch": "train/epoch"}),
+    ("tfevents/Battam1111__DeepSC/lightning_logs/version_0",
+     {"train_loss": "train_loss", "val_loss": "val_ce", "learning_rate": "lr", "epoch": "epoch"}),
+    ("tfevents/Abonia1__YOLOv8-Fire-and-Smoke-Detection/runs/detect/train",
+     {"train_loss": "train/box_loss + train/cls_loss + train/dfl_loss",
+      "val_loss": "val/box_loss + val/cls_loss + val/dfl_loss"}),
+    ("hf_trainer_state/CoralReefFish__whisper-tiny-nbaiLab",
+     {"train_loss": "loss", "val_loss": "eval_loss", "learning_rate": "learning_rate"}),
+    ("lightning_metrics_csv/0Xero7__slm_training/lightning_logs/version_0",
+     {"train_loss": "train_loss_step", "train_loss_epoch": "train_loss_epoch", "val_loss": "val_loss"}),
+    ("mmengine_logs/hwh12345678900123__event-yolo/work_dirs/yolov5_s-v61_fast_1xb12-40e_image",
+     {"train_loss": "loss", "learning_rate": "lr", "step_time": "time", "gpu_memory": "memory"}),
+    ("detectron2_metrics/Kevindic0214__detectron2_training/output",
+     {"train_loss": "total_loss", "learning_rate": "lr", "step_time": "time"}),
+]
+
+
+@pytest.mark.real_logs
+@pytest.mark.parametrize(("relative", "expected"), REAL_ROLES, ids=[r.split("/")[1] for r, _ in REAL_ROLES])
+def test_roles_of_real_runs_as_read(relative, expected):
+    import tanalyze
+    from tests.conftest import real_log
+
+    logs = tanalyze.load(real_log(relative))
+    [name] = [n for n in logs.runs if len(logs.run(n))]
+    roles = resolve_roles(logs.run(name))
+    assert roles.tags() == expected
+    if relative.startswith("hf_trainer_state"):  # the run summary is one point: not a throughput curve
+        assert any("summary" in r.reason for r in roles.rejected["throughput"])
