@@ -329,6 +329,33 @@ def _health(
     return gradients, throughput, resources
 
 
+def _align_validation(
+    val: Curve | None, train: Curve | None, epoch: Curve | None
+) -> tuple[Curve | None, Curve | None, str | None]:
+    """Validation keyed by epoch while training is keyed by iteration: move each evaluation to the last
+    training step of its epoch when the epoch of every training step is known, else judge the validation
+    curve without the training curve. Returns (val, train to compare it with, a note for the user)."""
+    if val is None or train is None or len(val) < 2 or len(train) < 2:
+        return val, train, None
+    v_last, t_last = int(val.steps.max()), int(train.steps.max())
+    if not (v_last > 0 and v_last * 20 < t_last and len(train) > 5 * len(val)):
+        return val, train, None
+    if epoch is not None and len(epoch):
+        index = np.searchsorted(epoch.steps, train.steps, side="right") - 1
+        ok = index >= 0
+        whole = np.floor(epoch.values[np.clip(index, 0, None)] + 1e-9)
+        if ok.all() and np.isfinite(whole).all() and whole.max() + 1 >= v_last and (np.diff(whole) >= 0).all():
+            last_of = np.searchsorted(whole, val.steps, side="right") - 1
+            if (last_of >= 0).all():
+                moved = Curve(val.tag, train.steps[last_of], val.values, val.wall_time)
+                note = (f"{val.tag} is keyed by epoch (steps up to {v_last}) while {train.tag} is keyed by "
+                        f"iteration (up to {t_last}): each evaluation was placed at the last step of its epoch")
+                return moved, train, note
+    note = (f"{val.tag} seems keyed by epoch (steps up to {v_last}) while {train.tag} is keyed by iteration "
+            f"(up to {t_last}): the validation curve is judged on its own, without the train-validation gap")
+    return val, None, note
+
+
 def diagnose_run(
     frame: pd.DataFrame,
     *,
@@ -389,6 +416,10 @@ def diagnose_run(
             warnings.append(f"{curve.tag}: {curve.duplicate_steps} point(s) share a step with another; "
                             "points of one step are averaged")
 
+    epoch = _epoch_curve(frame, curves, role_map, role_map.tag("train_loss") if train is not None else None)
+    val, val_train, note = _align_validation(val, train, epoch)
+    if note:
+        warnings.append(note)
     main = train if train is not None else val
     loss_analysis = analyze_divergence(main, grad_norm=grad, learning_rate=lr, **params.get("divergence", {}))
     # The validation loss has spikes of its own (a bad evaluation batch, BatchNorm statistics, an LR jump).
@@ -404,12 +435,11 @@ def diagnose_run(
         divergence = val_analysis.divergence
     overfitting = None
     if val is not None and train is not None:
-        overfitting = analyze_overfitting(val, train, losses_comparable=role_map.losses_comparable,
+        overfitting = analyze_overfitting(val, val_train, losses_comparable=role_map.losses_comparable,
                                           **params.get("overfitting", {}))
     verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
                            num_classes=num_classes, thresholds=thresholds or Thresholds())
-    early = simulate_early_stopping(val, train, **params.get("early_stopping", {})) if val is not None else None
-    epoch = _epoch_curve(frame, curves, role_map, role_map.tag("train_loss") if train is not None else None)
+    early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
     progress = analyze_progress(main, epochs=epoch, **params.get("progress", {})) if main is not None else None
     gradients, throughput, resources = _health(frame, curves, role_map, histograms, params)
 

@@ -210,3 +210,20 @@ def test_edge_inputs_give_a_diagnosis_not_a_traceback(kind, n):
     assert d.verdict.label in {"normal", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data"}
     assert 0.0 <= d.verdict.confidence <= 1.0
     json.dumps(d.to_dict(), allow_nan=False)
+
+
+def test_validation_keyed_by_epoch_is_placed_at_the_end_of_its_epoch():
+    train_steps = np.arange(1, 1001)
+    epochs = (train_steps - 1) // 100  # 10 epochs of 100 iterations, 0-based like Lightning
+    train = 0.05 + 2 * np.exp(-train_steps / 150)
+    val_epochs = np.arange(10)
+    val = np.array([2.0, 1.2, 0.9, 0.8, 0.78, 0.82, 0.9, 1.0, 1.1, 1.2])
+    frame = scalar_frame(run="r", tag=["train_loss"] * 1000 + ["val_loss"] * 10,
+                         step=np.concatenate([train_steps, val_epochs]), value=np.concatenate([train, val]),
+                         epoch=np.concatenate([epochs, val_epochs]).astype(float))
+    d = diagnose_run(frame)
+    assert any("keyed by epoch" in w for w in d.warnings)
+    assert d.verdict.label == "overfitting" and d.overfitting.onset_step == 500  # end of epoch 4
+    without_epochs = diagnose_run(frame.drop(columns="epoch"))
+    assert any("judged on its own" in w for w in without_epochs.warnings)
+    assert without_epochs.overfitting.onset_step == 4 and without_epochs.overfitting.train_tag is None

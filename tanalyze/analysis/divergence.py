@@ -288,7 +288,8 @@ def analyze_divergence(
             ``max(recovery_sigmas·σ, log(1 + recovery_tolerance))`` of the pre-onset baseline.
         explosion_ratio: an unrecovered excursion whose later median is this many times the
             baseline is an explosion (also the bar for a gradual climb).
-        min_explosion_points: points needed after the onset to call an unrecovered excursion an explosion.
+        min_explosion_points: points needed after the onset to call an unrecovered excursion an explosion
+            (fewer suffice when they are ``no_return_factor`` times the baseline: the log ends in the blow-up).
         no_return_factor: an explosion's ``step`` is the first step from which the loss stays above
             this many times its running minimum to the end (its ``onset_step`` is where it left its
             normal range); when it never gets that far, ``step`` is the onset.
@@ -348,7 +349,9 @@ def analyze_divergence(
             big = (level - e.baseline >= np.log(explosion_ratio)) if is_log else (
                 level - e.baseline >= (explosion_ratio - 1) * max(abs(e.baseline), 1e-12)
             )
-            if terminal_start is not None or (len(after) >= min_explosion_points and big):
+            # A log that ends right after a blow-up of `no_return_factor` x (the job crashed) counts too.
+            huge = is_log and level - e.baseline >= np.log(no_return_factor)
+            if terminal_start is not None or (big and (len(after) >= min_explosion_points or huge)):
                 explosion = e
                 continue
         stop = e.end if e.end is not None else n

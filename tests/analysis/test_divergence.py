@@ -117,3 +117,14 @@ def test_explosion_step_is_the_point_of_no_return_and_onset_is_earlier():
     values[100:] = 3.0
     d = analyze_divergence(Curve.from_arrays(steps, values, "loss")).divergence
     assert d.kind == "explosion" and d.step == d.onset_step == 100
+
+
+def test_a_log_ending_in_a_huge_blow_up_is_a_divergence_but_a_small_last_jump_is_a_spike():
+    steps = np.arange(50)
+    values = np.full(50, 2.0) * np.exp(0.01 * np.sin(steps))
+    values[-1] = 45.0  # the job crashed right after this
+    d = analyze_divergence(Curve.from_arrays(steps, values, "loss")).divergence
+    assert d is not None and d.kind == "explosion" and d.step == 49
+    values[-1] = 5.0
+    result = analyze_divergence(Curve.from_arrays(steps, values, "loss"))
+    assert result.divergence is None and result.spikes[0].end_step is None and result.spikes[0].onset_step == 49
