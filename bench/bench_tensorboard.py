@@ -135,7 +135,7 @@ def measure(reader: str, case: str) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=sorted(CASES))
-    parser.add_argument("--repeat", type=int, default=1, help="runs of our reader per case (best time is shown)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of our reader per case (best time is shown)")
     parser.add_argument("--no-tbparse", action="store_true", help="skip the tbparse anchor")
     parser.add_argument("--child", nargs=2, metavar=("READER", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

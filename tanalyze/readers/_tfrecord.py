@@ -10,11 +10,12 @@ skipped. It never raises for content and never allocates from a length field
 end the scan: it searches forward, byte by byte, for the next position whose
 length and length-CRC verify and whose data CRC verifies too, and resumes there.
 
-Speed: one tight loop follows the length fields and computes each record's data
-CRC with the C ``crc32c`` package; everything else is checked afterwards for all
-frames at once with numpy (length CRCs once per distinct length: they repeat).
-A frame that fails those checks marks where the loop went astray, and the scan
-resumes from there.
+Speed: the frames are found by following the length fields, in Python one by
+one until the lengths repeat a cycle (a scalar log cycles through its tags), then
+a block at a time with numpy; the length CRCs are checked for all frames at once
+(once per distinct length: they repeat) and the data CRCs with the C ``crc32c``
+package. A frame that fails the checks marks where the walk went astray, and the
+scan resumes from there.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
 _BLOCK = 1 << 16  # frames checked together
+_PROBE = 64  # lengths read one by one before looking for a cycle
+_PREDICT = 1 << 10  # first block of offsets predicted from a cycle (grows while predictions hold)
 _SYNC_WINDOW = 1 << 16  # first resynchronisation window; it grows 8x per miss up to:
 _SYNC_WINDOW_MAX = 1 << 20
 
@@ -96,35 +99,80 @@ def _frame_ok(view: memoryview, offset: int, size: int) -> bool:
     return masked_crc(view[start : start + length]) == _U32.unpack_from(view, start + length)[0]
 
 
-def _walk(view: memoryview, start: int) -> tuple[array, array]:
-    """Follow length fields from ``start`` trusting them, computing each data CRC; stop at the end of the bytes.
-
-    A wrong length sends the walk astray; the checks afterwards find where.
-    """
-    offsets = array("q")
-    crcs = array("I")
-    add_offset = offsets.append
-    add_crc = crcs.append
+def _walk_some(view: memoryview, offset: int, count: int, offsets: array, lengths: array) -> tuple[int, bool]:
+    """Follow up to ``count`` length fields from ``offset``, trusting them; return where it got and whether the
+    bytes ended (fewer than 8 left, or a garbage length pointing past them)."""
     unpack = _U64.unpack_from
-    crc = crc32c.crc32c
-    offset = start
+    add_offset = offsets.append
+    add_length = lengths.append
     try:
-        while True:
-            (length,) = unpack(view, offset)  # raises once fewer than 8 bytes are left
-            data_start = offset + _HEADER
-            data_end = data_start + length
-            add_crc(crc(view[data_start:data_end]))  # the slice is cut at the end of the bytes
+        for _ in range(count):
+            (length,) = unpack(view, offset)
             add_offset(offset)
-            offset = data_end + 4
-    except (struct.error, OverflowError):  # past the end (OverflowError: a garbage length sent it far past)
-        pass
-    return offsets, crcs
+            add_length(length)
+            offset += length + _FRAME
+    except (struct.error, OverflowError):
+        return offset, True
+    return offset, False
 
 
-def _check(views: _Views, offsets: np.ndarray, crcs: np.ndarray, lengths_crc: dict[int, int]) -> tuple[int, np.ndarray]:
-    """How many leading frames are sound (fit, length CRC verifies), and which of those have good data."""
+def _period(lengths: array) -> np.ndarray | None:
+    """The shortest cycle the recent lengths repeat (scalar logs cycle through their tags), or None."""
+    recent = np.frombuffer(lengths, dtype=np.uint64)[-_PROBE:]
+    for period in range(1, len(recent) // 2 + 1):
+        if np.array_equal(recent[period:], recent[:-period]):
+            return recent[-period:]
+    return None
+
+
+def _predict(views: _Views, offset: int, cycle: np.ndarray, count: int) -> tuple[np.ndarray, int]:
+    """Offsets the walk would visit from ``offset`` if lengths keep repeating ``cycle``, checked against the
+    length fields: returns the verified ones and the offset that follows them.
+
+    Exact, not a guess: every returned offset is where the one-by-one walk goes,
+    since the length read at each offset leads to the next.
+    """
+    lengths = np.tile(cycle, -(-count // len(cycle)))[:count]
+    steps = (lengths + np.uint64(_FRAME)).astype(np.int64)
+    offsets = offset + np.concatenate(([0], np.cumsum(steps[:-1])))
+    inside = offsets <= views.size - 8
+    matches = inside.copy()
+    matches[inside] = views.u64[offsets[inside]] == lengths[inside]
+    verified = count if matches.all() else int(np.argmin(matches))
+    following = int(offsets[verified]) if verified < count else int(offsets[-1] + steps[-1])
+    return offsets[:verified], following
+
+
+def _walk(views: _Views, view: memoryview, start: int) -> np.ndarray:
+    """Offsets of the frames from ``start`` on, found by following the length fields (trusting them) to the end.
+
+    Lengths are read one by one in Python until they repeat a cycle; then whole
+    blocks of offsets are predicted from the cycle and verified at once with numpy,
+    falling back to one by one where the cycle breaks.
+    """
+    chunks: list[np.ndarray] = []
+    offset = start
+    block = _PREDICT
+    while True:
+        offsets, lengths = array("q"), array("Q")
+        offset, ended = _walk_some(view, offset, _PROBE, offsets, lengths)
+        chunks.append(np.frombuffer(offsets, dtype=np.int64) if len(offsets) else np.empty(0, np.int64))
+        if ended:
+            break
+        cycle = _period(lengths)
+        while cycle is not None and offset <= views.size - 8:
+            predicted, offset = _predict(views, offset, cycle, block)
+            chunks.append(predicted)
+            if len(predicted) < block:
+                block = _PREDICT
+                break
+            block = min(block * 4, _BLOCK)
+    return np.concatenate(chunks)
+
+
+def _check(views: _Views, offsets: np.ndarray, lengths_crc: dict[int, int]) -> int:
+    """How many leading frames are sound: they fit in the bytes and their length CRC verifies."""
     size = views.size
-    data_ok = np.empty(len(offsets), bool)
     for first in range(0, len(offsets), _BLOCK):
         block = offsets[first : first + _BLOCK]
         lengths = views.u64[block]
@@ -134,14 +182,22 @@ def _check(views: _Views, offsets: np.ndarray, crcs: np.ndarray, lengths_crc: di
         expected = np.array(
             [lengths_crc.setdefault(n, masked_crc(_U64.pack(n))) for n in distinct.tolist()], dtype=np.uint32
         )
-        stored_length_crc = views.u32[np.minimum(block + 8, size - 4)]
-        sound = fits & (expected[inverse] == stored_length_crc)
-        ends = np.where(sound, block + _HEADER + lengths.astype(np.int64, copy=False), 0)
-        data_ok[first : first + len(block)] = sound & (_mask_all(crcs[first : first + len(block)]) == views.u32[ends])
+        sound = fits & (expected[inverse] == views.u32[np.minimum(block + 8, size - 4)])
         if not sound.all():
-            bad = first + int(np.argmin(sound))
-            return bad, data_ok[:bad]
-    return len(offsets), data_ok
+            return first + int(np.argmin(sound))
+    return len(offsets)
+
+
+def _data_ok(views: _Views, view: memoryview, offsets: np.ndarray) -> np.ndarray:
+    """Whether each sound frame's data CRC matches (computed in C, a block at a time to bound memory)."""
+    crc = crc32c.crc32c
+    ok = np.empty(len(offsets), bool)
+    for first in range(0, len(offsets), _BLOCK):
+        starts = offsets[first : first + _BLOCK] + _HEADER
+        ends = starts + views.u64[starts - _HEADER].astype(np.int64)
+        computed = np.array([crc(view[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)], np.uint64)
+        ok[first : first + len(starts)] = _mask_all(computed) == views.u32[ends]
+    return ok
 
 
 def _resync(view: memoryview, buf: np.ndarray, start: int, size: int) -> int | None:
@@ -190,9 +246,9 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
     damage: list[Damage] = []
     position = 0
     while position < size:
-        walked, crcs = _walk(view, position)
-        offsets = np.frombuffer(walked, dtype=np.int64) if len(walked) else np.empty(0, np.int64)
-        sound, data_ok = _check(views, offsets, np.frombuffer(crcs, dtype=np.uint32), lengths_crc)
+        offsets = _walk(views, view, position)
+        sound = _check(views, offsets, lengths_crc)
+        data_ok = _data_ok(views, view, offsets[:sound])
         good = offsets[:sound][data_ok]
         offsets_kept.append(good)
         lengths_kept.append(views.u64[good].astype(np.int64))
