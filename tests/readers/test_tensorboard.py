@@ -446,6 +446,32 @@ def test_common_layouts_take_the_vectorised_path(tbx_file, tmp_path):
         assert decode_fast(data, records.starts, records.lengths).rest.tolist() == header_records
 
 
+def frame_records(path: Path, payloads: list[bytes]) -> Path:
+    chunks = []
+    for data in payloads:
+        header = struct.pack("<Q", len(data))
+        chunks += [header, struct.pack("<I", masked_crc32c(header)), data, struct.pack("<I", masked_crc32c(data))]
+    path.write_bytes(b"".join(chunks))
+    return path
+
+
+EVENT_LIKE = st.builds(
+    lambda step, summary, tag, rest: b"\x09" + struct.pack("<d", 1.7e9) + b"\x10" + step + b"\x2a" + summary
+    + b"\x0a" + summary + b"\x0a" + tag + rest,
+    st.binary(min_size=1, max_size=11), st.binary(min_size=1, max_size=10), st.binary(max_size=12),
+    st.binary(max_size=40),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(payloads=st.lists(st.one_of(st.binary(max_size=60), EVENT_LIKE), min_size=1, max_size=20))
+def test_intact_frames_of_garbage_never_crash(tmp_path, payloads):
+    """Records whose CRCs verify but whose bytes are not events (or nearly are): warnings, no exception."""
+    run = read_one(frame_records(tmp_path / "events.out.tfevents.1.h", payloads))
+    assert all("record skipped" in w.message for w in run.warnings)  # nothing else went wrong
+    assert run.scalars["step"].dtype == np.int64 and run.scalars["value"].dtype == np.float64
+
+
 # ---------------------------------------------------------------- damaged files
 
 def warning_text(run) -> str:
