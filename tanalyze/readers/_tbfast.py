@@ -26,10 +26,13 @@ _BLOCK = 1 << 14  # records decoded together (small blocks stay in cache and bou
 _PRIME = np.uint64(0x9E3779B97F4A7C15)
 _ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
 
-# Tensor encodings of one number: (header bytes, payload bytes, payload dtype).
-# tensor_content (field 4) for every fixed-width dtype, float_val/double_val
-# (fields 5/6, packed or not); shape written as an empty message or left out.
-_DTYPES = {1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2", 14: "bf16", 5: "<i2", 6: "i1", 4: "u1", 17: "<u2", 22: "<u4", 23: "<u8"}
+# The tensor encodings of one number read here: ``tensor_content`` (field 4) for every
+# fixed-width dtype, ``float_val``/``double_val`` (fields 5/6, packed or not); the shape
+# written as an empty message or left out. TensorProto dtype code -> payload dtype:
+_DTYPES = {
+    1: "<f4", 2: "<f8", 3: "<i4", 9: "<i8", 19: "<f2", 14: "bf16",
+    5: "<i2", 6: "i1", 4: "u1", 17: "<u2", 22: "<u4", 23: "<u8",
+}
 
 
 def _tensor_table() -> dict[tuple[int, int], tuple[int, str]]:
