@@ -85,11 +85,14 @@ class _Bytes:
 
     def byte(self, pos: np.ndarray) -> np.ndarray:
         """The byte at each position (positions of rows already rejected may be anything: clipped)."""
-        return self.u8[pos.clip(0, self.size - 1)]
+        return self.u8.take(pos, mode="clip")
 
     def word(self, pos: np.ndarray) -> np.ndarray:
         """The 8 bytes from ``pos`` as a little-endian uint64, zero-filled past the end of the buffer."""
-        clamped = pos.clip(0, self.size - 8)
+        last = self.size - 8
+        if not len(pos) or pos.max() <= last:
+            return self.view("<u8")[pos]  # (not .take: it would copy the overlapping view whole)
+        clamped = np.minimum(pos, last)  # spans ending within 8 bytes of the end of the file
         return self.view("<u8")[clamped] >> ((pos - clamped).clip(0, 7).astype(np.uint64) * np.uint64(8))
 
 
@@ -138,22 +141,19 @@ def factorize_spans(data: _Bytes, pos: np.ndarray, length: np.ndarray) -> tuple[
     words = []
     hashed = length.astype(np.uint64) * _PRIME
     for offset in range(0, int(length.max()), 8):
-        rows = np.flatnonzero(length > offset)
-        left = (length[rows] - offset).clip(max=8).astype(np.uint64)
-        partial = (np.uint64(1) << (np.where(left >= 8, 0, left) * np.uint64(8))) - np.uint64(1)
-        mask = np.where(left >= 8, _ALL_ONES, partial)
-        word = data.word(pos[rows] + offset) & mask
-        words.append((rows, word))
-        hashed[rows] = (hashed[rows] ^ word) * _PRIME
+        left = (length - offset).clip(0, 8).astype(np.uint64)
+        word = data.word(pos + offset)
+        if left.min() < 8:  # spans ending in this word: keep only their own bytes
+            word &= np.where(left >= 8, _ALL_ONES, (np.uint64(1) << (left * np.uint64(8)) % np.uint64(64)) - np.uint64(1))
+        words.append(word)
+        hashed = (hashed ^ word) * _PRIME
     codes, _ = pd.factorize(hashed)
     codes = np.asarray(codes, dtype=np.int64)
     # Codes are numbered by first appearance: a group starts where the running maximum grows.
     first = np.flatnonzero(np.diff(np.maximum.accumulate(codes), prepend=-1) > 0)
-    same = length == length[first[codes]]
-    for rows, word in words:
-        full = np.zeros(len(pos), np.uint64)
-        full[rows] = word
-        same &= full == full[first[codes]]
+    same = length == length[first][codes]
+    for word in words:
+        same &= word == word[first][codes]
     if not same.all():
         return _factorize_exact(data, pos, length)
     return codes, [data.u8[p : p + n].tobytes() for p, n in zip(pos[first].tolist(), length[first].tolist(), strict=True)]
