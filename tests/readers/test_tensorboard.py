@@ -125,6 +125,8 @@ def by_tag(frame: pd.DataFrame) -> dict[str, list[tuple[int, float, float]]]:
 
 
 def test_every_real_event_file_matches_tbparse(real_logs, tmp_path):
+    """Same (tag, step, value, wall_time) per tag, in the same order, file by file. (An event without a
+    wall_time would read as NaN here and 0.0 in tbparse; no real file has one.)"""
     files = sorted((real_logs / "tfevents").rglob("*tfevents*"))
     assert len(files) >= 16
     for path in files:
@@ -163,21 +165,29 @@ def test_several_files_merge_like_tensorboard_not_like_tbparse(real_logs):
     assert merged_any, "the corpus should hold a folder written by two processes"
 
 
-def test_histograms_match_tbparse():
+def test_histograms_match_tbparse(real_logs):
     from tbparse import SummaryReader
 
-    [path] = real_log(HISTOGRAMS).glob("*tfevents*")
-    ours = read_one(path).histograms
-    theirs = SummaryReader(str(path), pivot=False,
-                           extra_columns={"wall_time", "min", "max", "num", "sum", "sum_squares"}).histograms
+    checked = 0
+    for path in sorted((real_logs / "tfevents").rglob("*tfevents*")):
+        theirs = SummaryReader(str(path), pivot=False,
+                               extra_columns={"wall_time", "min", "max", "num", "sum", "sum_squares"}).histograms
+        ours = read_one(path).histograms
+        assert len(ours) == len(theirs), path
+        for mine, row in zip(ours.itertuples(index=False), theirs.itertuples(index=False), strict=True):
+            assert (mine.tag, mine.step, mine.wall_time) == (row.tag, row.step, row.wall_time)
+            assert (mine.min, mine.max, mine.num, mine.sum, mine.sum_squares) == (
+                row.min, row.max, row.num, row.sum, row.sum_squares)
+            np.testing.assert_array_equal(mine.bucket_limits, row.limits)
+            np.testing.assert_array_equal(mine.bucket_counts, row.counts)
+            checked += 1
+    assert checked == 10  # the histogram_experiment file
+
+
+def test_histogram_table_has_the_schema_columns():
+    ours = read_one(*real_log(HISTOGRAMS).glob("*tfevents*")).histograms
     assert list(ours.columns) == list(HISTOGRAM_COLUMNS)
-    assert len(ours) == len(theirs) == 10
-    for mine, row in zip(ours.itertuples(index=False), theirs.itertuples(index=False), strict=True):
-        assert (mine.tag, mine.step, mine.wall_time) == (row.tag, row.step, row.wall_time)
-        assert (mine.min, mine.max, mine.num, mine.sum, mine.sum_squares) == (
-            row.min, row.max, row.num, row.sum, row.sum_squares)
-        np.testing.assert_array_equal(mine.bucket_limits, row.limits)
-        np.testing.assert_array_equal(mine.bucket_counts, row.counts)
+    assert ours["step"].dtype == np.int64 and ours["num"].dtype == np.float64
 
 
 def test_hparams_plugin_matches_tbparse(real_logs, tmp_path):
@@ -528,6 +538,25 @@ def test_garbage_between_records_is_skipped_and_counted(tbx_file):
     [warning] = run.warnings
     assert warning.location == f"byte {offsets[40]:,}"
     assert f"skipped {len(junk):,} byte(s) up to byte {offsets[40] + len(junk):,}" in warning.message
+
+
+def test_corrupt_record_in_a_real_file_costs_that_record_only(tmp_path):
+    """tbparse stops at the first bad record; we skip it and read on."""
+    [source] = real_log(DEEPSC).glob("*tfevents*")
+    data = bytearray(source.read_bytes())
+    offsets = frame_offsets(bytes(data))
+    victim = offsets[len(offsets) // 3]
+    data[victim + 14] ^= 0xFF  # inside the record's data
+    damaged = tmp_path / source.name
+    damaged.write_bytes(bytes(data))
+    intact, run = read_one(source).scalars, read_one(damaged)
+    assert len(run.scalars) == len(intact) - 1 == 1384
+    [warning] = run.warnings
+    assert warning.location == f"byte {victim:,}" and "data CRC" in warning.message
+    columns = ["tag", "step", "value", "wall_time"]
+    before, after = (f[columns].astype({"tag": str}) for f in (intact, run.scalars))
+    lost = before.merge(after, how="left", indicator=True).query("_merge == 'left_only'")
+    assert len(lost) == 1
 
 
 @pytest.mark.parametrize("valid_crc", [False, True])
