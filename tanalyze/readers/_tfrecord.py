@@ -143,46 +143,60 @@ def _predict(views: _Views, offset: int, cycle: np.ndarray, count: int) -> tuple
     return offsets[:verified], following
 
 
-def _walk(views: _Views, view: memoryview, start: int) -> np.ndarray:
-    """Offsets of the frames from ``start`` on, found by following the length fields (trusting them) to the end.
+def _walk(views: _Views, view: memoryview, start: int, lengths_crc: dict[int, int]) -> tuple[np.ndarray, int]:
+    """Offsets of the sound frames from ``start`` on (they fit and their length CRC verifies), and where
+    the first unsound one is (or where the bytes ran out).
 
     Lengths are read one by one in Python until they repeat a cycle; then whole
     blocks of offsets are predicted from the cycle and verified at once with numpy,
-    falling back to one by one where the cycle breaks.
+    falling back to one by one where the cycle breaks. Each block is checked as it
+    comes, so a damaged region (say, zeros) ends the walk at once.
     """
-    chunks: list[np.ndarray] = []
+    chunks: list[np.ndarray] = [np.empty(0, np.int64)]
     offset = start
     block = _PREDICT
     while True:
         offsets, lengths = array("q"), array("Q")
         offset, ended = _walk_some(view, offset, _PROBE, offsets, lengths)
-        chunks.append(np.frombuffer(offsets, dtype=np.int64) if len(offsets) else np.empty(0, np.int64))
+        probe = np.frombuffer(offsets, dtype=np.int64) if len(offsets) else np.empty(0, np.int64)
+        sound = _sound(views, probe, lengths_crc)
+        chunks.append(probe[:sound])
+        if sound < len(probe):
+            return np.concatenate(chunks), int(probe[sound])
         if ended:
-            break
+            return np.concatenate(chunks), offset
         cycle = _period(lengths)
         while cycle is not None and offset <= views.size - 8:
-            predicted, offset = _predict(views, offset, cycle, block)
-            chunks.append(predicted)
+            predicted, following = _predict(views, offset, cycle, block)
+            sound = _sound(views, predicted, lengths_crc)
+            chunks.append(predicted[:sound])
+            if sound < len(predicted):
+                return np.concatenate(chunks), int(predicted[sound])
+            offset = following
             if len(predicted) < block:
                 block = _PREDICT
                 break
             block = min(block * 4, _BLOCK)
-    return np.concatenate(chunks)
 
 
-def _check(views: _Views, offsets: np.ndarray, lengths_crc: dict[int, int]) -> int:
+def _length_crc_ok(views: _Views, offsets: np.ndarray, lengths_crc: dict[int, int]) -> np.ndarray:
+    """Whether the length CRC beside each length verifies (computed once per distinct length: they repeat)."""
+    lengths = views.u64[offsets]
+    distinct, inverse = np.unique(lengths, return_inverse=True)
+    expected = np.array(
+        [lengths_crc.setdefault(n, masked_crc(_U64.pack(n))) for n in distinct.tolist()], dtype=np.uint32
+    )
+    return expected[inverse] == views.u32[offsets + 8]
+
+
+def _sound(views: _Views, offsets: np.ndarray, lengths_crc: dict[int, int]) -> int:
     """How many leading frames are sound: they fit in the bytes and their length CRC verifies."""
     size = views.size
     for first in range(0, len(offsets), _BLOCK):
         block = offsets[first : first + _BLOCK]
-        lengths = views.u64[block]
         room = (size - _FRAME - block).clip(min=0).astype(np.uint64)
-        fits = (lengths <= room) & (block + _FRAME <= size)
-        distinct, inverse = np.unique(lengths, return_inverse=True)
-        expected = np.array(
-            [lengths_crc.setdefault(n, masked_crc(_U64.pack(n))) for n in distinct.tolist()], dtype=np.uint32
-        )
-        sound = fits & (expected[inverse] == views.u32[np.minimum(block + 8, size - 4)])
+        fits = (block + _FRAME <= size) & (views.u64[np.minimum(block, size - 8)] <= room)
+        sound = fits & _length_crc_ok(views, np.minimum(block, size - 12), lengths_crc)
         if not sound.all():
             return first + int(np.argmin(sound))
     return len(offsets)
@@ -200,17 +214,22 @@ def _data_ok(views: _Views, view: memoryview, offsets: np.ndarray) -> np.ndarray
     return ok
 
 
-def _resync(view: memoryview, buf: np.ndarray, start: int, size: int) -> int | None:
-    """The first position at or after ``start`` where a whole, CRC-verified record begins."""
+def _resync(views: _Views, view: memoryview, start: int, lengths_crc: dict[int, int]) -> int | None:
+    """The first position at or after ``start`` where a whole, CRC-verified record begins.
+
+    Every byte position is a candidate; those whose 8 bytes read as a length that
+    fits and whose length CRC verifies are found with numpy a window at a time,
+    and only they get their data CRC checked.
+    """
+    size = views.size
     window = _SYNC_WINDOW
     position = start
     while position <= size - _FRAME:
         stop = min(size - _FRAME + 1, position + window)
-        # Only positions whose 8 bytes read as a length that fits are worth a CRC.
-        lengths = np.ndarray((stop - position,), dtype="<u8", buffer=buf, offset=position, strides=(1,))
         offsets = np.arange(position, stop, dtype=np.int64)
-        fits = lengths <= (size - _FRAME - offsets).astype(np.uint64)
-        for offset in offsets[fits].tolist():
+        fits = views.u64[offsets] <= (size - _FRAME - offsets).astype(np.uint64)
+        offsets = offsets[fits]
+        for offset in offsets[_length_crc_ok(views, offsets, lengths_crc)].tolist():
             if _frame_ok(view, offset, size):
                 return offset
         position = stop
@@ -246,22 +265,19 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
     damage: list[Damage] = []
     position = 0
     while position < size:
-        offsets = _walk(views, view, position)
-        sound = _check(views, offsets, lengths_crc)
-        data_ok = _data_ok(views, view, offsets[:sound])
-        good = offsets[:sound][data_ok]
+        offsets, stop = _walk(views, view, position, lengths_crc)
+        data_ok = _data_ok(views, view, offsets)
+        good = offsets[data_ok]
         offsets_kept.append(good)
         lengths_kept.append(views.u64[good].astype(np.int64))
-        bad_data.extend(offsets[:sound][~data_ok].tolist())
-        # Where the walk went wrong, or (every frame sound) where it ran out of bytes.
-        stop = int(offsets[sound]) if sound < len(offsets) else _walk_end(views, offsets, position)
+        bad_data.extend(offsets[~data_ok].tolist())
         if stop >= size:
             break
         left = size - stop
         if left < _HEADER:
             damage.append(Damage(stop, size, f"file ends inside a record header ({left} bytes)"))
             break
-        resume = _resync(view, buf, stop + 1, size)
+        resume = _resync(views, view, stop + 1, lengths_crc)
         if resume is None:
             if _header_ok(view, stop):  # a verified length that runs past the end: cut while writing
                 claimed = _U64.unpack_from(view, stop)[0]
@@ -280,11 +296,3 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
     offsets = np.concatenate(offsets_kept) if offsets_kept else np.empty(0, np.int64)
     lengths = np.concatenate(lengths_kept) if lengths_kept else np.empty(0, np.int64)
     return Records(offsets + _HEADER, lengths, size, damage, bad_data)
-
-
-def _walk_end(views: _Views, offsets: np.ndarray, position: int) -> int:
-    """The byte after the last frame walked (``position`` when none was)."""
-    if not len(offsets):
-        return position
-    last = int(offsets[-1])
-    return last + _FRAME + int(views.u64[last])

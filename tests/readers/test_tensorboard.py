@@ -573,6 +573,22 @@ def test_terabyte_length_field_does_not_allocate(tbx_file, valid_crc):
     assert "record length field damaged" in warning_text(run)
 
 
+@pytest.mark.parametrize("where", ["middle", "end"])
+def test_zero_filled_region_is_skipped(tbx_file, where):
+    """What a crash can leave in a preallocated or partly synced file: a run of zero bytes."""
+    data = tbx_file.read_bytes()
+    offsets = frame_offsets(data)
+    zeros = bytes(1 << 21)
+    at = offsets[70] if where == "middle" else len(data)
+    tbx_file.write_bytes(data[:at] + zeros + data[at:])
+    run = read_one(tbx_file)
+    assert len(run.scalars) == 120
+    [warning] = run.warnings
+    assert warning.location == f"byte {at:,}"
+    expected = ("damaged bytes" if where == "middle" else "no valid record from here to the end of the file")
+    assert f"skipped {len(zeros):,} byte(s)" in warning.message and expected in warning.message
+
+
 def test_huge_length_at_the_end_is_reported_as_truncation(tbx_file):
     data = tbx_file.read_bytes()
     header = struct.pack("<Q", 2**40)
