@@ -281,7 +281,8 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
         if resume is None:
             if _header_ok(view, stop):  # a verified length that runs past the end: cut while writing
                 claimed = _U64.unpack_from(view, stop)[0]
-                reason = f"file ends inside a record: its frame needs {claimed + _FRAME:,} bytes, {left:,} remain"
+                reason = (f"file ends inside a record (still being written, or cut off): its frame needs "
+                          f"{claimed + _FRAME:,} bytes, {left:,} remain")
             else:
                 reason = "no valid record from here to the end of the file"
             damage.append(Damage(stop, size, reason))

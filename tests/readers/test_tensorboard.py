@@ -338,7 +338,8 @@ def test_session_start_replaces_later_steps_of_every_tag(tmp_path):
     run = read_one(write_events(tmp_path / "events.out.tfevents.1700000000.host", events))
     assert curve(run.scalars, "a")["value"].tolist() == [0, 1, 2, -3]
     assert curve(run.scalars, "b")["step"].tolist() == [0, 1, 2]
-    assert [r.step for r in run.restarts] == [3]
+    [restart] = run.restarts
+    assert restart.step == 3 and "restarted at step 3 (SessionLog.START); 6 earlier point(s)" in restart.detail
 
 
 # ---------------------------------------------------------------- TF2 tensors and other encodings
