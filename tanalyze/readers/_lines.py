@@ -178,27 +178,26 @@ def iter_chunks(path: str | os.PathLike[str], stats: TextStats, chunk_chars: int
                 stats.replaced_chars += text.count("\ufffd")
             data = b""
             pending += text
-            if len(pending) < chunk_chars and not eof:
-                continue
-            cut = pending.rfind("\n")
-            if cut < 0:
-                if eof or len(pending) < chunk_chars:
+            while len(pending) >= chunk_chars or (eof and "\n" in pending):
+                cut = pending.rfind("\n", 0, chunk_chars)
+                if cut < 0:
+                    if len(pending) < chunk_chars:
+                        break
+                    # A line longer than a whole chunk: hand it over in pieces.
+                    if not in_long_line:
+                        stats.long_lines += 1
+                        in_long_line = True
+                    piece, pending = pending[:chunk_chars], pending[chunk_chars:]
+                    cleaned, raw = _clean(piece, stats)
+                    yield Chunk(cleaned, line, raw)
                     continue
-                # A line longer than a whole chunk: hand it over in pieces.
-                if not in_long_line:
-                    stats.long_lines += 1
-                    in_long_line = True
-                piece, pending = pending[:chunk_chars], pending[chunk_chars:]
+                in_long_line = False
+                piece, pending = pending[: cut + 1], pending[cut + 1 :]
                 cleaned, raw = _clean(piece, stats)
-                yield Chunk(cleaned, line, raw)
-                continue
-            in_long_line = False
-            piece, pending = pending[: cut + 1], pending[cut + 1 :]
-            cleaned, raw = _clean(piece, stats)
-            chunk = Chunk(cleaned, line, raw)
-            line += chunk.physical_lines
-            stats.lines += chunk.physical_lines
-            yield chunk
+                chunk = Chunk(cleaned, line, raw)
+                line += chunk.physical_lines
+                stats.lines += chunk.physical_lines
+                yield chunk
         if pending:
             cleaned, raw = _clean(pending, stats)
             cut = cleaned.rfind("\n")

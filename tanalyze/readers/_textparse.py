@@ -228,6 +228,7 @@ class TextParser:
         self.parsed_lines = 0
         self._marked: set[int] = set()
         self._last_anchor: dict[int, int] = {}
+        self._last_step: int | None = None
         self._handlers = {kind: getattr(self, "_on_" + kind) for _, kind in self.patterns}
         self._reset_file_counts()
 
@@ -262,6 +263,7 @@ class TextParser:
         """Report the step of a main metric line; a step lower than the previous one is a restart."""
         previous = self._last_anchor.get(rank)
         self._last_anchor[rank] = step
+        self._last_step = step
         if previous is not None and step < previous:
             where = line if line is not None else (chunk.line_of(pos) if chunk is not None else None)
             at = f" (line {where})" if where is not None else ""
@@ -274,9 +276,9 @@ class TextParser:
                 )
             )
 
-    def current_step(self, rank: int = -1, default: int = 0) -> int:
-        """The step of the last main metric line (for lines that carry none)."""
-        return self._last_anchor.get(rank, default)
+    def current_step(self, default: int = 0) -> int:
+        """The step of the last main metric line, whatever its rank (for lines that carry none)."""
+        return default if self._last_step is None else self._last_step
 
     def count_note(self, count: int, text: str) -> None:
         if count:
@@ -330,7 +332,7 @@ class TextParser:
 
 _TRACEBACK = re.compile(r"^(?:\[rank\d+\]:\s*)?Traceback \(most recent call last\):", re.M)
 _EXCEPTION = re.compile(
-    r"^(?:\[rank\d+\]:\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ \t]*([^\n]{0,300}))?$",
+    r"^(?:\[rank\d+\]:\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ \t]*([^\n]*))?$",
     re.M,
 )
 

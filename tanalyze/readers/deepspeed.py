@@ -90,6 +90,7 @@ class DeepSpeedEngineLines:
         self._pending_wall = NAN
         self._overflow_total = 0
         self._overflow_at_end = 0
+        self._last_flush: tuple[int, int, int, int] | None = None  # step, rank, row of skips, row of scale
 
     def _on_ds_step(self, m: re.Match[str], chunk: Chunk) -> None:
         rank = int(m.group(1)) if m.group(1) is not None else -1
@@ -148,18 +149,29 @@ class DeepSpeedEngineLines:
         if not self._pending_skips:
             return
         rows = self.rows  # type: ignore[attr-defined]
-        rows.add("overflow_skips", step, float(self._pending_skips), rank=rank, wall=self._pending_wall)
-        if self._pending_scale is not None:
-            rows.add("loss_scale", step, self._pending_scale, rank=rank, wall=self._pending_wall)
+        last = self._last_flush
+        if last is not None and last[:2] == (step, rank) and last[3] >= 0:
+            # a second flush at the same step (two line kinds carry it): add up, keep the newest scale
+            rows.values[last[2]] += self._pending_skips
+            if self._pending_scale is not None:
+                rows.values[last[3]] = self._pending_scale
+        else:
+            rows.add("overflow_skips", step, float(self._pending_skips), rank=rank, wall=self._pending_wall)
+            scale_row = -1
+            if self._pending_scale is not None:
+                rows.add("loss_scale", step, self._pending_scale, rank=rank, wall=self._pending_wall)
+                scale_row = len(rows) - 1
+            self._last_flush = (step, rank, len(rows) - 1 - (scale_row >= 0), scale_row)
         self._pending_skips = 0
         self._pending_scale = None
 
     def _finish_deepspeed(self) -> list[str]:
         notes = []
         if self._pending_skips:
-            last = self.current_step(default=0)  # type: ignore[attr-defined]
             self._overflow_at_end = self._pending_skips
-            self._flush_overflows(last)
+            step = self.current_step(default=0)  # type: ignore[attr-defined]
+            last = self._last_flush
+            self._flush_overflows(step, last[1] if last is not None and last[0] == step else -1)
         if self._overflow_total:
             tail = (
                 f" ({self._overflow_at_end} after the last logged step, counted at it)" if self._overflow_at_end else ""
