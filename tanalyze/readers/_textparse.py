@@ -37,6 +37,7 @@ from tanalyze.schema import keep_last_write
 __all__ = [
     "NUMBER",
     "to_float",
+    "config_value",
     "Rows",
     "TextParser",
     "ParsedFile",
@@ -68,6 +69,21 @@ def to_float(text: str) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def config_value(text: str) -> object:
+    """A printed config value as int, float, bool, None or the text itself."""
+    text = text.strip()
+    if text in ("True", "False"):
+        return text == "True"
+    if text == "None":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    number = to_float(text)
+    return number if number is not None and "," not in text else text
 
 
 def short(text: str, limit: int = 160) -> str:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tanalyze.readers._lines import Chunk
-from tanalyze.readers._textparse import NAN, TextParser, to_float
+from tanalyze.readers._textparse import NAN, TextParser, config_value, to_float
 from tanalyze.readers._textreader import TextReader
 
 __all__ = ["HFConsoleParser", "HFConsoleReader", "detect_hf_console", "parse_dict_literal"]
@@ -308,8 +308,7 @@ class HFConsoleParser(TextParser):
         for key, value in self._banner.items():
             self.hparams.setdefault(key, value)
         for key, raw in self._args.items():
-            number = to_float(raw)
-            self.hparams.setdefault(key, number if number is not None else raw)
+            self.hparams.setdefault(key, config_value(raw))
 
 
 _HF_DICT = re.compile(r"\{\s*['\"](?:loss|eval_loss|train_runtime|learning_rate|grad_norm)['\"]\s*:")

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 
 from tanalyze.readers._lines import Chunk
-from tanalyze.readers._textparse import NAN, TextParser, parse_timestamp, to_float
+from tanalyze.readers._textparse import NAN, TextParser, config_value, parse_timestamp, to_float
 from tanalyze.readers._textreader import TextReader
 from tanalyze.readers.deepspeed import DeepSpeedEngineLines
 
@@ -57,20 +57,6 @@ def _fields(text: str, counter: list[int]) -> list[tuple[str, float]]:
         if name:
             out.append((name, number))
     return out
-
-
-def _value(text: str) -> object:
-    text = text.strip()
-    if text in ("True", "False"):
-        return text == "True"
-    if text == "None":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    number = to_float(text)
-    return number if number is not None else text
 
 
 class MegatronParser(DeepSpeedEngineLines, TextParser):
@@ -142,7 +128,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
 
     def _on_argument(self, m: re.Match[str], chunk: Chunk) -> None:
         if not self._iterations_seen:
-            self.hparams.setdefault(m.group(1), _value(m.group(2)))
+            self.hparams.setdefault(m.group(1), config_value(m.group(2)))
 
     def finish(self) -> None:
         notes = self._finish_deepspeed()

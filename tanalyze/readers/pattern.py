@@ -72,19 +72,19 @@ def compile_pattern(source: str, origin: str = "--pattern", error: type[Exceptio
         regex = re.compile(source, re.M)
     except re.error as exc:
         where = f" at position {exc.pos}" if exc.pos is not None else ""
-        raise error(f"{origin}: invalid regular expression {source!r}: {exc.msg}{where}") from None
+        raise error(f"{origin}: invalid regular expression '{source}': {exc.msg}{where}") from None
     groups = set(regex.groupindex)
     if not groups:
         raise error(
-            f"{origin}: the pattern {source!r} has no named groups; name the values to keep, "
+            f"{origin}: the pattern '{source}' has no named groups; name the values to keep, "
             r"e.g. 'step (?P<step>\d+) loss (?P<loss>\S+)'"
         )
     if ("tag" in groups) != ("value" in groups):
-        raise error(f"{origin}: the pattern {source!r} has a '{'tag' if 'tag' in groups else 'value'}' group "
+        raise error(f"{origin}: the pattern '{source}' has a '{'tag' if 'tag' in groups else 'value'}' group "
                     "without its partner: 'tag' and 'value' go together")
     if not (groups - _SPECIAL) and "value" not in groups:
         raise error(
-            f"{origin}: the pattern {source!r} names no value: groups step/epoch/rank are positions, "
+            f"{origin}: the pattern '{source}' names no value: groups step/epoch/rank are positions, "
             "add a group per metric, e.g. (?P<loss>\\S+)"
         )
     return regex
