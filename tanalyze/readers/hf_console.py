@@ -134,6 +134,7 @@ class HFConsoleParser(TextParser):
         """Dicts in one loop; the rare structure lines (banner, argument dump, metrics blocks) by literal search."""
         text = chunk.text
         events = self._events
+        marked = self._marked
         for m in DICT.finditer(text):
             first = m.group(2)
             raw = m.group(0)
@@ -145,11 +146,13 @@ class HFConsoleParser(TextParser):
                 continue
             epoch = values.pop("epoch", NAN)
             step = None
-            for key in _STEP_KEYS:
-                if key in values:
-                    step = int(values.pop(key))
-            self.mark(chunk, m.start())
-            events.append(_Event(_kind(values, raw), values, epoch, chunk.line_of(m.start()), step))
+            if "step" in values or "global_step" in values:
+                for key in _STEP_KEYS:
+                    if key in values:
+                        step = int(values.pop(key))
+            pos = m.start()
+            marked.add(text.rfind("\n", 0, pos) + 1)
+            events.append(_Event(_kind(values, raw), values, epoch, chunk.line_of(pos), step))
         for m in RUNNING_TRAINING.finditer(text):
             self._trainings += 1
             self._read_banner(text, m.end())
