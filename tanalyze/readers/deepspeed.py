@@ -39,7 +39,7 @@ DS_OVERFLOW = re.compile(
     rf"Skipping step\. Attempted loss scale: ({NUMBER})(?:, reducing to ({NUMBER})|, but hysteresis is \d+)?"
 )
 
-EVAL_HEADER = re.compile(r"^\*{5} Evaluating (\w+), Epoch (\d+)/(\d+) \*{5}[ \t]*$", re.M)
+EVAL_HEADER = re.compile(r"^\*\*\*\*\* Evaluating (\w+), Epoch (\d+)/(\d+) \*\*\*\*\*[ \t]*$", re.M)
 BEGIN_EPOCH = re.compile(r"^Beginning of Epoch (\d+)/(\d+), Total (Micro|Generation) Batches (\d+)[ \t]*$", re.M)
 PPL = re.compile(rf"^ppl: ({NUMBER})[ \t]*$", re.M)
 CHOSEN = re.compile(rf"^chosen: ({NUMBER}), rejected: ({NUMBER})(?:, loss: ({NUMBER}))?[ \t]*$", re.M)
@@ -484,7 +484,7 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
         self.notes[:0] = notes + self._generic_notes()
 
 
-_LAUNCHER = re.compile(r"deepspeed\.launcher\.launch|\[launch\.py:\d+:main\]|DeepSpeed info: version=")
+_LAUNCHER = ("deepspeed.launcher.launch", "[launch.py:", "DeepSpeed info: version=")
 
 
 def detect_deepspeed(window: str) -> bool:
@@ -492,7 +492,7 @@ def detect_deepspeed(window: str) -> bool:
         return True
     if EVAL_HEADER.search(window) or CHOSEN_LAST.search(window):
         return True
-    return bool(_LAUNCHER.search(window))
+    return any(marker in window for marker in _LAUNCHER)
 
 
 class DeepSpeedReader(TextReader):

@@ -38,7 +38,7 @@ VALIDATION = re.compile(
 MEMORY = re.compile(r"\(after (\d+) iterations\) memory \(MB\)\s*\|([^\n]*)")
 TIMERS = re.compile(r"time \(ms\) *\|([^\n]*)")
 ARGUMENT = re.compile(r"^  ([A-Za-z_]\w*) \.{3,} ([^\n]*)$", re.M)
-_BANNER = re.compile(r"-{5,} arguments -{5,}|using world size: \d+|> initializing torch distributed|Megatron")
+_BANNER = re.compile(r"using world size: \d+|> initializing torch distributed|Megatron")
 
 
 def _fields(text: str, counter: list[int]) -> list[tuple[str, float]]:
@@ -305,10 +305,13 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         self.notes[:0] = notes
 
 
+_DETECT = re.compile(r"iteration\s+\d+\s*/\s*\d+\s*\|[^\n]*\|")
+
+
 def detect_megatron(window: str) -> bool:
-    if re.search(r"iteration\s+\d+\s*/\s*\d+\s*\|[^\n]*\|", window):
+    if _DETECT.search(window):
         return True
-    return bool(re.search(r"-{5,} arguments -{5,}", window) and _BANNER.search(window, 0, 1 << 20))
+    return "----- arguments -----" in window and bool(_BANNER.search(window, 0, 1 << 20))
 
 
 class MegatronReader(TextReader):
