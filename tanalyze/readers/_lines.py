@@ -87,19 +87,35 @@ class Chunk:
     that still has them; replacing ``\\r`` by ``\\n`` keeps every position.
     """
 
-    __slots__ = ("text", "first_line", "incomplete", "_raw", "_cursor_pos", "_cursor_line")
+    __slots__ = ("text", "first_line", "incomplete", "_raw", "_raw_bytes", "_lines", "_cursor_pos", "_cursor_line")
 
-    def __init__(self, text: str, first_line: int, raw: str | None = None, incomplete: bool = False) -> None:
+    def __init__(
+        self,
+        text: str,
+        first_line: int,
+        raw: str | None = None,
+        incomplete: bool = False,
+        raw_bytes: bytes | None = None,
+        lines: int | None = None,
+    ) -> None:
         self.text = text
         self.first_line = first_line
         self.incomplete = incomplete
         self._raw = raw
+        self._raw_bytes = raw_bytes  # the UTF-8 bytes with bare CRs, decoded only if a line number is asked
+        self._lines = lines
         self._cursor_pos = 0
         self._cursor_line = first_line
 
+    def _source(self) -> str:
+        if self._raw is None and self._raw_bytes is not None:
+            self._raw = self._raw_bytes.decode("utf-8", errors="replace")
+            self._raw_bytes = None
+        return self._raw if self._raw is not None else self.text
+
     def line_of(self, pos: int) -> int:
         """Physical (1-based) line number of position ``pos``; cheap for increasing positions."""
-        source = self._raw if self._raw is not None else self.text
+        source = self._source()
         if pos < self._cursor_pos:
             self._cursor_pos, self._cursor_line = 0, self.first_line
         self._cursor_line += source.count("\n", self._cursor_pos, pos)
@@ -117,10 +133,52 @@ class Chunk:
 
     @property
     def physical_lines(self) -> int:
-        return (self._raw if self._raw is not None else self.text).count("\n")
+        if self._lines is None:
+            self._lines = self._source().count("\n")
+        return self._lines
 
 
-_ESCAPE_TAIL = re.compile(r"\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-Z\\-_]")
+_ESCAPE_TAIL = re.compile(r"\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-_]")
+
+
+_ESCAPE_BYTES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-_])")
+
+
+def _clean_utf8(data: bytes, stats: TextStats, line: int, incomplete: bool = False) -> Chunk:
+    """A chunk from UTF-8 bytes of whole lines: every repair is on ASCII bytes, before decoding.
+
+    Safe because no byte of a multi-byte UTF-8 sequence is below 0x80, and
+    chunks are cut at ``\\n`` so no escape sequence or CRLF pair is split.
+    """
+    if b"\x00" in data:
+        stats.nul_bytes += data.count(b"\x00")
+        data = data.replace(b"\x00", b"")
+    if b"\x1b" in data:
+        data, n = _ESCAPE_BYTES.subn(b"", data)
+        stats.ansi_sequences += n
+        if b"\x1b" in data:  # a lone ESC that starts no sequence
+            data = data.replace(b"\x1b", b"")
+    raw = None
+    if b"\r" in data:
+        if b"\r\n" in data:
+            data = data.replace(b"\r\n", b"\n")
+        bare = data.count(b"\r")
+        if bare:
+            stats.carriage_returns += bare
+            raw = data
+            data = data.replace(b"\r", b"\n")
+    lines = (raw if raw is not None else data).count(b"\n")
+    text = data.decode("utf-8", errors="replace")
+    if not data.isascii() and "\ufffd" in text:
+        stats.replaced_chars += text.count("\ufffd") - data.count(_UTF8_REPLACEMENT)
+    return Chunk(text, line, incomplete=incomplete, raw_bytes=raw, lines=lines)
+
+
+def _utf8_boundary(data: bytes, cut: int) -> int:
+    """The largest position <= ``cut`` that does not split a UTF-8 character."""
+    while cut > 0 and (data[cut] & 0xC0) == 0x80:
+        cut -= 1
+    return cut
 
 
 def _strip_escapes(text: str, stats: TextStats) -> str:
@@ -178,73 +236,108 @@ def iter_chunks(path: str | os.PathLike[str], stats: TextStats, chunk_chars: int
         head = handle.read(4)
         encoding = _encoding_for(head)
         stats.encoding = encoding
-        decoder = codecs.getincrementaldecoder("utf-8-sig" if encoding == "utf-8" else encoding)(errors="replace")
-        pieces: list[str] = []
-        size = 0
-        pending = ""
-        data = head
-        line = 1
-        in_long_line = False
-        eof = False
-        utf8 = encoding == "utf-8"
-        flags = (False, False, False) if utf8 else (True, True, True)
-        while not eof:
-            block = handle.read(_READ_BYTES)
-            eof = not block
-            if utf8 and b"\r" in block:
-                if block.endswith(b"\r"):  # keep a CRLF pair in one block
-                    block += handle.read(1)
-                if b"\r\n" in block:
-                    block = block.replace(b"\r\n", b"\n")  # line ends: safe on UTF-8 bytes, cheap there
-            data += block
-            if utf8:  # memchr on bytes is far cheaper than searching the decoded text
-                flags = (flags[0] or b"\x00" in data, flags[1] or b"\x1b" in data, flags[2] or b"\r" in data)
-            text = decoder.decode(data, final=eof)
-            if not data.isascii() and "\ufffd" in text:
-                stats.replaced_chars += text.count("\ufffd") - (data.count(_UTF8_REPLACEMENT) if utf8 else 0)
-            data = b""
-            pieces.append(text)
-            size += len(text)
-            if size < chunk_chars and not eof:
-                continue
-            pending = pending + "".join(pieces) if pending else "".join(pieces)
-            pieces, size = [], 0
-            while len(pending) >= chunk_chars or (eof and "\n" in pending):
-                cut = pending.rfind("\n", 0, chunk_chars)
-                if cut < 0:
-                    if len(pending) < chunk_chars:
-                        break
-                    # A line longer than a whole chunk: hand it over in pieces.
-                    if not in_long_line:
-                        stats.long_lines += 1
-                        in_long_line = True
-                    piece, pending = pending[:chunk_chars], pending[chunk_chars:]
-                    cleaned, raw = _clean(piece, stats, flags)
-                    yield Chunk(cleaned, line, raw)
-                    continue
-                in_long_line = False
-                if cut == len(pending) - 1:
-                    piece, pending = pending, ""
-                else:
-                    piece, pending = pending[: cut + 1], pending[cut + 1 :]
-                cleaned, raw = _clean(piece, stats, flags)
-                chunk = Chunk(cleaned, line, raw)
+        if encoding == "utf-8":
+            if head.startswith(b"\xef\xbb\xbf"):
+                head = head[3:]
+            yield from _utf8_chunks(handle, head, stats, chunk_chars)
+        else:
+            yield from _decoded_chunks(handle, head, encoding, stats, chunk_chars)
+
+
+def _utf8_chunks(handle, head: bytes, stats: TextStats, chunk_bytes: int) -> Iterator[Chunk]:
+    pending = head
+    line = 1
+    in_long_line = False
+    eof = False
+    while not eof:
+        block = handle.read(max(chunk_bytes - len(pending), _READ_BYTES) if chunk_bytes >= _READ_BYTES else chunk_bytes)
+        eof = not block
+        data = pending + block if pending else block
+        pending = b""
+        while len(data) >= chunk_bytes or (eof and b"\n" in data):
+            cut = data.rfind(b"\n", 0, chunk_bytes)
+            if cut < 0:
+                if len(data) < chunk_bytes:
+                    break
+                # A line longer than a whole chunk: hand it over in pieces.
+                if not in_long_line:
+                    stats.long_lines += 1
+                    in_long_line = True
+                cut = _utf8_boundary(data, chunk_bytes) or chunk_bytes
+                chunk = _clean_utf8(data[:cut], stats, line)
+                data = data[cut:]
                 line += chunk.physical_lines
-                stats.lines += chunk.physical_lines
                 yield chunk
-            size = len(pending)
-        if pending:
-            cleaned, raw = _clean(pending, stats)
-            cut = cleaned.rfind("\n")
-            if cut >= 0:  # progress-bar redraws before the cut: those segments are whole lines
-                chunk = Chunk(cleaned[: cut + 1], line, raw[: cut + 1] if raw is not None else None)
-                yield chunk
-                cleaned = cleaned[cut + 1 :]
-            if cleaned.strip():
-                stats.incomplete_last_line = cleaned
-                stats.incomplete_last_line_no = line
-                stats.lines += 1
-                yield Chunk(cleaned + "\n", line, incomplete=True)
+                continue
+            in_long_line = False
+            piece, data = (data, b"") if cut == len(data) - 1 else (data[: cut + 1], data[cut + 1 :])
+            chunk = _clean_utf8(piece, stats, line)
+            line += chunk.physical_lines
+            stats.lines += chunk.physical_lines
+            yield chunk
+        pending = data
+    if pending:
+        chunk = _clean_utf8(pending, stats, line)
+        text = chunk.text
+        cut = text.rfind("\n")
+        if cut >= 0:  # progress-bar redraws before the cut: those segments are whole lines
+            yield Chunk(text[: cut + 1], line)
+            text = text[cut + 1 :]
+        if text.strip():
+            stats.incomplete_last_line = text
+            stats.incomplete_last_line_no = line
+            stats.lines += 1
+            yield Chunk(text + "\n", line, incomplete=True)
+
+
+def _decoded_chunks(handle, head: bytes, encoding: str, stats: TextStats, chunk_chars: int) -> Iterator[Chunk]:
+    """Non-UTF-8 files (UTF-16 with a byte-order mark): decode first, then clean the text."""
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    pending = ""
+    data = head
+    line = 1
+    in_long_line = False
+    eof = False
+    flags = (True, True, True)
+    while not eof:
+        block = handle.read(_READ_BYTES)
+        eof = not block
+        data += block
+        text = decoder.decode(data, final=eof)
+        if "\ufffd" in text:
+            stats.replaced_chars += text.count("\ufffd")
+        data = b""
+        pending += text
+        while len(pending) >= chunk_chars or (eof and "\n" in pending):
+            cut = pending.rfind("\n", 0, chunk_chars)
+            if cut < 0:
+                if len(pending) < chunk_chars:
+                    break
+                if not in_long_line:
+                    stats.long_lines += 1
+                    in_long_line = True
+                piece, pending = pending[:chunk_chars], pending[chunk_chars:]
+                cleaned, raw = _clean(piece, stats, flags)
+                yield Chunk(cleaned, line, raw)
+                continue
+            in_long_line = False
+            piece, pending = pending[: cut + 1], pending[cut + 1 :]
+            cleaned, raw = _clean(piece, stats, flags)
+            chunk = Chunk(cleaned, line, raw)
+            line += chunk.physical_lines
+            stats.lines += chunk.physical_lines
+            yield chunk
+    if pending:
+        cleaned, raw = _clean(pending, stats)
+        cut = cleaned.rfind("\n")
+        if cut >= 0:
+            yield Chunk(cleaned[: cut + 1], line, raw[: cut + 1] if raw is not None else None)
+            cleaned = cleaned[cut + 1 :]
+        if cleaned.strip():
+            stats.incomplete_last_line = cleaned
+            stats.incomplete_last_line_no = line
+            stats.lines += 1
+            yield Chunk(cleaned + "\n", line, incomplete=True)
 
 
 def looks_like_text(head: bytes) -> bool:

@@ -88,3 +88,27 @@ def test_sniff_window_is_bounded_and_cleaned(tmp_path):
     path = write(tmp_path / "a.log", "\x1b[1mhello\x1b[0m\n" + "y" * 100 + "\n")
     assert sniff_window(path, limit=8) == "hello\nyy"
     assert sniff_window(tmp_path / "missing.log") == ""
+
+
+def test_non_ascii_text_with_carriage_returns_keeps_positions_and_line_numbers(tmp_path):
+    path = write(tmp_path / "a.log", "épilogue\n 10%|█   | 1/10\r 20%|██  | 2/10\rcible ✓\nfin\n")
+    (chunk,), stats = _read(path)
+    assert chunk.text == "épilogue\n 10%|█   | 1/10\n 20%|██  | 2/10\ncible ✓\nfin\n"
+    assert chunk.line_of(chunk.text.index("cible")) == 2
+    assert chunk.line_of(chunk.text.index("fin")) == 3
+    assert stats.carriage_returns == 2 and stats.lines == 3
+
+
+def test_multibyte_characters_are_never_split_between_pieces(tmp_path):
+    line = "█é✓" * 700  # 2100 characters, 6300 bytes, no line break
+    path = write(tmp_path / "a.log", line + "\nafter\n")
+    chunks, stats = _read(path, chunk_chars=1000)
+    assert "".join(c.text for c in chunks) == line + "\nafter\n"
+    assert stats.replaced_chars == 0 and stats.long_lines == 1
+
+
+def test_crlf_pairs_split_across_reads_are_one_line_end(tmp_path):
+    text = "".join(f"line {i}\r\n" for i in range(500))
+    chunks, stats = _read(write(tmp_path / "a.log", text), chunk_chars=997)
+    assert "".join(c.text for c in chunks) == text.replace("\r\n", "\n")
+    assert stats.carriage_returns == 0 and stats.lines == 500
