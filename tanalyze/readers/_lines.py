@@ -87,7 +87,10 @@ class Chunk:
     that still has them; replacing ``\\r`` by ``\\n`` keeps every position.
     """
 
-    __slots__ = ("text", "first_line", "incomplete", "_raw", "_raw_bytes", "_lines", "_cursor_pos", "_cursor_line")
+    __slots__ = (
+        "text", "first_line", "incomplete", "_raw", "_raw_bytes", "_lines", "_cursor_pos", "_cursor_line", "_cursor_byte",
+        "_bytes_exact",
+    )
 
     def __init__(
         self,
@@ -106,6 +109,8 @@ class Chunk:
         self._lines = lines
         self._cursor_pos = 0
         self._cursor_line = first_line
+        self._cursor_byte = 0
+        self._bytes_exact: bool | None = None
 
     def _source(self) -> str:
         if self._raw is None and self._raw_bytes is not None:
@@ -115,10 +120,19 @@ class Chunk:
 
     def line_of(self, pos: int) -> int:
         """Physical (1-based) line number of position ``pos``; cheap for increasing positions."""
-        source = self._source()
         if pos < self._cursor_pos:
-            self._cursor_pos, self._cursor_line = 0, self.first_line
-        self._cursor_line += source.count("\n", self._cursor_pos, pos)
+            self._cursor_pos, self._cursor_line, self._cursor_byte = 0, self.first_line, 0
+        raw_bytes = self._raw_bytes
+        if raw_bytes is not None and self._bytes_exact is None:
+            self._bytes_exact = "\ufffd" not in self.text  # text and bytes then align character for character
+        if raw_bytes is not None and self._raw is None and self._bytes_exact:
+            # count line ends in the bytes that still have the bare CRs, without decoding them
+            segment = self.text[self._cursor_pos : pos]
+            size = len(segment) if segment.isascii() else len(segment.encode("utf-8"))
+            self._cursor_line += raw_bytes.count(b"\n", self._cursor_byte, self._cursor_byte + size)
+            self._cursor_byte += size
+        else:
+            self._cursor_line += self._source().count("\n", self._cursor_pos, pos)
         self._cursor_pos = pos
         return self._cursor_line
 

@@ -376,6 +376,10 @@ class TextParser:
                 )
             )
 
+    def may_have_lookalikes(self, chunk: Chunk) -> bool:
+        """False when a cheap count proves every look-alike line of the chunk was read (skips the scan)."""
+        return True
+
     def current_step(self, default: int = 0) -> int:
         """The step of the last main metric line, whatever its rank (for lines that carry none)."""
         return default if self._last_step is None else self._last_step
@@ -394,7 +398,7 @@ class TextParser:
             if self._cut_candidates:
                 self._cut_last_line = self._cut_candidates[-1]
         self._cut_candidates = []
-        if self.lookalike is not None:
+        if self.lookalike is not None and self.may_have_lookalikes(chunk):
             seen: set[int] = set()
             for m in self.lookalike.finditer(chunk.text):
                 start = chunk.text.rfind("\n", 0, m.start()) + 1

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from array import array
 from pathlib import Path
 
 from tanalyze.readers._lines import Chunk
@@ -99,23 +99,32 @@ def _metric_value(text: str) -> float | None:
     return None
 
 
-@dataclass(slots=True)
-class _Event:
-    kind: str  # train | eval | final | other | block
-    values: dict[str, float]
-    epoch: float
-    line: int
-    step: int | None = None
+TRAIN, EVAL, FINAL, OTHER = 0, 1, 2, 3
+_NO_STEP = -(2**62)
 
 
-def _kind(values: dict[str, float], raw: str) -> str:
+def _kind(values: dict[str, float], raw: str) -> int:
     if "train_runtime" in values:
-        return "final"
+        return FINAL
     if ("'eval_" in raw or '"eval_' in raw) and any(k.startswith("eval_") for k in values):
-        return "eval"
+        return EVAL
     if "loss" in values:
-        return "train"
-    return "other"
+        return TRAIN
+    return OTHER
+
+
+class _Events:
+    """One logging event per dict, in compact arrays: its rows are written at once, their step later."""
+
+    def __init__(self) -> None:
+        self.kind = array("b")
+        self.epoch = array("d")
+        self.line = array("q")
+        self.step = array("q")  # the dict's own 'step' key, else _NO_STEP until derived
+        self.start = array("q")  # first row of the event in Rows
+
+    def __len__(self) -> int:
+        return len(self.kind)
 
 
 class HFConsoleParser(TextParser):
@@ -123,7 +132,9 @@ class HFConsoleParser(TextParser):
     lookalike = re.compile(r"\{\s*['\"](?:loss|eval_\w*|train_runtime|learning_rate)['\"]\s*:")
     def __init__(self, path: Path) -> None:
         super().__init__(path)
-        self._events: list[_Event] = []
+        self._events = _Events()
+        self._finals: list[tuple[float, dict[str, float]]] = []
+        self._blocks: list[tuple[str, float, int]] = []  # '***** … metrics *****' key, value, line
         self._banner: dict[str, int] = {}
         self._trainings = 0
         self._in_args = False
@@ -135,7 +146,14 @@ class HFConsoleParser(TextParser):
         text = chunk.text
         events = self._events
         marked = self._marked
+        rows = self.rows
+        tags: list[str] = []
+        values_out: list[float] = []
+        epochs: list[float] = []
+        first_row = len(rows)
+        self._dicts_in_chunk = 0
         for m in DICT.finditer(text):
+            self._dicts_in_chunk += 1
             first = m.group(2)
             raw = m.group(0)
             if not first.startswith(_FIRST_KEYS) and "'epoch'" not in raw and '"epoch"' not in raw:
@@ -145,14 +163,28 @@ class HFConsoleParser(TextParser):
             if not values:
                 continue
             epoch = values.pop("epoch", NAN)
-            step = None
+            step = _NO_STEP
             if "step" in values or "global_step" in values:
                 for key in _STEP_KEYS:
                     if key in values:
                         step = int(values.pop(key))
+                if not values:
+                    continue
+            kind = _kind(values, raw)
+            if kind == FINAL:
+                self._finals.append((epoch, values))
             pos = m.start()
             marked.add(text.rfind("\n", 0, pos) + 1)
-            events.append(_Event(_kind(values, raw), values, epoch, chunk.line_of(pos), step))
+            events.kind.append(kind)
+            events.epoch.append(epoch)
+            events.line.append(chunk.line_of(pos))
+            events.step.append(step)
+            events.start.append(first_row + len(values_out))
+            tags.extend(values)
+            values_out.extend(values.values())
+            epochs.extend([epoch] * len(values))
+        if tags:
+            rows.extend(rows.codes(tags), [0] * len(tags), values_out, epoch=epochs)
         for m in RUNNING_TRAINING.finditer(text):
             self._trainings += 1
             self._read_banner(text, m.end())
@@ -160,6 +192,12 @@ class HFConsoleParser(TextParser):
         for m in METRICS_HEADER.finditer(text):
             self.mark(chunk, m.start())
             self._read_block(chunk, m.end())
+
+    _dicts_in_chunk = 0
+
+    def may_have_lookalikes(self, chunk: Chunk) -> bool:
+        # every look-alike starts with '{': if each '{' began a dict that was matched, none is left
+        return chunk.text.count("{") != self._dicts_in_chunk or chunk.incomplete
 
     def _read_banner(self, text: str, start: int) -> None:
         for m in BANNER.finditer(text, start, start + _BANNER_SPAN):
@@ -195,7 +233,7 @@ class HFConsoleParser(TextParser):
             if value is None:
                 self._non_numeric += 1
             elif m.group(1) != "epoch":
-                self._events.append(_Event("block", {m.group(1): value}, NAN, chunk.line_of(pos)))
+                self._blocks.append((m.group(1), value, chunk.line_of(pos)))
             pos = m.end()
 
     def start_file(self, path: Path) -> None:
@@ -216,19 +254,17 @@ class HFConsoleParser(TextParser):
         max_steps = self._arg_int("max_steps")
         if total and epochs and (max_steps is None or max_steps <= 0):
             return total / epochs, f"Total optimization steps {total:,} / Num Epochs {epochs} (banner)"
-        finals = [e for e in self._events if e.kind == "final" and not math.isnan(e.epoch) and e.epoch > 0]
-        for final in reversed(finals):
-            runtime, rate = final.values.get("train_runtime"), final.values.get("train_steps_per_second")
-            if runtime and rate:
+        for epoch, values in reversed(self._finals):
+            runtime, rate = values.get("train_runtime"), values.get("train_steps_per_second")
+            if runtime and rate and not math.isnan(epoch) and epoch > 0:
                 steps = round(runtime * rate)
-                return steps / final.epoch, (
-                    f"train_runtime × train_steps_per_second ≈ {steps:,} steps over {final.epoch:g} epochs"
-                )
+                return steps / epoch, f"train_runtime × train_steps_per_second ≈ {steps:,} steps over {epoch:g} epochs"
         logging = self._arg_int("logging_steps")
-        trains = [e for e in self._events if e.kind == "train" and not math.isnan(e.epoch) and e.epoch > 0]
+        events = self._events
+        trains = [i for i in range(len(events)) if events.kind[i] == TRAIN and events.epoch[i] > 0]
         if logging and trains:
-            last = trains[-1]
-            return len(trains) * logging / last.epoch, f"{len(trains)} training logs × logging_steps {logging}"
+            last = events.epoch[trains[-1]]
+            return len(trains) * logging / last, f"{len(trains)} training logs × logging_steps {logging}"
         return None, ""
 
     def _logging_interval(self, spe: float | None) -> tuple[int | None, bool]:
@@ -236,19 +272,21 @@ class HFConsoleParser(TextParser):
         logging = self._arg_int("logging_steps")
         if logging or not spe:
             return logging, False
-        run = []
-        for event in self._events:
-            if event.kind == "train" and event.step is None and not math.isnan(event.epoch):
-                if run and event.epoch < run[-1]:
+        run: list[float] = []
+        events = self._events
+        for i in range(len(events)):
+            epoch = events.epoch[i]
+            if events.kind[i] == TRAIN and events.step[i] == _NO_STEP and not math.isnan(epoch):
+                if run and epoch < run[-1]:
                     break  # the first uninterrupted stretch only
-                run.append(event.epoch)
+                run.append(epoch)
         if len(run) < 2 or run[-1] <= run[0]:
             return None, False
         return max(1, round((run[-1] - run[0]) * spe / (len(run) - 1))), True
 
     def finish(self) -> None:
         events = self._events
-        if not events:
+        if not len(events) and not self._blocks:
             self._hparams()
             return
         spe, source = self._steps_per_epoch()
@@ -268,58 +306,50 @@ class HFConsoleParser(TextParser):
         last_step = 0
         count = 0
         how: set[str] = set()
-        for event in events:
-            if event.kind == "train":
+        derived = array("q", events.step)
+        for i in range(len(events)):
+            kind, epoch = events.kind[i], events.epoch[i]
+            if kind == TRAIN:
                 count += 1
-            if event.step is not None:
+            if derived[i] != _NO_STEP:
                 how.add("step key in the dict")
-                step = event.step
-            elif event.kind == "block":
-                continue  # the final step, below
-            elif spe and not math.isnan(event.epoch):
+                step = derived[i]
+            elif spe and not math.isnan(epoch):
                 how.add("epoch")
-                raw = event.epoch * spe
-                if event.kind == "train":
+                raw = epoch * spe
+                if kind == TRAIN:
                     expected = (last_train or 0) + interval if interval else None
                     # consecutive logs are one interval apart: keep counting while the epoch agrees
                     step = expected if expected is not None and abs(raw - expected) <= tolerance else snap(raw, interval)
-                elif event.epoch == int(event.epoch):
+                elif epoch == int(epoch):
                     step = round(raw)
                 elif last_train is not None and abs(raw - last_train) <= tolerance:
                     step = last_train  # evaluation right after the training log of the same step
                 else:
                     step = snap(raw, eval_every)
-            elif event.kind == "train":
+            elif kind == TRAIN:
                 how.add("logging_steps" if interval else "count")
                 step = count * interval if interval else count
             else:
                 how.add("previous")
                 step = last_step
-            event.step = step
-            if event.kind == "train":
-                self.anchor(step, None, 0, line=event.line)
+            derived[i] = step
+            if kind == TRAIN:
+                self.anchor(step, None, 0, line=events.line[i])
                 last_train = step
             last_step = step
-        final_step = max((e.step for e in events if e.step is not None), default=0)
-        at_final = {k for e in events if e.kind != "block" and e.step == final_step for k in e.values}
-        dropped_block = 0
-        tags: list[str] = []
-        steps: list[int] = []
-        values: list[float] = []
-        epochs: list[float] = []
-        for event in events:
-            if event.kind == "block":
-                event.step = final_step
-                if next(iter(event.values)) in at_final:
-                    dropped_block += 1
-                    continue
-            n = len(event.values)
-            tags.extend(event.values)
-            values.extend(event.values.values())
-            steps.extend([event.step] * n)  # type: ignore[list-item]
-            epochs.extend([event.epoch] * n)
-        self.rows.extend(self.rows.codes(tags), steps, values, epoch=epochs)
-        self._notes(spe, source, interval if not estimated else None, how, dropped_block)
+        rows = self.rows
+        ends = list(events.start[1:]) + [len(rows)]
+        for i in range(len(events)):
+            start, end = events.start[i], ends[i]
+            rows.steps[start:end] = array("q", [derived[i]]) * (end - start)
+        final_step = max(derived, default=0)
+        at_final = {rows.tag_names[rows.tags[r]] for i in range(len(events)) if derived[i] == final_step
+                    for r in range(events.start[i], ends[i])}
+        kept = [(key, value) for key, value, _ in self._blocks if key not in at_final]
+        if kept:
+            rows.extend(rows.codes([k for k, _ in kept]), [final_step] * len(kept), [v for _, v in kept])
+        self._notes(spe, source, interval if not estimated else None, how, len(self._blocks) - len(kept))
         if estimated and "epoch" in how:
             self.notes.insert(1, f"logging interval estimated at {interval} steps from the epochs (no logging_steps in the log)")
         self._hparams()
@@ -341,7 +371,7 @@ class HFConsoleParser(TextParser):
             notes.append("dicts with a 'step' key use it")
         if dropped:
             notes.append(f"{dropped} '***** … metrics *****' value(s) already logged in a dict at the final step were not repeated")
-        if any(e.kind == "block" for e in self._events):
+        if self._blocks:
             notes.append("'***** … metrics *****' blocks are keyed by the final step (h:mm:ss durations in seconds)")
         if self._non_numeric:
             notes.append(f"{self._non_numeric} logged value(s) that are not numbers were skipped")
