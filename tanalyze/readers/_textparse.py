@@ -253,7 +253,7 @@ class Rows:
         def numbers(column: array | None, dtype: type, default: float) -> np.ndarray:
             if column is None or not n:
                 return np.full(n, default, dtype=dtype)
-            return np.frombuffer(column, dtype=dtype).copy()
+            return np.frombuffer(column, dtype=dtype)  # a view: the rows are done growing
 
         codes = np.frombuffer(self.tags, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
         data: dict[str, Any] = {
@@ -521,6 +521,24 @@ def parse_path(path: Path, parser: TextParser) -> ParsedFile:
 
 
 def dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Last write wins per (tag, step[, rank]) — the rule for resumed runs."""
+    """Last write wins per (tag, step[, rank]) — the rule for resumed runs (``keep_last_write``).
+
+    The key columns are packed into one integer when their ranges allow: the same
+    result as ``keep_last_write`` at a fraction of its time and memory on millions of rows.
+    """
     keys = ("tag", "step", "rank") if "rank" in frame.columns else ("tag", "step")
-    return keep_last_write(frame, keys=keys)
+    if frame.empty or not isinstance(frame["tag"].dtype, pd.CategoricalDtype):
+        return keep_last_write(frame, keys=keys)
+    codes = frame["tag"].cat.codes.to_numpy(dtype=np.int64)
+    steps = frame["step"].to_numpy(dtype=np.int64)
+    low, span = int(steps.min()), int(steps.max()) - int(steps.min()) + 1
+    ranks = frame["rank"].fillna(-1).to_numpy(dtype=np.int64) + 1 if "rank" in keys else np.zeros(len(frame), np.int64)
+    rank_span = int(ranks.max()) + 1
+    if (int(codes.max()) + 1) * span * rank_span >= 2**62:
+        return keep_last_write(frame, keys=keys)
+    key = (codes * span + (steps - low)) * rank_span + ranks
+    duplicated = pd.Series(key).duplicated(keep="last").to_numpy()
+    dropped = int(duplicated.sum())
+    if not dropped:
+        return frame, 0
+    return frame.loc[~duplicated].reset_index(drop=True), dropped
