@@ -65,8 +65,8 @@ def _fields_into(text: str, names: list[str], values: list[float], counter: list
         except ValueError:
             number = to_float(value)
             if number is None:
-                if value.strip():
-                    counter[0] += 1
+                if name.strip():
+                    counter[0] += 1  # not a number, or empty
                 continue
         tag = tags.get(name)
         if tag is None:
@@ -297,7 +297,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
     def finish(self) -> None:
         notes = self._finish_deepspeed()
         if self._bad_values[0]:
-            notes.append(f"{self._bad_values[0]:,} field value(s) that are not numbers were skipped")
+            notes.append(f"{self._bad_values[0]:,} field value(s) that are empty or not numbers were skipped")
         if self._validations:
             notes.append(
                 "validation lines: 'X value' → 'X validation', 'X PPL' → 'X validation ppl' (Megatron's TensorBoard names)"

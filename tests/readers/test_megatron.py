@@ -132,7 +132,10 @@ def test_non_numeric_field_values_are_counted(tmp_path):
     line = ITER.format(it=10, s=80, loss=9.0).replace("grad norm: 1.500", "grad norm: n/a")
     (run,) = MegatronReader().read([write(tmp_path / "t.log", line)])
     assert points(run.scalars, "grad norm") == 0 and points(run.scalars, "lm loss") == 1
-    assert "1 field value(s) that are not numbers were skipped" in notes_text(run)
+    assert "1 field value(s) that are empty or not numbers were skipped" in notes_text(run)
+    empty = ITER.format(it=10, s=80, loss=9.0).replace("grad norm: 1.500", "grad norm: ")
+    (run,) = MegatronReader().read([write(tmp_path / "e.log", empty)])
+    assert points(run.scalars, "grad norm") == 0 and "1 field value(s) that are empty" in notes_text(run)
 
 
 def test_timestamped_upstream_megatron_lines(tmp_path):
