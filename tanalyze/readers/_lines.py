@@ -89,7 +89,7 @@ class Chunk:
 
     __slots__ = (
         "text", "first_line", "incomplete", "_raw", "_raw_bytes", "_lines", "_cursor_pos", "_cursor_line", "_cursor_byte",
-        "_bytes_exact",
+        "_bytes_exact", "_bytes",
     )
 
     def __init__(
@@ -100,6 +100,7 @@ class Chunk:
         incomplete: bool = False,
         raw_bytes: bytes | None = None,
         lines: int | None = None,
+        data: bytes | None = None,
     ) -> None:
         self.text = text
         self.first_line = first_line
@@ -111,6 +112,19 @@ class Chunk:
         self._cursor_line = first_line
         self._cursor_byte = 0
         self._bytes_exact: bool | None = None
+        self._bytes = data  # the cleaned UTF-8 bytes: searching them is cheaper than searching the text
+
+    def contains(self, marker: str) -> bool:
+        """Whether the chunk holds the ASCII ``marker`` (a quick test before a full regex scan)."""
+        if self._bytes is not None:
+            return marker.encode("ascii") in self._bytes
+        return marker in self.text
+
+    def count(self, marker: str) -> int:
+        """How often the ASCII ``marker`` occurs in the chunk."""
+        if self._bytes is not None:
+            return self._bytes.count(marker.encode("ascii"))
+        return self.text.count(marker)
 
     def _source(self) -> str:
         if self._raw is None and self._raw_bytes is not None:
@@ -185,7 +199,7 @@ def _clean_utf8(data: bytes, stats: TextStats, line: int, incomplete: bool = Fal
     text = data.decode("utf-8", errors="replace")
     if not data.isascii() and "\ufffd" in text:
         stats.replaced_chars += text.count("\ufffd") - data.count(_UTF8_REPLACEMENT)
-    return Chunk(text, line, incomplete=incomplete, raw_bytes=raw, lines=lines)
+    return Chunk(text, line, incomplete=incomplete, raw_bytes=raw, lines=lines, data=data)
 
 
 def _utf8_boundary(data: bytes, cut: int) -> int:

@@ -455,6 +455,8 @@ class _Tracebacks:
         self.last: str | None = None
 
     def scan(self, chunk: Chunk) -> None:
+        if not self.count and not chunk.contains("Traceback"):
+            return
         text = chunk.text
         found = len(_TRACEBACK.findall(text))
         self.count += found

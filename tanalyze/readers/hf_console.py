@@ -185,19 +185,21 @@ class HFConsoleParser(TextParser):
             epochs.extend([epoch] * len(values))
         if tags:
             rows.extend(rows.codes(tags), [0] * len(tags), values_out, epoch=epochs)
-        for m in RUNNING_TRAINING.finditer(text):
-            self._trainings += 1
-            self._read_banner(text, m.end())
-        self._read_arguments(text)
-        for m in METRICS_HEADER.finditer(text):
-            self.mark(chunk, m.start())
-            self._read_block(chunk, m.end())
+        if chunk.contains("***** "):
+            for m in RUNNING_TRAINING.finditer(text):
+                self._trainings += 1
+                self._read_banner(text, m.end())
+            for m in METRICS_HEADER.finditer(text):
+                self.mark(chunk, m.start())
+                self._read_block(chunk, m.end())
+        if self._in_args or chunk.contains("TrainingArguments("):
+            self._read_arguments(text)
 
     _dicts_in_chunk = 0
 
     def may_have_lookalikes(self, chunk: Chunk) -> bool:
         # every look-alike starts with '{': if each '{' began a dict that was matched, none is left
-        return chunk.text.count("{") != self._dicts_in_chunk or chunk.incomplete
+        return chunk.count("{") != self._dicts_in_chunk or chunk.incomplete
 
     def _read_banner(self, text: str, start: int) -> None:
         for m in BANNER.finditer(text, start, start + _BANNER_SPAN):

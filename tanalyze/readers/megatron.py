@@ -150,7 +150,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             first = ITERATION.search(chunk.text)
             for m in ARGUMENT.finditer(chunk.text, 0, first.start() if first else len(chunk.text)):
                 self.hparams.setdefault(m.group(1), config_value(m.group(2)))
-        if self.ordered or self._pending_skips or DS_OVERFLOW.search(chunk.text):
+        if self.ordered or self._pending_skips or (chunk.contains("Skipping step") and DS_OVERFLOW.search(chunk.text)):
             # overflow messages count at the next logged step: read this chunk line by line, in order
             self._ordered_chunks += 1
             super().feed(chunk)
@@ -198,10 +198,12 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             self.anchor(iteration_steps[-1], None, 0)
         self.parsed_lines += len(positions)
         self._timers_fast(chunk, positions, iteration_steps)
-        for m in VALIDATION.finditer(text):
-            self._on_validation(m, chunk)
-        for m in MEMORY.finditer(text):
-            self._on_memory(m, chunk)
+        if chunk.contains("validation loss at"):
+            for m in VALIDATION.finditer(text):
+                self._on_validation(m, chunk)
+        if chunk.contains("(after "):
+            for m in MEMORY.finditer(text):
+                self._on_memory(m, chunk)
         self.parsed_lines += self._ds_fast(chunk)
 
     def _timers_fast(self, chunk: Chunk, positions: list[int], iteration_steps: list[int]) -> None:
