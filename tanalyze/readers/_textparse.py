@@ -538,6 +538,15 @@ def dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     rank_span = int(ranks.max()) + 1
     if (int(codes.max()) + 1) * span * rank_span >= 2**62:
         return keep_last_write(frame, keys=keys)
+    group = codes * rank_span + ranks
+    if int(group.max()) < 2**15:
+        # usual case, no step logged twice: steps rise within every (tag, rank). A stable sort of
+        # small integers is a radix sort, much cheaper than hashing every key.
+        small = group.astype(np.int16)
+        order = np.argsort(small, kind="stable")
+        sorted_group, sorted_steps = small[order], steps[order]
+        if not ((sorted_group[1:] == sorted_group[:-1]) & (sorted_steps[1:] <= sorted_steps[:-1])).any():
+            return frame, 0
     key = (codes * span + (steps - low)) * rank_span + ranks
     duplicated = pd.Series(key).duplicated(keep="last").to_numpy()
     dropped = int(duplicated.sum())
