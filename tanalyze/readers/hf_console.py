@@ -133,6 +133,7 @@ class HFConsoleParser(TextParser):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._events = _Events()
+        self._dict_positions: list[int] = []
         self._finals: list[tuple[float, dict[str, float]]] = []
         self._blocks: list[tuple[str, float, int]] = []  # '***** … metrics *****' key, value, line
         self._banner: dict[str, int] = {}
@@ -145,7 +146,7 @@ class HFConsoleParser(TextParser):
         """Dicts in one loop; the rare structure lines (banner, argument dump, metrics blocks) by literal search."""
         text = chunk.text
         events = self._events
-        marked = self._marked
+        positions = self._dict_positions
         rows = self.rows
         tags: list[str] = []
         values_out: list[float] = []
@@ -174,10 +175,18 @@ class HFConsoleParser(TextParser):
             if kind == FINAL:
                 self._finals.append((epoch, values))
             pos = m.start()
-            marked.add(text.rfind("\n", 0, pos) + 1)
+            positions.append(pos)
+            # a line number is only ever shown for a restart: look it up where the epoch (or step) goes back
+            if kind == TRAIN and (epoch < self._last_epoch or (step != _NO_STEP and step < self._last_given)):
+                line = chunk.line_of(pos)
+            else:
+                line = -1
+            if kind == TRAIN:
+                self._last_epoch = epoch if epoch == epoch else self._last_epoch
+                self._last_given = step if step != _NO_STEP else self._last_given
             events.kind.append(kind)
             events.epoch.append(epoch)
-            events.line.append(chunk.line_of(pos))
+            events.line.append(line)
             events.step.append(step)
             events.start.append(first_row + len(values_out))
             tags.extend(values)
@@ -196,10 +205,21 @@ class HFConsoleParser(TextParser):
             self._read_arguments(text)
 
     _dicts_in_chunk = 0
+    _last_epoch = -math.inf
+    _last_given = -(2**62)
 
     def may_have_lookalikes(self, chunk: Chunk) -> bool:
         # every look-alike starts with '{': if each '{' began a dict that was matched, none is left
         return chunk.count("{") != self._dicts_in_chunk or chunk.incomplete
+
+    def end_chunk(self, chunk: Chunk) -> None:
+        positions, self._dict_positions = self._dict_positions, []
+        if self.may_have_lookalikes(chunk):  # the look-alike scan needs the lines that were read
+            text = chunk.text
+            self._marked.update(text.rfind("\n", 0, pos) + 1 for pos in positions)
+        else:
+            self.parsed_lines += len(positions)
+        super().end_chunk(chunk)
 
     def _read_banner(self, text: str, start: int) -> None:
         for m in BANNER.finditer(text, start, start + _BANNER_SPAN):
@@ -337,7 +357,7 @@ class HFConsoleParser(TextParser):
                 step = last_step
             derived[i] = step
             if kind == TRAIN:
-                self.anchor(step, None, 0, line=events.line[i])
+                self.anchor(step, None, 0, line=events.line[i] if events.line[i] >= 0 else None)
                 last_train = step
             last_step = step
         rows = self.rows
