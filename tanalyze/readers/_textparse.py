@@ -95,6 +95,7 @@ _TIMESTAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:
 
 
 _MINUTES: dict[str, float] = {}
+_FRACTION = re.compile(r"\d{1,6}")
 
 
 _LAST_SECOND = ["", 0.0]
@@ -115,12 +116,13 @@ def parse_timestamp(text: str) -> float:
             except (ValueError, OverflowError):
                 return NAN
             _LAST_SECOND[0], _LAST_SECOND[1] = second, seconds
-        if len(text) > 20 and text[19] in ",." and text[20].isdigit():
-            digits = text[20:26]
-            end = 0
-            while end < len(digits) and digits[end].isdigit():
-                end += 1
-            seconds += int(digits[:end]) / 10**end
+        if len(text) > 20 and text[19] in ",.":
+            if len(text) == 23 and text[20:23].isdigit():  # the common ',mmm'
+                return seconds + int(text[20:23]) / 1000
+            fraction = _FRACTION.match(text, 20)
+            if fraction:
+                digits = fraction.group(0)
+                seconds += int(digits) / 10 ** len(digits)
         return seconds
     m = _TIMESTAMP.match(text)
     return parse_timestamp(m.group(0).replace("T", " ")) if m and "T" in m.group(0) else NAN

@@ -79,6 +79,18 @@ def _rank(text: str, pos: int) -> int:
 
 
 _TIMER_TAGS: dict[tuple[str, str], str] = {}
+# The usual shapes of the two dense engine lines, whole, for one C-level findall per chunk.
+_STEP_LINE = re.compile(
+    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+)\] \[\w+\] \[logging\.py:\d+:log_dist\] \[Rank (-?\d+)\] "
+    r"step=(\d+), skipped=(\d+), lr=\[([^\],\n]*)"
+)
+_TIMER_LINE = re.compile(
+    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+)\] \[\w+\] \[timer\.py:\d+:stop\] "
+    r"(?:epoch=(\d+)/micro_step=(\d+)/global_step=(\d+)|\d+/(\d+)), RunningAvgSamplesPerSec=([^,\n]+), "
+    r"CurrSamplesPerSec=([^,\n]+), MemAllocated=([^,\n]+)GB, MaxMemAllocated=([^,\n]+)GB$",
+    re.M,
+)
+_TIMER_LINE_TAGS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "MemAllocated (GB)", "MaxMemAllocated (GB)")
 
 
 class _TimerShapes:
@@ -190,10 +202,90 @@ class DeepSpeedEngineLines:
         return None
 
     def _ds_fast(self, chunk: Chunk) -> int:
-        """Every step and timer line of a chunk without overflow messages, in two tight loops.
+        """Every step and timer line of a chunk without overflow messages.
 
         The same rows as ``_on_ds_step``/``_on_ds_timer``; returns how many lines were read.
+        When every such line has the usual shape, one findall per kind reads them all.
         """
+        steps_seen, timers_seen = chunk.count(", skipped="), chunk.count(", RunningAvgSamplesPerSec=")
+        if not steps_seen and not timers_seen:
+            return 0
+        step_lines = _STEP_LINE.findall(chunk.text) if steps_seen else []
+        timer_lines = _TIMER_LINE.findall(chunk.text) if timers_seen else []
+        if len(step_lines) == steps_seen and len(timer_lines) == timers_seen:
+            return self._ds_usual(chunk, step_lines, timer_lines)
+        return self._ds_any(chunk)
+
+    def _ds_usual(self, chunk: Chunk, step_lines: list[tuple[str, ...]], timer_lines: list[tuple[str, ...]]) -> int:
+        rows = self.rows  # type: ignore[attr-defined]
+        last_anchor = self._last_anchor  # type: ignore[attr-defined]
+        names: list[str] = []
+        values: list[float] = []
+        steps: list[int] = []
+        ranks: list[int] = []
+        walls: list[float] = []
+        latest = None
+        for stamp, rank_text, step_text, skipped, lr_text in step_lines:
+            rank, step = int(rank_text), int(step_text)
+            if step == self._ds_last_step:
+                self._ds_engine += 1
+                self._ds_engines = max(self._ds_engines, self._ds_engine + 1)
+            else:
+                self._ds_engine = 0
+            self._ds_last_step = step
+            if not self._ds_engine:
+                previous = last_anchor.get(rank)
+                if previous is not None and step < previous:
+                    self.anchor(step, chunk, chunk.text.find(f"step={step}, skipped="), rank=rank)  # type: ignore[attr-defined]
+                last_anchor[rank] = step
+                latest = step
+            prefix = f"engine{self._ds_engine}/" if self._ds_engine else ""
+            wall = parse_timestamp(stamp)
+            lr = to_float(lr_text)
+            if lr is None:
+                names.append(prefix + "skipped")
+                values.append(float(skipped))
+                steps.append(step)
+                ranks.append(rank)
+                walls.append(wall)
+                continue
+            names.extend((prefix + "skipped", prefix + "lr"))
+            values.extend((float(skipped), lr))
+            steps.extend((step, step))
+            ranks.extend((rank, rank))
+            walls.extend((wall, wall))
+        if latest is not None:
+            self._last_step = latest  # type: ignore[attr-defined]
+        if names:
+            rows.extend(rows.codes(names), steps, values, rank=ranks, wall=walls)
+        names, values, steps, walls = [], [], [], []
+        for stamp, epoch, micro, global_step, old_step, *fields in timer_lines:
+            if global_step:
+                step = int(global_step)
+                if step and epoch == "0":
+                    self._ds_grad_accum = int(micro) / step
+            else:
+                step = int(old_step)
+            if step == self._ds_last_timer:
+                self._ds_timer_engine += 1
+            else:
+                self._ds_timer_engine = 0
+            self._ds_last_timer = step
+            try:
+                numbers = [float(v) for v in fields]
+            except ValueError:
+                continue
+            prefix = f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else ""
+            names.extend(_TIMER_LINE_TAGS if not prefix else [prefix + t for t in _TIMER_LINE_TAGS])
+            values.extend(numbers)
+            steps.extend((step,) * 4)
+            walls.extend((parse_timestamp(stamp),) * 4)
+        if names:
+            rows.extend(rows.codes(names), steps, values, wall=walls)
+        return len(step_lines) + len(timer_lines)
+
+    def _ds_any(self, chunk: Chunk) -> int:
+        """Step and timer lines of any shape, found by their literal parts."""
         text = chunk.text
         rows = self.rows  # type: ignore[attr-defined]
         names: list[str] = []
