@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tanalyze.errors import InputError, NoLogsError
-from tanalyze.readers import HEAD_BYTES, Reader, get_reader, get_readers
-from tanalyze.readers.pattern import UserPattern, match_pattern
+from tanalyze.readers import HEAD_BYTES, Reader, get_readers
+from tanalyze.readers.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
 
 __all__ = ["RunSpec", "Discovery", "discover"]
 
@@ -108,7 +108,7 @@ def discover(
         raise InputError(f"{root}: no such file or folder")
     readers = get_readers()
     if formats:
-        unknown = set(formats) - {r.name for r in readers}
+        unknown = set(formats) - {r.name for r in readers} - {PATTERN_FORMAT}
         if unknown:
             raise InputError(f"unknown format(s) {sorted(unknown)}; known: {', '.join(r.name for r in readers)}")
         readers = tuple(r for r in readers if r.name in formats)
@@ -128,7 +128,7 @@ def discover(
     claimed: dict[tuple[Path, str], list[Path]] = defaultdict(list)
     by_name = {r.name: r for r in readers}
     unrecognized: list[str] = []
-    use_patterns = bool(patterns) and (not formats or "pattern" in formats)
+    use_patterns = bool(patterns) and (not formats or PATTERN_FORMAT in formats)
     by_pattern: dict[tuple[Path, str], list[Path]] = defaultdict(list)
     base = root.parent if single_file else root
     for file in files:
@@ -143,10 +143,10 @@ def discover(
         else:
             claimed[(reader.run_directory(file), reader.name)].append(file)
     for (directory, _), group_files in by_pattern.items():
-        claimed[(directory, "pattern")].extend(group_files)
+        claimed[(directory, PATTERN_FORMAT)].extend(group_files)
     pattern_of = {f: regex for (_, regex), group_files in by_pattern.items() for f in group_files}
     if by_pattern:
-        by_name.setdefault("pattern", get_reader("pattern"))
+        by_name[PATTERN_FORMAT] = PatternReader()
 
     # A folder can hold several formats (e.g. a CSV and a TensorBoard logger) or
     # several unrelated runs of one format; both get distinguishing names.
@@ -159,7 +159,7 @@ def discover(
         reader = by_name[reader_name]
         base = root.name if single_file else _run_name(root, directory, False)
         groups = reader.group(group_files)
-        if reader_name == "pattern":  # one run never mixes two patterns
+        if reader_name == PATTERN_FORMAT:  # one run never mixes two patterns
             groups = [g for group in groups for g in _split_by(group, pattern_of)]
         for group in groups:
             name = base
@@ -173,7 +173,7 @@ def discover(
                     directory=str(directory),
                     format=reader_name,
                     files=tuple(str(f) for f in sorted(group)),
-                    pattern=pattern_of.get(group[0]) if reader_name == "pattern" else None,
+                    pattern=pattern_of.get(group[0]) if reader_name == PATTERN_FORMAT else None,
                 )
             )
     if not runs:

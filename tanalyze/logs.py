@@ -60,10 +60,9 @@ class RunResult:
 def read_run(spec: RunSpec) -> list[RunResult]:
     """Read one discovered run. Never raises for bad content: a file that cannot be
     read becomes a warning on a run with no points."""
-    reader = get_reader(spec.format)
     files = [Path(f) for f in spec.files]
     try:
-        parts = reader.read(files) if spec.pattern is None else read_with_pattern(files, spec.pattern)
+        parts = get_reader(spec.format).read(files) if spec.pattern is None else read_with_pattern(files, spec.pattern)
     except FormatError as exc:
         parts = [RunData(warnings=[ReadWarning(exc.path, exc.reason, exc.location)])]
     except (OSError, MemoryError) as exc:

@@ -22,7 +22,6 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.deepspeed:DeepSpeedReader",
     "tanalyze.readers.nanogpt:NanoGPTReader",
     "tanalyze.readers.generic_text:GenericTextReader",
-    "tanalyze.readers.pattern:PatternReader",
 )
 
 

@@ -506,8 +506,6 @@ def parse_files(paths: list[Path], parser: TextParser) -> ParsedFile:
         notes.extend(prefix + note for note in file_notes)
     parser.finish()
     notes = parser.notes + notes
-    if not len(parser.rows):
-        notes.append(f"no {parser.family} metric lines found")
     return ParsedFile(
         path=paths[0],
         family=parser.family,

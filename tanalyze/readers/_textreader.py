@@ -3,8 +3,8 @@
 Every console format shares the same rules, implemented once here:
 
 - candidates are ``.log/.txt/.out/.err`` files and files without a suffix,
-  that look like text, and that do not live inside a W&B run folder (the W&B
-  reader owns ``run-*/files/output.log``);
+  that look like text, except a W&B run's ``output.log`` and debug logs
+  (``run-*/files/output.log``: the W&B reader owns them);
 - a format claims a file when its content matches (looking at up to the first
   2 MB, cleaned of escapes and progress-bar redraws);
 - a distributed job that writes one log per rank (``log_rank0.txt``,
@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from tanalyze.readers._lines import TEXT_SUFFIXES, looks_like_text, sniff_window
 from tanalyze.readers._textparse import ParsedFile, TextParser, dedupe, parse_files
-from tanalyze.readers.base import Reader, RunData
+from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.schema import concat_frames, empty_scalars
 
 __all__ = ["TextReader", "is_console_candidate", "rank_layout", "runs_from_parsed"]
@@ -39,8 +39,12 @@ def _suffix(path: Path) -> str:
     return suffix.lower() if _SUFFIX.match(suffix) else ""
 
 
+_WANDB_OWNED = re.compile(r"^(?:output|debug(?:-internal|-core)?)\.log$")
+
+
 def in_wandb_run(path: Path) -> bool:
-    return any(_WANDB_RUN_DIR.match(part) for part in path.parts[:-1])
+    """A W&B run's own console capture or debug log (``run-*/files/output.log``): the W&B reader's."""
+    return bool(_WANDB_OWNED.match(path.name)) and any(_WANDB_RUN_DIR.match(part) for part in path.parts[:-1])
 
 
 def is_console_candidate(path: Path, head: bytes) -> bool:
@@ -138,6 +142,12 @@ def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None) ->
         notes.extend(prefix + note for note in part.notes)
         for key, value in part.hparams.items():
             hparams.setdefault(key, value)
+    if frame.empty and not warnings:
+        names = ", ".join(part.path.name for part in parsed)
+        family = parsed[0].family if parsed else "console"
+        warnings.append(
+            ReadWarning(names, f"no {family} metric line could be read from this file (empty, binary or another format)")
+        )
     if dropped:
         why = "after a restart" if restarts else "twice at the same step"
         notes.append(f"{dropped:,} point(s) logged {why} were replaced by the later write (last write wins)")

@@ -56,7 +56,8 @@ def parse_dict_literal(text: str) -> tuple[dict[str, float], int]:
     """Numeric items of a printed Python dict, and how many items were not numbers.
 
     A literal tokenizer: quoted keys, values that are numbers or nan/inf
-    spellings are kept; strings, lists, None and booleans are counted, not kept.
+    spellings are kept (also when printed as strings, as newer Trainers do:
+    ``{'loss': '3.052'}``); other strings, lists, None and booleans are counted, not kept.
     """
     if text.startswith("{'") and text.endswith("}"):  # the common all-numbers dict, by plain splitting
         out: dict[str, float] = {}
@@ -65,7 +66,8 @@ def parse_dict_literal(text: str) -> tuple[dict[str, float], int]:
                 key, sep, raw = item.partition("': ")
                 if not sep or "'" in key:
                     break
-                out[key] = float(raw)
+                # newer Trainers print the values as strings: {'loss': '3.052', 'epoch': '0.02'}
+                out[key] = float(raw[1:-1] if raw[:1] == "'" and raw[-1:] == "'" else raw)
             else:
                 return out, 0
         except ValueError:
@@ -78,6 +80,11 @@ def _parse_dict_tokens(text: str) -> tuple[dict[str, float], int]:
     skipped = 0
     for _, key, raw in _DICT_PAIR.findall(text):
         raw = raw.strip()
+        if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+            raw = raw[1:-1]  # a number printed as a string is still a number
+            if to_float(raw) is None:
+                skipped += 1
+                continue
         if raw[:1] in "'\"[(" or raw in ("None", "True", "False"):
             skipped += 1
             continue

@@ -44,6 +44,7 @@ from tanalyze.readers.base import ReadWarning, RunData
 __all__ = [
     "UserPattern",
     "PatternReader",
+    "PATTERN_FORMAT",
     "compile_pattern",
     "patterns_from_config",
     "resolve_patterns",
@@ -53,6 +54,8 @@ __all__ = [
 
 _SPECIAL = frozenset({"step", "epoch", "rank", "tag", "value"})
 CONFIG_NAMES = ("tanalyze.toml", "pyproject.toml")
+#: The format name of runs read with a user pattern (not in the reader registry: it needs a pattern).
+PATTERN_FORMAT = "pattern"
 
 
 @dataclass(frozen=True)
@@ -266,9 +269,10 @@ def read_with_pattern(files: list[Path], regex: str) -> list[RunData]:
 
 
 class PatternReader(TextReader):
-    """Files read with a user pattern. Discovery assigns them (it knows the patterns); ``sniff`` never claims."""
+    """Files read with a user pattern: discovery assigns them (it knows the patterns), so this reader
+    is not in the registry and its ``sniff`` never claims a file; it lends discovery its grouping."""
 
-    name = "pattern"
+    name = PATTERN_FORMAT
     description = "any text log, read with a user-supplied regular expression (--pattern / tanalyze.toml)"
     parser = TextParser
 

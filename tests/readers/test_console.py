@@ -31,6 +31,7 @@ def test_parse_console_file_recognises_each_format(tmp_path, format_name):
 def test_parse_console_file_on_noise_and_on_a_missing_file(tmp_path):
     run = parse_console_file(write(tmp_path / "output.log", "hello\nworld\n"))
     assert len(run.scalars) == 0 and "no known console format recognised" in notes_text(run)
+    assert "no text metric line could be read" in run.warnings[0].message
     from tanalyze.errors import FormatError
 
     with pytest.raises(FormatError, match="cannot read"):
@@ -54,6 +55,14 @@ def test_dirty_console_output_everything_at_once(tmp_path):
         assert expected in notes
     (warning,) = run.warnings
     assert "iter 3: loss 2.9" in warning.message and warning.location == "line 6"
+
+
+@pytest.mark.parametrize("content", [b"", bytes(range(256)) * 80])
+@pytest.mark.parametrize("name", TEXT_FORMATS)
+def test_empty_or_binary_files_read_directly_give_a_warning(tmp_path, content, name):
+    (run,) = get_reader(name).read([write(tmp_path / "bad.log", content)])
+    assert run.scalars.empty
+    assert run.warnings and "could be read" in run.warnings[0].message
 
 
 def test_binary_and_wandb_files_are_not_console_logs(tmp_path):

@@ -74,6 +74,20 @@ def test_slurm_stdout_alone_derives_steps_from_the_final_runtime():
     assert run.warnings == []
 
 
+def test_values_printed_as_strings_by_newer_trainers(tmp_path):
+    text = (
+        "{'loss': '3.052', 'grad_norm': '1.039', 'learning_rate': '0.0009', 'epoch': '0.02'}\n"
+        "{'loss': '2.6', 'grad_norm': '1.2', 'learning_rate': '0.0019', 'epoch': '0.04'}\n"
+        "{'eval_loss': '1.976', 'eval_runtime': '0.0649', 'epoch': '0.04'}\n"
+        "{'train_runtime': '0.5', 'train_steps_per_second': '40', 'train_loss': '2.8', 'epoch': '0.04'}\n"
+    )
+    run = _read(write(tmp_path / "train.log", text))
+    # 0.5 s × 40 steps/s = 20 steps over 0.04 epochs: 500 steps per epoch
+    check(run.scalars, "loss", {10: 3.052, 20: 2.6}, count=2)
+    check(run.scalars, "eval_loss", {20: 1.976}, count=1)
+    assert "logged value(s) that are not numbers" not in notes_text(run)
+
+
 def test_dict_literals_are_read_without_eval():
     values, skipped = parse_dict_literal(
         "{'loss': nan, 'grad_norm': inf, 'x': -inf, 'lr': 5e-05, 's': 'a, b', 'l': [1, 2], 'n': None, 'ok': True}"
