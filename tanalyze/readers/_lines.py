@@ -114,6 +114,11 @@ class Chunk:
         self._bytes_exact: bool | None = None
         self._bytes = data  # the cleaned UTF-8 bytes: searching them is cheaper than searching the text
 
+    @property
+    def redraws(self) -> bool:
+        """Whether the chunk had bare carriage returns (progress bars captured redraw by redraw)."""
+        return self._raw_bytes is not None or self._raw is not None
+
     def contains(self, marker: str) -> bool:
         """Whether the chunk holds the ASCII ``marker`` (a quick test before a full regex scan)."""
         if self._bytes is not None:

@@ -48,6 +48,8 @@ ARG = re.compile(r"^([a-z_][a-z0-9_]*)=([^\n]*?),?$", re.M)
 METRICS_HEADER = re.compile(r"\*\*\*\*\* (\w+) metrics \*\*\*\*\*[ \t]*\n")
 METRIC_KV = re.compile(r"(?:[^\n>]*>>)?[ \t]+([A-Za-z_][\w./-]*)[ \t]+=[ \t]+([^\n]*?)[ \t]*\n")
 _BANNER_SPAN = 4000
+#: The training bar tqdm redraws right after a dict it printed: '\n 12%|█▎        | 50/400 [00:01<…'
+BAR_AFTER = re.compile(r"\s{0,200}?[ \d]{0,2}\d%\|[^|\n]{0,100}\| *(\d+)/(\d+) \[")
 _DURATION = re.compile(r"^(\d+):(\d\d):(\d\d(?:\.\d+)?)$")
 _STEP_KEYS = ("step", "global_step")
 
@@ -128,6 +130,7 @@ class _Events:
         self.epoch = array("d")
         self.line = array("q")
         self.step = array("q")  # the dict's own 'step' key, else _NO_STEP until derived
+        self.bar = array("q")  # N of the progress bar redrawn right after the dict, else -1
         self.start = array("q")  # first row of the event in Rows
 
     def __len__(self) -> int:
@@ -141,6 +144,7 @@ class HFConsoleParser(TextParser):
         super().__init__(path)
         self._events = _Events()
         self._dict_positions: list[int] = []
+        self._bar_totals: dict[str, int] = {}
         self._finals: list[tuple[float, dict[str, float]]] = []
         self._blocks: list[tuple[str, float, int]] = []  # '***** … metrics *****' key, value, line
         self._banner: dict[str, int] = {}
@@ -155,6 +159,7 @@ class HFConsoleParser(TextParser):
         events = self._events
         positions = self._dict_positions
         rows = self.rows
+        redraws = chunk.redraws
         tags: list[str] = []
         values_out: list[float] = []
         epochs: list[float] = []
@@ -191,10 +196,14 @@ class HFConsoleParser(TextParser):
             if kind == TRAIN:
                 self._last_epoch = epoch if epoch == epoch else self._last_epoch
                 self._last_given = step if step != _NO_STEP else self._last_given
+            bar = BAR_AFTER.match(text, m.end()) if redraws else None
+            if bar is not None:
+                self._bar_totals[bar.group(2)] = self._bar_totals.get(bar.group(2), 0) + 1
             events.kind.append(kind)
             events.epoch.append(epoch)
             events.line.append(line)
             events.step.append(step)
+            events.bar.append(int(bar.group(1)) if bar is not None else -1)
             events.start.append(first_row + len(values_out))
             tags.extend(values)
             values_out.extend(values.values())
@@ -283,13 +292,20 @@ class HFConsoleParser(TextParser):
         max_steps = self._arg_int("max_steps")
         if total and epochs and (max_steps is None or max_steps <= 0):
             return total / epochs, f"Total optimization steps {total:,} / Num Epochs {epochs} (banner)"
+        events = self._events
+        ratios = sorted(
+            events.bar[i] / events.epoch[i]
+            for i in range(len(events))
+            if events.bar[i] > 0 and events.epoch[i] > 0 and events.kind[i] == TRAIN
+        )
+        if ratios:
+            return ratios[len(ratios) // 2], "progress-bar step / epoch of the training logs (median)"
         for epoch, values in reversed(self._finals):
             runtime, rate = values.get("train_runtime"), values.get("train_steps_per_second")
             if runtime and rate and not math.isnan(epoch) and epoch > 0:
                 steps = round(runtime * rate)
                 return steps / epoch, f"train_runtime × train_steps_per_second ≈ {steps:,} steps over {epoch:g} epochs"
         logging = self._arg_int("logging_steps")
-        events = self._events
         trains = [i for i in range(len(events)) if events.kind[i] == TRAIN and events.epoch[i] > 0]
         if logging and trains:
             last = events.epoch[trains[-1]]
@@ -336,6 +352,7 @@ class HFConsoleParser(TextParser):
         count = 0
         how: set[str] = set()
         derived = array("q", events.step)
+        bars = events.bar
         for i in range(len(events)):
             kind, epoch = events.kind[i], events.epoch[i]
             if kind == TRAIN:
@@ -343,6 +360,9 @@ class HFConsoleParser(TextParser):
             if derived[i] != _NO_STEP:
                 how.add("step key in the dict")
                 step = derived[i]
+            elif bars[i] >= 0 and (not spe or math.isnan(epoch) or abs(bars[i] - epoch * spe) <= tolerance):
+                how.add("bar")  # the bar redrawn right after the dict, when its epoch agrees
+                step = bars[i]
             elif spe and not math.isnan(epoch):
                 how.add("epoch")
                 raw = epoch * spe
@@ -385,11 +405,16 @@ class HFConsoleParser(TextParser):
 
     def _notes(self, spe: float | None, source: str, logging: int | None, how: set[str], dropped: int) -> None:
         notes = []
+        if "bar" in how:
+            total = max(self._bar_totals, key=self._bar_totals.get) if self._bar_totals else "?"
+            notes.append(
+                f"the console carries no step: step = N of the progress bar (N/{total}) that tqdm redraws right "
+                "after each logged dict"
+            )
         if "epoch" in how:
             snap = f", training logs snapped to multiples of logging_steps {logging}" if logging else ""
-            notes.append(
-                f"the console carries no step: step = round(epoch × {spe:g} steps per epoch) ({source}){snap}"
-            )
+            lead = "other logs:" if "bar" in how else "the console carries no step:"
+            notes.append(f"{lead} step = round(epoch × {spe:g} steps per epoch) ({source}){snap}")
         if "logging_steps" in how:
             notes.append(f"the console carries no step: the k-th training log is step k × logging_steps {logging}")
         if "count" in how:

@@ -163,3 +163,35 @@ def test_cut_dict_at_the_end_is_reported(tmp_path):
 def test_config_dicts_are_not_metrics(tmp_path, line):
     run = _read(write(tmp_path / "out.log", BANNER + line + "\n{'loss': 1.0, 'epoch': 1.0}\n"))
     assert set(run.scalars["tag"].unique()) == {"loss"}
+
+
+def _session(first: int, last: int, total: int, loss: float) -> str:
+    """Console of a Trainer session as a file captures it: bar redraws with \\r, tqdm.write for dicts."""
+    out = []
+    for step in range(first, last + 1):
+        out.append(f"\r{100 * step // total:3d}%|#         | {step}/{total} [00:01<00:09, 30.00it/s]")
+        if step % 10 == 0:
+            out.append("\r" + " " * 60 + "\r")
+            out.append(f"{{'loss': '{loss - step / 1000:.4g}', 'learning_rate': '0.001', 'epoch': '{step / 500:.2f}'}}\n")
+            out.append(f"\r{100 * step // total:3d}%|#         | {step}/{total} [00:01<00:09, 30.00it/s]")
+        if step % 50 == 0:
+            out.append("\n\r  0%|          | 0/4 [00:00<?, ?it/s]\x1b[A\r" + " " * 40 + "\r\x1b[A")
+            out.append(f"{{'eval_loss': '{loss - step / 900:.4g}', 'eval_runtime': '0.05', 'epoch': '{step / 500:.2f}'}}\n")
+            out.append(f"\r{100 * step // total:3d}%|#         | {step}/{total} [00:01<00:09, 30.00it/s]")
+    return "".join(out)
+
+
+def test_steps_from_the_bar_redrawn_after_each_dict_in_a_resumed_capture(tmp_path):
+    killed = _session(1, 145, 300, 3.0)  # killed at 145: the line of step 150 never came
+    resumed = _session(101, 300, 300, 3.0)  # resume_from_checkpoint: checkpoint-100
+    final = "\n{'train_runtime': '5.0', 'train_steps_per_second': '40', 'train_loss': '2.5', 'epoch': '0.6'}\n"
+    run = _read(write(tmp_path / "train.log", killed + resumed + final))
+    frame = run.scalars
+    # train_runtime × train_steps_per_second = 200 steps: the resumed session only, not the job
+    check(frame, "loss", {10: 2.99, 140: 2.86, 300: 2.7}, count=30)
+    check(frame, "eval_loss", {50: 2.944, 300: 2.667}, count=6)  # printed with 4 significant digits
+    check(frame, "train_runtime", {300: 5.0})
+    (restart,) = run.restarts
+    assert restart.step == 110 and "after step 140" in restart.detail
+    assert "N of the progress bar (N/300)" in notes_text(run)
+    assert "8 point(s) logged after a restart were replaced" in notes_text(run)  # 110-140: loss + lr
