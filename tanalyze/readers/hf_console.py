@@ -98,6 +98,17 @@ def _parse_dict_tokens(text: str) -> tuple[dict[str, float], int]:
     return out, skipped
 
 
+def _cleared_before(text: str, pos: int) -> bool:
+    """Whether the dict at ``pos`` follows tqdm's clear-line (a line of spaces): tqdm.write printed it,
+    so the bar drawn right after it is the redraw at the same step."""
+    start = text.rfind("\n", 0, pos)
+    if start <= 0:
+        return False
+    previous = text.rfind("\n", 0, start) + 1
+    line = text[previous:start]
+    return bool(line) and line.isspace() and not text[start + 1 : pos].strip(" \t")
+
+
 def _metric_value(text: str) -> float | None:
     number = to_float(text)
     if number is not None:
@@ -196,7 +207,7 @@ class HFConsoleParser(TextParser):
             if kind == TRAIN:
                 self._last_epoch = epoch if epoch == epoch else self._last_epoch
                 self._last_given = step if step != _NO_STEP else self._last_given
-            bar = BAR_AFTER.match(text, m.end()) if redraws else None
+            bar = BAR_AFTER.match(text, m.end()) if redraws and _cleared_before(text, pos) else None
             if bar is not None:
                 self._bar_totals[bar.group(2)] = self._bar_totals.get(bar.group(2), 0) + 1
             events.kind.append(kind)
