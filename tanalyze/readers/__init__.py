@@ -25,6 +25,12 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.csv_loggers:YoloResultsReader",
     "tanalyze.readers.csv_loggers:KerasCSVReader",
     "tanalyze.readers.csv_loggers:GenericCSVReader",
+    # console logs (text): after every structured format, specific before generic
+    "tanalyze.readers.megatron:MegatronReader",
+    "tanalyze.readers.hf_console:HFConsoleReader",
+    "tanalyze.readers.deepspeed:DeepSpeedReader",
+    "tanalyze.readers.nanogpt:NanoGPTReader",
+    "tanalyze.readers.generic_text:GenericTextReader",
 )
 
 

@@ -37,6 +37,8 @@ def _find(logs, key: str, label: dict) -> str:
     if not with_points:
         found = f"runs {names} without points" if names else "no run"
         pytest.skip(f"{key}: format {label.get('format')!r} not read by any registered reader yet ({found})")
+    if key in with_points:  # the labelled folder is itself a run (its sub-folders are labelled apart)
+        return key
     if len(with_points) > 1:
         tagged = [n for n in with_points if label.get("train_loss_tag") in set(logs.run(n)["tag"].astype(str))]
         with_points = tagged or with_points
