@@ -122,7 +122,10 @@ def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = 
         if reader is None:
             unrecognized.append(str(file))
         else:
-            claimed[(reader.run_directory(file), reader.name)].append(file)
+            directory = reader.run_directory(file)
+            if not single_file and not _within(directory, root):
+                directory = root  # a run folder above the path given: the path itself is the run
+            claimed[(directory, reader.name)].append(file)
 
     # A folder can hold several formats (e.g. a CSV and a TensorBoard logger) or
     # several unrelated runs of one format; both get distinguishing names.
@@ -159,6 +162,14 @@ def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = 
         skipped_dirs=tuple(skipped),
         errors=tuple(errors),
     )
+
+
+def _within(directory: Path, root: Path) -> bool:
+    try:
+        directory.relative_to(root)
+    except ValueError:
+        return False
+    return True
 
 
 def _group_label(files: list[Path]) -> str:

@@ -16,6 +16,7 @@ from tanalyze.readers.base import HEAD_BYTES, Reader, ReadWarning, Restart, RunD
 __all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "HEAD_BYTES", "get_readers", "get_reader"]
 
 READERS: tuple[str, ...] = (
+    "tanalyze.readers.wandb_local:WandbLocalReader",
 )
 
 
