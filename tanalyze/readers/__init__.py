@@ -17,6 +17,9 @@ __all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "HEAD_BYTES
 
 READERS: tuple[str, ...] = (
     "tanalyze.readers.wandb_local:WandbLocalReader",
+    "tanalyze.readers.wandb_export:WandbChartExportReader",
+    "tanalyze.readers.wandb_export:WandbRunsTableReader",
+    "tanalyze.readers.wandb_api:WandbHistoryExportReader",
 )
 
 
