@@ -13,6 +13,7 @@ without the step key take the last value logged before them, as W&B's
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ import pandas as pd
 from tanalyze.readers.base import ReadWarning, Restart
 from tanalyze.schema import concat_frames, empty_histograms, empty_scalars, keep_last_write, scalar_frame
 
-__all__ = ["Sparse", "History", "sparse_from_rows", "sparse_from_frame", "history_to_tidy", "system_to_tidy",
+__all__ = ["Sparse", "SparseBuilder", "History", "sparse_from_rows", "sparse_from_frame", "history_to_tidy", "system_to_tidy",
            "STEP_KEYS", "RESERVED"]
 
 #: Logged keys that carry the training step, most specific first.
@@ -52,35 +53,68 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def sparse_from_rows(rows: Iterable[Mapping[str, Any]]) -> Sparse:
-    """Columns from dict rows in write order; nested dicts are flattened with ``.``, media counted."""
-    index: dict[str, list[int]] = {}
-    values: dict[str, list[float]] = {}
-    out = Sparse(0)
-    n_rows = 0
-    for n, row in enumerate(rows):
-        n_rows = n + 1
-        for key, value in _flatten(row):
-            number = _number(value)
-            if number is not None:
-                index.setdefault(key, []).append(n)
-                values.setdefault(key, []).append(number)
-            elif value is None:
-                continue
-            elif isinstance(value, dict) and value.get("_type") == "histogram":
-                histogram = _histogram(value)
-                if histogram is None:
-                    out.media[key] += 1
-                else:
-                    out.histograms.append((key, n, *histogram))
-            elif isinstance(value, dict) and "_type" in value:
+class SparseBuilder:
+    """Collects dict rows one at a time into compact per-key columns (a long run does not need
+    every row in memory as a dict)."""
+
+    def __init__(self) -> None:
+        self.n_rows = 0
+        self._index: dict[str, array] = {}
+        self._values: dict[str, array] = {}
+        self._out = Sparse(0)
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        n = self.n_rows
+        self.n_rows += 1
+        for key, value in row.items():
+            if type(value) is float or type(value) is int:  # nearly every value: the fast path
+                self._append(key, n, value)
+            elif isinstance(value, dict) and "_type" not in value:
+                for sub_key, sub_value in _flatten(value, f"{key}."):
+                    self._other(sub_key, sub_value, n)
+            else:
+                self._other(key, value, n)
+
+    def _append(self, key: str, n: int, value: float) -> None:
+        index = self._index.get(key)
+        if index is None:
+            index = self._index[key] = array("q")
+            self._values[key] = array("d")
+        index.append(n)
+        self._values[key].append(value)
+
+    def _other(self, key: str, value: Any, n: int) -> None:
+        out = self._out
+        number = _number(value)
+        if number is not None:
+            self._append(key, n, number)
+        elif value is None:
+            return
+        elif isinstance(value, dict) and value.get("_type") == "histogram":
+            histogram = _histogram(value)
+            if histogram is None:
                 out.media[key] += 1
             else:
-                out.non_numeric[key] += 1
-    out.n_rows = n_rows
-    out.rows = {k: np.asarray(v, dtype=np.int64) for k, v in index.items()}
-    out.values = {k: np.asarray(v, dtype=np.float64) for k, v in values.items()}
-    return out
+                out.histograms.append((key, n, *histogram))
+        elif isinstance(value, dict) and "_type" in value:
+            out.media[key] += 1
+        else:
+            out.non_numeric[key] += 1
+
+    def build(self) -> Sparse:
+        out = self._out
+        out.n_rows = self.n_rows
+        out.rows = {k: np.frombuffer(v, dtype=np.int64).copy() for k, v in self._index.items()}
+        out.values = {k: np.frombuffer(v, dtype=np.float64).copy() for k, v in self._values.items()}
+        return out
+
+
+def sparse_from_rows(rows: Iterable[Mapping[str, Any]]) -> Sparse:
+    """Columns from dict rows in write order; nested dicts are flattened with ``.``, media counted."""
+    builder = SparseBuilder()
+    for row in rows:
+        builder.add(row)
+    return builder.build()
 
 
 def _flatten(row: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, Any]]:

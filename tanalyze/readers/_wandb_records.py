@@ -20,9 +20,11 @@ the installed ``wandb`` package when there is one.
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -194,7 +196,7 @@ class Framing:
     truncated_at: int | None = None
 
 
-def iter_chunks(data: bytes, path: str, framing: Framing) -> Iterator[tuple[int, bytes]]:
+def iter_chunks(data: bytes | mmap.mmap, path: str, framing: Framing) -> Iterator[tuple[int, bytes]]:
     """Yield ``(offset, payload)`` of each whole record in a ``.wandb`` file's bytes.
 
     Raises :class:`FormatError` when the file header is not W&B's. Damaged chunks
@@ -282,23 +284,34 @@ class WandbFile:
     exit: dict[str, Any] | None = None
     finished: bool = False
     console_lines: int = 0
+    history_rows: int = 0
     records: int = 0
     undecodable: int = 0
     bad_values: int = 0
     framing: Framing = field(default_factory=Framing)
 
 
-def read_wandb_file(path: Path) -> WandbFile:
+def read_wandb_file(path: Path, on_history: Callable[[dict[str, Any]], None] | None = None) -> WandbFile:
     """Decode the records of one ``run-<id>.wandb`` file.
 
+    History rows go to ``on_history`` one by one when it is given (a long run's
+    rows need not all be held as dicts), else into ``WandbFile.history``.
     Raises :class:`FormatError` when the file is not a W&B transaction log;
     damaged or undecodable records are skipped and counted in the result.
     """
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size == 0:
+                raise FormatError(path, "empty file, not a W&B transaction log")
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return _decode_all(data, path, on_history)
     except OSError as exc:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def _decode_all(data: Any, path: Path, on_history: Callable[[dict[str, Any]], None] | None) -> WandbFile:
     out = WandbFile(path=str(path))
+    keep = out.history.append if on_history is None else on_history
     record_type = record_class()
     for _, payload in iter_chunks(data, str(path), out.framing):
         try:
@@ -309,7 +322,8 @@ def read_wandb_file(path: Path) -> WandbFile:
         out.records += 1
         kind = record.WhichOneof("record_type")
         if kind == "history":
-            out.history.append(_history_row(record.history, out))
+            out.history_rows += 1
+            keep(_history_row(record.history, out))
         elif kind == "stats":
             stamp = record.stats.timestamp
             out.stats.append((stamp.seconds + stamp.nanos / 1e9, _items(record.stats.item, out)))
@@ -348,7 +362,10 @@ def _history_row(history: Any, out: WandbFile) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for item in history.item:
         if item.value_json:
-            value = _decode(item.value_json, out)
+            try:  # numbers are nearly all of a history, and float() reads JSON numbers, NaN and Infinity
+                value = float(item.value_json)
+            except ValueError:
+                value = _decode(item.value_json, out)
         else:
             which = item.WhichOneof("value")
             if which is None or which == "none":

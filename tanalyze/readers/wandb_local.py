@@ -29,6 +29,7 @@ from tanalyze.errors import FormatError
 from tanalyze.readers._wandb_history import (
     STEP_KEYS,
     History,
+    SparseBuilder,
     combine,
     history_to_tidy,
     sparse_from_rows,
@@ -107,10 +108,11 @@ def _read_run(files: list[Path]) -> RunData:
 
     histories: list[History] = []
     for path in by_role.get("wandb", []):
-        record = _read_binary(path, data)
+        rows = SparseBuilder()
+        record = _read_binary(path, data, rows)
         if record is None:
             continue
-        histories.append(_binary_history(record, internal.get("start_time"), data, info))
+        histories.append(_binary_history(record, rows, internal.get("start_time"), data, info))
         if not config:
             config, more = unwrap_config(record.config)
             info.update({k: more[k] for k in ("cli_version", "python_version") if k in more})
@@ -229,9 +231,9 @@ def _jsonl(path: Path, data: RunData) -> list[dict[str, Any]]:
     return rows
 
 
-def _read_binary(path: Path, data: RunData) -> WandbFile | None:
+def _read_binary(path: Path, data: RunData, rows: SparseBuilder) -> WandbFile | None:
     try:
-        record = read_wandb_file(path)
+        record = read_wandb_file(path, on_history=rows.add)
     except FormatError as exc:
         data.warnings.append(ReadWarning(exc.path, exc.reason, exc.location))
         return None
@@ -257,7 +259,9 @@ def _read_binary(path: Path, data: RunData) -> WandbFile | None:
     return record
 
 
-def _binary_history(record: WandbFile, start_time: Any, data: RunData, info: dict[str, Any]) -> History:
+def _binary_history(
+    record: WandbFile, rows: SparseBuilder, start_time: Any, data: RunData, info: dict[str, Any]
+) -> History:
     name = Path(record.path).name
     run = record.run
     for key, target in (("run_id", "run_id"), ("display_name", "name"), ("project", "project"), ("entity", "entity"),
@@ -275,11 +279,11 @@ def _binary_history(record: WandbFile, start_time: Any, data: RunData, info: dic
     if record.console_lines:
         data.notes.append(f"{name}: holds {record.console_lines} console line(s) (not parsed; output.log is)")
     declared = _declared_step(record.step_metrics)
-    history = history_to_tidy(sparse_from_rows(record.history), file=record.path, declared_step=declared)
+    history = history_to_tidy(rows.build(), file=record.path, declared_step=declared)
     start = run.get("start_time", _float(start_time))
     samples = [(stamp, None, values) for stamp, values in record.stats]
     system = system_to_tidy(samples, file=record.path, start_time=start)
-    if not record.history:
+    if not record.history_rows:
         history.notes.append(f"{name}: no history rows were logged")
     return combine([history, system])
 
