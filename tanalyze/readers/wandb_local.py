@@ -321,7 +321,7 @@ def _merge_console(scalars: pd.DataFrame, path: Path, data: RunData) -> pd.DataF
     merged, dropped = keep_last_write(both, ("tag", "step"))
     if dropped:
         data.notes.append(f"{path.name}: {dropped} console point(s) also in the W&B history; the W&B value was kept")
-    return merged
+    return merged.sort_values(["tag", "step"], kind="stable").reset_index(drop=True)
 
 
 def _debug_log(path: Path, data: RunData) -> None:

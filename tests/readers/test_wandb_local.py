@@ -243,3 +243,32 @@ def test_old_layout_companions_are_claimed_only_beside_wandb_files(tmp_path):
     assert not reader.sniff(tmp_path / "config.yaml", b"a: 1\n")
     (tmp_path / "wandb-history.jsonl").write_text("{}\n")
     assert reader.sniff(tmp_path / "config.yaml", b"a: 1\n")
+
+
+def test_console_metrics_are_merged_and_wandb_wins_on_shared_points(tmp_path, monkeypatch):
+    """The merge rule alone, with a stand-in console parser (the real one is tested on real output.log files)."""
+    import types
+
+    from tanalyze.readers.base import ReadWarning, RunData
+    from tanalyze.schema import scalar_frame
+
+    def parse_console_file(path):
+        return RunData(
+            scalars=scalar_frame(run="", tag=["train/loss", "train/loss", "iter_loss"], step=[0, 10, 10],
+                                 value=[6.0601, 5.5, 4.0]),
+            warnings=[ReadWarning(str(path), "1 line skipped")], notes=["nanoGPT format"])
+
+    monkeypatch.setitem(sys.modules, "tanalyze.readers.console",
+                        types.SimpleNamespace(parse_console_file=parse_console_file))
+    payloads = [make.history({"train/loss": 6.060142517089844, "iter": 0, "_step": 0})]
+    folder = make.run_folder(tmp_path, payloads, files={"files/output.log": "step 0: train loss 6.0601\n"})
+    logs = load(folder)
+    run = next(iter(logs.runs))
+    assert points(logs, run, "train/loss") == [(0, 6.060142517089844), (10, 5.5)]
+    assert points(logs, run, "iter_loss") == [(10, 4.0)]
+    sources = logs.scalars.set_index(["tag", "step"])["source"]
+    assert sources[("train/loss", 0)] == "run-abc123.wandb" and sources[("train/loss", 10)] == "output.log"
+    info = logs.runs[run]
+    assert "output.log: 1 console point(s) also in the W&B history; the W&B value was kept" in info.notes
+    assert "output.log: nanoGPT format" in info.notes
+    assert [w.message for w in info.warnings] == ["1 line skipped"]

@@ -137,3 +137,17 @@ def test_schema_subset_matches_the_wandb_package():
                 assert fields[number].type in expected, f"{theirs}.{field_name} type"
             else:
                 assert fields[number].message_type is not None, f"{theirs}.{field_name} is a message"
+
+
+def test_unknown_file_version_is_a_format_error(tmp_path):
+    path = tmp_path / "run-a.wandb"
+    path.write_bytes(b":W&B\xe1\xbe\x07" + b"\0" * 20)
+    with pytest.raises(FormatError, match="unsupported W&B transaction log version 7"):
+        read_wandb_file(path)
+
+
+def test_empty_file_is_a_format_error(tmp_path):
+    path = tmp_path / "run-a.wandb"
+    path.write_bytes(b"")
+    with pytest.raises(FormatError, match="empty file"):
+        read_wandb_file(path)
