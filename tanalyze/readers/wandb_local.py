@@ -93,8 +93,10 @@ def _role(path: Path) -> str | None:
 def _read_run(files: list[Path]) -> RunData:
     data = RunData()
     by_role: dict[str, list[Path]] = {}
+    root = run_folder(files[0]) or files[0].parent if files else Path()
+    places = (root, root / "files", root / "logs")  # not files/code/…, files/media/…: those are the user's
     for path in sorted(files):
-        role = _role(path)
+        role = _role(path) if path.parent in places else None
         if role is not None:
             by_role.setdefault(role, []).append(path)
 

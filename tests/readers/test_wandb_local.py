@@ -272,3 +272,14 @@ def test_console_metrics_are_merged_and_wandb_wins_on_shared_points(tmp_path, mo
     assert "output.log: 1 console point(s) also in the W&B history; the W&B value was kept" in info.notes
     assert "output.log: nanoGPT format" in info.notes
     assert [w.message for w in info.warnings] == ["1 line skipped"]
+
+
+def test_files_saved_by_the_user_inside_the_run_folder_are_not_taken_for_wandb_files(tmp_path):
+    folder = make.run_folder(tmp_path, [make.history({"loss": 1.0, "_step": 0})], files={
+        "files/config.yaml": "lr:\n  value: 0.5\n",
+        "files/code/config.yaml": "lr: 99\n",
+        "files/media/table/wandb-summary.json": "{}",
+    })
+    logs = load(folder)
+    info = next(iter(logs.runs.values()))
+    assert info.hparams["lr"] == 0.5 and len(info.files) == 4
