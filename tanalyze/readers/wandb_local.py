@@ -279,7 +279,7 @@ def _binary_history(
     elif not record.finished:
         data.notes.append(f"{name}: no exit record: the job was killed, or was still running when the file was copied")
     if record.console_lines:
-        data.notes.append(f"{name}: holds {record.console_lines} console line(s) (not parsed; output.log is)")
+        data.notes.append(f"{name}: holds {record.console_lines} console line(s); not parsed (files/output.log is)")
     declared = _declared_step(record.step_metrics)
     history = history_to_tidy(rows.build(), file=record.path, declared_step=declared)
     start = run.get("start_time", _float(start_time))
