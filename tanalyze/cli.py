@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tanalyze import __version__
-from tanalyze.errors import TanalyzeError
+from tanalyze.errors import InputError, TanalyzeError
 from tanalyze.logs import Logs, load
+from tanalyze.readers.pattern import UserPattern
 from tanalyze.text import safe_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -36,7 +37,11 @@ def _progress(args: argparse.Namespace):
 
 
 def _load(args: argparse.Namespace) -> Logs:
-    return load(args.path, formats=args.format or None, progress=_progress(args))
+    glob = getattr(args, "pattern_glob", None)
+    patterns = [UserPattern(regex, glob, "--pattern") for regex in getattr(args, "pattern", None) or ()]
+    if glob and not patterns:
+        raise InputError("--pattern-glob needs a --pattern")
+    return load(args.path, formats=args.format or None, progress=_progress(args), patterns=patterns)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -98,6 +103,16 @@ def _add_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a log file or a folder of runs")
     parser.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    parser.add_argument(
+        "--pattern",
+        action="append",
+        metavar="REGEX",
+        help="read text logs no reader knows with this regex; named groups: step, epoch, rank, "
+        "one per metric (or tag + value); repeatable",
+    )
+    parser.add_argument(
+        "--pattern-glob", metavar="GLOB", help="apply --pattern to the files matching GLOB, before any reader"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

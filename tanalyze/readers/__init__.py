@@ -16,10 +16,18 @@ from tanalyze.readers.base import HEAD_BYTES, Reader, ReadWarning, Restart, RunD
 __all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "HEAD_BYTES", "get_readers", "get_reader"]
 
 READERS: tuple[str, ...] = (
+    # W&B: after tensorboard, before generic CSV/JSON and text
     "tanalyze.readers.wandb_local:WandbLocalReader",
     "tanalyze.readers.wandb_export:WandbChartExportReader",
     "tanalyze.readers.wandb_export:WandbRunsTableReader",
     "tanalyze.readers.wandb_api:WandbHistoryExportReader",
+    # console logs (text): after every structured format, specific before generic
+    "tanalyze.readers.megatron:MegatronReader",
+    "tanalyze.readers.hf_console:HFConsoleReader",
+    "tanalyze.readers.deepspeed:DeepSpeedReader",
+    "tanalyze.readers.nanogpt:NanoGPTReader",
+    "tanalyze.readers.generic_text:GenericTextReader",
+    "tanalyze.readers.pattern:PatternReader",
 )
 
 

@@ -1,0 +1,432 @@
+"""Machinery shared by the console-log parsers.
+
+A parser (one per format family) receives cleaned chunks of whole lines and
+turns the lines it knows into points. This module gives every parser the
+same tools, so each format module only says what its lines look like:
+
+- :class:`Rows`: points in write order, stored compactly (arrays, tag codes);
+- step anchors: each parser reports the step of its main line kind, and a step
+  that goes back is a resumed job (:class:`~tanalyze.readers.base.Restart`);
+- lines that look like metrics (a format's keyword) but that no rule read are
+  counted, with up to three examples, instead of being lost silently;
+- :func:`parse_path`, the driver: reads the file chunk by chunk, feeds the
+  parser, notes tracebacks and the cleaning that happened, and returns a
+  :class:`ParsedFile`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import heapq
+import math
+import re
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from tanalyze.errors import FormatError
+from tanalyze.readers._lines import Chunk, TextStats, iter_chunks
+from tanalyze.readers.base import ReadWarning, Restart
+from tanalyze.schema import keep_last_write
+
+__all__ = [
+    "NUMBER",
+    "to_float",
+    "config_value",
+    "Rows",
+    "TextParser",
+    "ParsedFile",
+    "parse_path",
+    "parse_files",
+    "dedupe",
+    "ordered_matches",
+    "parse_timestamp",
+    "short",
+]
+
+#: A number as trainers print it, including nan/inf spellings.
+NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[nN]a[nN]|[iI]nf(?:inity)?)"
+
+NAN = math.nan
+MAX_EXAMPLES = 3
+
+
+def to_float(text: str) -> float | None:
+    """``float(text)`` or None; accepts nan/inf spellings and thousands separators."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    text = text.strip()
+    if "," in text:
+        try:
+            return float(text.replace(",", ""))
+        except ValueError:
+            return None
+    return None
+
+
+def config_value(text: str) -> object:
+    """A printed config value as int, float, bool, None or the text itself."""
+    text = text.strip()
+    if text in ("True", "False"):
+        return text == "True"
+    if text == "None":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    number = to_float(text)
+    return number if number is not None and "," not in text else text
+
+
+def short(text: str, limit: int = 160) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_TIMESTAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d{1,6}))?")
+
+
+def parse_timestamp(text: str) -> float:
+    """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS[,mmm]`` stamp read as UTC (NaN if none)."""
+    m = _TIMESTAMP.match(text)
+    if not m:
+        return NAN
+    y, mo, d, h, mi, s, frac = m.groups()
+    try:
+        base = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(s), 0, 0, 0))
+    except (ValueError, OverflowError):
+        return NAN
+    return base + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+def ordered_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]]) -> Iterator[tuple[str, re.Match[str]]]:
+    """Matches of several patterns over one text, in order of position, each with its kind.
+
+    Every pattern scans the whole text in C (``finditer``); merging keeps the
+    order the lines were written in, which stateful formats need.
+    """
+    iterators = [_tagged(pattern.finditer(text), index, kind) for index, (pattern, kind) in enumerate(patterns)]
+    if len(iterators) == 1:
+        for _, _, kind, match in iterators[0]:
+            yield kind, match
+        return
+    for _, _, kind, match in heapq.merge(*iterators):
+        yield kind, match
+
+
+def _tagged(matches: Iterator[re.Match[str]], index: int, kind: str) -> Iterator[tuple[int, int, str, re.Match[str]]]:
+    for m in matches:
+        yield m.start(), index, kind, m
+
+
+class Rows:
+    """Points in write order: tag, step, value and optional epoch, rank, wall time."""
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+        self.tag_names: list[str] = []
+        self.tags = array("i")
+        self.steps = array("q")
+        self.values = array("d")
+        self.epochs = array("d")
+        self.ranks = array("q")
+        self.walls = array("d")
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def code(self, tag: str) -> int:
+        code = self._codes.get(tag)
+        if code is None:
+            code = self._codes[tag] = len(self.tag_names)
+            self.tag_names.append(tag)
+        return code
+
+    def add(self, tag: str, step: int, value: float, epoch: float = NAN, rank: int = -1, wall: float = NAN) -> None:
+        self.tags.append(self.code(tag))
+        self.steps.append(step)
+        self.values.append(value)
+        self.epochs.append(epoch)
+        self.ranks.append(rank)
+        self.walls.append(wall)
+
+    def add_pairs(
+        self, pairs: Iterable[tuple[str, float]], step: int, epoch: float = NAN, rank: int = -1, wall: float = NAN
+    ) -> int:
+        n = 0
+        code = self.code
+        for tag, value in pairs:
+            self.tags.append(code(tag))
+            self.values.append(value)
+            n += 1
+        if n:
+            self.steps.extend([step] * n)
+            self.epochs.extend([epoch] * n)
+            self.ranks.extend([rank] * n)
+            self.walls.extend([wall] * n)
+        return n
+
+    def count(self, tag: str) -> int:
+        code = self._codes.get(tag)
+        return 0 if code is None else self.tags.count(code)
+
+    def frame(self, *, rank: int | None = None, source: str | None = None) -> pd.DataFrame:
+        """The points as a tidy table (``run`` left empty for ``load`` to fill).
+
+        ``rank`` overrides every row's rank (a per-rank file); ``source`` adds
+        the file name as the ``source`` column.
+        """
+        n = len(self.steps)
+        codes = np.frombuffer(self.tags, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
+        data: dict[str, Any] = {
+            "run": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[""]),
+            "tag": pd.Categorical.from_codes(codes, categories=self.tag_names),
+            "step": np.frombuffer(self.steps, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64),
+            "value": np.frombuffer(self.values, dtype=np.float64).copy() if n else np.zeros(0),
+            "wall_time": np.frombuffer(self.walls, dtype=np.float64).copy() if n else np.zeros(0),
+        }
+        epochs = np.frombuffer(self.epochs, dtype=np.float64) if n else np.zeros(0)
+        if n and not np.isnan(epochs).all():
+            data["epoch"] = epochs.copy()
+        ranks = np.frombuffer(self.ranks, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        if rank is not None:
+            data["rank"] = pd.array(np.full(n, rank), dtype="Int64")
+        elif n and (ranks >= 0).any():
+            data["rank"] = pd.arrays.IntegerArray(np.where(ranks >= 0, ranks, 0), mask=ranks < 0)
+        if source is not None:
+            data["source"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[source])
+        return pd.DataFrame(data)
+
+
+@dataclass
+class ParsedFile:
+    """One file as a parser read it."""
+
+    path: Path
+    family: str
+    rows: Rows
+    notes: list[str] = field(default_factory=list)
+    warnings: list[ReadWarning] = field(default_factory=list)
+    restarts: list[Restart] = field(default_factory=list)
+    hparams: dict[str, Any] = field(default_factory=dict)
+
+
+class TextParser:
+    """Base of the per-format parsers: feed chunks, then ``finish``.
+
+    Subclasses set ``family`` and ``lookalike`` (a pattern whose matches are
+    lines that look like this format's metric lines) and implement ``feed``.
+    In ``feed`` they call :meth:`mark` for every line they read and
+    :meth:`anchor` with the step of their main line kind.
+    """
+
+    family: ClassVar[str] = "text"
+    lookalike: ClassVar[re.Pattern[str] | None] = None
+    #: (pattern, kind) pairs; the default ``feed`` calls ``self._on_<kind>(match, chunk)`` in line order.
+    patterns: ClassVar[tuple[tuple[re.Pattern[str], str], ...]] = ()
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file = path.name
+        self.rows = Rows()
+        self.notes: list[str] = []
+        self.warnings: list[ReadWarning] = []
+        self.hparams: dict[str, Any] = {}
+        self.restarts: list[Restart] = []
+        self.parsed_lines = 0
+        self._marked: set[int] = set()
+        self._last_anchor: dict[int, int] = {}
+        self._last_step: int | None = None
+        self._handlers = {kind: getattr(self, "_on_" + kind) for _, kind in self.patterns}
+        self._reset_file_counts()
+
+    def start_file(self, path: Path) -> None:
+        """Continue with another file of the same run (stdout and stderr of one job)."""
+        self.path = path
+        self.file = path.name
+        self.parsed_lines = 0
+        self._reset_file_counts()
+
+    def _reset_file_counts(self) -> None:
+        self._unparsed = 0
+        self._unparsed_examples: list[tuple[int, str]] = []
+        self._cut_last_line: tuple[int, str] | None = None
+        self._last_line_read = False
+
+    # -- to implement -------------------------------------------------------------------------
+    def feed(self, chunk: Chunk) -> None:
+        handlers = self._handlers
+        for kind, match in ordered_matches(chunk.text, self.patterns):
+            handlers[kind](match, chunk)
+
+    def finish(self) -> None:
+        """Called once after the last chunk (formats that derive steps do it here)."""
+
+    # -- helpers for subclasses ----------------------------------------------------------------
+    def mark(self, chunk: Chunk, pos: int) -> None:
+        """Record that the line holding ``pos`` was read as metrics."""
+        self._marked.add(chunk.text.rfind("\n", 0, pos) + 1)
+
+    def anchor(self, step: int, chunk: Chunk | None, pos: int, rank: int = -1, line: int | None = None) -> None:
+        """Report the step of a main metric line; a step lower than the previous one is a restart."""
+        previous = self._last_anchor.get(rank)
+        self._last_anchor[rank] = step
+        self._last_step = step
+        if previous is not None and step < previous:
+            where = line if line is not None else (chunk.line_of(pos) if chunk is not None else None)
+            at = f" (line {where})" if where is not None else ""
+            who = f" on rank {rank}" if rank >= 0 else ""
+            self.restarts.append(
+                Restart(
+                    step=step,
+                    file=self.file,
+                    detail=f"step {step} logged again after step {previous}{who}{at}; the later values are kept",
+                )
+            )
+
+    def current_step(self, default: int = 0) -> int:
+        """The step of the last main metric line, whatever its rank (for lines that carry none)."""
+        return default if self._last_step is None else self._last_step
+
+    def count_note(self, count: int, text: str) -> None:
+        if count:
+            self.notes.append(f"{count:,} {text}")
+
+    # -- driver side ---------------------------------------------------------------------------
+    def end_chunk(self, chunk: Chunk) -> None:
+        marked = self._marked
+        if chunk.incomplete and marked:
+            self._last_line_read = True
+        if self.lookalike is not None:
+            seen: set[int] = set()
+            for m in self.lookalike.finditer(chunk.text):
+                start = chunk.text.rfind("\n", 0, m.start()) + 1
+                if start in marked or start in seen:
+                    continue
+                seen.add(start)
+                if chunk.incomplete:
+                    self._cut_last_line = (chunk.first_line, chunk.line_at(start))
+                    continue
+                self._unparsed += 1
+                if len(self._unparsed_examples) < MAX_EXAMPLES:
+                    self._unparsed_examples.append((chunk.line_of(start), chunk.line_at(start)))
+        self.parsed_lines += len(marked)
+        self._marked = set()
+
+    def close_file(self, stats: TextStats) -> None:
+        if self._unparsed:
+            examples = "; ".join(f"line {n}: {short(text)!r}" for n, text in self._unparsed_examples)
+            self.warnings.append(
+                ReadWarning(
+                    self.file,
+                    f"{self._unparsed:,} line(s) look like {self.family} metrics but could not be read, e.g. {examples}",
+                    location=f"line {self._unparsed_examples[0][0]}",
+                    count=self._unparsed,
+                )
+            )
+        if self._cut_last_line is not None:
+            line_no, text = self._cut_last_line
+            self.warnings.append(
+                ReadWarning(
+                    self.file,
+                    f"the last line ends without a line break and could not be read (the job was probably "
+                    f"stopped while writing it): {short(text)!r}",
+                    location=f"line {line_no}",
+                )
+            )
+        elif self._last_line_read and stats.incomplete_last_line is not None:
+            self.notes.append("the last line has no line break; it was complete and was read")
+
+
+_TRACEBACK = re.compile(r"^(?:\[rank\d+\]:\s*)?Traceback \(most recent call last\):", re.M)
+_EXCEPTION = re.compile(
+    r"^(?:\[rank\d+\]:\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ \t]*([^\n]*))?$",
+    re.M,
+)
+
+
+class _Tracebacks:
+    """Counts tracebacks and remembers the last exception line after one."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last: str | None = None
+
+    def scan(self, chunk: Chunk) -> None:
+        text = chunk.text
+        found = len(_TRACEBACK.findall(text)) if "Traceback" in text else 0
+        self.count += found
+        if self.count:
+            for m in _EXCEPTION.finditer(text):
+                self.last = m.group(1) + (f": {m.group(2).strip()}" if m.group(2) else "")
+
+    def note(self) -> str | None:
+        if not self.count:
+            return None
+        tail = f"; last exception: {short(self.last, 200)}" if self.last else ""
+        return f"{self.count} Python traceback(s) in the log{tail}"
+
+
+def parse_files(paths: list[Path], parser: TextParser) -> ParsedFile:
+    """Read ``paths`` (one job's files, in order) chunk by chunk with one ``parser``.
+
+    A file that cannot be opened raises ``FormatError``; notes about cleaning
+    and tracebacks are prefixed with the file name when there are several files.
+    """
+    notes: list[str] = []
+    for path in paths:
+        parser.start_file(path)
+        stats = TextStats()
+        tracebacks = _Tracebacks()
+        try:
+            for chunk in iter_chunks(path, stats):
+                parser.feed(chunk)
+                parser.end_chunk(chunk)
+                tracebacks.scan(chunk)
+        except OSError as exc:
+            raise FormatError(path, f"cannot read: {exc.strerror or exc}") from exc
+        parser.close_file(stats)
+        file_notes = stats.notes()
+        traceback_note = tracebacks.note()
+        if traceback_note:
+            file_notes.append(traceback_note)
+        other = stats.lines - parser.parsed_lines
+        if other > 0:
+            file_notes.append(
+                f"{other:,} of {stats.lines:,} line(s) carry no metrics (banners, INFO logs, progress bars) "
+                "and were skipped"
+            )
+        prefix = f"{path.name}: " if len(paths) > 1 else ""
+        notes.extend(prefix + note for note in file_notes)
+    parser.finish()
+    notes = parser.notes + notes
+    if not len(parser.rows):
+        notes.append(f"no {parser.family} metric lines found")
+    return ParsedFile(
+        path=paths[0],
+        family=parser.family,
+        rows=parser.rows,
+        notes=notes,
+        warnings=parser.warnings,
+        restarts=parser.restarts,
+        hparams=parser.hparams,
+    )
+
+
+def parse_path(path: Path, parser: TextParser) -> ParsedFile:
+    """Read one file with ``parser`` (see :func:`parse_files`)."""
+    return parse_files([path], parser)
+
+
+def dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Last write wins per (tag, step[, rank]) — the rule for resumed runs."""
+    keys = ("tag", "step", "rank") if "rank" in frame.columns else ("tag", "step")
+    return keep_last_write(frame, keys=keys)
