@@ -283,3 +283,41 @@ def test_files_saved_by_the_user_inside_the_run_folder_are_not_taken_for_wandb_f
     logs = load(folder)
     info = next(iter(logs.runs.values()))
     assert info.hparams["lr"] == 0.5 and len(info.files) == 4
+
+
+def sources(logs, run, tag):
+    rows = logs.scalars[(logs.scalars["run"] == run) & (logs.scalars["tag"] == tag)]
+    return set(rows["source"].astype(str))
+
+
+def test_console_only_run_folder(real_logs):
+    logs = load(real_logs / DRUID)
+    run = "wandb/run-20241012_160630-jqe8zy9r"
+    train = points(logs, run, "train/loss")
+    assert len(train) == 13 and train[0] == (0, 10.9886) and train[6] == (1200, 4.2432) and train[-1] == (2400, 3.6432)
+    loss = points(logs, run, "loss")
+    assert len(loss) == 2547 and loss[0] == (0, 10.9766) and loss[-1] == (2546, 3.5074)
+    assert sources(logs, run, "loss") == {"output.log"}
+    info = logs.runs[run]
+    assert info.hparams["gradient_accumulation_steps"] == 40 and info.hparams["_wandb"]["gpu_count"] == 8
+    assert info.hparams["_summary"]["iter"] == 2400  # final values stay hparams: the console has the curves
+    assert any("last exception: KeyboardInterrupt" in n for n in info.notes)
+    crashed = logs.runs["wandb/run-20241022_232419-18kjtmnl"]
+    assert len(logs.run("wandb/run-20241022_232419-18kjtmnl")) == 0
+    assert any("TypeError" in n for n in crashed.notes)
+
+
+def test_console_and_binary_history_merge(nano):
+    run = "wandb/run-20240214_191836-mw8ngzqq"
+    # eval points from both: the W&B history (full precision) is kept
+    assert points(nano, run, "train/loss")[-1] == (5000, 0.8947880864143372)
+    assert sources(nano, run, "train/loss") == {"run-mw8ngzqq.wandb"}
+    # per-iteration loss only in the console
+    loss = points(nano, run, "loss")
+    assert len(loss) == 501 and loss[0] == (0, 6.1551) and loss[250] == (2500, 1.5596) and loss[-1] == (5000, 1.171)
+    assert sources(nano, run, "loss") == {"output.log"}
+    info = nano.runs[run]
+    assert "output.log: 62 console point(s) also in the W&B history; the W&B value was kept" in info.notes
+    oom = nano.runs["wandb/run-20240216_065242-ibal0bht"]
+    assert points(nano, "wandb/run-20240216_065242-ibal0bht", "val/loss") == [(0, 12.6486)]
+    assert any("CUDA out of memory" in n for n in oom.notes)
