@@ -13,6 +13,7 @@ without the step key take the last value logged before them, as W&B's
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -26,7 +27,7 @@ from tanalyze.readers.base import ReadWarning, Restart
 from tanalyze.schema import concat_frames, empty_histograms, empty_scalars, keep_last_write, scalar_frame
 
 __all__ = ["Sparse", "SparseBuilder", "History", "sparse_from_rows", "sparse_from_frame", "history_to_tidy", "system_to_tidy",
-           "STEP_KEYS", "RESERVED"]
+           "STEP_KEYS", "RESERVED", "as_step"]
 
 #: Logged keys that carry the training step, most specific first.
 STEP_KEYS: tuple[str, ...] = (
@@ -45,6 +46,15 @@ class Sparse:
     media: Counter[str] = field(default_factory=Counter)
     non_numeric: Counter[str] = field(default_factory=Counter)
     histograms: list[tuple[str, int, np.ndarray, np.ndarray]] = field(default_factory=list)
+
+
+def as_step(value: Any) -> int | None:
+    """A logged value as a step: a whole number from 0 up to 2**62; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value != int(value) or not 0 <= value < 2**62:
+        return None
+    return int(value)
 
 
 def _number(value: Any) -> float | None:
@@ -244,7 +254,7 @@ def history_to_tidy(sparse: Sparse, *, file: str, declared_step: str | None = No
         if tag in RESERVED or tag == key or tag.startswith("_"):
             continue
         tag_steps = steps[rows]
-        ok = np.isfinite(tag_steps)
+        ok = np.isfinite(tag_steps) & (np.abs(tag_steps) < 2.0**62)
         unplaced += int((~ok).sum())
         if not ok.any():
             continue
@@ -256,7 +266,8 @@ def history_to_tidy(sparse: Sparse, *, file: str, declared_step: str | None = No
         )
     if unplaced:
         out.warnings.append(
-            ReadWarning(file, f"{unplaced} value(s) logged before the first '{key}' have no step; skipped", count=unplaced)
+            ReadWarning(file, f"{unplaced} value(s) have no usable '{key}' (logged before the first one, or "
+                        "not a number that fits a step); skipped", count=unplaced)
         )
     if frames:
         table = pd.concat(frames, ignore_index=True).sort_values("order", kind="stable")
@@ -271,7 +282,7 @@ def history_to_tidy(sparse: Sparse, *, file: str, declared_step: str | None = No
 
 
 def _restarts(steps: np.ndarray, file: str, key: str | None) -> list[Restart]:
-    finite = steps[np.isfinite(steps)]
+    finite = steps[np.isfinite(steps) & (np.abs(steps) < 2.0**62)]
     restarts = []
     high = -np.inf
     previous = None

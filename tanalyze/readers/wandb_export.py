@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.errors import FormatError
-from tanalyze.readers._wandb_history import STEP_KEYS
+from tanalyze.readers._wandb_history import STEP_KEYS, as_step
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.schema import empty_scalars, scalar_frame
 
@@ -134,6 +134,14 @@ def _number(cell: str) -> float | None:
         return None
 
 
+def _step_value(cell: str) -> int | None:
+    """A step cell as an int; None for text, fractions, NaN, infinities and negative or huge numbers."""
+    number = _number(cell)
+    if number is None or not math.isfinite(number) or number != int(number) or not 0 <= number < 2**62:
+        return None
+    return int(number)
+
+
 def _read_chart(path: Path) -> list[RunData]:
     rows = _rows(path)
     header = next(rows, None)
@@ -146,13 +154,13 @@ def _read_chart(path: Path) -> list[RunData]:
     body = list(rows)
     ragged = [i for i, row in enumerate(body, start=2) if len(row) != len(header) and any(c.strip() for c in row)]
     body = [row for row in body if len(row) == len(header)]
-    xs = [_number(row[0]) for row in body]
-    is_step = x_name in ("Step", "_step") or all(x is not None and x == int(x) for x in xs)
+    xs = [_step_value(row[0]) for row in body]
+    is_step = x_name in ("Step", "_step") or all(x is not None for x in xs)
     if x_name in _TIME_AXES or not is_step:
         steps = np.arange(len(body), dtype=np.int64)
         x_note = f"the chart's x-axis was '{x_name}', not a step: points are numbered in row order"
     else:
-        steps = np.asarray([-1 if x is None else int(x) for x in xs], dtype=np.int64)
+        steps = np.asarray([-1 if x is None else x for x in xs], dtype=np.int64)
         x_note = ("step = the chart's 'Step' axis, W&B's _step counter (one per wandb.log call), "
                   "which is not necessarily the training iteration") if x_name in ("Step", "_step") else (
                   f"step = the chart's x-axis '{x_name}'")
@@ -181,7 +189,7 @@ def _read_chart(path: Path) -> list[RunData]:
             data.warnings.append(ReadWarning(str(path), f"{len(ragged)} row(s) with the wrong number of cells skipped",
                                              f"line {ragged[0]}", count=len(ragged)))
         if bad_x:
-            data.warnings.append(ReadWarning(str(path), f"{bad_x} row(s) without a step value skipped", count=bad_x))
+            data.warnings.append(ReadWarning(str(path), f"{bad_x} row(s) without a usable step value skipped", count=bad_x))
         data.scalars = _chart_points(path, body, steps, cells, data)
         out.append(data)
     return out
@@ -339,13 +347,13 @@ def _read_runs_table(path: Path) -> list[RunData]:
 
 def _final_points(summary: dict[str, Any], data: RunData) -> pd.DataFrame:
     numeric = {k: float(v) for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-    step_key = next((k for k in ("_step", *STEP_KEYS) if k in numeric and numeric[k] == int(numeric[k])), None)
+    step_key = next((k for k in ("_step", *STEP_KEYS) if as_step(summary.get(k)) is not None), None)
     tags = {k: v for k, v in numeric.items() if k != step_key and not k.startswith("_")}
     if not tags:
         return empty_scalars()
     if step_key is None:
         data.notes.append("no step column among the final values: they are kept as hparams only")
         return empty_scalars()
-    step = int(numeric[step_key])
+    step = as_step(summary[step_key])
     data.notes.append(f"the {len(tags)} final value(s) are single points at {step_key} = {step}")
     return scalar_frame(run="", tag=list(tags), step=[step] * len(tags), value=list(tags.values()))

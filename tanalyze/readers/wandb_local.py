@@ -30,6 +30,7 @@ from tanalyze.readers._wandb_history import (
     STEP_KEYS,
     History,
     SparseBuilder,
+    as_step,
     combine,
     history_to_tidy,
     sparse_from_rows,
@@ -344,8 +345,8 @@ def _summary_points(summary: Mapping[str, Any], step_key: str | None, data: RunD
     """The summary's final values as single points, for runs whose history is not here."""
     step_value = None
     for key in (step_key, *STEP_KEYS, "_step"):
-        if key and isinstance(summary.get(key), int | float) and not isinstance(summary.get(key), bool):
-            step_value, step_key = int(summary[key]), key
+        if key and as_step(summary.get(key)) is not None:
+            step_value, step_key = as_step(summary[key]), key
             break
     tags = [(k, float(v)) for k, v in summary.items()
             if isinstance(v, int | float) and not k.startswith("_") and k != step_key]

@@ -212,3 +212,17 @@ def test_runs_table_without_a_clear_split_keeps_everything_as_hparams(tmp_path):
     assert info.hparams["lr"] == 0.1 and info.hparams["seed"] == 3 and "_summary" not in info.hparams
     assert len(logs.scalars) == 0
     assert any("cannot be told apart" in n for n in info.notes)
+
+
+def test_chart_rows_with_unusable_steps_are_counted(tmp_path):
+    path = write(tmp_path, "export.csv", '"Step","r - loss"\n"0","1"\n"nan","2"\n"1e300","3"\n"-1","4"\n"2","5"\n')
+    logs = load(path)
+    assert points(logs, "export.csv/r", "loss") == [(0, 1.0), (2, 5.0)]
+    assert logs.runs["export.csv/r"].warnings[0].message == "3 row(s) without a usable step value skipped"
+
+
+def test_runs_table_with_an_infinite_step_keeps_values_as_hparams(tmp_path):
+    path = write(tmp_path, "runs.csv", '"Name","State","Created","Runtime","a","b","_step","loss"\n'
+                                       '"r1","finished","x","5","1","2","inf","0.5"\n')
+    logs = load(path)
+    assert len(logs.scalars) == 0 and logs.runs["runs.csv/r1"].hparams["_summary"]["loss"] == 0.5

@@ -42,7 +42,7 @@ def test_rows_without_the_step_key_take_the_last_one_and_earlier_values_are_coun
     assert pairs(history, "loss") == [(10, 2.0), (20, 1.0)]
     assert pairs(history, "val") == [(10, 3.0)]
     assert pairs(history, "warmup") == []
-    assert history.warnings[0].count == 1 and "before the first 'global_step'" in history.warnings[0].message
+    assert history.warnings[0].count == 1 and "no usable 'global_step'" in history.warnings[0].message
 
 
 def test_nested_values_histograms_and_skips():
@@ -67,3 +67,10 @@ def test_system_samples_step_in_seconds():
                              file="x.wandb", start_time=90.0)
     assert pairs(history, "system/gpu.0.temp") == [(10, 50.0), (40, 55.0)]
     assert history.scalars["wall_time"].tolist() == [100.0, 130.4]
+
+
+def test_steps_that_cannot_be_steps_are_counted_not_crashed_on():
+    history = tidy([{"_step": 0, "loss": 1.0}, {"_step": 1e300, "loss": 2.0}, {"_step": float("nan"), "loss": 3.0},
+                    {"_step": 3, "loss": 4.0}])
+    assert pairs(history, "loss") == [(0, 1.0), (3, 4.0)]  # a NaN step takes the one before: 1e300, unusable
+    assert history.warnings[0].count == 2

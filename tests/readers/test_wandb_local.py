@@ -321,3 +321,12 @@ def test_console_and_binary_history_merge(nano):
     oom = nano.runs["wandb/run-20240216_065242-ibal0bht"]
     assert points(nano, "wandb/run-20240216_065242-ibal0bht", "val/loss") == [(0, 12.6486)]
     assert any("CUDA out of memory" in n for n in oom.notes)
+
+
+def test_summary_with_an_unusable_step_is_kept_as_hparams_only(tmp_path):
+    folder = make.run_folder(tmp_path, None, files={
+        "files/wandb-summary.json": '{"loss": 1.5, "_step": Infinity}'})
+    logs = load(folder)
+    info = next(iter(logs.runs.values()))
+    assert len(logs.scalars) == 0 and info.hparams["_summary"]["loss"] == 1.5
+    assert "the summary's final values are kept as hparams only (no step to place them at)" in info.notes
