@@ -275,7 +275,7 @@ def history_to_tidy(sparse: Sparse, *, file: str, declared_step: str | None = No
         table, dropped = keep_last_write(table.drop(columns="order").reset_index(drop=True), ("tag", "step"))
         if dropped:
             out.notes.append(f"{_name(file)}: {dropped} point(s) logged again at a step already seen; the later write was kept")
-        out.scalars = _frame(table, file)
+        out.scalars = _frame(table.sort_values(["tag", "step"], kind="stable"), file)
     out.histograms = _histogram_frame(sparse, steps, wall)
     _skipped(sparse, file, out)
     return out

@@ -6,7 +6,9 @@ call with W&B's ``_step``, ``_timestamp`` and ``_runtime`` columns; the tidy
 step follows :mod:`tanalyze.readers._wandb_history` (the training-step key when
 one is logged, else ``_step``) and ``wall_time`` is ``_timestamp``. A system
 metrics export (``history(stream="events")``) has ``system.*`` columns and no
-``_step``; those become ``system/*`` tags. Each file is one run.
+``_step``; those become ``system/*`` tags. Each file is one run. The rows are
+the ones old clients wrote to ``wandb-history.jsonl``; inside a run folder
+that file goes to the local-run reader, which comes first in the registry.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ __all__ = ["WandbHistoryExportReader"]
 _STEP = re.compile(rb'"_step"\s*:')
 _CLOCK = re.compile(rb'"_(?:runtime|timestamp)"\s*:')
 _SYSTEM = re.compile(rb'"system\.')
-_LOCAL_NAMES = ("wandb-history.jsonl", "wandb-events.jsonl")
 #: ``run.history()`` returns this many sampled rows unless asked for more.
 HISTORY_SAMPLE = 500
 
@@ -61,11 +62,9 @@ def _parquet_footer(path: Path) -> bytes:
 
 class WandbHistoryExportReader(Reader):
     name = "wandb-history"
-    description = "W&B API history exports (run.history()/scan_history() as CSV, JSON lines, JSON or Parquet)"
+    description = "W&B history rows saved by the API (run.history()/scan_history() as CSV, JSON lines, JSON or Parquet)"
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        if path.name in _LOCAL_NAMES:
-            return False
         suffix = path.suffix.lower()
         if suffix == ".csv":
             fields = set(_csv_header(head))
@@ -199,6 +198,8 @@ def _json_rows(path: Path, data: RunData) -> list[dict[str, Any]]:
         if skipped:
             data.warnings.append(ReadWarning(str(path), f"{skipped} item(s) are not objects; skipped", count=skipped))
         return rows
+    if not text.strip():
+        raise FormatError(path, "empty file")
     rows, bad = [], []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():

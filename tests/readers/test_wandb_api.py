@@ -152,9 +152,27 @@ def test_several_exports_in_one_folder_are_several_runs(tmp_path):
         ("h.jsonl", b'{"loss": 1, "_step": 0, "_runtime": 1.0}\n', True),
         ("h.json", b'[{"_step": 0, "_timestamp": 1.0}]', True),
         ("h.jsonl", b'{"loss": 1, "step": 0}\n', False),
-        ("wandb-history.jsonl", b'{"loss": 1, "_step": 0, "_runtime": 1.0}\n', False),
+        ("wandb-history.jsonl", b'{"loss": 1, "_step": 0, "_runtime": 1.0}\n', True),  # same rows
         ("h.parquet", b"PAR1....", False),  # no such file to read the footer of
     ],
 )
 def test_sniff(tmp_path, name, head, claimed):
     assert WandbHistoryExportReader().sniff(tmp_path / name, head) is claimed
+
+
+def test_empty_json_lines_file_is_a_format_error(tmp_path):
+    path = tmp_path / "h.jsonl"
+    path.write_text("\n")
+    from tanalyze.errors import FormatError
+
+    with pytest.raises(FormatError, match="empty file"):
+        WandbHistoryExportReader().read([path])
+
+
+def test_old_local_history_rows_read_as_an_export(real_logs):
+    # the old client's wandb-history.jsonl holds the same rows as scan_history(): a real example of the format
+    path = real_logs / "wandb_local/mfts__spaceinvaders-wandb-challenge/wandb/wandb-history.jsonl"
+    run = WandbHistoryExportReader().read([path])[0]
+    reward = run.scalars[run.scalars["tag"] == "episodic_reward"]
+    assert len(reward) == 98 and reward["step"].iloc[-1] == 196 and reward["value"].iloc[-1] == 210.0
+    assert reward["wall_time"].iloc[0] == 1582070918.2388577
