@@ -42,8 +42,6 @@ SNIFF_BYTES = 2 << 20
 TEXT_SUFFIXES = frozenset({".log", ".txt", ".out", ".err"})
 
 _READ_BYTES = 1 << 20
-# CSI sequences (colours, cursor moves), OSC sequences (window titles) and two-byte escapes.
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _UTF8_REPLACEMENT = "\ufffd".encode()
 
 
@@ -122,18 +120,37 @@ class Chunk:
         return (self._raw if self._raw is not None else self.text).count("\n")
 
 
-def _clean(text: str, stats: TextStats) -> tuple[str, str | None]:
-    """Remove NULs and escapes, normalise line ends; return (text, copy with bare CRs or None)."""
-    if "\x00" in text:
+_ESCAPE_TAIL = re.compile(r"\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-Z\\-_]")
+
+
+def _strip_escapes(text: str, stats: TextStats) -> str:
+    """Remove ANSI escape sequences (split on ESC: cheap when there are few)."""
+    parts = text.split("\x1b")
+    out = [parts[0]]
+    for part in parts[1:]:
+        m = _ESCAPE_TAIL.match(part)
+        if m:
+            stats.ansi_sequences += 1
+            out.append(part[m.end() :])
+        else:
+            out.append(part)  # a lone ESC that starts no sequence
+    return "".join(out)
+
+
+def _clean(text: str, stats: TextStats, flags: tuple[bool, bool, bool] = (True, True, True)) -> tuple[str, str | None]:
+    """Remove NULs and escapes, normalise line ends; return (text, copy with bare CRs or None).
+
+    ``flags`` say whether the raw bytes held NUL, ESC and CR at all (cheap checks on
+    bytes spare the costlier checks on text).
+    """
+    nul, esc, cr = flags
+    if nul and "\x00" in text:
         stats.nul_bytes += text.count("\x00")
         text = text.replace("\x00", "")
-    if "\x1b" in text:
-        text, n = _ANSI.subn("", text)
-        stats.ansi_sequences += n
-        if "\x1b" in text:  # a lone ESC that starts no sequence
-            text = text.replace("\x1b", "")
+    if esc and "\x1b" in text:
+        text = _strip_escapes(text, stats)
     raw = None
-    if "\r" in text:
+    if cr and "\r" in text:
         text = text.replace("\r\n", "\n")
         bare = text.count("\r")
         if bare:
@@ -162,22 +179,36 @@ def iter_chunks(path: str | os.PathLike[str], stats: TextStats, chunk_chars: int
         encoding = _encoding_for(head)
         stats.encoding = encoding
         decoder = codecs.getincrementaldecoder("utf-8-sig" if encoding == "utf-8" else encoding)(errors="replace")
+        pieces: list[str] = []
+        size = 0
         pending = ""
         data = head
         line = 1
         in_long_line = False
         eof = False
+        utf8 = encoding == "utf-8"
+        flags = (False, False, False) if utf8 else (True, True, True)
         while not eof:
             block = handle.read(_READ_BYTES)
-            data += block
             eof = not block
+            if utf8 and b"\r" in block:
+                if block.endswith(b"\r"):  # keep a CRLF pair in one block
+                    block += handle.read(1)
+                if b"\r\n" in block:
+                    block = block.replace(b"\r\n", b"\n")  # line ends: safe on UTF-8 bytes, cheap there
+            data += block
+            if utf8:  # memchr on bytes is far cheaper than searching the decoded text
+                flags = (flags[0] or b"\x00" in data, flags[1] or b"\x1b" in data, flags[2] or b"\r" in data)
             text = decoder.decode(data, final=eof)
-            if encoding == "utf-8" and "\ufffd" in text:
-                stats.replaced_chars += text.count("\ufffd") - data.count(_UTF8_REPLACEMENT)
-            elif "\ufffd" in text:
-                stats.replaced_chars += text.count("\ufffd")
+            if not data.isascii() and "\ufffd" in text:
+                stats.replaced_chars += text.count("\ufffd") - (data.count(_UTF8_REPLACEMENT) if utf8 else 0)
             data = b""
-            pending += text
+            pieces.append(text)
+            size += len(text)
+            if size < chunk_chars and not eof:
+                continue
+            pending = pending + "".join(pieces) if pending else "".join(pieces)
+            pieces, size = [], 0
             while len(pending) >= chunk_chars or (eof and "\n" in pending):
                 cut = pending.rfind("\n", 0, chunk_chars)
                 if cut < 0:
@@ -188,16 +219,20 @@ def iter_chunks(path: str | os.PathLike[str], stats: TextStats, chunk_chars: int
                         stats.long_lines += 1
                         in_long_line = True
                     piece, pending = pending[:chunk_chars], pending[chunk_chars:]
-                    cleaned, raw = _clean(piece, stats)
+                    cleaned, raw = _clean(piece, stats, flags)
                     yield Chunk(cleaned, line, raw)
                     continue
                 in_long_line = False
-                piece, pending = pending[: cut + 1], pending[cut + 1 :]
-                cleaned, raw = _clean(piece, stats)
+                if cut == len(pending) - 1:
+                    piece, pending = pending, ""
+                else:
+                    piece, pending = pending[: cut + 1], pending[cut + 1 :]
+                cleaned, raw = _clean(piece, stats, flags)
                 chunk = Chunk(cleaned, line, raw)
                 line += chunk.physical_lines
                 stats.lines += chunk.physical_lines
                 yield chunk
+            size = len(pending)
         if pending:
             cleaned, raw = _clean(pending, stats)
             cut = cleaned.rfind("\n")

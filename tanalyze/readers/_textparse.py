@@ -94,17 +94,44 @@ def short(text: str, limit: int = 160) -> str:
 _TIMESTAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d{1,6}))?")
 
 
+_MINUTES: dict[str, float] = {}
+
+
+_LAST_SECOND = ["", 0.0]
+
+
 def parse_timestamp(text: str) -> float:
     """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS[,mmm]`` stamp read as UTC (NaN if none)."""
+    if len(text) >= 19 and text[13] == ":" and text[16] == ":" and text[4] in "-/" and text[7] in "-/":
+        second = text[:19]
+        if second == _LAST_SECOND[0]:  # consecutive lines share their second more often than not
+            seconds = _LAST_SECOND[1]
+        else:
+            minute = _MINUTES.get(text[:16])
+            try:
+                if minute is None:
+                    minute = _minute(text)
+                seconds = minute + int(text[17:19])
+            except (ValueError, OverflowError):
+                return NAN
+            _LAST_SECOND[0], _LAST_SECOND[1] = second, seconds
+        if len(text) > 20 and text[19] in ",." and text[20].isdigit():
+            digits = text[20:26]
+            end = 0
+            while end < len(digits) and digits[end].isdigit():
+                end += 1
+            seconds += int(digits[:end]) / 10**end
+        return seconds
     m = _TIMESTAMP.match(text)
-    if not m:
-        return NAN
-    y, mo, d, h, mi, s, frac = m.groups()
-    try:
-        base = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(s), 0, 0, 0))
-    except (ValueError, OverflowError):
-        return NAN
-    return base + (int(frac) / 10 ** len(frac) if frac else 0.0)
+    return parse_timestamp(m.group(0).replace("T", " ")) if m and "T" in m.group(0) else NAN
+
+
+def _minute(text: str) -> float:
+    if len(_MINUTES) > 100_000:
+        _MINUTES.clear()
+    fields = (int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]), 0, 0, 0, 0)
+    minute = _MINUTES[text[:16]] = float(calendar.timegm(fields))
+    return minute
 
 
 def ordered_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]]) -> Iterator[tuple[str, re.Match[str]]]:
@@ -127,8 +154,16 @@ def _tagged(matches: Iterator[re.Match[str]], index: int, kind: str) -> Iterator
         yield m.start(), index, kind, m
 
 
+def _is_default(value: float, default: float) -> bool:
+    return value == default or (value != value and default != default)  # NaN defaults
+
+
 class Rows:
-    """Points in write order: tag, step, value and optional epoch, rank, wall time."""
+    """Points in write order: tag, step, value and optional epoch, rank, wall time.
+
+    Stored in compact arrays; the optional columns exist only once a row has
+    a value for them (a Megatron log never pays for an epoch column).
+    """
 
     def __init__(self) -> None:
         self._codes: dict[str, int] = {}
@@ -136,9 +171,9 @@ class Rows:
         self.tags = array("i")
         self.steps = array("q")
         self.values = array("d")
-        self.epochs = array("d")
-        self.ranks = array("q")
-        self.walls = array("d")
+        self.epochs: array | None = None
+        self.ranks: array | None = None
+        self.walls: array | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -150,29 +185,58 @@ class Rows:
             self.tag_names.append(tag)
         return code
 
+    def codes(self, tags: Iterable[str]) -> list[int]:
+        get, code = self._codes.get, self.code
+        return [c if (c := get(t)) is not None else code(t) for t in tags]
+
+    def _optional(self, name: str, typecode: str, default: float) -> array:
+        current = getattr(self, name)
+        if current is None:
+            current = array(typecode, [default]) * len(self.steps)
+            setattr(self, name, current)
+        return current
+
+    def extend(
+        self,
+        codes: list[int],
+        steps: list[int],
+        values: list[float],
+        epoch: float | list[float] = NAN,
+        rank: int | list[int] = -1,
+        wall: float | list[float] = NAN,
+    ) -> None:
+        """Append many rows; ``epoch``/``rank``/``wall`` are one value for all or one per row."""
+        n = len(codes)
+        if not n:
+            return
+        for name, typecode, given, default in (
+            ("epochs", "d", epoch, NAN),
+            ("ranks", "q", rank, -1),
+            ("walls", "d", wall, NAN),
+        ):
+            column = getattr(self, name)
+            if isinstance(given, list):
+                if column is None:
+                    column = self._optional(name, typecode, default)
+                column.extend(given)
+            elif column is not None or not _is_default(given, default):
+                if column is None:
+                    column = self._optional(name, typecode, default)
+                column.extend(array(typecode, [given]) * n)
+        self.tags.extend(codes)
+        self.steps.extend(steps)
+        self.values.extend(values)
+
     def add(self, tag: str, step: int, value: float, epoch: float = NAN, rank: int = -1, wall: float = NAN) -> None:
-        self.tags.append(self.code(tag))
-        self.steps.append(step)
-        self.values.append(value)
-        self.epochs.append(epoch)
-        self.ranks.append(rank)
-        self.walls.append(wall)
+        self.extend([self.code(tag)], [step], [value], epoch, rank, wall)
 
     def add_pairs(
         self, pairs: Iterable[tuple[str, float]], step: int, epoch: float = NAN, rank: int = -1, wall: float = NAN
     ) -> int:
-        n = 0
-        code = self.code
-        for tag, value in pairs:
-            self.tags.append(code(tag))
-            self.values.append(value)
-            n += 1
-        if n:
-            self.steps.extend([step] * n)
-            self.epochs.extend([epoch] * n)
-            self.ranks.extend([rank] * n)
-            self.walls.extend([wall] * n)
-        return n
+        pairs = list(pairs)
+        if pairs:
+            self.extend(self.codes([t for t, _ in pairs]), [step] * len(pairs), [v for _, v in pairs], epoch, rank, wall)
+        return len(pairs)
 
     def count(self, tag: str) -> int:
         code = self._codes.get(tag)
@@ -185,22 +249,30 @@ class Rows:
         the file name as the ``source`` column.
         """
         n = len(self.steps)
+
+        def numbers(column: array | None, dtype: type, default: float) -> np.ndarray:
+            if column is None or not n:
+                return np.full(n, default, dtype=dtype)
+            return np.frombuffer(column, dtype=dtype).copy()
+
         codes = np.frombuffer(self.tags, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
         data: dict[str, Any] = {
             "run": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[""]),
             "tag": pd.Categorical.from_codes(codes, categories=self.tag_names),
-            "step": np.frombuffer(self.steps, dtype=np.int64).copy() if n else np.zeros(0, dtype=np.int64),
-            "value": np.frombuffer(self.values, dtype=np.float64).copy() if n else np.zeros(0),
-            "wall_time": np.frombuffer(self.walls, dtype=np.float64).copy() if n else np.zeros(0),
+            "step": numbers(self.steps, np.int64, 0),
+            "value": numbers(self.values, np.float64, NAN),
+            "wall_time": numbers(self.walls, np.float64, NAN),
         }
-        epochs = np.frombuffer(self.epochs, dtype=np.float64) if n else np.zeros(0)
-        if n and not np.isnan(epochs).all():
-            data["epoch"] = epochs.copy()
-        ranks = np.frombuffer(self.ranks, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+        if self.epochs is not None and n:
+            epochs = numbers(self.epochs, np.float64, NAN)
+            if not np.isnan(epochs).all():
+                data["epoch"] = epochs
         if rank is not None:
             data["rank"] = pd.array(np.full(n, rank), dtype="Int64")
-        elif n and (ranks >= 0).any():
-            data["rank"] = pd.arrays.IntegerArray(np.where(ranks >= 0, ranks, 0), mask=ranks < 0)
+        elif self.ranks is not None and n:
+            ranks = numbers(self.ranks, np.int64, -1)
+            if (ranks >= 0).any():
+                data["rank"] = pd.arrays.IntegerArray(np.where(ranks >= 0, ranks, 0), mask=ranks < 0)
         if source is not None:
             data["source"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[source])
         return pd.DataFrame(data)
@@ -255,7 +327,19 @@ class TextParser:
         self.parsed_lines = 0
         self._reset_file_counts()
 
+    def unparsed(self, chunk: Chunk, pos: int) -> None:
+        """Record a line of this format that could not be read (for parsers that check their own lines)."""
+        start = chunk.text.rfind("\n", 0, pos) + 1
+        if chunk.incomplete:
+            self._cut_candidates.append((chunk.first_line, chunk.line_at(start)))
+            return
+        self._unparsed += 1
+        if len(self._unparsed_examples) < MAX_EXAMPLES:
+            self._unparsed_examples.append((chunk.line_of(start), chunk.line_at(start)))
+
     def _reset_file_counts(self) -> None:
+        self._parsed_before = 0
+        self._cut_candidates: list[tuple[int, str]] = []
         self._unparsed = 0
         self._unparsed_examples: list[tuple[int, str]] = []
         self._cut_last_line: tuple[int, str] | None = None
@@ -303,8 +387,13 @@ class TextParser:
     # -- driver side ---------------------------------------------------------------------------
     def end_chunk(self, chunk: Chunk) -> None:
         marked = self._marked
-        if chunk.incomplete and marked:
-            self._last_line_read = True
+        self.parsed_lines += len(marked)
+        if chunk.incomplete:
+            if self.parsed_lines > self._parsed_before:
+                self._last_line_read = True
+            if self._cut_candidates:
+                self._cut_last_line = self._cut_candidates[-1]
+        self._cut_candidates = []
         if self.lookalike is not None:
             seen: set[int] = set()
             for m in self.lookalike.finditer(chunk.text):
@@ -318,8 +407,9 @@ class TextParser:
                 self._unparsed += 1
                 if len(self._unparsed_examples) < MAX_EXAMPLES:
                     self._unparsed_examples.append((chunk.line_of(start), chunk.line_at(start)))
-        self.parsed_lines += len(marked)
-        self._marked = set()
+        if marked:
+            self._marked = set()
+        self._parsed_before = self.parsed_lines
 
     def close_file(self, stats: TextStats) -> None:
         if self._unparsed:
@@ -346,7 +436,7 @@ class TextParser:
             self.notes.append("the last line has no line break; it was complete and was read")
 
 
-_TRACEBACK = re.compile(r"^(?:\[rank\d+\]:\s*)?Traceback \(most recent call last\):", re.M)
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
 _EXCEPTION = re.compile(
     r"^(?:\[rank\d+\]:\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ \t]*([^\n]*))?$",
     re.M,
@@ -362,7 +452,7 @@ class _Tracebacks:
 
     def scan(self, chunk: Chunk) -> None:
         text = chunk.text
-        found = len(_TRACEBACK.findall(text)) if "Traceback" in text else 0
+        found = len(_TRACEBACK.findall(text))
         self.count += found
         if self.count:
             for m in _EXCEPTION.finditer(text):

@@ -31,19 +31,15 @@ from tanalyze.readers.generic_text import GenericRules
 
 __all__ = ["DeepSpeedEngineLines", "DeepSpeedParser", "DeepSpeedReader", "detect_deepspeed"]
 
-DS_STEP = re.compile(
-    r"(?:\[Rank (-?\d+)\] )?step=(\d+), skipped=(\d+), lr=\[([^\]\n]*)\](?:, mom=\[[^\n]*\])?[ \t]*$", re.M
-)
-DS_TIMER = re.compile(
-    r"\] (?:epoch=(\d+)/micro_step=(\d+)/global_step=(\d+)|(\d+)/(\d+)), ((?:\w+=[^,\n]*(?:, |$))+)", re.M
-)
+# Patterns start with a literal so that scanning a chunk is fast; what precedes
+# (rank, time stamp, step counters) is read from the line when a match is found.
+DS_STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\]\n]*)\]")
+DS_TIMER = re.compile(r", RunningAvgSamplesPerSec=([^\n]*)")
 DS_OVERFLOW = re.compile(
-    rf"(?:OVERFLOW! Rank (\d+) Skipping step|Overflow detected\. Skipping step)\. Attempted loss scale: ({NUMBER})"
-    rf"(?:, reducing to ({NUMBER})|, but hysteresis is \d+\. Reducing hysteresis to \d+)?"
+    rf"Skipping step\. Attempted loss scale: ({NUMBER})(?:, reducing to ({NUMBER})|, but hysteresis is \d+)?"
 )
-_TIMER_PAIR = re.compile(rf"(\w+)=({NUMBER})(GB|MB)?")
 
-EVAL_HEADER = re.compile(r"^\*{5} Evaluating (\w+), Epoch (\d+)/(\d+) \*{5}[ \t]*$", re.M)
+EVAL_HEADER = re.compile(r"^\*\*\*\*\* Evaluating (\w+), Epoch (\d+)/(\d+) \*\*\*\*\*[ \t]*$", re.M)
 BEGIN_EPOCH = re.compile(r"^Beginning of Epoch (\d+)/(\d+), Total (Micro|Generation) Batches (\d+)[ \t]*$", re.M)
 PPL = re.compile(rf"^ppl: ({NUMBER})[ \t]*$", re.M)
 CHOSEN = re.compile(rf"^chosen: ({NUMBER}), rejected: ({NUMBER})(?:, loss: ({NUMBER}))?[ \t]*$", re.M)
@@ -62,11 +58,72 @@ THROUGHPUT = re.compile(
 _EQ_PAIR = re.compile(rf"([A-Za-z][\w /]*?)=\s*({NUMBER})")
 
 
-def _wall(chunk: Chunk, pos: int) -> float:
-    start = chunk.text.rfind("\n", 0, pos) + 1
-    if chunk.text.startswith("[", start):
-        return parse_timestamp(chunk.text[start + 1 : start + 24])
+def _wall(text: str, start: int) -> float:
+    """Time stamp of a DeepSpeed line starting at ``start`` ('[2023-04-18 01:46:59,142] …'), NaN if none."""
+    if text.startswith("[", start):
+        return parse_timestamp(text[start + 1 : start + 24])
     return NAN
+
+
+def _rank(text: str, pos: int) -> int:
+    """The N of a '[Rank N] ' right before ``pos`` (-1 when there is none)."""
+    if text.startswith("[Rank 0] ", pos - 9):
+        return 0
+    at = text.rfind("[Rank ", max(0, pos - 16), pos)
+    if at < 0 or text[pos - 2 : pos] != "] ":
+        return -1
+    try:
+        return int(text[at + 6 : pos - 2])
+    except ValueError:
+        return -1
+
+
+_TIMER_TAGS: dict[tuple[str, str], str] = {}
+
+
+class _TimerShapes:
+    """Timer lines repeat the same names: split once per line in C, names checked against the last shape."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] | None = None
+        self.tags: list[str] = []
+        self.units: list[bool] = []
+
+    def read(self, rest: str, prefix: str) -> list[tuple[str, float]] | tuple[list[str], list[float]]:
+        parts = rest.replace("=", ", ").split(", ")
+        keys = parts[1::2]
+        if prefix or keys != self.keys:
+            pairs = timer_fields(rest, prefix)
+            if not prefix and len(pairs) == len(parts) // 2 + 1:
+                self.keys, self.tags = keys, [tag for tag, _ in pairs]
+                self.units = [tag.endswith("B)") for tag in self.tags]
+            return pairs
+        try:
+            values = [float(v[:-2]) if unit else float(v) for v, unit in zip(parts[0::2], self.units, strict=True)]
+        except ValueError:
+            return timer_fields(rest, prefix)
+        return self.tags, values
+
+
+def timer_fields(rest: str, prefix: str = "") -> list[tuple[str, float]]:
+    """``RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…, MemAllocated=3.96GB, …`` as (tag, value)."""
+    out = []
+    for item in ("RunningAvgSamplesPerSec=" + rest).split(", "):
+        name, sep, value = item.partition("=")
+        if not sep or not value:
+            continue
+        unit = ""
+        if value[-1] == "B" and value[-2:] in ("GB", "MB"):
+            value, unit = value[:-2], value[-2:]
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        tag = _TIMER_TAGS.get((name, unit))
+        if tag is None:
+            tag = _TIMER_TAGS[(name, unit)] = f"{name} ({unit})" if unit else name
+        out.append((prefix + tag if prefix else tag, number))
+    return out
 
 
 class DeepSpeedEngineLines:
@@ -91,10 +148,13 @@ class DeepSpeedEngineLines:
         self._overflow_total = 0
         self._overflow_at_end = 0
         self._last_flush: tuple[int, int, int, int] | None = None  # step, rank, row of skips, row of scale
+        self._ds_timer_shapes = _TimerShapes()
 
     def _on_ds_step(self, m: re.Match[str], chunk: Chunk) -> None:
-        rank = int(m.group(1)) if m.group(1) is not None else -1
-        step, skipped = int(m.group(2)), int(m.group(3))
+        text = chunk.text
+        pos = m.start()
+        rank = _rank(text, pos)
+        step, skipped = int(m.group(1)), int(m.group(2))
         if step == self._ds_last_step:
             self._ds_engine += 1  # a second engine (RLHF actor + critic) logging the same step
             self._ds_engines = max(self._ds_engines, self._ds_engine + 1)
@@ -102,46 +162,135 @@ class DeepSpeedEngineLines:
             self._ds_engine = 0
         self._ds_last_step = step
         prefix = f"engine{self._ds_engine}/" if self._ds_engine else ""
-        wall = _wall(chunk, m.start())
+        wall = _wall(text, text.rfind("\n", 0, pos) + 1)
         pairs = [(prefix + "skipped", float(skipped))]
-        lrs = [to_float(v) for v in m.group(4).split(",") if v.strip()]
-        if lrs and lrs[0] is not None:
-            pairs.append((prefix + "lr", lrs[0]))
-        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        lr = to_float(m.group(3).partition(",")[0])
+        if lr is not None:
+            pairs.append((prefix + "lr", lr))
+        self.mark(chunk, pos)  # type: ignore[attr-defined]
         if not self._ds_engine:
             self._flush_overflows(step, rank)
-            self.anchor(step, chunk, m.start(), rank=rank)  # type: ignore[attr-defined]
+            self.anchor(step, chunk, pos, rank=rank)  # type: ignore[attr-defined]
         self.rows.add_pairs(pairs, step, rank=rank, wall=wall)  # type: ignore[attr-defined]
 
+    def _timer_step(self, text: str, start: int, pos: int) -> int | None:
+        """The global step of a timer line: '… epoch=0/micro_step=20/global_step=10' or '… 0/10'."""
+        head = text[text.rfind(" ", start, pos) + 1 : pos]
+        parts = head.split("/")
+        try:
+            if len(parts) == 3 and parts[2].startswith("global_step="):
+                micro, step = int(parts[1][len("micro_step=") :]), int(parts[2][len("global_step=") :])
+                if step and parts[0] == "epoch=0":  # micro_step restarts every epoch; global_step does not
+                    self._ds_grad_accum = micro / step
+                return step
+            if len(parts) == 2:
+                return int(parts[1])
+        except ValueError:
+            return None
+        return None
+
+    def _ds_fast(self, chunk: Chunk) -> int:
+        """Every step and timer line of a chunk without overflow messages, in two tight loops.
+
+        The same rows as ``_on_ds_step``/``_on_ds_timer``; returns how many lines were read.
+        """
+        text = chunk.text
+        rows = self.rows  # type: ignore[attr-defined]
+        names: list[str] = []
+        values: list[float] = []
+        steps: list[int] = []
+        ranks: list[int] = []
+        walls: list[float] = []
+        lines = 0
+        last_anchor = self._last_anchor  # type: ignore[attr-defined]
+        latest = None
+        for m in DS_STEP.finditer(text):
+            pos = m.start()
+            rank = _rank(text, pos)
+            step = int(m.group(1))
+            if step == self._ds_last_step:
+                self._ds_engine += 1
+                self._ds_engines = max(self._ds_engines, self._ds_engine + 1)
+            else:
+                self._ds_engine = 0
+            self._ds_last_step = step
+            prefix = f"engine{self._ds_engine}/" if self._ds_engine else ""
+            wall = _wall(text, text.rfind("\n", 0, pos) + 1)
+            lr = to_float(m.group(3).partition(",")[0])
+            if not self._ds_engine:
+                previous = last_anchor.get(rank)
+                if previous is not None and step < previous:
+                    self.anchor(step, chunk, pos, rank=rank)  # type: ignore[attr-defined]  # a restart
+                last_anchor[rank] = step
+                latest = step
+            count = 2 if lr is not None else 1
+            names.append(prefix + "skipped")
+            values.append(float(m.group(2)))
+            if lr is not None:
+                names.append(prefix + "lr")
+                values.append(lr)
+            steps.extend([step] * count)
+            ranks.extend([rank] * count)
+            walls.extend([wall] * count)
+            lines += 1
+        if latest is not None:
+            self._last_step = latest  # type: ignore[attr-defined]
+        if names:
+            rows.extend(rows.codes(names), steps, values, rank=ranks, wall=walls)
+        names, values, steps, walls = [], [], [], []
+        shapes = self._ds_timer_shapes
+        for m in DS_TIMER.finditer(text):
+            pos = m.start()
+            start = text.rfind("\n", 0, pos) + 1
+            step = self._timer_step(text, start, pos)
+            if step is None:
+                continue
+            if step == self._ds_last_timer:
+                self._ds_timer_engine += 1
+            else:
+                self._ds_timer_engine = 0
+            self._ds_last_timer = step
+            read = shapes.read(m.group(1), f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else "")
+            if isinstance(read, tuple):
+                tags, numbers = read
+            else:
+                tags, numbers = [t for t, _ in read], [v for _, v in read]
+            if not tags:
+                continue
+            wall = _wall(text, start)
+            names.extend(tags)
+            values.extend(numbers)
+            steps.extend([step] * len(tags))
+            walls.extend([wall] * len(tags))
+            lines += 1
+        if names:
+            rows.extend(rows.codes(names), steps, values, wall=walls)
+        return lines
+
     def _on_ds_timer(self, m: re.Match[str], chunk: Chunk) -> None:
-        if m.group(3) is not None:
-            micro, step = int(m.group(2)), int(m.group(3))
-            if step and m.group(1) == "0":  # micro_step restarts every epoch; global_step does not
-                self._ds_grad_accum = micro / step
-        else:
-            step = int(m.group(5))
+        text = chunk.text
+        start = text.rfind("\n", 0, m.start()) + 1
+        step = self._timer_step(text, start, m.start())
+        if step is None:
+            return
         if step == self._ds_last_timer:
             self._ds_timer_engine += 1
         else:
             self._ds_timer_engine = 0
         self._ds_last_timer = step
         prefix = f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else ""
-        pairs = []
-        for name, value, unit in _TIMER_PAIR.findall(m.group(6)):
-            number = to_float(value)
-            if number is not None:
-                pairs.append((f"{prefix}{name} ({unit})" if unit else prefix + name, number))
+        pairs = timer_fields(m.group(1), prefix)
         if pairs:
             self.mark(chunk, m.start())  # type: ignore[attr-defined]
             self._flush_overflows(step, -1)
-            self.rows.add_pairs(pairs, step, wall=_wall(chunk, m.start()))  # type: ignore[attr-defined]
+            self.rows.add_pairs(pairs, step, wall=_wall(text, start))  # type: ignore[attr-defined]
 
     def _on_ds_overflow(self, m: re.Match[str], chunk: Chunk) -> None:
-        attempted = to_float(m.group(2))
-        reduced = to_float(m.group(3)) if m.group(3) else None
+        attempted = to_float(m.group(1))
+        reduced = to_float(m.group(2)) if m.group(2) else None
         self._pending_scale = reduced if reduced is not None else attempted
         self._pending_skips += 1
-        self._pending_wall = _wall(chunk, m.start())
+        self._pending_wall = _wall(chunk.text, chunk.text.rfind("\n", 0, m.start()) + 1)
         self._overflow_total += 1
         self.mark(chunk, m.start())  # type: ignore[attr-defined]
 
@@ -335,7 +484,7 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
         self.notes[:0] = notes + self._generic_notes()
 
 
-_LAUNCHER = re.compile(r"deepspeed\.launcher\.launch|\[launch\.py:\d+:main\]|DeepSpeed info: version=")
+_LAUNCHER = ("deepspeed.launcher.launch", "[launch.py:", "DeepSpeed info: version=")
 
 
 def detect_deepspeed(window: str) -> bool:
@@ -343,7 +492,7 @@ def detect_deepspeed(window: str) -> bool:
         return True
     if EVAL_HEADER.search(window) or CHOSEN_LAST.search(window):
         return True
-    return bool(_LAUNCHER.search(window))
+    return any(marker in window for marker in _LAUNCHER)
 
 
 class DeepSpeedReader(TextReader):

@@ -37,17 +37,17 @@ _DICT_PAIR = re.compile(
     r"""(['"])((?:(?!\1)[^\\\n]|\\.)*)\1\s*:\s*('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*"|\[[^\]\n]*\]|\([^)\n]*\)|[^,}\n]+)"""
 )
 _FIRST_KEYS = ("loss", "eval_", "train_", "test_", "predict_", "learning_rate", "grad_norm", "epoch", "total_flos")
-RUNNING_TRAINING = re.compile(r"\*{5} Running training \*{5}")
+RUNNING_TRAINING = re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*")
 BANNER = re.compile(
     r"(Num examples|Num Epochs|Total optimization steps|Gradient Accumulation steps|Number of trainable parameters"
     r"|Instantaneous batch size per device|Total train batch size \(w\. parallel, distributed & accumulation\))"
     r" = ([\d,]+)"
 )
-ARGS_START = re.compile(r"\w*TrainingArguments\($", re.M)
+ARGS_START = re.compile(r"TrainingArguments\(\n")
 ARG = re.compile(r"^([a-z_][a-z0-9_]*)=([^\n]*?),?$", re.M)
-ARGS_END = re.compile(r"^\)$", re.M)
-METRICS_HEADER = re.compile(r"\*{5} (\w+) metrics \*{5}[ \t]*$", re.M)
-METRIC_KV = re.compile(r"^(?:[^\n>]*>>)?[ \t]+([A-Za-z_][\w./-]*)[ \t]+=[ \t]+([^\n]*?)[ \t]*$", re.M)
+METRICS_HEADER = re.compile(r"\*\*\*\*\* (\w+) metrics \*\*\*\*\*[ \t]*\n")
+METRIC_KV = re.compile(r"(?:[^\n>]*>>)?[ \t]+([A-Za-z_][\w./-]*)[ \t]+=[ \t]+([^\n]*?)[ \t]*\n")
+_BANNER_SPAN = 4000
 _DURATION = re.compile(r"^(\d+):(\d\d):(\d\d(?:\.\d+)?)$")
 _STEP_KEYS = ("step", "global_step")
 
@@ -58,6 +58,22 @@ def parse_dict_literal(text: str) -> tuple[dict[str, float], int]:
     A literal tokenizer: quoted keys, values that are numbers or nan/inf
     spellings are kept; strings, lists, None and booleans are counted, not kept.
     """
+    if text.startswith("{'") and text.endswith("}"):  # the common all-numbers dict, by plain splitting
+        out: dict[str, float] = {}
+        try:
+            for item in text[2:-1].split(", '"):
+                key, sep, raw = item.partition("': ")
+                if not sep or "'" in key:
+                    break
+                out[key] = float(raw)
+            else:
+                return out, 0
+        except ValueError:
+            pass
+    return _parse_dict_tokens(text)
+
+
+def _parse_dict_tokens(text: str) -> tuple[dict[str, float], int]:
     out: dict[str, float] = {}
     skipped = 0
     for _, key, raw in _DICT_PAIR.findall(text):
@@ -83,7 +99,7 @@ def _metric_value(text: str) -> float | None:
     return None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Event:
     kind: str  # train | eval | final | other | block
     values: dict[str, float]
@@ -92,10 +108,10 @@ class _Event:
     step: int | None = None
 
 
-def _kind(values: dict[str, float]) -> str:
+def _kind(values: dict[str, float], raw: str) -> str:
     if "train_runtime" in values:
         return "final"
-    if any(k.startswith("eval_") for k in values):
+    if ("'eval_" in raw or '"eval_' in raw) and any(k.startswith("eval_") for k in values):
         return "eval"
     if "loss" in values:
         return "train"
@@ -105,94 +121,85 @@ def _kind(values: dict[str, float]) -> str:
 class HFConsoleParser(TextParser):
     family = "hf_console"
     lookalike = re.compile(r"\{\s*['\"](?:loss|eval_\w*|train_runtime|learning_rate)['\"]\s*:")
-    patterns = (
-        (DICT, "dict"),
-        (RUNNING_TRAINING, "running"),
-        (BANNER, "banner"),
-        (ARGS_START, "args_start"),
-        (ARG, "arg"),
-        (ARGS_END, "args_end"),
-        (METRICS_HEADER, "metrics_header"),
-        (METRIC_KV, "metric_kv"),
-    )
-
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._events: list[_Event] = []
         self._banner: dict[str, int] = {}
-        self._in_training_banner = False
         self._trainings = 0
         self._in_args = False
         self._args: dict[str, str] = {}
-        self._block: str | None = None
-        self._block_next = -1
         self._non_numeric = 0
 
-    # -- lines --------------------------------------------------------------------------------------
-    def _on_dict(self, m: re.Match[str], chunk: Chunk) -> None:
-        first = m.group(2)
-        text = m.group(0)
-        if not first.startswith(_FIRST_KEYS) and "'epoch'" not in text and '"epoch"' not in text:
-            return
-        values, skipped = parse_dict_literal(text)
-        self._non_numeric += skipped
-        if not values:
-            return
-        epoch = values.pop("epoch", NAN)
-        step = None
-        for key in _STEP_KEYS:
-            if key in values:
-                step = int(values.pop(key))
-        self.mark(chunk, m.start())
-        self._events.append(_Event(_kind(values), values, epoch, chunk.line_of(m.start()), step))
+    def feed(self, chunk: Chunk) -> None:
+        """Dicts in one loop; the rare structure lines (banner, argument dump, metrics blocks) by literal search."""
+        text = chunk.text
+        events = self._events
+        marked = self._marked
+        for m in DICT.finditer(text):
+            first = m.group(2)
+            raw = m.group(0)
+            if not first.startswith(_FIRST_KEYS) and "'epoch'" not in raw and '"epoch"' not in raw:
+                continue
+            values, skipped = parse_dict_literal(raw)
+            self._non_numeric += skipped
+            if not values:
+                continue
+            epoch = values.pop("epoch", NAN)
+            step = None
+            if "step" in values or "global_step" in values:
+                for key in _STEP_KEYS:
+                    if key in values:
+                        step = int(values.pop(key))
+            pos = m.start()
+            marked.add(text.rfind("\n", 0, pos) + 1)
+            events.append(_Event(_kind(values, raw), values, epoch, chunk.line_of(pos), step))
+        for m in RUNNING_TRAINING.finditer(text):
+            self._trainings += 1
+            self._read_banner(text, m.end())
+        self._read_arguments(text)
+        for m in METRICS_HEADER.finditer(text):
+            self.mark(chunk, m.start())
+            self._read_block(chunk, m.end())
 
-    def _on_running(self, m: re.Match[str], chunk: Chunk) -> None:
-        self._trainings += 1
-        self._in_training_banner = True
+    def _read_banner(self, text: str, start: int) -> None:
+        for m in BANNER.finditer(text, start, start + _BANNER_SPAN):
+            name, value = m.group(1), int(m.group(2).replace(",", ""))
+            self._banner.setdefault(name, value) if name == "Num examples" else self._banner.__setitem__(name, value)
+            if name == "Number of trainable parameters":
+                break
 
-    def _on_banner(self, m: re.Match[str], chunk: Chunk) -> None:
-        name, value = m.group(1), int(m.group(2).replace(",", ""))
-        if name == "Num examples":
-            if self._in_training_banner:
-                self._banner.setdefault(name, value)
-            return
-        if name == "Number of trainable parameters":
-            self._in_training_banner = False
-        self._banner[name] = value
+    def _read_arguments(self, text: str) -> None:
+        start = 0
+        while True:
+            if not self._in_args:
+                m = ARGS_START.search(text, start)
+                if m is None:
+                    return
+                self._in_args, start = True, m.end()
+            end = text.find("\n)\n", start - 1)
+            for arg in ARG.finditer(text, start, end + 1 if end >= 0 else len(text)):
+                self._args.setdefault(arg.group(1), arg.group(2))
+            if end < 0:
+                return  # the dump goes on in the next chunk
+            self._in_args, start = False, end + 3
 
-    def _on_args_start(self, m: re.Match[str], chunk: Chunk) -> None:
-        self._in_args = True
-
-    def _on_arg(self, m: re.Match[str], chunk: Chunk) -> None:
-        if self._in_args:
-            self._args.setdefault(m.group(1), m.group(2))
-
-    def _on_args_end(self, m: re.Match[str], chunk: Chunk) -> None:
-        self._in_args = False
-
-    def _on_metrics_header(self, m: re.Match[str], chunk: Chunk) -> None:
-        self._block = m.group(1)
-        self._block_next = chunk.text.find("\n", m.end()) + 1
-        self.mark(chunk, m.start())
-
-    def _on_metric_kv(self, m: re.Match[str], chunk: Chunk) -> None:
-        if self._block is None or m.start() != self._block_next:
-            self._block = None
-            return
-        self._block_next = m.end() + 1
-        key, raw = m.group(1), m.group(2)
-        value = _metric_value(raw)
-        self.mark(chunk, m.start())
-        if value is None:
-            self._non_numeric += 1
-            return
-        if key == "epoch":
-            return
-        self._events.append(_Event("block", {key: value}, NAN, chunk.line_of(m.start())))
+    def _read_block(self, chunk: Chunk, pos: int) -> None:
+        """The ``  key = value`` lines right after a '***** … metrics *****' line."""
+        text = chunk.text
+        while True:
+            m = METRIC_KV.match(text, pos)
+            if m is None:
+                return
+            self.mark(chunk, pos)
+            value = _metric_value(m.group(2))
+            if value is None:
+                self._non_numeric += 1
+            elif m.group(1) != "epoch":
+                self._events.append(_Event("block", {m.group(1): value}, NAN, chunk.line_of(pos)))
+            pos = m.end()
 
     def start_file(self, path: Path) -> None:
         super().start_file(path)
-        self._block = None
         self._in_args = False
 
     # -- steps ----------------------------------------------------------------------------------------
@@ -224,59 +231,97 @@ class HFConsoleParser(TextParser):
             return len(trains) * logging / last.epoch, f"{len(trains)} training logs × logging_steps {logging}"
         return None, ""
 
+    def _logging_interval(self, spe: float | None) -> tuple[int | None, bool]:
+        """``logging_steps`` from the argument dump, else estimated from the epochs of the training logs."""
+        logging = self._arg_int("logging_steps")
+        if logging or not spe:
+            return logging, False
+        run = []
+        for event in self._events:
+            if event.kind == "train" and event.step is None and not math.isnan(event.epoch):
+                if run and event.epoch < run[-1]:
+                    break  # the first uninterrupted stretch only
+                run.append(event.epoch)
+        if len(run) < 2 or run[-1] <= run[0]:
+            return None, False
+        return max(1, round((run[-1] - run[0]) * spe / (len(run) - 1))), True
+
     def finish(self) -> None:
         events = self._events
         if not events:
             self._hparams()
             return
         spe, source = self._steps_per_epoch()
-        logging = self._arg_int("logging_steps")
-        eval_every = self._arg_int("eval_steps") or logging
-        tolerance = max(1.0, 0.006 * spe) if spe else 0.0
+        interval, estimated = self._logging_interval(spe)
+        eval_every = self._arg_int("eval_steps") or interval
+        # epochs are printed with 2 decimals: an epoch-derived step is known to ± 0.005 × steps per epoch
+        tolerance = 0.005 * spe + 1 if spe else 0.0
+
+        def snap(raw: float, every: int | None) -> int:
+            if every:
+                snapped = round(raw / every) * every
+                if abs(raw - snapped) <= tolerance:
+                    return snapped
+            return round(raw)
+
+        last_train: int | None = None
         last_step = 0
         count = 0
         how: set[str] = set()
         for event in events:
-            count += event.kind == "train"
+            if event.kind == "train":
+                count += 1
             if event.step is not None:
-                step = event.step
                 how.add("step key in the dict")
+                step = event.step
             elif event.kind == "block":
-                step = last_step
+                continue  # the final step, below
             elif spe and not math.isnan(event.epoch):
-                raw = event.epoch * spe
-                snap = logging if event.kind == "train" else eval_every
-                step = round(raw)
-                if snap and event.epoch != int(event.epoch):
-                    snapped = round(raw / snap) * snap
-                    if abs(raw - snapped) <= tolerance:
-                        step = snapped
                 how.add("epoch")
-            elif event.kind == "train" and logging:
-                step = count * logging
-                how.add("logging_steps")
+                raw = event.epoch * spe
+                if event.kind == "train":
+                    expected = (last_train or 0) + interval if interval else None
+                    # consecutive logs are one interval apart: keep counting while the epoch agrees
+                    step = expected if expected is not None and abs(raw - expected) <= tolerance else snap(raw, interval)
+                elif event.epoch == int(event.epoch):
+                    step = round(raw)
+                elif last_train is not None and abs(raw - last_train) <= tolerance:
+                    step = last_train  # evaluation right after the training log of the same step
+                else:
+                    step = snap(raw, eval_every)
             elif event.kind == "train":
-                step = count
-                how.add("count")
+                how.add("logging_steps" if interval else "count")
+                step = count * interval if interval else count
             else:
-                step = last_step
                 how.add("previous")
+                step = last_step
             event.step = step
             if event.kind == "train":
                 self.anchor(step, None, 0, line=event.line)
-            last_step = step if event.kind != "block" else last_step
-        final_step = max(e.step for e in events if e.step is not None)
-        logged_final = {(k, e.step) for e in events if e.kind != "block" for k in e.values}
+                last_train = step
+            last_step = step
+        final_step = max((e.step for e in events if e.step is not None), default=0)
+        at_final = {k for e in events if e.kind != "block" and e.step == final_step for k in e.values}
         dropped_block = 0
+        tags: list[str] = []
+        steps: list[int] = []
+        values: list[float] = []
+        epochs: list[float] = []
         for event in events:
             if event.kind == "block":
                 event.step = final_step
-                key = next(iter(event.values))
-                if (key, final_step) in logged_final:
+                if next(iter(event.values)) in at_final:
                     dropped_block += 1
                     continue
-            self.rows.add_pairs(event.values.items(), event.step, epoch=event.epoch)  # type: ignore[arg-type]
-        self._notes(spe, source, logging, how, dropped_block)
+            n = len(event.values)
+            tags.extend(event.values)
+            values.extend(event.values.values())
+            steps.extend([event.step] * n)  # type: ignore[list-item]
+            epochs.extend([event.epoch] * n)
+        self.rows.extend(self.rows.codes(tags), steps, values, epoch=epochs)
+        self._notes(spe, source, interval if not estimated else None, how, dropped_block)
+        if estimated and "epoch" in how:
+            self.notes.insert(1, f"logging interval estimated at {interval} steps from the epochs (no logging_steps in the log)")
         self._hparams()
 
     def _notes(self, spe: float | None, source: str, logging: int | None, how: set[str], dropped: int) -> None:
@@ -312,7 +357,7 @@ class HFConsoleParser(TextParser):
 
 
 _HF_DICT = re.compile(r"\{\s*['\"](?:loss|eval_loss|train_runtime|learning_rate|grad_norm)['\"]\s*:")
-_HF_BANNER = re.compile(r"\*{5} Running training \*{5}[^\n]*\n[^\n]*Num examples = ")
+_HF_BANNER = re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*[^\n]*\n[^\n]*Num examples = ")
 
 
 def detect_hf_console(window: str) -> bool:

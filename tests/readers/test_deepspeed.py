@@ -69,7 +69,9 @@ def test_reward_model_log():
     check(frame, "epoch_loss", {1840: 0.5754789632299672}, count=1)
     check(frame, "overflow_skips", {10: 10}, count=8)
     check(frame, "loss_scale", {10: 64.0})
-    check(frame, "skipped", {10: 10, 1840: 20}, count=184)
+    check(frame, "skipped", {10: 10, 920: 17, 1840: 20}, count=184)
+    check(frame, "lr", {920: 2.5725537721753102e-05}, count=184)
+    check(frame, "CurrSamplesPerSec", {920: 215.78447553774203}, count=184)
     assert frame[frame["tag"] == "overflow_skips"]["value"].sum() == 20
     assert run.warnings == []
 
@@ -101,10 +103,10 @@ def test_rlhf_log_with_two_engines():
 def test_vit_finetuning_log_with_meters_and_iter_lines():
     run = _read(real_log(VIT))
     frame = run.scalars
-    check(frame, "Loss", {0: 3.436, 391 * 13: 0.05626}, count=14)  # current value, not the average
+    check(frame, "Loss", {0: 3.436, 391 * 7: 1.5624, 391 * 13: 0.05626}, count=14)  # current value, not the average
     check(frame, "Acc@1", {0: 7.81}, count=14)
-    check(frame, "val/Loss", {391: 3.6274, 391 * 14: 0.071221}, count=14)
-    check(frame, "val_acc", {391: 10.969999313354492, 5474: 97.97000122070312}, count=14)
+    check(frame, "val/Loss", {391: 3.6274, 391 * 8: 2.0598, 391 * 14: 0.071221}, count=14)
+    check(frame, "val_acc", {391: 10.969999313354492, 3128: 33.2599983215332, 5474: 97.97000122070312}, count=14)
     check(frame, "layer_token", {391: 9476288.0}, count=14)
     check(frame, "lr", {0: 0.0001, 5400: 0.0001}, count=28)
     assert "current value is kept" in notes_text(run)

@@ -2,6 +2,7 @@
 
 import calendar
 
+import pandas as pd
 import pytest
 
 from tanalyze import load
@@ -139,3 +140,35 @@ def test_timestamped_upstream_megatron_lines(tmp_path):
     (run,) = MegatronReader().read([write(tmp_path / "t.log", line)])
     loss = run.scalars[run.scalars["tag"] == "lm loss"]
     assert loss["wall_time"].iloc[0] == calendar.timegm((2024, 5, 1, 10, 0, 0))
+
+
+def _sorted(frame):
+    frame = frame.assign(tag=frame["tag"].astype(str))
+    return frame.sort_values(["tag", "step", "value"], kind="stable").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("relative", [BASELINE, MOE])
+def test_fast_path_and_line_by_line_path_agree(monkeypatch, relative):
+    from tanalyze.readers.megatron import MegatronParser
+
+    path = real_log(relative)
+    (fast,) = MegatronReader().read([path])
+    monkeypatch.setattr(MegatronParser, "ordered", True)
+    (ordered,) = MegatronReader().read([path])
+    pd.testing.assert_frame_equal(_sorted(fast.scalars), _sorted(ordered.scalars), check_categorical=False)
+    assert fast.notes == ordered.notes and fast.restarts == ordered.restarts
+
+
+DS_LINE = "[2022-10-31 10:59:{s:02d},000] [INFO] [logging.py:68:log_dist] [Rank 0] step={step}, skipped={skipped}, lr=[0.1, 0.1], mom=[(0.9, 0.95)]\n"
+OVERFLOW = "[2022-10-31 10:59:00,000] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {a}, reducing to {b}\n"
+
+
+def test_overflow_messages_count_at_the_next_logged_iteration(tmp_path):
+    text = OVERFLOW.format(a=4096, b=2048) + OVERFLOW.format(a=2048, b=1024)
+    text += DS_LINE.format(s=1, step=10, skipped=2) + ITER.format(it=10, s=80, loss=9.0)
+    text += ITER.format(it=20, s=160, loss=8.0) + OVERFLOW.format(a=1024, b=512) + ITER.format(it=30, s=240, loss=7.0)
+    (run,) = MegatronReader().read([write(tmp_path / "t.log", text)])
+    check(run.scalars, "overflow_skips", {10: 2, 30: 1}, count=2)
+    check(run.scalars, "loss_scale", {10: 1024.0, 30: 512.0}, count=2)
+    check(run.scalars, "lm loss", {10: 9.0, 20: 8.0, 30: 7.0}, count=3)
+    assert "3 fp16 overflow (skipped step) message(s)" in notes_text(run)
