@@ -142,8 +142,8 @@ def discover(
             unrecognized.append(str(file))
         else:
             directory = reader.run_directory(file)
-            if not single_file and not directory.is_relative_to(root):
-                directory = root  # a run folder above the given path: the given path is the run
+            if not single_file and not _within(directory, root):
+                directory = root  # a run folder above the path given: the path itself is the run
             claimed[(directory, reader.name)].append(file)
     for (directory, _), group_files in by_pattern.items():
         claimed[(directory, PATTERN_FORMAT)].extend(group_files)
@@ -189,6 +189,14 @@ def discover(
         skipped_dirs=tuple(skipped),
         errors=tuple(errors),
     )
+
+
+def _within(directory: Path, root: Path) -> bool:
+    try:
+        directory.relative_to(root)
+    except ValueError:
+        return False
+    return True
 
 
 def _split_by(group: list[Path], pattern_of: dict[Path, str]) -> list[list[Path]]:

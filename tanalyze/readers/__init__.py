@@ -17,6 +17,11 @@ __all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "HEAD_BYTES
 
 READERS: tuple[str, ...] = (
     "tanalyze.readers.tensorboard:TensorBoardReader",
+    # W&B: after tensorboard, before generic CSV/JSON and text
+    "tanalyze.readers.wandb_local:WandbLocalReader",
+    "tanalyze.readers.wandb_export:WandbChartExportReader",
+    "tanalyze.readers.wandb_export:WandbRunsTableReader",
+    "tanalyze.readers.wandb_api:WandbHistoryExportReader",
     # structured logs written by trainers (JSON, CSV), most specific first
     "tanalyze.readers.hf_trainer_state:HFTrainerStateReader",
     "tanalyze.readers.detectron2:Detectron2Reader",

@@ -33,6 +33,11 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "text": "other_text/0Xero7__slm_training/classic.txt",
     # The corpus's nanoGPT consoles live inside W&B run folders (the W&B reader's); a standalone one is bundled.
     "nanogpt": "sample_runs:normal_nanogpt",
+    "wandb-local": "wandb_local/jackokeefe11__nanoGPT/wandb/run-20240214_195452-kt2awly2",
+    "wandb-chart-csv": "wandb_csv_export/druidowm__nanoGPT/wandb_export.csv",
+    "wandb-runs-csv": "wandb_csv_export/Lucas-longxutang__Comp3242_Group_Project_nanoGPT/training_records/wandb_export.csv",
+    # no real API export exists; the old local history file holds the same rows the API returns
+    "wandb-history": "wandb_local/mfts__spaceinvaders-wandb-challenge/wandb/wandb-history.jsonl",
 }
 
 READERS = get_readers()
