@@ -143,7 +143,7 @@ def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None) ->
         for key, value in part.hparams.items():
             hparams.setdefault(key, value)
     if frame.empty and not warnings:
-        names = ", ".join(part.path.name for part in parsed)
+        names = ", ".join(str(part.path) for part in parsed)
         family = parsed[0].family if parsed else "console"
         warnings.append(
             ReadWarning(names, f"no {family} metric line could be read from this file (empty, binary or another format)")
