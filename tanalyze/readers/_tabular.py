@@ -109,6 +109,13 @@ class PointBuffer:
             codes = np.full(len(rows), self.code(tag), dtype=np.int64)
             self._arrays.append((rows.astype(np.int64), codes, steps.astype(np.int64), values, epochs))
 
+    def add_coded(
+        self, rows: np.ndarray, codes: np.ndarray, steps: np.ndarray, values: np.ndarray, epochs: np.ndarray
+    ) -> None:
+        """Points of several tags at once; ``codes`` come from :meth:`code`."""
+        if len(rows):
+            self._arrays.append((rows.astype(np.int64), codes.astype(np.int64), steps.astype(np.int64), values, epochs))
+
     def mark_source(self, first_row: int, label: str) -> None:
         """Rows from ``first_row`` on come from ``label`` (until the next mark)."""
         self._sources.append((first_row, label))
@@ -279,7 +286,7 @@ def load_config(path: Path) -> tuple[dict[str, Any] | None, ReadWarning | None]:
                 data = loader.get_single_data()
             finally:
                 loader.dispose()
-    except (ValueError, yaml.YAMLError) as exc:
+    except (ValueError, RecursionError, yaml.YAMLError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return None, ReadWarning(str(path), f"config not read: {reason}")
     if data is None:
@@ -323,7 +330,7 @@ class JsonLines:
                 self.undecodable_bytes += text.count("\ufffd")
             try:
                 record = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deep
                 self.bad_lines.append(number)
                 continue
             if isinstance(record, dict):

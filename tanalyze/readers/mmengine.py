@@ -65,7 +65,7 @@ def _first_object(head: bytes) -> dict | None:
         return None
     try:
         record = json.loads(line.decode("utf-8", errors="replace"))
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return record if isinstance(record, dict) else None
 

@@ -191,7 +191,7 @@ def _json_rows(path: Path, data: RunData) -> list[dict[str, Any]]:
     if text.lstrip().startswith("["):
         try:
             value = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise FormatError(path, f"not valid JSON: {exc}") from exc
         rows = [row for row in value if isinstance(row, dict)] if isinstance(value, list) else []
         skipped = (len(value) if isinstance(value, list) else 1) - len(rows)
@@ -206,7 +206,7 @@ def _json_rows(path: Path, data: RunData) -> list[dict[str, Any]]:
             continue
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             bad.append(number)
             continue
         if isinstance(row, dict):
