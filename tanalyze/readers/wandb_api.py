@@ -185,9 +185,14 @@ def _csv(path: Path, data: RunData) -> pd.DataFrame | None:
 
 def _json_rows(path: Path, data: RunData) -> list[dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8-sig", errors="replace")
+        raw = path.read_bytes()
     except OSError as exc:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from exc
+    text = raw.decode("utf-8-sig", errors="replace")
+    undecodable = text.count("\ufffd") - raw.count("\ufffd".encode())
+    if undecodable > 0:
+        data.warnings.append(ReadWarning(str(path), f"{undecodable} byte sequence(s) are not UTF-8; replaced",
+                                         count=undecodable))
     if text.lstrip().startswith("["):
         try:
             value = json.loads(text)
@@ -201,7 +206,7 @@ def _json_rows(path: Path, data: RunData) -> list[dict[str, Any]]:
     if not text.strip():
         raise FormatError(path, "empty file")
     rows, bad = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 may sit inside a string
         if not line.strip():
             continue
         try:

@@ -128,3 +128,13 @@ def test_event_record_frame_helper_roundtrip(tmp_path):
     assert len(records.starts) == 4 and not records.damage
     assert struct.unpack_from("<Q", data, 0)[0] == records.lengths[0]
 
+
+
+def test_wandb_history_undecodable_bytes_are_counted(tmp_path):
+    """Found by the line-damage property: a garbled key was read under a new name and nothing said so."""
+    path = tmp_path / "wandb-history.jsonl"
+    path.write_bytes(b'{"_step": 0, "loss": 1.0}\n{"_step": 1, "l\xffss": 0.5}\n{"_step": 2, "loss": 0.25}\n')
+    [run] = get_reader("wandb-history").read([path])
+    assert run.scalars[run.scalars["tag"] == "loss"]["step"].tolist() == [0, 2]
+    [warning] = [w for w in run.warnings if "not UTF-8" in w.message]
+    assert warning.count == 1
