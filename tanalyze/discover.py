@@ -65,20 +65,29 @@ def _walk(root: Path, errors: list[str], skipped: list[str]):
     def on_error(exc: OSError) -> None:
         errors.append(f"{exc.filename}: {exc.strerror or exc}")
 
+    inside = root.resolve()
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
         kept = []
         for d in sorted(dirnames):
-            if d.startswith("."):
+            if d.startswith(".") or os.path.islink(os.path.join(dirpath, d)):  # symlinked folders: never entered
                 skipped.append(os.path.join(dirpath, d))
             else:
                 kept.append(d)
         dirnames[:] = kept
         for filename in sorted(filenames):
             full = Path(dirpath) / filename
-            if full.is_symlink() and not full.resolve().is_relative_to(root.resolve()):
+            if full.is_symlink() and not _resolves_inside(full, inside):
                 skipped.append(str(full))
                 continue
             yield full
+
+
+def _resolves_inside(link: Path, inside: Path) -> bool:
+    """Whether a symlinked file points into the folder given (a loop or a dangling link does not)."""
+    try:
+        return link.resolve(strict=True).is_relative_to(inside)
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return False
 
 
 def _run_name(root: Path, directory: Path, single_file: bool) -> str:

@@ -254,8 +254,19 @@ def read_text(path: Path, *, limit: int | None = None) -> tuple[str, int]:
 class _TolerantLoader(yaml.SafeLoader):
     """Safe YAML that reads Python-specific tags (``!!python/object:argparse.Namespace``) as plain data."""
 
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.calls: list[str] = []  # tags that asked for a call (``!!python/object/apply:os.system``)
+
+
+#: Python YAML tags that would call something under an unsafe loader (read here as plain data). References
+#: (``!!python/name:torch.nn.functional.relu``) are common in dumped configs and are not warned about.
+_CALLING_TAGS = ("object/apply:", "object/new:")
+
 
 def _plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if suffix.startswith(_CALLING_TAGS) and isinstance(loader, _TolerantLoader):
+        loader.calls.append(node.tag)
     if isinstance(node, yaml.MappingNode):
         return loader.construct_mapping(node, deep=True)
     if isinstance(node, yaml.SequenceNode):
@@ -289,6 +300,14 @@ def load_config(path: Path) -> tuple[dict[str, Any] | None, ReadWarning | None]:
     except (ValueError, RecursionError, yaml.YAMLError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return None, ReadWarning(str(path), f"config not read: {reason}")
+    calls = [] if path.suffix.lower() == ".json" else loader.calls
+    if calls:  # what a config should never hold; kept as data, but said
+        shown = ", ".join(sorted(set(calls))[:3])
+        warning = ReadWarning(str(path), f"{len(calls)} YAML tag(s) asking to run code ({shown}) were read as plain "
+                              "data, not executed", count=len(calls))
+        if data is None or not isinstance(data, Mapping):
+            return ({} if data is None else {"value": data}), warning
+        return {str(k): v for k, v in data.items()}, warning
     if data is None:
         return {}, None
     if not isinstance(data, Mapping):
