@@ -1,0 +1,470 @@
+"""Figures of the report: matplotlib (Agg/SVG canvases, no pyplot) rendered to inline SVG strings.
+
+Nothing global is touched: figures get their canvas explicitly and every
+setting lives in a ``rc_context`` around drawing and saving. Text from logs
+(tags, run names) reaches matplotlib with math parsing off, and the SVG it
+writes is checked for anything active before it goes into a page.
+Lines are downsampled with M4 before drawing (see ``downsample.py``); the
+markers (onset, best step, spikes, divergence) come from the full data.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
+
+from tanalyze.report.downsample import m4
+from tanalyze.report.model import ROLE_TITLES, RunView, Series, ema, number
+from tanalyze.text import safe_text
+
+__all__ = ["Rendered", "FigureMaker", "UnsafeSVGError", "label_text", "LOG_SCALE_DECADES"]
+
+#: Use a log y-axis when positive values span more than this many decades.
+LOG_SCALE_DECADES = 1.5
+#: A figure drawing more points than this is embedded as PNG instead of SVG.
+DENSE_POINTS = 40_000
+
+TRAIN, VAL = "#2563eb", "#ea580c"
+ONSET, BEST, EARLY, SPIKE, DIVERGED = "#b45309", "#15803d", "#7c3aed", "#dc2626", "#991b1b"
+PALETTE = (
+    "#2563eb", "#ea580c", "#16a34a", "#dc2626", "#7c3aed", "#0891b2",
+    "#ca8a04", "#db2777", "#4b5563", "#65a30d", "#9333ea", "#0d9488",
+)
+
+_RC: dict[str, Any] = {
+    "svg.fonttype": "none",
+    "text.parse_math": False,
+    "text.usetex": False,
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans"],
+    "font.size": 9,
+    "axes.titlesize": 9.5,
+    "axes.titlelocation": "left",
+    "axes.titley": 1.0,  # a fixed title position: automatic placement measures every tick label (slow)
+    "axes.titlepad": 4.0,
+    "axes.titlecolor": "#1f2937",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.edgecolor": "#9ca3af",
+    "axes.linewidth": 0.8,
+    "axes.labelcolor": "#4b5563",
+    "axes.grid": True,
+    "axes.axisbelow": True,
+    "axes.formatter.useoffset": False,
+    "grid.color": "#e5e7eb",
+    "grid.linewidth": 0.6,
+    "xtick.color": "#6b7280",
+    "ytick.color": "#6b7280",
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "legend.fontsize": 7.5,
+    "legend.frameon": True,
+    "legend.framealpha": 0.85,
+    "legend.edgecolor": "#e5e7eb",
+    "path.simplify": True,
+    "svg.image_inline": True,
+}
+
+
+class UnsafeSVGError(RuntimeError):
+    """The SVG matplotlib wrote contains something active (a bug: it must never reach a page)."""
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One figure ready to inline: ``markup`` is an ``<svg>`` element or an ``<img>`` with a data: URI."""
+
+    markup: str
+    kind: str  # "svg" or "png"
+    points: int
+
+
+def label_text(text: str, limit: int = 60) -> str:
+    """Log text made safe as a matplotlib label: control characters visible, length capped,
+    a leading underscore kept visible (matplotlib hides legend labels starting with ``_``)."""
+    value = safe_text(text, limit=limit)
+    return "\u200b" + value if value.startswith("_") else value
+
+
+def compact(value: float, _pos: int | None = None) -> str:
+    """Tick label for steps: 950, 12k, 1.5M."""
+    magnitude = abs(value)
+    for threshold, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if magnitude >= threshold:
+            return f"{value / threshold:.4g}{suffix}"
+    return f"{value:.4g}"
+
+
+def log_label(value: float, _pos: int | None = None) -> str:
+    """Tick label on a log axis, as plain text (math text is off): 0.001, 1, 100, 1e+06."""
+    if value <= 0:
+        return ""
+    if 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    exponent = np.log10(value)
+    return f"1e{int(round(exponent))}" if abs(exponent - round(exponent)) < 1e-9 else f"{value:.2g}"
+
+
+_UNSAFE = re.compile(r"<\s*(script|foreignObject|iframe|object|embed)\b|<[^>]*\son[a-z]+\s*=|<[^>]*href\s*=\s*\"(?!#)", re.I)
+_ID_ATTR = re.compile(r'\sid="([^"]*)"')
+_REFS = re.compile(r'(?:href="#|url\(#)([^")]+)')
+
+
+_PATH_D = re.compile(r'\sd="([^"]*)"')
+_DECIMALS = re.compile(r"(\.\d)\d+")
+
+
+def _compact_path(match: re.Match[str]) -> str:
+    """Path data at 0.1 pt precision; a pure move/line path loses its repeated ``L`` (implicit after ``M``)."""
+    d = _DECIMALS.sub(r"\1", match.group(1))
+    if d.lstrip().startswith("M") and not re.search(r"[A-KN-Za-z]", d):
+        d = d.replace("L", " ")
+    return ' d="' + " ".join(d.split()) + '"'
+
+
+_GROUP_TAG = re.compile(r"<g\b[^>]*>|</g>")
+
+
+def _unwrap_bare_groups(svg: str) -> str:
+    """Drop ``<g>`` wrappers that carry no attribute (most of them, once unused ids are gone)."""
+    out: list[str] = []
+    stack: list[bool] = []
+    last = 0
+    for match in _GROUP_TAG.finditer(svg):
+        tag = match.group(0)
+        out.append(svg[last:match.start()])
+        last = match.end()
+        if tag == "</g>":
+            if not stack.pop():
+                out.append(tag)
+        else:
+            bare = tag == "<g>"
+            stack.append(bare)
+            if not bare:
+                out.append(tag)
+    out.append(svg[last:])
+    return re.sub(r"\n+", "\n", "".join(out))
+
+
+def _clean_svg(svg: str, alt: str) -> str:
+    """Strip what a page does not need (prolog, metadata, fixed size, fonts, unused ids); refuse active content."""
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
+    svg = re.sub(r"<style[^>]*>.*?</style>\s*", "", svg, flags=re.S)
+    svg = re.sub(r"font-family:[^;\"]*;?\s?", "", svg)
+    svg = _PATH_D.sub(_compact_path, svg)
+    referenced = set(_REFS.findall(svg))
+    svg = _ID_ATTR.sub(lambda m: m.group(0) if m.group(1) in referenced else "", svg)
+    svg = re.sub(r'\n\s*', "\n", svg)
+    svg = re.sub(r' transform="rotate\(-?0 [^"]*\)"', "", svg)
+    svg = re.sub(r'( (?:x|y)="-?\d+\.\d)\d*"', r'\1"', svg)
+    svg = _unwrap_bare_groups(svg)
+    head_end = svg.index(">")
+    head = re.sub(r'\s(width|height)="[^"]*"', "", svg[:head_end])
+    head += f' class="chart" role="img" aria-label="{html.escape(alt, quote=True)}"'
+    svg = head + svg[head_end:]
+    if _UNSAFE.search(svg):
+        raise UnsafeSVGError("matplotlib wrote active content into an SVG; refusing to embed it")
+    return svg
+
+
+def _log_scale(values: Sequence[np.ndarray]) -> bool:
+    finite = [v[np.isfinite(v)] for v in values]
+    finite = [v for v in finite if v.size]
+    if not finite:
+        return False
+    lo = min(float(v.min()) for v in finite)
+    hi = max(float(v.max()) for v in finite)
+    return lo > 0 and hi / lo > 10**LOG_SCALE_DECADES
+
+
+class FigureMaker:
+    """Draws the report's figures; one instance per report (it numbers figures to keep SVG ids distinct)."""
+
+    def __init__(self, *, smoothing: float = 0.6, columns: int = 320, dense_points: int = DENSE_POINTS) -> None:
+        self.smoothing = smoothing
+        self.columns = columns
+        self.dense_points = dense_points
+        self._count = 0
+
+    # -- plumbing -----------------------------------------------------------------
+
+    def _render(self, fig: Figure, alt: str, points: int) -> Rendered:
+        self._count += 1
+        if points > self.dense_points:
+            buffer = io.BytesIO()
+            FigureCanvasAgg(fig).print_png(buffer, dpi=144, metadata={"Software": None})
+            data = base64.b64encode(buffer.getvalue()).decode("ascii")
+            markup = f'<img class="chart" alt="{html.escape(alt, quote=True)}" src="data:image/png;base64,{data}">'
+            return Rendered(markup, "png", points)
+        buffer = io.StringIO()
+        with matplotlib.rc_context({"svg.hashsalt": f"tz{self._count}"}):
+            FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
+        return Rendered(_clean_svg(buffer.getvalue(), alt), "svg", points)
+
+    def _line(self, ax, steps: np.ndarray, values: np.ndarray, columns: int | None = None, **style) -> int:
+        mask = np.isfinite(values)
+        x, y = m4(steps[mask], values[mask], columns or self.columns)
+        ax.plot(x, y, **style)
+        return len(x)
+
+    @staticmethod
+    def _style_axes(ax, *, log: bool) -> None:
+        if log:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_locator(LogLocator(base=10, numticks=6))
+            ax.yaxis.set_major_formatter(FuncFormatter(log_label))
+            ax.yaxis.set_minor_locator(NullLocator())
+            ax.yaxis.set_minor_formatter(NullFormatter())
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+        ax.xaxis.set_major_formatter(FuncFormatter(compact))
+        if not log:
+            ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
+        ax.tick_params(length=3, width=0.6)
+        ax.margins(x=0.01)
+
+    # -- per-run figures ----------------------------------------------------------
+
+    def loss(self, run: RunView) -> Rendered | None:
+        """Train and validation loss: raw points faint, debiased EMA on top, diagnosis markers."""
+        curves = [(role, run.series[role], color) for role, color in (("train_loss", TRAIN), ("val_loss", VAL))
+                  if role in run.series and run.series[role].finite.any()]
+        if not curves:
+            return None
+        with matplotlib.rc_context(_RC):
+            fig = Figure(figsize=(7.0, 3.2))
+            ax = fig.add_subplot()
+            points = 0
+            few = {role: int(s.finite.sum()) < 60 for role, s, _ in curves}
+            for role, series, color in curves:
+                name = "train" if role == "train_loss" else "val"
+                marker = "o" if few[role] else None
+                if self.smoothing > 0 and not few[role]:
+                    points += self._line(ax, series.steps, series.values, color=color, alpha=0.22, linewidth=0.8)
+                    smooth = ema(series.values, self.smoothing)
+                    points += self._line(ax, series.steps, smooth, color=color, linewidth=1.6,
+                                         label=label_text(f"{name} · {series.tag}"))
+                else:
+                    points += self._line(ax, series.steps, series.values, color=color, linewidth=1.4,
+                                         marker=marker, markersize=3, label=label_text(f"{name} · {series.tag}"))
+            log = _log_scale([s.values for _, s, _ in curves])
+            self._style_axes(ax, log=log)
+            self._markers(ax, run, dict((role, s) for role, s, _ in curves))
+            ax.set_xlabel("step")
+            ax.set_ylabel("loss" + (" (log scale)" if log else ""))
+            ax.legend(loc="best", ncols=2)
+            fig.subplots_adjust(left=0.09, right=0.985, top=0.96, bottom=0.15)
+            alt = "Loss curves of run " + safe_text(run.name, limit=120)
+            return self._render(fig, alt, points)
+
+    def _markers(self, ax, run: RunView, series: Mapping[str, Series]) -> None:
+        d = run.diagnosis
+        top = ax.get_xaxis_transform()  # x in data, y in axes fraction
+        divergence = d.get("divergence") or None
+        if isinstance(divergence, Mapping) and number(divergence.get("step")) is not None:
+            step = number(divergence["step"])
+            ax.axvline(step, color=DIVERGED, linewidth=1.2, label=f"diverged ({safe_text(divergence.get('kind') or '?', 30)})")
+            ax.axvspan(step, ax.get_xlim()[1], color=DIVERGED, alpha=0.06, linewidth=0)
+        overfitting = d.get("overfitting") or None
+        if isinstance(overfitting, Mapping) and number(overfitting.get("onset_step")) is not None:
+            ax.axvline(number(overfitting["onset_step"]), color=ONSET, linestyle="--", linewidth=1.1,
+                       label="overfitting onset")
+        stop = _early_stop_step(d.get("early_stopping"))
+        if stop is not None:
+            ax.axvline(stop, color=EARLY, linestyle=":", linewidth=1.3, label="early stop")
+        val = series.get("val_loss")
+        if val is not None and val.finite.any():
+            stats = val.stats()
+            ax.plot([stats["best_step"]], [stats["best"]], marker="*", markersize=9, color=BEST,
+                    markeredgecolor="white", markeredgewidth=0.6, linestyle="none", label="best val", zorder=5)
+        spikes = _spike_steps(d.get("spikes"))
+        train = series.get("train_loss") or val
+        if spikes.size and train is not None:
+            idx = np.clip(np.searchsorted(train.steps, spikes), 0, len(train.steps) - 1)
+            values = train.values[idx]
+            ok = np.isfinite(values)
+            if ok.any():
+                ax.plot(spikes[ok], values[ok], marker="v", markersize=5, color=SPIKE, linestyle="none",
+                        label=f"spike{'s' if ok.sum() > 1 else ''} ({int(ok.sum())})", zorder=6)
+        for s in series.values():
+            bad = ~s.finite
+            if bad.any():
+                steps = s.steps[bad]
+                if len(steps) > 200:
+                    steps = steps[np.linspace(0, len(steps) - 1, 200).astype(int)]
+                ax.plot(steps, np.full(len(steps), 0.98), transform=top, marker="x", markersize=4,
+                        color=DIVERGED, linestyle="none", label=f"NaN/inf ({int(bad.sum())})", clip_on=False)
+
+    def aux(self, run: RunView, roles: Sequence[str]) -> Rendered | None:
+        """Small panels side by side: learning rate, gradient norm (with its healthy band), throughput …"""
+        present = [r for r in roles if r in run.series and run.series[r].finite.any()]
+        if not present:
+            return None
+        n = len(present)
+        ncols = n if n <= 3 else 3
+        nrows = (n + ncols - 1) // ncols
+        with matplotlib.rc_context(_RC):
+            fig = Figure(figsize=(3.45 * ncols, 2.25 * nrows))
+            axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+            points = 0
+            for ax, role in zip(axes, present, strict=False):
+                series = run.series[role]
+                columns = max(100, (self.columns * 2) // (3 * ncols))
+                if role in ("grad_norm", "throughput", "step_time", "gpu_memory") and self.smoothing > 0 and len(series.steps) >= 60:
+                    points += self._line(ax, series.steps, series.values, columns=columns, color="#4b5563",
+                                         alpha=0.25, linewidth=0.7)
+                    points += self._line(ax, series.steps, ema(series.values, self.smoothing), columns=columns,
+                                         color="#1f2937", linewidth=1.2)
+                else:
+                    points += self._line(ax, series.steps, series.values, columns=columns, color="#1f2937",
+                                         linewidth=1.2)
+                log = role in ("learning_rate", "grad_norm", "loss_scale") and _log_scale([series.values])
+                self._style_axes(ax, log=log)
+                ax.set_title(label_text(f"{ROLE_TITLES.get(role, role)} · {series.tag}", 48))
+                if role == "grad_norm":
+                    band = _band(run.diagnosis.get("gradients"))
+                    if band is not None:
+                        ax.axhspan(band[0], band[1], color="#16a34a", alpha=0.10, linewidth=0, label="healthy band")
+                        ax.legend(loc="upper right")
+                if role in ("throughput", "step_time"):
+                    finite = series.values[series.finite]
+                    ax.axhline(float(np.median(finite)), color="#6b7280", linestyle="--", linewidth=0.8)
+            for ax in axes[n:]:
+                ax.set_visible(False)
+            fig.subplots_adjust(left=0.07 if ncols == 3 else 0.1, right=0.99, top=0.88, bottom=0.13,
+                                wspace=0.28, hspace=0.55)
+            alt = f"{', '.join(ROLE_TITLES.get(r, r) for r in present)} of run {safe_text(run.name, limit=120)}"
+            return self._render(fig, alt, points)
+
+    # -- across runs ----------------------------------------------------------------
+
+    def compare(self, role: str, tag: str, runs: Sequence[RunView], *, highlight: int = 5,
+                max_lines: int = 12) -> Rendered:
+        """Smoothed curves of one shared tag, one line per run (grey with the best few coloured past ``max_lines``)."""
+        with matplotlib.rc_context(_RC):
+            fig = Figure(figsize=(5.6, 3.1))
+            ax = fig.add_subplot()
+            points = 0
+            columns = max(120, (self.columns * 2) // 3)
+            many = len(runs) > max_lines
+            finals = {}
+            for run in runs:
+                s = run.series[role]
+                finals[run.index] = s.stats()["final"]
+            ranked = sorted((v, i) for i, v in finals.items() if v is not None)
+            highlighted = {i for _, i in ranked[:highlight]} if many else {r.index for r in runs}
+            colors = iter(PALETTE * 2)
+            values = []
+            for run in runs:
+                s = run.series[role]
+                smooth = ema(s.values, self.smoothing) if self.smoothing else s.values
+                values.append(smooth)
+                if run.index in highlighted:
+                    style = {"color": next(colors), "linewidth": 1.4, "label": label_text(run.name, 40), "zorder": 3}
+                else:
+                    style = {"color": "#9ca3af", "linewidth": 0.7, "alpha": 0.6, "zorder": 2}
+                points += self._line(ax, s.steps, smooth, columns=columns, **style)
+            log = _log_scale(values)
+            self._style_axes(ax, log=log)
+            ax.set_xlabel("step")
+            ax.set_ylabel(label_text(tag, 40) + (" (log)" if log else ""))
+            ax.legend(loc="upper right", fontsize=7, ncols=2 if len(highlighted) > 6 else 1)
+            fig.subplots_adjust(left=0.11, right=0.985, top=0.96, bottom=0.15)
+            alt = f"{ROLE_TITLES.get(role, role)} '{safe_text(tag, 80)}' of {len(runs)} runs"
+            return self._render(fig, alt, points)
+
+    def seed_band(self, role: str, runs: Sequence[RunView], label: str) -> Rendered | None:
+        """Median and min–max band across seeds of the smoothed curves, on the steps all seeds share."""
+        curves = [r.series[role] for r in runs if role in r.series and r.series[role].finite.any()]
+        if len(curves) < 2:
+            return None
+        grid, stack = _common_grid(curves, self.smoothing, self.columns)
+        if grid is None:
+            return None
+        color = TRAIN if role == "train_loss" else VAL
+        with matplotlib.rc_context(_RC):
+            fig = Figure(figsize=(5.6, 3.0))
+            ax = fig.add_subplot()
+            with np.errstate(all="ignore"):
+                lo, mid, hi = np.nanmin(stack, axis=0), np.nanmedian(stack, axis=0), np.nanmax(stack, axis=0)
+            ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0, label=f"min–max of {len(curves)} seeds")
+            ax.plot(grid, mid, color=color, linewidth=1.6, label="median")
+            self._style_axes(ax, log=_log_scale([lo, hi]))
+            ax.set_title(label_text(f"{ROLE_TITLES[role]} · {curves[0].tag}", 60))
+            ax.set_xlabel("step")
+            ax.legend(loc="upper right")
+            fig.subplots_adjust(left=0.11, right=0.985, top=0.9, bottom=0.16)
+            alt = f"{ROLE_TITLES[role]} of seed group {safe_text(label, 80)}: median and min-max band"
+            return self._render(fig, alt, 3 * len(grid))
+
+
+def _common_grid(curves: Sequence[Series], smoothing: float, columns: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """The smoothed curves on shared steps: their own steps when equal, else a grid over the common range."""
+    smoothed = [ema(c.values, smoothing) if smoothing else c.values for c in curves]
+    same = all(len(c.steps) == len(curves[0].steps) and np.array_equal(c.steps, curves[0].steps) for c in curves)
+    if same:
+        grid = curves[0].steps.astype(np.float64)
+        stack = np.vstack(smoothed)
+        if len(grid) > columns:
+            keep = np.unique(np.linspace(0, len(grid) - 1, columns).astype(int))
+            grid, stack = grid[keep], stack[:, keep]
+        return grid, stack
+    start = max(float(c.steps[c.finite][0]) for c in curves)
+    stop = min(float(c.steps[c.finite][-1]) for c in curves)
+    if stop <= start:
+        return None, np.empty((0, 0))
+    grid = np.linspace(start, stop, columns)
+    rows = []
+    for c, s in zip(curves, smoothed, strict=True):
+        ok = np.isfinite(s)
+        rows.append(np.interp(grid, c.steps[ok], s[ok]))
+    return grid, np.vstack(rows)
+
+
+def _early_stop_step(early: Any) -> float | None:
+    if not isinstance(early, Mapping):
+        return None
+    for key in ("stop_step", "would_stop_step", "stopped_step", "step"):
+        value = number(early.get(key))
+        if value is not None:
+            return value
+    return None
+
+
+def _spike_steps(spikes: Any) -> np.ndarray:
+    steps = []
+    for spike in spikes or []:
+        value = number(spike.get("step")) if isinstance(spike, Mapping) else number(spike)
+        if value is not None and np.isfinite(value):
+            steps.append(value)
+    return np.asarray(steps, dtype=np.float64)
+
+
+def _band(gradients: Any) -> tuple[float, float] | None:
+    """The healthy gradient-norm band a diagnosis reports, if any."""
+    if not isinstance(gradients, Mapping):
+        return None
+    for key in ("band", "healthy_band"):
+        band = gradients.get(key)
+        if isinstance(band, Mapping):
+            band = (band.get("low"), band.get("high"))
+        if isinstance(band, list | tuple) and len(band) == 2:
+            lo, hi = number(band[0]), number(band[1])
+            if lo is not None and hi is not None and np.isfinite(lo) and np.isfinite(hi) and hi > lo:
+                return lo, hi
+    lo, hi = number(gradients.get("band_low")), number(gradients.get("band_high"))
+    if lo is not None and hi is not None and hi > lo:
+        return lo, hi
+    return None

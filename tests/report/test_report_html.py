@@ -1,0 +1,177 @@
+import json
+import re
+
+import matplotlib
+import pytest
+
+from tanalyze.report import build_report, render_report_html, render_run_html, report_dict
+from tanalyze.report.downsample import METHOD
+from tanalyze.report.html import render_html
+from tests.report.fakes import curves, diagnosis, frame_for, info, logs_of, three_runs
+from tests.report.htmlcheck import parse, raw_scripts, sha256_source
+
+NAMES = ["normal-run", "overfitting-run", "diverged-run"]
+
+
+@pytest.fixture(scope="module")
+def page():
+    logs, diags = three_runs()
+    data = build_report(logs, diags, title="Nightly runs", generated_at="2024-05-01T12:00:00Z")
+    return data, render_html(data, embed_json=report_dict(data))
+
+
+def _svg_text(section):
+    return " ".join(t.text_content() for t in section.find_all("text"))
+
+
+def test_every_run_is_in_the_summary_with_its_verdict(page):
+    _, html = page
+    doc = parse(html)
+    assert html.startswith("<!DOCTYPE html>\n<html lang=\"en\">")
+    assert doc.find_all("title")[0].text_content() == "Nightly runs"
+    rows = doc.find_all("table", id="tz-summary")[0].find_all("tr")[1:]
+    assert [r.attrs["data-verdict"] for r in rows] == ["normal", "overfitting", "diverged"]
+    for row, name, label in zip(rows, NAMES, ["normal", "overfitting", "diverged"], strict=True):
+        cells = row.find_all("td")
+        assert cells[1].text_content().strip() == name
+        assert cells[2].text_content().strip().endswith(label)
+    # the overfitting onset and divergence step columns carry the diagnosis' steps
+    assert rows[1].find_all("td")[6].text_content() == "6,000"
+    assert rows[2].find_all("td")[7].text_content().startswith("10,500")
+
+
+def test_every_run_has_a_section_with_badge_and_figures(page):
+    _, html = page
+    doc = parse(html)
+    for index, (name, label) in enumerate(zip(NAMES, ["normal", "overfitting", "diverged"], strict=True), start=1):
+        section = doc.find_all("section", id=f"run-{index}")[0]
+        assert name in section.find_all("h2")[0].text_content()
+        badges = [e for e in section.iter() if "badge" in e.classes()]
+        assert f"v-{label}" in badges[0].classes()
+        svgs = section.find_all("svg")
+        assert len(svgs) == 2
+        assert svgs[0].attrs["aria-label"] == f"Loss curves of run {name}"
+        assert svgs[1].attrs["aria-label"].startswith("learning rate, gradient norm, throughput")
+
+
+def test_loss_chart_marks_what_the_diagnosis_found(page):
+    _, html = page
+    doc = parse(html)
+    overfit = _svg_text(doc.find_all("section", id="run-2")[0].find_all("svg")[0])
+    for label in ("overfitting onset", "early stop", "best val", "spike (1)", "train · train/loss", "val · val/loss"):
+        assert label in overfit
+    diverged = _svg_text(doc.find_all("section", id="run-3")[0].find_all("svg")[0])
+    assert "diverged (explosion)" in diverged and "NaN/inf (5)" in diverged
+    assert "loss (log scale)" in diverged  # 0.3 .. 1e4 spans more than 1.5 decades
+    assert "loss (log scale)" not in overfit
+    assert "healthy band" in _svg_text(doc.find_all("section", id="run-1")[0].find_all("svg")[1])
+
+
+def test_nothing_is_fetched_from_anywhere(page):
+    _, html = page
+    doc = parse(html)
+    for element in doc.iter():
+        assert element.tag not in {"link", "iframe", "object", "embed", "base", "form"}
+        for key, value in element.attrs.items():
+            if key.startswith("xmlns"):
+                continue  # namespace names, never fetched
+            assert not (value or "").lower().startswith(("http:", "https:", "//", "javascript:")), (element.tag, key)
+            if key in ("href", "xlink:href"):
+                assert value.startswith("#"), value
+            if key == "src":
+                assert value.startswith("data:image/png;base64,"), value
+    for style in doc.find_all("style"):
+        assert "url(" not in style.text_content() and "@import" not in style.text_content()
+
+
+def test_csp_allows_exactly_the_inline_script(page):
+    _, html = page
+    doc = parse(html)
+    metas = [m for m in doc.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
+    assert len(metas) == 1
+    policy = dict(part.strip().split(" ", 1) for part in metas[0].attrs["content"].split(";"))
+    assert policy["default-src"] == "'none'" and policy["img-src"] == "data:"
+    assert policy["style-src"] == "'unsafe-inline'"
+    scripts = raw_scripts(html)
+    executable = [body for tag, body in scripts if "application/json" not in tag]
+    assert len(executable) == 1
+    assert policy["script-src"] == sha256_source(executable[0])
+    # the CSP comes before anything it governs
+    assert html.index("Content-Security-Policy") < html.index("<style>") < html.index("<script")
+
+
+def test_embedded_json_is_the_report(page):
+    data, html = page
+    doc = parse(html)
+    block = doc.find_all("script", id="tanalyze-data")[0]
+    assert block.attrs["type"] == "application/json"
+    assert json.loads(block.text_content()) == report_dict(data)
+
+
+def test_footnotes_say_how_lines_are_drawn(page):
+    _, html = page
+    assert METHOD in html
+    assert "computed from every logged point" in html
+
+
+def test_rendering_leaves_matplotlib_global_state_alone():
+    before = dict(matplotlib.rcParams)
+    backend = matplotlib.get_backend()
+    logs, diags = three_runs()
+    render_report_html(logs, diags)
+    assert dict(matplotlib.rcParams) == before
+    assert matplotlib.get_backend() == backend
+
+
+def test_fragment_for_jupyter_has_no_page_wrapper_and_no_script():
+    logs, diags = three_runs()
+    fragment = render_report_html(logs, diags, fragment=True)
+    assert fragment.lstrip().startswith("<style>")
+    assert "<html" not in fragment and "<script" not in fragment and "<!DOCTYPE" not in fragment
+    assert 'class="tz tz-fragment"' in fragment
+    # every rule of the style is scoped to the report's own class, so a notebook keeps its look
+    style = re.search(r"<style>(.*?)</style>", fragment, re.S).group(1)
+    selectors = re.findall(r"(?:^|})\s*([^{}@]+)\{", style)
+    assert selectors and all(sel.strip().startswith(".tz") for s in selectors for sel in s.split(",")), selectors
+
+
+def test_run_fragment_with_and_without_curves():
+    logs, diags = three_runs()
+    with_curves = parse(render_run_html(diags["overfitting-run"], logs))
+    assert len(with_curves.find_all("svg")) == 2
+    assert "Keep the checkpoint of step 6,000." in with_curves.text_content()
+    bare = parse(render_run_html(diags["overfitting-run"]))
+    assert bare.find_all("svg") == []
+    assert "No loss curve to draw" in bare.text_content()
+
+
+def test_compare_and_seed_groups_sections():
+    runs, diags = {}, {}
+    for k in range(3):
+        name = f"base-s{k}"
+        runs[name] = (frame_for(name, curves("normal", n=400, seed=k)), info(name))
+        diags[name] = diagnosis(name, "normal")
+    data = build_report(logs_of(runs), diags)
+    doc = parse(render_html(data))
+    compare = doc.find_all("section", id="compare")[0]
+    labels = [s.attrs["aria-label"] for s in compare.find_all("svg")]
+    assert labels == ["train loss 'train/loss' of 3 runs", "validation loss 'val/loss' of 3 runs"]
+    seeds = doc.find_all("section", id="seeds")[0]
+    assert "base" in seeds.find_all("h3")[0].text_content() and "3 seeds" in seeds.text_content()
+    assert len(seeds.find_all("svg")) == 2
+
+
+def test_many_runs_compare_highlights_the_five_best():
+    runs, diags = {}, {}
+    for k in range(14):
+        name = f"trial{k:02d}"
+        by_tag = curves("normal", n=200, seed=k)
+        steps, values = by_tag["train/loss"]
+        by_tag = {"train/loss": (steps, values + 0.01 * k)}
+        runs[name] = (frame_for(name, by_tag), info(name, hparams={"trial": k}))
+        diags[name] = diagnosis(name, "normal", roles={"train_loss": "train/loss"})
+    html = render_html(build_report(logs_of(runs), diags))
+    compare = parse(html).find_all("section", id="compare")[0]
+    legend = [t.text_content() for t in compare.find_all("text") if t.text_content().startswith("trial")]
+    assert legend == ["trial00", "trial01", "trial02", "trial03", "trial04"]
+    assert "five lowest final values are coloured" in compare.text_content()
