@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tanalyze import __version__
-from tanalyze.errors import TanalyzeError
+from tanalyze.errors import InputError, TanalyzeError
 from tanalyze.logs import Logs, load
 from tanalyze.text import safe_text
 
@@ -94,6 +94,49 @@ def cmd_parse(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _parse_roles(pairs: list[str] | None) -> dict[str, str]:
+    roles: dict[str, str] = {}
+    for pair in pairs or []:
+        role, sep, tag = pair.partition("=")
+        if not sep or not role or not tag:
+            raise InputError(f"--role expects ROLE=TAG, got {pair!r}")
+        roles[role.strip()] = tag
+    return roles
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from tanalyze.check_output import emit_github, format_text, write_json, write_junit
+    from tanalyze.check_runner import check
+
+    report = check(
+        args.candidate,
+        baseline=args.baseline,
+        config=args.config,
+        roles=_parse_roles(args.role),
+        progress=_progress(args),
+    )
+    sys.stdout.write(format_text(report))
+    if args.json:
+        write_json(report, args.json)
+    if args.junit:
+        write_junit(report, args.junit)
+    emit_github(report, sys.stdout)
+    return EXIT_OK if report.passed else EXIT_FAILED
+
+
+def cmd_baseline_save(args: argparse.Namespace) -> int:
+    from tanalyze.baseline import Baseline
+    from tanalyze.check_runner import summarize_path
+    from tanalyze.config import load_config
+
+    config = load_config(args.config)
+    roles = {**config.roles, **_parse_roles(args.role)}
+    summaries = summarize_path(args.run, roles=roles, progress=_progress(args))
+    Baseline.from_summaries(str(args.run), summaries).save(args.output)
+    sys.stderr.write(f"saved baseline of {len(summaries)} run(s) to {args.output}\n")
+    return EXIT_OK
+
+
 def _add_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a log file or a folder of runs")
     parser.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
@@ -115,6 +158,29 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(parse)
     parse.add_argument("-o", "--output", required=True, help="output file: .csv or .parquet")
     parse.set_defaults(handler=cmd_parse)
+
+    check = sub.add_parser(
+        "check",
+        help="CI gate: exit 1 when a rule fails (divergence, verdict, val loss or throughput vs a baseline)",
+    )
+    check.add_argument("candidate", help="the run (or folder of runs) to check")
+    check.add_argument("--baseline", help="a baseline run folder or a file from 'tanalyze baseline save'")
+    check.add_argument("--config", help="tanalyze.toml or pyproject.toml with [tool.tanalyze.check] (default: ./tanalyze.toml, ./pyproject.toml)")
+    check.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
+    check.add_argument("--json", metavar="FILE", help="write the results as JSON (schema tanalyze.check/1)")
+    check.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML, one test case per rule")
+    check.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    check.set_defaults(handler=cmd_check)
+
+    baseline = sub.add_parser("baseline", help="save a baseline for 'tanalyze check'")
+    baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True, metavar="ACTION")
+    save = baseline_sub.add_parser("save", help="summarise a run (or seeds of one job) into a small JSON file")
+    save.add_argument("run", help="the baseline run or folder of seed runs")
+    save.add_argument("-o", "--output", required=True, help="the baseline file to write (.json)")
+    save.add_argument("--config", help="config file with role overrides")
+    save.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE")
+    save.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    save.set_defaults(handler=cmd_baseline_save)
     return parser
 
 

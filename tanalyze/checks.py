@@ -1,0 +1,321 @@
+"""``tanalyze check``: rules that turn diagnoses (and a baseline) into pass / warn / fail / skip.
+
+Measurement and judgement stay apart: analyzers measure (see :mod:`tanalyze.analysis`),
+the rules here compare those measurements with thresholds from a :class:`CheckPolicy`.
+Every rule returns a :class:`RuleResult` with the measured value, the threshold
+and the reason, so a failing CI job says exactly why.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from tanalyze import __version__
+from tanalyze.analysis.results import to_jsonable
+from tanalyze.baseline import Baseline, RunSummary
+from tanalyze.errors import ConfigError
+
+__all__ = ["Status", "RuleResult", "CheckReport", "CheckPolicy", "RULES", "run_checks"]
+
+CHECK_SCHEMA = "tanalyze.check/1"
+
+
+class Status(enum.StrEnum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """The outcome of one rule on one candidate run."""
+
+    name: str
+    status: Status
+    message: str
+    run: str | None = None
+    value: Any = None
+    threshold: Any = None
+    p_value: float | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "run": self.run,
+            "status": self.status.value,
+            "value": to_jsonable(self.value),
+            "threshold": to_jsonable(self.threshold),
+            "p_value": to_jsonable(self.p_value),
+            "message": self.message,
+            "details": to_jsonable(dict(self.details)),
+        }
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """All rule results of one ``check``; ``passed`` is False when any rule failed."""
+
+    candidate: str
+    baseline: str | None
+    rules: tuple[RuleResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not any(r.status is Status.FAIL for r in self.rules)
+
+    def counts(self) -> dict[str, int]:
+        return {s.value: sum(1 for r in self.rules if r.status is s) for s in Status}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": CHECK_SCHEMA,
+            "tanalyze_version": __version__,
+            "candidate": self.candidate,
+            "baseline": self.baseline,
+            "passed": self.passed,
+            "counts": self.counts(),
+            "rules": [r.to_dict() for r in self.rules],
+        }
+
+
+# Defaults, each with where it comes from.
+DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
+    "nonfinite_loss": {},
+    "divergence": {},
+    # Unstable and diverged runs fail; overfitting/underfitting are worth a look but not a red build.
+    "verdict": {"fail_on": ["unstable", "diverged"], "warn_on": ["overfitting", "underfitting"]},
+    # 5% worse than the baseline; with several baseline seeds the seed band widens the threshold.
+    "validation_loss": {"tolerance": 0.05, "which": "best"},
+    # asv's defaults: a change counts when the median moved by a factor (here 15% slower,
+    # a common CI tolerance for noisy training jobs) AND Mann-Whitney U gives p < 0.002.
+    "throughput": {"min_change": 0.15, "alpha": 0.002},
+    "gradient_health": {},
+    "loss_progress": {},
+}
+
+
+@dataclass(frozen=True)
+class CheckPolicy:
+    """Which rules run, with what thresholds, and which only warn."""
+
+    params: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {k: dict(v) for k, v in DEFAULT_PARAMS.items()})
+    disabled: frozenset[str] = frozenset()
+    warn_only: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, Any] | None, source: str = "config") -> CheckPolicy:
+        """Build a policy from a ``[check]`` table; unknown rules or parameters are errors."""
+        table = dict(table or {})
+        params = {k: dict(v) for k, v in DEFAULT_PARAMS.items()}
+        disabled = _rule_list(table.pop("disable", []), "disable", source)
+        warn_only = _rule_list(table.pop("warn_only", []), "warn_only", source)
+        for rule, overrides in table.items():
+            if rule not in DEFAULT_PARAMS:
+                raise ConfigError(f"{source}: unknown check rule {rule!r}; known: {', '.join(DEFAULT_PARAMS)}")
+            if not isinstance(overrides, dict):
+                raise ConfigError(f"{source}: [check.{rule}] must be a table of parameters")
+            overrides = dict(overrides)
+            if overrides.pop("enabled", True) is False:
+                disabled.add(rule)
+            if overrides.pop("warn_only", False) is True:
+                warn_only.add(rule)
+            unknown = set(overrides) - set(DEFAULT_PARAMS[rule])
+            if unknown:
+                raise ConfigError(
+                    f"{source}: unknown parameter(s) {sorted(unknown)} for rule {rule!r}; "
+                    f"known: {sorted(DEFAULT_PARAMS[rule]) or 'none'}"
+                )
+            params[rule].update(overrides)
+        return cls(params=params, disabled=frozenset(disabled), warn_only=frozenset(warn_only))
+
+
+def _rule_list(value: Any, key: str, source: str) -> set[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{source}: check.{key} must be a list of rule names")
+    unknown = set(value) - set(DEFAULT_PARAMS)
+    if unknown:
+        raise ConfigError(f"{source}: check.{key} names unknown rule(s) {sorted(unknown)}; known: {', '.join(DEFAULT_PARAMS)}")
+    return set(value)
+
+
+# --- the rules ---------------------------------------------------------------------------------
+
+Rule = Callable[[RunSummary, Baseline | None, Mapping[str, Any]], RuleResult]
+
+
+def rule_nonfinite_loss(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
+    """No NaN/Inf in the train or validation loss."""
+    if not run.loss_tags:
+        return RuleResult("nonfinite_loss", Status.SKIP, "no loss curve found (set a role override)", run.run)
+    if run.nonfinite_loss_points:
+        return RuleResult(
+            "nonfinite_loss",
+            Status.FAIL,
+            f"{run.nonfinite_loss_points} non-finite loss value(s), first at step {run.first_nonfinite_step}",
+            run.run,
+            value=run.nonfinite_loss_points,
+            threshold=0,
+            details={"first_step": run.first_nonfinite_step, "tags": list(run.loss_tags)},
+        )
+    return RuleResult("nonfinite_loss", Status.PASS, "every loss value is finite", run.run, value=0, threshold=0)
+
+
+def rule_divergence(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
+    """The loss did not diverge (non-finite or exploded without recovering)."""
+    divergence = run.diagnosis.get("divergence")
+    if run.diagnosis.get("verdict", {}).get("label") == "insufficient_data":
+        return RuleResult("divergence", Status.SKIP, "not enough loss points to judge", run.run)
+    if divergence:
+        step = divergence.get("step")
+        kind = divergence.get("kind")
+        return RuleResult(
+            "divergence",
+            Status.FAIL,
+            f"loss diverged ({kind}) at step {step}",
+            run.run,
+            value=step,
+            details=divergence,
+        )
+    return RuleResult("divergence", Status.PASS, "no divergence", run.run)
+
+
+def rule_verdict(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
+    """The run's verdict is not in the failing set (default: unstable, diverged)."""
+    verdict = run.diagnosis.get("verdict", {})
+    label = verdict.get("label", "insufficient_data")
+    confidence = verdict.get("confidence")
+    fail_on, warn_on = list(params.get("fail_on", [])), list(params.get("warn_on", []))
+    message = f"verdict {label}" + (f" (confidence {confidence:.2f})" if isinstance(confidence, int | float) else "")
+    if label == "insufficient_data":
+        return RuleResult("verdict", Status.SKIP, message + ": not enough data to judge", run.run, value=label)
+    if label in fail_on:
+        status = Status.FAIL
+    elif label in warn_on:
+        status = Status.WARN
+    else:
+        status = Status.PASS
+    return RuleResult("verdict", status, message, run.run, value=label, threshold={"fail_on": fail_on, "warn_on": warn_on})
+
+
+def rule_validation_loss(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
+    """Best (or final) validation loss not worse than the baseline by more than a tolerance."""
+    which = params.get("which", "best")
+    if which not in ("best", "final"):
+        raise ConfigError(f"check.validation_loss.which must be 'best' or 'final', got {which!r}")
+    if baseline is None:
+        return RuleResult("validation_loss", Status.SKIP, "no baseline given (--baseline)", run.run)
+    candidate = run.best_val_loss if which == "best" else run.final_val_loss
+    if candidate is None:
+        return RuleResult("validation_loss", Status.SKIP, "candidate has no validation loss", run.run)
+    reference = [r.best_val_loss if which == "best" else r.final_val_loss for r in baseline.runs]
+    reference = [v for v in reference if v is not None and math.isfinite(v)]
+    if not reference:
+        return RuleResult("validation_loss", Status.SKIP, "baseline has no validation loss", run.run)
+    tolerance = float(params.get("tolerance", 0.05))
+    ordered = sorted(reference)
+    median = ordered[len(ordered) // 2] if len(ordered) % 2 else 0.5 * (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2])
+    # Losses can be negative (e.g. ELBO): the tolerance applies to the magnitude.
+    threshold = median + tolerance * abs(median)
+    if len(reference) > 1:
+        threshold = max(threshold, ordered[-1])  # inside the baseline's seed band is not a regression
+    band = f" (baseline {which} {median:.4g}" + (f", seed band {ordered[0]:.4g}..{ordered[-1]:.4g}" if len(reference) > 1 else "") + ")"
+    if not math.isfinite(candidate) or candidate > threshold:
+        change = (candidate - median) / abs(median) if median else math.inf
+        return RuleResult(
+            "validation_loss", Status.FAIL,
+            f"{which} validation loss {candidate:.4g} is {change:+.1%} vs baseline, above threshold {threshold:.4g}{band}",
+            run.run, value=candidate, threshold=threshold, details={"baseline": reference, "which": which},
+        )
+    return RuleResult(
+        "validation_loss", Status.PASS,
+        f"{which} validation loss {candidate:.4g} within threshold {threshold:.4g}{band}",
+        run.run, value=candidate, threshold=threshold, details={"baseline": reference, "which": which},
+    )
+
+
+def rule_throughput(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
+    """Steady-state throughput not lower than the baseline's (factor AND significance)."""
+    if baseline is None:
+        return RuleResult("throughput", Status.SKIP, "no baseline given (--baseline)", run.run)
+    if run.throughput is None:
+        return RuleResult("throughput", Status.SKIP, "candidate logs no throughput, step time or wall time", run.run)
+    reference = [r.throughput for r in baseline.runs if r.throughput is not None and r.throughput.kind == run.throughput.kind]
+    if not reference:
+        kinds = sorted({r.throughput.kind for r in baseline.runs if r.throughput is not None})
+        reason = f"baseline has no {run.throughput.kind} measurement" + (f" (it has {', '.join(kinds)})" if kinds else "")
+        return RuleResult("throughput", Status.SKIP, reason, run.run)
+    from tanalyze.analysis.throughput import compare_throughput
+
+    comparison = compare_throughput(
+        [r.curve() for r in reference],
+        run.throughput.curve(),
+        kind=run.throughput.kind,
+        min_change=float(params.get("min_change", 0.15)),
+        alpha=float(params.get("alpha", 0.002)),
+    )
+    data = comparison.to_dict()
+    verdict = data.get("verdict")
+    status = {"regression": Status.FAIL, "inconclusive": Status.WARN}.get(verdict, Status.PASS)
+    return RuleResult(
+        "throughput", status, data.get("message") or f"throughput {verdict}", run.run,
+        value=data.get("ratio"), threshold=params.get("min_change", 0.15), p_value=data.get("p_value"), details=data,
+    )
+
+
+def _findings_rule(name: str, section: str) -> Rule:
+    def rule(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
+        result = run.diagnosis.get(section)
+        if not result:
+            return RuleResult(name, Status.SKIP, f"no {section.replace('_', ' ')} data in this run", run.run)
+        findings = result.get("findings", []) if isinstance(result, dict) else []
+        errors = [f for f in findings if f.get("severity") == "error"]
+        warnings = [f for f in findings if f.get("severity") == "warning"]
+        worst = errors or warnings
+        if not worst:
+            return RuleResult(name, Status.PASS, f"no {section.replace('_', ' ')} problems", run.run, value=0)
+        status = Status.FAIL if errors else Status.WARN
+        head = worst[0]
+        more = f" (+{len(worst) - 1} more)" if len(worst) > 1 else ""
+        return RuleResult(name, status, f"{head.get('message')}{more}", run.run, value=len(worst),
+                          details={"findings": worst})
+
+    rule.__doc__ = f"No error-level (fail) or warning-level (warn) findings in {section}."
+    return rule
+
+
+RULES: dict[str, Rule] = {
+    "nonfinite_loss": rule_nonfinite_loss,
+    "divergence": rule_divergence,
+    "verdict": rule_verdict,
+    "validation_loss": rule_validation_loss,
+    "throughput": rule_throughput,
+    "gradient_health": _findings_rule("gradient_health", "gradients"),
+    "loss_progress": _findings_rule("loss_progress", "progress"),
+}
+
+
+def run_checks(
+    candidates: Sequence[RunSummary],
+    baseline: Baseline | None,
+    policy: CheckPolicy | None = None,
+    *,
+    candidate_source: str = "",
+) -> CheckReport:
+    """Apply every enabled rule to every candidate run."""
+    policy = policy or CheckPolicy()
+    results: list[RuleResult] = []
+    for run in candidates:
+        for name, rule in RULES.items():
+            if name in policy.disabled:
+                continue
+            result = rule(run, baseline, policy.params.get(name, {}))
+            if name in policy.warn_only and result.status is Status.FAIL:
+                result = replace(result, status=Status.WARN, message=result.message + " (warn-only rule)")
+            results.append(result)
+    return CheckReport(candidate=candidate_source, baseline=baseline.source if baseline else None, rules=tuple(results))

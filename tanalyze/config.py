@@ -1,0 +1,96 @@
+"""User configuration: ``tanalyze.toml`` or ``[tool.tanalyze]`` in ``pyproject.toml``.
+
+Only known keys are accepted, so a typo is an error that names the key rather
+than a setting silently ignored::
+
+    [tool.tanalyze.roles]          # or [roles] in tanalyze.toml
+    val_loss = "eval/loss"
+
+    [tool.tanalyze.check]          # or [check]
+    warn_only = ["gradient_health"]
+    disable = ["loss_progress"]
+
+    [tool.tanalyze.check.throughput]
+    min_change = 0.15
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tanalyze.errors import ConfigError
+
+__all__ = ["Config", "load_config", "find_config"]
+
+CONFIG_NAMES = ("tanalyze.toml", "pyproject.toml")
+TOP_LEVEL_KEYS = {"roles", "check", "patterns"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """The parsed ``[tool.tanalyze]`` table (or a whole ``tanalyze.toml``), and where it came from."""
+
+    source: str | None = None
+    roles: dict[str, str] = field(default_factory=dict)
+    check: dict[str, Any] = field(default_factory=dict)
+    patterns: Any = None
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """``tanalyze.toml`` in ``start`` (default: the current folder), else a ``pyproject.toml`` there
+    that has a ``[tool.tanalyze]`` table."""
+    folder = start or Path.cwd()
+    candidate = folder / "tanalyze.toml"
+    if candidate.is_file():
+        return candidate
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+            return None
+        if "tanalyze" in data.get("tool", {}):
+            return pyproject
+    return None
+
+
+def load_config(path: str | Path | None = None, *, search: bool = True) -> Config:
+    """Read the config at ``path``; without a path, the one :func:`find_config` finds (or defaults)."""
+    if path is None:
+        found = find_config() if search else None
+        if found is None:
+            return Config()
+        path = found
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    if path.name == "pyproject.toml":
+        table = data.get("tool", {}).get("tanalyze", {})
+        prefix = "tool.tanalyze."
+    else:
+        table = data.get("tool", {}).get("tanalyze", data)
+        prefix = ""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [{prefix.rstrip('.') or 'tanalyze'}] must be a table")
+    unknown = set(table) - TOP_LEVEL_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{path}: unknown key(s) {', '.join(prefix + k for k in sorted(unknown))}; "
+            f"known: {', '.join(prefix + k for k in sorted(TOP_LEVEL_KEYS))}"
+        )
+    roles = table.get("roles", {})
+    if not isinstance(roles, dict) or not all(isinstance(v, str) for v in roles.values()):
+        raise ConfigError(f"{path}: [{prefix}roles] must map role names to tag names (strings)")
+    check = table.get("check", {})
+    if not isinstance(check, dict):
+        raise ConfigError(f"{path}: [{prefix}check] must be a table")
+    return Config(source=str(path), roles=dict(roles), check=dict(check), patterns=table.get("patterns"))
