@@ -32,6 +32,7 @@ __all__ = [
     "render_run_html",
     "report_dict",
     "write_report",
+    "report_paths",
 ]
 
 ProgressCallback = Callable[[int, int, str], None]
@@ -122,11 +123,33 @@ def write_report(
     return sizes
 
 
-def _sources_for(inputs: Sequence[tuple[str, Logs, Mapping[str, Any]]]) -> tuple[list[RunSource], list[str]]:
+def report_paths(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    formats: Sequence[str] | None = None,
+    roles: Mapping[str, str] | None = None,
+    title: str | None = None,
+    smoothing: float = 0.6,
+    progress: ProgressCallback | None = None,
+) -> ReportData:
+    """Read and diagnose every run under each path, and compute the report of all of them.
+
+    Runs of equal name under different paths are told apart by the path's name.
+    Raises :class:`~tanalyze.errors.InputError` (or ``NoLogsError``) for a path
+    that does not exist or holds no logs.
+    """
+    from tanalyze.diagnose import diagnose
+    from tanalyze.logs import load
+
     sources: list[RunSource] = []
     labels: list[str] = []
-    for label, logs, diagnoses in inputs:
+    for path in paths:
+        logs = load(path, formats=formats, progress=progress)
+        diagnoses = diagnose(logs, roles=dict(roles) if roles else None)
         part = sources_from(logs, diagnoses)
         sources.extend(part)
-        labels.extend([label] * len(part))
-    return sources, labels
+        labels.extend([os.path.basename(os.path.normpath(os.fspath(path))) or os.fspath(path)] * len(part))
+    options: dict[str, Any] = {"smoothing": smoothing, "inputs": [os.fspath(p) for p in paths], "input_labels": labels}
+    if title is not None:
+        options["title"] = title
+    return build_report(sources, **options)

@@ -117,7 +117,26 @@ def log_label(value: float, _pos: int | None = None) -> str:
     return f"1e{int(round(exponent))}" if abs(exponent - round(exponent)) < 1e-9 else f"{value:.2g}"
 
 
-_UNSAFE = re.compile(r"<\s*(script|foreignObject|iframe|object|embed)\b|<[^>]*\son[a-z]+\s*=|<[^>]*href\s*=\s*\"(?!#)", re.I)
+_TAG = re.compile(r"<([A-Za-z][\w:.-]*)((?:\s+[\w:.-]+\s*=\s*\"[^\"]*\")*)\s*/?>")
+_ATTR = re.compile(r"([\w:.-]+)\s*=\s*\"([^\"]*)\"")
+_FORBIDDEN_TAGS = {"script", "foreignobject", "iframe", "object", "embed", "a", "image", "feimage", "animate", "set"}
+
+
+def _active_content(svg: str) -> str | None:
+    """What in ``svg`` could run or fetch something (element, handler, external reference), or None."""
+    for match in _TAG.finditer(svg):
+        name = match.group(1).lower()
+        if name in _FORBIDDEN_TAGS:
+            return f"<{name}> element"
+        for attr, value in _ATTR.findall(match.group(2)):
+            attr = attr.lower()
+            if attr.startswith("on"):
+                return f"{attr} attribute"
+            if attr in ("href", "xlink:href") and not value.startswith("#"):
+                return f"{attr}={value[:40]!r}"
+    if re.search(r"<(?![A-Za-z/!?])|<\s", svg) or svg.count("<") != len(_TAG.findall(svg)) + svg.count("</"):
+        return "markup the checker cannot read"
+    return None
 _ID_ATTR = re.compile(r'\sid="([^"]*)"')
 _REFS = re.compile(r'(?:href="#|url\(#)([^")]+)')
 
@@ -175,8 +194,9 @@ def _clean_svg(svg: str, alt: str) -> str:
     head = re.sub(r'\s(width|height)="[^"]*"', "", svg[:head_end])
     head += f' class="chart" role="img" aria-label="{html.escape(alt, quote=True)}"'
     svg = head + svg[head_end:]
-    if _UNSAFE.search(svg):
-        raise UnsafeSVGError("matplotlib wrote active content into an SVG; refusing to embed it")
+    problem = _active_content(svg)
+    if problem is not None:
+        raise UnsafeSVGError(f"refusing to embed an SVG with {problem}")
     return svg
 
 
@@ -205,7 +225,8 @@ class FigureMaker:
         self._count += 1
         if points > self.dense_points:
             buffer = io.BytesIO()
-            FigureCanvasAgg(fig).print_png(buffer, dpi=144, metadata={"Software": None})
+            FigureCanvasAgg(fig)
+            fig.savefig(buffer, format="png", dpi=144, metadata={"Software": None})
             data = base64.b64encode(buffer.getvalue()).decode("ascii")
             markup = f'<img class="chart" alt="{html.escape(alt, quote=True)}" src="data:image/png;base64,{data}">'
             return Rendered(markup, "png", points)

@@ -87,7 +87,10 @@ def fmt_num(value: Any, digits: int = 4) -> str:
         return "\u2212inf" if as_float < 0 else "inf"
     if as_float.is_integer() and abs(as_float) < 1e15:
         return f"{int(as_float):,}"
-    return f"{as_float:.{digits}g}"
+    rounded = float(f"{as_float:.{digits}g}")
+    if 1e3 <= abs(rounded) < 1e15:
+        return f"{rounded:,.0f}"
+    return f"{rounded:.{digits}g}"
 
 
 def fmt_step(value: Any) -> str:
@@ -105,6 +108,12 @@ def sort_key(value: Any) -> str:
     if as_float in (float("inf"), float("-inf")):
         return "1e308" if as_float > 0 else "-1e308"
     return repr(as_float)
+
+
+def truncate(value: Any, limit: int = 40) -> str:
+    """Log text cut to ``limit`` characters with an ellipsis (for table cells; the full text is elsewhere)."""
+    text = safe_text(value, limit=10 * limit)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def short(value: Any, limit: int = 300) -> str:
@@ -127,7 +136,7 @@ def _environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=False,
     )
-    env.filters.update(num=fmt_num, step=fmt_step, sortv=sort_key, short=short, safe_text=safe_text)
+    env.filters.update(num=fmt_num, step=fmt_step, sortv=sort_key, short=short, safe_text=safe_text, truncate=truncate)
     env.globals.update(verdict_text=VERDICT_TEXT, max_items=MAX_ITEMS)
     return env
 

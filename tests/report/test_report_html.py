@@ -175,3 +175,15 @@ def test_many_runs_compare_highlights_the_five_best():
     legend = [t.text_content() for t in compare.find_all("text") if t.text_content().startswith("trial")]
     assert legend == ["trial00", "trial01", "trial02", "trial03", "trial04"]
     assert "five lowest final values are coloured" in compare.text_content()
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(None, "\u2014"), ("nan", "NaN"), ("inf", "inf"), ("-inf", "\u2212inf"), (1234567, "1,234,567"),
+     (0.123456, "0.1235"), (1234.5678, "1,235"), (3.0, "3"), (1e-7, "1e-07"), (2.5e16, "2.5e+16"), (True, "true"),
+     ("<b>", "<b>")],
+)
+def test_number_formatting(value, text):
+    from tanalyze.report.html import fmt_num
+
+    assert fmt_num(value) == text
