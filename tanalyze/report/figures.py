@@ -218,8 +218,23 @@ class FigureMaker:
         self.columns = columns
         self.dense_points = dense_points
         self._count = 0
+        self._pool: dict[str, tuple[Figure, list[Any]]] = {}
 
     # -- plumbing -----------------------------------------------------------------
+
+    def _figure(self, key: str, size: tuple[float, float], nrows: int = 1, ncols: int = 1) -> tuple[Figure, list[Any]]:
+        """A figure of this layout, reused across runs with its axes emptied (tick artists survive:
+        creating them is most of matplotlib's cost per figure). Call inside ``rc_context(_RC)``."""
+        cached = self._pool.get(key)
+        if cached is None:
+            fig = Figure(figsize=size)
+            axes = list(np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel())
+            self._pool[key] = (fig, axes)
+            return fig, axes
+        fig, axes = cached
+        for ax in axes:
+            _empty_axes(ax)
+        return fig, axes
 
     def _render(self, fig: Figure, alt: str, points: int) -> Rendered:
         self._count += 1
@@ -265,8 +280,7 @@ class FigureMaker:
         if not curves:
             return None
         with matplotlib.rc_context(_RC):
-            fig = Figure(figsize=(7.0, 3.2))
-            ax = fig.add_subplot()
+            fig, (ax,) = self._figure("loss", (7.0, 3.2))
             points = 0
             few = {role: int(s.finite.sum()) < 60 for role, s, _ in curves}
             for role, series, color in curves:
@@ -337,8 +351,7 @@ class FigureMaker:
         ncols = n if n <= 3 else 3
         nrows = (n + ncols - 1) // ncols
         with matplotlib.rc_context(_RC):
-            fig = Figure(figsize=(3.45 * ncols, 2.25 * nrows))
-            axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
+            fig, axes = self._figure(f"aux{nrows}x{ncols}", (3.45 * ncols, 2.25 * nrows), nrows, ncols)
             points = 0
             for ax, role in zip(axes, present, strict=False):
                 series = run.series[role]
@@ -375,8 +388,7 @@ class FigureMaker:
                 max_lines: int = 12) -> Rendered:
         """Smoothed curves of one shared tag, one line per run (grey with the best few coloured past ``max_lines``)."""
         with matplotlib.rc_context(_RC):
-            fig = Figure(figsize=(5.6, 3.1))
-            ax = fig.add_subplot()
+            fig, (ax,) = self._figure("compare", (5.6, 3.1))
             points = 0
             columns = max(120, (self.columns * 2) // 3)
             many = len(runs) > max_lines
@@ -416,8 +428,7 @@ class FigureMaker:
             return None
         color = TRAIN if role == "train_loss" else VAL
         with matplotlib.rc_context(_RC):
-            fig = Figure(figsize=(5.6, 3.0))
-            ax = fig.add_subplot()
+            fig, (ax,) = self._figure("band", (5.6, 3.0))
             with np.errstate(all="ignore"):
                 lo, mid, hi = np.nanmin(stack, axis=0), np.nanmedian(stack, axis=0), np.nanmax(stack, axis=0)
             ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0, label=f"min–max of {len(curves)} seeds")
@@ -429,6 +440,23 @@ class FigureMaker:
             fig.subplots_adjust(left=0.11, right=0.985, top=0.9, bottom=0.16)
             alt = f"{ROLE_TITLES[role]} of seed group {safe_text(label, 80)}: median and min-max band"
             return self._render(fig, alt, 3 * len(grid))
+
+
+def _empty_axes(ax) -> None:
+    """Back to a fresh axes' state: no artists, legend, labels or limits; linear scales."""
+    for artist in (*ax.lines, *ax.collections, *ax.patches, *ax.texts, *ax.images):
+        artist.remove()
+    if ax.legend_ is not None:
+        ax.legend_.remove()
+    ax.set_title("")
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    ax.set_xscale("linear")
+    ax.set_yscale("linear")
+    ax.set_visible(True)
+    ax.relim()
+    ax.set_autoscale_on(True)
+    ax.autoscale_view()
 
 
 def _common_grid(curves: Sequence[Series], smoothing: float, columns: int) -> tuple[np.ndarray | None, np.ndarray]:

@@ -229,8 +229,19 @@ def _series_by_tag(frame: pd.DataFrame, wanted: Iterable[str]) -> dict[str, Seri
 
 
 def _throughput_summary(diagnosis: Mapping[str, Any], series: Mapping[str, Series]) -> dict[str, Any] | None:
-    """The median throughput (or step time) over the full curve, with the tag it comes from."""
-    for role, unit in (("throughput", "/s"), ("step_time", "s/step")):
+    """The steady throughput the diagnosis measured, else the median of the throughput (or step-time) curve."""
+    measured = diagnosis.get("throughput")
+    if isinstance(measured, Mapping):
+        median = number(measured.get("steady_median"))
+        if median is None:
+            median = number(measured.get("median"))
+        if median is not None and math.isfinite(median):
+            better = measured.get("higher_is_better")
+            role = "step_time" if better is False else "throughput"
+            tag = measured.get("tag") or (series[role].tag if role in series else None)
+            unit = str(measured.get("unit") or ("/s" if role == "throughput" else "s/step"))
+            return {"role": role, "tag": tag, "median": median, "unit": unit}
+    for role, unit in (("throughput", "/s"), ("step_time", "per step")):
         curve = series.get(role)
         if curve is None:
             continue

@@ -64,8 +64,9 @@ def diagnosis(run: str, label: str, roles: Mapping[str, str] = ROLES, **extra: A
         "divergence": {"step": 10500, "kind": "explosion"} if label == "diverged" else None,
         "spikes": [{"step": 5000, "value": 1.0, "z": 9.0}],
         "early_stopping": {"best_step": 6000, "stop_step": 7500, "patience": 3},
-        "gradients": {"band": [0.2, 3.0], "median": 1.0},
-        "throughput": {"median": 1200.0},
+        "gradients": {"tag": roles.get("grad_norm"), "healthy_band": [0.2, 3.0], "median": 1.0, "explosions": []},
+        "throughput": {"tag": roles.get("throughput"), "kind": "samples_per_s", "unit": "samples/s",
+                       "higher_is_better": True, "steady_median": 1201.5, "stalls": [], "change_points": []},
         "findings": [],
         "warnings": [],
     }

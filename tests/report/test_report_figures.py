@@ -73,3 +73,24 @@ def test_all_nan_curve_is_not_drawn():
     data = build_report(logs_of(runs), {"r": diagnosis("r", "diverged", roles={"train_loss": "loss"})})
     assert FigureMaker().loss(data.runs[0]) is None
     assert data.runs[0].summary["train_loss"]["non_finite"] == 10
+
+
+def _normalised(markup: str) -> str:
+    import re
+
+    return re.sub(r'(id="|#)[mp][0-9a-f]{10}', r"\1ID", markup)
+
+
+def test_reused_figures_carry_nothing_over_from_the_previous_run():
+    from tests.report.fakes import three_runs
+
+    logs, diags = three_runs()
+    data = build_report(logs, diags)
+    normal, diverged = data.runs[0], data.runs[2]  # the diverged one has a log axis, spans and NaN marks
+    fresh = FigureMaker()
+    expected = (_normalised(fresh.loss(normal).markup), _normalised(fresh.aux(normal, ["learning_rate", "grad_norm"]).markup))
+    reused = FigureMaker()
+    reused.loss(diverged)
+    reused.aux(diverged, ["learning_rate", "grad_norm"])
+    again = (_normalised(reused.loss(normal).markup), _normalised(reused.aux(normal, ["learning_rate", "grad_norm"]).markup))
+    assert again == expected

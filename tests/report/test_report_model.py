@@ -38,7 +38,8 @@ def test_build_report_reads_roles_and_summarises_full_data():
     assert normal.summary["val_loss"]["final"] == values[-1]
     assert normal.summary["val_loss"]["best"] == values.min()
     assert normal.summary["val_loss"]["best_step"] == steps[values.argmin()]
-    assert normal.summary["throughput"]["tag"] == "perf/samples_per_sec"
+    assert normal.summary["throughput"] == {"role": "throughput", "tag": "perf/samples_per_sec", "median": 1201.5,
+                                            "unit": "samples/s"}
     assert normal.points == 1500 * 4 + 30
     diverged = data.runs[2]
     assert diverged.summary["train_loss"]["non_finite"] == 5
