@@ -264,13 +264,16 @@ def _run_context(run: RunView, figures: FigureMaker, findings: list[dict[str, An
 
 
 def _attention(rows: Sequence[dict[str, Any]], findings: Mapping[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    out = []
+    """Runs that need a look, worst verdict first; runs sharing a verdict and a top finding form one line."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
     for row in sorted(rows, key=lambda r: (r["verdict_rank"], r["index"])):
         top = findings[row["index"]][0] if findings[row["index"]] else None
         if row["verdict"] == "normal" and (top is None or top["severity"] != "error"):
             continue
-        out.append({**row, "top": top})
-    return out
+        key = (row["verdict"], top["code"] if top else "")
+        group = groups.setdefault(key, {"verdict": row["verdict"], "top": top, "runs": []})
+        group["runs"].append(row)
+    return list(groups.values())
 
 
 def _compare(data: ReportData, figures: FigureMaker) -> list[dict[str, Any]]:
