@@ -312,6 +312,13 @@ class FigureMaker:
             step = number(divergence["step"])
             ax.axvline(step, color=DIVERGED, linewidth=1.2, label=f"diverged ({safe_text(divergence.get('kind') or '?', 30)})")
             ax.axvspan(step, ax.get_xlim()[1], color=DIVERGED, alpha=0.06, linewidth=0)
+            onset = number(divergence.get("onset_step"))
+            if onset is not None and onset != step:
+                ax.axvline(onset, color=DIVERGED, linestyle=":", linewidth=1.1, label="blow-up onset")
+            restart = divergence.get("restart")
+            resume = number(restart.get("resume_at_or_before_step")) if isinstance(restart, Mapping) else None
+            if resume is not None:
+                ax.axvline(resume, color=BEST, linestyle=":", linewidth=1.3, label="resume at or before")
         overfitting = d.get("overfitting") or None
         if isinstance(overfitting, Mapping) and number(overfitting.get("onset_step")) is not None:
             ax.axvline(number(overfitting["onset_step"]), color=ONSET, linestyle="--", linewidth=1.1,
@@ -324,11 +331,11 @@ class FigureMaker:
             stats = val.stats()
             ax.plot([stats["best_step"]], [stats["best"]], marker="*", markersize=9, color=BEST,
                     markeredgecolor="white", markeredgewidth=0.6, linestyle="none", label="best val", zorder=5)
-        spikes = _spike_steps(d.get("spikes"))
+        spikes, peaks = _spikes(d.get("spikes"))
         train = series.get("train_loss") or val
         if spikes.size and train is not None:
             idx = np.clip(np.searchsorted(train.steps, spikes), 0, len(train.steps) - 1)
-            values = train.values[idx]
+            values = np.where(np.isfinite(peaks), peaks, train.values[idx])
             ok = np.isfinite(values)
             if ok.any():
                 ax.plot(spikes[ok], values[ok], marker="v", markersize=5, color=SPIKE, linestyle="none",
@@ -492,13 +499,18 @@ def _early_stop_step(early: Any) -> float | None:
     return None
 
 
-def _spike_steps(spikes: Any) -> np.ndarray:
-    steps = []
+def _spikes(spikes: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Steps of the spikes (their peak) and their peak values (NaN when the diagnosis gives none)."""
+    steps, peaks = [], []
     for spike in spikes or []:
-        value = number(spike.get("step")) if isinstance(spike, Mapping) else number(spike)
-        if value is not None and np.isfinite(value):
-            steps.append(value)
-    return np.asarray(steps, dtype=np.float64)
+        if isinstance(spike, Mapping):
+            step, peak = number(spike.get("step")), number(spike.get("peak_value"))
+        else:
+            step, peak = number(spike), None
+        if step is not None and np.isfinite(step):
+            steps.append(step)
+            peaks.append(np.nan if peak is None else peak)
+    return np.asarray(steps, dtype=np.float64), np.asarray(peaks, dtype=np.float64)
 
 
 def _band(gradients: Any) -> tuple[float, float] | None:

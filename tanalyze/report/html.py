@@ -214,7 +214,10 @@ def _details(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
     if d.get("spikes"):
         out.append((f"Spikes ({len(d['spikes'])})", d["spikes"]))
     known = {"run", "format", "roles", "verdict", "overfitting", "divergence", "early_stopping", "gradients",
-             "throughput", "spikes", "findings", "warnings"}
+             "throughput", "spikes", "findings", "warnings", "role_details"}
+    evidence = d["verdict"].get("evidence")
+    if evidence not in (None, {}, []):
+        out.insert(0, ("Verdict evidence", evidence))
     for key, value in d.items():
         if key not in known and value not in (None, {}, []):
             out.append((safe_text(key, 80), value))
@@ -242,6 +245,7 @@ def _run_context(run: RunView, figures: FigureMaker, findings: list[dict[str, An
         "verdict": run.verdict,
         "confidence": d["verdict"].get("confidence"),
         "evidence": d["verdict"].get("evidence"),
+        "reasons": [short(r, 600) for r in (d["verdict"].get("reasons") or []) if r],
         "points": run.points,
         "tags": run.tags,
         "first_step": run.summary.get("first_step"),

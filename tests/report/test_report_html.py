@@ -45,6 +45,8 @@ def test_every_run_has_a_section_with_badge_and_figures(page):
     doc = parse(html)
     for index, (name, label) in enumerate(zip(NAMES, ["normal", "overfitting", "diverged"], strict=True), start=1):
         section = doc.find_all("section", id=f"run-{index}")[0]
+        why = [p for p in section.find_all("p") if "evidence" in p.classes()][0]
+        assert why.text_content() == f"Why: judged {label} from the loss curves"
         assert name in section.find_all("h2")[0].text_content()
         badges = [e for e in section.iter() if "badge" in e.classes()]
         assert f"v-{label}" in badges[0].classes()
@@ -62,6 +64,7 @@ def test_loss_chart_marks_what_the_diagnosis_found(page):
         assert label in overfit
     diverged = _svg_text(doc.find_all("section", id="run-3")[0].find_all("svg")[0])
     assert "diverged (explosion)" in diverged and "NaN/inf (5)" in diverged
+    assert "blow-up onset" in diverged and "resume at or before" in diverged
     assert "loss (log scale)" in diverged  # 0.3 .. 1e4 spans more than 1.5 decades
     assert "loss (log scale)" not in overfit
     assert "healthy band" in _svg_text(doc.find_all("section", id="run-1")[0].find_all("svg")[1])

@@ -41,7 +41,8 @@ def test_runs_carry_diagnosis_summary_and_info(report):
     assert overfit["overfitting"]["onset_step"] == 6000
     assert overfit["findings"][0]["code"] == "overfitting"
     diverged = runs["diverged-run"]
-    assert diverged["divergence"] == {"step": 10500, "kind": "explosion"}
+    assert diverged["divergence"]["step"] == 10500 and diverged["divergence"]["kind"] == "explosion"
+    assert diverged["divergence"]["restart"]["resume_at_or_before_step"] == 10000
     assert diverged["summary"]["train_loss"]["non_finite"] == 5
     assert diverged["info"]["restarts"] == [{"step": 4000, "file": "events.2", "detail": "resumed from checkpoint"}]
     assert diverged["info"]["read_warnings"][0]["count"] == 2
