@@ -114,3 +114,43 @@ def test_report_json_shape():
     rule = next(r for r in data["rules"] if r["name"] == "validation_loss")
     assert set(rule) >= {"name", "status", "value", "threshold", "p_value", "message"}
     assert rule["status"] == "fail" and rule["value"] == 1.2
+
+
+def throughput_run(run, level, seed, n=300, kind="samples_per_s"):
+    import numpy as np
+
+    from tanalyze.baseline import ThroughputSample
+
+    rng = np.random.default_rng(seed)
+    noise = np.zeros(n)
+    for i in range(1, n):  # AR(1) noise: consecutive steps are correlated, as real step times are
+        noise[i] = 0.6 * noise[i - 1] + rng.normal(0, 0.03)
+    values = level * (1 + noise)
+    sample = ThroughputSample(kind, "train/samples_per_sec", tuple(range(n)), tuple(values.tolist()))
+    base = summary(run=run)
+    return RunSummary(**{**base.__dict__, "throughput": sample})
+
+
+@pytest.mark.parametrize(
+    ("candidate_level", "expected", "fragment"),
+    [
+        (75.0, Status.FAIL, "regression"),  # 25% fewer samples/s
+        (100.0, Status.PASS, "no_change"),  # same job, noise only
+        (95.0, Status.PASS, "no_change"),  # 5% slower: below the 15% factor
+    ],
+)
+def test_throughput_rule_needs_factor_and_significance(candidate_level, expected, fragment):
+    base = Baseline("base", (throughput_run("base", 100.0, seed=1),))
+    report = run_checks([throughput_run("cand", candidate_level, seed=2)], base)
+    result = status_of(report, "throughput")
+    assert result.status is expected, result.message
+    assert fragment in result.message or fragment in str(result.details.get("verdict"))
+    if expected is Status.FAIL:
+        assert result.p_value < 0.002
+
+
+def test_throughput_rule_skips_when_kinds_differ():
+    base = Baseline("base", (throughput_run("base", 100.0, seed=1, kind="tokens_per_s"),))
+    result = status_of(run_checks([throughput_run("cand", 75.0, seed=2)], base), "throughput")
+    assert result.status is Status.SKIP
+    assert "no samples_per_s measurement (it has tokens_per_s)" in result.message

@@ -45,7 +45,9 @@ class Curve:
         values_arr = np.asarray(values, dtype=np.float64)
         if steps_arr.shape != values_arr.shape:
             raise ValueError(f"steps and values differ in length: {steps_arr.shape} vs {values_arr.shape}")
-        wall = np.full(len(steps_arr), np.nan) if wall_time is None else np.asarray(wall_time, dtype=np.float64)
+        wall = (
+            np.full(len(steps_arr), np.nan) if wall_time is None else np.asarray(wall_time, dtype=np.float64)
+        )
         order = np.argsort(steps_arr, kind="stable")
         return cls(tag=tag, steps=steps_arr[order], values=values_arr[order], wall_time=wall[order])
 
@@ -87,7 +89,11 @@ def robust_z(values: np.ndarray, center: float, spread_mad: float) -> np.ndarray
     """Robust z-scores ``(x - median) / (1.4826 · MAD)``; a zero MAD gives inf for any deviation."""
     scale = MAD_TO_SIGMA * spread_mad
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (values - center) / scale if scale > 0 else np.where(values == center, 0.0, np.inf * np.sign(values - center))
+        return (
+            (values - center) / scale
+            if scale > 0
+            else np.where(values == center, 0.0, np.inf * np.sign(values - center))
+        )
 
 
 def debiased_ema(values: np.ndarray, weight: float = 0.6) -> np.ndarray:

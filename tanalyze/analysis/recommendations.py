@@ -74,6 +74,12 @@ CAUSES: dict[str, Cause] = {
         "learning rate too high, no clipping, numerical instability",
         "Enable gradient clipping (max norm ~1.0), lower the learning rate, check for bad batches.",
     ),
+    "grad_nonfinite": Cause(
+        "Gradient norm became NaN/Inf",
+        "fp16 overflow (occasional ones are normal with dynamic loss scaling), a bad batch, too high a learning rate",
+        "If the loss scaler skips the step and training goes on, nothing to do; otherwise resume before the first "
+        "bad step with a lower learning rate and gradient clipping, check that batch, or train in bf16.",
+    ),
     "grad_collapse": Cause(
         "Gradient norm collapsed",
         "dead units, vanishing gradients, loss saturated, learning rate schedule hit zero",

@@ -6,7 +6,9 @@ from tanalyze.schema import scalar_frame
 
 
 def test_curve_from_frame_sorts_by_step_and_keeps_nan():
-    frame = scalar_frame(run="r", tag=["loss", "lr", "loss", "loss"], step=[2, 1, 1, 3], value=[0.5, 1e-3, 0.9, np.nan])
+    frame = scalar_frame(
+        run="r", tag=["loss", "lr", "loss", "loss"], step=[2, 1, 1, 3], value=[0.5, 1e-3, 0.9, np.nan]
+    )
     curve = Curve.from_frame(frame, "loss")
     assert curve.steps.tolist() == [1, 2, 3]
     assert curve.values[:2].tolist() == [0.9, 0.5] and np.isnan(curve.values[2])
