@@ -375,13 +375,11 @@ class FigureMaker:
                 self._style_axes(ax, log=log)
                 ax.set_title(label_text(f"{ROLE_TITLES.get(role, role)} · {series.tag}", 48))
                 if role == "grad_norm":
-                    band = _band(run.diagnosis.get("gradients"))
-                    if band is not None:
-                        ax.axhspan(band[0], band[1], color="#16a34a", alpha=0.10, linewidth=0, label="healthy band")
-                        ax.legend(loc="upper right")
+                    _gradient_marks(ax, run.diagnosis.get("gradients"), series)
                 if role in ("throughput", "step_time"):
-                    finite = series.values[series.finite]
-                    ax.axhline(float(np.median(finite)), color="#6b7280", linestyle="--", linewidth=0.8)
+                    _throughput_marks(ax, run.diagnosis.get("throughput"), series, role)
+                if ax.get_legend_handles_labels()[1]:
+                    ax.legend(loc="best", fontsize=7)
             for ax in axes[n:]:
                 ax.set_visible(False)
             fig.subplots_adjust(left=0.07 if ncols == 3 else 0.1, right=0.99, top=0.88, bottom=0.13,
@@ -464,6 +462,57 @@ def _empty_axes(ax) -> None:
     ax.relim()
     ax.set_autoscale_on(True)
     ax.autoscale_view()
+
+
+def _gradient_marks(ax, gradients: Any, series: Series) -> None:
+    """The healthy band, the clipping threshold, explosions and collapses the gradient analysis found."""
+    if not isinstance(gradients, Mapping):
+        return
+    band = _band(gradients)
+    if band is not None:
+        ax.axhspan(band[0], band[1], color="#16a34a", alpha=0.10, linewidth=0, label="healthy band")
+    clip = number(gradients.get("max_norm"))
+    if clip is not None and np.isfinite(clip):
+        ax.axhline(clip, color="#7c3aed", linestyle="--", linewidth=0.9, label=f"clip at {clip:g}")
+    same_tag = gradients.get("tag") in (None, series.tag)
+    for key, marker, color, label in (("explosions", "^", SPIKE, "explosion"), ("collapses", "v", "#0369a1", "collapse")):
+        events = [e for e in gradients.get(key) or [] if isinstance(e, Mapping)]
+        steps = np.array([number(e.get("step")) for e in events], dtype=np.float64)
+        values = np.array([number(e.get("value")) for e in events], dtype=np.float64)
+        ok = np.isfinite(steps) & np.isfinite(values)
+        if same_tag and ok.any():
+            ax.plot(steps[ok], values[ok], marker=marker, markersize=5, color=color, linestyle="none",
+                    label=f"{label}{'s' if ok.sum() > 1 else ''} ({int(ok.sum())})", zorder=5)
+
+
+def _throughput_marks(ax, throughput: Any, series: Series, role: str) -> None:
+    """Steady level, end of warm-up, lasting changes and stalls the throughput analysis found.
+
+    Levels are drawn only when the analysis measured this very curve in its unit
+    (it turns steps/s into s/step, for instance); steps are drawn regardless.
+    """
+    finite = series.values[series.finite]
+    if not isinstance(throughput, Mapping):
+        ax.axhline(float(np.median(finite)), color="#6b7280", linestyle="--", linewidth=0.8, label="median")
+        return
+    same_unit = throughput.get("tag") == series.tag and throughput.get("higher_is_better") == (role == "throughput")
+    steady = number(throughput.get("steady_median"))
+    if same_unit and steady is not None and np.isfinite(steady):
+        ax.axhline(steady, color="#6b7280", linestyle="--", linewidth=0.8, label="steady median")
+    warmup = number(throughput.get("warmup_end_step"))
+    if warmup is not None and warmup > float(series.steps[0]):
+        ax.axvline(warmup, color="#6b7280", linestyle=":", linewidth=1.0, label="warm-up ends")
+    changes = [number(c.get("step")) for c in throughput.get("change_points") or [] if isinstance(c, Mapping)]
+    for i, step in enumerate(c for c in changes if c is not None):
+        ax.axvline(step, color=ONSET, linestyle="--", linewidth=1.0, label="level change" if i == 0 else None)
+    stalls = [s for s in throughput.get("stalls") or [] if isinstance(s, Mapping)]
+    if same_unit and stalls:
+        steps = np.array([number(s.get("step")) for s in stalls], dtype=np.float64)
+        values = np.array([number(s.get("value")) for s in stalls], dtype=np.float64)
+        ok = np.isfinite(steps) & np.isfinite(values)
+        if ok.any():
+            ax.plot(steps[ok], values[ok], marker="o", markersize=3.5, color=SPIKE, linestyle="none",
+                    label=f"stall{'s' if ok.sum() > 1 else ''} ({int(ok.sum())})", zorder=5)
 
 
 def _common_grid(curves: Sequence[Series], smoothing: float, columns: int) -> tuple[np.ndarray | None, np.ndarray]:

@@ -67,7 +67,9 @@ def test_loss_chart_marks_what_the_diagnosis_found(page):
     assert "blow-up onset" in diverged and "resume at or before" in diverged
     assert "loss (log scale)" in diverged  # 0.3 .. 1e4 spans more than 1.5 decades
     assert "loss (log scale)" not in overfit
-    assert "healthy band" in _svg_text(doc.find_all("section", id="run-1")[0].find_all("svg")[1])
+    aux = _svg_text(doc.find_all("section", id="run-1")[0].find_all("svg")[1])
+    for label in ("healthy band", "explosion (1)", "steady median", "warm-up ends", "level change", "stall (1)"):
+        assert label in aux
 
 
 def test_nothing_is_fetched_from_anywhere(page):
