@@ -138,13 +138,14 @@ def report_paths(
     Raises :class:`~tanalyze.errors.InputError` (or ``NoLogsError``) for a path
     that does not exist or holds no logs.
     """
-    from tanalyze.diagnose import diagnose
     from tanalyze.logs import load
 
     sources: list[RunSource] = []
     labels: list[str] = []
     for path in paths:
         logs = load(path, formats=formats, progress=progress)
+        from tanalyze.diagnose import diagnose  # analysis is imported once there is something to analyse
+
         diagnoses = diagnose(logs, roles=dict(roles) if roles else None)
         part = sources_from(logs, diagnoses)
         sources.extend(part)
