@@ -83,8 +83,9 @@ def render_run_html(
 ) -> str:
     """One run's section: its diagnosis (a ``RunDiagnosis`` or its ``to_dict()``) drawn over its curves.
 
-    ``scalars`` is the run's tidy table (or a :class:`Logs` holding it); without
-    it the section has findings but no figures.
+    ``scalars`` is the run's tidy table (or a :class:`Logs` holding it). Without
+    it, the loss curves a ``RunDiagnosis`` keeps (its ``curves``) are drawn; a
+    plain dict then gives findings without figures.
     """
     d = diagnosis.to_dict() if hasattr(diagnosis, "to_dict") else dict(diagnosis)
     name = str(d.get("run") or "run")
@@ -94,13 +95,23 @@ def render_run_html(
     elif scalars is not None:
         frame = scalars[scalars["run"] == name] if "run" in scalars.columns and (scalars["run"] == name).any() else scalars
     else:
-        from tanalyze.schema import empty_scalars
-
-        frame = empty_scalars()
+        frame = _frame_of_curves(name, getattr(diagnosis, "curves", None) or {})
     data = build_report([RunSource(name, frame, info, d)], smoothing=smoothing, title=name)
     if fragment:
         return render_run_fragment(data, 1)
     return render_html(data, embed_json=report_dict(data))
+
+
+def _frame_of_curves(name: str, curves: Mapping[str, Any]) -> pd.DataFrame:
+    """A tidy table from ``Curve`` objects (anything with ``tag``, ``steps``, ``values``)."""
+    from tanalyze.schema import concat_frames, empty_scalars, scalar_frame
+
+    frames = [
+        scalar_frame(run=name, tag=[str(c.tag)] * len(c.steps), step=c.steps, value=c.values)
+        for c in curves.values()
+        if hasattr(c, "steps") and len(c.steps)
+    ]
+    return concat_frames(frames) if frames else empty_scalars()
 
 
 def write_report(
@@ -138,8 +149,12 @@ def report_paths(
     Raises :class:`~tanalyze.errors.InputError` (or ``NoLogsError``) for a path
     that does not exist or holds no logs.
     """
+    from tanalyze.errors import InputError
     from tanalyze.logs import load
 
+    for path in paths:  # fail before the long work when any path is wrong
+        if not os.path.exists(path):
+            raise InputError(f"{os.fspath(path)}: no such file or folder")
     sources: list[RunSource] = []
     labels: list[str] = []
     for path in paths:

@@ -192,3 +192,31 @@ def test_number_formatting(value, text):
     from tanalyze.report.html import fmt_num
 
     assert fmt_num(value) == text
+
+
+def test_run_fragment_draws_the_curves_a_diagnosis_object_keeps():
+    from tanalyze.analysis.curves import Curve
+
+    class Diagnosed:  # what a RunDiagnosis offers: to_dict() and the loss curves it analysed
+        def __init__(self, d, curves):
+            self._d, self.curves = d, curves
+
+        def to_dict(self):
+            return self._d
+
+    steps, values = curves("overfitting")["val/loss"]
+    train_steps, train_values = curves("overfitting")["train/loss"]
+    obj = Diagnosed(diagnosis("r", "overfitting"), {"train_loss": Curve.from_arrays(train_steps, train_values, "train/loss"),
+                                                   "val_loss": Curve.from_arrays(steps, values, "val/loss")})
+    doc = parse(render_run_html(obj))
+    svg = doc.find_all("svg")
+    assert len(svg) == 1 and svg[0].attrs["aria-label"] == "Loss curves of run r"
+    assert "overfitting onset" in _svg_text(doc)
+
+
+def test_multi_path_report_stops_at_a_missing_path_before_reading(tmp_path):
+    from tanalyze.errors import InputError
+    from tanalyze.report import report_paths
+
+    with pytest.raises(InputError, match="nope: no such file or folder"):
+        report_paths([tmp_path, tmp_path / "nope"])
