@@ -66,3 +66,57 @@ def test_sample_runs_report_in_a_browser(tmp_path_factory):
     page = out / "report.html"
     write_report(data, page, out / "report.json")
     _check_page(page, data, out / "report.png")
+
+
+DRIVE = """<script>
+(function () {
+  var table = document.getElementById("tz-summary");
+  var button = table.tHead.rows[0].cells[%d].querySelector("button.sort");
+  for (var i = 0; i < %d; i++) { button.click(); }
+  var order = Array.prototype.map.call(table.tBodies[0].rows, function (r) { return r.getAttribute("data-run"); });
+  document.body.setAttribute("data-order", order.join(","));
+  var input = document.querySelector(".controls input");
+  input.value = %s;
+  input.dispatchEvent(new Event("input"));
+  var shown = Array.prototype.filter.call(table.tBodies[0].rows, function (r) { return !r.hidden; })
+    .map(function (r) { return r.getAttribute("data-run"); });
+  document.body.setAttribute("data-shown", shown.join(","));
+  var sections = Array.prototype.filter.call(document.querySelectorAll("section.run"), function (s) { return !s.hidden; })
+    .map(function (s) { return s.id; });
+  document.body.setAttribute("data-sections", sections.join(","));
+  document.body.setAttribute("data-count", document.querySelector(".controls .count").textContent);
+})();
+</script>"""
+
+
+def _drive(tmp_path, data, column: int, clicks: int, query: str) -> dict[str, str]:
+    import json
+    import re
+
+    html = render_html(data, csp=False)  # the driver script is not in the page's CSP
+    page = tmp_path / f"drive-{column}-{clicks}.html"
+    page.write_text(html.replace("</body>", DRIVE % (column, clicks, json.dumps(query)) + "</body>"), encoding="utf-8")
+    dom = browser.load(page).dom
+    body = re.search(r"<body([^>]*)>", dom).group(1)
+    return dict(re.findall(r'data-(order|shown|sections|count)="([^"]*)"', body))
+
+
+def test_summary_sorts_and_filters_in_a_browser(tmp_path):
+    from tests.report.fakes import three_runs
+
+    logs, diags = three_runs()
+    data = build_report(logs, diags)
+    finals = {run.anchor: run.summary["train_loss"]["final"] for run in data.runs}
+    ascending = sorted(finals, key=finals.get)
+    state = _drive(tmp_path, data, column=4, clicks=1, query="")
+    assert state["order"].split(",") == ascending
+    assert state["count"] == "3 of 3 runs"
+    state = _drive(tmp_path, data, column=4, clicks=2, query="diverged")
+    assert state["order"].split(",") == ascending[::-1]
+    assert state["shown"] == "run-3" and state["sections"] == "run-3"
+    assert state["count"] == "1 of 3 runs"
+    # finding codes match too, though no cell shows them
+    state = _drive(tmp_path, data, column=2, clicks=1, query="diverged_nonfinite")
+    assert "diverged_nonfinite" not in parse(render_html(data)).find_all("table", id="tz-summary")[0].text_content()
+    assert state["shown"] == "run-3"
+    assert state["order"].split(",") == ["run-3", "run-2", "run-1"]  # verdicts sorted worst first
