@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 a check failed, 2 bad input or usage.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +57,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             out.write(f"    {safe_text(row.tag):<40} {row.points:>8,} pts  steps {row.first_step}..{row.last_step}{bad}\n")
         if len(run_tags) > len(shown):
             out.write(f"    … {len(run_tags) - len(shown)} more tag(s) (--verbose shows all)\n")
+        _write_extras(out, logs, name, info, args.verbose)
         for restart in info.restarts:
             out.write(f"    restart at step {restart.step}: {safe_text(restart.detail)}\n")
         for note in info.notes:
@@ -70,6 +72,21 @@ def cmd_runs(args: argparse.Namespace) -> int:
         f"{n_warn} warning(s), {len(logs.unrecognized)} file(s) not recognised\n"
     )
     return EXIT_OK
+
+
+def _write_extras(out, logs: Logs, name: str, info, verbose: bool) -> None:
+    """Histograms, hparams and text of one run, briefly."""
+    hist = logs.histograms[logs.histograms["run"] == name] if len(logs.histograms) else logs.histograms
+    if len(hist):
+        out.write(f"    histograms: {hist['tag'].nunique()} tag(s), {len(hist):,} histogram(s)\n")
+    if info.hparams:
+        items = list(info.hparams.items())
+        shown = items if verbose else items[:4]
+        listed = ", ".join(f"{safe_text(k, 60)}={safe_text(v, 60)}" for k, v in shown)
+        more = f", … {len(items) - len(shown)} more" if len(items) > len(shown) else ""
+        out.write(f"    hparams: {len(items)} ({listed}{more})\n")
+    if info.text:
+        out.write(f"    text: {', '.join(safe_text(tag, 60) for tag in info.text)}\n")
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -248,6 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("tanalyze: interrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `tanalyze runs … | head`): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

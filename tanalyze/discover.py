@@ -122,7 +122,10 @@ def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = 
         if reader is None:
             unrecognized.append(str(file))
         else:
-            claimed[(reader.run_directory(file), reader.name)].append(file)
+            directory = reader.run_directory(file)
+            if not single_file and not directory.is_relative_to(root):
+                directory = root  # a run folder above the given path: the given path is the run
+            claimed[(directory, reader.name)].append(file)
 
     # A folder can hold several formats (e.g. a CSV and a TensorBoard logger) or
     # several unrelated runs of one format; both get distinguishing names.

@@ -56,6 +56,11 @@ class RunResult:
     histograms: pd.DataFrame
 
 
+def _constant_category(name: str, n: int) -> pd.Categorical:
+    """One run name for ``n`` rows, without building a list of ``n`` strings (runs can have millions of rows)."""
+    return pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[name])
+
+
 def read_run(spec: RunSpec) -> list[RunResult]:
     """Read one discovered run. Never raises for bad content: a file that cannot be
     read becomes a warning on a run with no points."""
@@ -72,7 +77,7 @@ def read_run(spec: RunSpec) -> list[RunResult]:
         name = spec.name if part.name is None else f"{spec.name}/{part.name}"
         scalars = part.scalars
         if len(scalars):
-            scalars = scalars.assign(run=pd.Categorical([name] * len(scalars)))
+            scalars = scalars.assign(run=_constant_category(name, len(scalars)))
             scalars = validate_scalars(scalars)
         else:
             scalars = empty_scalars()
@@ -195,7 +200,8 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
         histograms=hist_table,
         runs=MappingProxyType(infos),
         root=discovery.root,
-        unrecognized=discovery.unrecognized,
+        # A reader may use a file no reader claims (Lightning's hparams.yaml beside event files).
+        unrecognized=tuple(f for f in discovery.unrecognized if f not in {x for i in infos.values() for x in i.files}),
         skipped=discovery.skipped_dirs,
     )
 
@@ -203,7 +209,7 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
 def _renamed(result: RunResult, name: str) -> RunResult:
     from dataclasses import replace
 
-    scalars = result.scalars.assign(run=pd.Categorical([name] * len(result.scalars)))
+    scalars = result.scalars.assign(run=_constant_category(name, len(result.scalars)))
     histograms = result.histograms
     if len(histograms):
         histograms = histograms.assign(run=pd.Categorical([name] * len(histograms)))

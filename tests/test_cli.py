@@ -26,3 +26,18 @@ def test_console_entry_point_runs():
     done = subprocess.run([sys.executable, "-m", "tanalyze", "--version"], capture_output=True, text=True)
     assert done.returncode == 0
     assert done.stdout.startswith("tanalyze ")
+
+
+def test_closed_pipe_ends_quietly():
+    from tests.conftest import SAMPLE_RUNS
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tanalyze", "runs", str(SAMPLE_RUNS), "--verbose"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    proc.stdout.read(10)
+    proc.stdout.close()  # like `| head -c 10`
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait() == 0
+    assert "Traceback" not in err

@@ -16,6 +16,15 @@ from tanalyze.readers.base import HEAD_BYTES, Reader, ReadWarning, Restart, RunD
 __all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "HEAD_BYTES", "get_readers", "get_reader"]
 
 READERS: tuple[str, ...] = (
+    "tanalyze.readers.tensorboard:TensorBoardReader",
+    # structured logs written by trainers (JSON, CSV), most specific first
+    "tanalyze.readers.hf_trainer_state:HFTrainerStateReader",
+    "tanalyze.readers.detectron2:Detectron2Reader",
+    "tanalyze.readers.mmengine:MMEngineReader",
+    "tanalyze.readers.csv_loggers:LightningCSVReader",
+    "tanalyze.readers.csv_loggers:YoloResultsReader",
+    "tanalyze.readers.csv_loggers:KerasCSVReader",
+    "tanalyze.readers.csv_loggers:GenericCSVReader",
 )
 
 

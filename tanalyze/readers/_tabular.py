@@ -1,0 +1,365 @@
+"""Shared pieces of the structured-log readers (CSV, JSON, JSON lines).
+
+Every structured format ends up as rows of ``{tag: value}`` at a step, written
+in some order. :class:`PointBuffer` collects those points with the index of the
+row they came from (their write order), and :func:`settle_rewrites` applies the
+last-write-wins rule for resumed jobs and describes each restart it finds.
+The small file helpers here decode damaged text without raising and load
+config files (YAML/JSON) beside a log.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from tanalyze.errors import FormatError
+from tanalyze.readers.base import ReadWarning, Restart
+from tanalyze.schema import keep_last_write, scalar_frame
+
+__all__ = [
+    "PointBuffer",
+    "Settled",
+    "settle_rewrites",
+    "is_number",
+    "as_step",
+    "name_list",
+    "read_text",
+    "load_config",
+    "JsonLines",
+]
+
+#: Cells that mean "nothing logged here" rather than a value.
+MISSING_WORDS = frozenset({"", "none", "null", "na", "n/a", "<na>"})
+#: Cells that are a logged NaN: a value, and evidence.
+NAN_WORDS = frozenset({"nan", "-nan", "+nan"})
+
+
+def is_number(value: Any) -> bool:
+    """Whether a JSON value is a scalar number (booleans are not)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+#: steps must fit the int64 step column
+STEP_LIMIT = 2**63 - 1024
+
+
+def as_step(value: Any) -> int | None:
+    """A JSON value as a step: a whole number that fits int64, else None."""
+    if not is_number(value):
+        return None
+    number = float(value)
+    if not number.is_integer() or abs(number) >= STEP_LIMIT:
+        return None
+    return int(value)
+
+
+def name_list(names: Sequence[str], limit: int = 8) -> str:
+    """``a, b, c`` with at most ``limit`` names and a count of the rest."""
+    shown = ", ".join(names[:limit])
+    if len(names) > limit:
+        shown += f" … (+{len(names) - limit} more)"
+    return shown
+
+
+class PointBuffer:
+    """Points in write order: each has the index of the source row that wrote it.
+
+    ``add`` takes one point; ``add_arrays`` a column of a chunk (CSV readers).
+    ``frame`` builds the tidy table with a private ``_row`` column that
+    :func:`settle_rewrites` consumes.
+    """
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+        self._rows: list[int] = []
+        self._tags: list[int] = []
+        self._steps: list[int] = []
+        self._values: list[float] = []
+        self._epochs: list[float] = []
+        self._arrays: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self._sources: list[tuple[int, str]] = []  # (first row index, source label)
+
+    def code(self, tag: str) -> int:
+        code = self._codes.get(tag)
+        if code is None:
+            code = self._codes[tag] = len(self._codes)
+        return code
+
+    def add(self, row: int, tag: str, step: int, value: float, epoch: float = math.nan) -> None:
+        self._rows.append(row)
+        self._tags.append(self.code(tag))
+        self._steps.append(step)
+        self._values.append(value)
+        self._epochs.append(epoch)
+
+    def add_arrays(
+        self, rows: np.ndarray, tag: str, steps: np.ndarray, values: np.ndarray, epochs: np.ndarray
+    ) -> None:
+        if len(rows):
+            codes = np.full(len(rows), self.code(tag), dtype=np.int64)
+            self._arrays.append((rows.astype(np.int64), codes, steps.astype(np.int64), values, epochs))
+
+    def mark_source(self, first_row: int, label: str) -> None:
+        """Rows from ``first_row`` on come from ``label`` (until the next mark)."""
+        self._sources.append((first_row, label))
+
+    def __len__(self) -> int:
+        return len(self._rows) + sum(len(a[0]) for a in self._arrays)
+
+    def frame(self) -> pd.DataFrame:
+        """The tidy table in write order, with ``epoch`` and the private ``_row`` column."""
+        parts = [
+            (
+                np.asarray(self._rows, dtype=np.int64),
+                np.asarray(self._tags, dtype=np.int64),
+                np.asarray(self._steps, dtype=np.int64),
+                np.asarray(self._values, dtype=np.float64),
+                np.asarray(self._epochs, dtype=np.float64),
+            ),
+            *self._arrays,
+        ]
+        rows, codes, steps, values, epochs = (np.concatenate([p[i] for p in parts]) for i in range(5))
+        order = np.argsort(rows, kind="stable")
+        names = sorted(self._codes, key=self._codes.__getitem__)
+        tags = (
+            pd.Series(pd.Categorical.from_codes(codes[order], categories=names)).cat.reorder_categories(sorted(names))
+            if names else []
+        )
+        optional: dict[str, Any] = {"epoch": epochs[order]}
+        if self._sources:
+            starts = np.asarray([s for s, _ in self._sources], dtype=np.int64)
+            labels = [label for _, label in self._sources]
+            unique = list(dict.fromkeys(labels))
+            label_codes = np.asarray([unique.index(label) for label in labels], dtype=np.int64)
+            index = np.clip(np.searchsorted(starts, rows[order], side="right") - 1, 0, None)
+            optional["source"] = pd.Categorical.from_codes(label_codes[index], categories=unique)
+        frame = scalar_frame(run="", tag=tags, step=steps[order], value=values[order], **optional)
+        frame["_row"] = rows[order]
+        return frame
+
+
+@dataclass
+class Settled:
+    """A table after last-write-wins, with what was found on the way."""
+
+    frame: pd.DataFrame
+    restarts: list[Restart] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step") -> Settled:
+    """Apply last-write-wins to points in write order and describe every restart.
+
+    A point is *re-logged* when its tag already has a point at the same or a
+    later step. Consecutive re-logged rows form one restart: the job went back
+    to the smallest step among them. As TensorBoard does, every earlier point at
+    or after that step is dropped (the later writes replace the abandoned
+    attempt), and the count is reported. When every replaced value is identical
+    the rows were only written twice: that is a note, not a restart. A restart
+    names ``file``, or the ``source`` of its first row when the table has one.
+    """
+    if frame.empty or "_row" not in frame.columns:
+        return Settled(frame.drop(columns="_row", errors="ignore"))
+    steps = frame["step"].to_numpy()
+    tags = frame["tag"]
+    prev_max = frame["step"].groupby(tags, observed=True).cummax().groupby(tags, observed=True).shift(1)
+    relogged = (frame["step"] <= prev_max).to_numpy()
+    if not relogged.any():
+        return Settled(frame.drop(columns="_row"))
+
+    rows = frame["_row"].to_numpy()
+    all_rows = np.unique(rows)
+    relog_rows = np.unique(rows[relogged])
+    positions = np.searchsorted(all_rows, relog_rows)
+    events = np.split(relog_rows, np.flatnonzero(np.diff(positions) > 1) + 1)
+
+    keep = np.ones(len(frame), dtype=bool)
+    restarts: list[Restart] = []
+    notes: list[str] = []
+    for event in events:
+        in_event = np.isin(rows, event) & relogged
+        start = int(steps[in_event].min())
+        end = int(steps[in_event].max())
+        earlier = keep & (rows < event[0]) & (steps >= start)
+        replaced, identical = _compare(frame, earlier, in_event)
+        orphans = int(earlier.sum()) - replaced
+        keep &= ~earlier
+        if replaced and identical == replaced and orphans == 0:
+            notes.append(
+                f"{replaced} point(s) at {unit}s {start}–{end} were written twice with identical values; kept once"
+            )
+            continue
+        detail = f"{unit}s {start}–{end} were logged again; {replaced} earlier point(s) replaced by the later writes"
+        if orphans:
+            detail += f", {orphans} point(s) of the abandoned attempt after {unit} {start} dropped"
+        where = str(frame["source"].iloc[int(np.argmax(rows == event[0]))]) if "source" in frame.columns else file
+        restarts.append(Restart(step=start, file=where, detail=detail))
+    kept, _ = keep_last_write(frame.loc[keep].reset_index(drop=True), keys=("tag", "step"))
+    return Settled(kept.drop(columns="_row"), restarts, notes)
+
+
+def _compare(frame: pd.DataFrame, earlier: np.ndarray, later: np.ndarray) -> tuple[int, int]:
+    """How many earlier points have a later write at the same (tag, step), and how many of those are equal."""
+    old = frame.loc[earlier, ["tag", "step", "value"]]
+    new = frame.loc[later, ["tag", "step", "value"]].drop_duplicates(["tag", "step"], keep="last")
+    if old.empty or new.empty:
+        return 0, 0
+    merged = old.merge(new, on=["tag", "step"], how="inner", suffixes=("_old", "_new"))
+    a, b = merged["value_old"].to_numpy(), merged["value_new"].to_numpy()
+    same = (a == b) | (np.isnan(a) & np.isnan(b))
+    return len(merged), int(same.sum())
+
+
+# --- text and config files -------------------------------------------------
+
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+
+
+def read_text(path: Path, *, limit: int | None = None) -> tuple[str, int]:
+    """A file's text (BOM dropped, undecodable bytes replaced) and how many bytes were undecodable.
+
+    Raises :class:`FormatError` when the file cannot be opened or is over ``limit`` bytes.
+    """
+    try:
+        size = path.stat().st_size
+        if limit is not None and size > limit:
+            raise FormatError(path, f"file is {size:,} bytes; more than the {limit:,} bytes expected of it")
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FormatError(path, f"cannot be read: {exc.strerror or exc}") from exc
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    text = data.decode("utf-8", errors="replace")
+    bad = text.count("\ufffd") - data.count(b"\xef\xbf\xbd")
+    return text, max(bad, 0)
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """Safe YAML that reads Python-specific tags (``!!python/object:argparse.Namespace``) as plain data."""
+
+
+def _plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", _plain)
+_TolerantLoader.add_multi_constructor("!", _plain)
+
+
+def load_config(path: Path) -> tuple[dict[str, Any] | None, ReadWarning | None]:
+    """A YAML or JSON config beside a log: its mapping, or a warning saying why not.
+
+    Python-specific YAML tags are read as plain data, never executed. A
+    document that is not a mapping is returned under the key ``value``.
+    """
+    try:
+        text, _ = read_text(path, limit=MAX_CONFIG_BYTES)
+    except FormatError as exc:
+        return None, ReadWarning(str(path), exc.reason)
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            loader = _TolerantLoader(text)
+            try:
+                data = loader.get_single_data()
+            finally:
+                loader.dispose()
+    except (ValueError, yaml.YAMLError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return None, ReadWarning(str(path), f"config not read: {reason}")
+    if data is None:
+        return {}, None
+    if not isinstance(data, Mapping):
+        return {"value": data}, None
+    return {str(k): v for k, v in data.items()}, None
+
+
+# --- JSON lines ------------------------------------------------------------------
+
+
+class JsonLines:
+    """The objects of a JSON-lines file, streamed one line at a time, counting what could not be read.
+
+    Iterate once to get ``(line number, object)`` pairs; afterwards
+    :meth:`warnings` describes the skipped lines. Opening problems raise
+    :class:`FormatError` when iteration starts.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.bad_lines: list[int] = []
+        self.not_objects = 0
+        self.undecodable_bytes = 0
+        self.truncated_tail = False
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        last_number, last_complete = 0, True
+        for number, raw in enumerate(_lines(self.path), start=1):
+            if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            last_number, last_complete = number, raw.endswith(b"\n")
+            stripped = raw.strip()
+            if not stripped:
+                continue
+            try:
+                text = stripped.decode("utf-8")
+            except UnicodeDecodeError:
+                text = stripped.decode("utf-8", errors="replace")
+                self.undecodable_bytes += text.count("\ufffd")
+            try:
+                record = json.loads(text)
+            except ValueError:
+                self.bad_lines.append(number)
+                continue
+            if isinstance(record, dict):
+                yield number, record
+            else:
+                self.not_objects += 1
+        self.truncated_tail = bool(self.bad_lines) and self.bad_lines[-1] == last_number and not last_complete
+
+    def warnings(self, file: str) -> list[ReadWarning]:
+        out = []
+        if self.bad_lines:
+            where = ", ".join(str(n) for n in self.bad_lines[:5]) + (" …" if len(self.bad_lines) > 5 else "")
+            tail = " (the last line is cut off: file truncated?)" if self.truncated_tail else ""
+            out.append(ReadWarning(file, f"{len(self.bad_lines)} line(s) are not valid JSON and were skipped{tail}",
+                                   f"line {where}", len(self.bad_lines)))
+        if self.not_objects:
+            out.append(ReadWarning(file, f"{self.not_objects} line(s) are JSON but not objects; skipped",
+                                   count=self.not_objects))
+        if self.undecodable_bytes:
+            out.append(ReadWarning(file, f"{self.undecodable_bytes} byte(s) are not UTF-8; replaced",
+                                   count=self.undecodable_bytes))
+        return out
+
+
+def _lines(path: Path) -> Iterator[bytes]:
+    try:
+        handle = open(path, "rb")
+    except OSError as exc:
+        raise FormatError(path, f"cannot be read: {exc.strerror or exc}") from exc
+    with handle:
+        yield from handle
+
+
+_TIMESTAMP = re.compile(r"^\d{8}_\d{6}$")
+
+
+def is_timestamp_name(name: str) -> bool:
+    """Whether a folder/file stem is a ``YYYYMMDD_HHMMSS`` launch stamp (MMEngine work dirs)."""
+    return bool(_TIMESTAMP.match(name))

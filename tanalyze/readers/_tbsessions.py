@@ -1,0 +1,178 @@
+"""Merge the writer sessions of one run: what a restarted job logged again replaces what it logged before.
+
+A *session* is what one process wrote: the event files whose names carry the
+same host and process id (every SummaryWriter and tf.summary writer opens a new
+file; one process may open several, e.g. HF Trainer for its final evaluation),
+split further at a ``SessionLog.START`` event (TF1 supervisors write one when
+they restore a checkpoint). Sessions are merged in order: files by the
+timestamp in their name (TensorBoard's order), then write order.
+
+The rule, per tag: when a later session logs a tag, its first step for that tag
+is where it (re)started; every earlier point of that tag at that step or later,
+or at any step the later session logs again, is replaced. A ``SessionLog.START``
+at step *s* replaces every earlier point at step >= *s* of every tag, exactly as
+TensorBoard purges orphaned data. This is TensorBoard's behaviour (its data
+server keeps, per tag, only the latest write from a step on: a step at or below
+the last one seen drops the points from that step on), applied at session
+boundaries only. Why:
+
+* A job restarted from a checkpoint logs again from the checkpoint's step; its
+  earlier points past that step belong to a trajectory that was abandoned
+  (tanalyze drops them, like TensorBoard; keeping them would splice two models
+  into one curve). Each such merge is recorded as a ``Restart`` naming the file,
+  the step and how many points were replaced.
+* Per tag, not globally: a later session that logs only some tags (say an
+  evaluation job writing into the run folder) must not erase the other curves.
+* Within one session repeated or decreasing steps are kept in write order: they
+  are real data points (YOLOv8 logs every batch's loss under step = epoch; HF
+  Trainer logs ``train/epoch`` at its last step in both of its files). A note
+  says how many there are; nothing is collapsed silently. TensorBoard's viewer
+  would show only the last of them, tbparse shows all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Session", "Merged", "merge_sessions"]
+
+_NEVER = np.iinfo(np.int64).max
+_FEW_TAGS = 64
+
+
+@dataclass
+class Session:
+    """One writer session; tag codes index the run-wide tag lists."""
+
+    file: str
+    writer: str  # the process that wrote it (host and pid from the file name), or the file name
+    codes: np.ndarray
+    steps: np.ndarray
+    wall_times: np.ndarray
+    values: np.ndarray
+    histograms: list[dict[str, Any]] = field(default_factory=list)  # rows with a run-wide "code"
+    start_step: int | None = None
+
+
+@dataclass
+class Merged:
+    codes: np.ndarray
+    steps: np.ndarray
+    wall_times: np.ndarray
+    values: np.ndarray
+    histograms: list[dict[str, Any]]
+    restarts: list[tuple[int, str, str]]  # (step, file, detail)
+    overlapping: list[str]  # files whose replaced points overlapped them in time
+    repeated: dict[int, int]  # tag code -> points that repeat a step within their writer's sessions
+
+
+def _superseded(old_codes: np.ndarray, old_steps: np.ndarray, new_codes: np.ndarray, new_steps: np.ndarray,
+                start_step: int | None, n_tags: int) -> np.ndarray:
+    """Which earlier points a new session replaces (see the module docstring)."""
+    drop = np.zeros(len(old_codes), bool)
+    if start_step is not None:
+        drop |= old_steps >= start_step
+    if not len(new_codes) or not len(old_codes):
+        return drop
+    tags, first_rows = np.unique(new_codes, return_index=True)
+    first_step = np.full(n_tags, _NEVER, np.int64)
+    first_step[tags] = new_steps[first_rows]
+    drop |= old_steps >= first_step[old_codes]
+    below = new_steps < first_step[new_codes]
+    if below.any():  # the new session went back below where it started: those steps are replaced too
+        pairs = set(zip(new_codes[below].tolist(), new_steps[below].tolist(), strict=True))
+        candidates = np.flatnonzero(~drop & np.isin(old_codes, new_codes[below]))
+        for row in candidates.tolist():
+            if (int(old_codes[row]), int(old_steps[row])) in pairs:
+                drop[row] = True
+    return drop
+
+
+def repeated_steps(codes: np.ndarray, steps: np.ndarray) -> dict[int, int]:
+    """Per tag code, how many points repeat a (tag, step) seen earlier in the same rows."""
+    if len(codes) < 2:
+        return {}
+    tags = np.flatnonzero(np.bincount(codes))
+    if len(tags) <= _FEW_TAGS:  # one pass per tag beats sorting a long table
+        increasing = all(np.all(np.diff(steps[codes == tag]) > 0) for tag in tags.tolist())
+    else:
+        order = np.argsort(codes, kind="stable")
+        same_tag = codes[order][1:] == codes[order][:-1]
+        increasing = not (same_tag & (np.diff(steps[order]) <= 0)).any()
+    if increasing:
+        return {}  # the common case, decided without looking for the pairs
+    pairs = np.stack([codes.astype(np.int64), steps], axis=1)
+    _, first = np.unique(pairs, axis=0, return_index=True)
+    repeat = np.ones(len(codes), bool)
+    repeat[first] = False
+    found, counts = np.unique(codes[repeat], return_counts=True)
+    return dict(zip(found.tolist(), counts.tolist(), strict=True))
+
+
+def _hist_arrays(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+    return (np.array([r["code"] for r in rows], np.int64), np.array([r["step"] for r in rows], np.int64))
+
+
+def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Merged:
+    """Concatenate sessions in order, replacing what each later session logged again."""
+    kept: list[Session] = []
+    restarts: list[tuple[int, str, str]] = []
+    overlapping: list[str] = []
+    for session in sessions:
+        replaced = replaced_tags = 0
+        first_replaced = _NEVER
+        latest_replaced_wall = -np.inf
+        for old in kept:
+            if old.writer == session.writer and session.start_step is None:
+                continue  # one process: its points are all real, like within one file
+            drop = _superseded(old.codes, old.steps, session.codes, session.steps, session.start_step, n_tags)
+            hist_codes, hist_steps = _hist_arrays(old.histograms)
+            new_hist_codes, new_hist_steps = _hist_arrays(session.histograms)
+            hist_drop = _superseded(hist_codes, hist_steps, new_hist_codes, new_hist_steps, session.start_step, n_hist_tags)
+            if not drop.any() and not hist_drop.any():
+                continue
+            replaced += int(drop.sum()) + int(hist_drop.sum())
+            replaced_tags += len(np.unique(old.codes[drop])) + len(np.unique(hist_codes[hist_drop]))
+            steps = np.concatenate([old.steps[drop], hist_steps[hist_drop]])
+            first_replaced = min(first_replaced, int(steps.min()))
+            walls = old.wall_times[drop]
+            if len(walls) and np.isfinite(walls).any():
+                latest_replaced_wall = max(latest_replaced_wall, float(np.nanmax(walls)))
+            keep = ~drop
+            old.codes, old.steps = old.codes[keep], old.steps[keep]
+            old.wall_times, old.values = old.wall_times[keep], old.values[keep]
+            old.histograms = [row for row, gone in zip(old.histograms, hist_drop.tolist(), strict=True) if not gone]
+        if replaced:
+            detail = (f"{session.file} logged {replaced_tags} tag(s) again from step {first_replaced}: "
+                      f"{replaced:,} earlier point(s) replaced")
+            new_walls = session.wall_times[np.isfinite(session.wall_times)]
+            if len(new_walls) and new_walls.min() < latest_replaced_wall:
+                overlapping.append(session.file)
+                detail += "; the sessions overlap in time (two writers at once?)"
+            restarts.append((first_replaced, session.file, detail))
+        kept.append(session)
+    repeated: dict[int, int] = {}
+    for writer in dict.fromkeys(s.writer for s in kept):
+        mine = [s for s in kept if s.writer == writer]
+        codes = np.concatenate([s.codes for s in mine]) if len(mine) > 1 else mine[0].codes
+        steps = np.concatenate([s.steps for s in mine]) if len(mine) > 1 else mine[0].steps
+        for code, count in repeated_steps(codes, steps).items():
+            repeated[code] = repeated.get(code, 0) + count
+    def joined(name: str, dtype: type) -> np.ndarray:
+        if len(kept) == 1:
+            return getattr(kept[0], name)
+        return np.concatenate([getattr(s, name) for s in kept]) if kept else np.empty(0, dtype)
+
+    return Merged(
+        codes=joined("codes", np.int32),
+        steps=joined("steps", np.int64),
+        wall_times=joined("wall_times", np.float64),
+        values=joined("values", np.float64),
+        histograms=[row for s in kept for row in s.histograms],
+        restarts=restarts,
+        overlapping=overlapping,
+        repeated=repeated,
+    )

@@ -1,0 +1,102 @@
+"""The contract every registered reader keeps, checked for each one (one parametrised test per rule).
+
+Adding a reader? Add one line to ``CONTRACT_EXAMPLES``: the reader's name and a real log of its format
+in the corpus (a file or a folder, relative to the corpus root), whose steps increase within each tag.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tanalyze.discover import discover
+from tanalyze.errors import FormatError
+from tanalyze.readers import Reader, RunData, get_readers
+from tanalyze.schema import validate_scalars
+from tests.conftest import real_log
+
+CONTRACT_EXAMPLES: dict[str, str] = {
+    "tensorboard": "tfevents/Battam1111__DeepSC/lightning_logs/version_0",
+    "hf_trainer_state": "hf_trainer_state/Jaong__Checkpoint-of-CPT",
+    "detectron2": "detectron2_metrics/Kevindic0214__detectron2_training/output",
+    "mmengine": "mmengine_logs/hwh12345678900123__event-yolo/work_dirs/yolov5_s-v61_fast_1xb12-40e_image",
+    "lightning_csv": "lightning_metrics_csv/0Xero7__slm_training/lightning_logs/version_0",
+    "yolo_csv": "yolo_results_csv/Abonia1__YOLOv8-Fire-and-Smoke-Detection/runs/detect/train",
+    "keras_csv": "keras_csvlogger/Aditya24jar__Emotion-Detection-Resnet50/training.log",
+    "csv": "other_csv/ZeroToMax-ZYZ__study_tensorboard/logs/logs_upload/04_ResNet18_SGD_20260216-194827",
+}
+
+READERS = get_readers()
+RNG = np.random.default_rng(20240501)
+HEADS = {
+    "empty": b"",
+    "random": RNG.integers(0, 256, 4096, dtype=np.uint8).tobytes(),
+    "zeros": bytes(4096),
+    "nul-and-high": b"\x00\xff\xfe" * 100,
+    "text": b"step,loss\n1,0.5\n" * 10,
+    "one-byte": b"{",
+}
+
+
+def example_path(reader: Reader) -> Path:
+    if reader.name not in CONTRACT_EXAMPLES:
+        pytest.fail(f"reader {reader.name!r} has no real example: add a line to CONTRACT_EXAMPLES in "
+                    f"tests/readers/test_contract.py naming a real log of its format")
+    return real_log(CONTRACT_EXAMPLES[reader.name])
+
+
+def example_files(reader: Reader) -> list[list[Path]]:
+    """The runs (lists of files) discovery finds in the reader's example."""
+    found = discover(example_path(reader), formats=(reader.name,))
+    return [[Path(f) for f in spec.files] for spec in found.runs]
+
+
+def test_names_are_unique_and_described():
+    names = [reader.name for reader in READERS]
+    assert len(names) == len(set(names)), names
+    for reader in READERS:
+        assert isinstance(reader.name, str) and reader.name.strip(), reader
+        assert isinstance(reader.description, str) and reader.description.strip(), reader.name
+
+
+@pytest.mark.parametrize("reader", READERS, ids=lambda r: r.name)
+@pytest.mark.parametrize("head", HEADS.values(), ids=HEADS.keys())
+def test_sniff_answers_a_bool_and_never_raises(reader, head, tmp_path):
+    example = example_path(reader)
+    names = ["data.bin", "notes", example.name] + ([] if example.is_file() else [p.name for p in example.iterdir()])
+    for name in names:
+        assert isinstance(reader.sniff(tmp_path / name, head), bool), (reader.name, name)
+
+
+@pytest.mark.parametrize("reader", READERS, ids=lambda r: r.name)
+@pytest.mark.parametrize("content", ["empty", "random"])
+def test_unreadable_file_gives_warnings_or_format_error(reader, content, tmp_path):
+    data = b"" if content == "empty" else RNG.integers(0, 256, 20_000, dtype=np.uint8).tobytes()
+    for files in example_files(reader):
+        bad = tmp_path / files[0].name
+        bad.write_bytes(data)
+        try:
+            runs = reader.read([bad])
+        except FormatError as error:
+            assert str(bad) in str(error)
+            continue
+        assert isinstance(runs, list) and all(isinstance(run, RunData) for run in runs)
+        assert any(run.warnings for run in runs), f"{reader.name} read {content} bytes without a warning"
+        assert all(run.scalars.empty for run in runs)
+
+
+@pytest.mark.parametrize("reader", READERS, ids=lambda r: r.name)
+def test_real_example_gives_a_valid_tidy_table(reader):
+    runs = [run for files in example_files(reader) for run in reader.read(files)]
+    assert runs and any(len(run.scalars) for run in runs), f"{reader.name} read no points from its example"
+    for run in runs:
+        frame = run.scalars
+        assert frame["step"].dtype == np.int64 and frame["value"].dtype == np.float64
+        assert frame["wall_time"].dtype == np.float64
+        validate_scalars(frame)
+        for tag, rows in frame.groupby("tag", observed=True, sort=False):
+            steps = rows["step"].to_numpy()
+            assert (np.diff(steps) >= 0).all(), f"{reader.name}: tag {tag!r} is not in write (step) order"
+        assert not run.warnings, run.warnings

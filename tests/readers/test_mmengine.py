@@ -1,0 +1,133 @@
+import json
+
+import numpy as np
+import pytest
+
+from tanalyze import load
+from tanalyze.readers.mmengine import MMEngineReader, parse_text_log
+from tests.conftest import real_log
+from tests.readers.structured_helpers import check_points, curve, epoch_at, only_run
+
+WORK_DIRS = "mmengine_logs/hwh12345678900123__event-yolo/work_dirs"
+IMAGE = f"{WORK_DIRS}/yolov5_s-v61_fast_1xb12-40e_image"
+
+
+def test_two_launches_of_one_experiment_are_one_run_with_a_restart_at_1325():
+    name, info, frame = only_run(load(real_log(IMAGE)))
+    assert info.format == "mmengine" and name == "yolov5_s-v61_fast_1xb12-40e_image"
+    assert len(info.files) == 7  # two launches (log, scalars.json, its copy) and last_checkpoint
+    # 243 train rows + 80 of the resumed launch, of which 1325..1335 re-logged
+    loss = curve(frame, "loss")
+    check_points(loss, {5: 1.6963752508163452, 665: 0.4721764904516749, 1756: 0.2859286880493164}, 320)
+    assert loss[1325] == 0.308033594742883  # the resumed launch's value, not 0.3143218346987851
+    assert loss[1335] == 0.3265563814342022 and loss[1545] == 0.3017358314990997
+    (restart,) = info.restarts
+    assert restart.step == 1325 and restart.file == "20230805_122442/vis_data/scalars.json"
+    assert "iterations 1325–1335" in restart.detail and "27 earlier point(s) replaced" in restart.detail
+    assert info.hparams["last_checkpoint"].endswith("yolov5_s-v61_fast_1xb12-40e_image/epoch_40.pth")
+    # where each point came from
+    sources = frame[frame["tag"] == "loss"].set_index("step")["source"]
+    assert sources[5] == "20230805_113504/vis_data/scalars.json"
+    assert sources[1325] == "20230805_122442/vis_data/scalars.json"
+    assert not info.warnings
+
+
+def test_validation_rows_keyed_by_epoch_move_to_the_iteration_ending_that_epoch():
+    name, info, frame = only_run(load(real_log(IMAGE)))
+    # 44 iterations per epoch (from the text log's [i/44] counters): epoch 10 ends at iteration 440
+    check_points(curve(frame, "coco/bbox_mAP"), {440: 0.181, 880: 0.309, 1320: 0.42, 1760: 0.431}, 4)
+    assert curve(frame, "coco/bbox_mAP_50")[1760] == 0.79
+    assert epoch_at(frame, "coco/bbox_mAP", 440) == 10.0 and epoch_at(frame, "coco/bbox_mAP", 1760) == 40.0
+    # train rows: epoch column = epochs done
+    assert epoch_at(frame, "loss", 5) == 5 / 44 and epoch_at(frame, "loss", 1756) == 1756 / 44
+    # validation timing keys collide with train keys: renamed
+    assert curve(frame, "val/time")[440] == 0.07208208243052165
+    assert len(curve(frame, "time")) == 320
+    assert any("moved to the iteration ending that epoch (epoch × 44" in n for n in info.notes)
+    assert sum("identical copy" in n for n in info.notes) == 2
+
+
+def test_one_launch_given_directly_is_its_run():
+    name, info, frame = only_run(load(real_log(f"{IMAGE}/20230805_122442")))
+    assert name == "20230805_122442"
+    check_points(curve(frame, "loss"), {1325: 0.308033594742883, 1756: 0.2859286880493164}, 80)
+    assert curve(frame, "coco/bbox_mAP").to_dict() == {1760: 0.431}
+    assert not info.restarts
+
+
+def test_test_only_launch_has_no_step():
+    name, info, frame = only_run(load(real_log(f"{WORK_DIRS}/yolov5_s-v61_fast_1xb12-40e_cat")))
+    assert len(info.files) == 2  # the result json and its text log, read once
+    assert curve(frame, "test/coco/bbox_mAP").to_dict() == {0: 0.173}
+    assert curve(frame, "test/coco/bbox_mAP_50").to_dict() == {0: 0.432}
+    assert len(frame) == 8 and not info.restarts
+    assert any("'test/' prefix at step 0" in n for n in info.notes)
+
+
+def test_text_log_agrees_with_scalars_json_to_printed_precision():
+    log = real_log(f"{IMAGE}/20230805_113504/20230805_113504.log")
+    scalars = real_log(f"{IMAGE}/20230805_113504/vis_data/scalars.json")
+    with open(log, encoding="utf-8") as handle:
+        rows, epoch_based = parse_text_log(handle)
+    assert epoch_based
+    train = {step: values for kind, step, _, values in rows if kind == "train"}
+    val = {step: values for kind, step, _, values in rows if kind == "val"}
+    truth = [json.loads(line) for line in scalars.read_text().splitlines()]
+    truth_train = {r["step"]: r for r in truth if "iter" in r}
+    assert sorted(train) == sorted(truth_train) and len(train) == 243
+    for step in (5, 665, 1335):
+        assert train[step]["loss"] == pytest.approx(truth_train[step]["loss"], abs=5e-5)
+        assert train[step]["lr"] == pytest.approx(truth_train[step]["lr"], rel=1e-4)
+    assert sorted(val) == [10, 20, 30]
+    assert val[10]["coco/bbox_mAP"] == 0.181 and "eta" not in val[10]
+
+
+def test_launch_without_json_is_read_from_its_text_log(tmp_path):
+    launch = tmp_path / "exp" / "20240101_000000"
+    launch.mkdir(parents=True)
+    (launch / "20240101_000000.log").write_text(
+        "2024/01/01 00:00:00 - mmengine - INFO - Epoch(train)  [1][ 5/10]  lr: 1.0000e-02  eta: 0:01:00  "
+        "time: 0.5000  loss: 2.0000\n"
+        "2024/01/01 00:00:01 - mmengine - INFO - Epoch(train)  [2][ 5/10]  lr: 1.0000e-02  eta: 0:00:30  "
+        "time: 0.5000  loss: 1.5000\n"
+        "2024/01/01 00:00:02 - mmengine - INFO - Epoch(val) [2][ 2/4]    eta: 0:00:01  time: 0.1000\n"
+        "2024/01/01 00:00:03 - mmengine - INFO - Epoch(val) [2][4/4]    accuracy/top1: 55.5000  time: 0.1000\n"
+    )
+    name, info, frame = only_run(load(tmp_path))
+    assert name == "exp"
+    assert curve(frame, "loss").to_dict() == {5: 2.0, 15: 1.5}
+    assert curve(frame, "accuracy/top1").to_dict() == {20: 55.5}
+    assert curve(frame, "val/time").to_dict() == {20: 0.1}
+    assert any("read from the text log" in n for n in info.notes)
+
+
+def test_iterations_per_epoch_derived_from_train_rows_without_a_text_log(tmp_path):
+    vis = tmp_path / "exp" / "20240101_000000" / "vis_data"
+    vis.mkdir(parents=True)
+    rows = [{"lr": 0.1, "loss": 1.0 / s, "epoch": (s - 1) // 20 + 1, "iter": s, "step": s}
+            for s in range(10, 61, 10)]
+    rows.insert(2, {"accuracy/top1": 50.0, "step": 1})
+    rows.append({"accuracy/top1": 60.0, "step": 3})
+    (vis / "scalars.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    (run,) = MMEngineReader().read(sorted(vis.iterdir()))
+    assert curve(run.scalars, "accuracy/top1").to_dict() == {20: 50.0, 60: 60.0}
+    assert np.isclose(epoch_at(run.scalars, "loss", 30), 1.5)
+
+
+def test_damaged_scalars_json_keeps_good_lines(tmp_path):
+    vis = tmp_path / "vis_data"
+    vis.mkdir()
+    path = vis / "scalars.json"
+    path.write_bytes(b'{"loss": 1.0, "iter": 1, "step": 1}\n{"loss": \xff}\n{"loss": 0.5, "iter": 2, "step": 2}\n'
+                     b'{"loss": 0.4, "it')
+    reader = MMEngineReader()
+    assert reader.sniff(path, path.read_bytes())
+    (run,) = reader.read([path])
+    assert curve(run.scalars, "loss").to_dict() == {1: 1.0, 2: 0.5}
+    assert "2 line(s) are not valid JSON" in run.warnings[0].message
+
+
+def test_last_checkpoint_without_launches_is_not_claimed(tmp_path):
+    path = tmp_path / "last_checkpoint"
+    path.write_text("epoch_1.pth")
+    assert not MMEngineReader().sniff(path, path.read_bytes())
