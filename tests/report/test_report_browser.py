@@ -27,6 +27,7 @@ def _fixture_data():
 def _sample_runs_data():
     if not SAMPLE_RUNS.is_dir():
         pytest.skip("sample_runs/ is not in this checkout yet")
+    pytest.importorskip("tanalyze.diagnose", reason="the diagnosis is not in this checkout yet")
     from tanalyze.report import report_paths
 
     return report_paths([SAMPLE_RUNS])
