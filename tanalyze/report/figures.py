@@ -89,6 +89,8 @@ class Rendered:
     markup: str
     kind: str  # "svg" or "png"
     points: int
+    note: str = ""  # what the figure draws, for its caption
+    columns: int = 1  # panels side by side (the page sizes the figure so that text keeps one size)
 
 
 def label_text(text: str, limit: int = 60) -> str:
@@ -236,7 +238,7 @@ class FigureMaker:
             _empty_axes(ax)
         return fig, axes
 
-    def _render(self, fig: Figure, alt: str, points: int) -> Rendered:
+    def _render(self, fig: Figure, alt: str, points: int, note: str = "", columns: int = 1) -> Rendered:
         self._count += 1
         if points > self.dense_points:
             buffer = io.BytesIO()
@@ -244,11 +246,11 @@ class FigureMaker:
             fig.savefig(buffer, format="png", dpi=144, metadata={"Software": None})
             data = base64.b64encode(buffer.getvalue()).decode("ascii")
             markup = f'<img class="chart" alt="{html.escape(alt, quote=True)}" src="data:image/png;base64,{data}">'
-            return Rendered(markup, "png", points)
+            return Rendered(markup, "png", points, note, columns)
         buffer = io.StringIO()
         with matplotlib.rc_context({"svg.hashsalt": f"tz{self._count}"}):
             FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
-        return Rendered(_clean_svg(buffer.getvalue(), alt), "svg", points)
+        return Rendered(_clean_svg(buffer.getvalue(), alt), "svg", points, note, columns)
 
     def _line(self, ax, steps: np.ndarray, values: np.ndarray, columns: int | None = None, **style) -> int:
         mask = np.isfinite(values)
@@ -283,10 +285,12 @@ class FigureMaker:
             fig, (ax,) = self._figure("loss", (7.0, 3.2))
             points = 0
             few = {role: int(s.finite.sum()) < 60 for role, s, _ in curves}
+            smoothed = False
             for role, series, color in curves:
                 name = "train" if role == "train_loss" else "val"
                 marker = "o" if few[role] else None
                 if self.smoothing > 0 and not few[role]:
+                    smoothed = True
                     points += self._line(ax, series.steps, series.values, color=color, alpha=0.22, linewidth=0.8)
                     smooth = ema(series.values, self.smoothing)
                     points += self._line(ax, series.steps, smooth, color=color, linewidth=1.6,
@@ -296,13 +300,22 @@ class FigureMaker:
                                          marker=marker, markersize=3, label=label_text(f"{name} · {series.tag}"))
             log = _log_scale([s.values for _, s, _ in curves])
             self._style_axes(ax, log=log)
+            start = _blowup_step(run.diagnosis)
+            if start is not None:
+                _cap_explosion(ax, [s.values[s.steps < start] for _, s, _ in curves], [s.values for _, s, _ in curves], log)
             self._markers(ax, run, dict((role, s) for role, s, _ in curves))
             ax.set_xlabel("step")
             ax.set_ylabel("loss" + (" (log scale)" if log else ""))
             ax.legend(loc="best", ncols=2)
             fig.subplots_adjust(left=0.09, right=0.985, top=0.96, bottom=0.15)
             alt = "Loss curves of run " + safe_text(run.name, limit=120)
-            return self._render(fig, alt, points)
+            notes = []
+            if smoothed:
+                notes.append(f"Faint: every logged point; bold: TensorBoard-style debiased EMA (weight {self.smoothing:g}).")
+            if any(few.values()):
+                notes.append("Curves with fewer than 60 points are drawn point by point, unsmoothed.")
+            notes.append("Markers come from the diagnosis.")
+            return self._render(fig, alt, points, " ".join(notes))
 
     def _markers(self, ax, run: RunView, series: Mapping[str, Series]) -> None:
         d = run.diagnosis
@@ -385,7 +398,7 @@ class FigureMaker:
             fig.subplots_adjust(left=0.07 if ncols == 3 else 0.1, right=0.99, top=0.88, bottom=0.13,
                                 wspace=0.28, hspace=0.55)
             alt = f"{', '.join(ROLE_TITLES.get(r, r) for r in present)} of run {safe_text(run.name, limit=120)}"
-            return self._render(fig, alt, points)
+            return self._render(fig, alt, points, columns=ncols)
 
     # -- across runs ----------------------------------------------------------------
 
@@ -416,10 +429,22 @@ class FigureMaker:
                 points += self._line(ax, s.steps, smooth, columns=columns, **style)
             log = _log_scale(values)
             self._style_axes(ax, log=log)
+            before = []
+            for run, smooth in zip(runs, values, strict=True):
+                start = _blowup_step(run.diagnosis)
+                before.append(smooth if start is None else smooth[run.series[role].steps < start])
+            if any(_blowup_step(r.diagnosis) is not None for r in runs):
+                _cap_explosion(ax, before, values, log)
             ax.set_xlabel("step")
             ax.set_ylabel(label_text(tag, 40) + (" (log)" if log else ""))
-            ax.legend(loc="upper right", fontsize=7, ncols=2 if len(highlighted) > 6 else 1)
-            fig.subplots_adjust(left=0.11, right=0.985, top=0.96, bottom=0.15)
+            n_labels = len(highlighted)
+            ncols = 1 if n_labels == 1 else 2
+            rows = -(-n_labels // ncols)
+            height = 2.7 + 0.16 * rows
+            fig.set_size_inches(5.6, height)
+            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2 * 3.0 / height), ncols=ncols, fontsize=7,
+                      frameon=False, handlelength=1.5, columnspacing=1.2)
+            fig.subplots_adjust(left=0.11, right=0.985, top=1 - 0.1 / height, bottom=(0.55 + 0.16 * rows) / height)
             alt = f"{ROLE_TITLES.get(role, role)} '{safe_text(tag, 80)}' of {len(runs)} runs"
             return self._render(fig, alt, points)
 
@@ -462,6 +487,37 @@ def _empty_axes(ax) -> None:
     ax.relim()
     ax.set_autoscale_on(True)
     ax.autoscale_view()
+
+
+def _blowup_step(diagnosis: Mapping[str, Any]) -> float | None:
+    """Where a diverged run's loss started to blow up (None when it did not diverge)."""
+    divergence = diagnosis.get("divergence")
+    if not isinstance(divergence, Mapping):
+        return None
+    onset, step = number(divergence.get("onset_step")), number(divergence.get("step"))
+    return onset if onset is not None else step
+
+
+def _cap_explosion(ax, before: Sequence[np.ndarray], everything: Sequence[np.ndarray], log: bool) -> None:
+    """Keep the y-axis on the part of the run worth reading when a blow-up reaches far beyond it.
+
+    The cap leaves three decades (log) or twice the range (linear) above the
+    highest value before the blow-up; the text says how far the curve went.
+    """
+    pre = np.concatenate([v[np.isfinite(v)] for v in before]) if before else np.empty(0)
+    full = np.concatenate([v[np.isfinite(v)] for v in everything]) if everything else np.empty(0)
+    if pre.size < 5 or full.size == 0:
+        return
+    top_pre, top = float(pre.max()), float(full.max())
+    if log and top_pre > 0:
+        cap = top_pre * 1e3
+    else:
+        cap = top_pre + 2 * max(top_pre - float(pre.min()), abs(top_pre) * 0.1, 1e-12)
+    if top <= cap:
+        return
+    ax.set_ylim(ax.get_ylim()[0], cap)
+    ax.text(0.5, 0.985, f"\u2191 off the scale above: up to {top:.3g}", transform=ax.transAxes, ha="center",
+            va="top", fontsize=7.5, color=DIVERGED)
 
 
 def _gradient_marks(ax, gradients: Any, series: Series) -> None:
