@@ -2,6 +2,7 @@ import json
 import re
 
 import matplotlib
+import numpy as np
 import pytest
 
 from tanalyze.report import build_report, render_report_html, render_run_html, report_dict
@@ -65,6 +66,9 @@ def test_loss_chart_marks_what_the_diagnosis_found(page):
     diverged = _svg_text(doc.find_all("section", id="run-3")[0].find_all("svg")[0])
     assert "diverged (explosion)" in diverged and "NaN/inf (5)" in diverged
     assert "blow-up onset" in diverged and "resume at or before" in diverged
+    # the axis stops three decades above the pre-blow-up peak and says how far the loss went
+    peak = np.nanmax(curves("diverged", seed=2)["train/loss"][1])
+    assert f"\u2191 off the scale above: up to {peak:.3g}" in diverged and peak > 9000
     assert "loss (log scale)" in diverged  # 0.3 .. 1e4 spans more than 1.5 decades
     assert "loss (log scale)" not in overfit
     aux = _svg_text(doc.find_all("section", id="run-1")[0].find_all("svg")[1])
