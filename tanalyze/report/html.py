@@ -11,13 +11,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from tanalyze.analysis.recommendations import CAUSES
 from tanalyze.report.downsample import METHOD
@@ -116,6 +117,15 @@ def truncate(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
+_BREAK_AFTER = re.compile(r"(?<=[/_.\-])")
+
+
+def breakable(value: Any, limit: int = 300) -> Markup:
+    """Escaped log text with line-break opportunities (``<wbr>``) after ``/ _ . -``, for long run names."""
+    text = safe_text(value, limit=limit)
+    return Markup("<wbr>").join(escape(part) for part in _BREAK_AFTER.split(text))
+
+
 def short(value: Any, limit: int = 300) -> str:
     if isinstance(value, str):
         return safe_text(value, limit=limit)
@@ -136,7 +146,8 @@ def _environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=False,
     )
-    env.filters.update(num=fmt_num, step=fmt_step, sortv=sort_key, short=short, safe_text=safe_text, truncate=truncate)
+    env.filters.update(num=fmt_num, step=fmt_step, sortv=sort_key, short=short, safe_text=safe_text, truncate=truncate,
+                       breakable=breakable)
     env.globals.update(verdict_text=VERDICT_TEXT, max_items=MAX_ITEMS)
     return env
 
