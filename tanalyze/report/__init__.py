@@ -120,14 +120,18 @@ def write_report(
     json_path: str | os.PathLike[str] | None = None,
     *,
     progress: ProgressCallback | None = None,
+    workers: int | None = None,
 ) -> dict[str, int]:
-    """Write the HTML page and/or the JSON file; return their sizes in bytes by kind."""
+    """Write the HTML page and/or the JSON file; return their sizes in bytes by kind.
+
+    ``workers``: processes drawing figures (None: as many as useful, 1: this process only).
+    """
     sizes: dict[str, int] = {}
     report = report_dict(data)
     if json_path is not None:
         sizes["json"] = write_json(report, json_path)
     if html_path is not None:
-        page = render_html(data, embed_json=report, progress=progress).encode("utf-8")
+        page = render_html(data, embed_json=report, progress=progress, workers=workers).encode("utf-8")
         with open(html_path, "wb") as handle:
             handle.write(page)
         sizes["html"] = len(page)

@@ -69,6 +69,10 @@ _RC: dict[str, Any] = {
     "ytick.color": "#6b7280",
     "xtick.labelsize": 8,
     "ytick.labelsize": 8,
+    "xtick.major.size": 3,
+    "ytick.major.size": 3,
+    "xtick.major.width": 0.6,
+    "ytick.major.width": 0.6,
     "legend.fontsize": 7.5,
     "legend.frameon": True,
     "legend.framealpha": 0.85,
@@ -144,12 +148,12 @@ _REFS = re.compile(r'(?:href="#|url\(#)([^")]+)')
 
 
 _PATH_D = re.compile(r'\sd="([^"]*)"')
-_DECIMALS = re.compile(r"(\.\d)\d+")
+_DECIMALS = re.compile(r"(?<=\.\d)\d+")
 
 
 def _compact_path(match: re.Match[str]) -> str:
     """Path data at 0.1 pt precision; a pure move/line path loses its repeated ``L`` (implicit after ``M``)."""
-    d = _DECIMALS.sub(r"\1", match.group(1))
+    d = _DECIMALS.sub("", match.group(1))
     if d.lstrip().startswith("M") and not re.search(r"[A-KN-Za-z]", d):
         d = d.replace("L", " ")
     return ' d="' + " ".join(d.split()) + '"'
@@ -219,7 +223,6 @@ class FigureMaker:
         self.smoothing = smoothing
         self.columns = columns
         self.dense_points = dense_points
-        self._count = 0
         self._pool: dict[str, tuple[Figure, list[Any]]] = {}
 
     # -- plumbing -----------------------------------------------------------------
@@ -238,8 +241,9 @@ class FigureMaker:
             _empty_axes(ax)
         return fig, axes
 
-    def _render(self, fig: Figure, alt: str, points: int, note: str = "", columns: int = 1) -> Rendered:
-        self._count += 1
+    def _render(self, fig: Figure, alt: str, points: int, salt: str, note: str = "", columns: int = 1) -> Rendered:
+        """Save ``fig`` as inline SVG (PNG when dense). ``salt`` makes its clip-path and marker ids
+        unique in the page, whichever process draws it."""
         if points > self.dense_points:
             buffer = io.BytesIO()
             FigureCanvasAgg(fig)
@@ -248,7 +252,7 @@ class FigureMaker:
             markup = f'<img class="chart" alt="{html.escape(alt, quote=True)}" src="data:image/png;base64,{data}">'
             return Rendered(markup, "png", points, note, columns)
         buffer = io.StringIO()
-        with matplotlib.rc_context({"svg.hashsalt": f"tz{self._count}"}):
+        with matplotlib.rc_context({"svg.hashsalt": salt}):
             FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
         return Rendered(_clean_svg(buffer.getvalue(), alt), "svg", points, note, columns)
 
@@ -259,18 +263,17 @@ class FigureMaker:
         return len(x)
 
     @staticmethod
-    def _style_axes(ax, *, log: bool) -> None:
+    def _style_axes(ax, *, log: bool, xticks: int = 6, yticks: int = 5) -> None:
         if log:
             ax.set_yscale("log")
-            ax.yaxis.set_major_locator(LogLocator(base=10, numticks=6))
+            ax.yaxis.set_major_locator(LogLocator(base=10, numticks=yticks + 1))
             ax.yaxis.set_major_formatter(FuncFormatter(log_label))
             ax.yaxis.set_minor_locator(NullLocator())
             ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=xticks, integer=True))
         ax.xaxis.set_major_formatter(FuncFormatter(compact))
         if not log:
-            ax.yaxis.set_major_locator(MaxNLocator(nbins=5))
-        ax.tick_params(length=3, width=0.6)
+            ax.yaxis.set_major_locator(MaxNLocator(nbins=yticks))
         ax.margins(x=0.01)
 
     # -- per-run figures ----------------------------------------------------------
@@ -315,7 +318,7 @@ class FigureMaker:
             if any(few.values()):
                 notes.append("Curves with fewer than 60 points are drawn point by point, unsmoothed.")
             notes.append("Markers come from the diagnosis.")
-            return self._render(fig, alt, points, " ".join(notes))
+            return self._render(fig, alt, points, f"loss{run.index}", " ".join(notes))
 
     def _markers(self, ax, run: RunView, series: Mapping[str, Series]) -> None:
         d = run.diagnosis
@@ -373,6 +376,7 @@ class FigureMaker:
         with matplotlib.rc_context(_RC):
             fig, axes = self._figure(f"aux{nrows}x{ncols}", (3.45 * ncols, 2.25 * nrows), nrows, ncols)
             points = 0
+            captions: list[str] = []
             for ax, role in zip(axes, present, strict=False):
                 series = run.series[role]
                 columns = max(100, (self.columns * 2) // (3 * ncols))
@@ -385,25 +389,26 @@ class FigureMaker:
                     points += self._line(ax, series.steps, series.values, columns=columns, color="#1f2937",
                                          linewidth=1.2)
                 log = role in ("learning_rate", "grad_norm", "loss_scale") and _log_scale([series.values])
-                self._style_axes(ax, log=log)
+                self._style_axes(ax, log=log, xticks=4, yticks=4)
                 ax.set_title(label_text(f"{ROLE_TITLES.get(role, role)} · {series.tag}", 48))
+                said: list[str] = []
                 if role == "grad_norm":
-                    _gradient_marks(ax, run.diagnosis.get("gradients"), series)
+                    said = _gradient_marks(ax, run.diagnosis.get("gradients"), series)
                 if role in ("throughput", "step_time"):
-                    _throughput_marks(ax, run.diagnosis.get("throughput"), series, role)
-                if ax.get_legend_handles_labels()[1]:
-                    ax.legend(loc="best", fontsize=7)
+                    said = _throughput_marks(ax, run.diagnosis.get("throughput"), series, role)
+                if said:
+                    captions.append(f"{ROLE_TITLES.get(role, role).capitalize()}: {'; '.join(said)}.")
             for ax in axes[n:]:
                 ax.set_visible(False)
             fig.subplots_adjust(left=0.07 if ncols == 3 else 0.1, right=0.99, top=0.88, bottom=0.13,
                                 wspace=0.28, hspace=0.55)
             alt = f"{', '.join(ROLE_TITLES.get(r, r) for r in present)} of run {safe_text(run.name, limit=120)}"
-            return self._render(fig, alt, points, columns=ncols)
+            return self._render(fig, alt, points, f"aux{run.index}", " ".join(captions), columns=ncols)
 
     # -- across runs ----------------------------------------------------------------
 
     def compare(self, role: str, tag: str, runs: Sequence[RunView], *, highlight: int = 5,
-                max_lines: int = 12) -> Rendered:
+                max_lines: int = 12, key: int = 0) -> Rendered:
         """Smoothed curves of one shared tag, one line per run (grey with the best few coloured past ``max_lines``)."""
         with matplotlib.rc_context(_RC):
             fig, (ax,) = self._figure("compare", (5.6, 3.1))
@@ -446,7 +451,7 @@ class FigureMaker:
                       frameon=False, handlelength=1.5, columnspacing=1.2)
             fig.subplots_adjust(left=0.11, right=0.985, top=1 - 0.1 / height, bottom=(0.55 + 0.16 * rows) / height)
             alt = f"{ROLE_TITLES.get(role, role)} '{safe_text(tag, 80)}' of {len(runs)} runs"
-            return self._render(fig, alt, points)
+            return self._render(fig, alt, points, f"cmp-{role}-{key}")
 
     def seed_band(self, role: str, runs: Sequence[RunView], label: str) -> Rendered | None:
         """Median and min–max band across seeds of the smoothed curves, on the steps all seeds share."""
@@ -469,7 +474,7 @@ class FigureMaker:
             ax.legend(loc="upper right")
             fig.subplots_adjust(left=0.11, right=0.985, top=0.9, bottom=0.16)
             alt = f"{ROLE_TITLES[role]} of seed group {safe_text(label, 80)}: median and min-max band"
-            return self._render(fig, alt, 3 * len(grid))
+            return self._render(fig, alt, 3 * len(grid), f"band-{role}-{runs[0].index}")
 
 
 def _empty_axes(ax) -> None:
@@ -481,8 +486,10 @@ def _empty_axes(ax) -> None:
     ax.set_title("")
     ax.set_xlabel("")
     ax.set_ylabel("")
-    ax.set_xscale("linear")
-    ax.set_yscale("linear")
+    if ax.get_xscale() != "linear":
+        ax.set_xscale("linear")
+    if ax.get_yscale() != "linear":
+        ax.set_yscale("linear")
     ax.set_visible(True)
     ax.relim()
     ax.set_autoscale_on(True)
@@ -520,55 +527,73 @@ def _cap_explosion(ax, before: Sequence[np.ndarray], everything: Sequence[np.nda
             va="top", fontsize=7.5, color=DIVERGED)
 
 
-def _gradient_marks(ax, gradients: Any, series: Series) -> None:
-    """The healthy band, the clipping threshold, explosions and collapses the gradient analysis found."""
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _gradient_marks(ax, gradients: Any, series: Series) -> list[str]:
+    """Draw the healthy band, the clipping threshold, explosions and collapses the gradient analysis found;
+    return what they are, for the caption (legends inside small panels cost more than they tell)."""
     if not isinstance(gradients, Mapping):
-        return
+        return []
+    said = []
     band = _band(gradients)
     if band is not None:
-        ax.axhspan(band[0], band[1], color="#16a34a", alpha=0.10, linewidth=0, label="healthy band")
+        ax.axhspan(band[0], band[1], color="#16a34a", alpha=0.10, linewidth=0)
+        said.append(f"green band: healthy range {band[0]:g}\u2013{band[1]:g}")
     clip = number(gradients.get("max_norm"))
     if clip is not None and np.isfinite(clip):
-        ax.axhline(clip, color="#7c3aed", linestyle="--", linewidth=0.9, label=f"clip at {clip:g}")
+        ax.axhline(clip, color="#7c3aed", linestyle="--", linewidth=0.9)
+        said.append(f"purple dashed: clipping at {clip:g}")
     same_tag = gradients.get("tag") in (None, series.tag)
-    for key, marker, color, label in (("explosions", "^", SPIKE, "explosion"), ("collapses", "v", "#0369a1", "collapse")):
+    for key, marker, color, text in (("explosions", "^", SPIKE, "\u25b2 explosion"), ("collapses", "v", "#0369a1", "\u25bc collapse")):
         events = [e for e in gradients.get(key) or [] if isinstance(e, Mapping)]
         steps = np.array([number(e.get("step")) for e in events], dtype=np.float64)
         values = np.array([number(e.get("value")) for e in events], dtype=np.float64)
         ok = np.isfinite(steps) & np.isfinite(values)
         if same_tag and ok.any():
-            ax.plot(steps[ok], values[ok], marker=marker, markersize=5, color=color, linestyle="none",
-                    label=f"{label}{'s' if ok.sum() > 1 else ''} ({int(ok.sum())})", zorder=5)
+            ax.plot(steps[ok], values[ok], marker=marker, markersize=5, color=color, linestyle="none", zorder=5)
+            said.append(_count(int(ok.sum()), text))
+    return said
 
 
-def _throughput_marks(ax, throughput: Any, series: Series, role: str) -> None:
-    """Steady level, end of warm-up, lasting changes and stalls the throughput analysis found.
+def _throughput_marks(ax, throughput: Any, series: Series, role: str) -> list[str]:
+    """Draw the steady level, end of warm-up, lasting changes and stalls the throughput analysis found;
+    return what they are, for the caption.
 
     Levels are drawn only when the analysis measured this very curve in its unit
     (it turns steps/s into s/step, for instance); steps are drawn regardless.
     """
     finite = series.values[series.finite]
     if not isinstance(throughput, Mapping):
-        ax.axhline(float(np.median(finite)), color="#6b7280", linestyle="--", linewidth=0.8, label="median")
-        return
+        median = float(np.median(finite))
+        ax.axhline(median, color="#6b7280", linestyle="--", linewidth=0.8)
+        return [f"grey dashed: median {median:.4g}"]
+    said = []
     same_unit = throughput.get("tag") == series.tag and throughput.get("higher_is_better") == (role == "throughput")
     steady = number(throughput.get("steady_median"))
     if same_unit and steady is not None and np.isfinite(steady):
-        ax.axhline(steady, color="#6b7280", linestyle="--", linewidth=0.8, label="steady median")
+        ax.axhline(steady, color="#6b7280", linestyle="--", linewidth=0.8)
+        said.append(f"grey dashed: steady median {steady:.4g}")
     warmup = number(throughput.get("warmup_end_step"))
     if warmup is not None and warmup > float(series.steps[0]):
-        ax.axvline(warmup, color="#6b7280", linestyle=":", linewidth=1.0, label="warm-up ends")
-    changes = [number(c.get("step")) for c in throughput.get("change_points") or [] if isinstance(c, Mapping)]
-    for i, step in enumerate(c for c in changes if c is not None):
-        ax.axvline(step, color=ONSET, linestyle="--", linewidth=1.0, label="level change" if i == 0 else None)
+        ax.axvline(warmup, color="#6b7280", linestyle=":", linewidth=1.0)
+        said.append(f"grey dotted: warm-up ends (step {warmup:,.0f})")
+    changes = [c for c in (number(c.get("step")) for c in throughput.get("change_points") or [] if isinstance(c, Mapping))
+               if c is not None]
+    for step in changes:
+        ax.axvline(step, color=ONSET, linestyle="--", linewidth=1.0)
+    if changes:
+        said.append("orange dashed: " + _count(len(changes), "lasting change"))
     stalls = [s for s in throughput.get("stalls") or [] if isinstance(s, Mapping)]
     if same_unit and stalls:
         steps = np.array([number(s.get("step")) for s in stalls], dtype=np.float64)
         values = np.array([number(s.get("value")) for s in stalls], dtype=np.float64)
         ok = np.isfinite(steps) & np.isfinite(values)
         if ok.any():
-            ax.plot(steps[ok], values[ok], marker="o", markersize=3.5, color=SPIKE, linestyle="none",
-                    label=f"stall{'s' if ok.sum() > 1 else ''} ({int(ok.sum())})", zorder=5)
+            ax.plot(steps[ok], values[ok], marker="o", markersize=3.5, color=SPIKE, linestyle="none", zorder=5)
+            said.append(_count(int(ok.sum()), "\u25cf stall"))
+    return said
 
 
 def _common_grid(curves: Sequence[Series], smoothing: float, columns: int) -> tuple[np.ndarray | None, np.ndarray]:

@@ -24,7 +24,8 @@ from tanalyze.analysis.recommendations import CAUSES
 from tanalyze.report.downsample import METHOD
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.groups import _flatten
-from tanalyze.report.model import AUX_ROLES, LOSS_ROLES, VERDICTS, ReportData, RunView, number
+from tanalyze.report.model import LOSS_ROLES, VERDICTS, ReportData, RunView, number
+from tanalyze.report.parallel import draw, run_figures
 from tanalyze.text import safe_text
 
 __all__ = ["render_html", "render_run_fragment", "csp_for", "json_for_script", "SCRIPT", "STYLE"]
@@ -235,14 +236,10 @@ def _details(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def _run_context(run: RunView, figures: FigureMaker, findings: list[dict[str, Any]]) -> dict[str, Any]:
+def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None], findings: list[dict[str, Any]]) -> dict[str, Any]:
     d = run.diagnosis
     info = run.info
-    loss = figures.loss(run)
-    aux_roles = [r for r in AUX_ROLES if r in run.series]
-    if "throughput" in aux_roles and "step_time" in aux_roles:
-        aux_roles.remove("step_time")
-    aux = figures.aux(run, aux_roles)
+    loss, aux = figures
     read_warnings = [w.to_dict() for w in info.warnings] if info else []
     text = []
     for tag, value in (info.text.items() if info else ()):
@@ -266,6 +263,7 @@ def _run_context(run: RunView, figures: FigureMaker, findings: list[dict[str, An
         "loss_note": loss.note if loss else "",
         "aux_figure": Markup(aux.markup) if aux else None,
         "aux_columns": aux.columns if aux else 0,
+        "aux_note": aux.note if aux else "",
         "findings": findings,
         "details": _details(d),
         "analysis_warnings": [short(w, 1000) for w in d["warnings"]],
@@ -304,7 +302,7 @@ def _compare(data: ReportData, figures: FigureMaker) -> list[dict[str, Any]]:
         for tag, runs in by_tag.items():
             if len(runs) < 2:
                 continue
-            rendered = figures.compare(role, tag, runs, max_lines=COMPARE_MAX_LINES)
+            rendered = figures.compare(role, tag, runs, max_lines=COMPARE_MAX_LINES, key=len(out))
             out.append({"role": role, "tag": tag, "runs": len(runs), "figure": Markup(rendered.markup),
                         "many": len(runs) > COMPARE_MAX_LINES})
     return out
@@ -351,22 +349,20 @@ def render_html(
     csp: bool = True,
     embed_json: Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
+    workers: int | None = None,
 ) -> str:
     """The report page (``fragment=True``: one ``<div>`` with its style, no script, for Jupyter).
 
     ``csp=False`` leaves the Content-Security-Policy out (tests use it to show
     that escaping alone keeps payloads inert). ``embed_json`` is placed in a
-    ``<script type="application/json" id="tanalyze-data">`` block.
+    ``<script type="application/json" id="tanalyze-data">`` block. ``workers``:
+    processes drawing figures (None: automatic, 1: this process only).
     """
     figures = FigureMaker(smoothing=data.smoothing)
     findings = {run.index: _findings(run) for run in data.runs}
     rows = [_summary_row(run, findings[run.index]) for run in data.runs]
-    runs = []
-    total = len(data.runs)
-    for done, run in enumerate(data.runs, start=1):
-        runs.append(_run_context(run, figures, findings[run.index]))
-        if progress is not None:
-            progress(done, total, f"render {run.name}")
+    drawn = run_figures(data.runs, figures, workers=workers, progress=progress)
+    runs = [_run_context(run, pair, findings[run.index]) for run, pair in zip(data.runs, drawn, strict=True)]
     context = {
         "fragment": fragment,
         "title": data.title,
@@ -395,7 +391,7 @@ def render_run_fragment(data: ReportData, index: int = 1) -> str:
     figures = FigureMaker(smoothing=data.smoothing)
     run = next(r for r in data.runs if r.index == index)
     context = {
-        "run": _run_context(run, figures, _findings(run)),
+        "run": _run_context(run, draw(figures, run), _findings(run)),
         "style": Markup(STYLE),
         "smoothing": data.smoothing,
         "downsample_method": METHOD,

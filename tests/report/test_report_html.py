@@ -71,9 +71,14 @@ def test_loss_chart_marks_what_the_diagnosis_found(page):
     assert f"\u2191 off the scale above: up to {peak:.3g}" in diverged and peak > 9000
     assert "loss (log scale)" in diverged  # 0.3 .. 1e4 spans more than 1.5 decades
     assert "loss (log scale)" not in overfit
-    aux = _svg_text(doc.find_all("section", id="run-1")[0].find_all("svg")[1])
-    for label in ("healthy band", "explosion (1)", "steady median", "warm-up ends", "level change", "stall (1)"):
-        assert label in aux
+    aux = doc.find_all("section", id="run-1")[0].find_all("figure")[1]
+    assert "fig-aux" in aux.classes()
+    assert aux.find_all("figcaption")[0].text_content() == (
+        "Gradient norm: green band: healthy range 0.2\u20133; 1 \u25b2 explosion. "
+        "Throughput: grey dashed: steady median 1202; grey dotted: warm-up ends (step 200); "
+        "orange dashed: 1 lasting change; 1 \u25cf stall.")
+    red_marks = [u for u in aux.find_all("svg")[0].iter() if u.tag == "use" and "fill: #dc2626" in u.attrs.get("style", "")]
+    assert len(red_marks) == 2  # the explosion and the stall
 
 
 def test_nothing_is_fetched_from_anywhere(page):
@@ -224,3 +229,21 @@ def test_multi_path_report_stops_at_a_missing_path_before_reading(tmp_path):
 
     with pytest.raises(InputError, match="nope: no such file or folder"):
         report_paths([tmp_path, tmp_path / "nope"])
+
+
+def test_figures_drawn_by_worker_processes_equal_those_drawn_here():
+    from tanalyze.report.parallel import MIN_RUNS_FOR_WORKERS, default_workers
+
+    if default_workers() < 2:
+        pytest.skip("no fork or a single CPU here: figures are always drawn in-process")
+    runs, diags = {}, {}
+    for k in range(MIN_RUNS_FOR_WORKERS + 1):
+        name = f"run{k}"
+        runs[name] = (frame_for(name, curves(("normal", "overfitting", "diverged")[k % 3], n=300, seed=k)), info(name))
+        diags[name] = diagnosis(name, ("normal", "overfitting", "diverged")[k % 3])
+    data = build_report(logs_of(runs), diags, generated_at="2024-01-01T00:00:00Z")
+    here = render_html(data, workers=1)
+    forked = render_html(data, workers=2)
+    assert forked == here
+    ids = re.findall(r'\sid="([^"]+)"', here)
+    assert len(ids) == len(set(ids))  # figure ids are unique in the page
