@@ -73,10 +73,6 @@ _RC: dict[str, Any] = {
     "ytick.major.size": 3,
     "xtick.major.width": 0.6,
     "ytick.major.width": 0.6,
-    "legend.fontsize": 7.5,
-    "legend.frameon": True,
-    "legend.framealpha": 0.85,
-    "legend.edgecolor": "#e5e7eb",
     "path.simplify": True,
     "svg.image_inline": True,
 }
@@ -95,6 +91,9 @@ class Rendered:
     points: int
     note: str = ""  # what the figure draws, for its caption
     columns: int = 1  # panels side by side (the page sizes the figure so that text keeps one size)
+    #: The legend, drawn by the page in HTML: (key style, label) pairs. Legends drawn by matplotlib
+    #: cost more than the rest of a figure, hide data, and cannot be selected or searched.
+    keys: tuple[tuple[str, str], ...] = ()
 
 
 def label_text(text: str, limit: int = 60) -> str:
@@ -241,7 +240,8 @@ class FigureMaker:
             _empty_axes(ax)
         return fig, axes
 
-    def _render(self, fig: Figure, alt: str, points: int, salt: str, note: str = "", columns: int = 1) -> Rendered:
+    def _render(self, fig: Figure, alt: str, points: int, salt: str, note: str = "", columns: int = 1,
+                keys: Sequence[tuple[str, str]] = ()) -> Rendered:
         """Save ``fig`` as inline SVG (PNG when dense). ``salt`` makes its clip-path and marker ids
         unique in the page, whichever process draws it."""
         if points > self.dense_points:
@@ -250,11 +250,11 @@ class FigureMaker:
             fig.savefig(buffer, format="png", dpi=144, metadata={"Software": None})
             data = base64.b64encode(buffer.getvalue()).decode("ascii")
             markup = f'<img class="chart" alt="{html.escape(alt, quote=True)}" src="data:image/png;base64,{data}">'
-            return Rendered(markup, "png", points, note, columns)
+            return Rendered(markup, "png", points, note, columns, tuple(keys))
         buffer = io.StringIO()
         with matplotlib.rc_context({"svg.hashsalt": salt}):
             FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
-        return Rendered(_clean_svg(buffer.getvalue(), alt), "svg", points, note, columns)
+        return Rendered(_clean_svg(buffer.getvalue(), alt), "svg", points, note, columns, tuple(keys))
 
     def _line(self, ax, steps: np.ndarray, values: np.ndarray, columns: int | None = None, **style) -> int:
         mask = np.isfinite(values)
@@ -287,29 +287,29 @@ class FigureMaker:
         with matplotlib.rc_context(_RC):
             fig, (ax,) = self._figure("loss", (7.0, 3.2))
             points = 0
+            keys: list[tuple[str, str]] = []
             few = {role: int(s.finite.sum()) < 60 for role, s, _ in curves}
             smoothed = False
             for role, series, color in curves:
                 name = "train" if role == "train_loss" else "val"
-                marker = "o" if few[role] else None
+                keys.append((name, f"{name} \u00b7 {safe_text(series.tag, 200)}"))
                 if self.smoothing > 0 and not few[role]:
                     smoothed = True
                     points += self._line(ax, series.steps, series.values, color=color, alpha=0.22, linewidth=0.8)
                     smooth = ema(series.values, self.smoothing)
-                    points += self._line(ax, series.steps, smooth, color=color, linewidth=1.6,
-                                         label=label_text(f"{name} · {series.tag}"))
+                    points += self._line(ax, series.steps, smooth, color=color, linewidth=1.6)
                 else:
+                    marker = "o" if few[role] else None
                     points += self._line(ax, series.steps, series.values, color=color, linewidth=1.4,
-                                         marker=marker, markersize=3, label=label_text(f"{name} · {series.tag}"))
+                                         marker=marker, markersize=3)
             log = _log_scale([s.values for _, s, _ in curves])
             self._style_axes(ax, log=log)
             start = _blowup_step(run.diagnosis)
             if start is not None:
                 _cap_explosion(ax, [s.values[s.steps < start] for _, s, _ in curves], [s.values for _, s, _ in curves], log)
-            self._markers(ax, run, dict((role, s) for role, s, _ in curves))
+            keys += self._markers(ax, run, dict((role, s) for role, s, _ in curves))
             ax.set_xlabel("step")
             ax.set_ylabel("loss" + (" (log scale)" if log else ""))
-            ax.legend(loc="best", ncols=2)
             fig.subplots_adjust(left=0.09, right=0.985, top=0.96, bottom=0.15)
             alt = "Loss curves of run " + safe_text(run.name, limit=120)
             notes = []
@@ -318,35 +318,43 @@ class FigureMaker:
             if any(few.values()):
                 notes.append("Curves with fewer than 60 points are drawn point by point, unsmoothed.")
             notes.append("Markers come from the diagnosis.")
-            return self._render(fig, alt, points, f"loss{run.index}", " ".join(notes))
+            return self._render(fig, alt, points, f"loss{run.index}", " ".join(notes), keys=keys)
 
-    def _markers(self, ax, run: RunView, series: Mapping[str, Series]) -> None:
+    def _markers(self, ax, run: RunView, series: Mapping[str, Series]) -> list[tuple[str, str]]:
+        """Draw what the diagnosis located; return the legend keys of what was drawn."""
+        keys: list[tuple[str, str]] = []
         d = run.diagnosis
         top = ax.get_xaxis_transform()  # x in data, y in axes fraction
         divergence = d.get("divergence") or None
         if isinstance(divergence, Mapping) and number(divergence.get("step")) is not None:
             step = number(divergence["step"])
-            ax.axvline(step, color=DIVERGED, linewidth=1.2, label=f"diverged ({safe_text(divergence.get('kind') or '?', 30)})")
+            ax.axvline(step, color=DIVERGED, linewidth=1.2)
+            keys.append(("diverged", f"diverged ({safe_text(divergence.get('kind') or '?', 30)}) at step {step:,.0f}"))
             ax.axvspan(step, ax.get_xlim()[1], color=DIVERGED, alpha=0.06, linewidth=0)
             onset = number(divergence.get("onset_step"))
             if onset is not None and onset != step:
-                ax.axvline(onset, color=DIVERGED, linestyle=":", linewidth=1.1, label="blow-up onset")
+                ax.axvline(onset, color=DIVERGED, linestyle=":", linewidth=1.1)
+                keys.append(("blowup", f"blow-up onset {onset:,.0f}"))
             restart = divergence.get("restart")
             resume = number(restart.get("resume_at_or_before_step")) if isinstance(restart, Mapping) else None
             if resume is not None:
-                ax.axvline(resume, color=BEST, linestyle=":", linewidth=1.3, label="resume at or before")
+                ax.axvline(resume, color=BEST, linestyle=":", linewidth=1.3)
+                keys.append(("resume", f"resume at or before {resume:,.0f}"))
         overfitting = d.get("overfitting") or None
         if isinstance(overfitting, Mapping) and number(overfitting.get("onset_step")) is not None:
-            ax.axvline(number(overfitting["onset_step"]), color=ONSET, linestyle="--", linewidth=1.1,
-                       label="overfitting onset")
+            onset_step = number(overfitting["onset_step"])
+            ax.axvline(onset_step, color=ONSET, linestyle="--", linewidth=1.1)
+            keys.append(("onset", f"overfitting onset {onset_step:,.0f}"))
         stop = _early_stop_step(d.get("early_stopping"))
         if stop is not None:
-            ax.axvline(stop, color=EARLY, linestyle=":", linewidth=1.3, label="early stop")
+            ax.axvline(stop, color=EARLY, linestyle=":", linewidth=1.3)
+            keys.append(("early", f"early stop {stop:,.0f}"))
         val = series.get("val_loss")
         if val is not None and val.finite.any():
             stats = val.stats()
             ax.plot([stats["best_step"]], [stats["best"]], marker="*", markersize=9, color=BEST,
-                    markeredgecolor="white", markeredgewidth=0.6, linestyle="none", label="best val", zorder=5)
+                    markeredgecolor="white", markeredgewidth=0.6, linestyle="none", zorder=5)
+            keys.append(("best", f"best val {stats['best']:.4g} at {stats['best_step']:,}"))
         spikes, peaks = _spikes(d.get("spikes"))
         train = series.get("train_loss") or val
         if spikes.size and train is not None:
@@ -354,16 +362,19 @@ class FigureMaker:
             values = np.where(np.isfinite(peaks), peaks, train.values[idx])
             ok = np.isfinite(values)
             if ok.any():
-                ax.plot(spikes[ok], values[ok], marker="v", markersize=5, color=SPIKE, linestyle="none",
-                        label=f"spike{'s' if ok.sum() > 1 else ''} ({int(ok.sum())})", zorder=6)
-        for s in series.values():
+                ax.plot(spikes[ok], values[ok], marker="v", markersize=5, color=SPIKE, linestyle="none", zorder=6)
+                keys.append(("spike", _count(int(ok.sum()), "spike")))
+        for role, s in series.items():
             bad = ~s.finite
             if bad.any():
                 steps = s.steps[bad]
                 if len(steps) > 200:
                     steps = steps[np.linspace(0, len(steps) - 1, 200).astype(int)]
                 ax.plot(steps, np.full(len(steps), 0.98), transform=top, marker="x", markersize=4,
-                        color=DIVERGED, linestyle="none", label=f"NaN/inf ({int(bad.sum())})", clip_on=False)
+                        color=DIVERGED, linestyle="none", clip_on=False)
+                name = "train" if role == "train_loss" else "val"
+                keys.append(("nonfinite", f"{name} NaN/inf: {int(bad.sum()):,} points from step {int(steps[0]):,}"))
+        return keys
 
     def aux(self, run: RunView, roles: Sequence[str]) -> Rendered | None:
         """Small panels side by side: learning rate, gradient norm (with its healthy band), throughput …"""
@@ -411,7 +422,7 @@ class FigureMaker:
                 max_lines: int = 12, key: int = 0) -> Rendered:
         """Smoothed curves of one shared tag, one line per run (grey with the best few coloured past ``max_lines``)."""
         with matplotlib.rc_context(_RC):
-            fig, (ax,) = self._figure("compare", (5.6, 3.1))
+            fig, (ax,) = self._figure("compare", (5.6, 2.9))
             points = 0
             columns = max(120, (self.columns * 2) // 3)
             many = len(runs) > max_lines
@@ -421,17 +432,21 @@ class FigureMaker:
                 finals[run.index] = s.stats()["final"]
             ranked = sorted((v, i) for i, v in finals.items() if v is not None)
             highlighted = {i for _, i in ranked[:highlight]} if many else {r.index for r in runs}
-            colors = iter(PALETTE * 2)
             values = []
+            keys: list[tuple[str, str]] = []
             for run in runs:
                 s = run.series[role]
                 smooth = ema(s.values, self.smoothing) if self.smoothing else s.values
                 values.append(smooth)
                 if run.index in highlighted:
-                    style = {"color": next(colors), "linewidth": 1.4, "label": label_text(run.name, 40), "zorder": 3}
+                    color = len(keys) % len(PALETTE)
+                    keys.append((f"c{color}", safe_text(run.name, 200)))
+                    style = {"color": PALETTE[color], "linewidth": 1.4, "zorder": 3}
                 else:
                     style = {"color": "#9ca3af", "linewidth": 0.7, "alpha": 0.6, "zorder": 2}
                 points += self._line(ax, s.steps, smooth, columns=columns, **style)
+            if many:
+                keys.append(("other", f"{len(runs) - len(highlighted)} other runs"))
             log = _log_scale(values)
             self._style_axes(ax, log=log)
             before = []
@@ -442,16 +457,9 @@ class FigureMaker:
                 _cap_explosion(ax, before, values, log)
             ax.set_xlabel("step")
             ax.set_ylabel(label_text(tag, 40) + (" (log)" if log else ""))
-            n_labels = len(highlighted)
-            ncols = 1 if n_labels == 1 else 2
-            rows = -(-n_labels // ncols)
-            height = 2.7 + 0.16 * rows
-            fig.set_size_inches(5.6, height)
-            ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2 * 3.0 / height), ncols=ncols, fontsize=7,
-                      frameon=False, handlelength=1.5, columnspacing=1.2)
-            fig.subplots_adjust(left=0.11, right=0.985, top=1 - 0.1 / height, bottom=(0.55 + 0.16 * rows) / height)
+            fig.subplots_adjust(left=0.11, right=0.985, top=0.96, bottom=0.15)
             alt = f"{ROLE_TITLES.get(role, role)} '{safe_text(tag, 80)}' of {len(runs)} runs"
-            return self._render(fig, alt, points, f"cmp-{role}-{key}")
+            return self._render(fig, alt, points, f"cmp-{role}-{key}", keys=keys)
 
     def seed_band(self, role: str, runs: Sequence[RunView], label: str) -> Rendered | None:
         """Median and min–max band across seeds of the smoothed curves, on the steps all seeds share."""
@@ -466,15 +474,16 @@ class FigureMaker:
             fig, (ax,) = self._figure("band", (5.6, 3.0))
             with np.errstate(all="ignore"):
                 lo, mid, hi = np.nanmin(stack, axis=0), np.nanmedian(stack, axis=0), np.nanmax(stack, axis=0)
-            ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0, label=f"min–max of {len(curves)} seeds")
-            ax.plot(grid, mid, color=color, linewidth=1.6, label="median")
+            ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0)
+            ax.plot(grid, mid, color=color, linewidth=1.6)
+            name = "train" if role == "train_loss" else "val"
+            keys = [(name, "median"), (f"{name}-band", f"min\u2013max of {len(curves)} seeds")]
             self._style_axes(ax, log=_log_scale([lo, hi]))
             ax.set_title(label_text(f"{ROLE_TITLES[role]} · {curves[0].tag}", 60))
             ax.set_xlabel("step")
-            ax.legend(loc="upper right")
             fig.subplots_adjust(left=0.11, right=0.985, top=0.9, bottom=0.16)
             alt = f"{ROLE_TITLES[role]} of seed group {safe_text(label, 80)}: median and min-max band"
-            return self._render(fig, alt, 3 * len(grid), f"band-{role}-{runs[0].index}")
+            return self._render(fig, alt, 3 * len(grid), f"band-{role}-{runs[0].index}", keys=keys)
 
 
 def _empty_axes(ax) -> None:

@@ -261,6 +261,7 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
         "roles": run.roles,
         "loss_figure": Markup(loss.markup) if loss else None,
         "loss_note": loss.note if loss else "",
+        "loss_keys": loss.keys if loss else (),
         "aux_figure": Markup(aux.markup) if aux else None,
         "aux_columns": aux.columns if aux else 0,
         "aux_note": aux.note if aux else "",
@@ -304,7 +305,7 @@ def _compare(data: ReportData, figures: FigureMaker) -> list[dict[str, Any]]:
                 continue
             rendered = figures.compare(role, tag, runs, max_lines=COMPARE_MAX_LINES, key=len(out))
             out.append({"role": role, "tag": tag, "runs": len(runs), "figure": Markup(rendered.markup),
-                        "many": len(runs) > COMPARE_MAX_LINES})
+                        "legend": rendered.keys, "many": len(runs) > COMPARE_MAX_LINES})
     return out
 
 
@@ -331,7 +332,7 @@ def _groups(data: ReportData, figures: FigureMaker) -> list[dict[str, Any]]:
             "label": group.label,
             "reason": group.reason,
             "runs": [{"anchor": r.anchor, "name": r.name, "verdict": r.verdict} for r in runs],
-            "figures": [Markup(c.markup) for c in charts],
+            "figures": [{"markup": Markup(c.markup), "legend": c.keys} for c in charts],
             "stats": stats,
             "verdicts": sorted(verdicts.items(), key=lambda kv: VERDICTS.index(kv[0])),
         })

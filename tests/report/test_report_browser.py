@@ -19,7 +19,7 @@ def _fixture_data():
     runs, diags = {}, {}
     for k, kind in enumerate(("normal", "overfitting", "diverged", "normal", "normal")):
         name = f"resnet-{kind}" if k < 3 else f"resnet-baseline-s{k}"
-        runs[name] = (frame_for(name, curves(kind, n=2000, seed=k)), info(name, hparams={"lr": 1e-3 if k >= 3 else 10.0 ** -(k + 2), "seed": k}))
+        runs[name] = (frame_for(name, curves(kind, n=2000, seed=k)), info(name, hparams={"lr": 1e-3 if k >= 3 else 10.0 ** -(k + 4), "seed": k}))
         diags[name] = diagnosis(name, kind)
     return build_report(logs_of(runs, root="runs"), diags, title="Training report: runs")
 

@@ -21,6 +21,12 @@ def page():
     return data, render_html(data, embed_json=report_dict(data))
 
 
+def _keys(element):
+    """The HTML legend entries under a figure: (style, text)."""
+    return [(next(c for c in li.classes() if c.startswith("key-"))[4:], li.text_content())
+            for ul in element.find_all("ul") if "keys" in ul.classes() for li in ul.find_all("li")]
+
+
 def _svg_text(section):
     return " ".join(t.text_content() for t in section.find_all("text"))
 
@@ -60,12 +66,20 @@ def test_every_run_has_a_section_with_badge_and_figures(page):
 def test_loss_chart_marks_what_the_diagnosis_found(page):
     _, html = page
     doc = parse(html)
-    overfit = _svg_text(doc.find_all("section", id="run-2")[0].find_all("svg")[0])
-    for label in ("overfitting onset", "early stop", "best val", "spike (1)", "train · train/loss", "val · val/loss"):
-        assert label in overfit
-    diverged = _svg_text(doc.find_all("section", id="run-3")[0].find_all("svg")[0])
-    assert "diverged (explosion)" in diverged and "NaN/inf (5)" in diverged
-    assert "blow-up onset" in diverged and "resume at or before" in diverged
+    overfit_figure = doc.find_all("section", id="run-2")[0].find_all("figure")[0]
+    overfit = _svg_text(overfit_figure)
+    stats = build_report(*three_runs()).runs[1].summary["val_loss"]
+    assert _keys(overfit_figure) == [
+        ("train", "train \u00b7 train/loss"), ("val", "val \u00b7 val/loss"), ("onset", "overfitting onset 6,000"),
+        ("early", "early stop 7,500"), ("best", f"best val {stats['best']:.4g} at {stats['best_step']:,}"),
+        ("spike", "1 spike"),
+    ]
+    diverged_figure = doc.find_all("section", id="run-3")[0].find_all("figure")[0]
+    diverged = _svg_text(diverged_figure)
+    assert [k for k in _keys(diverged_figure) if k[0] in ("diverged", "blowup", "resume", "nonfinite")] == [
+        ("diverged", "diverged (explosion) at step 10,500"), ("blowup", "blow-up onset 10,400"),
+        ("resume", "resume at or before 10,000"), ("nonfinite", "train NaN/inf: 5 points from step 14,950"),
+    ]
     # the axis stops three decades above the pre-blow-up peak and says how far the loss went
     peak = np.nanmax(curves("diverged", seed=2)["train/loss"][1])
     assert f"\u2191 off the scale above: up to {peak:.3g}" in diverged and peak > 9000
@@ -186,8 +200,8 @@ def test_many_runs_compare_highlights_the_five_best():
         diags[name] = diagnosis(name, "normal", roles={"train_loss": "train/loss"})
     html = render_html(build_report(logs_of(runs), diags))
     compare = parse(html).find_all("section", id="compare")[0]
-    legend = [t.text_content() for t in compare.find_all("text") if t.text_content().startswith("trial")]
-    assert legend == ["trial00", "trial01", "trial02", "trial03", "trial04"]
+    assert _keys(compare) == [("c0", "trial00"), ("c1", "trial01"), ("c2", "trial02"), ("c3", "trial03"),
+                              ("c4", "trial04"), ("other", "9 other runs")]
     assert "five lowest final values are coloured" in compare.text_content()
 
 
@@ -220,7 +234,7 @@ def test_run_fragment_draws_the_curves_a_diagnosis_object_keeps():
     doc = parse(render_run_html(obj))
     svg = doc.find_all("svg")
     assert len(svg) == 1 and svg[0].attrs["aria-label"] == "Loss curves of run r"
-    assert "overfitting onset" in _svg_text(doc)
+    assert ("onset", "overfitting onset 6,000") in _keys(doc)
 
 
 def test_multi_path_report_stops_at_a_missing_path_before_reading(tmp_path):

@@ -113,7 +113,9 @@ def test_payloads_are_shown_as_text(pages, data):
         assert run.name in text  # names are shown verbatim, as text
     svg_text = " ".join(t.text_content() for svg in doc.find_all("svg") for t in svg.find_all("text"))
     assert "$\\frac{a}{b}$" in svg_text  # math text stays literal in figure labels
-    assert "<script>" in svg_text  # and tags with markup are labels, not markup
+    assert "<img src=x onerror=" in svg_text  # and tags with markup are labels, not markup
+    legends = " ".join(li.text_content() for li in doc.find_all("li") if "key" in li.classes())
+    assert PAYLOADS[1] in legends and PAYLOADS[7] in legends  # legend entries carry tags as text
 
 
 def test_embedded_json_round_trips_every_payload(pages, data):
