@@ -5,6 +5,7 @@ Usage::
     python bench/bench_tensorboard.py                 # every case, both readers
     python bench/bench_tensorboard.py --cases a c --repeat 3
     python bench/bench_tensorboard.py --no-tbparse    # ours only (tbparse needs minutes)
+    python bench/bench_tensorboard.py --stages        # where our time goes, stage by stage
 
 Cases (generated once under ``bench/_data/`` and reused):
 
@@ -15,10 +16,13 @@ c. 1,000,000 TF2-style scalars: 0-d DT_FLOAT tensors in ``tensor_content`` with
    (tensorboardX's protos and event writer; TensorFlow is not needed).
 
 Every measurement runs in a fresh subprocess and reports its own peak RSS
-(``ru_maxrss``), so the two readers never share memory or caches. tbparse gets
-the same folder; for case c its rows are in ``.tensors`` (TF2 scalars are
-tensors to it). The anchor is tbparse measured in the same run: the table
-prints the ratio tbparse time / our time.
+(``ru_maxrss``, which includes the interpreter and its imports), so the two
+readers never share memory or caches. Times are wall-clock seconds of the read
+alone (``tanalyze.load`` vs ``SummaryReader(...).scalars``), best of
+``--repeat`` / ``--tbparse-repeat`` runs, so that a busy machine distorts the
+ratio less. tbparse gets the same folder; for case c its rows are in
+``.tensors`` (TF2 scalars are tensors to it). The anchor is tbparse measured in
+the same run: the table prints the ratio tbparse time / our time.
 """
 
 from __future__ import annotations
@@ -123,6 +127,37 @@ def _child(reader: str, case: str) -> None:
     print(json.dumps({"seconds": seconds, "rows": rows, "peak_mb": peak_mb}))
 
 
+def stages(case: str, repeat: int) -> dict[str, float]:
+    """CPU seconds of each stage of our reader on the case's first event file (best of ``repeat``)."""
+    sys.path.insert(0, str(REPO))
+    import tanalyze
+    from tanalyze.readers import _tfrecord
+    from tanalyze.readers._tbevents import decode_events
+    from tanalyze.readers.tensorboard import TensorBoardReader, _mapped
+
+    folder = ensure_data(case)
+    path = next(folder.rglob("events.out.tfevents.*"))
+    best: dict[str, float] = {}
+
+    def timed(name, function, *args):
+        start = time.process_time()
+        result = function(*args)
+        best[name] = min(best.get(name, math.inf), time.process_time() - start)
+        return result
+
+    for _ in range(repeat):
+        with _mapped(path) as buf:
+            view, views = memoryview(buf), _tfrecord._Views(buf)
+            offsets, _ = timed("frames + length CRCs", _tfrecord._walk, views, view, 0, {})
+            timed("data CRCs", _tfrecord._data_ok, views, view, offsets)
+            records = _tfrecord.scan_records(buf)
+            timed("decode events", decode_events, buf, records.starts, records.lengths)
+            del view, views
+        timed("read() of the file", TensorBoardReader().read, [path])
+        timed("load() of the case", tanalyze.load, folder)
+    return best
+
+
 def measure(reader: str, case: str) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, __file__, "--child", reader, case], capture_output=True, text=True, check=False
@@ -135,12 +170,21 @@ def measure(reader: str, case: str) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=sorted(CASES))
-    parser.add_argument("--repeat", type=int, default=1, help="runs of our reader per case (best time is shown)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of our reader per case (best time is shown)")
+    parser.add_argument("--tbparse-repeat", type=int, default=2, help="runs of tbparse per case (best time is shown)")
     parser.add_argument("--no-tbparse", action="store_true", help="skip the tbparse anchor")
+    parser.add_argument("--stages", action="store_true", help="where our time goes: CPU seconds per stage")
     parser.add_argument("--child", nargs=2, metavar=("READER", "CASE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child(*args.child)
+        return 0
+    if args.stages:
+        for case in args.cases:
+            figures = stages(case, args.repeat)
+            print(f"{case}. {CASES[case][0]} (first file; CPU s, best of {args.repeat})")
+            for name, seconds in figures.items():
+                print(f"    {name:<22} {seconds:6.3f}")
         return 0
 
     header = f"{'case':<40} {'ours s':>8} {'tbparse s':>10} {'ratio':>7} {'ours MB':>8} {'tbparse MB':>11} {'rows':>10}"
@@ -149,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     for case in args.cases:
         ensure_data(case)
         ours = min((measure("ours", case) for _ in range(args.repeat)), key=lambda r: r["seconds"])
-        theirs = None if args.no_tbparse else measure("tbparse", case)
+        theirs = None
+        if not args.no_tbparse:
+            theirs = min((measure("tbparse", case) for _ in range(args.tbparse_repeat)), key=lambda r: r["seconds"])
         if theirs and theirs["rows"] != ours["rows"]:
             print(f"  note: row counts differ (ours {ours['rows']:,}, tbparse {theirs['rows']:,})")
         ratio = f"{theirs['seconds'] / ours['seconds']:.1f}x" if theirs else "-"

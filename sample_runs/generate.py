@@ -1198,16 +1198,22 @@ def read_tensorboard_bytes(data: bytes, tmp: Path) -> dict[str, list[tuple[int, 
 class SlowLoader(torch.utils.data.Dataset):
     """Mini-batches of teacher data; ``delay()`` seconds of sleep per batch stand for a slow input pipeline."""
 
-    def __init__(self, x, y, batch_size: int, steps: int, seed: int, delay: Callable[[], float] | None) -> None:
+    def __init__(self, x, y, batch_size: int, steps: int, seed: int, delay: Callable[[], float] | None,
+                 io_wait_s: float = 0.0) -> None:
         g = torch.Generator().manual_seed(seed)
         self.index = [torch.randint(0, len(x), (batch_size,), generator=g) for _ in range(steps)]
         self.x, self.y, self.delay = x, y, delay
         self.slept: list[float] = []
+        # Reading a batch from storage: a latency with a little jitter, the same draw for every copy of the job.
+        jitter = torch.empty(steps).log_normal_(0.0, 0.1, generator=torch.Generator().manual_seed(seed + 1))
+        self.io_wait = (io_wait_s * jitter).tolist() if io_wait_s > 0 else None
 
     def __len__(self) -> int:
         return len(self.index)
 
     def __getitem__(self, i: int):
+        if self.io_wait is not None:
+            time.sleep(self.io_wait[i])
         if self.delay is not None:
             self.slept.append(self.delay())
             time.sleep(self.slept[-1])
@@ -1222,7 +1228,7 @@ def run_throughput() -> dict[str, Any]:
 
     root = fresh(HERE / "throughput")
     names = ["baseline", "slow_loader", "control_a", "control_b"]
-    steps, batch_size, slowdown = 400, 512, 0.25
+    steps, batch_size, slowdown, io_wait_s = 600, 512, 0.25, 0.012
     train_xy = teacher_data(8000, seed=141)
 
     def make(seed: int):
@@ -1240,7 +1246,7 @@ def run_throughput() -> dict[str, Any]:
     jobs = []
     for name in names:
         model, opt = make(14)
-        dataset = SlowLoader(*train_xy, batch_size, steps, 14, delay if name == "slow_loader" else None)
+        dataset = SlowLoader(*train_xy, batch_size, steps, 14, delay if name == "slow_loader" else None, io_wait_s)
         loader = torch.utils.data.DataLoader(dataset, batch_size=None)
         jobs.append((name, model, opt, iter(loader), SummaryWriter(log_dir=str(root / name)), dataset))
     for step in range(1, steps + 1):
@@ -1271,8 +1277,8 @@ def run_throughput() -> dict[str, Any]:
         labels[f"throughput/{name}"] = make_label(
             regime="normal", fmt="tensorboard", logger="torch.utils.tensorboard.SummaryWriter",
             train_tag="train/loss", val_tag=None, train=scalars["train/loss"],
-            cause="MLP 16-384x3-4, batch 512, 400 steps; four copies of the job run step by step in turn in one "
-            "process, so all see the same machine load"
+            cause="MLP 16-384x3-4, batch 512, 600 steps, each batch read with ~12 ms of simulated storage latency; "
+            "four copies of the job run step by step in turn in one process, so all see the same machine load"
             + ("; this one's data loader sleeps before each batch for 25% of the baseline's median step time "
                f"over its last 20 steps ({mean_sleep * 1000:.2f} ms on average)" if name == "slow_loader" else ""),
             notes="perf/step_time_ms is the wall time of one step including the data loader; "

@@ -3,16 +3,21 @@
 >>> import tanalyze
 >>> logs = tanalyze.load("sample_runs/")        # every run under the folder
 >>> logs.scalars.head()                         # tidy: run, tag, step, value, wall_time
+>>> tanalyze.diagnose(logs)                     # verdict, key steps and findings per run
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
+# Imported eagerly so that the function `diagnose` shadows its submodule `tanalyze.diagnose`
+# (analysis modules import scipy on first use, so this stays cheap).
+from tanalyze.diagnose import Diagnoses, RunDiagnosis, diagnose, diagnose_run
 from tanalyze.discover import RunSpec, discover
 from tanalyze.errors import ConfigError, FormatError, InputError, NoLogsError, TanalyzeError
 from tanalyze.logs import Logs, RunInfo, load, read_run
 from tanalyze.readers import ReadWarning, Restart
+from tanalyze.roles import Roles, resolve_roles
 
 __all__ = [
     "__version__",
@@ -29,4 +34,10 @@ __all__ = [
     "NoLogsError",
     "FormatError",
     "ConfigError",
+    "diagnose",
+    "diagnose_run",
+    "RunDiagnosis",
+    "Diagnoses",
+    "resolve_roles",
+    "Roles",
 ]

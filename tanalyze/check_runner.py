@@ -9,6 +9,7 @@ from pathlib import Path
 from tanalyze.baseline import Baseline, RunSummary, summarize_run
 from tanalyze.checks import CheckPolicy, CheckReport, run_checks
 from tanalyze.config import Config, load_config
+from tanalyze.errors import InputError
 from tanalyze.logs import load
 
 __all__ = ["summarize_path", "load_baseline", "check"]
@@ -29,6 +30,8 @@ def summarize_path(path: str | os.PathLike[str], *, roles: Mapping[str, str] | N
 def load_baseline(path: str | os.PathLike[str], *, roles: Mapping[str, str] | None = None) -> Baseline:
     """A baseline from a file written by ``tanalyze baseline save`` or from a run folder."""
     target = Path(path)
+    if not target.exists():
+        raise InputError(f"baseline {target}: no such file or folder")
     if target.is_file() and target.suffix == ".json":
         return Baseline.load(target)
     return Baseline.from_summaries(str(path), summarize_path(target, roles=roles))

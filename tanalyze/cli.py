@@ -14,6 +14,7 @@ from pathlib import Path
 from tanalyze import __version__
 from tanalyze.errors import InputError, TanalyzeError
 from tanalyze.logs import Logs, load
+from tanalyze.readers.pattern import UserPattern
 from tanalyze.text import safe_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -37,7 +38,11 @@ def _progress(args: argparse.Namespace):
 
 
 def _load(args: argparse.Namespace) -> Logs:
-    return load(args.path, formats=args.format or None, progress=_progress(args))
+    glob = getattr(args, "pattern_glob", None)
+    patterns = [UserPattern(regex, glob, "--pattern") for regex in getattr(args, "pattern", None) or ()]
+    if glob and not patterns:
+        raise InputError("--pattern-glob needs a --pattern")
+    return load(args.path, formats=args.format or None, progress=_progress(args), patterns=patterns)
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -189,10 +194,61 @@ def _smoothing(text: str) -> float:
     return value
 
 
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    import json
+
+    from tanalyze.analysis.results import to_jsonable
+    from tanalyze.diagnose import diagnose
+
+    logs = _load(args)
+    diagnoses = diagnose(logs, roles=_parse_roles(args.role) or None, num_classes=args.num_classes)
+    out = sys.stdout
+    labels: dict[str, int] = {}
+    for name, d in diagnoses.items():
+        labels[d.verdict.label] = labels.get(d.verdict.label, 0) + 1
+        also = f"; also {', '.join(d.verdict.also)}" if d.verdict.also else ""
+        out.write(f"{safe_text(name)}  [{safe_text(d.format or '?')}]  {d.verdict.label.upper()} "
+                  f"(confidence {d.verdict.confidence:.2f}{also})\n")
+        steps = ", ".join(f"{k} {v}" for k, v in d.key_steps().items())
+        if steps:
+            out.write(f"    key steps: {steps}\n")
+        if d.roles:
+            roles = ", ".join(f"{role}={safe_text(tag, 80)}" for role, tag in d.roles.items())
+            out.write(f"    roles: {roles}\n")
+        if d.verdict.reasons:
+            out.write(f"    why: {safe_text(d.verdict.reasons[0], 300)}\n")
+        for finding in d.findings[: args.max_findings]:
+            step = f"step {finding.step}" if finding.step is not None else "-"
+            out.write(f"    {finding.severity.upper():<7} {step:<12} {finding.code}: {safe_text(finding.message, 300)}\n")
+        if len(d.findings) > args.max_findings:
+            out.write(f"    … {len(d.findings) - args.max_findings} more finding(s) (--max-findings, --json)\n")
+        for warning in d.warnings[:3]:
+            out.write(f"    note: {safe_text(warning, 300)}\n")
+    counts = ", ".join(f"{n} {label}" for label, n in sorted(labels.items()))
+    out.write(f"{len(diagnoses)} run(s): {counts}\n")
+    if args.json:
+        payload = {"schema": "tanalyze.diagnose/1", "tanalyze_version": __version__, "input": str(args.path),
+                   "runs": [d.to_dict() for d in diagnoses.values()]}
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(to_jsonable(payload), handle, indent=1)
+        sys.stderr.write(f"wrote the diagnoses of {len(diagnoses)} run(s) to {args.json}\n")
+    return EXIT_OK
+
+
 def _add_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a log file or a folder of runs")
     parser.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    parser.add_argument(
+        "--pattern",
+        action="append",
+        metavar="REGEX",
+        help="read text logs no reader knows with this regex; named groups: step, epoch, rank, "
+        "one per metric (or tag + value); repeatable",
+    )
+    parser.add_argument(
+        "--pattern-glob", metavar="GLOB", help="apply --pattern to the files matching GLOB, before any reader"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,6 +266,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(parse)
     parse.add_argument("-o", "--output", required=True, help="output file: .csv or .parquet")
     parse.set_defaults(handler=cmd_parse)
+
+    diag = sub.add_parser("diagnose", help="verdict, key steps and findings for every run")
+    _add_input(diag)
+    diag.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
+    diag.add_argument("--json", metavar="FILE", help="write every diagnosis as JSON")
+    diag.add_argument("--num-classes", type=int, metavar="C", help="classes of a classifier: enables the chance-level check")
+    diag.add_argument("--max-findings", type=int, default=3, metavar="N", help="findings shown per run (default 3)")
+    diag.set_defaults(handler=cmd_diagnose)
 
     check = sub.add_parser(
         "check",

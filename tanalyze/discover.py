@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tanalyze.errors import InputError, NoLogsError
 from tanalyze.readers import HEAD_BYTES, Reader, get_readers
+from tanalyze.readers.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
 
 __all__ = ["RunSpec", "Discovery", "discover"]
 
@@ -29,6 +31,7 @@ class RunSpec:
     directory: str
     format: str
     files: tuple[str, ...]
+    pattern: str | None = None  # the user regex, for runs of format "pattern"
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,18 @@ def _run_name(root: Path, directory: Path, single_file: bool) -> str:
     return root.resolve().name if str(rel) == "." else rel.as_posix()
 
 
-def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = None) -> Discovery:
+def discover(
+    path: str | os.PathLike[str],
+    *,
+    formats: tuple[str, ...] | None = None,
+    patterns: Sequence[UserPattern] = (),
+) -> Discovery:
     """Find the runs under ``path``.
 
-    ``formats`` restricts discovery to those reader names. Raises
+    ``formats`` restricts discovery to those reader names. ``patterns`` are user
+    line patterns (:mod:`tanalyze.readers.pattern`): one with a glob takes the
+    files it matches before any reader; one without takes text files that no
+    reader claims and in which it matches. Raises
     :class:`InputError` when the path does not exist or cannot be read and
     :class:`NoLogsError` when it holds no log any reader recognises.
     """
@@ -97,7 +108,7 @@ def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = 
         raise InputError(f"{root}: no such file or folder")
     readers = get_readers()
     if formats:
-        unknown = set(formats) - {r.name for r in readers}
+        unknown = set(formats) - {r.name for r in readers} - {PATTERN_FORMAT}
         if unknown:
             raise InputError(f"unknown format(s) {sorted(unknown)}; known: {', '.join(r.name for r in readers)}")
         readers = tuple(r for r in readers if r.name in formats)
@@ -117,15 +128,28 @@ def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = 
     claimed: dict[tuple[Path, str], list[Path]] = defaultdict(list)
     by_name = {r.name: r for r in readers}
     unrecognized: list[str] = []
+    use_patterns = bool(patterns) and (not formats or PATTERN_FORMAT in formats)
+    by_pattern: dict[tuple[Path, str], list[Path]] = defaultdict(list)
+    base = root.parent if single_file else root
     for file in files:
-        reader = _claim(file, readers)
-        if reader is None:
+        user = match_pattern(file, base, patterns, None) if use_patterns else None
+        reader = _claim(file, readers) if user is None else None
+        if reader is None and user is None and use_patterns:
+            user = match_pattern(file, base, patterns, _read_head(file))
+        if user is not None:
+            by_pattern[(file.parent, user.regex)].append(file)
+        elif reader is None:
             unrecognized.append(str(file))
         else:
             directory = reader.run_directory(file)
-            if not single_file and not directory.is_relative_to(root):
-                directory = root  # a run folder above the given path: the given path is the run
+            if not single_file and not _within(directory, root):
+                directory = root  # a run folder above the path given: the path itself is the run
             claimed[(directory, reader.name)].append(file)
+    for (directory, _), group_files in by_pattern.items():
+        claimed[(directory, PATTERN_FORMAT)].extend(group_files)
+    pattern_of = {f: regex for (_, regex), group_files in by_pattern.items() for f in group_files}
+    if by_pattern:
+        by_name[PATTERN_FORMAT] = PatternReader()
 
     # A folder can hold several formats (e.g. a CSV and a TensorBoard logger) or
     # several unrelated runs of one format; both get distinguishing names.
@@ -138,6 +162,8 @@ def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = 
         reader = by_name[reader_name]
         base = root.name if single_file else _run_name(root, directory, False)
         groups = reader.group(group_files)
+        if reader_name == PATTERN_FORMAT:  # one run never mixes two patterns
+            groups = [g for group in groups for g in _split_by(group, pattern_of)]
         for group in groups:
             name = base
             if len(groups) > 1:
@@ -150,6 +176,7 @@ def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = 
                     directory=str(directory),
                     format=reader_name,
                     files=tuple(str(f) for f in sorted(group)),
+                    pattern=pattern_of.get(group[0]) if reader_name == PATTERN_FORMAT else None,
                 )
             )
     if not runs:
@@ -162,6 +189,21 @@ def discover(path: str | os.PathLike[str], *, formats: tuple[str, ...] | None = 
         skipped_dirs=tuple(skipped),
         errors=tuple(errors),
     )
+
+
+def _within(directory: Path, root: Path) -> bool:
+    try:
+        directory.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _split_by(group: list[Path], pattern_of: dict[Path, str]) -> list[list[Path]]:
+    parts: dict[str, list[Path]] = defaultdict(list)
+    for file in group:
+        parts[pattern_of[file]].append(file)
+    return list(parts.values())
 
 
 def _group_label(files: list[Path]) -> str:

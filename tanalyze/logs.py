@@ -15,6 +15,7 @@ import pandas as pd
 from tanalyze.discover import Discovery, RunSpec, discover
 from tanalyze.errors import FormatError
 from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
+from tanalyze.readers.pattern import UserPattern, read_with_pattern, resolve_patterns
 from tanalyze.schema import concat_frames, empty_histograms, empty_scalars, validate_scalars
 
 __all__ = ["RunInfo", "Logs", "load", "read_run"]
@@ -64,10 +65,9 @@ def _constant_category(name: str, n: int) -> pd.Categorical:
 def read_run(spec: RunSpec) -> list[RunResult]:
     """Read one discovered run. Never raises for bad content: a file that cannot be
     read becomes a warning on a run with no points."""
-    reader = get_reader(spec.format)
     files = [Path(f) for f in spec.files]
     try:
-        parts = reader.read(files)
+        parts = get_reader(spec.format).read(files) if spec.pattern is None else read_with_pattern(files, spec.pattern)
     except FormatError as exc:
         parts = [RunData(warnings=[ReadWarning(exc.path, exc.reason, exc.location)])]
     except (OSError, MemoryError) as exc:
@@ -221,6 +221,7 @@ def load(
     *,
     formats: Iterable[str] | None = None,
     progress: ProgressCallback | None = None,
+    patterns: Iterable[str | UserPattern] | None = None,
 ) -> Logs:
     """Read every training log under ``path`` into one tidy table.
 
@@ -228,12 +229,17 @@ def load(
         path: a log file or a folder of runs.
         formats: only use these readers (names as in ``tanalyze runs``).
         progress: called as ``progress(done, total, run_name)`` after each run.
+        patterns: user line patterns (regexes with named groups) for text logs no
+            reader knows; those of a ``tanalyze.toml`` / ``[tool.tanalyze]`` at or
+            above ``path`` are added (see :mod:`tanalyze.readers.pattern`).
 
     Raises:
-        InputError: the path does not exist or cannot be read.
+        InputError: the path does not exist or cannot be read, or a pattern is invalid.
+        ConfigError: the config file or a pattern in it is invalid.
         NoLogsError: nothing under the path is a training log.
     """
-    discovery = discover(path, formats=tuple(formats) if formats else None)
+    user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
+    discovery = discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns)
     results: list[RunResult] = []
     total = len(discovery.runs)
     for index, spec in enumerate(discovery.runs, start=1):

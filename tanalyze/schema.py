@@ -139,6 +139,13 @@ def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
     cat_columns = {
         c for f in frames for c in f.columns if isinstance(f[c].dtype, pd.CategoricalDtype)
     }
+    # One set of categories per column first: pandas then concatenates the codes
+    # instead of falling back to strings and re-encoding millions of rows.
+    for column in cat_columns:
+        if all(isinstance(f[column].dtype, pd.CategoricalDtype) for f in frames if column in f.columns):
+            union = list(dict.fromkeys(c for f in frames if column in f.columns for c in f[column].cat.categories))
+            frames = [f.assign(**{column: f[column].cat.set_categories(union)}) if column in f.columns else f
+                      for f in frames]
     out = pd.concat(frames, ignore_index=True)
     for column in cat_columns:
         if column in out.columns and not isinstance(out[column].dtype, pd.CategoricalDtype):

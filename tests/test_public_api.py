@@ -16,6 +16,12 @@ EXPECTED = {
     "NoLogsError",
     "FormatError",
     "ConfigError",
+    "diagnose",
+    "diagnose_run",
+    "RunDiagnosis",
+    "Diagnoses",
+    "resolve_roles",
+    "Roles",
 }
 
 

@@ -32,6 +32,12 @@ CAUSES: dict[str, Cause] = {
         "Resume from a checkpoint at least ~100 steps before the onset with a 2-10x lower learning rate, "
         "a longer warm-up and gradient clipping.",
     ),
+    "nonfinite_values": Cause(
+        "Loss was NaN/Inf at some steps, then finite again",
+        "fp16 overflow on a few batches, a bad sample, a division by zero in the loss",
+        "Find the batches at those steps; use bf16 or dynamic loss scaling, and guard the loss against "
+        "log(0) and division by zero.",
+    ),
     "loss_spike": Cause(
         "Transient loss spike",
         "a bad or unusual batch, a learning-rate step, Adam epsilon/second-moment underflow",

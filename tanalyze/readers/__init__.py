@@ -17,6 +17,11 @@ __all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "HEAD_BYTES
 
 READERS: tuple[str, ...] = (
     "tanalyze.readers.tensorboard:TensorBoardReader",
+    # W&B: after tensorboard, before generic CSV/JSON and text
+    "tanalyze.readers.wandb_local:WandbLocalReader",
+    "tanalyze.readers.wandb_export:WandbChartExportReader",
+    "tanalyze.readers.wandb_export:WandbRunsTableReader",
+    "tanalyze.readers.wandb_api:WandbHistoryExportReader",
     # structured logs written by trainers (JSON, CSV), most specific first
     "tanalyze.readers.hf_trainer_state:HFTrainerStateReader",
     "tanalyze.readers.detectron2:Detectron2Reader",
@@ -25,6 +30,12 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.csv_loggers:YoloResultsReader",
     "tanalyze.readers.csv_loggers:KerasCSVReader",
     "tanalyze.readers.csv_loggers:GenericCSVReader",
+    # console logs (text): after every structured format, specific before generic
+    "tanalyze.readers.megatron:MegatronReader",
+    "tanalyze.readers.hf_console:HFConsoleReader",
+    "tanalyze.readers.deepspeed:DeepSpeedReader",
+    "tanalyze.readers.nanogpt:NanoGPTReader",
+    "tanalyze.readers.generic_text:GenericTextReader",
 )
 
 

@@ -36,6 +36,7 @@ SKIPPED_LABELS = {
     "tensor": ("tensor summary without a plugin", "tensor summaries without a plugin"),
 }
 _TEXT_SUFFIX = "/text_summary"
+_MAX_ELEMENTS = 1 << 22  # tensors tanalyze reads (scalars, histograms, text) are far smaller
 _HPARAMS_TAG = "_hparams_/session_start_info"
 _DTYPES = {
     1: np.float32, 2: np.float64, 3: np.int32, 4: np.uint8, 5: np.int16, 6: np.int8, 9: np.int64,
@@ -83,10 +84,18 @@ class _Slow:
 
 
 def tensor_array(tensor: Any) -> np.ndarray | None:
-    """A TensorProto as a numpy array (None for dtypes tanalyze does not read)."""
-    dtype = _DTYPES.get(tensor.dtype)
+    """A TensorProto as a numpy array (None for dtypes tanalyze does not read and for inconsistent tensors)."""
     shape = [dim.size for dim in tensor.tensor_shape.dim]
-    size = int(np.prod(shape)) if shape else 1
+    if any(size < 0 for size in shape) or np.prod(shape, dtype=np.float64) > _MAX_ELEMENTS:
+        return None
+    try:
+        return _tensor_array(tensor, shape, int(np.prod(shape)) if shape else 1)
+    except ValueError:  # sizes that do not match the shape
+        return None
+
+
+def _tensor_array(tensor: Any, shape: list[int], size: int) -> np.ndarray | None:
+    dtype = _DTYPES.get(tensor.dtype)
     if tensor.dtype == 7:
         values = [v.decode("utf-8", "replace") for v in tensor.string_val]
         return _fill(np.array(values, dtype=object), size, shape)

@@ -146,8 +146,12 @@ def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Me
             old.wall_times, old.values = old.wall_times[keep], old.values[keep]
             old.histograms = [row for row, gone in zip(old.histograms, hist_drop.tolist(), strict=True) if not gone]
         if replaced:
-            detail = (f"{session.file} logged {replaced_tags} tag(s) again from step {first_replaced}: "
-                      f"{replaced:,} earlier point(s) replaced")
+            if session.start_step is not None:
+                detail = (f"{session.file}: a session restarted at step {session.start_step} (SessionLog.START); "
+                          f"{replaced:,} earlier point(s) of {replaced_tags} tag(s) replaced")
+            else:
+                detail = (f"{session.file} logged {replaced_tags} tag(s) again from step {first_replaced}: "
+                          f"{replaced:,} earlier point(s) replaced")
             new_walls = session.wall_times[np.isfinite(session.wall_times)]
             if len(new_walls) and new_walls.min() < latest_replaced_wall:
                 overlapping.append(session.file)

@@ -10,11 +10,12 @@ skipped. It never raises for content and never allocates from a length field
 end the scan: it searches forward, byte by byte, for the next position whose
 length and length-CRC verify and whose data CRC verifies too, and resumes there.
 
-Speed: one tight loop follows the length fields and computes each record's data
-CRC with the C ``crc32c`` package; everything else is checked afterwards for all
-frames at once with numpy (length CRCs once per distinct length: they repeat).
-A frame that fails those checks marks where the loop went astray, and the scan
-resumes from there.
+Speed: the frames are found by following the length fields, in Python one by
+one until the lengths repeat a cycle (a scalar log cycles through its tags), then
+a block at a time with numpy; the length CRCs are checked for all frames at once
+(once per distinct length: they repeat) and the data CRCs with the C ``crc32c``
+package. A frame that fails the checks marks where the walk went astray, and the
+scan resumes from there.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
 _BLOCK = 1 << 16  # frames checked together
+_PROBE = 64  # lengths read one by one before looking for a cycle
+_PREDICT = 1 << 10  # first block of offsets predicted from a cycle (grows while predictions hold)
 _SYNC_WINDOW = 1 << 16  # first resynchronisation window; it grows 8x per miss up to:
 _SYNC_WINDOW_MAX = 1 << 20
 
@@ -96,65 +99,137 @@ def _frame_ok(view: memoryview, offset: int, size: int) -> bool:
     return masked_crc(view[start : start + length]) == _U32.unpack_from(view, start + length)[0]
 
 
-def _walk(view: memoryview, start: int) -> tuple[array, array]:
-    """Follow length fields from ``start`` trusting them, computing each data CRC; stop at the end of the bytes.
-
-    A wrong length sends the walk astray; the checks afterwards find where.
-    """
-    offsets = array("q")
-    crcs = array("I")
-    add_offset = offsets.append
-    add_crc = crcs.append
+def _walk_some(view: memoryview, offset: int, count: int, offsets: array, lengths: array) -> tuple[int, bool]:
+    """Follow up to ``count`` length fields from ``offset``, trusting them; return where it got and whether the
+    bytes ended (fewer than 8 left, or a garbage length pointing past them)."""
     unpack = _U64.unpack_from
-    crc = crc32c.crc32c
-    offset = start
+    add_offset = offsets.append
+    add_length = lengths.append
     try:
-        while True:
-            (length,) = unpack(view, offset)  # raises once fewer than 8 bytes are left
-            data_start = offset + _HEADER
-            data_end = data_start + length
-            add_crc(crc(view[data_start:data_end]))  # the slice is cut at the end of the bytes
+        for _ in range(count):
+            (length,) = unpack(view, offset)
             add_offset(offset)
-            offset = data_end + 4
-    except (struct.error, OverflowError):  # past the end (OverflowError: a garbage length sent it far past)
-        pass
-    return offsets, crcs
+            add_length(length)
+            offset += length + _FRAME
+    except (struct.error, OverflowError):
+        return offset, True
+    return offset, False
 
 
-def _check(views: _Views, offsets: np.ndarray, crcs: np.ndarray, lengths_crc: dict[int, int]) -> tuple[int, np.ndarray]:
-    """How many leading frames are sound (fit, length CRC verifies), and which of those have good data."""
+def _period(lengths: array) -> np.ndarray | None:
+    """The shortest cycle the recent lengths repeat (scalar logs cycle through their tags), or None."""
+    recent = np.frombuffer(lengths, dtype=np.uint64)[-_PROBE:]
+    for period in range(1, len(recent) // 2 + 1):
+        if np.array_equal(recent[period:], recent[:-period]):
+            return recent[-period:]
+    return None
+
+
+def _predict(views: _Views, offset: int, cycle: np.ndarray, count: int) -> tuple[np.ndarray, int]:
+    """Offsets the walk would visit from ``offset`` if lengths keep repeating ``cycle``, checked against the
+    length fields: returns the verified ones and the offset that follows them.
+
+    Exact, not a guess: every returned offset is where the one-by-one walk goes,
+    since the length read at each offset leads to the next.
+    """
+    lengths = np.tile(cycle, -(-count // len(cycle)))[:count]
+    steps = (lengths + np.uint64(_FRAME)).astype(np.int64)
+    offsets = offset + np.concatenate(([0], np.cumsum(steps[:-1])))
+    inside = offsets <= views.size - 8
+    matches = inside.copy()
+    matches[inside] = views.u64[offsets[inside]] == lengths[inside]
+    verified = count if matches.all() else int(np.argmin(matches))
+    following = int(offsets[verified]) if verified < count else int(offsets[-1] + steps[-1])
+    return offsets[:verified], following
+
+
+def _walk(views: _Views, view: memoryview, start: int, lengths_crc: dict[int, int]) -> tuple[np.ndarray, int]:
+    """Offsets of the sound frames from ``start`` on (they fit and their length CRC verifies), and where
+    the first unsound one is (or where the bytes ran out).
+
+    Lengths are read one by one in Python until they repeat a cycle; then whole
+    blocks of offsets are predicted from the cycle and verified at once with numpy,
+    falling back to one by one where the cycle breaks. Each block is checked as it
+    comes, so a damaged region (say, zeros) ends the walk at once.
+    """
+    chunks: list[np.ndarray] = [np.empty(0, np.int64)]
+    offset = start
+    block = _PREDICT
+    while True:
+        offsets, lengths = array("q"), array("Q")
+        offset, ended = _walk_some(view, offset, _PROBE, offsets, lengths)
+        probe = np.frombuffer(offsets, dtype=np.int64) if len(offsets) else np.empty(0, np.int64)
+        sound = _sound(views, probe, lengths_crc)
+        chunks.append(probe[:sound])
+        if sound < len(probe):
+            return np.concatenate(chunks), int(probe[sound])
+        if ended:
+            return np.concatenate(chunks), offset
+        cycle = _period(lengths)
+        while cycle is not None and offset <= views.size - 8:
+            predicted, following = _predict(views, offset, cycle, block)
+            sound = _sound(views, predicted, lengths_crc)
+            chunks.append(predicted[:sound])
+            if sound < len(predicted):
+                return np.concatenate(chunks), int(predicted[sound])
+            offset = following
+            if len(predicted) < block:
+                block = _PREDICT
+                break
+            block = min(block * 4, _BLOCK)
+
+
+def _length_crc_ok(views: _Views, offsets: np.ndarray, lengths_crc: dict[int, int]) -> np.ndarray:
+    """Whether the length CRC beside each length verifies (computed once per distinct length: they repeat)."""
+    lengths = views.u64[offsets]
+    distinct, inverse = np.unique(lengths, return_inverse=True)
+    expected = np.array(
+        [lengths_crc.setdefault(n, masked_crc(_U64.pack(n))) for n in distinct.tolist()], dtype=np.uint32
+    )
+    return expected[inverse] == views.u32[offsets + 8]
+
+
+def _sound(views: _Views, offsets: np.ndarray, lengths_crc: dict[int, int]) -> int:
+    """How many leading frames are sound: they fit in the bytes and their length CRC verifies."""
     size = views.size
-    data_ok = np.empty(len(offsets), bool)
     for first in range(0, len(offsets), _BLOCK):
         block = offsets[first : first + _BLOCK]
-        lengths = views.u64[block]
         room = (size - _FRAME - block).clip(min=0).astype(np.uint64)
-        fits = (lengths <= room) & (block + _FRAME <= size)
-        distinct, inverse = np.unique(lengths, return_inverse=True)
-        expected = np.array(
-            [lengths_crc.setdefault(n, masked_crc(_U64.pack(n))) for n in distinct.tolist()], dtype=np.uint32
-        )
-        stored_length_crc = views.u32[np.minimum(block + 8, size - 4)]
-        sound = fits & (expected[inverse] == stored_length_crc)
-        ends = np.where(sound, block + _HEADER + lengths.astype(np.int64, copy=False), 0)
-        data_ok[first : first + len(block)] = sound & (_mask_all(crcs[first : first + len(block)]) == views.u32[ends])
+        fits = (block + _FRAME <= size) & (views.u64[np.minimum(block, size - 8)] <= room)
+        sound = fits & _length_crc_ok(views, np.minimum(block, size - 12), lengths_crc)
         if not sound.all():
-            bad = first + int(np.argmin(sound))
-            return bad, data_ok[:bad]
-    return len(offsets), data_ok
+            return first + int(np.argmin(sound))
+    return len(offsets)
 
 
-def _resync(view: memoryview, buf: np.ndarray, start: int, size: int) -> int | None:
-    """The first position at or after ``start`` where a whole, CRC-verified record begins."""
+def _data_ok(views: _Views, view: memoryview, offsets: np.ndarray) -> np.ndarray:
+    """Whether each sound frame's data CRC matches (computed in C, a block at a time to bound memory)."""
+    crc = crc32c.crc32c
+    ok = np.empty(len(offsets), bool)
+    for first in range(0, len(offsets), _BLOCK):
+        starts = offsets[first : first + _BLOCK] + _HEADER
+        ends = starts + views.u64[starts - _HEADER].astype(np.int64)
+        computed = np.array([crc(view[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)], np.uint64)
+        ok[first : first + len(starts)] = _mask_all(computed) == views.u32[ends]
+    return ok
+
+
+def _resync(views: _Views, view: memoryview, start: int, lengths_crc: dict[int, int]) -> int | None:
+    """The first position at or after ``start`` where a whole, CRC-verified record begins.
+
+    Every byte position is a candidate; those whose 8 bytes read as a length that
+    fits and whose length CRC verifies are found with numpy a window at a time,
+    and only they get their data CRC checked.
+    """
+    size = views.size
     window = _SYNC_WINDOW
     position = start
     while position <= size - _FRAME:
         stop = min(size - _FRAME + 1, position + window)
-        # Only positions whose 8 bytes read as a length that fits are worth a CRC.
-        lengths = np.ndarray((stop - position,), dtype="<u8", buffer=buf, offset=position, strides=(1,))
         offsets = np.arange(position, stop, dtype=np.int64)
-        fits = lengths <= (size - _FRAME - offsets).astype(np.uint64)
-        for offset in offsets[fits].tolist():
+        fits = views.u64[offsets] <= (size - _FRAME - offsets).astype(np.uint64)
+        offsets = offsets[fits]
+        for offset in offsets[_length_crc_ok(views, offsets, lengths_crc)].tolist():
             if _frame_ok(view, offset, size):
                 return offset
         position = stop
@@ -190,26 +265,24 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
     damage: list[Damage] = []
     position = 0
     while position < size:
-        walked, crcs = _walk(view, position)
-        offsets = np.frombuffer(walked, dtype=np.int64) if len(walked) else np.empty(0, np.int64)
-        sound, data_ok = _check(views, offsets, np.frombuffer(crcs, dtype=np.uint32), lengths_crc)
-        good = offsets[:sound][data_ok]
+        offsets, stop = _walk(views, view, position, lengths_crc)
+        data_ok = _data_ok(views, view, offsets)
+        good = offsets[data_ok]
         offsets_kept.append(good)
         lengths_kept.append(views.u64[good].astype(np.int64))
-        bad_data.extend(offsets[:sound][~data_ok].tolist())
-        # Where the walk went wrong, or (every frame sound) where it ran out of bytes.
-        stop = int(offsets[sound]) if sound < len(offsets) else _walk_end(views, offsets, position)
+        bad_data.extend(offsets[~data_ok].tolist())
         if stop >= size:
             break
         left = size - stop
         if left < _HEADER:
             damage.append(Damage(stop, size, f"file ends inside a record header ({left} bytes)"))
             break
-        resume = _resync(view, buf, stop + 1, size)
+        resume = _resync(views, view, stop + 1, lengths_crc)
         if resume is None:
             if _header_ok(view, stop):  # a verified length that runs past the end: cut while writing
                 claimed = _U64.unpack_from(view, stop)[0]
-                reason = f"file ends inside a record: its frame needs {claimed + _FRAME:,} bytes, {left:,} remain"
+                reason = (f"file ends inside a record (still being written, or cut off): its frame needs "
+                          f"{claimed + _FRAME:,} bytes, {left:,} remain")
             else:
                 reason = "no valid record from here to the end of the file"
             damage.append(Damage(stop, size, reason))
@@ -224,11 +297,3 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
     offsets = np.concatenate(offsets_kept) if offsets_kept else np.empty(0, np.int64)
     lengths = np.concatenate(lengths_kept) if lengths_kept else np.empty(0, np.int64)
     return Records(offsets + _HEADER, lengths, size, damage, bad_data)
-
-
-def _walk_end(views: _Views, offsets: np.ndarray, position: int) -> int:
-    """The byte after the last frame walked (``position`` when none was)."""
-    if not len(offsets):
-        return position
-    last = int(offsets[-1])
-    return last + _FRAME + int(views.u64[last])

@@ -7,6 +7,9 @@ events) and text summaries. Images, audio, graphs, PR curves and other plugins
 are counted in a note. Damaged files are read as far as they are intact (see
 :mod:`._tfrecord`); several files of one folder are merged as TensorBoard does
 (see :mod:`._tbsessions`).
+
+``wall_time`` is NaN for an event without one: protobuf cannot tell an absent
+time from 0.0, and no writer logs at the epoch (tbparse shows 0.0).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +105,7 @@ class TensorBoardReader(Reader):
         return head.startswith(_LFS) or _first_record_valid(head)
 
     def read(self, files: list[Path]) -> list[RunData]:
-        data = RunData()
+        warnings: list[ReadWarning] = []
         tags: dict[str, int] = {}
         hist_tags: dict[str, int] = {}
         sessions: list[Session] = []
@@ -109,7 +113,11 @@ class TensorBoardReader(Reader):
         hparams: dict[str, Any] = {}
         text: dict[str, str] = {}
         for path in sorted((Path(f) for f in files), key=_file_order):
-            events = self._read_file(path, data.warnings)
+            try:
+                events = self._read_file(path, warnings)
+            except OSError as exc:
+                warnings.append(ReadWarning(str(path), f"could not read: {exc.strerror or exc}"))
+                continue
             if events is None:
                 continue
             skipped.update(events.skipped)
@@ -118,17 +126,18 @@ class TensorBoardReader(Reader):
             sessions.extend(_sessions(path.name, events, tags, hist_tags))
         merged = merge_sessions(sessions, len(tags), len(hist_tags))
         tag_names = list(tags)
-        hist_names = list(hist_tags)
-        data.scalars = _scalar_frame(files, tag_names, merged.codes, merged.steps, merged.values, merged.wall_times)
-        data.histograms = _histogram_frame(files, hist_names, merged.histograms)
-        data.restarts = [Restart(step, file, detail) for step, file, detail in merged.restarts]
         for file in merged.overlapping:
-            data.warnings.append(ReadWarning(file, "written while an earlier file of this run was still being "
-                                             "written; its steps replaced the earlier file's (two writers in one folder?)"))
-        data.hparams = hparams
-        data.text = text
+            warnings.append(ReadWarning(file, "written while an earlier file of this run was still being "
+                                        "written; its steps replaced the earlier file's (two writers in one folder?)"))
+        # Built in one go: RunData's defaults would construct empty tables (slow in pandas) only to be replaced.
+        data = RunData(
+            scalars=_scalar_frame(files, tag_names, merged.codes, merged.steps, merged.values, merged.wall_times),
+            histograms=_histogram_frame(files, list(hist_tags), merged.histograms),
+            hparams=hparams, warnings=warnings, text=text,
+            restarts=[Restart(step, file, detail) for step, file, detail in merged.restarts],
+            notes=_notes(skipped, merged.repeated, tag_names),
+        )
         self._read_hparams_yaml(files, data)
-        data.notes.extend(_notes(skipped, merged.repeated, tag_names))
         if sessions and not (len(data.scalars) or len(data.histograms) or data.hparams or data.text or skipped):
             data.notes.append("no summaries: the event file(s) hold only their header")
         return [data]
@@ -246,9 +255,14 @@ def _scalar_frame(files, tag_names, codes, steps, values, wall_times) -> pd.Data
     }, copy=False)
 
 
+@cache
+def _no_histograms() -> pd.DataFrame:
+    return empty_histograms()
+
+
 def _histogram_frame(files, hist_names, rows) -> pd.DataFrame:
     if not rows:
-        return empty_histograms()
+        return _no_histograms().copy()  # a cheap copy-on-write copy of one shared empty table
     frame = pd.DataFrame({
         "run": pd.Categorical([_run_label(files)] * len(rows)),
         "tag": pd.Categorical([row["tag"] for row in rows], categories=sorted({row["tag"] for row in rows})),

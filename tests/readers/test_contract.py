@@ -15,7 +15,7 @@ from tanalyze.discover import discover
 from tanalyze.errors import FormatError
 from tanalyze.readers import Reader, RunData, get_readers
 from tanalyze.schema import validate_scalars
-from tests.conftest import real_log
+from tests.conftest import SAMPLE_RUNS, real_log
 
 CONTRACT_EXAMPLES: dict[str, str] = {
     "tensorboard": "tfevents/Battam1111__DeepSC/lightning_logs/version_0",
@@ -26,6 +26,18 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "yolo_csv": "yolo_results_csv/Abonia1__YOLOv8-Fire-and-Smoke-Detection/runs/detect/train",
     "keras_csv": "keras_csvlogger/Aditya24jar__Emotion-Detection-Resnet50/training.log",
     "csv": "other_csv/ZeroToMax-ZYZ__study_tensorboard/logs/logs_upload/04_ResNet18_SGD_20260216-194827",
+    "megatron": "megatron_text_log/microsoft__Megatron-DeepSpeed/examples/MoE/log",
+    "hf_console": "hf_text_log/Jaong__Checkpoint-of-CPT/cmd.txt",
+    "deepspeed": "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
+    "step1_supervised_finetuning/training_log_output",
+    "text": "other_text/0Xero7__slm_training/classic.txt",
+    # The corpus's nanoGPT consoles live inside W&B run folders (the W&B reader's); a standalone one is bundled.
+    "nanogpt": "sample_runs:normal_nanogpt",
+    "wandb-local": "wandb_local/jackokeefe11__nanoGPT/wandb/run-20240214_195452-kt2awly2",
+    "wandb-chart-csv": "wandb_csv_export/druidowm__nanoGPT/wandb_export.csv",
+    "wandb-runs-csv": "wandb_csv_export/Lucas-longxutang__Comp3242_Group_Project_nanoGPT/training_records/wandb_export.csv",
+    # no real API export exists; the old local history file holds the same rows the API returns
+    "wandb-history": "wandb_local/mfts__spaceinvaders-wandb-challenge/wandb/wandb-history.jsonl",
 }
 
 READERS = get_readers()
@@ -44,7 +56,10 @@ def example_path(reader: Reader) -> Path:
     if reader.name not in CONTRACT_EXAMPLES:
         pytest.fail(f"reader {reader.name!r} has no real example: add a line to CONTRACT_EXAMPLES in "
                     f"tests/readers/test_contract.py naming a real log of its format")
-    return real_log(CONTRACT_EXAMPLES[reader.name])
+    example = CONTRACT_EXAMPLES[reader.name]
+    if example.startswith("sample_runs:"):
+        return SAMPLE_RUNS / example.removeprefix("sample_runs:")
+    return real_log(example)
 
 
 def example_files(reader: Reader) -> list[list[Path]]:

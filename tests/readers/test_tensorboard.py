@@ -125,6 +125,8 @@ def by_tag(frame: pd.DataFrame) -> dict[str, list[tuple[int, float, float]]]:
 
 
 def test_every_real_event_file_matches_tbparse(real_logs, tmp_path):
+    """Same (tag, step, value, wall_time) per tag, in the same order, file by file. (An event without a
+    wall_time would read as NaN here and 0.0 in tbparse; no real file has one.)"""
     files = sorted((real_logs / "tfevents").rglob("*tfevents*"))
     assert len(files) >= 16
     for path in files:
@@ -163,21 +165,29 @@ def test_several_files_merge_like_tensorboard_not_like_tbparse(real_logs):
     assert merged_any, "the corpus should hold a folder written by two processes"
 
 
-def test_histograms_match_tbparse():
+def test_histograms_match_tbparse(real_logs):
     from tbparse import SummaryReader
 
-    [path] = real_log(HISTOGRAMS).glob("*tfevents*")
-    ours = read_one(path).histograms
-    theirs = SummaryReader(str(path), pivot=False,
-                           extra_columns={"wall_time", "min", "max", "num", "sum", "sum_squares"}).histograms
+    checked = 0
+    for path in sorted((real_logs / "tfevents").rglob("*tfevents*")):
+        theirs = SummaryReader(str(path), pivot=False,
+                               extra_columns={"wall_time", "min", "max", "num", "sum", "sum_squares"}).histograms
+        ours = read_one(path).histograms
+        assert len(ours) == len(theirs), path
+        for mine, row in zip(ours.itertuples(index=False), theirs.itertuples(index=False), strict=True):
+            assert (mine.tag, mine.step, mine.wall_time) == (row.tag, row.step, row.wall_time)
+            assert (mine.min, mine.max, mine.num, mine.sum, mine.sum_squares) == (
+                row.min, row.max, row.num, row.sum, row.sum_squares)
+            np.testing.assert_array_equal(mine.bucket_limits, row.limits)
+            np.testing.assert_array_equal(mine.bucket_counts, row.counts)
+            checked += 1
+    assert checked == 10  # the histogram_experiment file
+
+
+def test_histogram_table_has_the_schema_columns():
+    ours = read_one(*real_log(HISTOGRAMS).glob("*tfevents*")).histograms
     assert list(ours.columns) == list(HISTOGRAM_COLUMNS)
-    assert len(ours) == len(theirs) == 10
-    for mine, row in zip(ours.itertuples(index=False), theirs.itertuples(index=False), strict=True):
-        assert (mine.tag, mine.step, mine.wall_time) == (row.tag, row.step, row.wall_time)
-        assert (mine.min, mine.max, mine.num, mine.sum, mine.sum_squares) == (
-            row.min, row.max, row.num, row.sum, row.sum_squares)
-        np.testing.assert_array_equal(mine.bucket_limits, row.limits)
-        np.testing.assert_array_equal(mine.bucket_counts, row.counts)
+    assert ours["step"].dtype == np.int64 and ours["num"].dtype == np.float64
 
 
 def test_hparams_plugin_matches_tbparse(real_logs, tmp_path):
@@ -328,7 +338,8 @@ def test_session_start_replaces_later_steps_of_every_tag(tmp_path):
     run = read_one(write_events(tmp_path / "events.out.tfevents.1700000000.host", events))
     assert curve(run.scalars, "a")["value"].tolist() == [0, 1, 2, -3]
     assert curve(run.scalars, "b")["step"].tolist() == [0, 1, 2]
-    assert [r.step for r in run.restarts] == [3]
+    [restart] = run.restarts
+    assert restart.step == 3 and "restarted at step 3 (SessionLog.START); 6 earlier point(s)" in restart.detail
 
 
 # ---------------------------------------------------------------- TF2 tensors and other encodings
@@ -446,6 +457,32 @@ def test_common_layouts_take_the_vectorised_path(tbx_file, tmp_path):
         assert decode_fast(data, records.starts, records.lengths).rest.tolist() == header_records
 
 
+def frame_records(path: Path, payloads: list[bytes]) -> Path:
+    chunks = []
+    for data in payloads:
+        header = struct.pack("<Q", len(data))
+        chunks += [header, struct.pack("<I", masked_crc32c(header)), data, struct.pack("<I", masked_crc32c(data))]
+    path.write_bytes(b"".join(chunks))
+    return path
+
+
+EVENT_LIKE = st.builds(
+    lambda step, summary, tag, rest: b"\x09" + struct.pack("<d", 1.7e9) + b"\x10" + step + b"\x2a" + summary
+    + b"\x0a" + summary + b"\x0a" + tag + rest,
+    st.binary(min_size=1, max_size=11), st.binary(min_size=1, max_size=10), st.binary(max_size=12),
+    st.binary(max_size=40),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(payloads=st.lists(st.one_of(st.binary(max_size=60), EVENT_LIKE), min_size=1, max_size=20))
+def test_intact_frames_of_garbage_never_crash(tmp_path, payloads):
+    """Records whose CRCs verify but whose bytes are not events (or nearly are): warnings, no exception."""
+    run = read_one(frame_records(tmp_path / "events.out.tfevents.1.h", payloads))
+    assert all("record skipped" in w.message for w in run.warnings)  # nothing else went wrong
+    assert run.scalars["step"].dtype == np.int64 and run.scalars["value"].dtype == np.float64
+
+
 # ---------------------------------------------------------------- damaged files
 
 def warning_text(run) -> str:
@@ -504,6 +541,25 @@ def test_garbage_between_records_is_skipped_and_counted(tbx_file):
     assert f"skipped {len(junk):,} byte(s) up to byte {offsets[40] + len(junk):,}" in warning.message
 
 
+def test_corrupt_record_in_a_real_file_costs_that_record_only(tmp_path):
+    """tbparse stops at the first bad record; we skip it and read on."""
+    [source] = real_log(DEEPSC).glob("*tfevents*")
+    data = bytearray(source.read_bytes())
+    offsets = frame_offsets(bytes(data))
+    victim = offsets[len(offsets) // 3]
+    data[victim + 14] ^= 0xFF  # inside the record's data
+    damaged = tmp_path / source.name
+    damaged.write_bytes(bytes(data))
+    intact, run = read_one(source).scalars, read_one(damaged)
+    assert len(run.scalars) == len(intact) - 1 == 1384
+    [warning] = run.warnings
+    assert warning.location == f"byte {victim:,}" and "data CRC" in warning.message
+    columns = ["tag", "step", "value", "wall_time"]
+    before, after = (f[columns].astype({"tag": str}) for f in (intact, run.scalars))
+    lost = before.merge(after, how="left", indicator=True).query("_merge == 'left_only'")
+    assert len(lost) == 1
+
+
 @pytest.mark.parametrize("valid_crc", [False, True])
 def test_terabyte_length_field_does_not_allocate(tbx_file, valid_crc):
     data = bytearray(tbx_file.read_bytes())
@@ -516,6 +572,22 @@ def test_terabyte_length_field_does_not_allocate(tbx_file, valid_crc):
     run = read_one(tbx_file)
     assert len(run.scalars) == 120  # the record itself is recovered from its data CRC
     assert "record length field damaged" in warning_text(run)
+
+
+@pytest.mark.parametrize("where", ["middle", "end"])
+def test_zero_filled_region_is_skipped(tbx_file, where):
+    """What a crash can leave in a preallocated or partly synced file: a run of zero bytes."""
+    data = tbx_file.read_bytes()
+    offsets = frame_offsets(data)
+    zeros = bytes(1 << 21)
+    at = offsets[70] if where == "middle" else len(data)
+    tbx_file.write_bytes(data[:at] + zeros + data[at:])
+    run = read_one(tbx_file)
+    assert len(run.scalars) == 120
+    [warning] = run.warnings
+    assert warning.location == f"byte {at:,}"
+    expected = ("damaged bytes" if where == "middle" else "no valid record from here to the end of the file")
+    assert f"skipped {len(zeros):,} byte(s)" in warning.message and expected in warning.message
 
 
 def test_huge_length_at_the_end_is_reported_as_truncation(tbx_file):

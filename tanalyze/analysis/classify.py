@@ -1,0 +1,387 @@
+"""One verdict per run: normal, overfitting, underfitting, unstable, diverged or insufficient_data.
+
+The reading follows the usual table of learning-curve shapes:
+
+============  ==========================  ===========================  ===================
+label         training loss               validation loss              train–val gap
+============  ==========================  ===========================  ===================
+normal        falls, then flattens        falls with it                small, stable
+overfitting   keeps falling               reaches a minimum, rises     grows
+underfitting  falls very slowly or not    stays high                   small
+unstable      oscillates wildly / spikes  oscillates or rises          no pattern
+diverged      NaN/Inf, or explodes and does not come back
+============  ==========================  ===========================  ===================
+
+Features of the training loss (log space when positive; robust statistics throughout):
+
+* ``change`` — level of the last 10 % of points over the level of the first 3 %
+  (medians), minus one.
+* ``end_drop`` — Theil–Sen drop over the last 30 % of the run, relative to the
+  level there, and ``end_share`` — that drop as a share of the whole drop
+  (linear units, so a loss creeping towards zero does not count as "still falling").
+* ``noise`` — second-difference robust noise σ; ``roughness`` — σ over the
+  total log decrease.
+* spikes from :mod:`tanalyze.analysis.divergence`; overfitting from
+  :mod:`tanalyze.analysis.overfitting`.
+
+Diverged and insufficient data decide alone. Otherwise, between overfitting
+and unstable, the one whose criteria are met with the higher confidence wins
+(overfitting gets +0.1, unstable +0.05, so near-ties follow that order);
+underfitting only when neither is met; the others met are listed in ``also``;
+none met is normal. Confidence is
+0.5 at a threshold and grows with how far past it the evidence lies
+(``1 - 0.5·t/x``), pulled towards 0.5 for short curves (factor ``n / (n + 5)``). Every threshold is a named
+parameter; the defaults are ours, chosen on synthetic curves with known answers
+and checked on public real runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tanalyze.analysis.curves import Curve, bin_medians, loss_space, noise_sigma, theil_sen
+from tanalyze.analysis.divergence import DivergenceResult, analyze_divergence
+from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
+from tanalyze.analysis.recommendations import recommend
+from tanalyze.analysis.results import Finding, ResultMixin, Severity
+
+__all__ = ["LABELS", "Verdict", "Thresholds", "classify_run", "train_features"]
+
+LABELS = ("normal", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Every threshold of the verdict, with its default."""
+
+    min_points: int = 8  # finite points of the main loss needed for any verdict
+    min_decrease: float = 0.10  # the loss must end at least 10 % below where it started
+    still_falling_rel: float = 0.05  # drop over the last 30 % of the run, relative to the level there …
+    still_falling_share: float = 0.25  # … that is also this share of the whole drop: not converged …
+    annealed_lr: float = 0.2  # … unless the learning rate ended below this share of its peak (annealing)
+    end_share: float = 0.3  # the "end" of the run for the slope
+    chance_fraction: float = 0.9  # with num_classes: ending above 0.9·ln(C) is chance level
+    min_spikes: int = 3  # unstable: at least this many spikes …
+    spike_rate: float = 0.002  # … and at least this many per point (2 per 1,000)
+    rough_noise: float = 0.3  # unstable: log-loss noise σ at least this (±35 % point to point) …
+    rough_relative: float = 0.25  # … and at least this share of the total log decrease
+    val_rough_noise: float = 0.2  # unstable validation: σ of the log val loss …
+    val_rough_relative: float = 0.5  # … relative to its total log decrease
+    val_rough_min_points: int = 6
+    degrade_ratio: float = 1.5  # unstable: the loss ends this many times above its minimum
+    rebound_ratio: float = 1.5  # unstable: mid-run, the loss climbed this many times above an earlier low
+    resumed_share: float = 0.25  # a log starting after this share of its last step continues an earlier run
+
+
+@dataclass(frozen=True)
+class Verdict(ResultMixin):
+    """The label of a run, how sure, and the evidence that decided it."""
+
+    label: str
+    confidence: float
+    evidence: dict[str, Any]
+    reasons: tuple[str, ...]
+    also: tuple[str, ...] = ()
+    findings: tuple[Finding, ...] = field(default=())
+
+
+#: When several labels' criteria are met, the highest confidence plus this bonus wins: underfitting
+#: only when neither overfitting nor instability is found (a wildly oscillating flat loss is unstable).
+PRIORITY = {"overfitting": 0.1, "unstable": 0.05, "underfitting": -1.0}
+
+
+def _shrink(confidence: float, data: float) -> float:
+    """Pull a confidence towards 0.5 (a coin flip) by the data factor in [0, 1]."""
+    return 0.5 + (confidence - 0.5) * data
+
+
+def _past(value: float, threshold: float) -> float:
+    """Confidence for evidence ``value`` past ``threshold`` (both positive): 0.5 at it, towards 1 beyond."""
+    if not (value > 0 and threshold > 0):
+        return 0.5
+    return float(np.clip(1 - 0.5 * threshold / value, 0.5, 0.99))
+
+
+def train_features(
+    curve: Curve, th: Thresholds = Thresholds(), spikes: tuple[tuple[int, int], ...] = ()
+) -> dict[str, Any]:
+    """The shape features of a loss curve used by the verdict (finite points, one per step).
+
+    Points inside the transient ``spikes`` (``(onset_step, end_step)``, end excluded) are left out:
+    the features describe the trend; spikes are counted on their own.
+    """
+    c = curve.collapse_steps().finite_part()
+    if spikes and len(c):
+        inside = np.zeros(len(c), dtype=bool)
+        for onset, end in spikes:  # one iteration per spike
+            inside |= (c.steps >= onset) & (c.steps < end)
+        if (~inside).sum() >= 2:
+            c = Curve(c.tag, c.steps[~inside], c.values[~inside], c.wall_time[~inside])
+    n = len(c)
+    y, is_log = loss_space(c.values)
+    x = c.steps.astype(np.float64)
+    h = max(1, int(round(0.03 * n)))
+    t = max(2, int(round(0.10 * n)))
+    head_y, tail_y = float(np.median(y[:h])), float(np.median(y[-t:]))
+    unit = (lambda v: float(np.exp(v))) if is_log else float
+    head, tail = unit(head_y), unit(tail_y)
+    bins = int(np.clip(n // 5, 1, 40))  # at least 5 points per bin where possible
+    bx, by = bin_medians(x, y, bins)
+    low = unit(float(np.min(by)))
+    if is_log:
+        change = tail / head - 1
+    else:
+        change = (tail - head) / max(abs(head), 1e-12)
+    span = x[-1] - x[0]
+    start = x[-1] - th.end_share * span
+    ex, ey = bx[bx >= start], by[bx >= start]
+    if len(ex) < 3:
+        ex, ey = x[x >= start], y[x >= start]
+    slope, intercept = theil_sen(ex, ey) if len(ex) >= 2 else (float("nan"), float("nan"))
+    end_drop_rel = end_share = 0.0
+    if np.isfinite(slope):
+        at_start, at_end = unit(slope * start + intercept), unit(slope * x[-1] + intercept)
+        end_drop = at_start - at_end
+        end_drop_rel = end_drop / max(abs(at_start), 1e-12)
+        total_drop = head - tail
+        end_share = end_drop / total_drop if total_drop > 0 else 0.0
+    sigma = noise_sigma(y)
+    decrease = head_y - tail_y if is_log else (head_y - tail_y) / max(abs(head_y), 1e-12)
+    # The largest climb back above an earlier low, on bin medians (5+ points each, so noise averages out).
+    rebound = None
+    if n >= 5 * 20:
+        rbx, rby = bin_medians(x, y, 20)
+        earlier_low = np.minimum.accumulate(rby)[:-1]
+        climbs = rby[1:] - earlier_low
+        rebound = float(climbs.max()) if is_log else float(climbs.max() / max(abs(head_y), 1e-12))
+    roughness = sigma / decrease if decrease > 0 else float("inf")
+    return {
+        "tag": curve.tag,
+        "points": n,
+        "first_step": int(c.steps[0]) if n else None,
+        "last_step": int(c.steps[-1]) if n else None,
+        "log_space": is_log,
+        "start_level": head,
+        "end_level": tail,
+        "min_level": low,
+        "change": float(change),
+        "end_drop_rel": float(end_drop_rel),
+        "end_share": float(end_share),
+        "noise": float(sigma) if np.isfinite(sigma) else None,
+        "roughness": float(roughness) if np.isfinite(roughness) else None,
+        "rebound": rebound,
+        # noise of a bin median or of the tail median: what a rise must clear to be real
+        "level_noise": float(sigma) / np.sqrt(max(1.0, min(n / bins, t))) if np.isfinite(sigma) else None,
+    }
+
+
+def classify_run(
+    train: Curve | None,
+    val: Curve | None = None,
+    *,
+    divergence: DivergenceResult | None = None,
+    overfitting: OverfittingResult | None = None,
+    learning_rate: Curve | None = None,
+    num_classes: int | None = None,
+    thresholds: Thresholds = Thresholds(),
+) -> Verdict:
+    """The verdict for one run from its training and validation loss.
+
+    Pass the divergence and overfitting results when already computed (the
+    orchestrator does), else they are computed here with their defaults.
+    With ``learning_rate``, a loss still falling at the end while the rate was
+    annealed to near zero is the schedule at work, not a sign of too few steps.
+    ``num_classes`` enables the chance-level check (loss near ``ln(num_classes)``).
+    """
+    th = thresholds
+    reasons: list[str] = []  # what decided the label, first
+    notes: list[str] = []  # what limited the judgement, after the reasons
+    main, main_role = train, "train"
+    if (main is None or len(main) == 0) and val is not None and len(val):
+        main, main_role = val, "val"
+        notes.append("no training loss: the verdict rests on the validation loss")
+    if val is None or len(val.finite_part()) == 0:
+        notes.append("no validation loss: overfitting cannot be judged; verdict from the training loss alone")
+    if main is None or len(main) == 0:
+        return Verdict("insufficient_data", 1.0, {"points": 0}, ("no loss curve was found", *notes),
+                       findings=(_insufficient("no training or validation loss was found"),))
+    if divergence is None:
+        divergence = analyze_divergence(main)
+    if overfitting is None and val is not None and main_role == "train":
+        overfitting = analyze_overfitting(val, train)
+
+    evidence: dict[str, Any] = {"main_curve": main.tag, "main_role": main_role}
+    d = divergence.divergence
+    if d is None and val is not None and main_role == "train":
+        v = val.collapse_steps()
+        if len(v) and not np.isfinite(v.values[-1]) and np.isfinite(v.values).any():
+            last = np.flatnonzero(np.isfinite(v.values))[-1] + 1
+            reasons.append(f"{val.tag} became non-finite at step {int(v.steps[last])} and stayed so")
+            evidence["val_nonfinite_step"] = int(v.steps[last])
+            return Verdict("diverged", 0.9, evidence, tuple(reasons + notes))
+    if d is not None:
+        evidence.update(divergence_kind=d.kind, divergence_step=d.step, onset_step=d.onset_step, ratio=d.ratio)
+        if d.kind in ("nan", "inf"):
+            confidence = 0.99
+            reasons.append(f"{main.tag} became {d.kind.upper()} at step {d.step} and never recovered")
+        else:
+            confidence = _past(d.ratio if d.ratio else 4.0, 2.0) * (0.8 if d.gradual else 1.0)
+            reasons.append(f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> {d.level_after:.4g}) "
+                           "and never came back")
+        return Verdict("diverged", round(confidence, 3), evidence, tuple(reasons + notes))
+
+    n_finite = divergence.analysed_points
+    if n_finite < th.min_points:
+        reasons.append(f"only {n_finite} finite point(s) of {main.tag}; need {th.min_points}")
+        evidence["points"] = n_finite
+        return Verdict("insufficient_data", 1.0, evidence, tuple(reasons + notes),
+                       findings=(_insufficient(reasons[0]),))
+
+    recovered = tuple((sp.onset_step, sp.end_step) for sp in divergence.spikes if sp.end_step is not None)
+    f = train_features(main, th, recovered)
+    evidence.update(f)
+    data = n_finite / (n_finite + 5)
+    scores: dict[str, float] = {}
+    why: dict[str, list[str]] = {"overfitting": [], "unstable": [], "underfitting": []}
+
+    if overfitting is not None:
+        evidence["overfitting"] = {
+            "detected": overfitting.detected, "pattern": overfitting.pattern, "onset_step": overfitting.onset_step,
+            "gl_end": overfitting.gl_end, "rise_rel": overfitting.rise_rel, "val_points": overfitting.val_points,
+        }
+        if overfitting.detected:
+            scores["overfitting"] = overfitting.confidence
+            why["overfitting"].append(overfitting.reason)
+
+    spikes = len(divergence.spikes)
+    needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
+    evidence.update(spikes=spikes, spikes_needed=needed)
+    unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence)
+    if unstable:
+        scores["unstable"] = _shrink(max(unstable), data)
+    under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence)
+    if under:
+        scores["underfitting"] = _shrink(max(under), data)
+    change, noise = f["change"], f["noise"]
+
+    order = ("overfitting", "unstable", "underfitting")
+    met = sorted((label for label in order if label in scores), key=lambda k: -(scores[k] + PRIORITY[k]))
+    if met:
+        label = met[0]
+        confidence = scores[label]
+        reasons = why[label]
+        also = tuple(m for m in met[1:])
+        for other in also:
+            reasons.append(f"also {other}: " + "; ".join(why[other]))
+        reasons += notes
+    else:
+        label, also = "normal", ()
+        near = [0.0]
+        if overfitting is not None and overfitting.rise_rel and overfitting.rise_rel > 0:
+            near.append(min(0.9, overfitting.rise_rel / 0.05))
+        near.append(min(0.9, spikes / needed))
+        if noise is not None:
+            rough = f["roughness"] if f["roughness"] is not None else 1e9
+            near.append(min(0.9, noise / th.rough_noise, rough / th.rough_relative))
+        near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
+        confidence = _shrink(1 - 0.5 * max(near), data)
+        reasons = [f"{main.tag} fell {abs(100 * change):.0f}% from {f['start_level']:.4g} to {f['end_level']:.4g}; "
+                   "no overfitting, instability, divergence or stalled progress found"] + notes
+    findings: tuple[Finding, ...] = ()
+    if label == "unstable":
+        findings = (Finding("unstable", Severity.WARNING, "; ".join(why["unstable"]), recommend("unstable"),
+                            step=f["first_step"], step_end=f["last_step"]),)
+    elif label == "underfitting" or "underfitting" in also:
+        findings = (Finding("underfitting", Severity.WARNING, "; ".join(why["underfitting"]), recommend("underfitting"),
+                            step=f["first_step"], step_end=f["last_step"]),)
+    return Verdict(label, round(float(confidence), 3), evidence, tuple(reasons), also, findings)
+
+
+def _unstable(
+    f: dict[str, Any], spikes: int, needed: int, val: Curve | None, th: Thresholds, evidence: dict[str, Any]
+) -> tuple[list[float], list[str]]:
+    """Confidences and reasons of every instability criterion met (spikes, roughness, rises, val oscillation)."""
+    scores: list[float] = []
+    why: list[str] = []
+    if spikes >= needed:
+        scores.append(_past(spikes, needed))
+        why.append(f"{spikes} loss spikes (unstable from {needed})")
+    noise, rough = f["noise"], f["roughness"]
+    if f["log_space"] and noise is not None and noise >= th.rough_noise and (rough is None or rough >= th.rough_relative):
+        scores.append(min(_past(noise, th.rough_noise), _past(rough or 1e9, th.rough_relative)))
+        why.append(f"the loss jumps ±{100 * np.expm1(noise):.0f}% from point to point"
+                   + (f", {rough:.2f}x its total log decrease" if rough is not None else ""))
+    degrade = f["end_level"] / f["min_level"] if f["min_level"] > 0 and f["log_space"] else None
+    if degrade is not None and degrade >= th.degrade_ratio and np.log(degrade) > 3 * (f["level_noise"] or 0):
+        scores.append(_past(degrade - 1, th.degrade_ratio - 1))
+        why.append(f"the loss rose {100 * (degrade - 1):.0f}% from its minimum {f['min_level']:.4g} to "
+                   f"{f['end_level']:.4g} and stayed there")
+    rebound = f["rebound"]
+    if rebound is not None and f["log_space"] and rebound >= np.log(th.rebound_ratio) and (
+        degrade is None or degrade < th.degrade_ratio
+    ):
+        scores.append(_past(np.expm1(rebound), th.rebound_ratio - 1))
+        why.append(f"the loss climbed back {100 * np.expm1(rebound):.0f}% above an earlier low "
+                   "(medians of 20 stretches of the run) before coming down again")
+    if val is not None:
+        vc = val.collapse_steps().finite_part()
+        if len(vc) >= th.val_rough_min_points and (vc.values > 0).all():
+            vy = np.log(vc.values)
+            val_noise = noise_sigma(vy)
+            v_drop = float(np.median(vy[:2]) - np.median(vy[-2:]))
+            evidence["val_noise"] = val_noise
+            if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0):
+                scores.append(_past(val_noise, th.val_rough_noise))
+                why.append(f"{val.tag} oscillates ±{100 * np.expm1(val_noise):.0f}% between evaluations")
+    return scores, why
+
+
+def _underfitting(
+    f: dict[str, Any], tag: str, learning_rate: Curve | None, num_classes: int | None, th: Thresholds,
+    evidence: dict[str, Any],
+) -> tuple[list[float], list[str]]:
+    """Confidences and reasons of every underfitting criterion met (no decrease, not converged, chance level)."""
+    scores: list[float] = []
+    why: list[str] = []
+    change = f["change"]
+    first, last = f["first_step"], f["last_step"]
+    annealed = None
+    if learning_rate is not None:
+        lr = learning_rate.finite_part().values
+        if lr.size >= 3 and lr.max() > 0:
+            annealed = float(lr[-1] / lr.max())
+            evidence["lr_end_over_peak"] = annealed
+    resumed = first is not None and first > 0 and first > th.resumed_share * last
+    evidence["resumed"] = resumed
+    if change > -th.min_decrease:
+        strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
+        direction = "rose" if change > 0 else "fell only"
+        text = (f"{tag} {direction} {abs(100 * change):.1f}% from {f['start_level']:.4g} "
+                f"to {f['end_level']:.4g} (needs a {100 * th.min_decrease:.0f}% decrease)")
+        if resumed:  # the fast early fall happened before this log began: weaker evidence
+            strength *= 0.5
+            text += f"; the log starts at step {first}, so the fall before it is unknown"
+        scores.append(0.5 + 0.45 * strength)
+        why.append(text)
+    elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share and (
+        annealed is None or annealed > th.annealed_lr
+    ):
+        scores.append(0.5 + 0.3 * min(1.0, (f["end_share"] - th.still_falling_share) / th.still_falling_share))
+        why.append(
+            f"{tag} is still falling steadily: {100 * f['end_drop_rel']:.0f}% over the last "
+            f"{100 * th.end_share:.0f}% of the run, {100 * f['end_share']:.0f}% of its whole decrease (not converged)"
+        )
+    if num_classes and num_classes > 1 and f["log_space"]:
+        chance = float(np.log(num_classes))
+        evidence["chance_level"] = chance
+        if f["end_level"] >= th.chance_fraction * chance:
+            scores.append(0.5 + 0.45 * min(1.0, (f["end_level"] / chance - th.chance_fraction) / (1 - th.chance_fraction)))
+            why.append(f"{tag} ends at {f['end_level']:.4g}, near chance level ln({num_classes}) = {chance:.4g}")
+    return scores, why
+
+
+def _insufficient(message: str) -> Finding:
+    return Finding("insufficient_data", Severity.INFO, message, recommend("insufficient_data"))

@@ -1,0 +1,242 @@
+"""Overfitting: the validation loss stops improving and rises while the training loss keeps falling.
+
+Onset is the validation minimum; the *window* is every evaluation within
+``tolerance`` (1 %) of it, because on a noisy or flat bottom any of them could
+be called the minimum. Prechelt's generalisation loss at the end,
+``GL = 100 · (E_va(end) / min E_va − 1)`` (L. Prechelt, "Early Stopping — But
+When?", 1998), measures how much was given up.
+
+A rise counts only when it persists beyond noise: most of the later half of
+the evaluations after the minimum lie above ``min + band`` (band = the larger of
+``tolerance`` and ``noise_sigmas`` × the second-difference noise of the curve
+from a little before the minimum to the end), their median is above it too, the Theil–Sen trend after the minimum is upward, and
+the training loss did not rise along with it (that would be degradation, not
+overfitting).
+
+A second pattern with the same cause: the validation loss has stalled at its
+minimum for a good part of the run while the training loss kept falling by
+``gap_min_train_drop`` or more — the train–validation gap widens and the extra
+steps only memorise. (Only when the validation noise band is under half the
+training drop: on a noisy validation curve "not improved" means little.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tanalyze.analysis.curves import Curve, bin_medians, loss_space, noise_sigma, theil_sen, trailing_median
+from tanalyze.analysis.recommendations import recommend
+from tanalyze.analysis.results import Finding, ResultMixin, Severity
+
+__all__ = ["OverfittingResult", "analyze_overfitting", "train_level_at"]
+
+
+@dataclass(frozen=True)
+class OverfittingResult(ResultMixin):
+    """Whether and where the run started to overfit, with the numbers."""
+
+    detected: bool
+    pattern: str | None  # "rising" (val rises) | "widening_gap" (val stalls, train keeps falling) | None
+    confidence: float
+    reason: str
+    val_tag: str
+    train_tag: str | None
+    val_points: int
+    onset_step: int | None  # the validation minimum
+    min_window: tuple[int, int] | None  # first and last step within `tolerance` of the minimum
+    val_min: float | None
+    val_end: float | None
+    val_tail: float | None  # median of the later half of the evaluations after the minimum
+    rise_abs: float | None  # val_tail - val_min
+    rise_rel: float | None  # rise_abs / |val_min|
+    gl_end: float | None  # Prechelt's generalisation loss at the last evaluation
+    points_after_min: int
+    share_above: float | None  # share of those later evaluations above min + band
+    trend_after_min: float | None  # Theil-Sen change over the steps after the minimum (log units when positive)
+    band: float | None
+    noise: float | None
+    train_at_onset: float | None
+    train_end: float | None
+    train_change_rel: float | None  # train_end / train_at_onset - 1
+    gap_at_onset: float | None
+    gap_end: float | None
+    gap_trend: str | None  # "growing" | "stable" | "shrinking" | None (not comparable / no train)
+    losses_comparable: bool
+    findings: tuple[Finding, ...]
+
+
+def train_level_at(train: Curve, steps: np.ndarray, strip_points: int) -> np.ndarray:
+    """The training loss around each of ``steps``: the median of the last ``strip_points`` train points
+    at or before it (NaN before the first train point)."""
+    level = trailing_median(train.values, strip_points, include_current=True)
+    index = np.searchsorted(train.steps, steps, side="right") - 1
+    out = np.where(index >= 0, level[np.clip(index, 0, None)], np.nan)
+    return out
+
+
+def _empty(reason: str, val: Curve | None, train: Curve | None, points: int, comparable: bool) -> OverfittingResult:
+    return OverfittingResult(
+        detected=False, pattern=None, confidence=0.0, reason=reason, val_tag=val.tag if val else "",
+        train_tag=train.tag if train else None, val_points=points, onset_step=None, min_window=None,
+        val_min=None, val_end=None, val_tail=None, rise_abs=None, rise_rel=None, gl_end=None,
+        points_after_min=0, share_above=None, trend_after_min=None, band=None, noise=None,
+        train_at_onset=None, train_end=None, train_change_rel=None, gap_at_onset=None, gap_end=None,
+        gap_trend=None, losses_comparable=comparable, findings=(),
+    )
+
+
+def analyze_overfitting(
+    val: Curve | None,
+    train: Curve | None = None,
+    *,
+    losses_comparable: bool = True,
+    tolerance: float = 0.01,
+    noise_sigmas: float = 2.0,
+    min_points: int = 4,
+    min_points_after: int = 2,
+    min_share_above: float = 0.7,
+    min_rise: float = 0.02,
+    gap_min_train_drop: float = 0.2,
+    gap_min_stall: float = 0.25,
+) -> OverfittingResult:
+    """Detect overfitting from the validation curve (and the training curve when given).
+
+    Args:
+        val: validation loss. train: training loss (any logging interval).
+        losses_comparable: train and validation measure the same quantity (else no gap is computed).
+        tolerance: relative width of the minimum window and the smallest band (1 %).
+        noise_sigmas: the band is at least this many noise standard deviations.
+        min_points: validation points needed at all; min_points_after: after the minimum.
+        min_share_above: share of the later post-minimum evaluations that must lie above the band.
+        min_rise: smallest relative rise of the validation loss worth calling overfitting (2 %).
+        gap_min_train_drop: for the widening-gap pattern, how much the training loss must fall after
+            the validation minimum (20 %).
+        gap_min_stall: and the share of the validation span spent after the minimum (25 %).
+    """
+    if val is None or len(val) == 0:
+        return _empty("no validation loss: overfitting cannot be judged", val, train, 0, losses_comparable)
+    v = val.collapse_steps().finite_part()
+    n = len(v)
+    if n < min_points:
+        return _empty(f"only {n} finite validation point(s); need {min_points}", val, train, n, losses_comparable)
+    y, is_log = loss_space(v.values)
+    imin = int(np.argmin(y))
+    vmin = float(v.values[imin])
+    limit = vmin * (1 + tolerance) if vmin > 0 else vmin + tolerance * abs(vmin)
+    near = np.flatnonzero(v.values <= limit)
+    window = (int(v.steps[near[0]]), int(v.steps[near[-1]]))
+    post = y[imin + 1 :]
+    m = len(post)
+    # Noise where it matters: around and after the minimum (early epochs are often wilder).
+    sigma = noise_sigma(y[max(0, imin - max(m, 4)) :])
+    if not np.isfinite(sigma):
+        sigma = noise_sigma(y)
+    sigma = 0.0 if not np.isfinite(sigma) else float(sigma)
+    scale = 1.0 if is_log else max(abs(vmin), 1e-12)
+    band = max(np.log1p(tolerance) if is_log else tolerance * scale, noise_sigmas * sigma)
+    onset_step = int(v.steps[imin])
+    val_end = float(v.values[-1])
+    gl_end = 100.0 * (val_end / vmin - 1) if vmin > 0 else None
+
+    t_onset = t_end = t_change = None
+    gap_onset = gap_end = None
+    gap_trend = None
+    t_curve = train.collapse_steps().finite_part() if train is not None else None
+    train_log_change = 0.0
+    if t_curve is not None and len(t_curve) >= 2:
+        strip = int(np.clip(round(len(t_curve) / max(n, 1)), 1, 501))
+        levels = train_level_at(t_curve, v.steps, strip)
+        t_onset = float(levels[imin]) if np.isfinite(levels[imin]) else float(t_curve.values[0])
+        t_end = float(trailing_median(t_curve.values, strip, include_current=True)[-1])
+        if t_onset > 0 and t_end > 0:
+            train_log_change = float(np.log(t_end / t_onset))
+            t_change = float(t_end / t_onset - 1)
+        else:
+            span = max(abs(t_onset), 1e-12)
+            train_log_change = (t_end - t_onset) / span
+            t_change = train_log_change
+        if losses_comparable:
+            gaps = v.values - levels
+            ok = np.isfinite(gaps)
+            gap_onset = float(gaps[imin]) if ok[imin] else None
+            gap_end = float(v.values[-1] - t_end)
+            if gap_onset is not None:
+                grow = gap_end - gap_onset
+                unit = band * (abs(vmin) if is_log else 1.0)
+                gap_trend = "growing" if grow > unit else ("shrinking" if grow < -unit else "stable")
+
+    share = tail_rise = trend = rise_abs = rise_rel = val_tail = None
+    pattern = None
+    confidence = 0.0
+    if m < min_points_after:
+        reason = f"validation minimum at step {onset_step} is at or next to the end: still improving"
+    else:
+        k = max(2, int(np.ceil(m / 2)))
+        later = post[-k:]
+        # The raw minimum of a noisy curve is biased low: measure the rise from the level around it.
+        bottom = float(np.median(y[max(0, imin - 1) : imin + 2]))
+        share = float(np.mean(later > bottom + band))
+        tail_y = float(np.median(later))
+        tail_rise = tail_y - bottom
+        val_tail = float(np.exp(tail_y)) if is_log else tail_y
+        xs, ys = v.steps[imin:].astype(np.float64), y[imin:]
+        if len(xs) > 200:
+            xs, ys = bin_medians(xs, ys, 100)
+        slope, _ = theil_sen(xs, ys)
+        trend = float(slope * (v.steps[-1] - onset_step)) if np.isfinite(slope) else 0.0
+        rise_abs = val_tail - vmin
+        rise_rel = rise_abs / abs(vmin) if vmin != 0 else None
+        min_rise_units = np.log1p(min_rise) if is_log else min_rise * scale
+        bar = max(band, min_rise_units)
+        train_rising = train_log_change > max(band, tail_rise / 2) and train_log_change > 0
+        span = v.steps[-1] - v.steps[0]
+        stalled_share = (v.steps[-1] - onset_step) / span if span > 0 else 0.0
+        dropped = -train_log_change >= -np.log1p(-gap_min_train_drop)
+        if share >= min_share_above and tail_rise >= bar and trend > 0 and not train_rising:
+            pattern = "rising"
+            confidence = (1 - 0.5 * bar / tail_rise) * (0.5 + 0.5 * share) * (m / (m + 1))
+            reason = (f"validation loss rose {100 * (rise_rel or 0):.1f}% above its minimum at step {onset_step} "
+                      f"and stayed up ({share:.0%} of the later evaluations above the {_pct(band, is_log)} band)")
+        elif (stalled_share >= gap_min_stall and m >= 3 and dropped and gap_trend == "growing"
+              and tail_rise >= 0 and not train_rising and band < -train_log_change / 2):
+            pattern = "widening_gap"
+            past = min(1.0, -train_log_change / (-2 * np.log1p(-gap_min_train_drop)))
+            confidence = 0.5 + 0.25 * past * (m / (m + 1))
+            reason = (f"validation loss has not improved since step {onset_step} ({stalled_share:.0%} of the run) "
+                      f"while the training loss fell {-100 * (t_change or 0):.0f}%; the train-validation gap widened")
+        elif train_rising:
+            reason = "validation loss rose, but the training loss rose with it (degradation, not overfitting)"
+        elif share < min_share_above or tail_rise < band:
+            reason = f"no persistent rise after the validation minimum (band {_pct(band, is_log)})"
+        else:
+            reason = "the validation loss rise is too small or not trending up"
+
+    findings: tuple[Finding, ...] = ()
+    if pattern is not None:
+        train_txt = f" while {t_curve.tag} went from {t_onset:.4g} to {t_end:.4g}" if t_curve is not None and t_onset is not None else ""
+        gap_txt = (f"; the train-validation gap went from {gap_onset:.4g} to {gap_end:.4g}"
+                   if gap_onset is not None and gap_end is not None else "")
+        gl_txt = f", GL = {gl_end:.1f}" if gl_end is not None else ""
+        message = (
+            f"{v.tag} reached its minimum {vmin:.4g} at step {onset_step} (within {100 * tolerance:.0f}% from "
+            f"step {window[0]} to {window[1]}) and ended at {val_end:.4g} ({100 * (rise_rel or 0):+.1f}% over "
+            f"the later evaluations{gl_txt}){train_txt}{gap_txt}"
+        )
+        findings = (Finding("overfitting", Severity.WARNING, message, recommend("overfitting"), step=onset_step,
+                            step_end=int(v.steps[-1]), evidence={"pattern": pattern, "gl_end": gl_end,
+                                                                 "window": list(window)}),)
+    return OverfittingResult(
+        detected=pattern is not None, pattern=pattern, confidence=round(float(np.clip(confidence, 0, 1)), 3),
+        reason=reason, val_tag=v.tag, train_tag=t_curve.tag if t_curve is not None else None, val_points=n,
+        onset_step=onset_step, min_window=window, val_min=vmin, val_end=val_end, val_tail=val_tail,
+        rise_abs=rise_abs, rise_rel=rise_rel, gl_end=gl_end, points_after_min=m, share_above=share,
+        trend_after_min=trend, band=float(band), noise=sigma, train_at_onset=t_onset, train_end=t_end,
+        train_change_rel=t_change, gap_at_onset=gap_onset, gap_end=gap_end, gap_trend=gap_trend,
+        losses_comparable=losses_comparable, findings=findings,
+    )
+
+
+def _pct(band: float, is_log: bool) -> str:
+    return f"{100 * np.expm1(band):.1f}%" if is_log else f"{band:.3g}"

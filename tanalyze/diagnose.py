@@ -1,0 +1,504 @@
+"""Diagnose runs: roles → every analyzer → one frozen :class:`RunDiagnosis` per run.
+
+>>> import tanalyze
+>>> diagnoses = tanalyze.diagnose(tanalyze.load("runs/"))
+>>> diagnoses                              # one line per run: verdict, confidence, key steps
+>>> diagnoses["my-run"].to_dict()          # the JSON shape below
+>>> diagnoses["my-run"].plot()             # loss curves with onset / divergence / spikes marked
+
+:func:`diagnose_run` is the pure per-run pipeline: a tidy table of one run in,
+a :class:`RunDiagnosis` out, both picklable, so any executor can map it over runs.
+
+``RunDiagnosis.to_dict()`` shape (non-finite numbers as ``"nan"``/``"inf"`` strings)::
+
+    {"run", "format", "roles": {role: tag},
+     "verdict": {"label", "confidence", "evidence", "reasons", "also"},
+     "overfitting": {..., "onset_step"} | null,        # only when overfitting was found
+     "divergence": {"step", "kind", "onset_step", "restart", ...} | null,
+     "spikes": [{"step", "onset_step", "peak_step", "magnitude", ...}],
+     "early_stopping": {"stop_step", "best_step", "rules": [...], ...} | null,
+     "progress": {...} | null, "gradients": {...} | null, "throughput": {...} | null,
+     "resources": {...} | null,
+     "findings": [{"code", "severity", "step", "step_end", "message", "recommendation", "evidence"}],
+     "warnings": [str], "role_details": {...}}
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tanalyze.analysis.classify import Thresholds, Verdict, classify_run
+from tanalyze.analysis.curves import Curve
+from tanalyze.analysis.divergence import Divergence, DivergenceResult, Spike, analyze_divergence
+from tanalyze.analysis.early_stopping import EarlyStoppingResult, simulate_early_stopping
+from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
+from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
+from tanalyze.analysis.progress import ProgressResult, analyze_progress
+from tanalyze.analysis.resources import ResourceHealth, analyze_resources
+from tanalyze.analysis.results import Finding, Severity, to_jsonable
+from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
+from tanalyze.errors import ConfigError
+from tanalyze.logs import Logs
+from tanalyze.roles import Roles, resolve_roles, role_curve, tag_words
+from tanalyze.text import safe_text
+
+__all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run"]
+
+_SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+#: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
+ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources")
+
+
+@dataclass(frozen=True)
+class RunDiagnosis:
+    """Everything tanalyze concluded about one run, with the evidence; see the module doc for ``to_dict``."""
+
+    run: str
+    format: str | None
+    roles: dict[str, str]
+    verdict: Verdict
+    overfitting: OverfittingResult | None
+    divergence: Divergence | None
+    spikes: tuple[Spike, ...]
+    early_stopping: EarlyStoppingResult | None
+    progress: ProgressResult | None
+    gradients: GradientHealth | None
+    throughput: ThroughputResult | None
+    resources: ResourceHealth | None
+    findings: tuple[Finding, ...]
+    warnings: tuple[str, ...]
+    role_details: Roles | None = None
+    loss_analysis: DivergenceResult | None = None
+    #: the loss curves as analysed (role → curve), kept for plot(); not part of to_dict()
+    curves: dict[str, Curve] = field(default_factory=dict, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        verdict = {
+            "label": self.verdict.label,
+            "confidence": self.verdict.confidence,
+            "evidence": to_jsonable(self.verdict.evidence),
+            "reasons": list(self.verdict.reasons),
+            "also": list(self.verdict.also),
+        }
+        return {
+            "run": self.run,
+            "format": self.format,
+            "roles": dict(self.roles),
+            "verdict": verdict,
+            "overfitting": to_jsonable(self.overfitting),
+            "divergence": to_jsonable(self.divergence),
+            "spikes": to_jsonable(self.spikes),
+            "early_stopping": to_jsonable(self.early_stopping),
+            "progress": to_jsonable(self.progress),
+            "gradients": to_jsonable(self.gradients),
+            "throughput": to_jsonable(self.throughput),
+            "resources": to_jsonable(self.resources),
+            "findings": [f.to_dict() for f in self.findings],
+            "warnings": list(self.warnings),
+            "role_details": self.role_details.to_dict() if self.role_details is not None else None,
+        }
+
+    def key_steps(self) -> dict[str, int]:
+        """The steps a reader looks for first: divergence, overfitting onset, a worthwhile early stop, first spike."""
+        steps: dict[str, int] = {}
+        if self.divergence is not None:
+            steps["diverged"] = self.divergence.step
+            if self.divergence.onset_step != self.divergence.step:
+                steps["blow-up onset"] = self.divergence.onset_step
+        if self.overfitting is not None and self.overfitting.onset_step is not None:
+            steps["overfitting onset"] = self.overfitting.onset_step
+        if self.early_stopping is not None and self.early_stopping.findings:  # only when stopping was worth it
+            steps["early stop"] = self.early_stopping.stop_step
+        if self.spikes:
+            steps["first spike"] = self.spikes[0].onset_step
+        return steps
+
+    def summary_line(self) -> str:
+        """One line: run, verdict, confidence, key steps (run name made safe for a terminal)."""
+        steps = ", ".join(f"{k} {v}" for k, v in self.key_steps().items())
+        spikes = f", {len(self.spikes)} spike(s)" if self.spikes else ""
+        return (f"{safe_text(self.run, 120)}: {self.verdict.label} ({self.verdict.confidence:.2f})"
+                + (f" — {steps}" if steps else "") + spikes)
+
+    def __repr__(self) -> str:
+        return f"<RunDiagnosis {self.summary_line()}>"
+
+    def _repr_html_(self) -> str:
+        return _html_table([self])
+
+    def plot(self, ax=None):
+        """Draw the train/val loss with the divergence, overfitting onset, early stop and spikes marked.
+
+        Uses what the diagnosis stored; nothing is recomputed. Returns the axes.
+        """
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(8, 4))
+        for role, color in (("train_loss", "#1f77b4"), ("val_loss", "#ff7f0e")):
+            curve = self.curves.get(role)
+            if curve is not None and len(curve):
+                ax.plot(curve.steps, curve.values, color=color, linewidth=1.0, label=f"{role}: {curve.tag}",
+                        marker="o" if len(curve) <= 50 else None, markersize=3)
+        positive = all((c.values[np.isfinite(c.values)] > 0).all() for c in self.curves.values() if len(c))
+        if positive and self.curves:
+            ax.set_yscale("log")
+        if self.divergence is not None:
+            ax.axvline(self.divergence.step, color="#d62728", label=f"diverged ({self.divergence.kind})")
+            if self.divergence.onset_step != self.divergence.step:
+                ax.axvline(self.divergence.onset_step, color="#d62728", linestyle=":", label="blow-up onset")
+            ax.axvline(self.divergence.restart.resume_at_or_before_step, color="#2ca02c", linestyle=":",
+                       label="resume at or before")
+        if self.overfitting is not None and self.overfitting.onset_step is not None:
+            ax.axvline(self.overfitting.onset_step, color="#9467bd", linestyle="--", label="overfitting onset")
+        if self.early_stopping is not None and self.early_stopping.stop_step is not None:
+            ax.axvline(self.early_stopping.stop_step, color="#7f7f7f", linestyle="-.", label="early stop")
+        if self.spikes:
+            ax.plot([s.peak_step for s in self.spikes], [s.peak_value for s in self.spikes], "v", color="#d62728",
+                    markersize=6, linestyle="none", label=f"spikes ({len(self.spikes)})")
+        ax.set_xlabel("step")
+        ax.set_ylabel("loss")
+        ax.set_title(f"{self.run}: {self.verdict.label} ({self.verdict.confidence:.2f})")
+        ax.legend(loc="best", fontsize="small")
+        return ax
+
+
+class Diagnoses(Mapping[str, RunDiagnosis]):
+    """Run name → :class:`RunDiagnosis`, in the order the runs were loaded."""
+
+    def __init__(self, items: Mapping[str, RunDiagnosis]) -> None:
+        self._items = dict(items)
+
+    def __getitem__(self, name: str) -> RunDiagnosis:
+        if name not in self._items:
+            raise KeyError(f"no run {name!r}; runs: {', '.join(self._items)}")
+        return self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        lines = [f"<Diagnoses of {len(self)} run(s)>"]
+        lines += [f"  {d.summary_line()}" for d in self._items.values()]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        return _html_table(list(self._items.values()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runs": [d.to_dict() for d in self._items.values()]}
+
+    def labels(self) -> dict[str, str]:
+        """Run name → verdict label."""
+        return {name: d.verdict.label for name, d in self._items.items()}
+
+
+def _html_table(diagnoses: list[RunDiagnosis]) -> str:
+    rows = []
+    for d in diagnoses:
+        steps = ", ".join(f"{k} {v}" for k, v in d.key_steps().items())
+        top = d.findings[0].message if d.findings else ""
+        rows.append(
+            "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in (
+                d.run, d.verdict.label, f"{d.verdict.confidence:.2f}", steps, len(d.findings), top[:200])) + "</tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("run", "verdict", "confidence", "key steps", "findings", "top finding"))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+# --- the per-run pipeline ---------------------------------------------------------------------------------
+
+
+def _curves_by_tag(frame: pd.DataFrame) -> dict[str, Curve]:
+    """Every tag's curve, with one sort of the run's rows (no per-tag scans of the table)."""
+    if frame.empty:
+        return {}
+    steps = frame["step"].to_numpy(dtype=np.int64)
+    values = frame["value"].to_numpy(dtype=np.float64)
+    wall = frame["wall_time"].to_numpy(dtype=np.float64)
+    tag = frame["tag"]
+    if isinstance(tag.dtype, pd.CategoricalDtype):
+        codes, names = tag.cat.codes.to_numpy(), tag.cat.categories
+    else:
+        codes, names = pd.factorize(tag.to_numpy(), sort=False)
+    order = np.lexsort((steps, codes))  # stable: equal steps keep write order
+    codes, steps, values, wall = codes[order], steps[order], values[order], wall[order]
+    bounds = np.flatnonzero(np.diff(codes)) + 1
+    starts = np.concatenate([[0], bounds])
+    ends = np.concatenate([bounds, [len(codes)]])
+    return {str(names[codes[a]]): Curve(str(names[codes[a]]), steps[a:b], values[a:b], wall[a:b])
+            for a, b in zip(starts, ends, strict=True)}
+
+
+def _epoch_curve(frame: pd.DataFrame, curves: Mapping[str, Curve], roles: Roles, tag: str | None) -> Curve | None:
+    if "epoch" in frame.columns and tag is not None:
+        rows = frame[frame["tag"] == tag]
+        epochs = rows["epoch"].to_numpy(dtype=np.float64, na_value=np.nan)
+        if len(rows) and np.isfinite(epochs).all():
+            return Curve.from_arrays(rows["step"].to_numpy(), epochs, "epoch")
+    return role_curve(curves, roles, "epoch")
+
+
+def _time_kind(tag: str, curve: Curve) -> str:
+    """Unit of a step-time curve: from its name (ms / s), else by size (over 50 → milliseconds)."""
+    words = set(tag_words(tag))
+    if words & {"ms", "millis", "milliseconds"}:
+        return "step_time_ms"
+    if words & {"s", "sec", "secs", "seconds"}:
+        return "step_time_s"
+    finite = curve.values[np.isfinite(curve.values)]
+    return "step_time_ms" if finite.size and np.median(finite) > 50 else "step_time_s"
+
+
+def _memory_unit(tag: str, curve: Curve) -> str:
+    """Unit of a GPU-memory curve: from its name, else by size (W&B's memoryAllocated is a percentage)."""
+    words = set(tag_words(tag))
+    if "allocated" in words and "system" in words or words & {"percent", "pct", "util", "utilization"}:
+        return "percent"
+    for unit, names in (("GiB", {"gib"}), ("GB", {"gb", "g"}), ("MiB", {"mib"}), ("MB", {"mb", "m"}),
+                        ("bytes", {"bytes", "byte"})):
+        if words & names:
+            return unit
+    finite = curve.values[np.isfinite(curve.values)]
+    peak = float(np.max(finite)) if finite.size else 0.0
+    return "bytes" if peak > 1e6 else ("MiB" if peak > 200 else "GiB")
+
+
+def _health(
+    frame: pd.DataFrame,
+    curves: Mapping[str, Curve],
+    roles: Roles,
+    histograms: pd.DataFrame | None,
+    params: Mapping[str, Mapping[str, Any]],
+) -> tuple[GradientHealth | None, ThroughputResult | None, ResourceHealth | None]:
+    """Gradient health, throughput and resources, from the roles that feed them (None when none exist)."""
+    hist = histograms if histograms is not None and len(histograms) else None
+    grad = role_curve(curves, roles, "grad_norm")
+    scale = role_curve(curves, roles, "loss_scale")
+    skipped = role_curve(curves, roles, "skipped_steps")
+    gradients = None
+    if grad is not None or scale is not None or skipped is not None or hist is not None:
+        gradients = analyze_gradients(grad, histograms=hist, loss_scale=scale, skipped=skipped,
+                                      **params.get("gradients", {}))
+
+    throughput = None
+    options = dict(params.get("throughput", {}))
+    tp = role_curve(curves, roles, "throughput")
+    step_time = role_curve(curves, roles, "step_time")
+    train = role_curve(curves, roles, "train_loss")
+    if tp is not None and roles.throughput_kind in ("samples", "tokens"):
+        throughput = analyze_throughput(tp, kind=f"{roles.throughput_kind}_per_s", **options)
+    elif tp is not None:  # steps per second: turned into seconds per step
+        with np.errstate(divide="ignore"):
+            seconds = Curve(tp.tag, tp.steps, 1.0 / tp.values, tp.wall_time)
+        throughput = analyze_throughput(seconds, kind="step_time_s", **options)
+    elif step_time is not None:
+        options.setdefault("interval_means", "elapsed" in tag_words(step_time.tag))
+        throughput = analyze_throughput(step_time, kind=_time_kind(step_time.tag, step_time), **options)
+    elif train is not None and np.isfinite(train.wall_time).sum() >= 3 and len(roles["train_loss"].components) == 1:
+        throughput = analyze_throughput(None, kind="wall_time", wall_time_curve=train, **options)
+
+    resources = None
+    memory = role_curve(curves, roles, "gpu_memory")
+    attention_tags = []
+    if "attention_entropy" in roles:
+        attention_tags = [roles.tag("attention_entropy")] + [
+            r.tag for r in roles.rejected.get("attention_entropy", ()) if r.tag in curves]
+    attention = [curves[t] for t in attention_tags if t in curves]
+    by_rank = None
+    if step_time is not None and "rank" in frame.columns:
+        rows = frame[frame["tag"] == step_time.tag]
+        ranks = rows["rank"].dropna().unique()
+        if len(ranks) > 1:
+            by_rank = {int(r): Curve.from_frame(rows[rows["rank"] == r], step_time.tag) for r in ranks}
+    if memory is not None or attention or by_rank:
+        options = dict(params.get("resources", {}))
+        if memory is not None:
+            options.setdefault("memory_unit", _memory_unit(memory.tag, memory))
+        resources = analyze_resources(gpu_memory=memory, attention_entropy=attention,
+                                      attention_histograms=hist, step_time_by_rank=by_rank, **options)
+    return gradients, throughput, resources
+
+
+def _align_validation(
+    val: Curve | None, train: Curve | None, epoch: Curve | None
+) -> tuple[Curve | None, Curve | None, str | None]:
+    """Validation keyed by epoch while training is keyed by iteration: move each evaluation to the last
+    training step of its epoch when the epoch of every training step is known, else judge the validation
+    curve without the training curve. Returns (val, train to compare it with, a note for the user)."""
+    if val is None or train is None or len(val) < 2 or len(train) < 2:
+        return val, train, None
+    v_last, t_last = int(val.steps.max()), int(train.steps.max())
+    if not (v_last > 0 and v_last * 20 < t_last and len(train) > 5 * len(val)):
+        return val, train, None
+    if epoch is not None and len(epoch):
+        index = np.searchsorted(epoch.steps, train.steps, side="right") - 1
+        ok = index >= 0
+        whole = np.floor(epoch.values[np.clip(index, 0, None)] + 1e-9)
+        if ok.all() and np.isfinite(whole).all() and whole.max() + 1 >= v_last and (np.diff(whole) >= 0).all():
+            last_of = np.searchsorted(whole, val.steps, side="right") - 1
+            if (last_of >= 0).all():
+                moved = Curve(val.tag, train.steps[last_of], val.values, val.wall_time)
+                note = (f"{val.tag} is keyed by epoch (steps up to {v_last}) while {train.tag} is keyed by "
+                        f"iteration (up to {t_last}): each evaluation was placed at the last step of its epoch")
+                return moved, train, note
+    note = (f"{val.tag} seems keyed by epoch (steps up to {v_last}) while {train.tag} is keyed by iteration "
+            f"(up to {t_last}): the validation curve is judged on its own, without the train-validation gap")
+    return val, None, note
+
+
+def diagnose_run(
+    frame: pd.DataFrame,
+    *,
+    run: str | None = None,
+    format: str | None = None,
+    roles: Mapping[str, str | tuple[str, ...] | None] | None = None,
+    histograms: pd.DataFrame | None = None,
+    read_warnings: tuple[str, ...] = (),
+    num_classes: int | None = None,
+    thresholds: Thresholds | None = None,
+    **params: Mapping[str, Any],
+) -> RunDiagnosis:
+    """Diagnose one run from its tidy table (rows of one run; every point is used).
+
+    Args:
+        frame: tidy scalar rows of one run (``run, tag, step, value, wall_time``; ``epoch``/``rank`` used when present).
+        run: the run's name (default: the frame's ``run`` value).
+        format: the reader that read it (shown in the result).
+        roles: role overrides, e.g. ``{"val_loss": "my/val"}``.
+        histograms: the run's histogram rows (gradient and attention histograms).
+        read_warnings: warnings from reading the run, carried into the result.
+        num_classes: number of classes, enabling the chance-level check ``ln(num_classes)``.
+        thresholds: the verdict's thresholds.
+        **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
+            ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``
+            (each a dict of that analyzer's keyword arguments).
+
+    Raises:
+        ConfigError: an unknown role or analyzer name.
+        ValueError: the table holds several runs (use :func:`diagnose`).
+    """
+    unknown = sorted(set(params) - set(ANALYZER_PARAMS))
+    if unknown:
+        raise ConfigError(f"unknown analyzer parameter group(s) {unknown}; known: {', '.join(ANALYZER_PARAMS)}")
+    if "run" in frame.columns and len(frame):
+        names = pd.unique(frame["run"].to_numpy())
+        if len(names) > 1:
+            shown = ", ".join(safe_text(n, 60) for n in names[:5])
+            raise ValueError(f"diagnose_run() takes the rows of one run; this table holds {len(names)}: {shown}")
+        if run is None:
+            run = str(names[0])
+    run = run or ""
+    curves = _curves_by_tag(frame)
+    role_map = resolve_roles({tag: int(np.isfinite(c.values).sum()) for tag, c in curves.items()}, roles)
+    warnings = list(read_warnings) + list(role_map.warnings)
+    train = role_curve(curves, role_map, "train_loss")
+    val = role_curve(curves, role_map, "val_loss")
+    lr = role_curve(curves, role_map, "learning_rate")
+    grad = role_curve(curves, role_map, "grad_norm")
+    if train is None:
+        warnings.append("no training loss found among the tags" + (f" ({len(curves)} tag(s))" if curves else ""))
+    if val is None:
+        warnings.append("no validation loss: overfitting and early stopping cannot be judged")
+    elif train is not None and not role_map.losses_comparable:
+        warnings.append(f"{train.tag} and {val.tag} measure different quantities: their gap is not judged")
+    for curve in (train, val):
+        if curve is not None and curve.duplicate_steps:
+            warnings.append(f"{curve.tag}: {curve.duplicate_steps} point(s) share a step with another; "
+                            "points of one step are averaged")
+
+    epoch = _epoch_curve(frame, curves, role_map, role_map.tag("train_loss") if train is not None else None)
+    val, val_train, note = _align_validation(val, train, epoch)
+    if note:
+        warnings.append(note)
+    main = train if train is not None else val
+    loss_analysis = analyze_divergence(main, grad_norm=grad, learning_rate=lr, **params.get("divergence", {}))
+    # The validation loss has spikes of its own (a bad evaluation batch, BatchNorm statistics, an LR jump).
+    val_analysis = None
+    if val is not None and main is not val:
+        val_analysis = analyze_divergence(val, learning_rate=lr, **params.get("divergence", {}))
+    # Only transient validation spikes: a lasting rise of the validation loss is overfitting's business.
+    val_spikes = tuple(sp for sp in val_analysis.spikes if sp.end_step is not None) if val_analysis else ()
+    spikes = loss_analysis.spikes + val_spikes
+    divergence = loss_analysis.divergence
+    if divergence is None and val_analysis is not None and val_analysis.divergence is not None \
+            and val_analysis.divergence.kind != "explosion":
+        divergence = val_analysis.divergence
+    overfitting = None
+    if val is not None and train is not None:
+        overfitting = analyze_overfitting(val, val_train, losses_comparable=role_map.losses_comparable,
+                                          **params.get("overfitting", {}))
+    verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
+                           num_classes=num_classes, thresholds=thresholds or Thresholds())
+    early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
+    progress = analyze_progress(main, epochs=epoch, **params.get("progress", {})) if main is not None else None
+    gradients, throughput, resources = _health(frame, curves, role_map, histograms, params)
+
+    findings: list[Finding] = list(loss_analysis.findings) + list(verdict.findings)
+    if val_analysis is not None:  # its spikes and non-finite values; a val "explosion" is judged as overfitting
+        findings += [f for f in val_analysis.findings
+                     if f.code == "nonfinite_values" or f.code == "diverged_nonfinite"
+                     or (f.code == "loss_spike" and f.step in {sp.onset_step for sp in val_spikes})]
+    if overfitting is not None:
+        findings += overfitting.findings
+    for result in (early, progress, gradients, throughput, resources):
+        if result is not None:
+            findings += result.findings
+    findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
+    kept = {role: curve for role, curve in (("train_loss", train), ("val_loss", val)) if curve is not None}
+    return RunDiagnosis(
+        run=run,
+        format=format,
+        roles=role_map.tags(),
+        verdict=verdict,
+        overfitting=overfitting if overfitting is not None and overfitting.detected else None,
+        divergence=divergence,
+        spikes=tuple(sorted(spikes, key=lambda sp: sp.onset_step)),
+        early_stopping=early,
+        progress=progress,
+        gradients=gradients,
+        throughput=throughput,
+        resources=resources,
+        findings=tuple(findings),
+        warnings=tuple(warnings),
+        role_details=role_map,
+        loss_analysis=loss_analysis,
+        curves=kept,
+    )
+
+
+def diagnose(
+    logs: Logs,
+    *,
+    roles: Mapping[str, str | tuple[str, ...] | None] | None = None,
+    num_classes: int | None = None,
+    thresholds: Thresholds | None = None,
+    **params: Mapping[str, Any],
+) -> Diagnoses:
+    """Diagnose every run of ``logs`` (see :func:`diagnose_run` for the arguments)."""
+    groups: dict[str, pd.DataFrame] = {}
+    if len(logs.scalars):
+        for name, rows in logs.scalars.groupby("run", observed=True, sort=False):
+            groups[str(name)] = rows
+    hist_groups: dict[str, pd.DataFrame] = {}
+    if len(logs.histograms):
+        for name, rows in logs.histograms.groupby("run", observed=True, sort=False):
+            hist_groups[str(name)] = rows
+    out: dict[str, RunDiagnosis] = {}
+    empty = logs.scalars.iloc[0:0]
+    for name, info in logs.runs.items():
+        out[name] = diagnose_run(
+            groups.get(name, empty), run=name, format=info.format, roles=roles, histograms=hist_groups.get(name),
+            read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
+            **params,
+        )
+    return Diagnoses(out)

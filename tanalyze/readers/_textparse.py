@@ -1,0 +1,555 @@
+"""Machinery shared by the console-log parsers.
+
+A parser (one per format family) receives cleaned chunks of whole lines and
+turns the lines it knows into points. This module gives every parser the
+same tools, so each format module only says what its lines look like:
+
+- :class:`Rows`: points in write order, stored compactly (arrays, tag codes);
+- step anchors: each parser reports the step of its main line kind, and a step
+  that goes back is a resumed job (:class:`~tanalyze.readers.base.Restart`);
+- lines that look like metrics (a format's keyword) but that no rule read are
+  counted, with up to three examples, instead of being lost silently;
+- :func:`parse_path`, the driver: reads the file chunk by chunk, feeds the
+  parser, notes tracebacks and the cleaning that happened, and returns a
+  :class:`ParsedFile`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import heapq
+import math
+import re
+from array import array
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from tanalyze.errors import FormatError
+from tanalyze.readers._lines import Chunk, TextStats, iter_chunks
+from tanalyze.readers.base import ReadWarning, Restart
+from tanalyze.schema import keep_last_write
+
+__all__ = [
+    "NUMBER",
+    "to_float",
+    "config_value",
+    "Rows",
+    "TextParser",
+    "ParsedFile",
+    "parse_path",
+    "parse_files",
+    "dedupe",
+    "ordered_matches",
+    "parse_timestamp",
+    "short",
+]
+
+#: A number as trainers print it, including nan/inf spellings.
+NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[nN]a[nN]|[iI]nf(?:inity)?)"
+
+NAN = math.nan
+MAX_EXAMPLES = 3
+
+
+def to_float(text: str) -> float | None:
+    """``float(text)`` or None; accepts nan/inf spellings and thousands separators."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    text = text.strip()
+    if "," in text:
+        try:
+            return float(text.replace(",", ""))
+        except ValueError:
+            return None
+    return None
+
+
+def config_value(text: str) -> object:
+    """A printed config value as int, float, bool, None or the text itself."""
+    text = text.strip()
+    if text in ("True", "False"):
+        return text == "True"
+    if text == "None":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    number = to_float(text)
+    return number if number is not None and "," not in text else text
+
+
+def short(text: str, limit: int = 160) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_TIMESTAMP = re.compile(r"(\d{4})[-/](\d\d)[-/](\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[,.](\d{1,6}))?")
+
+
+_MINUTES: dict[str, float] = {}
+_FRACTION = re.compile(r"\d{1,6}")
+
+
+_LAST_SECOND = ["", 0.0]
+
+
+def parse_timestamp(text: str) -> float:
+    """Seconds since the epoch of a ``YYYY-MM-DD HH:MM:SS[,mmm]`` stamp read as UTC (NaN if none)."""
+    if len(text) >= 19 and text[13] == ":" and text[16] == ":" and text[4] in "-/" and text[7] in "-/":
+        second = text[:19]
+        if second == _LAST_SECOND[0]:  # consecutive lines share their second more often than not
+            seconds = _LAST_SECOND[1]
+        else:
+            minute = _MINUTES.get(text[:16])
+            try:
+                if minute is None:
+                    minute = _minute(text)
+                seconds = minute + int(text[17:19])
+            except (ValueError, OverflowError):
+                return NAN
+            _LAST_SECOND[0], _LAST_SECOND[1] = second, seconds
+        if len(text) > 20 and text[19] in ",.":
+            if len(text) == 23 and text[20:23].isdigit():  # the common ',mmm'
+                return seconds + int(text[20:23]) / 1000
+            fraction = _FRACTION.match(text, 20)
+            if fraction:
+                digits = fraction.group(0)
+                seconds += int(digits) / 10 ** len(digits)
+        return seconds
+    m = _TIMESTAMP.match(text)
+    return parse_timestamp(m.group(0).replace("T", " ")) if m and "T" in m.group(0) else NAN
+
+
+def _minute(text: str) -> float:
+    if len(_MINUTES) > 100_000:
+        _MINUTES.clear()
+    fields = (int(text[0:4]), int(text[5:7]), int(text[8:10]), int(text[11:13]), int(text[14:16]), 0, 0, 0, 0)
+    minute = _MINUTES[text[:16]] = float(calendar.timegm(fields))
+    return minute
+
+
+def ordered_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]]) -> Iterator[tuple[str, re.Match[str]]]:
+    """Matches of several patterns over one text, in order of position, each with its kind.
+
+    Every pattern scans the whole text in C (``finditer``); merging keeps the
+    order the lines were written in, which stateful formats need.
+    """
+    iterators = [_tagged(pattern.finditer(text), index, kind) for index, (pattern, kind) in enumerate(patterns)]
+    if len(iterators) == 1:
+        for _, _, kind, match in iterators[0]:
+            yield kind, match
+        return
+    for _, _, kind, match in heapq.merge(*iterators):
+        yield kind, match
+
+
+def _tagged(matches: Iterator[re.Match[str]], index: int, kind: str) -> Iterator[tuple[int, int, str, re.Match[str]]]:
+    for m in matches:
+        yield m.start(), index, kind, m
+
+
+def _is_default(value: float, default: float) -> bool:
+    return value == default or (value != value and default != default)  # NaN defaults
+
+
+class Rows:
+    """Points in write order: tag, step, value and optional epoch, rank, wall time.
+
+    Stored in compact arrays; the optional columns exist only once a row has
+    a value for them (a Megatron log never pays for an epoch column).
+    """
+
+    def __init__(self) -> None:
+        self._codes: dict[str, int] = {}
+        self.tag_names: list[str] = []
+        self.tags = array("i")
+        self.steps = array("q")
+        self.values = array("d")
+        self.epochs: array | None = None
+        self.ranks: array | None = None
+        self.walls: array | None = None
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def code(self, tag: str) -> int:
+        code = self._codes.get(tag)
+        if code is None:
+            code = self._codes[tag] = len(self.tag_names)
+            self.tag_names.append(tag)
+        return code
+
+    def codes(self, tags: Iterable[str]) -> list[int]:
+        get, code = self._codes.get, self.code
+        return [c if (c := get(t)) is not None else code(t) for t in tags]
+
+    def _optional(self, name: str, typecode: str, default: float) -> array:
+        current = getattr(self, name)
+        if current is None:
+            current = array(typecode, [default]) * len(self.steps)
+            setattr(self, name, current)
+        return current
+
+    def extend(
+        self,
+        codes: list[int],
+        steps: list[int],
+        values: list[float],
+        epoch: float | list[float] = NAN,
+        rank: int | list[int] = -1,
+        wall: float | list[float] = NAN,
+    ) -> None:
+        """Append many rows; ``epoch``/``rank``/``wall`` are one value for all or one per row."""
+        n = len(codes)
+        if not n:
+            return
+        for name, typecode, given, default in (
+            ("epochs", "d", epoch, NAN),
+            ("ranks", "q", rank, -1),
+            ("walls", "d", wall, NAN),
+        ):
+            column = getattr(self, name)
+            if isinstance(given, list):
+                if column is None:
+                    column = self._optional(name, typecode, default)
+                column.extend(given)
+            elif column is not None or not _is_default(given, default):
+                if column is None:
+                    column = self._optional(name, typecode, default)
+                column.extend(array(typecode, [given]) * n)
+        self.tags.extend(codes)
+        self.steps.extend(steps)
+        self.values.extend(values)
+
+    def add(self, tag: str, step: int, value: float, epoch: float = NAN, rank: int = -1, wall: float = NAN) -> None:
+        self.extend([self.code(tag)], [step], [value], epoch, rank, wall)
+
+    def add_pairs(
+        self, pairs: Iterable[tuple[str, float]], step: int, epoch: float = NAN, rank: int = -1, wall: float = NAN
+    ) -> int:
+        pairs = list(pairs)
+        if pairs:
+            self.extend(self.codes([t for t, _ in pairs]), [step] * len(pairs), [v for _, v in pairs], epoch, rank, wall)
+        return len(pairs)
+
+    def count(self, tag: str) -> int:
+        code = self._codes.get(tag)
+        return 0 if code is None else self.tags.count(code)
+
+    def frame(self, *, rank: int | None = None, source: str | None = None) -> pd.DataFrame:
+        """The points as a tidy table (``run`` left empty for ``load`` to fill).
+
+        ``rank`` overrides every row's rank (a per-rank file); ``source`` adds
+        the file name as the ``source`` column.
+        """
+        n = len(self.steps)
+
+        def numbers(column: array | None, dtype: type, default: float) -> np.ndarray:
+            if column is None or not n:
+                return np.full(n, default, dtype=dtype)
+            return np.frombuffer(column, dtype=dtype)  # a view: the rows are done growing
+
+        codes = np.frombuffer(self.tags, dtype=np.int32) if n else np.zeros(0, dtype=np.int32)
+        data: dict[str, Any] = {
+            "run": pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[""]),
+            "tag": pd.Categorical.from_codes(codes, categories=self.tag_names),
+            "step": numbers(self.steps, np.int64, 0),
+            "value": numbers(self.values, np.float64, NAN),
+            "wall_time": numbers(self.walls, np.float64, NAN),
+        }
+        if self.epochs is not None and n:
+            epochs = numbers(self.epochs, np.float64, NAN)
+            if not np.isnan(epochs).all():
+                data["epoch"] = epochs
+        if rank is not None:
+            data["rank"] = pd.array(np.full(n, rank), dtype="Int64")
+        elif self.ranks is not None and n:
+            ranks = numbers(self.ranks, np.int64, -1)
+            if (ranks >= 0).any():
+                data["rank"] = pd.arrays.IntegerArray(np.where(ranks >= 0, ranks, 0), mask=ranks < 0)
+        if source is not None:
+            data["source"] = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[source])
+        return pd.DataFrame(data)
+
+
+@dataclass
+class ParsedFile:
+    """One file as a parser read it."""
+
+    path: Path
+    family: str
+    rows: Rows
+    notes: list[str] = field(default_factory=list)
+    warnings: list[ReadWarning] = field(default_factory=list)
+    restarts: list[Restart] = field(default_factory=list)
+    hparams: dict[str, Any] = field(default_factory=dict)
+
+
+class TextParser:
+    """Base of the per-format parsers: feed chunks, then ``finish``.
+
+    Subclasses set ``family`` and ``lookalike`` (a pattern whose matches are
+    lines that look like this format's metric lines) and implement ``feed``.
+    In ``feed`` they call :meth:`mark` for every line they read and
+    :meth:`anchor` with the step of their main line kind.
+    """
+
+    family: ClassVar[str] = "text"
+    lookalike: ClassVar[re.Pattern[str] | None] = None
+    #: (pattern, kind) pairs; the default ``feed`` calls ``self._on_<kind>(match, chunk)`` in line order.
+    patterns: ClassVar[tuple[tuple[re.Pattern[str], str], ...]] = ()
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.file = path.name
+        self.rows = Rows()
+        self.notes: list[str] = []
+        self.warnings: list[ReadWarning] = []
+        self.hparams: dict[str, Any] = {}
+        self.restarts: list[Restart] = []
+        self.parsed_lines = 0
+        self._marked: set[int] = set()
+        self._last_anchor: dict[int, int] = {}
+        self._last_step: int | None = None
+        self._handlers = {kind: getattr(self, "_on_" + kind) for _, kind in self.patterns}
+        self._reset_file_counts()
+
+    def start_file(self, path: Path) -> None:
+        """Continue with another file of the same run (stdout and stderr of one job)."""
+        self.path = path
+        self.file = path.name
+        self.parsed_lines = 0
+        self._reset_file_counts()
+
+    def unparsed(self, chunk: Chunk, pos: int) -> None:
+        """Record a line of this format that could not be read (for parsers that check their own lines)."""
+        start = chunk.text.rfind("\n", 0, pos) + 1
+        if chunk.incomplete:
+            self._cut_candidates.append((chunk.first_line, chunk.line_at(start)))
+            return
+        self._unparsed += 1
+        if len(self._unparsed_examples) < MAX_EXAMPLES:
+            self._unparsed_examples.append((chunk.line_of(start), chunk.line_at(start)))
+
+    def _reset_file_counts(self) -> None:
+        self._parsed_before = 0
+        self._cut_candidates: list[tuple[int, str]] = []
+        self._unparsed = 0
+        self._unparsed_examples: list[tuple[int, str]] = []
+        self._cut_last_line: tuple[int, str] | None = None
+        self._last_line_read = False
+
+    # -- to implement -------------------------------------------------------------------------
+    def feed(self, chunk: Chunk) -> None:
+        handlers = self._handlers
+        for kind, match in ordered_matches(chunk.text, self.patterns):
+            handlers[kind](match, chunk)
+
+    def finish(self) -> None:
+        """Called once after the last chunk (formats that derive steps do it here)."""
+
+    # -- helpers for subclasses ----------------------------------------------------------------
+    def mark(self, chunk: Chunk, pos: int) -> None:
+        """Record that the line holding ``pos`` was read as metrics."""
+        self._marked.add(chunk.text.rfind("\n", 0, pos) + 1)
+
+    def anchor(self, step: int, chunk: Chunk | None, pos: int, rank: int = -1, line: int | None = None) -> None:
+        """Report the step of a main metric line; a step lower than the previous one is a restart."""
+        previous = self._last_anchor.get(rank)
+        self._last_anchor[rank] = step
+        self._last_step = step
+        if previous is not None and step < previous:
+            where = line if line is not None else (chunk.line_of(pos) if chunk is not None else None)
+            at = f" (line {where})" if where is not None else ""
+            who = f" on rank {rank}" if rank >= 0 else ""
+            self.restarts.append(
+                Restart(
+                    step=step,
+                    file=self.file,
+                    detail=f"step {step} logged again after step {previous}{who}{at}; the later values are kept",
+                )
+            )
+
+    def may_have_lookalikes(self, chunk: Chunk) -> bool:
+        """False when a cheap count proves every look-alike line of the chunk was read (skips the scan)."""
+        return True
+
+    def current_step(self, default: int = 0) -> int:
+        """The step of the last main metric line, whatever its rank (for lines that carry none)."""
+        return default if self._last_step is None else self._last_step
+
+    def count_note(self, count: int, text: str) -> None:
+        if count:
+            self.notes.append(f"{count:,} {text}")
+
+    # -- driver side ---------------------------------------------------------------------------
+    def end_chunk(self, chunk: Chunk) -> None:
+        marked = self._marked
+        self.parsed_lines += len(marked)
+        if chunk.incomplete:
+            if self.parsed_lines > self._parsed_before:
+                self._last_line_read = True
+            if self._cut_candidates:
+                self._cut_last_line = self._cut_candidates[-1]
+        self._cut_candidates = []
+        if self.lookalike is not None and self.may_have_lookalikes(chunk):
+            seen: set[int] = set()
+            for m in self.lookalike.finditer(chunk.text):
+                start = chunk.text.rfind("\n", 0, m.start()) + 1
+                if start in marked or start in seen:
+                    continue
+                seen.add(start)
+                if chunk.incomplete:
+                    self._cut_last_line = (chunk.first_line, chunk.line_at(start))
+                    continue
+                self._unparsed += 1
+                if len(self._unparsed_examples) < MAX_EXAMPLES:
+                    self._unparsed_examples.append((chunk.line_of(start), chunk.line_at(start)))
+        if marked:
+            self._marked = set()
+        self._parsed_before = self.parsed_lines
+
+    def close_file(self, stats: TextStats) -> None:
+        if self._unparsed:
+            examples = "; ".join(f"line {n}: {short(text)!r}" for n, text in self._unparsed_examples)
+            self.warnings.append(
+                ReadWarning(
+                    self.file,
+                    f"{self._unparsed:,} line(s) look like {self.family} metrics but could not be read, e.g. {examples}",
+                    location=f"line {self._unparsed_examples[0][0]}",
+                    count=self._unparsed,
+                )
+            )
+        if self._cut_last_line is not None:
+            line_no, text = self._cut_last_line
+            self.warnings.append(
+                ReadWarning(
+                    self.file,
+                    f"the last line ends without a line break and could not be read (the job was probably "
+                    f"stopped while writing it): {short(text)!r}",
+                    location=f"line {line_no}",
+                )
+            )
+        elif self._last_line_read and stats.incomplete_last_line is not None:
+            self.notes.append("the last line has no line break; it was complete and was read")
+
+
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+_EXCEPTION = re.compile(
+    r"^(?:\[rank\d+\]:\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ \t]*([^\n]*))?$",
+    re.M,
+)
+
+
+class _Tracebacks:
+    """Counts tracebacks and remembers the last exception line after one."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last: str | None = None
+
+    def scan(self, chunk: Chunk) -> None:
+        if not self.count and not chunk.contains("Traceback"):
+            return
+        text = chunk.text
+        found = len(_TRACEBACK.findall(text))
+        self.count += found
+        if self.count:
+            for m in _EXCEPTION.finditer(text):
+                self.last = m.group(1) + (f": {m.group(2).strip()}" if m.group(2) else "")
+
+    def note(self) -> str | None:
+        if not self.count:
+            return None
+        tail = f"; last exception: {short(self.last, 200)}" if self.last else ""
+        return f"{self.count} Python traceback(s) in the log{tail}"
+
+
+def parse_files(paths: list[Path], parser: TextParser) -> ParsedFile:
+    """Read ``paths`` (one job's files, in order) chunk by chunk with one ``parser``.
+
+    A file that cannot be opened raises ``FormatError``; notes about cleaning
+    and tracebacks are prefixed with the file name when there are several files.
+    """
+    notes: list[str] = []
+    for path in paths:
+        parser.start_file(path)
+        stats = TextStats()
+        tracebacks = _Tracebacks()
+        try:
+            for chunk in iter_chunks(path, stats):
+                parser.feed(chunk)
+                parser.end_chunk(chunk)
+                tracebacks.scan(chunk)
+        except OSError as exc:
+            raise FormatError(path, f"cannot read: {exc.strerror or exc}") from exc
+        parser.close_file(stats)
+        file_notes = stats.notes()
+        traceback_note = tracebacks.note()
+        if traceback_note:
+            file_notes.append(traceback_note)
+        other = stats.lines - parser.parsed_lines
+        if other > 0:
+            file_notes.append(
+                f"{other:,} of {stats.lines:,} line(s) carry no metrics (banners, INFO logs, progress bars) "
+                "and were skipped"
+            )
+        prefix = f"{path.name}: " if len(paths) > 1 else ""
+        notes.extend(prefix + note for note in file_notes)
+    parser.finish()
+    notes = parser.notes + notes
+    return ParsedFile(
+        path=paths[0],
+        family=parser.family,
+        rows=parser.rows,
+        notes=notes,
+        warnings=parser.warnings,
+        restarts=parser.restarts,
+        hparams=parser.hparams,
+    )
+
+
+def parse_path(path: Path, parser: TextParser) -> ParsedFile:
+    """Read one file with ``parser`` (see :func:`parse_files`)."""
+    return parse_files([path], parser)
+
+
+def dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Last write wins per (tag, step[, rank]) — the rule for resumed runs (``keep_last_write``).
+
+    The key columns are packed into one integer when their ranges allow: the same
+    result as ``keep_last_write`` at a fraction of its time and memory on millions of rows.
+    """
+    keys = ("tag", "step", "rank") if "rank" in frame.columns else ("tag", "step")
+    if frame.empty or not isinstance(frame["tag"].dtype, pd.CategoricalDtype):
+        return keep_last_write(frame, keys=keys)
+    codes = frame["tag"].cat.codes.to_numpy(dtype=np.int64)
+    steps = frame["step"].to_numpy(dtype=np.int64)
+    low, span = int(steps.min()), int(steps.max()) - int(steps.min()) + 1
+    ranks = frame["rank"].fillna(-1).to_numpy(dtype=np.int64) + 1 if "rank" in keys else np.zeros(len(frame), np.int64)
+    rank_span = int(ranks.max()) + 1
+    if (int(codes.max()) + 1) * span * rank_span >= 2**62:
+        return keep_last_write(frame, keys=keys)
+    group = codes * rank_span + ranks
+    if int(group.max()) < 2**15:
+        # usual case, no step logged twice: steps rise within every (tag, rank). A stable sort of
+        # small integers is a radix sort, much cheaper than hashing every key.
+        small = group.astype(np.int16)
+        order = np.argsort(small, kind="stable")
+        sorted_group, sorted_steps = small[order], steps[order]
+        if not ((sorted_group[1:] == sorted_group[:-1]) & (sorted_steps[1:] <= sorted_steps[:-1])).any():
+            return frame, 0
+    key = (codes * span + (steps - low)) * rank_span + ranks
+    duplicated = pd.Series(key).duplicated(keep="last").to_numpy()
+    dropped = int(duplicated.sum())
+    if not dropped:
+        return frame, 0
+    return frame.loc[~duplicated].reset_index(drop=True), dropped

@@ -1,0 +1,596 @@
+"""DeepSpeed and DeepSpeed-Chat console logs.
+
+The DeepSpeed engine prints, on rank 0 and every ``steps_per_print`` steps::
+
+    [2023-04-18 01:46:59,142] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=6, lr=[9.6e-06, 9.6e-06], mom=[…]
+    [2023-04-18 01:46:59,171] [INFO] [timer.py:199:stop] epoch=0/micro_step=10/global_step=10, RunningAvgSamplesPerSec=173.4, CurrSamplesPerSec=171.9, MemAllocated=3.96GB, MaxMemAllocated=22.95GB
+
+and, for fp16, ``OVERFLOW! Rank 0 Skipping step. Attempted loss scale: 65536, reducing to 32768``
+(or ``Overflow detected. Skipping step. …`` in newer versions) with no step.
+Those lines are counted at the NEXT logged step (``overflow_skips``: how many
+skip messages since the previous logged step; ``loss_scale``: the scale they
+left), which is where DeepSpeed's own ``skipped=`` count shows them.
+
+DeepSpeed-Chat adds evaluation lines (``ppl: …``; ``chosen: …, rejected: …, loss: …``;
+``chosen_last_scores (higher is better) : …, acc (higher is better) : …``), RLHF
+step lines (``epoch: 0|step: 3|ppo_ep: 1|act_loss: …|cri_loss: …|unsuper_loss: …``,
+``average reward score: …``, ``|E2E latency=3.9s |…|CurSamplesPerSec=16.5 |…``) and
+per-micro-batch throughput lines (``Model Parameters: 0.331 B, Latency: 0.14s, …``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from tanalyze.readers._lines import Chunk
+from tanalyze.readers._textparse import NAN, NUMBER, TextParser, parse_timestamp, to_float
+from tanalyze.readers._textreader import TextReader
+from tanalyze.readers.generic_text import GenericRules
+
+__all__ = ["DeepSpeedEngineLines", "DeepSpeedParser", "DeepSpeedReader", "detect_deepspeed"]
+
+# Patterns start with a literal so that scanning a chunk is fast; what precedes
+# (rank, time stamp, step counters) is read from the line when a match is found.
+DS_STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\]\n]*)\]")
+DS_TIMER = re.compile(r", RunningAvgSamplesPerSec=([^\n]*)")
+DS_OVERFLOW = re.compile(
+    rf"Skipping step\. Attempted loss scale: ({NUMBER})(?:, reducing to ({NUMBER})|, but hysteresis is \d+)?"
+)
+
+EVAL_HEADER = re.compile(r"^\*\*\*\*\* Evaluating (\w+), Epoch (\d+)/(\d+) \*\*\*\*\*[ \t]*$", re.M)
+BEGIN_EPOCH = re.compile(r"^Beginning of Epoch (\d+)/(\d+), Total (Micro|Generation) Batches (\d+)[ \t]*$", re.M)
+PPL = re.compile(rf"^ppl: ({NUMBER})[ \t]*$", re.M)
+CHOSEN = re.compile(rf"^chosen: ({NUMBER}), rejected: ({NUMBER})(?:, loss: ({NUMBER}))?[ \t]*$", re.M)
+CHOSEN_LAST = re.compile(
+    rf"^chosen_last_scores \(higher is better\) : ({NUMBER}), acc \(higher is better\) : ({NUMBER})[ \t]*$", re.M
+)
+EPOCH_LOSS = re.compile(rf"^Epoch (\d+)/(\d+) with loss ({NUMBER})[ \t]*$", re.M)
+PPO = re.compile(r"^epoch: (\d+)\|step: (\d+)\|ppo_ep: (\d+)\|([^\n]*)$", re.M)
+REWARD = re.compile(rf"^average reward score: ({NUMBER})[ \t]*$", re.M)
+E2E = re.compile(r"^\|E2E latency=([^\n]*)$", re.M)
+THROUGHPUT = re.compile(
+    rf"^Model Parameters: [^,\n]*, Latency: ({NUMBER})s, TFLOPs: ({NUMBER}), Samples/sec: ({NUMBER}), "
+    rf"Time/seq ({NUMBER})s(?:, [^\n]*)?$",
+    re.M,
+)
+_EQ_PAIR = re.compile(rf"([A-Za-z][\w /]*?)=\s*({NUMBER})")
+
+
+def _wall(text: str, start: int) -> float:
+    """Time stamp of a DeepSpeed line starting at ``start`` ('[2023-04-18 01:46:59,142] …'), NaN if none."""
+    if text.startswith("[", start):
+        return parse_timestamp(text[start + 1 : start + 24])
+    return NAN
+
+
+def _rank(text: str, pos: int) -> int:
+    """The N of a '[Rank N] ' right before ``pos`` (-1 when there is none)."""
+    if text.startswith("[Rank 0] ", pos - 9):
+        return 0
+    at = text.rfind("[Rank ", max(0, pos - 16), pos)
+    if at < 0 or text[pos - 2 : pos] != "] ":
+        return -1
+    try:
+        return int(text[at + 6 : pos - 2])
+    except ValueError:
+        return -1
+
+
+_TIMER_TAGS: dict[tuple[str, str], str] = {}
+# The usual shapes of the two dense engine lines, whole, for one C-level findall per chunk.
+_STEP_LINE = re.compile(
+    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+)\] \[\w+\] \[logging\.py:\d+:log_dist\] \[Rank (-?\d+)\] "
+    r"step=(\d+), skipped=(\d+), lr=\[([^\],\n]*)"
+)
+_TIMER_LINE = re.compile(
+    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+)\] \[\w+\] \[timer\.py:\d+:stop\] "
+    r"(?:epoch=(\d+)/micro_step=(\d+)/global_step=(\d+)|\d+/(\d+)), RunningAvgSamplesPerSec=([^,\n]+), "
+    r"CurrSamplesPerSec=([^,\n]+), MemAllocated=([^,\n]+)GB, MaxMemAllocated=([^,\n]+)GB$",
+    re.M,
+)
+_TIMER_LINE_TAGS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "MemAllocated (GB)", "MaxMemAllocated (GB)")
+
+
+class _TimerShapes:
+    """Timer lines repeat the same names: split once per line in C, names checked against the last shape."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] | None = None
+        self.tags: list[str] = []
+        self.units: list[bool] = []
+
+    def read(self, rest: str, prefix: str) -> list[tuple[str, float]] | tuple[list[str], list[float]]:
+        parts = rest.replace("=", ", ").split(", ")
+        keys = parts[1::2]
+        if prefix or keys != self.keys:
+            pairs = timer_fields(rest, prefix)
+            if not prefix and len(pairs) == len(parts) // 2 + 1:
+                self.keys, self.tags = keys, [tag for tag, _ in pairs]
+                self.units = [tag.endswith("B)") for tag in self.tags]
+            return pairs
+        try:
+            values = [float(v[:-2]) if unit else float(v) for v, unit in zip(parts[0::2], self.units, strict=True)]
+        except ValueError:
+            return timer_fields(rest, prefix)
+        return self.tags, values
+
+
+def timer_fields(rest: str, prefix: str = "") -> list[tuple[str, float]]:
+    """``RunningAvgSamplesPerSec=…, CurrSamplesPerSec=…, MemAllocated=3.96GB, …`` as (tag, value)."""
+    out = []
+    for item in ("RunningAvgSamplesPerSec=" + rest).split(", "):
+        name, sep, value = item.partition("=")
+        if not sep or not value:
+            continue
+        unit = ""
+        if value[-1] == "B" and value[-2:] in ("GB", "MB"):
+            value, unit = value[:-2], value[-2:]
+        try:
+            number = float(value)
+        except ValueError:
+            continue
+        tag = _TIMER_TAGS.get((name, unit))
+        if tag is None:
+            tag = _TIMER_TAGS[(name, unit)] = f"{name} ({unit})" if unit else name
+        out.append((prefix + tag if prefix else tag, number))
+    return out
+
+
+class DeepSpeedEngineLines:
+    """Mixin: the DeepSpeed engine's step, timer and overflow lines (``_init_deepspeed`` first).
+
+    Host parsers call :meth:`_flush_overflows` with the step of each line that
+    carries one, so that pending overflow messages land on the next logged step.
+    """
+
+    deepspeed_patterns = ((DS_STEP, "ds_step"), (DS_TIMER, "ds_timer"), (DS_OVERFLOW, "ds_overflow"))
+
+    def _init_deepspeed(self) -> None:
+        self._ds_last_step: int | None = None
+        self._ds_engine = 0
+        self._ds_engines = 1
+        self._ds_last_timer: int | None = None
+        self._ds_timer_engine = 0
+        self._ds_grad_accum: float | None = None
+        self._pending_scale: float | None = None
+        self._pending_skips = 0
+        self._pending_wall = NAN
+        self._overflow_total = 0
+        self._overflow_at_end = 0
+        self._last_flush: tuple[int, int, int, int] | None = None  # step, rank, row of skips, row of scale
+        self._ds_timer_shapes = _TimerShapes()
+
+    def _on_ds_step(self, m: re.Match[str], chunk: Chunk) -> None:
+        text = chunk.text
+        pos = m.start()
+        rank = _rank(text, pos)
+        step, skipped = int(m.group(1)), int(m.group(2))
+        if step == self._ds_last_step:
+            self._ds_engine += 1  # a second engine (RLHF actor + critic) logging the same step
+            self._ds_engines = max(self._ds_engines, self._ds_engine + 1)
+        else:
+            self._ds_engine = 0
+        self._ds_last_step = step
+        prefix = f"engine{self._ds_engine}/" if self._ds_engine else ""
+        wall = _wall(text, text.rfind("\n", 0, pos) + 1)
+        pairs = [(prefix + "skipped", float(skipped))]
+        lr = to_float(m.group(3).partition(",")[0])
+        if lr is not None:
+            pairs.append((prefix + "lr", lr))
+        self.mark(chunk, pos)  # type: ignore[attr-defined]
+        if not self._ds_engine:
+            self._flush_overflows(step, rank)
+            self.anchor(step, chunk, pos, rank=rank)  # type: ignore[attr-defined]
+        self.rows.add_pairs(pairs, step, rank=rank, wall=wall)  # type: ignore[attr-defined]
+
+    def _timer_step(self, text: str, start: int, pos: int) -> int | None:
+        """The global step of a timer line: '… epoch=0/micro_step=20/global_step=10' or '… 0/10'."""
+        head = text[text.rfind(" ", start, pos) + 1 : pos]
+        parts = head.split("/")
+        try:
+            if len(parts) == 3 and parts[2].startswith("global_step="):
+                micro, step = int(parts[1][len("micro_step=") :]), int(parts[2][len("global_step=") :])
+                if step and parts[0] == "epoch=0":  # micro_step restarts every epoch; global_step does not
+                    self._ds_grad_accum = micro / step
+                return step
+            if len(parts) == 2:
+                return int(parts[1])
+        except ValueError:
+            return None
+        return None
+
+    def _ds_fast(self, chunk: Chunk) -> int:
+        """Every step and timer line of a chunk without overflow messages.
+
+        The same rows as ``_on_ds_step``/``_on_ds_timer``; returns how many lines were read.
+        When every such line has the usual shape, one findall per kind reads them all.
+        """
+        steps_seen, timers_seen = chunk.count(", skipped="), chunk.count(", RunningAvgSamplesPerSec=")
+        if not steps_seen and not timers_seen:
+            return 0
+        step_lines = _STEP_LINE.findall(chunk.text) if steps_seen else []
+        timer_lines = _TIMER_LINE.findall(chunk.text) if timers_seen else []
+        if len(step_lines) == steps_seen and len(timer_lines) == timers_seen:
+            return self._ds_usual(chunk, step_lines, timer_lines)
+        return self._ds_any(chunk)
+
+    def _ds_usual(self, chunk: Chunk, step_lines: list[tuple[str, ...]], timer_lines: list[tuple[str, ...]]) -> int:
+        rows = self.rows  # type: ignore[attr-defined]
+        last_anchor = self._last_anchor  # type: ignore[attr-defined]
+        names: list[str] = []
+        values: list[float] = []
+        steps: list[int] = []
+        ranks: list[int] = []
+        walls: list[float] = []
+        latest = None
+        for stamp, rank_text, step_text, skipped, lr_text in step_lines:
+            rank, step = int(rank_text), int(step_text)
+            if step == self._ds_last_step:
+                self._ds_engine += 1
+                self._ds_engines = max(self._ds_engines, self._ds_engine + 1)
+            else:
+                self._ds_engine = 0
+            self._ds_last_step = step
+            if not self._ds_engine:
+                previous = last_anchor.get(rank)
+                if previous is not None and step < previous:
+                    self.anchor(step, chunk, chunk.text.find(f"step={step}, skipped="), rank=rank)  # type: ignore[attr-defined]
+                last_anchor[rank] = step
+                latest = step
+            prefix = f"engine{self._ds_engine}/" if self._ds_engine else ""
+            wall = parse_timestamp(stamp)
+            lr = to_float(lr_text)
+            if lr is None:
+                names.append(prefix + "skipped")
+                values.append(float(skipped))
+                steps.append(step)
+                ranks.append(rank)
+                walls.append(wall)
+                continue
+            names.extend((prefix + "skipped", prefix + "lr"))
+            values.extend((float(skipped), lr))
+            steps.extend((step, step))
+            ranks.extend((rank, rank))
+            walls.extend((wall, wall))
+        if latest is not None:
+            self._last_step = latest  # type: ignore[attr-defined]
+        if names:
+            rows.extend(rows.codes(names), steps, values, rank=ranks, wall=walls)
+        names, values, steps, walls = [], [], [], []
+        for stamp, epoch, micro, global_step, old_step, *fields in timer_lines:
+            if global_step:
+                step = int(global_step)
+                if step and epoch == "0":
+                    self._ds_grad_accum = int(micro) / step
+            else:
+                step = int(old_step)
+            if step == self._ds_last_timer:
+                self._ds_timer_engine += 1
+            else:
+                self._ds_timer_engine = 0
+            self._ds_last_timer = step
+            try:
+                numbers = [float(v) for v in fields]
+            except ValueError:
+                continue
+            prefix = f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else ""
+            names.extend(_TIMER_LINE_TAGS if not prefix else [prefix + t for t in _TIMER_LINE_TAGS])
+            values.extend(numbers)
+            steps.extend((step,) * 4)
+            walls.extend((parse_timestamp(stamp),) * 4)
+        if names:
+            rows.extend(rows.codes(names), steps, values, wall=walls)
+        return len(step_lines) + len(timer_lines)
+
+    def _ds_any(self, chunk: Chunk) -> int:
+        """Step and timer lines of any shape, found by their literal parts."""
+        text = chunk.text
+        rows = self.rows  # type: ignore[attr-defined]
+        names: list[str] = []
+        values: list[float] = []
+        steps: list[int] = []
+        ranks: list[int] = []
+        walls: list[float] = []
+        lines = 0
+        last_anchor = self._last_anchor  # type: ignore[attr-defined]
+        latest = None
+        for m in DS_STEP.finditer(text):
+            pos = m.start()
+            rank = _rank(text, pos)
+            step = int(m.group(1))
+            if step == self._ds_last_step:
+                self._ds_engine += 1
+                self._ds_engines = max(self._ds_engines, self._ds_engine + 1)
+            else:
+                self._ds_engine = 0
+            self._ds_last_step = step
+            prefix = f"engine{self._ds_engine}/" if self._ds_engine else ""
+            wall = _wall(text, text.rfind("\n", 0, pos) + 1)
+            lr = to_float(m.group(3).partition(",")[0])
+            if not self._ds_engine:
+                previous = last_anchor.get(rank)
+                if previous is not None and step < previous:
+                    self.anchor(step, chunk, pos, rank=rank)  # type: ignore[attr-defined]  # a restart
+                last_anchor[rank] = step
+                latest = step
+            count = 2 if lr is not None else 1
+            names.append(prefix + "skipped")
+            values.append(float(m.group(2)))
+            if lr is not None:
+                names.append(prefix + "lr")
+                values.append(lr)
+            steps.extend([step] * count)
+            ranks.extend([rank] * count)
+            walls.extend([wall] * count)
+            lines += 1
+        if latest is not None:
+            self._last_step = latest  # type: ignore[attr-defined]
+        if names:
+            rows.extend(rows.codes(names), steps, values, rank=ranks, wall=walls)
+        names, values, steps, walls = [], [], [], []
+        shapes = self._ds_timer_shapes
+        for m in DS_TIMER.finditer(text):
+            pos = m.start()
+            start = text.rfind("\n", 0, pos) + 1
+            step = self._timer_step(text, start, pos)
+            if step is None:
+                continue
+            if step == self._ds_last_timer:
+                self._ds_timer_engine += 1
+            else:
+                self._ds_timer_engine = 0
+            self._ds_last_timer = step
+            read = shapes.read(m.group(1), f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else "")
+            if isinstance(read, tuple):
+                tags, numbers = read
+            else:
+                tags, numbers = [t for t, _ in read], [v for _, v in read]
+            if not tags:
+                continue
+            wall = _wall(text, start)
+            names.extend(tags)
+            values.extend(numbers)
+            steps.extend([step] * len(tags))
+            walls.extend([wall] * len(tags))
+            lines += 1
+        if names:
+            rows.extend(rows.codes(names), steps, values, wall=walls)
+        return lines
+
+    def _on_ds_timer(self, m: re.Match[str], chunk: Chunk) -> None:
+        text = chunk.text
+        start = text.rfind("\n", 0, m.start()) + 1
+        step = self._timer_step(text, start, m.start())
+        if step is None:
+            return
+        if step == self._ds_last_timer:
+            self._ds_timer_engine += 1
+        else:
+            self._ds_timer_engine = 0
+        self._ds_last_timer = step
+        prefix = f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else ""
+        pairs = timer_fields(m.group(1), prefix)
+        if pairs:
+            self.mark(chunk, m.start())  # type: ignore[attr-defined]
+            self._flush_overflows(step, -1)
+            self.rows.add_pairs(pairs, step, wall=_wall(text, start))  # type: ignore[attr-defined]
+
+    def _on_ds_overflow(self, m: re.Match[str], chunk: Chunk) -> None:
+        attempted = to_float(m.group(1))
+        reduced = to_float(m.group(2)) if m.group(2) else None
+        self._pending_scale = reduced if reduced is not None else attempted
+        self._pending_skips += 1
+        self._pending_wall = _wall(chunk.text, chunk.text.rfind("\n", 0, m.start()) + 1)
+        self._overflow_total += 1
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+
+    def _flush_overflows(self, step: int, rank: int = -1) -> None:
+        if not self._pending_skips:
+            return
+        rows = self.rows  # type: ignore[attr-defined]
+        last = self._last_flush
+        if last is not None and last[:2] == (step, rank) and last[3] >= 0:
+            # a second flush at the same step (two line kinds carry it): add up, keep the newest scale
+            rows.values[last[2]] += self._pending_skips
+            if self._pending_scale is not None:
+                rows.values[last[3]] = self._pending_scale
+        else:
+            rows.add("overflow_skips", step, float(self._pending_skips), rank=rank, wall=self._pending_wall)
+            scale_row = -1
+            if self._pending_scale is not None:
+                rows.add("loss_scale", step, self._pending_scale, rank=rank, wall=self._pending_wall)
+                scale_row = len(rows) - 1
+            self._last_flush = (step, rank, len(rows) - 1 - (scale_row >= 0), scale_row)
+        self._pending_skips = 0
+        self._pending_scale = None
+
+    def _finish_deepspeed(self) -> list[str]:
+        notes = []
+        if self._pending_skips:
+            self._overflow_at_end = self._pending_skips
+            step = self.current_step(default=0)  # type: ignore[attr-defined]
+            last = self._last_flush
+            self._flush_overflows(step, last[1] if last is not None and last[0] == step else -1)
+        if self._overflow_total:
+            tail = (
+                f" ({self._overflow_at_end} after the last logged step, counted at it)" if self._overflow_at_end else ""
+            )
+            notes.append(
+                f"{self._overflow_total:,} fp16 overflow (skipped step) message(s): each is counted at the next "
+                f"logged step in 'overflow_skips', with the loss scale it left in 'loss_scale'{tail}"
+            )
+        if self._ds_engines > 1:
+            notes.append(
+                f"{self._ds_engines} DeepSpeed engines log the same steps (e.g. RLHF actor and critic): "
+                "the second one's tags are prefixed 'engine1/'"
+            )
+        return notes
+
+
+class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
+    """DeepSpeed engine lines, DeepSpeed-Chat lines, and the generic shapes scripts add."""
+
+    family = "deepspeed"
+    lookalike = re.compile(
+        r"step=\d+, skipped=|OVERFLOW!|Overflow detected|^ppl:|^chosen|^epoch: \d+\|step:|^average reward score"
+        r"|^Model Parameters:|^\|E2E latency",
+        re.M,
+    )
+    patterns = (
+        *DeepSpeedEngineLines.deepspeed_patterns,
+        (EVAL_HEADER, "eval_header"),
+        (BEGIN_EPOCH, "begin_epoch"),
+        (PPL, "ppl"),
+        (CHOSEN, "chosen"),
+        (CHOSEN_LAST, "chosen_last"),
+        (EPOCH_LOSS, "epoch_loss"),
+        (PPO, "ppo"),
+        (REWARD, "reward"),
+        (E2E, "e2e"),
+        (THROUGHPUT, "throughput"),
+        *GenericRules.generic_patterns,
+    )
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._init_deepspeed()
+        self._init_generic()
+        self._eval_epoch: int | None = None
+        self._epochs_begun = 0
+        self._epoch_batches: int | None = None
+        self._batch_kind = "Micro"
+        self._ppo_step: int | None = None
+        self._ppo_batches: int | None = None
+        self._ppo_inner = 1
+        self._eval_rows = 0
+        self._throughput: list[tuple[float, float, float, float]] = []
+
+    # -- DeepSpeed-Chat evaluation ---------------------------------------------------------------
+    def _on_eval_header(self, m: re.Match[str], chunk: Chunk) -> None:
+        self._eval_epoch = int(m.group(2))
+        self.mark(chunk, m.start())
+
+    def _on_begin_epoch(self, m: re.Match[str], chunk: Chunk) -> None:
+        self._epochs_begun += 1
+        self._batch_kind = m.group(3)
+        if m.group(3) == "Micro":
+            self._epoch_batches = int(m.group(4))
+        else:
+            self._ppo_batches = int(m.group(4))
+        self.mark(chunk, m.start())
+
+    def _eval_step(self) -> int:
+        """Step of an evaluation: epochs completed × steps per epoch when known, else the last logged step."""
+        # DeepSpeed-Chat evaluates before training and after each epoch: after "Beginning of Epoch k"
+        # lines, k epochs are done when the next evaluation comes.
+        if self._epoch_batches and self._ds_grad_accum:
+            return round(self._epochs_begun * self._epoch_batches / self._ds_grad_accum)
+        return self.current_step(default=0) if self._epochs_begun else 0
+
+    def _eval(self, pairs: list[tuple[str, float]], chunk: Chunk, pos: int) -> None:
+        self.mark(chunk, pos)
+        epoch = float(self._eval_epoch) if self._eval_epoch is not None else NAN
+        self._eval_rows += 1
+        self.rows.add_pairs(pairs, self._eval_step(), epoch=epoch)
+
+    def _on_ppl(self, m: re.Match[str], chunk: Chunk) -> None:
+        self._eval([("eval_ppl", float(m.group(1)))], chunk, m.start())
+
+    def _on_chosen(self, m: re.Match[str], chunk: Chunk) -> None:
+        pairs = [("eval_chosen", float(m.group(1))), ("eval_rejected", float(m.group(2)))]
+        if m.group(3) is not None:
+            pairs.append(("eval_loss", float(m.group(3))))
+        self._eval(pairs, chunk, m.start())
+
+    def _on_chosen_last(self, m: re.Match[str], chunk: Chunk) -> None:
+        self._eval([("eval_chosen_last_scores", float(m.group(1))), ("eval_acc", float(m.group(2)))], chunk, m.start())
+
+    def _on_epoch_loss(self, m: re.Match[str], chunk: Chunk) -> None:
+        self.mark(chunk, m.start())
+        self.rows.add("epoch_loss", self._eval_step(), float(m.group(3)), epoch=float(m.group(1)))
+
+    # -- DeepSpeed-Chat RLHF -----------------------------------------------------------------------
+    def _on_ppo(self, m: re.Match[str], chunk: Chunk) -> None:
+        epoch, inner = int(m.group(1)), int(m.group(3))
+        step = epoch * self._ppo_batches + int(m.group(2)) if self._ppo_batches else int(m.group(2))
+        self._ppo_inner = max(self._ppo_inner, inner)
+        pairs = []
+        for segment in m.group(4).split("|"):
+            name, _, value = segment.partition(":")
+            number = to_float(value)
+            if name.strip() and number is not None:
+                pairs.append((name.strip(), number))
+        self.mark(chunk, m.start())
+        self._ppo_step = step
+        self._flush_overflows(step)
+        self.anchor(step, chunk, m.start())
+        self.rows.add_pairs(pairs, step, epoch=float(epoch))
+
+    def _on_reward(self, m: re.Match[str], chunk: Chunk) -> None:
+        self.mark(chunk, m.start())
+        self.rows.add("average reward score", self.current_step(), float(m.group(1)))
+
+    def _on_e2e(self, m: re.Match[str], chunk: Chunk) -> None:
+        pairs = [(name.strip(), float(value)) for name, value in _EQ_PAIR.findall("E2E latency=" + m.group(1))]
+        if pairs:
+            self.mark(chunk, m.start())
+            self.rows.add_pairs(pairs, self.current_step())
+
+    def _on_throughput(self, m: re.Match[str], chunk: Chunk) -> None:
+        self.mark(chunk, m.start())
+        self._throughput.append(tuple(float(g) for g in m.groups()))  # type: ignore[arg-type]
+
+    def finish(self) -> None:
+        notes = self._finish_deepspeed()
+        if self._throughput:
+            accum = self._ds_grad_accum or 1.0
+            by_step: dict[int, tuple[float, float, float, float]] = {}
+            for index, values in enumerate(self._throughput, start=1):
+                by_step[math.ceil(index / accum - 1e-9)] = values  # the last micro-batch of a step wins
+            for step, (latency, tflops, samples, per_seq) in by_step.items():
+                self.rows.add_pairs(
+                    [("Latency", latency), ("TFLOPs", tflops), ("Samples/sec", samples), ("Time/seq", per_seq)], step
+                )
+            source = "the timer lines" if self._ds_grad_accum else "assumed, no timer lines"
+            notes.append(
+                f"{len(self._throughput):,} per-micro-batch throughput line(s) ('Model Parameters: …') carry no step: "
+                f"step = ceil(line count / gradient accumulation {accum:g} ({source})); the last micro-batch of "
+                f"each step is kept ({len(by_step):,} step(s))"
+            )
+        if self._eval_rows:
+            how = (
+                "epochs completed × steps per epoch ('Total Micro Batches' / gradient accumulation)"
+                if self._epoch_batches and self._ds_grad_accum
+                else "the last logged DeepSpeed step"
+            )
+            notes.append(f"{self._eval_rows} DeepSpeed-Chat evaluation line(s) carry no step: keyed by {how}")
+        if self._ppo_batches:
+            notes.append(
+                f"RLHF step lines: step = epoch × {self._ppo_batches} generation batches + the line's step; "
+                "reward and latency lines are keyed by the step line before them"
+            )
+        if self._ppo_inner > 1:
+            notes.append(f"{self._ppo_inner} PPO epochs per step: the last one's losses are kept")
+        self.notes[:0] = notes + self._generic_notes()
+
+
+_LAUNCHER = ("deepspeed.launcher.launch", "[launch.py:", "DeepSpeed info: version=")
+
+
+def detect_deepspeed(window: str) -> bool:
+    if DS_STEP.search(window) or DS_OVERFLOW.search(window) or PPO.search(window):
+        return True
+    if EVAL_HEADER.search(window) or CHOSEN_LAST.search(window):
+        return True
+    return any(marker in window for marker in _LAUNCHER)
+
+
+class DeepSpeedReader(TextReader):
+    name = "deepspeed"
+    description = "DeepSpeed / DeepSpeed-Chat console logs (step=…, skipped=…; OVERFLOW; ppl/reward/PPO lines)"
+    parser = DeepSpeedParser
+
+    def detect(self, window: str) -> bool:
+        return detect_deepspeed(window)

@@ -1,0 +1,266 @@
+"""Console logs of hand-written training loops: a few generic line shapes.
+
+No framework prints these, many scripts do:
+
+- progress meters with an epoch and a batch index: the PyTorch ImageNet
+  example (``Epoch: [0][ 10/391]\\tTime 0.2 (0.3)\\tLoss 3.4360e+00 (3.4360e+00)``,
+  current value then running average: the current value is kept) and MMEngine
+  (``Epoch(train)  [1][ 5/44]  lr: 3.0e-04  loss: 1.69``); the step is
+  ``epoch × batches per epoch + batch index`` (MMEngine epochs count from 1);
+- epoch blocks: an ``Epoch 3/20`` line followed by lines made only of
+  ``Name: number`` pairs (``Train Loss: 6.21 - Train Perplexity: 501.06``),
+  keyed by the epoch number;
+- key-value lines that start with a step (``iter 391 | LR [0.0001]| val_acc 10.9``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tanalyze.readers._lines import Chunk
+from tanalyze.readers._textparse import NAN, NUMBER, TextParser, to_float
+from tanalyze.readers._textreader import TextReader
+
+__all__ = ["GenericRules", "GenericTextParser", "GenericTextReader", "detect_generic"]
+
+_NAME = r"[A-Za-z][\w./@%()-]*(?: [A-Za-z][\w./@%()-]*){0,3}"
+_UNIT = r"(?:[a-zA-Z]{1,3}\b|%)?"
+
+METER = re.compile(
+    r"Epoch(?:\((?P<mode>\w+)\)|:)?[ \t]*\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\](?P<rest>[^\n]*)"
+)
+EVAL_METER = re.compile(
+    r"^(?P<pre>[^\n]*?)(?P<name>\b[A-Za-z]+)(?:\((?P<mode>\w+)\))?:?[ \t]*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]"
+    r"(?P<rest>[^\n]*)$",
+    re.M,
+)
+SUMMARY = re.compile(r"^ \* (Acc@1 [^\n]*)$", re.M)
+_METER_PAIR = re.compile(rf"([A-Za-z@][\w@/.-]*(?: [A-Za-z@][\w@/.-]*)*)\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
+_COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]*):\s+(\S+)")
+_SPACE_PAIR = re.compile(rf"({_NAME}) ({NUMBER})")
+
+EPOCH_HEADER = re.compile(r"^[ \t]*Epoch[ \t]*:?[ \t]*(\d+)[ \t]*(?:/|of)[ \t]*(\d+)[ \t]*:?[ \t]*$", re.M)
+_PAIR = rf"{_NAME}[ \t]*[:=][ \t]*{NUMBER}{_UNIT}"
+PAIR_LINE = re.compile(rf"^[ \t]*{_PAIR}(?:[ \t]*[-|,;][ \t]*{_PAIR})*[ \t]*$", re.M)
+_PAIR_ITEM = re.compile(rf"({_NAME})[ \t]*[:=][ \t]*({NUMBER})")
+
+KV_STEP = re.compile(
+    r"^[ \t]*(iter|iteration|global_step|step|epoch)[ \t]*[:=]?[ \t]*(\d+)(?:[ \t]*/[ \t]*\d+)?[ \t]*(?:[|,:]|[ \t]-[ \t])([^\n]*)$",
+    re.M | re.I,
+)
+_KV_SPLIT = re.compile(r"\||,(?![^\[]*\])|\s-\s")
+_KV_SEGMENT = re.compile(rf"^\s*({_NAME})\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
+
+_STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
+
+
+class GenericRules:
+    """Mixin: the generic line shapes, for any parser that wants them (``_init_generic`` first)."""
+
+    generic_patterns = (
+        (METER, "meter"),
+        (EVAL_METER, "eval_meter"),
+        (SUMMARY, "summary"),
+        (EPOCH_HEADER, "epoch_header"),
+        (PAIR_LINE, "pair_line"),
+        (KV_STEP, "kv_step"),
+    )
+
+    def _init_generic(self) -> None:
+        self._epoch_now: int | None = None
+        self._meter_seen = False
+        self._meter_batches: int | None = None
+        self._eval_meter_seen = False
+        self._pairs_seen = False
+        self._kv_seen = False
+        self._kv_epoch_seen = False
+        self._mmengine = False
+        self._meter_epoch: int | None = None
+
+    # helpers the host parser has (TextParser)
+    def _taken(self, chunk: Chunk, pos: int) -> bool:
+        return chunk.text.rfind("\n", 0, pos) + 1 in self._marked  # type: ignore[attr-defined]
+
+    def _on_meter(self, m: re.Match[str], chunk: Chunk) -> None:
+        if self._taken(chunk, m.start()):
+            return
+        mode = (m.group("mode") or "").lower()
+        epoch, index, batches = int(m.group("e")), int(m.group("i")), int(m.group("n"))
+        rest = m.group("rest")
+        if mode and mode != "train":
+            self._eval_pairs(mode, rest, chunk, m, final=index >= batches, epoch=epoch)
+            return
+        if mode == "train":
+            self._mmengine = True
+            step = (epoch - 1) * batches + index
+        else:
+            step = epoch * batches + index
+        pairs = self._meter_pairs(rest)
+        if not pairs:
+            return
+        self._meter_seen = True
+        self._meter_batches = batches
+        self._meter_epoch = epoch
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
+        self.rows.add_pairs(pairs, step, epoch=float(epoch))  # type: ignore[attr-defined]
+
+    def _meter_pairs(self, rest: str) -> list[tuple[str, float]]:
+        if "(" in rest and ":" not in rest:
+            return [(name, float(value)) for name, value in _METER_PAIR.findall(rest)]
+        out = []
+        for name, value in _COLON_PAIR.findall(rest):
+            number = to_float(value)
+            if number is not None:
+                out.append((name, number))
+        return out
+
+    def _eval_pairs(
+        self, mode: str, rest: str, chunk: Chunk, m: re.Match[str], final: bool, epoch: int | None
+    ) -> None:
+        pairs = self._meter_pairs(rest)
+        if not pairs:
+            return
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        if self._mmengine and not final:
+            return  # per-batch progress of an evaluation: timings only, the last line has the metrics
+        self._eval_meter_seen = True
+        step = self._epoch_end_step(epoch)
+        tags = [(name if "/" in name else f"{mode}/{name}", value) for name, value in pairs]
+        self.rows.add_pairs(tags, step, epoch=float(epoch) if epoch is not None else NAN)  # type: ignore[attr-defined]
+
+    def _epoch_end_step(self, epoch: int | None) -> int:
+        """Step at the end of an epoch (evaluation runs after it); the last step when unknown."""
+        if epoch is None:
+            epoch = self._meter_epoch
+        if epoch is None or self._meter_batches is None:
+            return self.current_step()  # type: ignore[attr-defined]
+        return (epoch if self._mmengine else epoch + 1) * self._meter_batches
+
+    def _on_eval_meter(self, m: re.Match[str], chunk: Chunk) -> None:
+        name, mode = m.group("name"), m.group("mode")
+        if self._taken(chunk, m.start()):
+            return
+        if mode:  # MMEngine: Epoch(val) [ 5/66]
+            self._mmengine = True
+            mode = mode.lower()
+        elif name == "Epoch":
+            return
+        else:
+            mode = name.lower()
+            if not self._meter_seen and mode not in ("val", "test", "valid", "validation"):
+                return
+        self._eval_pairs(mode, m.group("rest"), chunk, m, final=int(m.group("i")) >= int(m.group("n")), epoch=None)
+
+    def _on_summary(self, m: re.Match[str], chunk: Chunk) -> None:
+        if not self._meter_seen:
+            return
+        pairs = [(f"val/{name}", float(value)) for name, value in _SPACE_PAIR.findall(m.group(1))]
+        if pairs:
+            self.mark(chunk, m.start())  # type: ignore[attr-defined]
+            self.rows.add_pairs(pairs, self.current_step())  # type: ignore[attr-defined]
+
+    def _on_epoch_header(self, m: re.Match[str], chunk: Chunk) -> None:
+        self._epoch_now = int(m.group(1))
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.anchor(self._epoch_now, chunk, m.start())  # type: ignore[attr-defined]
+
+    def _on_pair_line(self, m: re.Match[str], chunk: Chunk) -> None:
+        if self._epoch_now is None or self._taken(chunk, m.start()):
+            return
+        pairs = []
+        for name, value in _PAIR_ITEM.findall(m.group(0)):
+            pairs.append((name.strip(), float(value)))
+        if pairs:
+            self._pairs_seen = True
+            self.mark(chunk, m.start())  # type: ignore[attr-defined]
+            self.rows.add_pairs(pairs, self._epoch_now, epoch=float(self._epoch_now))  # type: ignore[attr-defined]
+
+    def _on_kv_step(self, m: re.Match[str], chunk: Chunk) -> None:
+        if self._taken(chunk, m.start()):
+            return
+        token, step = m.group(1).lower(), int(m.group(2))
+        epoch = float(step) if token == "epoch" else NAN
+        pairs = []
+        segments = [s for s in _KV_SPLIT.split(m.group(3)) if s.strip()]
+        for segment in segments:
+            item = _KV_SEGMENT.match(segment)
+            if not item:
+                continue
+            name, value = item.group(1).strip(), float(item.group(2))
+            if name.lower() == "epoch":
+                epoch = value
+            elif name.lower() in _STEP_NAMES and token == "epoch":
+                step = int(value)
+            elif name.lower() not in _STEP_NAMES:
+                pairs.append((name, value))
+        if not pairs or len(pairs) * 2 < len(segments):
+            return
+        if token == "epoch":
+            self._kv_epoch_seen = True
+        self._kv_seen = True
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
+        self.rows.add_pairs(pairs, step, epoch=epoch)  # type: ignore[attr-defined]
+
+    def _generic_notes(self) -> list[str]:
+        notes = []
+        if self._meter_seen:
+            base = "1 (MMEngine)" if self._mmengine else "0"
+            notes.append(
+                "progress-meter lines: step = epoch × batches per epoch + batch index "
+                f"(epochs counted from {base}); of 'value (average)' pairs the current value is kept"
+            )
+        if self._eval_meter_seen:
+            notes.append(
+                "evaluation meter lines carry no training step: they are keyed by the step at the end of "
+                "their epoch (the last training step when no epoch is known)"
+            )
+        if self._pairs_seen:
+            notes.append("'Name: value' lines under an 'Epoch N/M' line are keyed by the epoch number (step = epoch)")
+        if self._kv_seen:
+            notes.append("'iter N | name value | …' lines: step from the line")
+        if self._kv_epoch_seen:
+            notes.append("'Epoch N: name value, …' lines without a step are keyed by the epoch number (step = epoch)")
+        return notes
+
+
+class GenericTextParser(GenericRules, TextParser):
+    """Console logs of custom loops (meters, epoch blocks, key-value lines)."""
+
+    family = "text"
+    lookalike = re.compile(
+        r"^(?![^\n]*\d%\|)[ \t]*(?:Epoch|Train|Training|Valid|Validation|Val|Test)\b[^\n]*?[:=|][ \t]*[-+]?\.?\d",
+        re.M | re.I,
+    )
+    patterns = GenericRules.generic_patterns
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._init_generic()
+
+    def finish(self) -> None:
+        self.notes[:0] = self._generic_notes()
+
+
+_MMENGINE = re.compile(r" - mmengine - INFO - Epoch\(\w+\) +\[")
+
+
+def detect_generic(window: str) -> bool:
+    """Whether a text has enough generic metric lines to be a training log."""
+    if len(METER.findall(window)) >= 2 or len(_MMENGINE.findall(window)) >= 2:
+        return True
+    if len(KV_STEP.findall(window)) >= 3:
+        return True
+    headers = EPOCH_HEADER.findall(window)
+    return len(headers) >= 2 and len(PAIR_LINE.findall(window)) >= 2
+
+
+class GenericTextReader(TextReader):
+    name = "text"
+    description = "console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines)"
+    parser = GenericTextParser
+
+    def detect(self, window: str) -> bool:
+        return detect_generic(window)

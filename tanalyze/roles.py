@@ -1,0 +1,532 @@
+"""Tag → role: which logged curve is the training loss, the validation loss, the learning rate, ….
+
+Analyzers ask for roles, never for tag names. Frameworks spell the same thing
+many ways (``train/loss``, ``Loss/train``, ``loss``, ``train_loss_step``,
+``lm loss``, ``eval_loss``, ``val/box_loss`` …); :func:`resolve_roles` reads a
+run's tags, scores every candidate by how clearly its name says what it is,
+breaks ties by how many points it has, and records what it rejected and why.
+
+Names are compared as lower-case word lists: ``Loss/train``,
+``train_loss`` and ``trainLoss`` all read ``train loss``.
+
+Losses made of components without a total (Ultralytics ``train/box_loss``,
+``train/cls_loss``, ``train/dfl_loss``) become one role whose curve is the sum
+of the components at the steps they share. A split with no loss but a
+perplexity (DeepSpeed-Chat's ``eval_ppl``) uses its logarithm as the loss.
+
+Users override any role: ``roles={"val_loss": "my/val"}`` (a tag, a tuple of
+tags to sum, or ``None`` to switch the role off).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tanalyze.analysis.curves import Curve
+from tanalyze.errors import ConfigError
+
+__all__ = ["ROLES", "RoleAssignment", "Rejected", "Roles", "resolve_roles", "role_curve", "tag_words"]
+
+#: Every role, with what it means.
+ROLES: Mapping[str, str] = MappingProxyType(  # read-only view of the role table
+    {
+        "train_loss": "training loss, step-level when both step- and epoch-level exist",
+        "train_loss_epoch": "training loss averaged per epoch (recorded beside the step-level one)",
+        "val_loss": "validation / evaluation loss",
+        "learning_rate": "learning rate (first parameter group)",
+        "grad_norm": "global gradient norm",
+        "throughput": "training throughput (tokens/s, samples/s or steps/s)",
+        "step_time": "time per training step / iteration",
+        "gpu_memory": "GPU memory in use",
+        "loss_scale": "fp16 dynamic loss scale",
+        "skipped_steps": "optimizer steps skipped (overflow / NaN): indicator, counter or per-interval count",
+        "attention_entropy": "attention entropy",
+        "epoch": "epoch counter logged as a curve",
+    }
+)
+
+_VAL = {"val", "valid", "validation", "eval", "evaluation", "test", "dev", "holdout"}
+_TRAIN = {"train", "training", "trn"}
+_LOSS = {"loss", "losses"}
+#: Names of objectives that are losses even without the word "loss" (lower is better).
+_OBJECTIVE = {"nll", "ce", "xent", "crossentropy", "mse", "rmse", "mae", "bpc"}
+#: Words that make a "loss" tag something else: loss scale, metrics, summaries, config values.
+_NOT_A_LOSS = {
+    "scale", "scaler", "acc", "accuracy", "top1", "top5", "ppl", "perplexity", "hparam", "hparams", "hp",
+    "weight", "weights", "coef", "lr", "rate", "time", "runtime", "flos", "ratio", "frac", "count", "num",
+    "norm", "std", "min", "max", "diff", "delta", "best", "f1", "precision", "recall", "map", "auc",
+    "bleu", "rouge1", "rouge2", "rougel", "rougelsum", "wer", "cer", "iou", "reward", "rewards", "score",
+}
+#: Words that qualify a loss without naming a different quantity.
+_QUALIFIERS = _VAL | _TRAIN | _LOSS | {
+    "step", "steps", "epoch", "total", "lm", "avg", "average", "mean", "value", "iter", "batch", "overall",
+    "running", "smoothed", "on", "per", "objective", "main", "full", "sum", "at", "set", "split",
+    "metrics", "metric", "scalars", "scalar", "charts", "chart", "summary", "model", "losses",
+}
+
+
+def tag_words(tag: str) -> tuple[str, ...]:
+    """The lower-case words of a tag: ``"Loss/train"`` → ``("loss", "train")``, ``"memoryAllocated"`` → two words."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", tag)
+    return tuple(w for w in re.split(r"[^0-9a-z]+", spaced.lower()) if w)
+
+
+@dataclass(frozen=True)
+class RoleAssignment:
+    """The tag(s) chosen for one role. ``components`` has several tags when the role is their sum;
+    ``log`` is set when the role is the logarithm of the tag (a loss from a perplexity)."""
+
+    role: str
+    tag: str
+    components: tuple[str, ...]
+    points: int
+    source: str  # "auto" or "override"
+    reason: str
+    log: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tag": self.tag,
+            "components": list(self.components),
+            "points": self.points,
+            "source": self.source,
+            "reason": self.reason,
+            "log": self.log,
+        }
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A candidate tag for a role that was not used, and why."""
+
+    tag: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"tag": self.tag, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Roles:
+    """What each role of one run resolved to, what was rejected, and notes for the user.
+
+    Treat the mappings as read-only (they are plain dicts so that results pickle).
+    """
+
+    assigned: Mapping[str, RoleAssignment]
+    rejected: Mapping[str, tuple[Rejected, ...]] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    throughput_kind: str | None = None
+    #: True when train and validation losses measure the same quantity, so their gap means something.
+    losses_comparable: bool = True
+
+    def __contains__(self, role: object) -> bool:
+        return role in self.assigned
+
+    def __getitem__(self, role: str) -> RoleAssignment:
+        return self.assigned[role]
+
+    def tag(self, role: str) -> str | None:
+        """The tag used for ``role`` (components joined with ``+``), or None."""
+        found = self.assigned.get(role)
+        return found.tag if found else None
+
+    def tags(self) -> dict[str, str]:
+        """Role → tag for every resolved role."""
+        return {role: a.tag for role, a in self.assigned.items()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "roles": self.tags(),
+            "assigned": {role: a.to_dict() for role, a in self.assigned.items()},
+            "rejected": {role: [r.to_dict() for r in rs] for role, rs in self.rejected.items() if rs},
+            "warnings": list(self.warnings),
+            "throughput_kind": self.throughput_kind,
+            "losses_comparable": self.losses_comparable,
+        }
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    tag: str
+    rank: int  # lower is better
+    points: int
+    why: str
+    group: tuple[str, ...] = ()  # component words, for losses
+
+
+# --- per-role matchers: tag words -> (rank, why) or None -------------------------------------------------
+
+
+def _loss_kind(words: tuple[str, ...]) -> tuple[str, int, tuple[str, ...], str] | None:
+    """For a loss tag: (split, rank, component words, level) — rank 1 a whole loss, 2 a named
+    objective (nll, ce, rmse …), 3 a component (box, cls …). None when not a loss."""
+    ws = set(words)
+    objective = ws & _OBJECTIVE
+    if not (ws & _LOSS or objective) or ws & _NOT_A_LOSS:
+        return None
+    if ws & _LOSS and "scale" in ws:
+        return None
+    split = "val" if ws & _VAL else "train"
+    level = "epoch" if "epoch" in ws else ("step" if "step" in ws else "")
+    component = tuple(w for w in words if w not in _QUALIFIERS and not w.isdigit())
+    if not component:
+        return split, 1, (), level
+    if set(component) <= _OBJECTIVE:
+        return split, 2, component, level
+    return split, 3, component, level
+
+
+def _match_lr(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    ws = set(words)
+    joined = " ".join(words)
+    named = "lr" in ws or "learning rate" in joined or any(re.fullmatch(r"lr\d+", w) for w in words)
+    if not named or ws & _VAL:
+        return None
+    if ws & {"base", "min", "max", "initial", "init", "peak", "warmup", "decay", "scheduler"}:
+        return 3, "a reference learning rate (base/min/max/warm-up), not the one in use"
+    if joined in {"lr", "learning rate", "train lr", "train learning rate", "learningrate"}:
+        return 1, "named learning rate"
+    return 2, "learning rate of one parameter group"
+
+
+def _match_grad_norm(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    joined = " ".join(words)
+    if re.search(r"(grad|gradient|gradients) norm|gradnorm|grad l2|global norm", joined):
+        if set(words) & {"clip", "clipped", "max", "layer", "layers"}:
+            return 3, "a clipped/per-layer/limit gradient norm"
+        return 1, "named gradient norm"
+    if joined in {"total norm", "norm"}:
+        return 2, "an unqualified norm"
+    return None
+
+
+_THROUGHPUT = [
+    (r"tokens? (per )?(s|sec|second)|tok (per )?s|tokens?ps|tps", "tokens"),
+    (r"samples? (per )?(s|sec|second)|samples?ps|sps|images? (per )?(s|sec|second)|img s|imgs s", "samples"),
+    (r"(steps?|it|iters?|iterations?|batch(es)?) (per )?(s|sec|second)", "steps"),
+    (r"^throughput( |$)|(^| )throughput$", "samples"),
+]
+
+
+def _match_throughput(words: tuple[str, ...], tag: str) -> tuple[int, str, str] | None:
+    ws = set(words)
+    if ws & _VAL:
+        return None
+    joined = " ".join(words)
+    for pattern, kind in _THROUGHPUT:
+        if re.search(pattern, joined):
+            return {"tokens": 1, "samples": 1, "steps": 2}[kind], f"{kind} per second", kind
+    return None
+
+
+def _match_step_time(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    ws = set(words)
+    joined = " ".join(words)
+    if ws & (_VAL | {"data", "eta", "epoch", "runtime", "total", "timestamp", "wall", "rank", "eval"}):
+        return None
+    if re.search(r"time per (iteration|iter|step|batch)|(iter|iteration|step|batch) time", joined) or joined in {
+        "time ms", "time s", "iter ms", "step ms", "iteration ms", "train time ms", "dt", "dt ms",
+    }:
+        return 1, "time per iteration"
+    if joined in {"time", "train time", "elapsed", "elapsed time"}:
+        return 2, "unqualified time (taken as time per logged iteration)"
+    return None  # component timers ("time (ms)/forward-compute") are not the step time
+
+
+def _match_gpu_memory(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    ws = set(words)
+    if not ws & {"memory", "mem", "vram"}:
+        return None
+    if ws & {"cpu", "proc", "process", "host", "ram", "swap", "disk", "available", "availablemb"}:
+        return None
+    if " ".join(words) in {"system memory", "memory percent", "memory util"}:
+        return None
+    if "gpu" in ws and "memory" in ws and not ws & {"allocated", "reserved", "used", "mb", "gb", "bytes"}:
+        return 3, "GPU memory utilisation (bus activity %), not memory in use"
+    if ws & {"max", "peak", "reserved", "cached"}:
+        return 2, "peak or reserved GPU memory"
+    if ws & {"gpu", "cuda", "allocated", "used", "vram"} or words[0] in {"memory", "mem"} and len(words) > 1:
+        return 1, "GPU memory in use"
+    return 2, "unqualified memory (taken as GPU memory)"
+
+
+def _match_loss_scale(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    joined = " ".join(words)
+    if re.search(r"loss scale|cur scale|grad scale|scaler scale|amp scale|loss scaler", joined):
+        return 1, "loss scale"
+    return None
+
+
+def _match_skipped(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    ws = set(words)
+    if ws & {"skipped", "skip", "skips"} and not ws & {"data", "samples", "tokens", "batches"}:
+        return (1, "skipped optimizer steps") if ws & {"iterations", "iteration", "iters", "steps", "step"} else (
+            2, "skipped (unqualified)")
+    return None
+
+
+def _match_attention_entropy(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    ws = set(words)
+    if ws & {"attn", "attention"} and ws & {"entropy", "ent"}:
+        return 1, "attention entropy"
+    return None
+
+
+def _match_epoch(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    if words in {("epoch",), ("train", "epoch"), ("epochs",), ("trainer", "epoch")}:
+        return 1, "epoch counter"
+    return None
+
+
+_SIMPLE = {
+    "learning_rate": _match_lr,
+    "grad_norm": _match_grad_norm,
+    "step_time": _match_step_time,
+    "gpu_memory": _match_gpu_memory,
+    "loss_scale": _match_loss_scale,
+    "skipped_steps": _match_skipped,
+    "attention_entropy": _match_attention_entropy,
+    "epoch": _match_epoch,
+}
+
+
+def _counts(source: pd.DataFrame | Mapping[str, int] | Iterable[str]) -> dict[str, int]:
+    if isinstance(source, pd.DataFrame):
+        if source.empty:
+            return {}
+        finite = np.isfinite(source["value"].to_numpy(dtype=np.float64))
+        counts = pd.Series(finite).groupby(source["tag"].to_numpy(), sort=False).sum()
+        return {str(tag): int(n) for tag, n in counts.items()}
+    if isinstance(source, Mapping):
+        return {str(k): int(v) for k, v in source.items()}
+    return {str(t): 1 for t in source}  # names only: every tag counts as present
+
+
+def _pick(candidates: list[_Candidate]) -> tuple[_Candidate | None, list[Rejected]]:
+    """Best rank, then most points, then shortest name; every other candidate is rejected with a reason."""
+    if not candidates:
+        return None, []
+    ordered = sorted(candidates, key=lambda c: (c.rank, -c.points, len(c.tag), c.tag))
+    best = ordered[0]
+    rejected = []
+    for c in ordered[1:]:
+        if c.rank > best.rank:
+            reason = f"{c.why}; a more specific tag exists ({best.tag})"
+        elif c.points < best.points:
+            reason = f"fewer points ({c.points:,}) than {best.tag} ({best.points:,})"
+        else:
+            reason = f"same kind and size as {best.tag}, which sorts first"
+        rejected.append(Rejected(c.tag, reason))
+    return best, rejected
+
+
+def _resolve_losses(counts: dict[str, int]) -> tuple[dict[str, RoleAssignment], dict[str, list[Rejected]], bool]:
+    by_split: dict[str, list[tuple[str, int, tuple[str, ...], str]]] = {"train": [], "val": []}
+    for tag in counts:
+        kind = _loss_kind(tag_words(tag))
+        if kind is not None:
+            split, rank, component, level = kind
+            by_split[split].append((tag, rank, component, level))
+    assigned: dict[str, RoleAssignment] = {}
+    rejected: dict[str, list[Rejected]] = {"train_loss": [], "train_loss_epoch": [], "val_loss": []}
+    groups: dict[str, tuple[str, ...]] = {}
+    for split, role in (("train", "train_loss"), ("val", "val_loss")):
+        entries = by_split[split]
+        whole = [e for e in entries if e[1] < 3]
+        parts = [e for e in entries if e[1] == 3]
+        if split == "train":
+            epoch_level = [e for e in whole if e[3] == "epoch"]
+            step_level = [e for e in whole if e[3] != "epoch"]
+            if step_level and epoch_level:
+                best_epoch, rej = _pick([_Candidate(t, r, counts[t], "epoch-level loss") for t, r, _, _ in epoch_level])
+                assigned["train_loss_epoch"] = RoleAssignment(
+                    "train_loss_epoch", best_epoch.tag, (best_epoch.tag,), best_epoch.points, "auto",
+                    "epoch-level training loss"
+                )
+                rejected["train_loss_epoch"] += rej
+                for t, _, _, _ in epoch_level:
+                    rejected[role].append(Rejected(t, "epoch-level; the step-level loss is preferred"))
+                whole = step_level
+        if whole:
+            cands = [
+                _Candidate(t, r, counts[t], "a named objective" if r == 2 else "whole loss", c)
+                for t, r, c, _ in whole
+            ]
+            best, rej = _pick(cands)
+            assert best is not None
+            assigned[role] = RoleAssignment(
+                role, best.tag, (best.tag,), best.points, "auto",
+                "named loss" if best.rank == 1 else f"named objective ({' '.join(best.group)})",
+            )
+            groups[role] = best.group
+            rejected[role] += rej
+            rejected[role] += [Rejected(t, "a loss component; a whole loss exists") for t, *_ in parts]
+        elif parts:
+            usable = [p for p in parts if counts[p[0]] > 0]
+            if len(usable) >= 2:
+                tags = tuple(sorted(p[0] for p in usable))
+                assigned[role] = RoleAssignment(
+                    role, " + ".join(tags), tags, min(counts[t] for t in tags), "auto",
+                    "sum of loss components (no total logged)",
+                )
+                groups[role] = tuple(sorted("+".join(p[2]) for p in usable))
+            elif usable:
+                tag = usable[0][0]
+                assigned[role] = RoleAssignment(role, tag, (tag,), counts[tag], "auto", "the only loss component")
+                groups[role] = usable[0][2]
+    # No loss at all for a split, but a perplexity: its logarithm is the (cross-entropy) loss.
+    for split, role in (("train", "train_loss"), ("val", "val_loss")):
+        if role in assigned:
+            continue
+        cands = []
+        for tag in counts:
+            ws = set(tag_words(tag))
+            if ws & {"ppl", "perplexity"} and ("val" if ws & _VAL else "train") == split and counts[tag] > 0:
+                rank = 2 if "epoch" in ws else 1
+                cands.append(_Candidate(tag, rank, counts[tag], "a perplexity"))
+        best, rej = _pick(cands)
+        if best is not None:
+            assigned[role] = RoleAssignment(role, f"log({best.tag})", (best.tag,), best.points, "auto",
+                                            "log of a perplexity (no loss logged)", log=True)
+            groups[role] = ("ppl",)
+            rejected[role] += rej
+    comparable = True
+    if "train_loss" in assigned and "val_loss" in assigned:
+        comparable = groups.get("train_loss", ()) == groups.get("val_loss", ())
+    return assigned, rejected, comparable
+
+
+def resolve_roles(
+    source: pd.DataFrame | Mapping[str, int] | Iterable[str],
+    overrides: Mapping[str, str | tuple[str, ...] | None] | None = None,
+) -> Roles:
+    """Resolve the roles of one run from its tags.
+
+    Args:
+        source: the tidy table of one run, a mapping tag → number of finite points,
+            or just the tag names.
+        overrides: role → tag (or tuple of tags to sum, or None to switch the role off).
+
+    Raises:
+        ConfigError: an override names an unknown role.
+    """
+    counts = _counts(source)
+    points_known = isinstance(source, pd.DataFrame | Mapping)
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(ROLES))
+    if unknown:
+        raise ConfigError(f"unknown role(s) {', '.join(map(repr, unknown))}; known roles: {', '.join(ROLES)}")
+
+    assigned, rejected_lists, comparable = _resolve_losses(counts)
+    throughput_kind = None
+    for role, matcher in _SIMPLE.items():
+        cands = []
+        for tag in counts:
+            hit = matcher(tag_words(tag), tag)
+            if hit:
+                cands.append(_Candidate(tag, hit[0], counts[tag], hit[1]))
+        best, rej = _pick(cands)
+        if best is not None:
+            assigned[role] = RoleAssignment(role, best.tag, (best.tag,), best.points, "auto", best.why)
+        rejected_lists[role] = rej
+    tp = []
+    for tag in counts:
+        hit = _match_throughput(tag_words(tag), tag)
+        if hit:
+            tp.append((_Candidate(tag, hit[0], counts[tag], hit[1]), hit[2]))
+    # Throughput is judged within the run: the curve with the most points wins over the better name.
+    tp.sort(key=lambda c: (-c[0].points, c[0].rank, c[0].tag))
+    if points_known:  # a throughput logged once (a run summary) is not a curve
+        rejected_lists["throughput"] = [Rejected(c.tag, f"only {c.points} point(s): a summary, not a curve")
+                                        for c, _ in tp if c.points < 3]
+        tp = [c for c in tp if c[0].points >= 3]
+    if tp:
+        best_tp, throughput_kind = tp[0]
+        assigned["throughput"] = RoleAssignment("throughput", best_tp.tag, (best_tp.tag,), best_tp.points, "auto", best_tp.why)
+        rejected_lists.setdefault("throughput", []).extend(
+            Rejected(c.tag, f"fewer points than {best_tp.tag}") for c, _ in tp[1:])
+
+    # A tag serves one role: the loss roles win over anything that also matched.
+    used: dict[str, str] = {}
+    for role in ROLES:
+        found = assigned.get(role)
+        if found is None:
+            continue
+        clash = [t for t in found.components if t in used]
+        if clash:
+            del assigned[role]
+            rejected_lists.setdefault(role, []).append(Rejected(clash[0], f"already used as {used[clash[0]]}"))
+            continue
+        for t in found.components:
+            used[t] = role
+
+    warnings = []
+    for role, wanted in overrides.items():
+        if wanted is None:
+            assigned.pop(role, None)
+            continue
+        tags = (wanted,) if isinstance(wanted, str) else tuple(wanted)
+        missing = [t for t in tags if t not in counts]
+        if missing:
+            assigned.pop(role, None)
+            warnings.append(
+                f"role {role}: tag(s) {', '.join(map(repr, missing))} given as override not found in this run"
+            )
+            continue
+        previous = assigned.get(role)
+        if previous is not None and previous.components != tags:
+            rejected_lists.setdefault(role, []).append(Rejected(previous.tag, "overridden by the user"))
+        assigned[role] = RoleAssignment(
+            role, " + ".join(tags), tags, min(counts[t] for t in tags), "override", "given by the user"
+        )
+        if role in ("train_loss", "val_loss"):
+            comparable = True  # the user chose the pair
+        if role == "throughput":
+            hit = _match_throughput(tag_words(tags[0]), tags[0])
+            throughput_kind = hit[2] if hit else "samples"
+
+    for role, assignment in assigned.items():
+        if assignment.points == 0 and counts:
+            warnings.append(f"role {role}: tag {assignment.tag!r} has no finite points")
+    ordered = {role: assigned[role] for role in ROLES if role in assigned}
+    return Roles(
+        assigned=ordered,
+        rejected={r: tuple(v) for r, v in rejected_lists.items() if v},
+        warnings=tuple(warnings),
+        throughput_kind=throughput_kind if "throughput" in ordered else None,
+        losses_comparable=comparable,
+    )
+
+
+def role_curve(curves: Mapping[str, Curve], roles: Roles, role: str) -> Curve | None:
+    """The curve of ``role`` from a run's curves by tag; summed over components at the steps they share."""
+    assignment = roles.assigned.get(role)
+    if assignment is None:
+        return None
+    parts = [curves[t] for t in assignment.components if t in curves]
+    if len(parts) != len(assignment.components) or not parts:
+        return None
+    if assignment.log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return Curve(assignment.tag, parts[0].steps, np.log(parts[0].values), parts[0].wall_time)
+    if len(parts) == 1:
+        return parts[0]
+    parts = [p.collapse_steps() for p in parts]
+    common = parts[0].steps
+    for p in parts[1:]:
+        common = np.intersect1d(common, p.steps)
+    total = np.zeros(len(common))
+    wall = np.full(len(common), np.nan)
+    for p in parts:
+        index = np.searchsorted(p.steps, common)
+        total = total + p.values[index]
+        wall = np.fmax(wall, p.wall_time[index])
+    return Curve(assignment.tag, common, total, wall)

@@ -1,0 +1,84 @@
+import json
+
+import numpy as np
+import pytest
+
+from tanalyze.analysis.classify import LABELS, Thresholds, classify_run
+from tanalyze.analysis.curves import Curve
+from tanalyze.datasets import KINDS, make_curve
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n_steps", [100, 3000, 100000])
+def test_synthetic_runs_get_their_label(kind, n_steps):
+    for seed in range(3):
+        curves, truth = make_curve(kind, n_steps=n_steps, seed=seed, output="curves")
+        verdict = classify_run(curves["train/loss"], curves["val/loss"])
+        assert verdict.label == kind, verdict.reasons
+        assert 0.5 <= verdict.confidence <= 1.0
+        json.dumps(verdict.to_dict())
+
+
+def test_divergence_step_in_evidence_is_exact():
+    curves, truth = make_curve("diverged", n_steps=5000, seed=2, output="curves")
+    verdict = classify_run(curves["train/loss"], curves["val/loss"])
+    assert verdict.evidence["divergence_step"] == truth.divergence_step
+    assert verdict.confidence == 0.99
+
+
+def test_without_validation_overfitting_cannot_be_judged():
+    curves, _ = make_curve("overfitting", n_steps=2000, seed=0, output="curves")
+    verdict = classify_run(curves["train/loss"])
+    assert verdict.label == "normal"
+    assert any("overfitting cannot be judged" in r for r in verdict.reasons)
+
+
+def test_too_few_points_is_insufficient_data():
+    loss = Curve.from_arrays(np.arange(7), np.linspace(2, 1, 7), "loss")
+    verdict = classify_run(loss)
+    assert verdict.label == "insufficient_data" and "only 7" in verdict.reasons[0]
+    assert classify_run(loss, thresholds=Thresholds(min_points=5)).label != "insufficient_data"
+    assert classify_run(None).label == "insufficient_data"
+
+
+def test_flat_loss_is_underfitting_and_chance_level_is_named():
+    rng = np.random.default_rng(0)
+    loss = np.log(10) * np.exp(0.02 * rng.standard_normal(200))
+    verdict = classify_run(Curve.from_arrays(np.arange(200), loss, "loss"), num_classes=10)
+    assert verdict.label == "underfitting"
+    assert any("chance level ln(10)" in r for r in verdict.reasons)
+    assert verdict.findings[0].code == "underfitting"
+
+
+def test_still_falling_steadily_is_not_converged():
+    steps = np.arange(30)
+    loss = 2.0 - 0.04 * steps  # falls 60 % and is still falling at the same pace
+    verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    assert verdict.label == "underfitting" and "still falling" in verdict.reasons[0]
+
+
+def test_stronger_overfitting_gets_higher_confidence():
+    steps = np.arange(1, 21) * 100
+    train = Curve.from_arrays(steps, np.linspace(2, 0.1, 20), "train")
+    base = np.concatenate([np.linspace(2, 1, 10), np.ones(10)])
+    mild = base + np.concatenate([np.zeros(10), np.linspace(0.01, 0.06, 10)])
+    strong = base + np.concatenate([np.zeros(10), np.linspace(0.1, 1.0, 10)])
+    v_mild = classify_run(train, Curve.from_arrays(steps, mild, "val"))
+    v_strong = classify_run(train, Curve.from_arrays(steps, strong, "val"))
+    assert v_mild.label == v_strong.label == "overfitting"
+    assert v_strong.confidence > v_mild.confidence
+
+
+def test_labels_are_the_documented_ones():
+    assert LABELS == ("normal", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data")
+
+
+def test_falling_end_under_an_annealed_learning_rate_is_not_underfitting():
+    steps = np.arange(100)
+    loss = np.concatenate([1.5 - 0.25 * np.linspace(0, 1, 60) ** 0.3, 1.25 - 0.1 * np.linspace(0, 1, 40)])
+    annealed = Curve.from_arrays(steps, 1e-4 * 0.5 * (1 + np.cos(np.pi * steps / 99)), "lr")
+    constant = Curve.from_arrays(steps, np.full(100, 1e-4), "lr")
+    curve = Curve.from_arrays(steps, loss, "loss")
+    assert classify_run(curve, learning_rate=constant).label == "underfitting"
+    verdict = classify_run(curve, learning_rate=annealed)
+    assert verdict.label == "normal" and verdict.evidence["lr_end_over_peak"] < 0.01

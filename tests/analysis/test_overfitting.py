@@ -1,0 +1,86 @@
+import json
+
+import numpy as np
+import pytest
+
+from tanalyze.analysis.curves import Curve
+from tanalyze.analysis.overfitting import analyze_overfitting
+from tanalyze.datasets import make_curve
+
+
+@pytest.mark.parametrize("n_steps", [40, 1000, 30000])
+@pytest.mark.parametrize("seed", range(3))
+def test_onset_is_inside_the_known_window(n_steps, seed):
+    curves, truth = make_curve("overfitting", n_steps=n_steps, seed=seed, output="curves")
+    result = analyze_overfitting(curves["val/loss"], curves["train/loss"])
+    assert result.detected and result.pattern == "rising"
+    lo, hi = truth.val_min_window
+    assert lo <= result.onset_step <= hi
+    assert result.gl_end > 20 and result.rise_rel > 0.2 and result.gap_trend == "growing"
+    assert result.train_end < result.train_at_onset
+    assert 0.5 < result.confidence <= 1
+    [finding] = result.findings
+    assert finding.code == "overfitting" and finding.step == result.onset_step and "GL =" in finding.message
+    json.dumps(result.to_dict())
+
+
+@pytest.mark.parametrize("kind", ["normal", "underfitting"])
+def test_no_overfitting_when_val_keeps_falling(kind):
+    for seed in range(5):
+        curves, _ = make_curve(kind, n_steps=2000, seed=seed, output="curves")
+        result = analyze_overfitting(curves["val/loss"], curves["train/loss"])
+        assert not result.detected and result.findings == ()
+
+
+def test_minimum_window_spans_evaluations_within_tolerance():
+    val = Curve.from_arrays([10, 20, 30, 40, 50, 60, 70], [2.0, 1.0, 1.005, 0.999, 1.2, 1.3, 1.4], "val")
+    result = analyze_overfitting(val)
+    assert result.onset_step == 40 and result.min_window == (20, 40)
+    assert result.detected and result.train_tag is None and result.gap_trend is None
+    assert result.gl_end == pytest.approx(100 * (1.4 / 0.999 - 1))
+
+
+def test_noise_dip_is_not_overfitting():
+    rng = np.random.default_rng(5)
+    steps = np.arange(1, 41) * 100
+    val = 1.0 * np.exp(0.03 * rng.standard_normal(40))  # flat and noisy
+    result = analyze_overfitting(Curve.from_arrays(steps, val, "val"))
+    assert not result.detected
+
+
+def test_rising_train_loss_is_degradation_not_overfitting():
+    steps = np.arange(1, 21) * 10
+    val = np.concatenate([np.linspace(2, 1, 10), np.linspace(1.1, 2.0, 10)])
+    train = val * 0.9
+    result = analyze_overfitting(Curve.from_arrays(steps, val, "val"), Curve.from_arrays(steps, train, "train"))
+    assert not result.detected and "training loss rose" in result.reason
+
+
+def test_widening_gap_while_val_stalls():
+    steps = np.arange(1, 41)
+    val = np.concatenate([np.linspace(1.5, 0.75, 15), 0.75 + 0.004 * np.sin(np.arange(25))])
+    train = np.concatenate([np.linspace(1.5, 0.7, 15), np.linspace(0.68, 0.3, 25)])
+    result = analyze_overfitting(Curve.from_arrays(steps, val, "val"), Curve.from_arrays(steps, train, "train"))
+    assert result.detected and result.pattern == "widening_gap" and result.gap_trend == "growing"
+    assert 0.3 < result.confidence < 0.75
+
+
+def test_incomparable_losses_have_no_gap():
+    curves, _ = make_curve("overfitting", n_steps=500, seed=0, output="curves")
+    result = analyze_overfitting(curves["val/loss"], curves["train/loss"], losses_comparable=False)
+    assert result.detected and result.gap_at_onset is None and result.gap_trend is None
+
+
+def test_too_few_points_and_missing_curve():
+    assert "cannot be judged" in analyze_overfitting(None).reason
+    short = analyze_overfitting(Curve.from_arrays([1, 2, 3], [1.0, 0.5, 0.9], "val"))
+    assert not short.detected and "only 3" in short.reason
+    at_end = analyze_overfitting(Curve.from_arrays([1, 2, 3, 4, 5], [5.0, 4.0, 3.0, 2.0, 1.0], "val"))
+    assert not at_end.detected and "still improving" in at_end.reason
+
+
+def test_negative_validation_loss():
+    steps = np.arange(20)
+    val = np.concatenate([np.linspace(-1, -5, 10), np.linspace(-4.5, -2, 10)])
+    result = analyze_overfitting(Curve.from_arrays(steps, val, "val"))
+    assert result.detected and result.onset_step == 9 and result.gl_end is None

@@ -1,0 +1,117 @@
+"""parse_console_file, and console logs across the whole corpus: every real text log is a run."""
+
+import pytest
+
+from tanalyze import load
+from tanalyze.cli import main
+from tanalyze.readers import get_reader
+from tanalyze.readers.console import detect_console_format, parse_console_file
+from tests.readers.text_helpers import check, notes_text, write
+
+TEXT_FORMATS = ["megatron", "hf_console", "deepspeed", "nanogpt", "text"]
+
+SAMPLES = {
+    "megatron": " iteration       10/     100 | lm loss: 1.000000E+01 | grad norm: 2.5 |\n",
+    "hf_console": "{'loss': 0.5, 'grad_norm': 1.0, 'learning_rate': 5e-05, 'epoch': 0.5}\n",
+    "deepspeed": "[2024-01-01 00:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.1], mom=[0.9]\n",
+    "nanogpt": "iter 10: loss 2.5000, time 10.00ms, mfu 5.00%\n",
+    "text": "Epoch 1/2\nTrain Loss: 2.0\nEpoch 2/2\nTrain Loss: 1.0\n",
+}
+
+
+@pytest.mark.parametrize("format_name", sorted(SAMPLES))
+def test_parse_console_file_recognises_each_format(tmp_path, format_name):
+    path = write(tmp_path / "output.log", SAMPLES[format_name])
+    assert detect_console_format(path).name == format_name
+    run = parse_console_file(path)
+    assert run.notes[0] == f"console output read as {format_name}"
+    assert len(run.scalars) >= 1 and run.warnings == []
+
+
+def test_parse_console_file_on_noise_and_on_a_missing_file(tmp_path):
+    run = parse_console_file(write(tmp_path / "output.log", "hello\nworld\n"))
+    assert len(run.scalars) == 0 and "no known console format recognised" in notes_text(run)
+    assert "no text metric line could be read" in run.warnings[0].message
+    from tanalyze.errors import FormatError
+
+    with pytest.raises(FormatError, match="cannot read"):
+        parse_console_file(tmp_path / "missing.log")
+
+
+def test_dirty_console_output_everything_at_once(tmp_path):
+    data = (
+        b"\x1b[32mstarting\x1b[0m\r\n"
+        b"iter 0: loss 4.0000, time 100.00ms, mfu -100.00%\r\n"
+        b"  5%|\xe2\x96\x88    | 1/20\r 10%|\xe2\x96\x88\xe2\x96\x88   | 2/20\riter 1: loss 3.5000, time 50.00ms, mfu 7.00%\n"
+        b"garbage \xff\xfe bytes\x00\x00\n"
+        b"iter 2: loss 3.0000, time 50.00ms, mfu 7.10%\n"
+        b"iter 3: loss 2.9"
+    )
+    run = parse_console_file(write(tmp_path / "output.log", data))
+    check(run.scalars, "loss", {0: 4.0, 1: 3.5, 2: 3.0}, count=3)
+    check(run.scalars, "mfu", {1: 7.0, 2: 7.1}, count=2)
+    notes = notes_text(run)
+    for expected in ("1 'mfu -100.00%'", "2 undecodable byte", "2 NUL byte", "2 bare carriage return", "2 ANSI escape"):
+        assert expected in notes
+    (warning,) = run.warnings
+    assert "iter 3: loss 2.9" in warning.message and warning.location == "line 6"
+
+
+@pytest.mark.parametrize("content", [b"", bytes(range(256)) * 80])
+@pytest.mark.parametrize("name", TEXT_FORMATS)
+def test_empty_or_binary_files_read_directly_give_a_warning(tmp_path, content, name):
+    (run,) = get_reader(name).read([write(tmp_path / "bad.log", content)])
+    assert run.scalars.empty
+    assert run.warnings and "could be read" in run.warnings[0].message
+
+
+def test_binary_and_wandb_files_are_not_console_logs(tmp_path):
+    event = write(tmp_path / "events.out.tfevents.1700000000.host.1.0", b"\x18\x00\x00\x00" * 64)
+    inside = write(tmp_path / "wandb" / "run-20240101_000000-abc123" / "files" / "output.log", SAMPLES["nanogpt"])
+    for name in TEXT_FORMATS:
+        reader = get_reader(name)
+        assert not reader.sniff(event, event.read_bytes())
+        assert not reader.sniff(inside, inside.read_bytes())
+
+
+def test_every_real_console_log_is_a_run(real_logs):
+    logs = load(real_logs, formats=TEXT_FORMATS)
+    formats = {name: info.format for name, info in logs.runs.items()}
+    expected = {
+        "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
+        "step1_supervised_finetuning/training_log_output": "deepspeed",
+        "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
+        "step2_dpo_finetuning/training_log_output": "deepspeed",
+        "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
+        "step2_reward_model_finetuning/training_log_output": "deepspeed",
+        "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
+        "step3_rlhf_finetuning/training_log_output": "deepspeed",
+        "hf_text_log/Jaong__Checkpoint-of-CPT": "hf_console",
+        "hf_text_log/Nicolassalvan__mti881-projet2/ResultsEtape1/default (learning rate 5e-5)": "hf_console",
+        "hf_text_log/Nicolassalvan__mti881-projet2/ResultsEtape4/NouveauWeightLossSansOptunaHyperparamByDefault": "hf_console",
+        "megatron_text_log/microsoft__Megatron-DeepSpeed/examples/MoE/log": "megatron",
+        "megatron_text_log/microsoft__Megatron-DeepSpeed/examples/random_ltd/log/"
+        "gpt3-0.125B-tokendropping-graduallyIncrease-lr-3.0e-4-baseline.log": "megatron",
+        "megatron_text_log/microsoft__Megatron-DeepSpeed/examples/random_ltd/log/"
+        "gpt3-0.125B-tokendropping-graduallyIncrease-lr-3.0e-4.log": "megatron",
+        "other_text/0Xero7__slm_training/classic.txt": "text",
+        "other_text/0Xero7__slm_training/experimental.txt": "text",
+        "other_text/microsoft__DeepSpeedExamples/data_efficiency/vit_finetuning/out/cifar": "deepspeed",
+    }
+    for name, format_name in expected.items():
+        assert formats.get(name) == format_name, name
+    for name in expected:
+        info = logs.runs[name]
+        assert info.warnings == (), (name, info.warnings)
+        assert len(logs.run(name)) > 0, name
+    # W&B run folders are the W&B reader's; CSV loggers and binary files are not console logs
+    assert not any("wandb_local" in name or "keras_csvlogger" in name or "tfevents" in name for name in formats)
+
+
+def test_cli_lists_console_runs_with_notes(real_logs, capsys):
+    folder = real_logs / "megatron_text_log"
+    assert main(["runs", str(folder), "-q", "--max-tags", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "random_ltd/log/gpt3-0.125B-tokendropping-graduallyIncrease-lr-3.0e-4.log  [megatron]" in out
+    assert "note: 9 Python traceback(s)" in out
+    assert "3 run(s) in 1 format(s) (megatron)" in out

@@ -1,0 +1,155 @@
+"""DeepSpeed / DeepSpeed-Chat console logs: the real logs of microsoft/DeepSpeedExamples and dirty cases."""
+
+import calendar
+
+import pytest
+
+from tanalyze import load
+from tanalyze.readers.deepspeed import DeepSpeedReader
+from tests.conftest import real_log
+from tests.readers.text_helpers import check, curve, notes_text, points, write
+
+CHAT = "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training"
+SFT = f"{CHAT}/step1_supervised_finetuning/training_log_output/opt-1.3b-globalBatchSize128.log"
+DPO = f"{CHAT}/step2_dpo_finetuning/training_log_output/opt-350M_globalBatchSize-32.log"
+REWARD = f"{CHAT}/step2_reward_model_finetuning/training_log_output/opt-350m_globalBatchSize-64.log"
+RLHF = f"{CHAT}/step3_rlhf_finetuning/training_log_output/actor_opt-1.3b_critic_opt-350m_globalBatchSize64.log"
+VIT = "other_text/microsoft__DeepSpeedExamples/data_efficiency/vit_finetuning/out/cifar/training.log"
+
+
+def _read(path):
+    reader = DeepSpeedReader()
+    assert reader.sniff(path, path.read_bytes()[:4096])
+    (run,) = reader.read([path])
+    return run
+
+
+def test_sft_log_overflows_and_per_epoch_perplexity():
+    run = _read(real_log(SFT))
+    frame = run.scalars
+    check(frame, "lr", {10: 9.649992967150629e-06, 2000: 8.051513941607355e-06}, count=736)
+    check(frame, "skipped", {10: 6, 2000: 36, 7360: 139}, count=736)
+    check(frame, "CurrSamplesPerSec", {2000: 171.52381463561755}, count=736)
+    check(frame, "MaxMemAllocated (GB)", {10: 22.95}, count=736)
+    # 16 epochs of 460 steps, evaluated before training and after each epoch
+    check(frame, "eval_ppl", {0: 4998.29638671875, 8 * 460: 1.8435580730438232, 7360: 1.8085135221481323}, count=17)
+    assert curve(frame, "eval_ppl").keys() == {460 * e for e in range(17)}
+    # the 6 OVERFLOW lines before step 10 land on step 10, as DeepSpeed's own skipped=6 says
+    check(frame, "overflow_skips", {10: 6}, count=73)
+    check(frame, "loss_scale", {10: 2048.0}, count=73)
+    assert frame[frame["tag"] == "overflow_skips"]["value"].sum() == 139
+    lr = frame[(frame["tag"] == "lr") & (frame["step"] == 10)].iloc[0]
+    assert lr["wall_time"] == pytest.approx(calendar.timegm((2023, 4, 18, 1, 46, 59)) + 0.142)
+    assert lr["rank"] == 0
+    assert run.warnings == [] and run.restarts == []
+    assert "139 fp16 overflow (skipped step) message(s)" in notes_text(run)
+
+
+def test_dpo_log_eval_rewards_and_per_micro_batch_throughput():
+    run = _read(real_log(DPO))
+    frame = run.scalars
+    check(frame, "lr", {0: 5e-05, 1200: 2.4666365824494565e-05}, count=236)
+    check(frame, "skipped", {2350: 21})
+    check(frame, "eval_chosen", {0: 0.0, 2354: -31.9375}, count=2)
+    check(frame, "eval_rejected", {0: 0.0, 2354: -33.96875}, count=2)
+    check(frame, "eval_loss", {0: 0.693359375, 2354: 0.6650807857513428}, count=2)
+    # 4,708 micro-batch lines, gradient accumulation 2: the second of each pair is the step's
+    check(frame, "Latency", {1: 0.49, 1200: 0.55, 2354: 0.54}, count=2354)
+    check(frame, "Samples/sec", {1: 4.06, 1200: 3.67, 2354: 3.68}, count=2354)
+    assert frame[frame["tag"] == "overflow_skips"]["value"].sum() == 20
+    assert "gradient accumulation 2 (the timer lines)" in notes_text(run)
+    assert run.warnings == []
+
+
+def test_reward_model_log():
+    run = _read(real_log(REWARD))
+    frame = run.scalars
+    check(frame, "eval_chosen_last_scores", {0: 2.8115079402923584, 1840: 2.243525981903076}, count=2)
+    check(frame, "eval_acc", {0: 0.4924241304397583, 1840: 0.6994950175285339}, count=2)
+    check(frame, "epoch_loss", {1840: 0.5754789632299672}, count=1)
+    check(frame, "overflow_skips", {10: 10}, count=8)
+    check(frame, "loss_scale", {10: 64.0})
+    check(frame, "skipped", {10: 10, 920: 17, 1840: 20}, count=184)
+    check(frame, "lr", {920: 2.5725537721753102e-05}, count=184)
+    check(frame, "CurrSamplesPerSec", {920: 215.78447553774203}, count=184)
+    assert frame[frame["tag"] == "overflow_skips"]["value"].sum() == 20
+    assert run.warnings == []
+
+
+def test_rlhf_log_with_two_engines():
+    run = _read(real_log(RLHF))
+    frame = run.scalars
+    check(frame, "act_loss", {0: 0.2099609375, 238: 0.0137481689453125, 476: -0.03875732421875}, count=477)
+    check(frame, "cri_loss", {476: -0.0131072998046875}, count=477)
+    check(frame, "average reward score", {0: -0.67919921875, 238: 3.599609375}, count=477)
+    check(frame, "E2E latency", {0: 7.99}, count=476)
+    check(frame, "CurSamplesPerSec", {0: 8.01}, count=476)
+    # actor and critic both log step=10: two engines, two sets of tags
+    check(frame, "lr", {10: 5.79e-07, 470: 3.279803335027593e-08}, count=47)
+    check(frame, "engine1/lr", {10: 3.5000000000000004e-07, 470: 1.6993799663355403e-08}, count=47)
+    check(frame, "skipped", {10: 4})
+    check(frame, "engine1/skipped", {10: 3})
+    check(frame, "RunningAvgSamplesPerSec", {10: 86.76512302357848}, count=47)
+    # the two hysteresis overflows before the first PPO step are counted at step 0, scale unchanged
+    check(frame, "overflow_skips", {0: 2})
+    check(frame, "loss_scale", {0: 65536.0})
+    assert frame[frame["tag"] == "overflow_skips"]["value"].sum() == 14
+    assert frame[frame["tag"] == "act_loss"]["epoch"].eq(0).all()
+    notes = notes_text(run)
+    assert "prefixed 'engine1/'" in notes and "477 generation batches" in notes
+    assert run.warnings == [] and run.restarts == []
+
+
+def test_vit_finetuning_log_with_meters_and_iter_lines():
+    run = _read(real_log(VIT))
+    frame = run.scalars
+    check(frame, "Loss", {0: 3.436, 391 * 7: 1.5624, 391 * 13: 0.05626}, count=14)  # current value, not the average
+    check(frame, "Acc@1", {0: 7.81}, count=14)
+    check(frame, "val/Loss", {391: 3.6274, 391 * 8: 2.0598, 391 * 14: 0.071221}, count=14)
+    check(frame, "val_acc", {391: 10.969999313354492, 3128: 33.2599983215332, 5474: 97.97000122070312}, count=14)
+    check(frame, "layer_token", {391: 9476288.0}, count=14)
+    check(frame, "lr", {0: 0.0001, 5400: 0.0001}, count=28)
+    assert "current value is kept" in notes_text(run)
+
+
+DS_STEP = "[2024-01-01 00:00:{s:02d},000] [INFO] [logging.py:96:log_dist] [Rank {rank}] step={step}, skipped={skipped}, lr=[{lr}], mom=[0.9]\n"
+OVERFLOW = "[2024-01-01 00:00:00,500] [INFO] [logging.py:96:log_dist] [Rank 0] Overflow detected. Skipping step. Attempted loss scale: {a}, reducing to {b}\n"
+
+
+def test_newer_overflow_wording_and_overflows_after_the_last_step(tmp_path):
+    text = OVERFLOW.format(a=65536, b=32768.0) + DS_STEP.format(s=1, rank=0, step=10, skipped=1, lr=0.1)
+    text += OVERFLOW.format(a=32768.0, b=16384.0) + OVERFLOW.format(a=16384.0, b=8192.0)
+    run = _read(write(tmp_path / "ds.log", text))
+    check(run.scalars, "overflow_skips", {10: 3}, count=1)
+    check(run.scalars, "loss_scale", {10: 8192.0}, count=1)
+    assert "(2 after the last logged step, counted at it)" in notes_text(run)
+
+
+def test_per_rank_files_are_one_run_with_a_rank_column(tmp_path):
+    for rank in (0, 1, 2):
+        lines = "".join(DS_STEP.format(s=step // 10, rank=rank, step=step, skipped=0, lr=0.1 * (rank + 1))
+                        for step in (10, 20))
+        write(tmp_path / "job" / f"log_rank{rank}.txt", "DeepSpeed info: version=0.14\n" + lines)
+    write(tmp_path / "other" / "run.log", DS_STEP.format(s=1, rank=0, step=10, skipped=0, lr=0.5))
+    logs = load(tmp_path)
+    assert sorted(logs.runs) == ["job", "other"]
+    job = logs.run("job")
+    assert job["rank"].dtype == "Int64"
+    assert sorted(job[job["tag"] == "lr"]["rank"].tolist()) == [0, 0, 1, 1, 2, 2]
+    by_rank = job[(job["tag"] == "lr") & (job["step"] == 20)].set_index("rank")["value"]
+    assert by_rank.to_dict() == pytest.approx({0: 0.1, 1: 0.2, 2: 0.30000000000000004})
+    assert "3 per-rank log file(s) read as one run" in "\n".join(logs.runs["job"].notes)
+    assert logs.runs["job"].restarts == ()
+
+
+def test_numbered_rank_files_need_a_rank_zero(tmp_path):
+    line = DS_STEP.format(s=1, rank=0, step=10, skipped=0, lr=0.1)
+    for name in ("train-0.out", "train-1.out", "slurm-41.out", "slurm-42.out"):
+        write(tmp_path / name, line)
+    logs = load(tmp_path)
+    assert sorted(logs.runs) == [
+        f"{tmp_path.name}/slurm-41.out",
+        f"{tmp_path.name}/slurm-42.out",
+        f"{tmp_path.name}/train",
+    ]
+    assert points(logs.run(f"{tmp_path.name}/train"), "lr") == 2

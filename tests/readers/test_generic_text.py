@@ -1,0 +1,86 @@
+"""Console logs of custom training loops: epoch blocks, progress meters, key-value lines."""
+
+import pytest
+
+from tanalyze.readers.generic_text import GenericTextReader
+from tests.conftest import real_log
+from tests.readers.text_helpers import check, notes_text, write
+
+SLM = "other_text/0Xero7__slm_training"
+MMENGINE = "mmengine_logs/hwh12345678900123__event-yolo/work_dirs"
+
+
+def _read(path):
+    reader = GenericTextReader()
+    assert reader.sniff(path, path.read_bytes()[:4096])
+    (run,) = reader.read([path])
+    return run
+
+
+def test_epoch_blocks_with_tqdm_bars_and_warnings():
+    run = _read(real_log(f"{SLM}/classic.txt"))
+    frame = run.scalars
+    check(frame, "Train Loss", {1: 7.4976, 10: 5.5931, 20: 5.4095}, count=20)
+    check(frame, "Valid Loss", {1: 6.6384, 10: 5.4771, 20: 5.3239}, count=20)
+    check(frame, "Valid Perplexity", {10: 239.14}, count=20)
+    check(frame, "Time", {1: 122.57, 10: 71.47}, count=20)  # '122.57s': the unit is dropped
+    check(frame, "LR", {1: 9.94e-05, 20: 1.00e-05}, count=20)
+    check(frame, "Test Loss", {20: 5.3181}, count=1)  # after training: keyed by the last epoch
+    check(frame, "Test Perplexity", {20: 204.00}, count=1)
+    assert frame[frame["tag"] == "Train Loss"].set_index("step")["epoch"][10] == 10.0
+    assert "step = epoch" in notes_text(run)
+    assert run.warnings == [] and run.restarts == []
+
+
+def test_log_that_starts_at_epoch_4():
+    run = _read(real_log(f"{SLM}/experimental.txt"))
+    check(run.scalars, "Train Loss", {4: 5.9609, 12: 5.4328, 20: 5.3212}, count=17)
+    check(run.scalars, "Valid Loss", {12: 5.3203, 20: 5.2317}, count=17)
+    check(run.scalars, "Test Loss", {20: 5.2318}, count=1)
+    assert run.warnings == []
+
+
+def test_mmengine_text_log_as_a_fallback():
+    run = _read(real_log(f"{MMENGINE}/yolov5_s-v61_fast_1xb12-40e_image/20230805_113504/20230805_113504.log"))
+    frame = run.scalars
+    # the same global iteration numbers MMEngine writes in its scalars.json
+    check(frame, "loss", {5: 1.6964, 10: 1.5417}, count=243)
+    check(frame, "lr", {5: 3.0303e-04}, count=243)
+    check(frame, "coco/bbox_mAP", {440: 0.1810}, count=3)  # Epoch(val) [10][66/66]: end of epoch 10
+    assert "epochs counted from 1 (MMEngine)" in notes_text(run)
+
+
+METER = "Epoch: [{e}][{i:>3}/100]\tTime  0.500 ( 0.600)\tLoss {loss:.4e} ({avg:.4e})\tAcc@1  {acc:6.2f} ( 50.00)\n"
+
+
+def test_pytorch_imagenet_meters_keep_the_current_value(tmp_path):
+    text = "".join(METER.format(e=e, i=i, loss=2 - e - i / 100, avg=9.0, acc=10.0 * e) for e in range(2) for i in (0, 50))
+    text += "Test: [ 0/10]\tTime  0.100 ( 0.100)\tLoss 2.0000e+00 (2.0000e+00)\tAcc@1  40.00 ( 40.00)\n"
+    text += " * Acc@1 41.250 Acc@5 80.500\n"
+    run = _read(write(tmp_path / "train.log", text))
+    frame = run.scalars
+    check(frame, "Loss", {0: 2.0, 50: 1.5, 100: 1.0, 150: 0.5}, count=4)
+    check(frame, "Acc@1", {100: 10.0}, count=4)
+    check(frame, "test/Loss", {200: 2.0}, count=1)  # after epoch 1 of 100 batches
+    check(frame, "val/Acc@1", {150: 41.25})
+    assert "the current value is kept" in notes_text(run)
+
+
+@pytest.mark.parametrize(
+    ("line", "step", "expected"),
+    [
+        ("iter 120 | loss 0.53 | lr [1e-4] | acc 91.2%", 120, {"loss": 0.53, "lr": 1e-4, "acc": 91.2}),
+        ("step: 7, epoch: 1, loss: 2.5, grad_norm: 0.9", 7, {"loss": 2.5, "grad_norm": 0.9}),
+        ("Epoch 3/10 - loss: 0.4210 - val_loss: 0.5120", 3, {"loss": 0.421, "val_loss": 0.512}),
+    ],
+)
+def test_key_value_lines_with_a_step(tmp_path, line, step, expected):
+    run = _read(write(tmp_path / "train.log", "\n".join([line.replace(str(step), str(step - 2), 1),
+                                                          line.replace(str(step), str(step - 1), 1), line]) + "\n"))
+    for tag, value in expected.items():
+        check(run.scalars, tag, {step: value}, count=3)
+
+
+def test_random_text_is_not_a_training_log(tmp_path):
+    path = write(tmp_path / "README.txt", "Version: 2\nEpoch of the dinosaurs: 65\nSee the docs.\n")
+    assert not GenericTextReader().sniff(path, path.read_bytes())

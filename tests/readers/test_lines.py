@@ -1,0 +1,114 @@
+"""Cleaning dirty console text: escapes, progress bars, line ends, bad bytes, cut lines."""
+
+from tanalyze.readers._lines import TextStats, iter_chunks, looks_like_text, sniff_window
+from tests.readers.text_helpers import write
+
+
+def _read(path, chunk_chars=4 << 20):
+    stats = TextStats()
+    chunks = list(iter_chunks(path, stats, chunk_chars=chunk_chars))
+    return chunks, stats
+
+
+def test_ansi_crlf_and_progress_bars_are_cleaned_and_counted(tmp_path):
+    path = write(
+        tmp_path / "a.log",
+        "\x1b[92m[OKAY]\x1b[0m ready\r\n"
+        " 10%|#   | 1/10\r 20%|##  | 2/10\r{'loss': 1.5}\r\n"
+        "\x1b]0;title\x07done\n",
+    )
+    chunks, stats = _read(path)
+    text = "".join(c.text for c in chunks)
+    assert text == "[OKAY] ready\n 10%|#   | 1/10\n 20%|##  | 2/10\n{'loss': 1.5}\ndone\n"
+    assert stats.ansi_sequences == 3
+    assert stats.carriage_returns == 2
+    assert stats.lines == 3
+    assert "2 bare carriage return(s)" in " ".join(stats.notes())
+
+
+def test_physical_line_numbers_survive_carriage_return_splitting(tmp_path):
+    path = write(tmp_path / "a.log", "one\nbar\rbar\rtarget here\nlast\n")
+    (chunk,), _ = _read(path)
+    assert chunk.line_of(chunk.text.index("target")) == 2
+    assert chunk.line_of(chunk.text.index("last")) == 3
+    assert chunk.line_at(chunk.text.index("target")) == "target here"
+
+
+def test_bad_utf8_and_nul_bytes_are_replaced_and_counted(tmp_path):
+    path = write(tmp_path / "a.log", b"loss \xff\xfe 1.0\nx\x00\x00y\nreal \xef\xbf\xbd kept\n")
+    (chunk,), stats = _read(path)
+    assert chunk.text == "loss \ufffd\ufffd 1.0\nxy\nreal \ufffd kept\n"
+    assert stats.replaced_chars == 2  # the U+FFFD already in the file is not counted
+    assert stats.nul_bytes == 2
+    notes = " ".join(stats.notes())
+    assert "2 undecodable byte sequence(s)" in notes and "2 NUL byte(s)" in notes
+
+
+def test_utf16_with_byte_order_mark_is_decoded(tmp_path):
+    path = write(tmp_path / "a.log", b"\xff\xfe" + "iter 1: loss 2.0\r\n".encode("utf-16-le"))
+    (chunk,), stats = _read(path)
+    assert chunk.text == "iter 1: loss 2.0\n"
+    assert stats.encoding == "utf-16"
+
+
+def test_last_line_without_line_end_comes_alone_and_flagged(tmp_path):
+    path = write(tmp_path / "a.log", "first\nsecond\nthird cut mi")
+    chunks, stats = _read(path)
+    assert [c.incomplete for c in chunks] == [False, True]
+    assert chunks[1].text == "third cut mi\n"
+    assert chunks[1].first_line == 3
+    assert stats.incomplete_last_line == "third cut mi"
+
+
+def test_chunks_hold_whole_lines_whatever_the_chunk_size(tmp_path):
+    lines = [f"iter {i}: loss {i / 7:.4f}" for i in range(2000)]
+    path = write(tmp_path / "a.log", "\n".join(lines) + "\n")
+    chunks, stats = _read(path, chunk_chars=1000)
+    assert len(chunks) > 20
+    assert all(c.text.endswith("\n") for c in chunks)
+    assert "".join(c.text for c in chunks).splitlines() == lines
+    assert chunks[5].first_line == 1 + sum(c.text.count("\n") for c in chunks[:5])
+    assert stats.lines == 2000
+
+
+def test_a_line_longer_than_a_chunk_is_read_in_pieces(tmp_path):
+    path = write(tmp_path / "a.log", "a\n" + "x" * 5000 + "\nb\n")
+    chunks, stats = _read(path, chunk_chars=1000)
+    assert stats.long_lines == 1
+    assert "".join(c.text for c in chunks) == "a\n" + "x" * 5000 + "\nb\n"
+
+
+def test_binary_heads_are_not_text():
+    assert looks_like_text(b"epoch 1 loss 0.5\n")
+    assert not looks_like_text(b"\x18\x00\x00\x00\x00\x00\x00\x00\xa3\x7f\x0b\x00\t\x00\x00\x00" * 10)
+    assert not looks_like_text(b"")
+
+
+def test_sniff_window_is_bounded_and_cleaned(tmp_path):
+    path = write(tmp_path / "a.log", "\x1b[1mhello\x1b[0m\n" + "y" * 100 + "\n")
+    assert sniff_window(path, limit=8) == "hello\nyy"
+    assert sniff_window(tmp_path / "missing.log") == ""
+
+
+def test_non_ascii_text_with_carriage_returns_keeps_positions_and_line_numbers(tmp_path):
+    path = write(tmp_path / "a.log", "épilogue\n 10%|█   | 1/10\r 20%|██  | 2/10\rcible ✓\nfin\n")
+    (chunk,), stats = _read(path)
+    assert chunk.text == "épilogue\n 10%|█   | 1/10\n 20%|██  | 2/10\ncible ✓\nfin\n"
+    assert chunk.line_of(chunk.text.index("cible")) == 2
+    assert chunk.line_of(chunk.text.index("fin")) == 3
+    assert stats.carriage_returns == 2 and stats.lines == 3
+
+
+def test_multibyte_characters_are_never_split_between_pieces(tmp_path):
+    line = "█é✓" * 700  # 2100 characters, 6300 bytes, no line break
+    path = write(tmp_path / "a.log", line + "\nafter\n")
+    chunks, stats = _read(path, chunk_chars=1000)
+    assert "".join(c.text for c in chunks) == line + "\nafter\n"
+    assert stats.replaced_chars == 0 and stats.long_lines == 1
+
+
+def test_crlf_pairs_split_across_reads_are_one_line_end(tmp_path):
+    text = "".join(f"line {i}\r\n" for i in range(500))
+    chunks, stats = _read(write(tmp_path / "a.log", text), chunk_chars=997)
+    assert "".join(c.text for c in chunks) == text.replace("\r\n", "\n")
+    assert stats.carriage_returns == 0 and stats.lines == 500

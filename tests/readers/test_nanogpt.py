@@ -1,0 +1,78 @@
+"""nanoGPT console logs: the real ``output.log`` files of W&B runs (read through parse_console_file)."""
+
+from tanalyze.readers.console import parse_console_file
+from tanalyze.readers.nanogpt import NanoGPTReader
+from tests.conftest import real_log
+from tests.readers.text_helpers import check, notes_text, points, write
+
+DRUIDOWM = "wandb_local/druidowm__nanoGPT/wandb"
+JACK = "wandb_local/jackokeefe11__nanoGPT/wandb"
+
+
+def test_druidowm_run_with_mfu_sentinel_and_interrupt():
+    run = parse_console_file(real_log(f"{DRUIDOWM}/run-20241012_160630-jqe8zy9r/files/output.log"))
+    frame = run.scalars
+    check(frame, "loss", {0: 10.9766, 1273: 4.1529, 2546: 3.5074}, count=2547)
+    check(frame, "time_ms", {0: 22640.22, 1273: 309.94, 2546: 312.84}, count=2547)
+    check(frame, "mfu", {5: 108.40, 1273: 108.08, 2546: 107.86}, count=2542)  # iters 0-4 print -100%
+    check(frame, "train/loss", {0: 10.9886, 1200: 4.2432, 2400: 3.6432}, count=13)
+    check(frame, "val/loss", {0: 10.9897, 1200: 4.2623, 2400: 3.6716}, count=13)
+    notes = notes_text(run)
+    assert notes.startswith("console output read as nanogpt")
+    assert "5 'mfu -100.00%' value(s) (not measured yet) skipped" in notes
+    assert "2 Python traceback(s) in the log; last exception: KeyboardInterrupt" in notes
+    assert run.warnings == [] and run.restarts == []
+
+
+def test_bpc_unit_runs_with_a_last_line_without_line_break():
+    run = parse_console_file(real_log(f"{JACK}/run-20240214_191836-mw8ngzqq/files/output.log"))
+    frame = run.scalars
+    check(frame, "loss", {0: 6.1551, 2500: 1.5596, 5000: 1.1710}, count=501)
+    check(frame, "time_ms", {0: 65940.03, 2500: 8100.39, 5000: 8061.35}, count=501)
+    check(frame, "mfu", {10: 7.09, 2500: 5.15, 5000: 5.25}, count=500)
+    check(frame, "train/loss", {0: 6.1854, 2500: 1.3801, 5000: 0.8948}, count=21)
+    check(frame, "val/loss", {0: 6.1780, 2500: 2.1555, 5000: 2.4492}, count=21)
+    notes = notes_text(run)
+    assert "unit suffix (BPC)" in notes
+    assert "the last line has no line break; it was complete and was read" in notes
+    assert run.warnings == []
+
+    overfit = parse_console_file(real_log(f"{JACK}/run-20240214_195452-kt2awly2/files/output.log")).scalars
+    check(overfit, "train/loss", {2500: 0.6265, 5000: 0.1191}, count=21)
+    check(overfit, "val/loss", {2500: 2.9483, 5000: 4.9221}, count=21)
+    check(overfit, "time_ms", {0: 254533.85, 2500: 35452.49, 5000: 35994.07}, count=501)
+
+
+def test_crashed_runs_keep_what_was_logged_and_name_the_exception():
+    oom = parse_console_file(real_log(f"{JACK}/run-20240216_065242-ibal0bht/files/output.log"))
+    check(oom.scalars, "train/loss", {0: 12.6510}, count=1)
+    check(oom.scalars, "val/loss", {0: 12.6486}, count=1)
+    assert "last exception: torch.cuda.OutOfMemoryError: CUDA out of memory." in notes_text(oom)
+
+    crashed = parse_console_file(real_log(f"{DRUIDOWM}/run-20241022_232419-18kjtmnl/files/output.log"))
+    assert len(crashed.scalars) == 0
+    notes = notes_text(crashed)
+    assert "no known console format recognised" in notes
+    assert "last exception: TypeError: 'NoneType' object is not callable" in notes
+    (warning,) = crashed.warnings  # a run without a single point is worth a warning
+    assert warning.file.endswith("18kjtmnl/files/output.log") and "no text metric line could be read" in warning.message
+
+
+def test_output_log_inside_a_wandb_run_is_left_to_the_wandb_reader():
+    path = real_log(f"{JACK}/run-20240214_191836-mw8ngzqq/files/output.log")
+    assert not NanoGPTReader().sniff(path, path.read_bytes()[:4096])
+
+
+def test_restarted_run_and_cut_iteration_line(tmp_path):
+    text = "".join(f"iter {i}: loss {5 - i / 10:.4f}, time 100.00ms, mfu 10.00%\n" for i in range(0, 6))
+    text += "Resuming training from out\n"
+    text += "".join(f"iter {i}: loss {3 - i / 10:.4f}, time 90.00ms, mfu 11.00%\n" for i in range(3, 8))
+    text += "iter 8: loss 2.1000, time 9"
+    path = write(tmp_path / "train.log", text)
+    (run,) = NanoGPTReader().read([path])
+    check(run.scalars, "loss", {2: 4.8, 3: 2.7, 7: 2.3}, count=8)
+    (restart,) = run.restarts
+    assert restart.step == 3 and "after step 5" in restart.detail
+    (warning,) = run.warnings
+    assert "iter 8: loss 2.1000, time 9" in warning.message
+    assert points(run.scalars, "time_ms") == 8

@@ -1,0 +1,64 @@
+"""The shared machinery of the console parsers: last-write-wins, rows, time stamps."""
+
+import calendar
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tanalyze.readers._textparse import Rows, dedupe, parse_timestamp
+from tanalyze.schema import keep_last_write
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("with_rank", [False, True])
+def test_dedupe_is_keep_last_write(seed, with_rank):
+    rng = np.random.default_rng(seed)
+    n = 2000
+    frame = pd.DataFrame(
+        {
+            "run": pd.Categorical([""] * n),
+            "tag": pd.Categorical(rng.choice(["loss", "lr", "acc", "grad norm"], n)),
+            "step": rng.integers(-5, 300 if seed % 2 else 5000, n),
+            "value": rng.normal(size=n),
+            "wall_time": np.full(n, np.nan),
+        }
+    )
+    if with_rank:
+        ranks = rng.integers(0, 3, n)
+        frame["rank"] = pd.arrays.IntegerArray(ranks, mask=ranks == 0)
+    keys = ("tag", "step", "rank") if with_rank else ("tag", "step")
+    expected, expected_dropped = keep_last_write(frame, keys=keys)
+    got, dropped = dedupe(frame)
+    assert dropped == expected_dropped
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True))
+
+
+def test_dedupe_without_duplicates_returns_the_frame_untouched():
+    frame = Rows()
+    frame.add("loss", 1, 0.5)
+    frame.add("loss", 2, 0.4)
+    frame.add("lr", 1, 0.1)
+    table = frame.frame()
+    got, dropped = dedupe(table)
+    assert dropped == 0 and got is table
+
+
+def test_rows_only_carry_optional_columns_that_were_used():
+    rows = Rows()
+    rows.add("loss", 1, 1.0)
+    assert list(rows.frame().columns) == ["run", "tag", "step", "value", "wall_time"]
+    rows.add("loss", 2, 0.5, epoch=0.5, rank=3, wall=10.0)
+    table = rows.frame()
+    assert math.isnan(table["epoch"][0]) and table["epoch"][1] == 0.5
+    assert table["rank"].isna()[0] and table["rank"][1] == 3
+    assert math.isnan(table["wall_time"][0]) and table["wall_time"][1] == 10.0
+
+
+def test_time_stamps_are_read_as_utc():
+    assert parse_timestamp("2023-04-18 01:46:59,142") == pytest.approx(calendar.timegm((2023, 4, 18, 1, 46, 59)) + 0.142)
+    assert parse_timestamp("2023/08/05 08:15:04") == calendar.timegm((2023, 8, 5, 8, 15, 4))
+    assert parse_timestamp("2024-05-01T10:00:00") == calendar.timegm((2024, 5, 1, 10, 0, 0))
+    assert math.isnan(parse_timestamp("not a time stamp"))
+    assert math.isnan(parse_timestamp("2023-13-45 99:99:99"))

@@ -1,0 +1,49 @@
+"""Small helpers for the console-log reader tests."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from tanalyze.readers.base import RunData
+
+
+def curve(frame: pd.DataFrame, tag: str) -> dict[int, float]:
+    """step -> value of one tag (fails if a step appears twice)."""
+    rows = frame[frame["tag"] == tag]
+    steps = rows["step"].tolist()
+    assert len(steps) == len(set(steps)), f"duplicate steps in {tag}"
+    return dict(zip(steps, rows["value"].tolist(), strict=True))
+
+
+def points(frame: pd.DataFrame, tag: str) -> int:
+    return int((frame["tag"] == tag).sum())
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def check(frame: pd.DataFrame, tag: str, expected: dict[int, float], count: int | None = None) -> None:
+    """Exact values at known steps (and the number of points) of one tag."""
+    got = curve(frame, tag)
+    for step, value in expected.items():
+        assert step in got, f"{tag}: no point at step {step}; steps {sorted(got)[:5]}…"
+        assert close(got[step], value), f"{tag} at step {step}: {got[step]!r} != {value!r}"
+    if count is not None:
+        assert len(got) == count, f"{tag}: {len(got)} points, expected {count}"
+
+
+def notes_text(run: RunData) -> str:
+    return "\n".join(run.notes)
+
+
+def write(path: Path, data: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        path.write_bytes(data.encode("utf-8"))
+    else:
+        path.write_bytes(data)
+    return path

@@ -1,0 +1,229 @@
+import json
+import pickle
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tanalyze
+from tanalyze.cli import main
+from tanalyze.datasets import KINDS, make_curve, make_logs
+from tanalyze.diagnose import Diagnoses, RunDiagnosis, diagnose, diagnose_run
+from tanalyze.errors import ConfigError
+from tanalyze.logs import Logs, RunInfo
+from tanalyze.schema import concat_frames, empty_histograms, scalar_frame
+
+TOP_KEYS = ["run", "format", "roles", "verdict", "overfitting", "divergence", "spikes", "early_stopping", "progress",
+            "gradients", "throughput", "resources", "findings", "warnings", "role_details"]
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    logs, truths = make_logs(n_steps=1500)
+    return logs, truths, diagnose(logs)
+
+
+def test_every_kind_gets_its_verdict_and_key_steps(synthetic):
+    logs, truths, diagnoses = synthetic
+    assert isinstance(diagnoses, Diagnoses) and list(diagnoses) == list(logs.runs)
+    assert diagnoses.labels() == {name: truths[name].kind for name in logs.runs}
+    diverged = diagnoses["diverged-4"]
+    assert diverged.divergence.step == truths["diverged-4"].divergence_step
+    assert diverged.divergence.kind == "inf"
+    overfit = diagnoses["overfitting-1"]
+    lo, hi = truths["overfitting-1"].val_min_window
+    assert lo <= overfit.overfitting.onset_step <= hi
+    assert diagnoses["normal-0"].overfitting is None and diagnoses["normal-0"].divergence is None
+    assert [s.onset_step for s in diagnoses["unstable-3"].spikes][:3] == list(truths["unstable-3"].spike_steps[:3])
+
+
+def test_to_dict_shape_is_plain_json(synthetic):
+    _, _, diagnoses = synthetic
+    for d in diagnoses.values():
+        out = d.to_dict()
+        assert list(out) == TOP_KEYS
+        assert set(out["verdict"]) >= {"label", "confidence", "evidence"}
+        for finding in out["findings"]:
+            assert set(finding) >= {"code", "severity", "step", "message", "recommendation"}
+            assert finding["recommendation"]
+        json.loads(json.dumps(out, allow_nan=False))
+    diverged = diagnoses["diverged-4"].to_dict()
+    assert diverged["divergence"]["step"] == diverged["verdict"]["evidence"]["divergence_step"]
+    assert diverged["divergence"]["kind"] == "inf"
+    assert diverged["findings"][0]["severity"] == "error"
+    overfit = diagnoses["overfitting-1"].to_dict()
+    assert overfit["overfitting"]["onset_step"] == overfit["findings"][0]["step"] or overfit["overfitting"]["onset_step"]
+    assert overfit["early_stopping"]["stop_step"] is not None
+    assert all("step" in s for s in diagnoses["unstable-3"].to_dict()["spikes"])
+
+
+def test_findings_are_sorted_by_severity(synthetic):
+    _, _, diagnoses = synthetic
+    rank = {"error": 0, "warning": 1, "info": 2}
+    for d in diagnoses.values():
+        severities = [rank[f.severity] for f in d.findings]
+        assert severities == sorted(severities)
+
+
+def test_diagnose_run_is_pure_and_picklable():
+    frame, truth = make_curve("diverged", n_steps=800, seed=4, run="r1")
+    first = diagnose_run(frame, format="synthetic")
+    again = pickle.loads(pickle.dumps(diagnose_run(pickle.loads(pickle.dumps(frame)), format="synthetic")))
+    assert first.run == "r1" and again.to_dict() == first.to_dict()
+    assert first.divergence.step == truth.divergence_step
+
+
+def test_roles_override_and_unknown_names():
+    frame, _ = make_curve("overfitting", n_steps=600, seed=0)
+    renamed = frame.assign(tag=frame["tag"].astype(str).replace({"val/loss": "holdout_metric"}).astype("category"))
+    plain = diagnose_run(renamed)
+    assert "val_loss" not in plain.roles and plain.verdict.label != "overfitting"
+    assert any("no validation loss" in w for w in plain.warnings)
+    chosen = diagnose_run(renamed, roles={"val_loss": "holdout_metric"})
+    assert chosen.roles["val_loss"] == "holdout_metric" and chosen.verdict.label == "overfitting"
+    with pytest.raises(ConfigError, match="unknown role"):
+        diagnose_run(frame, roles={"valid": "x"})
+    with pytest.raises(ConfigError, match="unknown analyzer"):
+        diagnose_run(frame, spikes={"z": 3})
+
+
+def test_analyzer_parameters_are_forwarded():
+    frame, _ = make_curve("normal", n_steps=1000, seed=0, spikes=3)
+    assert len(diagnose_run(frame).spikes) == 3
+    assert len(diagnose_run(frame, divergence={"spike_min_ratio": 5.0}).spikes) == 0
+
+
+def test_empty_run_and_run_without_points():
+    logs = Logs(scalars=scalar_frame(run=[], tag=[], step=[], value=[]), histograms=empty_histograms(),
+                runs=MappingProxyType({"empty": RunInfo("empty", "csv", "empty", ())}))
+    d = diagnose(logs)["empty"]
+    assert d.verdict.label == "insufficient_data" and d.roles == {}
+    json.dumps(d.to_dict())
+
+
+def test_repr_and_html_escape_names():
+    frame, _ = make_curve("normal", n_steps=300, run="<b>evil</b>\x1b[2J")
+    d = diagnose_run(frame)
+    assert "\x1b" not in repr(d) and "normal (" in repr(d)
+    html = d._repr_html_()
+    assert "<b>evil" not in html and "&lt;b&gt;evil" in html
+
+
+def test_plot_marks_without_recomputing():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    frame, truth = make_curve("diverged", n_steps=400, seed=1)
+    d = diagnose_run(frame)
+    ax = d.plot()
+    xs = {line.get_xdata()[0] for line in ax.get_lines() if len(line.get_xdata()) == 2}
+    assert truth.divergence_step in xs
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
+def test_public_entry_points():
+    logs, _ = make_logs(("normal",), n_steps=200)
+    assert isinstance(tanalyze.diagnose(logs)["normal-0"], RunDiagnosis)
+
+
+def _logs_of(frames, names):
+    infos = {n: RunInfo(n, "synthetic", n, ()) for n in names}
+    return Logs(scalars=concat_frames(frames), histograms=empty_histograms(), runs=MappingProxyType(infos))
+
+
+def test_cli_diagnose_prints_summary_and_writes_json(tmp_path, monkeypatch, capsys):
+    frames = [make_curve(k, n_steps=500, seed=i, run=f"run-{k}\x1b[31m")[0] for i, k in enumerate(KINDS)]
+    logs = _logs_of(frames, [f"run-{k}\x1b[31m" for k in KINDS])
+    monkeypatch.setattr("tanalyze.cli.load", lambda *a, **k: logs)
+    out_file = tmp_path / "d.json"
+    code = main(["diagnose", "anywhere", "--json", str(out_file), "--role", "val_loss=val/loss", "-q"])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "\x1b" not in text and "run-diverged\\x1b[31m" in text
+    assert "DIVERGED" in text and "key steps: diverged" in text and "diverged_nonfinite" in text
+    assert "5 run(s): 1 diverged, 1 normal, 1 overfitting, 1 underfitting, 1 unstable" in text
+    data = json.loads(out_file.read_text())
+    assert data["schema"] == "tanalyze.diagnose/1" and len(data["runs"]) == 5
+    assert data["runs"][1]["roles"]["val_loss"] == "val/loss"
+
+
+def test_cli_bad_role_is_a_usage_error(monkeypatch, capsys):
+    logs, _ = make_logs(("normal",), n_steps=100)
+    monkeypatch.setattr("tanalyze.cli.load", lambda *a, **k: logs)
+    assert main(["diagnose", "x", "--role", "nonsense"]) == 2
+    assert "ROLE=TAG" in capsys.readouterr().err
+
+
+def test_duplicate_steps_and_nonzero_start_are_handled():
+    frame = scalar_frame(run="r", tag=["loss"] * 300, step=np.repeat(np.arange(1000, 1100), 3),
+                         value=np.repeat(np.linspace(2, 0.5, 100), 3) * np.tile([0.9, 1.0, 1.1], 100))
+    d = diagnose_run(frame)
+    assert d.verdict.label in {"normal", "underfitting"}
+    assert any("share a step" in w for w in d.warnings)
+    assert d.loss_analysis.points == 300 and d.loss_analysis.finite_points == 300
+
+
+def test_frame_with_pandas_strings_and_extra_columns():
+    frame, _ = make_curve("normal", n_steps=200)
+    frame = frame.assign(tag=frame["tag"].astype(str), run=frame["run"].astype(str), source=pd.Categorical(["f"] * len(frame)))
+    assert diagnose_run(frame).verdict.label == "normal"
+
+
+def test_diagnose_run_refuses_several_runs():
+    a, _ = make_curve("normal", n_steps=50, run="a")
+    b, _ = make_curve("normal", n_steps=50, run="b")
+    with pytest.raises(ValueError, match="holds 2: a, b"):
+        diagnose_run(concat_frames([a, b]))
+
+
+EDGE_VALUES = {
+    "zeros": lambda n, rng: np.zeros(n),
+    "constant": lambda n, rng: np.full(n, 3.0),
+    "negative": lambda n, rng: -np.abs(rng.normal(size=n)),
+    "mixed_sign": lambda n, rng: rng.normal(size=n),
+    "huge": lambda n, rng: 10 ** rng.uniform(20, 300, n),
+    "tiny": lambda n, rng: 10 ** rng.uniform(-300, -200, n),
+    "some_inf": lambda n, rng: np.where(rng.random(n) < 0.1, np.inf, rng.random(n) + 1),
+    "some_minus_inf": lambda n, rng: np.where(rng.random(n) < 0.1, -np.inf, rng.random(n) + 1),
+    "half_nan": lambda n, rng: np.where(rng.random(n) < 0.5, np.nan, rng.random(n)),
+}
+
+
+@pytest.mark.parametrize("kind", EDGE_VALUES)
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 9, 60])
+def test_edge_inputs_give_a_diagnosis_not_a_traceback(kind, n):
+    rng = np.random.default_rng(n)
+    make = EDGE_VALUES[kind]
+    steps = np.repeat(np.arange(n), 2)[:n] + 1000  # duplicate steps, not starting at 0
+    val_steps = np.arange(n // 5) * 10 + 1000
+    frame = scalar_frame(
+        run="r",
+        tag=["train/loss"] * n + ["val/loss"] * len(val_steps) + ["lr"] * n + ["grad_norm"] * n,
+        step=np.concatenate([steps, val_steps, steps, steps]),
+        value=np.concatenate([make(n, rng), make(len(val_steps), rng), make(n, rng), make(n, rng)]),
+    )
+    d = diagnose_run(frame)
+    assert d.verdict.label in {"normal", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data"}
+    assert 0.0 <= d.verdict.confidence <= 1.0
+    json.dumps(d.to_dict(), allow_nan=False)
+
+
+def test_validation_keyed_by_epoch_is_placed_at_the_end_of_its_epoch():
+    train_steps = np.arange(1, 1001)
+    epochs = (train_steps - 1) // 100  # 10 epochs of 100 iterations, 0-based like Lightning
+    train = 0.05 + 2 * np.exp(-train_steps / 150)
+    val_epochs = np.arange(10)
+    val = np.array([2.0, 1.2, 0.9, 0.8, 0.78, 0.82, 0.9, 1.0, 1.1, 1.2])
+    frame = scalar_frame(run="r", tag=["train_loss"] * 1000 + ["val_loss"] * 10,
+                         step=np.concatenate([train_steps, val_epochs]), value=np.concatenate([train, val]),
+                         epoch=np.concatenate([epochs, val_epochs]).astype(float))
+    d = diagnose_run(frame)
+    assert any("keyed by epoch" in w for w in d.warnings)
+    assert d.verdict.label == "overfitting" and d.overfitting.onset_step == 500  # end of epoch 4
+    without_epochs = diagnose_run(frame.drop(columns="epoch"))
+    assert any("judged on its own" in w for w in without_epochs.warnings)
+    assert without_epochs.overfitting.onset_step == 4 and without_epochs.overfitting.train_tag is None

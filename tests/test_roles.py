@@ -1,0 +1,186 @@
+import numpy as np
+import pytest
+
+from tanalyze.analysis.curves import Curve
+from tanalyze.errors import ConfigError
+from tanalyze.roles import ROLES, resolve_roles, role_curve, tag_words
+from tanalyze.schema import scalar_frame
+
+# Tag sets as real frameworks write them (from the public logs this project is tested on).
+CASES = {
+    "hf_tensorboard": (
+        ["train/epoch", "train/grad_norm", "train/learning_rate", "train/loss", "train/total_flos", "train/train_loss",
+         "train/train_runtime", "train/train_samples_per_second", "eval/loss", "eval/rouge1", "eval/runtime",
+         "eval/samples_per_second"],
+        {"train_loss": "train/loss", "val_loss": "eval/loss", "learning_rate": "train/learning_rate",
+         "grad_norm": "train/grad_norm", "throughput": "train/train_samples_per_second", "epoch": "train/epoch"},
+    ),
+    "hf_trainer_state": (
+        ["loss", "eval_loss", "eval_wer", "learning_rate", "grad_norm", "train_loss", "train_samples_per_second",
+         "eval_samples_per_second", "total_flos"],
+        {"train_loss": "loss", "val_loss": "eval_loss", "learning_rate": "learning_rate", "grad_norm": "grad_norm",
+         "throughput": "train_samples_per_second"},
+    ),
+    "lightning": (
+        ["epoch", "epoch_time", "train_loss_epoch", "train_loss_step", "train_perplexity_step", "val_loss",
+         "val_perplexity"],
+        {"train_loss": "train_loss_step", "train_loss_epoch": "train_loss_epoch", "val_loss": "val_loss", "epoch": "epoch"},
+    ),
+    "lightning_lr_monitor": (
+        ["lr-Adam", "lr-Adam-1", "train/nll_loss", "val/rmse_loss"],
+        {"train_loss": "train/nll_loss", "val_loss": "val/rmse_loss", "learning_rate": "lr-Adam"},
+    ),
+    "keras": (["accuracy", "loss", "val_accuracy", "val_loss"], {"train_loss": "loss", "val_loss": "val_loss"}),
+    "tf_object_detection": (
+        ["steps_per_sec", "Loss/localization_loss", "Loss/classification_loss", "Loss/total_loss", "learning_rate"],
+        {"train_loss": "Loss/total_loss", "learning_rate": "learning_rate", "throughput": "steps_per_sec"},
+    ),
+    "detectron2": (
+        ["data_time", "eta_seconds", "fast_rcnn/cls_accuracy", "loss_box_reg", "loss_cls", "lr", "time", "total_loss",
+         "rank_data_time"],
+        {"train_loss": "total_loss", "learning_rate": "lr", "step_time": "time"},
+    ),
+    "megatron": (
+        ["lm loss", "learning rate", "grad norm", "loss scale", "elapsed time per iteration (ms)",
+         "number of skipped iterations", "lm loss validation", "lm loss PPL validation"],
+        {"train_loss": "lm loss", "val_loss": "lm loss validation", "learning_rate": "learning rate",
+         "grad_norm": "grad norm", "step_time": "elapsed time per iteration (ms)", "loss_scale": "loss scale",
+         "skipped_steps": "number of skipped iterations"},
+    ),
+    "mmengine": (
+        ["base_lr", "lr", "data_time", "loss", "loss_cls", "loss_obj", "loss_bbox", "time", "epoch", "memory",
+         "coco/bbox_mAP"],
+        {"train_loss": "loss", "learning_rate": "lr", "step_time": "time", "gpu_memory": "memory", "epoch": "epoch"},
+    ),
+    "wandb": (
+        ["train/loss", "val/loss", "lr", "mfu", "iter", "system/gpu.0.memoryAllocated", "system/gpu.0.memory",
+         "system/memory", "system/proc.memory.availableMB"],
+        {"train_loss": "train/loss", "val_loss": "val/loss", "learning_rate": "lr",
+         "gpu_memory": "system/gpu.0.memoryAllocated"},
+    ),
+    "tutorial": (["Loss/train", "Loss/val", "Accuracy/val"], {"train_loss": "Loss/train", "val_loss": "Loss/val"}),
+    "misc": (
+        ["train_loss", "valid_loss", "tokens_per_sec", "iter_time", "gpu_mem", "attn/entropy", "grad_scale"],
+        {"train_loss": "train_loss", "val_loss": "valid_loss", "throughput": "tokens_per_sec", "step_time": "iter_time",
+         "gpu_memory": "gpu_mem", "attention_entropy": "attn/entropy", "loss_scale": "grad_scale"},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_roles_of_real_framework_tags(name):
+    tags, expected = CASES[name]
+    assert resolve_roles(tags).tags() == expected
+
+
+def test_tag_words_normalise_separators_and_camel_case():
+    assert tag_words("Loss/train") == ("loss", "train")
+    assert tag_words("system/gpu.0.memoryAllocated") == ("system", "gpu", "0", "memory", "allocated")
+    assert tag_words("elapsed time per iteration (ms)") == ("elapsed", "time", "per", "iteration", "ms")
+
+
+def test_higher_is_better_metrics_are_never_losses():
+    roles = resolve_roles(["val_accuracy", "eval_rouge1", "metrics/mAP50(B)", "val_bleu", "hparam/Final_Val_Loss"])
+    assert "train_loss" not in roles and "val_loss" not in roles
+
+
+def test_components_without_a_total_are_summed():
+    frame = scalar_frame(
+        run="r",
+        tag=["train/box_loss"] * 3 + ["train/cls_loss"] * 3 + ["val/box_loss", "val/cls_loss", "metrics/mAP50(B)"],
+        step=[0, 1, 2, 0, 1, 2, 2, 2, 2],
+        value=[1.0, 0.8, 0.6, 2.0, 1.5, 1.0, 0.7, 1.1, 0.3],
+    )
+    roles = resolve_roles(frame)
+    assert roles["train_loss"].components == ("train/box_loss", "train/cls_loss")
+    assert roles.tag("train_loss") == "train/box_loss + train/cls_loss"
+    assert roles.losses_comparable
+    curves = {t: Curve.from_frame(frame, t) for t in frame["tag"].unique()}
+    summed = role_curve(curves, roles, "train_loss")
+    assert summed.steps.tolist() == [0, 1, 2] and summed.values.tolist() == [3.0, 2.3, 1.6]
+
+
+def test_more_points_win_and_rejections_are_explained():
+    frame = scalar_frame(run="r", tag=["train/loss"] * 3 + ["loss"] * 10, step=list(range(3)) + list(range(10)),
+                         value=np.ones(13))
+    roles = resolve_roles(frame)
+    assert roles.tag("train_loss") == "loss"
+    [rejected] = roles.rejected["train_loss"]
+    assert rejected.tag == "train/loss" and "fewer points (3)" in rejected.reason
+
+
+def test_incomparable_train_and_val_losses():
+    assert not resolve_roles(["train/nll_loss", "val/rmse_loss"]).losses_comparable
+    assert resolve_roles(["train_loss", "val_loss"]).losses_comparable
+
+
+def test_overrides():
+    roles = resolve_roles(["loss", "my/val", "val_loss"], {"val_loss": "my/val", "learning_rate": None})
+    assert roles["val_loss"].source == "override" and roles.tag("val_loss") == "my/val"
+    assert any(r.tag == "val_loss" and "overridden" in r.reason for r in roles.rejected["val_loss"])
+    missing = resolve_roles(["loss"], {"val_loss": "nope"})
+    assert "val_loss" not in missing and "'nope'" in missing.warnings[0]
+    with pytest.raises(ConfigError, match="unknown role.*'validation'"):
+        resolve_roles(["loss"], {"validation": "x"})
+
+
+def test_every_role_is_documented_and_dict_is_plain():
+    roles = resolve_roles(CASES["megatron"][0])
+    assert set(roles.tags()) <= set(ROLES)
+    d = roles.to_dict()
+    assert d["roles"]["train_loss"] == "lm loss" and d["assigned"]["train_loss"]["source"] == "auto"
+
+
+def test_component_timers_and_peak_memory_are_not_preferred():
+    roles = resolve_roles(["lm loss", "elapsed time per iteration (ms)", "time (ms)/forward-compute",
+                           "memory (MB)/allocated", "memory (MB)/max allocated", "memory (MB)/reserved"])
+    assert roles.tag("step_time") == "elapsed time per iteration (ms)"
+    assert roles.tag("gpu_memory") == "memory (MB)/allocated"
+    deepspeed = resolve_roles(["loss", "CurrSamplesPerSec", "MemAllocated", "MaxMemAllocated", "overflow_skips"])
+    assert deepspeed.tag("throughput") == "CurrSamplesPerSec" and deepspeed.throughput_kind == "samples"
+    assert deepspeed.tag("gpu_memory") == "MemAllocated" and deepspeed.tag("skipped_steps") == "overflow_skips"
+
+
+def test_perplexity_stands_in_for_a_missing_loss():
+    frame = scalar_frame(run="r", tag=["eval_ppl"] * 3 + ["lr"] * 3, step=[0, 1, 2] * 2,
+                         value=[np.e**2, np.e, np.e**1.5, 1e-3, 1e-3, 1e-3])
+    roles = resolve_roles(frame)
+    assert roles.tag("val_loss") == "log(eval_ppl)" and roles["val_loss"].log
+    curves = {t: Curve.from_frame(frame, t) for t in frame["tag"].unique()}
+    assert role_curve(curves, roles, "val_loss").values == pytest.approx([2.0, 1.0, 1.5])
+    # with a loss logged, the perplexity is not used
+    assert resolve_roles(["val_loss", "val_perplexity"]).tag("val_loss") == "val_loss"
+
+
+REAL_ROLES = [
+    ("tfevents/10844110__t5-summarization-demo/runs/Mar24_22-23-40_DESKTOP-41L2EO3",
+     {"train_loss": "train/loss", "val_loss": "eval/loss", "learning_rate": "train/learning_rate",
+      "grad_norm": "train/grad_norm", "epoch": "train/epoch"}),
+    ("tfevents/Battam1111__DeepSC/lightning_logs/version_0",
+     {"train_loss": "train_loss", "val_loss": "val_ce", "learning_rate": "lr", "epoch": "epoch"}),
+    ("tfevents/Abonia1__YOLOv8-Fire-and-Smoke-Detection/runs/detect/train",
+     {"train_loss": "train/box_loss + train/cls_loss + train/dfl_loss",
+      "val_loss": "val/box_loss + val/cls_loss + val/dfl_loss"}),
+    ("hf_trainer_state/CoralReefFish__whisper-tiny-nbaiLab",
+     {"train_loss": "loss", "val_loss": "eval_loss", "learning_rate": "learning_rate"}),
+    ("lightning_metrics_csv/0Xero7__slm_training/lightning_logs/version_0",
+     {"train_loss": "train_loss_step", "train_loss_epoch": "train_loss_epoch", "val_loss": "val_loss"}),
+    ("mmengine_logs/hwh12345678900123__event-yolo/work_dirs/yolov5_s-v61_fast_1xb12-40e_image",
+     {"train_loss": "loss", "learning_rate": "lr", "step_time": "time", "gpu_memory": "memory"}),
+    ("detectron2_metrics/Kevindic0214__detectron2_training/output",
+     {"train_loss": "total_loss", "learning_rate": "lr", "step_time": "time"}),
+]
+
+
+@pytest.mark.real_logs
+@pytest.mark.parametrize(("relative", "expected"), REAL_ROLES, ids=[r.split("/")[1] for r, _ in REAL_ROLES])
+def test_roles_of_real_runs_as_read(relative, expected):
+    import tanalyze
+    from tests.conftest import real_log
+
+    logs = tanalyze.load(real_log(relative))
+    [name] = [n for n in logs.runs if len(logs.run(n))]
+    roles = resolve_roles(logs.run(name))
+    assert roles.tags() == expected
+    if relative.startswith("hf_trainer_state"):  # the run summary is one point: not a throughput curve
+        assert any("summary" in r.reason for r in roles.rejected["throughput"])
