@@ -533,7 +533,8 @@ def _cap_explosion(ax, before: Sequence[np.ndarray], everything: Sequence[np.nda
         return
     ax.set_ylim(ax.get_ylim()[0], cap)
     ax.text(0.5, 0.985, f"\u2191 off the scale above: up to {top:.3g}", transform=ax.transAxes, ha="center",
-            va="top", fontsize=7.5, color=DIVERGED)
+            va="top", fontsize=7.5, color=DIVERGED, zorder=7,
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
 
 
 def _count(n: int, word: str) -> str:

@@ -47,6 +47,8 @@ SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 MAX_ITEMS = 300
 MAX_TEXT = 20_000
 COMPARE_MAX_LINES = 12
+#: Findings shown open beside the loss chart; the rest (the least severe) fold away.
+SHOWN_FINDINGS = 3
 
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -149,7 +151,7 @@ def _environment() -> Environment:
     )
     env.filters.update(num=fmt_num, step=fmt_step, sortv=sort_key, short=short, safe_text=safe_text, truncate=truncate,
                        breakable=breakable)
-    env.globals.update(verdict_text=VERDICT_TEXT, max_items=MAX_ITEMS)
+    env.globals.update(verdict_text=VERDICT_TEXT, max_items=MAX_ITEMS, shown_findings=SHOWN_FINDINGS)
     return env
 
 
@@ -278,11 +280,20 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
     }
 
 
+def _headline(verdict: str, findings: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The finding that explains a verdict: one whose code names it (``diverged_nonfinite`` for
+    diverged), else the most severe."""
+    for f in findings:
+        if f["code"].startswith(verdict):
+            return f
+    return findings[0] if findings else None
+
+
 def _attention(rows: Sequence[dict[str, Any]], findings: Mapping[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """Runs that need a look, worst verdict first; runs sharing a verdict and a top finding form one line."""
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for row in sorted(rows, key=lambda r: (r["verdict_rank"], r["index"])):
-        top = findings[row["index"]][0] if findings[row["index"]] else None
+        top = _headline(row["verdict"], findings[row["index"]])
         if row["verdict"] == "normal" and (top is None or top["severity"] != "error"):
             continue
         key = (row["verdict"], top["code"] if top else "")

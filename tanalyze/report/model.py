@@ -240,6 +240,8 @@ def _throughput_summary(diagnosis: Mapping[str, Any], series: Mapping[str, Serie
             role = "step_time" if better is False else "throughput"
             tag = measured.get("tag") or (series[role].tag if role in series else None)
             unit = str(measured.get("unit") or ("/s" if role == "throughput" else "s/step"))
+            if unit == "s/step" and 0 < median < 1:
+                median, unit = median * 1000, "ms/step"
             return {"role": role, "tag": tag, "median": median, "unit": unit}
     for role, unit in (("throughput", "/s"), ("step_time", "per step")):
         curve = series.get(role)

@@ -261,3 +261,34 @@ def test_figures_drawn_by_worker_processes_equal_those_drawn_here():
     assert forked == here
     ids = re.findall(r'\sid="([^"]+)"', here)
     assert len(ids) == len(set(ids))  # figure ids are unique in the page
+
+
+def test_findings_past_three_fold_away_and_the_headline_explains_the_verdict():
+    findings = [
+        {"code": "plateau", "severity": "info", "step": 1, "message": "p1", "recommendation": "r"},
+        {"code": "grad_explosion", "severity": "error", "step": 10, "message": "grad exploded", "recommendation": "clip"},
+        {"code": "loss_spike", "severity": "info", "step": 2, "message": "s1", "recommendation": "r"},
+        {"code": "diverged_nonfinite", "severity": "error", "step": 50, "message": "loss became NaN", "recommendation": "resume"},
+        {"code": "early_stopping", "severity": "info", "step": 3, "message": "e1", "recommendation": "r"},
+    ]
+    runs = {"r": (frame_for("r", curves("diverged", n=200)), info("r"))}
+    data = build_report(logs_of(runs), {"r": diagnosis("r", "diverged", findings=findings)})
+    doc = parse(render_html(data))
+    section = doc.find_all("section", id="run-1")[0]
+    column = [d for d in section.find_all("div") if "findings" in d.classes()][0]
+    shown = column.find_all("ol")[0]
+    assert [li.find_all("code")[0].text_content() for li in shown.children] == ["grad_explosion", "diverged_nonfinite", "plateau"]
+    more = [d for d in column.find_all("details") if "more" in d.classes()][0]
+    assert more.find_all("summary")[0].text_content() == "2 more findings (2 info)"
+    attention = doc.find_all("section", id="attention")[0]
+    assert "loss became NaN" in attention.text_content() and "grad exploded" not in attention.text_content()
+
+
+def test_step_times_below_a_second_are_shown_in_milliseconds():
+    runs = {"r": (frame_for("r", curves(n=100)), info("r"))}
+    throughput = {"tag": None, "unit": "s/step", "higher_is_better": False, "steady_median": 0.00104}
+    data = build_report(logs_of(runs), {"r": diagnosis("r", "normal", throughput=throughput)})
+    assert data.runs[0].summary["throughput"] == {"role": "step_time", "tag": None, "median": pytest.approx(1.04),
+                                                  "unit": "ms/step"}
+    row = parse(render_html(data)).find_all("table", id="tz-summary")[0].find_all("tr")[1]
+    assert row.find_all("td")[8].text_content() == "1.04 ms/step"
