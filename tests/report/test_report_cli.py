@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+import tanalyze
 from tanalyze.cli import main
+from tests.conftest import SAMPLE_RUNS, real_log
+from tests.report.htmlcheck import parse
 
 
 def test_missing_path_is_a_usage_error(tmp_path, capsys):
@@ -39,3 +48,73 @@ def test_bad_role_override_is_a_usage_error(tmp_path, capsys):
 
 def test_no_path_is_a_usage_error(capsys):
     assert main(["report"]) == 2
+
+
+SCHEMA = json.loads((Path(tanalyze.__file__).parent / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
+
+
+def _rows(html: str) -> dict[str, dict[str, str]]:
+    table = parse(html).find_all("table", id="tz-summary")[0]
+    out = {}
+    for row in table.find_all("tr")[1:]:
+        cells = row.find_all("td")
+        out[cells[1].text_content().strip()] = {"verdict": row.attrs["data-verdict"], "diverged": cells[7].text_content()}
+    return out
+
+
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory):
+    if not SAMPLE_RUNS.is_dir():
+        pytest.skip("sample_runs/ is not in this checkout")
+    out = tmp_path_factory.mktemp("sample-report")
+    code = main(["report", str(SAMPLE_RUNS), "-o", str(out / "r.html"), "--json", str(out / "r.json"), "-q"])
+    assert code == 0
+    return (out / "r.html").read_text(encoding="utf-8"), json.loads((out / "r.json").read_text(encoding="utf-8"))
+
+
+def test_sample_runs_report_shows_every_run_as_the_json_says(sample_report):
+    html, report = sample_report
+    jsonschema.validate(report, SCHEMA)
+    rows = _rows(html)
+    assert list(rows) == [r["run"] for r in report["runs"]]
+    assert len(rows) == len(tanalyze.load(SAMPLE_RUNS).runs)
+    for run in report["runs"]:
+        assert rows[run["run"]]["verdict"] == run["verdict"]["label"]
+
+
+def test_sample_runs_known_divergences_are_in_the_table(sample_report):
+    html, report = sample_report
+    labels = json.loads((SAMPLE_RUNS / "LABELS.json").read_text(encoding="utf-8"))["runs"]
+    rows = _rows(html)
+    diverged = [name for name, label in labels.items() if label["regime"] == "diverged"]
+    assert diverged and all(rows[name]["verdict"] == "diverged" for name in diverged)
+    for name in diverged:
+        step = next(r for r in report["runs"] if r["run"] == name)["divergence"]["step"]
+        assert rows[name]["diverged"].startswith(f"{step:,}")
+        assert labels[name]["explosion_step"] <= step <= labels[name]["divergence_step"]
+
+
+def test_default_output_is_report_html_in_the_working_folder(tmp_path, monkeypatch, capsys):
+    if not SAMPLE_RUNS.is_dir():
+        pytest.skip("sample_runs/ is not in this checkout")
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", str(SAMPLE_RUNS / "normal_tensorboard"), str(SAMPLE_RUNS / "diverged_tensorboard")]) == 0
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert list(_rows(html)) == ["normal_tensorboard", "diverged_tensorboard"]
+    assert "wrote report.html" in capsys.readouterr().err
+
+
+def test_real_tensorboard_logs_report(tmp_path):
+    folder = real_log("tfevents")
+    assert main(["report", str(folder), "-o", str(tmp_path / "r.html"), "--json", str(tmp_path / "r.json"), "-q"]) == 0
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    jsonschema.validate(report, SCHEMA)
+    logs = tanalyze.load(folder)
+    assert [r["run"] for r in report["runs"]] == list(logs.runs)
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert list(_rows(html)) == list(logs.runs)
+    # the HF run logged its arguments as text: the run's section shows it, whole, as preformatted text
+    index = list(logs.runs).index("10844110__t5-summarization-demo/runs/Mar24_22-23-40_DESKTOP-41L2EO3") + 1
+    section = parse(html).find_all("section", id=f"run-{index}")[0]
+    texts = [pre.text_content() for pre in section.find_all("pre")]
+    assert texts[0].startswith('{\n  "output_dir": "/home/cora/my_models/t5-summarization",') and len(texts[0]) == 4338
