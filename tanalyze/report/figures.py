@@ -23,13 +23,13 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
 
 from tanalyze.report.downsample import m4
 from tanalyze.report.model import ROLE_TITLES, RunView, Series, ema, number
+from tanalyze.report.svgaxes import AxisSpec, compact, layer, log_label, matplotlib_ticks, prepare
 from tanalyze.text import safe_text
 
-__all__ = ["Rendered", "FigureMaker", "UnsafeSVGError", "label_text", "LOG_SCALE_DECADES"]
+__all__ = ["Rendered", "FigureMaker", "UnsafeSVGError", "label_text", "compact", "log_label", "LOG_SCALE_DECADES"]
 
 #: Use a log y-axis when positive values span more than this many decades.
 LOG_SCALE_DECADES = 1.5
@@ -60,11 +60,10 @@ _RC: dict[str, Any] = {
     "axes.edgecolor": "#9ca3af",
     "axes.linewidth": 0.8,
     "axes.labelcolor": "#4b5563",
-    "axes.grid": True,
-    "axes.axisbelow": True,
+    "axes.grid": False,  # the axis layer (svgaxes.py) draws the grid
+    "axes.facecolor": "none",  # ... under the data, so the axes must not paint over it
+    "figure.facecolor": "none",
     "axes.formatter.useoffset": False,
-    "grid.color": "#e5e7eb",
-    "grid.linewidth": 0.6,
     "xtick.color": "#6b7280",
     "ytick.color": "#6b7280",
     "xtick.labelsize": 8,
@@ -101,25 +100,6 @@ def label_text(text: str, limit: int = 60) -> str:
     a leading underscore kept visible (matplotlib hides legend labels starting with ``_``)."""
     value = safe_text(text, limit=limit)
     return "\u200b" + value if value.startswith("_") else value
-
-
-def compact(value: float, _pos: int | None = None) -> str:
-    """Tick label for steps: 950, 12k, 1.5M."""
-    magnitude = abs(value)
-    for threshold, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if magnitude >= threshold:
-            return f"{value / threshold:.4g}{suffix}"
-    return f"{value:.4g}"
-
-
-def log_label(value: float, _pos: int | None = None) -> str:
-    """Tick label on a log axis, as plain text (math text is off): 0.001, 1, 100, 1e+06."""
-    if value <= 0:
-        return ""
-    if 1e-3 <= value < 1e5:
-        return f"{value:g}"
-    exponent = np.log10(value)
-    return f"1e{int(round(exponent))}" if abs(exponent - round(exponent)) < 1e-9 else f"{value:.2g}"
 
 
 _TAG = re.compile(r"<([A-Za-z][\w:.-]*)((?:\s+[\w:.-]+\s*=\s*\"[^\"]*\")*)\s*/?>")
@@ -223,6 +203,7 @@ class FigureMaker:
         self.columns = columns
         self.dense_points = dense_points
         self._pool: dict[str, tuple[Figure, list[Any]]] = {}
+        self._specs: dict[int, list[AxisSpec]] = {}
 
     # -- plumbing -----------------------------------------------------------------
 
@@ -231,30 +212,39 @@ class FigureMaker:
         creating them is most of matplotlib's cost per figure). Call inside ``rc_context(_RC)``."""
         cached = self._pool.get(key)
         if cached is None:
-            fig = Figure(figsize=size)
+            fig = Figure(figsize=size, dpi=72)  # 72 dpi: display coordinates are SVG points
             axes = list(np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel())
             self._pool[key] = (fig, axes)
-            return fig, axes
-        fig, axes = cached
-        for ax in axes:
-            _empty_axes(ax)
+        else:
+            fig, axes = cached
+            for ax in axes:
+                _empty_axes(ax)
+        self._specs[id(fig)] = []
         return fig, axes
 
     def _render(self, fig: Figure, alt: str, points: int, salt: str, note: str = "", columns: int = 1,
                 keys: Sequence[tuple[str, str]] = ()) -> Rendered:
         """Save ``fig`` as inline SVG (PNG when dense). ``salt`` makes its clip-path and marker ids
         unique in the page, whichever process draws it."""
+        specs = self._specs.get(id(fig), [])
         if points > self.dense_points:
+            for spec in specs:
+                matplotlib_ticks(spec)
             buffer = io.BytesIO()
             FigureCanvasAgg(fig)
-            fig.savefig(buffer, format="png", dpi=144, metadata={"Software": None})
+            fig.savefig(buffer, format="png", dpi=144, metadata={"Software": None}, facecolor="white")
             data = base64.b64encode(buffer.getvalue()).decode("ascii")
             markup = f'<img class="chart" alt="{html.escape(alt, quote=True)}" src="data:image/png;base64,{data}">'
             return Rendered(markup, "png", points, note, columns, tuple(keys))
         buffer = io.StringIO()
         with matplotlib.rc_context({"svg.hashsalt": salt}):
             FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
-        return Rendered(_clean_svg(buffer.getvalue(), alt), "svg", points, note, columns, tuple(keys))
+        under, over = layer(fig.bbox.height, specs)
+        svg = buffer.getvalue()
+        start = svg.index(">", svg.index("<svg")) + 1
+        end = svg.rindex("</svg>")
+        svg = svg[:start] + under + svg[start:end] + over + svg[end:]
+        return Rendered(_clean_svg(svg, alt), "svg", points, note, columns, tuple(keys))
 
     def _line(self, ax, steps: np.ndarray, values: np.ndarray, columns: int | None = None, **style) -> int:
         mask = np.isfinite(values)
@@ -262,19 +252,13 @@ class FigureMaker:
         ax.plot(x, y, **style)
         return len(x)
 
-    @staticmethod
-    def _style_axes(ax, *, log: bool, xticks: int = 6, yticks: int = 5) -> None:
-        if log:
-            ax.set_yscale("log")
-            ax.yaxis.set_major_locator(LogLocator(base=10, numticks=yticks + 1))
-            ax.yaxis.set_major_formatter(FuncFormatter(log_label))
-            ax.yaxis.set_minor_locator(NullLocator())
-            ax.yaxis.set_minor_formatter(NullFormatter())
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=xticks, integer=True))
-        ax.xaxis.set_major_formatter(FuncFormatter(compact))
-        if not log:
-            ax.yaxis.set_major_locator(MaxNLocator(nbins=yticks))
-        ax.margins(x=0.01)
+    def _style_axes(self, ax, *, log: bool, xticks: int = 6, yticks: int = 5, xlabel: str = "",
+                    ylabel: str = "") -> AxisSpec:
+        """Scale and tick plan of ``ax``; the axis layer draws ticks, grid and labels at save time."""
+        spec = AxisSpec(ax, log=log, xticks=xticks, yticks=yticks, xlabel=xlabel, ylabel=ylabel)
+        prepare(spec)
+        self._specs.setdefault(id(ax.get_figure()), []).append(spec)
+        return spec
 
     # -- per-run figures ----------------------------------------------------------
 
@@ -303,13 +287,11 @@ class FigureMaker:
                     points += self._line(ax, series.steps, series.values, color=color, linewidth=1.4,
                                          marker=marker, markersize=3)
             log = _log_scale([s.values for _, s, _ in curves])
-            self._style_axes(ax, log=log)
+            self._style_axes(ax, log=log, xlabel="step", ylabel="loss" + (" (log scale)" if log else ""))
             start = _blowup_step(run.diagnosis)
             if start is not None:
                 _cap_explosion(ax, [s.values[s.steps < start] for _, s, _ in curves], [s.values for _, s, _ in curves], log)
             keys += self._markers(ax, run, dict((role, s) for role, s, _ in curves))
-            ax.set_xlabel("step")
-            ax.set_ylabel("loss" + (" (log scale)" if log else ""))
             fig.subplots_adjust(left=0.09, right=0.985, top=0.96, bottom=0.15)
             alt = "Loss curves of run " + safe_text(run.name, limit=120)
             notes = []
@@ -448,15 +430,13 @@ class FigureMaker:
             if many:
                 keys.append(("other", f"{len(runs) - len(highlighted)} other runs"))
             log = _log_scale(values)
-            self._style_axes(ax, log=log)
+            self._style_axes(ax, log=log, xlabel="step", ylabel=safe_text(tag, 40) + (" (log)" if log else ""))
             before = []
             for run, smooth in zip(runs, values, strict=True):
                 start = _blowup_step(run.diagnosis)
                 before.append(smooth if start is None else smooth[run.series[role].steps < start])
             if any(_blowup_step(r.diagnosis) is not None for r in runs):
                 _cap_explosion(ax, before, values, log)
-            ax.set_xlabel("step")
-            ax.set_ylabel(label_text(tag, 40) + (" (log)" if log else ""))
             fig.subplots_adjust(left=0.11, right=0.985, top=0.96, bottom=0.15)
             alt = f"{ROLE_TITLES.get(role, role)} '{safe_text(tag, 80)}' of {len(runs)} runs"
             return self._render(fig, alt, points, f"cmp-{role}-{key}", keys=keys)
@@ -478,9 +458,8 @@ class FigureMaker:
             ax.plot(grid, mid, color=color, linewidth=1.6)
             name = "train" if role == "train_loss" else "val"
             keys = [(name, "median"), (f"{name}-band", f"min\u2013max of {len(curves)} seeds")]
-            self._style_axes(ax, log=_log_scale([lo, hi]))
+            self._style_axes(ax, log=_log_scale([lo, hi]), xlabel="step")
             ax.set_title(label_text(f"{ROLE_TITLES[role]} · {curves[0].tag}", 60))
-            ax.set_xlabel("step")
             fig.subplots_adjust(left=0.11, right=0.985, top=0.9, bottom=0.16)
             alt = f"{ROLE_TITLES[role]} of seed group {safe_text(label, 80)}: median and min-max band"
             return self._render(fig, alt, 3 * len(grid), f"band-{role}-{runs[0].index}", keys=keys)
@@ -493,6 +472,7 @@ def _empty_axes(ax) -> None:
     if ax.legend_ is not None:
         ax.legend_.remove()
     ax.set_title("")
+    ax.grid(False)
     ax.set_xlabel("")
     ax.set_ylabel("")
     if ax.get_xscale() != "linear":
@@ -532,7 +512,7 @@ def _cap_explosion(ax, before: Sequence[np.ndarray], everything: Sequence[np.nda
     if top <= cap:
         return
     ax.set_ylim(ax.get_ylim()[0], cap)
-    ax.text(0.5, 0.985, f"\u2191 off the scale above: up to {top:.3g}", transform=ax.transAxes, ha="center",
+    ax.text(0.01, 0.985, f"\u2191 off the scale above: up to {top:.3g}", transform=ax.transAxes, ha="left",
             va="top", fontsize=7.5, color=DIVERGED, zorder=7,
             bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
 

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -76,8 +78,6 @@ def test_all_nan_curve_is_not_drawn():
 
 
 def _normalised(markup: str) -> str:
-    import re
-
     return re.sub(r'(id="|#)[mp][0-9a-f]{10}', r"\1ID", markup)
 
 
@@ -94,3 +94,29 @@ def test_reused_figures_carry_nothing_over_from_the_previous_run():
     reused.aux(diverged, ["learning_rate", "grad_norm"])
     again = (_normalised(reused.loss(normal).markup), _normalised(reused.aux(normal, ["learning_rate", "grad_norm"]).markup))
     assert again == expected
+
+
+@pytest.mark.parametrize(
+    ("values", "labels"),
+    [([0, 2.5, 5, 7.5, 10], ["0", "2.5", "5.0", "7.5", "10.0"]), ([0.6, 1.2, 1.8], ["0.6", "1.2", "1.8"]),
+     ([-0.5, 0, 0.5], ["-0.5", "0", "0.5"]), ([1000, 1500, 2000], ["1000", "1500", "2000"]),
+     ([1e5, 1.5e5, 2e5], ["100k", "150k", "200k"]), ([1e-4, 2e-4], ["0.0001", "0.0002"]), ([], [])],
+)
+def test_linear_tick_labels_share_the_decimals_their_spacing_needs(values, labels):
+    from tanalyze.report.svgaxes import linear_labels
+
+    assert linear_labels(values) == labels
+
+
+def test_axis_layer_puts_grid_under_and_labels_over_the_data():
+    from tests.report.fakes import three_runs
+
+    logs, diags = three_runs()
+    svg = FigureMaker().loss(build_report(logs, diags).runs[1]).markup
+    grid = svg.index("stroke: #e5e7eb")
+    data = svg.index("stroke: #2563eb")
+    labels = svg.index(">step</text>")
+    assert grid < data < labels
+    # tick values come from matplotlib's locator on the final limits (steps 0 .. 14,990 plus a 1% margin)
+    texts = re.findall(r">([^<]+)</text>", svg)
+    assert texts == ["0", "3k", "6k", "9k", "12k", "15k", "0.6", "1.2", "1.8", "2.4", "step", "loss"]
