@@ -91,27 +91,20 @@ def time_tbparse(root: Path) -> tuple[float, int]:
     return time.perf_counter() - start, len(frame)
 
 
-def time_report(root: Path, out: Path) -> dict[str, float]:
-    from tanalyze.diagnose import diagnose
-    from tanalyze.logs import load
-    from tanalyze.report import build_report, write_report
+def time_report(root: Path, out: Path, workers: int | None) -> dict[str, float]:
+    """What ``tanalyze report ROOT -o ... --json ...`` does, timed in its two phases."""
+    from tanalyze.report import report_paths, write_report
 
     times: dict[str, float] = {}
     start = time.perf_counter()
-    logs = load(root)
-    times["read"] = time.perf_counter() - start
+    data = report_paths([root], workers=workers)
+    times["read+diagnose+draw runs"] = time.perf_counter() - start
     mark = time.perf_counter()
-    diagnoses = diagnose(logs)
-    times["diagnose"] = time.perf_counter() - mark
-    mark = time.perf_counter()
-    data = build_report(logs, diagnoses)
-    times["summarise"] = time.perf_counter() - mark
-    mark = time.perf_counter()
-    sizes = write_report(data, out / "report.html", out / "report.json")
-    times["render+write"] = time.perf_counter() - mark
+    sizes = write_report(data, out / "report.html", out / "report.json", workers=workers)
+    times["compare+page+write"] = time.perf_counter() - mark
     times["total"] = time.perf_counter() - start
-    times["points"] = float(len(logs.scalars))
-    times["runs"] = float(len(logs.runs))
+    times["points"] = float(sum(run.points for run in data.runs))
+    times["runs"] = float(len(data.runs))
     times["html_mb"] = sizes["html"] / 1e6
     return times
 
@@ -121,6 +114,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--scalars", type=int, default=20_000, help="scalar points per run")
     parser.add_argument("--regenerate", action="store_true", help="write the event files again")
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (default: automatic, as the CLI)")
     args = parser.parse_args()
 
     root = HERE / "_data" / f"report_{args.runs}x{args.scalars}"
@@ -132,13 +126,16 @@ def main() -> int:
         print(f"writing {args.runs} runs x {args.scalars:,} scalars with tensorboardX to {root.relative_to(HERE.parent)}")
         write_data(root, args.runs, args.scalars)
 
-    ours = time_report(root, out)
+    from tanalyze.report.parallel import default_workers
+
+    ours = time_report(root, out, args.jobs)
     anchor, anchor_rows = time_tbparse(root)
 
     print(f"input: {int(ours['runs'])} runs, {int(ours['points']):,} scalar points (tbparse read {anchor_rows:,})")
     print(f"tbparse read:            {anchor:8.2f} s   (anchor)")
-    for key in ("read", "diagnose", "summarise", "render+write"):
-        print(f"tanalyze {key:<15} {ours[key]:8.2f} s")
+    workers = args.jobs if args.jobs is not None else default_workers()
+    for key in ("read+diagnose+draw runs", "compare+page+write"):
+        print(f"  {key:<23} {ours[key]:8.2f} s   ({workers} worker process(es))")
     print(f"tanalyze report total:   {ours['total']:8.2f} s   -> {ours['html_mb']:.1f} MB HTML in {out.relative_to(HERE.parent)}")
     ratio = ours["total"] / anchor
     verdict = "OK" if ratio < 0.25 else "TOO SLOW"

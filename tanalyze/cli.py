@@ -171,9 +171,9 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise InputError(f"{target}: cannot write there, folder {parent} does not exist")
     progress = _progress(args)
     data = report_paths(args.paths, formats=args.format or None, roles=roles, title=args.title,
-                        smoothing=args.smoothing, progress=progress)
+                        smoothing=args.smoothing, progress=progress, workers=args.jobs)
     try:
-        sizes = write_report(data, args.output, args.json, progress=progress)
+        sizes = write_report(data, args.output, args.json, progress=progress, workers=args.jobs)
     except OSError as exc:
         raise InputError(f"cannot write the report: {exc}") from exc
     verdicts = ", ".join(f"{n} {label.replace('_', ' ')}" for label, n in data.verdict_counts())
@@ -182,6 +182,16 @@ def cmd_report(args: argparse.Namespace) -> int:
         written += f" and {args.json}"
     sys.stderr.write(f"wrote {safe_text(written)}: {len(data.runs)} run(s): {verdicts}\n")
     return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _smoothing(text: str) -> float:
@@ -310,6 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
     report.add_argument("--config", help="tanalyze.toml or pyproject.toml with role overrides")
     report.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
+    report.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
+                        help="worker processes for reading, analysing and drawing runs (default: one per CPU, up to 4)")
     report.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     report.set_defaults(handler=cmd_report)
     return parser

@@ -12,7 +12,7 @@ serialises it. Jupyter reprs call :func:`render_report_html` /
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -21,6 +21,7 @@ from tanalyze.logs import Logs, RunInfo
 from tanalyze.report.html import render_html, render_run_fragment
 from tanalyze.report.jsonout import SCHEMA_ID, report_dict, write_json
 from tanalyze.report.model import ReportData, RunSource, build_report, sources_from
+from tanalyze.report.pipeline import report_paths
 
 __all__ = [
     "SCHEMA_ID",
@@ -136,40 +137,3 @@ def write_report(
             handle.write(page)
         sizes["html"] = len(page)
     return sizes
-
-
-def report_paths(
-    paths: Sequence[str | os.PathLike[str]],
-    *,
-    formats: Sequence[str] | None = None,
-    roles: Mapping[str, str] | None = None,
-    title: str | None = None,
-    smoothing: float = 0.6,
-    progress: ProgressCallback | None = None,
-) -> ReportData:
-    """Read and diagnose every run under each path, and compute the report of all of them.
-
-    Runs of equal name under different paths are told apart by the path's name.
-    Raises :class:`~tanalyze.errors.InputError` (or ``NoLogsError``) for a path
-    that does not exist or holds no logs.
-    """
-    from tanalyze.errors import InputError
-    from tanalyze.logs import load
-
-    for path in paths:  # fail before the long work when any path is wrong
-        if not os.path.exists(path):
-            raise InputError(f"{os.fspath(path)}: no such file or folder")
-    sources: list[RunSource] = []
-    labels: list[str] = []
-    for path in paths:
-        logs = load(path, formats=formats, progress=progress)
-        from tanalyze.diagnose import diagnose  # analysis is imported once there is something to analyse
-
-        diagnoses = diagnose(logs, roles=dict(roles) if roles else None)
-        part = sources_from(logs, diagnoses)
-        sources.extend(part)
-        labels.extend([os.path.basename(os.path.normpath(os.fspath(path))) or os.fspath(path)] * len(part))
-    options: dict[str, Any] = {"smoothing": smoothing, "inputs": [os.fspath(p) for p in paths], "input_labels": labels}
-    if title is not None:
-        options["title"] = title
-    return build_report(sources, **options)

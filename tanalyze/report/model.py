@@ -135,6 +135,8 @@ class RunView:
     summary: dict[str, Any]
     tags: tuple[str, ...]
     points: int
+    #: (loss, aux) figures already drawn where the run was read (see pipeline.py), else drawn when rendering
+    figures: tuple[Any, Any] | None = None
 
     @property
     def anchor(self) -> str:
@@ -282,15 +284,16 @@ def _run_view(index: int, source: RunSource) -> RunView:
     )
 
 
-def _unique_names(sources: Sequence[RunSource], labels: Sequence[str]) -> list[str]:
-    """Run names, made distinct when two inputs hold runs of the same name."""
-    seen: dict[str, int] = {}
-    for s in sources:
-        seen[s.name] = seen.get(s.name, 0) + 1
+def _unique_names(sources: Sequence[Any], labels: Sequence[str]) -> list[str]:
+    """Run names (of anything with ``name``), made distinct when two inputs hold runs of the same name:
+    prefixed by their input's label, then numbered ``#2``, ``#3`` as :func:`tanalyze.load` does."""
+    inputs_of: dict[str, set[str]] = {}
+    for source, label in zip(sources, labels, strict=True):
+        inputs_of.setdefault(source.name, set()).add(label)
     names = []
     used: set[str] = set()
     for source, label in zip(sources, labels, strict=True):
-        name = source.name if seen[source.name] == 1 else f"{label}:{source.name}"
+        name = source.name if len(inputs_of[source.name]) == 1 else f"{label}:{source.name}"
         base, n = name, 2
         while name in used:
             name, n = f"{base}#{n}", n + 1
@@ -316,9 +319,6 @@ def build_report(
     ``input_labels`` (one per source) disambiguate equal run names coming from
     different inputs.
     """
-    from tanalyze import __version__
-    from tanalyze.report.groups import seed_groups
-
     if not 0 <= smoothing < 1:
         raise ValueError(f"smoothing weight must be in [0, 1), got {smoothing}")
     if isinstance(sources, Logs):
@@ -327,13 +327,28 @@ def build_report(
         sources = sources_from(sources, diagnoses)
     labels = list(input_labels) if input_labels is not None else [""] * len(sources)
     names = _unique_names(sources, labels)
-    views = []
-    for index, (source, name) in enumerate(zip(sources, names, strict=True), start=1):
-        if name != source.name:
-            source = RunSource(name, source.scalars, source.info, source.diagnosis)
-        view = _run_view(index, source)
-        view.diagnosis["run"] = name
-        views.append(view)
+    views = [_run_view(index, source) for index, source in enumerate(sources, start=1)]
+    return assemble(views, names, title=title, inputs=inputs, smoothing=smoothing, generated_at=generated_at)
+
+
+def assemble(
+    views: Sequence[RunView],
+    names: Sequence[str],
+    *,
+    title: str | None = None,
+    inputs: Sequence[str] = (),
+    smoothing: float = 0.6,
+    generated_at: str | None = None,
+) -> ReportData:
+    """The report of these runs, numbered 1..n in order under their final ``names``."""
+    from tanalyze import __version__
+    from tanalyze.report.groups import seed_groups
+
+    final = []
+    for index, (view, name) in enumerate(zip(views, names, strict=True), start=1):
+        if name != view.name:
+            view.diagnosis["run"] = name
+        final.append(replace(view, index=index, name=name))
     stamp = generated_at or datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     if title is None:
         title = "Training report" + (f": {', '.join(inputs)}" if inputs else "")
@@ -342,7 +357,7 @@ def build_report(
         inputs=tuple(str(i) for i in inputs),
         generated_at=stamp,
         smoothing=smoothing,
-        runs=tuple(views),
+        runs=tuple(final),
         version=__version__,
     )
     return replace(data, groups=tuple(seed_groups(data.runs)))

@@ -19,7 +19,7 @@ from dataclasses import replace
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.model import AUX_ROLES, RunView
 
-__all__ = ["run_figures", "default_workers", "MIN_RUNS_FOR_WORKERS"]
+__all__ = ["run_figures", "draw", "worker_maker", "fork_context", "default_workers", "MIN_RUNS_FOR_WORKERS"]
 
 #: Below this many runs, starting workers costs more than it saves.
 MIN_RUNS_FOR_WORKERS = 8
@@ -41,11 +41,21 @@ def draw(maker: FigureMaker, run: RunView) -> RunFigures:
     return maker.loss(run), maker.aux(run, aux_roles(run))
 
 
-def _draw_chunk(chunk: Sequence[RunView], smoothing: float) -> list[RunFigures]:
+def worker_maker(smoothing: float) -> FigureMaker:
+    """This process's figure maker (kept, so that its figures are reused from run to run)."""
     global _MAKER
     if _MAKER is None or _MAKER.smoothing != smoothing:
         _MAKER = FigureMaker(smoothing=smoothing)
-    return [draw(_MAKER, run) for run in chunk]
+    return _MAKER
+
+
+def _draw_chunk(chunk: Sequence[RunView], smoothing: float) -> list[RunFigures]:
+    maker = worker_maker(smoothing)
+    return [draw(maker, run) for run in chunk]
+
+
+def fork_context():
+    return multiprocessing.get_context("fork")
 
 
 def default_workers() -> int:
@@ -68,6 +78,12 @@ def run_figures(
 ) -> Iterator[RunFigures]:
     """The (loss, aux) figures of each run, in order; drawn by ``workers`` processes (None: automatic)."""
     total = len(runs)
+    if all(run.figures is not None for run in runs):  # drawn where the runs were read
+        for done, run in enumerate(runs, start=1):
+            yield run.figures
+            if progress is not None:
+                progress(done, total, f"render {run.name}")
+        return
     workers = default_workers() if workers is None else workers
     if workers <= 1 or total < MIN_RUNS_FOR_WORKERS:
         for done, run in enumerate(runs, start=1):
@@ -76,12 +92,11 @@ def run_figures(
                 progress(done, total, f"render {run.name}")
         return
     # Workers need only what they draw: no RunInfo (its read-only mappings do not pickle).
-    light = [replace(run, info=None) for run in runs]
+    light = [replace(run, info=None, figures=None) for run in runs]
     size = max(1, -(-total // (workers * 4)))
     chunks = [light[i:i + size] for i in range(0, total, size)]
     done = 0
-    context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=fork_context()) as pool:
         for chunk, figures in zip(chunks, pool.map(_draw_chunk, chunks, [maker.smoothing] * len(chunks)), strict=True):
             for run, pair in zip(chunk, figures, strict=True):
                 done += 1

@@ -118,3 +118,28 @@ def test_real_tensorboard_logs_report(tmp_path):
     section = parse(html).find_all("section", id=f"run-{index}")[0]
     texts = [pre.text_content() for pre in section.find_all("pre")]
     assert texts[0].startswith('{\n  "output_dir": "/home/cora/my_models/t5-summarization",') and len(texts[0]) == 4338
+
+
+def test_report_paths_reads_and_diagnoses_like_load_and_diagnose():
+    if not SAMPLE_RUNS.is_dir():
+        pytest.skip("sample_runs/ is not in this checkout")
+    from tanalyze.diagnose import diagnose
+    from tanalyze.report import build_report, report_dict, report_paths
+    from tanalyze.report.html import render_html
+    from tanalyze.report.parallel import default_workers
+
+    stamp = "2024-01-01T00:00:00Z"
+    logs = tanalyze.load(SAMPLE_RUNS)
+    expected = report_dict(build_report(logs, diagnose(logs), inputs=[str(SAMPLE_RUNS)], generated_at=stamp))
+    here = report_paths([SAMPLE_RUNS], workers=1)
+    assert report_dict(here) | {"generated_at": stamp} == expected
+    if default_workers() >= 2:
+        forked = report_paths([SAMPLE_RUNS], workers=2)
+        assert report_dict(forked) | {"generated_at": stamp} == expected
+        assert render_html(forked, workers=1).replace(forked.generated_at, stamp) == render_html(
+            here, workers=1).replace(here.generated_at, stamp)
+
+
+def test_jobs_must_be_positive(tmp_path, capsys):
+    assert main(["report", str(tmp_path), "-j", "0"]) == 2
+    assert "must be at least 1" in capsys.readouterr().err
