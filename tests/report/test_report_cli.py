@@ -143,3 +143,20 @@ def test_report_paths_reads_and_diagnoses_like_load_and_diagnose():
 def test_jobs_must_be_positive(tmp_path, capsys):
     assert main(["report", str(tmp_path), "-j", "0"]) == 2
     assert "must be at least 1" in capsys.readouterr().err
+
+
+def test_jupyter_fragments_diagnose_when_not_given_a_diagnosis():
+    if not SAMPLE_RUNS.is_dir():
+        pytest.skip("sample_runs/ is not in this checkout")
+    from tanalyze.diagnose import diagnose
+    from tanalyze.report import render_report_html, render_run_html
+
+    logs = tanalyze.load(SAMPLE_RUNS / "diverged_tensorboard")
+    fragment = parse(render_report_html(logs, fragment=True))
+    badges = [e for e in fragment.iter() if "badge" in e.classes() and "v-diverged" in e.classes()]
+    assert badges and fragment.find_all("svg")
+    diagnosis = diagnose(logs)["diverged_tensorboard"]
+    alone = parse(render_run_html(diagnosis))  # the loss curves the diagnosis keeps are drawn
+    assert [s.attrs["aria-label"] for s in alone.find_all("svg")] == ["Loss curves of run diverged_tensorboard"]
+    with_logs = parse(render_run_html(diagnosis, logs))
+    assert len(with_logs.find_all("svg")) == 2
