@@ -208,10 +208,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     import json
 
     from tanalyze.analysis.results import to_jsonable
+    from tanalyze.config import load_config
     from tanalyze.diagnose import diagnose
 
+    roles = {**load_config(args.config).roles, **_parse_roles(args.role)}
     logs = _load(args)
-    diagnoses = diagnose(logs, roles=_parse_roles(args.role) or None, num_classes=args.num_classes)
+    diagnoses = diagnose(logs, roles=roles or None, num_classes=args.num_classes)
     out = sys.stdout
     labels: dict[str, int] = {}
     for name, d in diagnoses.items():
@@ -280,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     diag = sub.add_parser("diagnose", help="verdict, key steps and findings for every run")
     _add_input(diag)
     diag.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
+    diag.add_argument("--config", help="config file with [tool.tanalyze.roles] (default: ./tanalyze.toml, ./pyproject.toml)")
     diag.add_argument("--json", metavar="FILE", help="write every diagnosis as JSON")
     diag.add_argument("--num-classes", type=int, metavar="C", help="classes of a classifier: enables the chance-level check")
     diag.add_argument("--max-findings", type=int, default=3, metavar="N", help="findings shown per run (default 3)")

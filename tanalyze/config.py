@@ -39,21 +39,26 @@ class Config:
     patterns: Any = None
 
 
-def find_config(start: Path | None = None) -> Path | None:
+def find_config(start: str | Path | None = None, *, upwards: bool = False) -> Path | None:
     """``tanalyze.toml`` in ``start`` (default: the current folder), else a ``pyproject.toml`` there
-    that has a ``[tool.tanalyze]`` table."""
-    folder = start or Path.cwd()
-    candidate = folder / "tanalyze.toml"
-    if candidate.is_file():
-        return candidate
-    pyproject = folder / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
-            return None
-        if "tanalyze" in data.get("tool", {}):
-            return pyproject
+    that has a ``[tool.tanalyze]`` table; with ``upwards``, the nearest such file in ``start`` or
+    any folder above it (for settings that travel with a folder of logs)."""
+    folder = Path(start) if start is not None else Path.cwd()
+    if folder.is_file():
+        folder = folder.parent
+    folders = (folder, *folder.resolve().parents) if upwards else (folder,)
+    for directory in folders:
+        candidate = directory / "tanalyze.toml"
+        if candidate.is_file():
+            return candidate
+        pyproject = directory / "pyproject.toml"
+        if pyproject.is_file():
+            try:
+                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+                continue
+            if "tanalyze" in data.get("tool", {}):
+                return pyproject
     return None
 
 

@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from tanalyze.errors import ConfigError, InputError
 from tanalyze.readers._lines import Chunk, sniff_window
@@ -98,40 +96,15 @@ def _compiled(source: str) -> re.Pattern[str]:
     return compile_pattern(source)
 
 
-def _config_file(start: Path) -> Path | None:
-    folder = start if start.is_dir() else start.parent
-    for directory in (folder, *folder.parents):
-        for name in CONFIG_NAMES:
-            candidate = directory / name
-            if not candidate.is_file():
-                continue
-            if name == "tanalyze.toml":
-                return candidate
-            try:
-                text = candidate.read_text(encoding="utf-8", errors="replace")
-            except OSError:
-                continue
-            if "[tool.tanalyze" in text:
-                return candidate
-    return None
-
-
 def patterns_from_config(start: str | Path) -> tuple[UserPattern, ...]:
     """Patterns from the nearest ``tanalyze.toml`` / ``pyproject.toml`` at or above ``start``."""
-    path = _config_file(Path(start).resolve())
+    from tanalyze.config import find_config, load_config
+
+    path = find_config(Path(start).resolve(), upwards=True)
     if path is None:
         return ()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    section: Any = data.get("tool", {}).get("tanalyze", {}) if path.name == "pyproject.toml" else data
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [tool.tanalyze] must be a table")
+    raw = load_config(path).patterns
     where = "[tool.tanalyze] patterns" if path.name == "pyproject.toml" else "patterns"
-    raw = section.get("patterns")
     if raw is None:
         return ()
     found: list[UserPattern] = []
