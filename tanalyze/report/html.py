@@ -267,6 +267,8 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
         "aux_figure": Markup(aux.markup) if aux else None,
         "aux_columns": aux.columns if aux else 0,
         "aux_note": aux.note if aux else "",
+        # one or two small panels fit under the loss chart when the findings beside it are long
+        "aux_beside": bool(aux) and aux.columns <= 2 and len(findings) >= 2,
         "findings": findings,
         "details": _details(d),
         "analysis_warnings": [short(w, 1000) for w in d["warnings"]],

@@ -292,3 +292,17 @@ def test_step_times_below_a_second_are_shown_in_milliseconds():
                                                   "unit": "ms/step"}
     row = parse(render_html(data)).find_all("table", id="tz-summary")[0].find_all("tr")[1]
     assert row.find_all("td")[8].text_content() == "1.04 ms/step"
+
+
+def test_small_panels_go_under_the_loss_chart_when_findings_are_long():
+    roles = {"train_loss": "train/loss", "learning_rate": "train/lr"}
+    two = [{"code": c, "severity": "warning", "step": 1, "message": c, "recommendation": "r"} for c in ("plateau", "slow_progress")]
+    runs = {name: (frame_for(name, curves(n=300)), info(name)) for name in ("long", "short")}
+    diags = {"long": diagnosis("long", "normal", roles=roles, findings=two),
+             "short": diagnosis("short", "normal", roles=roles, findings=two[:1])}
+    doc = parse(render_html(build_report(logs_of(runs), diags)))
+    for index, beside in ((1, True), (2, False)):
+        section = doc.find_all("section", id=f"run-{index}")[0]
+        left = [d for d in section.find_all("div") if "left" in d.classes()][0]
+        aux = [f for f in section.find_all("figure") if "fig-aux" in f.classes()][0]
+        assert (aux in left.children) is beside
