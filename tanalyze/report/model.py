@@ -270,7 +270,7 @@ def _run_view(index: int, source: RunSource) -> RunView:
     steps = frame["step"].to_numpy() if len(frame) else np.empty(0, dtype=np.int64)
     summary["first_step"] = int(steps.min()) if steps.size else None
     summary["last_step"] = int(steps.max()) if steps.size else None
-    tags = tuple(str(t) for t in pd.unique(frame["tag"].astype(str))) if len(frame) else ()
+    tags = tuple(str(t) for t in pd.unique(frame["tag"])) if len(frame) else ()
     return RunView(
         index=index,
         name=source.name,
