@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -384,6 +384,39 @@ def _lines(path: Path) -> Iterator[bytes]:
 
 
 _TIMESTAMP = re.compile(r"^\d{8}_\d{6}$")
+
+
+def json_object_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The JSON objects of a JSON-lines text, and the (1-based) numbers of the lines that are not objects.
+
+    Blank lines are neither."""
+    rows: list[dict[str, Any]] = []
+    bad: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
+            bad.append(number)
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            bad.append(number)
+    return rows, bad
+
+
+def first_json_object(head: bytes) -> dict | None:
+    """The JSON object on the first line of ``head`` (a file's first bytes), or None: sniffing JSON-lines logs."""
+    line = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].strip()
+    if not line.startswith(b"{"):
+        return None
+    try:
+        record = json.loads(line.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def is_timestamp_name(name: str) -> bool:

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.errors import FormatError
+from tanalyze.readers._tabular import json_object_lines
 from tanalyze.readers._wandb_history import (
     History,
     history_to_tidy,
@@ -205,19 +206,7 @@ def _json_rows(path: Path, data: RunData) -> list[dict[str, Any]]:
         return rows
     if not text.strip():
         raise FormatError(path, "empty file")
-    rows, bad = [], []
-    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 may sit inside a string
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):
-            bad.append(number)
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-        else:
-            bad.append(number)
+    rows, bad = json_object_lines(text.split("\n"))  # not splitlines(): U+2028 may sit inside a string
     if bad:
         data.warnings.append(ReadWarning(str(path), f"{len(bad)} line(s) are not JSON objects; skipped",
                                          f"line {bad[0]}", count=len(bad)))
