@@ -190,9 +190,10 @@ def _line_seed(name: str):
     pytest.skip(f"no line-format seed for {name}")
 
 
-# HF console logs have no step in the metric line: it is inferred from the progress bar tqdm redraws
-# next to it, so damage to a bar line may move a point to a neighbouring step; its value must stay.
-STEP_INFERRED = {"hf_console"}
+# Formats whose metric lines do not carry their step: it comes from a neighbouring line (HF: the progress
+# bar tqdm redraws after each dict; DeepSpeed: validation after the last training line; generic text: an
+# "Epoch 6/20" header), so damage to that neighbour may move points to another step. Their values must stay.
+STEP_INFERRED = {"hf_console", "deepspeed", "text"}
 
 
 def _points(runs, name: str) -> Counter:
