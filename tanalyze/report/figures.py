@@ -237,8 +237,8 @@ class FigureMaker:
             markup = f'<img class="chart" alt="{html.escape(alt, quote=True)}" src="data:image/png;base64,{data}">'
             return Rendered(markup, "png", points, note, columns, tuple(keys))
         buffer = io.StringIO()
-        with matplotlib.rc_context({"svg.hashsalt": salt}):
-            FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
+        matplotlib.rcParams["svg.hashsalt"] = salt  # inside the caller's rc_context: restored on its exit
+        FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
         under, over = layer(fig.bbox.height, specs)
         svg = buffer.getvalue()
         start = svg.index(">", svg.index("<svg")) + 1
