@@ -6,6 +6,9 @@ setting lives in a ``rc_context`` around drawing and saving. Text from logs
 writes is checked for anything active before it goes into a page.
 Lines are downsampled with M4 before drawing (see ``downsample.py``); the
 markers (onset, best step, spikes, divergence) come from the full data.
+matplotlib draws the data; ticks, grid and axis labels are written from its
+locators by ``svgaxes.py``, and legends are HTML under each figure: both were
+most of the cost of a figure, and one figure per layout is reused across runs.
 """
 
 from __future__ import annotations
