@@ -28,7 +28,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,9 @@ from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs
 from tanalyze.roles import Roles, resolve_roles, role_curve, tag_words
 from tanalyze.text import safe_text
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run"]
 
@@ -132,19 +135,18 @@ class RunDiagnosis:
     def _repr_html_(self) -> str:
         return _html_table([self])
 
-    def plot(self, ax=None):
+    def plot(self, ax: Axes | None = None) -> Axes:
         """Draw the train/val loss with the divergence, overfitting onset, early stop and spikes marked.
 
         Uses what the diagnosis stored; nothing is recomputed. Returns the axes.
         """
-        import matplotlib.pyplot as plt
+        from tanalyze.plotting import axes, label
 
-        if ax is None:
-            _, ax = plt.subplots(figsize=(8, 4))
+        ax = axes(ax)
         for role, color in (("train_loss", "#1f77b4"), ("val_loss", "#ff7f0e")):
             curve = self.curves.get(role)
             if curve is not None and len(curve):
-                ax.plot(curve.steps, curve.values, color=color, linewidth=1.0, label=f"{role}: {curve.tag}",
+                ax.plot(curve.steps, curve.values, color=color, linewidth=1.0, label=label(f"{role}: {curve.tag}"),
                         marker="o" if len(curve) <= 50 else None, markersize=3)
         positive = all((c.values[np.isfinite(c.values)] > 0).all() for c in self.curves.values() if len(c))
         if positive and self.curves:
@@ -164,7 +166,7 @@ class RunDiagnosis:
                     markersize=6, linestyle="none", label=f"spikes ({len(self.spikes)})")
         ax.set_xlabel("step")
         ax.set_ylabel("loss")
-        ax.set_title(f"{self.run}: {self.verdict.label} ({self.verdict.confidence:.2f})")
+        ax.set_title(label(f"{self.run}: {self.verdict.label} ({self.verdict.confidence:.2f})", 120))
         ax.legend(loc="best", fontsize="small")
         return ax
 

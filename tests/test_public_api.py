@@ -22,6 +22,8 @@ EXPECTED = {
     "Diagnoses",
     "resolve_roles",
     "Roles",
+    "check",
+    "CheckReport",
 }
 
 
