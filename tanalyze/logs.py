@@ -199,7 +199,8 @@ class Logs:
 
         ``smooth`` is TensorBoard's smoothing weight in [0, 1): the raw points are drawn
         faint under the debiased EMA; 0 draws the raw points only. Non-finite points
-        are gaps. Returns the axes.
+        are gaps; a step logged twice shows its last write. Runs are drawn in load order.
+        Returns the axes.
 
         Raises:
             KeyError: a run or pattern matches nothing, or no chosen run logs ``tag``.
@@ -213,7 +214,8 @@ class Logs:
         curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for name, group in rows.groupby("run", observed=True, sort=False):
             if str(name) in names:
-                group = group.sort_values("step", kind="stable")
+                # A step logged twice (a resumed job) is drawn with its last write, as TensorBoard shows it.
+                group = group.drop_duplicates("step", keep="last").sort_values("step", kind="stable")
                 curves[str(name)] = (group["step"].to_numpy(), group["value"].to_numpy(dtype=np.float64))
         if not curves:
             tags = sorted(pd.unique(self.scalars.loc[self.scalars["run"].isin(names), "tag"].astype(str)))

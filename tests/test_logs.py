@@ -85,3 +85,13 @@ def test_plot_errors_name_what_is_missing(throughput):
         throughput.plot("val/loss")
     with pytest.raises(ValueError, match="smooth must be in"):
         throughput.plot("train/loss", smooth=1.0)
+
+
+def test_plot_draws_a_step_logged_twice_with_its_last_write():
+    logs = tanalyze.load(SAMPLE_RUNS / "resumed_tensorboard")  # steps 201-300 logged again after a restart
+    rows = logs.scalars[logs.scalars["tag"] == "train/loss"]
+    assert len(rows) == 600
+    ax = logs.plot("train/loss", smooth=0)
+    steps, values = ax.get_lines()[0].get_data()
+    assert len(steps) == 500 and (np.diff(steps) > 0).all()
+    assert values[list(steps).index(201)] == rows.loc[rows["step"] == 201, "value"].iloc[-1]
