@@ -111,6 +111,12 @@ class CheckReport:
         head = f"<CheckReport {'PASSED' if self.passed else 'FAILED'} ({counts}): {safe_text(self.candidate, 200)!r}{against}>"
         return "\n".join([head, *(f"  {line}" for line in self.summary_lines())])
 
+    def _repr_html_(self) -> str:
+        """Jupyter: passed or failed, counts by status, one row per (run, rule), in the report's style."""
+        from tanalyze.report.fragments import render_check_html
+
+        return render_check_html(self)
+
     def plot(self, run: str | None = None, *, ax: Axes | None = None) -> Axes:
         """Draw each candidate run's throughput (or step time) against the baseline runs', with the
         steady-state medians the throughput rule compared. Uses what the check kept; returns the axes.

@@ -270,10 +270,10 @@ class Logs:
         return pd.DataFrame(rows)
 
     def _repr_html_(self) -> str:
-        from html import escape
+        """Jupyter: one row per run, drawn by the report's templates (names and messages escaped)."""
+        from tanalyze.report.fragments import render_logs_html
 
-        table = self.summary().to_html(index=False, escape=True, na_rep="")
-        return f"<p>{escape(repr(self))}</p>{table}"
+        return render_logs_html(self)
 
 
 def _drop_unused_runs(frame: pd.DataFrame) -> pd.DataFrame:
