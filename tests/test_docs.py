@@ -25,7 +25,7 @@ def namespace(tmp_path_factory) -> dict:
     (folder / "sample_runs").symlink_to(SAMPLE_RUNS, target_is_directory=True)
     blocks = python_blocks(DOC.read_text(encoding="utf-8"))
     assert len(blocks) >= 5
-    ns: dict = {"__name__": "__doc_example__"}
+    ns: dict = {"__name__": "__doc_example__", "__folder__": folder}
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
         for index, block in enumerate(blocks):
@@ -49,10 +49,14 @@ def test_doc_examples_run_and_show_what_the_comments_say(namespace):
     assert "resume from a checkpoint at or before step 444" in run.divergence.restart.text
     assert report.counts() == {"pass": 5, "warn": 0, "fail": 1, "skip": 1}
     assert not namespace["seeds"].passed
+    folder = namespace["__folder__"]
+    assert (folder / "report.html").stat().st_size == namespace["sizes"]["html"] > 100_000
+    assert (folder / "report.json").stat().st_size == namespace["sizes"]["json"]
 
 
 def test_doc_names_only_public_api():
     import tanalyze
 
     used = set(re.findall(r"tanalyze\.([A-Za-z_]+)", DOC.read_text(encoding="utf-8")))
-    assert used <= set(tanalyze.__all__), used - set(tanalyze.__all__)
+    public = set(tanalyze.__all__) | {"report"}  # the report package is documented on its own
+    assert used <= public, used - public
