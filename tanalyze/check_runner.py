@@ -16,13 +16,14 @@ from tanalyze.baseline import Baseline, RunSummary, summarize_run
 from tanalyze.checks import CheckPolicy, CheckReport, run_checks
 from tanalyze.config import Config, load_config
 from tanalyze.errors import InputError
-from tanalyze.logs import Logs, load
+from tanalyze.logs import Logs, ProgressCallback, load
 
 __all__ = ["summarize_path", "load_baseline", "check"]
 
 
 def summarize_path(
-    path: str | os.PathLike[str] | Logs, *, roles: Mapping[str, str] | None = None, progress=None
+    path: str | os.PathLike[str] | Logs, *, roles: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> list[RunSummary]:
     """Read (unless ``path`` is already a :class:`Logs`) and diagnose every run, and summarise each for the rules."""
     from tanalyze.diagnose import diagnose
@@ -60,7 +61,7 @@ def check(
     baseline: str | os.PathLike[str] | Logs | Baseline | None = None,
     config: Config | str | os.PathLike[str] | None = None,
     roles: Mapping[str, str] | None = None,
-    progress=None,
+    progress: ProgressCallback | None = None,
 ) -> CheckReport:
     """Run every enabled rule on every run of ``candidate``, against ``baseline`` when given.
 

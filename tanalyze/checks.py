@@ -83,6 +83,7 @@ class CheckReport:
         return not any(r.status is Status.FAIL for r in self.rules)
 
     def counts(self) -> dict[str, int]:
+        """Rule results by status: ``{"pass": n, "warn": n, "fail": n, "skip": n}``."""
         return {s.value: sum(1 for r in self.rules if r.status is s) for s in Status}
 
     def by_run(self) -> dict[str | None, list[RuleResult]]:
@@ -163,6 +164,7 @@ class CheckReport:
         return ax
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON of ``tanalyze check --json`` (schema ``tanalyze.check/1``)."""
         return {
             "schema": CHECK_SCHEMA,
             "tanalyze_version": __version__,

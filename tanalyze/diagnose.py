@@ -84,6 +84,7 @@ class RunDiagnosis:
     curves: dict[str, Curve] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
         verdict = {
             "label": self.verdict.label,
             "confidence": self.verdict.confidence,
@@ -206,6 +207,7 @@ class Diagnoses(Mapping[str, RunDiagnosis]):
         return render_diagnoses_html(self, sections=len(self) <= REPR_SECTIONS_UP_TO)
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"runs": [RunDiagnosis.to_dict(), ...]}`` in load order."""
         return {"runs": [d.to_dict() for d in self._items.values()]}
 
     def labels(self) -> dict[str, str]:

@@ -68,6 +68,10 @@ def test_plot_overlays_a_tag_with_raw_and_smoothed_lines(throughput):
     smoothed = labelled[1].get_ydata()
     assert smoothed[0] == raw.iloc[0] and np.std(smoothed) < np.std(raw.to_numpy())
     assert len(throughput.plot("train/loss", smooth=0).get_lines()) == 4  # no smoothing: raw lines only
+    import matplotlib.pyplot as plt
+
+    _, given = plt.subplots()
+    assert throughput.plot("train/loss", "control_*", ax=given) is given  # draws on the axes it is given
 
 
 def test_plot_draws_nonfinite_points_as_gaps_and_escapes_labels():
