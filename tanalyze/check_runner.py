@@ -1,4 +1,10 @@
-"""From paths to a :class:`~tanalyze.checks.CheckReport`: load, diagnose, summarise, apply the rules."""
+"""From paths (or loaded :class:`~tanalyze.logs.Logs`) to a :class:`~tanalyze.checks.CheckReport`:
+load, diagnose, summarise, apply the rules.
+
+>>> report = tanalyze.check("runs/new", baseline="runs/old")
+>>> report.passed, report.counts()
+>>> report.plot()                      # candidate throughput against the baseline's
+"""
 
 from __future__ import annotations
 
@@ -10,16 +16,19 @@ from tanalyze.baseline import Baseline, RunSummary, summarize_run
 from tanalyze.checks import CheckPolicy, CheckReport, run_checks
 from tanalyze.config import Config, load_config
 from tanalyze.errors import InputError
-from tanalyze.logs import load
+from tanalyze.logs import Logs, ProgressCallback, load
 
 __all__ = ["summarize_path", "load_baseline", "check"]
 
 
-def summarize_path(path: str | os.PathLike[str], *, roles: Mapping[str, str] | None = None, progress=None) -> list[RunSummary]:
-    """Read and diagnose every run under ``path`` and summarise each for the check rules."""
+def summarize_path(
+    path: str | os.PathLike[str] | Logs, *, roles: Mapping[str, str] | None = None,
+    progress: ProgressCallback | None = None,
+) -> list[RunSummary]:
+    """Read (unless ``path`` is already a :class:`Logs`) and diagnose every run, and summarise each for the rules."""
     from tanalyze.diagnose import diagnose
 
-    logs = load(path, progress=progress)
+    logs = path if isinstance(path, Logs) else load(path, progress=progress)
     diagnoses = diagnose(logs, roles=dict(roles) if roles else None)
     summaries = []
     for name, diagnosis in diagnoses.items():
@@ -27,8 +36,10 @@ def summarize_path(path: str | os.PathLike[str], *, roles: Mapping[str, str] | N
     return summaries
 
 
-def load_baseline(path: str | os.PathLike[str], *, roles: Mapping[str, str] | None = None) -> Baseline:
-    """A baseline from a file written by ``tanalyze baseline save`` or from a run folder."""
+def load_baseline(path: str | os.PathLike[str] | Logs, *, roles: Mapping[str, str] | None = None) -> Baseline:
+    """A baseline from a file written by ``tanalyze baseline save``, a run folder, or loaded :class:`Logs`."""
+    if isinstance(path, Logs):
+        return Baseline.from_summaries(_source(path), summarize_path(path, roles=roles))
     target = Path(path)
     if not target.exists():
         raise InputError(f"baseline {target}: no such file or folder")
@@ -37,19 +48,44 @@ def load_baseline(path: str | os.PathLike[str], *, roles: Mapping[str, str] | No
     return Baseline.from_summaries(str(path), summarize_path(target, roles=roles))
 
 
+def _source(logs: Logs) -> str:
+    """How a check names loaded logs: their folder, and the runs when only some were selected."""
+    names = list(logs.runs)
+    shown = ", ".join(names[:3]) + (f", … ({len(names)} runs)" if len(names) > 3 else "")
+    return f"{logs.root} [{shown}]" if logs.root else shown
+
+
 def check(
-    candidate: str | os.PathLike[str],
+    candidate: str | os.PathLike[str] | Logs,
     *,
-    baseline: str | os.PathLike[str] | Baseline | None = None,
+    baseline: str | os.PathLike[str] | Logs | Baseline | None = None,
     config: Config | str | os.PathLike[str] | None = None,
     roles: Mapping[str, str] | None = None,
-    progress=None,
+    progress: ProgressCallback | None = None,
 ) -> CheckReport:
-    """Run every enabled rule on every run under ``candidate`` (against ``baseline`` when given)."""
+    """Run every enabled rule on every run of ``candidate``, against ``baseline`` when given.
+
+    Args:
+        candidate: a folder or file of logs, or :class:`Logs` already loaded (``logs.select(...)``).
+        baseline: the same kinds, or a :class:`~tanalyze.baseline.Baseline` / the path of a
+            ``tanalyze baseline save`` file. Several baseline runs are taken as seeds of one
+            job: their spread is the noise band.
+        config: a :class:`~tanalyze.config.Config` or the path of a ``tanalyze.toml``
+            (its ``[check]`` table sets thresholds; default: the one in the working folder, if any).
+        roles: role overrides, e.g. ``{"throughput": "perf/samples_per_sec"}``.
+        progress: called as ``progress(done, total, run_name)`` while reading.
+
+    Returns:
+        A :class:`~tanalyze.checks.CheckReport`; ``report.passed`` is False when a rule failed.
+
+    Raises:
+        InputError: a path does not exist; ConfigError: a bad config or baseline file.
+    """
     if not isinstance(config, Config):
         config = load_config(config)
     merged_roles = {**config.roles, **(roles or {})}
     policy = CheckPolicy.from_config(config.check, source=config.source or "config")
     base = baseline if isinstance(baseline, Baseline) or baseline is None else load_baseline(baseline, roles=merged_roles)
     summaries = summarize_path(candidate, roles=merged_roles, progress=progress)
-    return run_checks(summaries, base, policy, candidate_source=str(candidate))
+    source = _source(candidate) if isinstance(candidate, Logs) else str(candidate)
+    return run_checks(summaries, base, policy, candidate_source=source)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["Session", "Merged", "merge_sessions"]
 
@@ -125,10 +126,7 @@ def repeated_steps(codes: np.ndarray, steps: np.ndarray) -> dict[int, int]:
         increasing = not (same_tag & (np.diff(steps[order]) <= 0)).any()
     if increasing:
         return {}  # the common case, decided without looking for the pairs
-    pairs = np.stack([codes.astype(np.int64), steps], axis=1)
-    _, first = np.unique(pairs, axis=0, return_index=True)
-    repeat = np.ones(len(codes), bool)
-    repeat[first] = False
+    repeat = pd.DataFrame({"code": codes, "step": steps}).duplicated(keep="first").to_numpy()  # hashing, no sort
     found, counts = np.unique(codes[repeat], return_counts=True)
     return dict(zip(found.tolist(), counts.tolist(), strict=True))
 
