@@ -14,11 +14,8 @@ time from 0.0, and no writer logs at the epoch (tbparse shows 0.0).
 
 from __future__ import annotations
 
-import mmap
 import re
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,7 +25,8 @@ import pandas as pd
 
 from tanalyze.readers._tbevents import SKIPPED_LABELS, FileEvents, decode_events
 from tanalyze.readers._tbsessions import Session, merge_sessions
-from tanalyze.readers._tfrecord import masked_crc, scan_records
+from tanalyze.readers._tbwindows import join_events, scan_file
+from tanalyze.readers._tfrecord import Damage, masked_crc
 from tanalyze.readers.base import Reader, ReadWarning, Restart, RunData
 from tanalyze.schema import empty_histograms
 
@@ -60,23 +58,6 @@ def _file_order(path: Path) -> tuple[int, str]:
     """TensorBoard's order: by the creation timestamp in the name, then by name."""
     match = _STAMP.search(path.name)
     return (int(match.group(1)) if match else 0, path.name)
-
-
-@contextmanager
-def _mapped(path: Path) -> Iterator[np.ndarray]:
-    """The file's bytes as a read-only array (memory-mapped: pages are read on demand, never copied)."""
-    with open(path, "rb") as handle:
-        if handle.seek(0, 2) == 0:
-            yield np.empty(0, np.uint8)
-            return
-        mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        yield np.frombuffer(mapping, dtype=np.uint8)
-    finally:
-        try:
-            mapping.close()
-        except BufferError:  # an array still views it; it is closed when that goes
-            pass
 
 
 def _lfs_size(head: bytes) -> str:
@@ -143,41 +124,55 @@ class TensorBoardReader(Reader):
         return [data]
 
     def _read_file(self, path: Path, warnings: list[ReadWarning]) -> FileEvents | None:
+        """One file's events, read in windows (see :mod:`._tbwindows`: bounded memory, no SIGBUS if it shrinks)."""
         name = str(path)
-        with _mapped(path) as buf:
-            size = len(buf)
-            if size == 0:
-                warnings.append(ReadWarning(name, "empty file: no events were written"))
-                return None
-            head = buf[:4096].tobytes()
-            if head.startswith(_LFS):
-                warnings.append(ReadWarning(name, f"Git LFS pointer, not the event file{_lfs_size(head)}; "
-                                            "run `git lfs pull` to fetch it"))
-                return None
-            records = scan_records(buf)
-            if not len(records.starts):
-                warnings.append(ReadWarning(name, f"not a TensorBoard event file: no intact record in {size:,} bytes",
-                                            location="byte 0", count=1))
-                return None
-            for damage in records.damage:
-                skipped_bytes = damage.end - damage.start
-                message = (f"skipped {skipped_bytes:,} byte(s) up to byte {damage.end:,}: {damage.reason}"
-                           if skipped_bytes else damage.reason)
-                warnings.append(ReadWarning(name, message, location=f"byte {damage.start:,}"))
-            if records.bad_data_crc:
-                count = len(records.bad_data_crc)
-                warnings.append(ReadWarning(name, f"{count:,} record(s) whose data CRC does not match skipped",
-                                            location=_offsets(records.bad_data_crc), count=count))
-            events = decode_events(buf, records.starts, records.lengths)
-        if events.problems:
-            frame_offsets = (records.starts - 12).tolist()
-            by_message: dict[str, list[int]] = {}
-            for record, message in events.problems:
-                by_message.setdefault(message, []).append(frame_offsets[record])
-            for message, offsets in by_message.items():
-                warnings.append(ReadWarning(name, f"{message}; record skipped", location=_offsets(offsets),
-                                            count=len(offsets)))
-        return events
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+        if not head:
+            warnings.append(ReadWarning(name, "empty file: no events were written"))
+            return None
+        if head.startswith(_LFS):
+            warnings.append(ReadWarning(name, f"Git LFS pointer, not the event file{_lfs_size(head)}; "
+                                        "run `git lfs pull` to fetch it"))
+            return None
+        parts: list[tuple[int, FileEvents]] = []
+        damage: list[Damage] = []
+        bad_data_crc: list[int] = []
+        problems: list[tuple[int, str]] = []
+        plugins: dict[str, str] = {}
+        records = size = 0
+        for window in scan_file(path):
+            size = window.base + len(window.buf)
+            damage += window.damage
+            bad_data_crc += window.bad_data_crc
+            if not len(window.starts):
+                continue
+            events = decode_events(window.buf, window.starts, window.lengths, plugins)
+            plugins = events.plugins
+            frame_offsets = (window.base + window.starts - 12).tolist()
+            problems += [(frame_offsets[record], message) for record, message in events.problems]
+            parts.append((records, events))
+            records += len(window.starts)
+        if not parts:
+            warnings.append(ReadWarning(name, f"not a TensorBoard event file: no intact record in {size:,} bytes",
+                                        location="byte 0", count=1))
+            return None
+        for hole in damage:
+            skipped_bytes = hole.end - hole.start
+            message = (f"skipped {skipped_bytes:,} byte(s) up to byte {hole.end:,}: {hole.reason}"
+                       if skipped_bytes else hole.reason)
+            warnings.append(ReadWarning(name, message, location=f"byte {hole.start:,}"))
+        if bad_data_crc:
+            count = len(bad_data_crc)
+            warnings.append(ReadWarning(name, f"{count:,} record(s) whose data CRC does not match skipped",
+                                        location=_offsets(bad_data_crc), count=count))
+        by_message: dict[str, list[int]] = {}
+        for offset, message in problems:
+            by_message.setdefault(message, []).append(offset)
+        for message, offsets in by_message.items():
+            warnings.append(ReadWarning(name, f"{message}; record skipped", location=_offsets(offsets),
+                                        count=len(offsets)))
+        return join_events(parts)
 
     def _read_hparams_yaml(self, files: list[Path], data: RunData) -> None:
         """Lightning's ``hparams.yaml``: flattened with ``/`` like Lightning does for the plugin;

@@ -261,3 +261,14 @@ def test_a_damaged_line_costs_that_line_only(name, line_index, kind, salt, tmp_p
         assert _warned(broken) > _warned(original) or any(run.notes != o.notes for run, o in zip(broken, original,
                                                                                                   strict=False)), \
             f"line {index + 1} ({kind}) lost {sum((base - got).values())} point(s) without a warning"
+
+
+@pytest.mark.parametrize("kind", ["zero4", "insert", "delete"])
+def test_damage_at_every_record_boundary_in_small_windows(kind, tmp_path, monkeypatch):
+    """The same with the file read 512 bytes at a time: damage next to a window edge costs no more."""
+    from tanalyze.readers import _tbwindows
+
+    monkeypatch.setattr(_tbwindows, "WINDOW", 512)
+    path = _event_file("sample")
+    for at in [start for start, _ in oracle(path)[1]]:
+        check_damage(path, tmp_path, kind, at)
