@@ -37,7 +37,7 @@ from tanalyze.readers._tfrecord import (
 __all__ = ["WINDOW", "Window", "scan_file", "join_events"]
 
 #: Bytes read per window (a larger record gets a window of its own size).
-WINDOW = 64 << 20
+WINDOW = 32 << 20
 _EDGE_REASONS = ("file ends inside a record", "no valid record from here to the end")
 
 
@@ -56,7 +56,7 @@ class Window:
 
 def _read_at(handle, offset: int, count: int) -> np.ndarray:
     """Up to ``count`` bytes at ``offset`` (fewer if the file ends sooner, even if it shrank meanwhile)."""
-    data = bytearray(count)
+    data = np.empty(count, dtype=np.uint8)  # not zero-filled: every byte kept is overwritten by the read
     view = memoryview(data)
     got = 0
     while got < count:
@@ -64,7 +64,7 @@ def _read_at(handle, offset: int, count: int) -> np.ndarray:
         if n <= 0:
             break
         got += n
-    return np.frombuffer(data, dtype=np.uint8)[:got]
+    return data[:got]
 
 
 def _next_candidate(buf: np.ndarray, base: int, size: int) -> int:
