@@ -138,3 +138,14 @@ def test_wandb_history_undecodable_bytes_are_counted(tmp_path):
     assert run.scalars[run.scalars["tag"] == "loss"]["step"].tolist() == [0, 2]
     [warning] = [w for w in run.warnings if "not UTF-8" in w.message]
     assert warning.count == 1
+
+
+def test_wandb_config_larger_than_any_config_is_not_loaded(tmp_path):
+    """A hostile 17 MB config.yaml is refused by size (with a warning) instead of being parsed into memory."""
+    run = tmp_path / "wandb" / "run-20240101_000000-abcd1234"
+    (run / "files").mkdir(parents=True)
+    (run / "files" / "config.yaml").write_bytes(b"k: [" + b"1, " * 6_000_000 + b"1]\n")
+    (run / "files" / "wandb-summary.json").write_text('{"loss": 0.5, "_step": 3}')
+    [data] = get_reader("wandb-local").read(sorted(p for p in run.rglob("*") if p.is_file()))
+    [warning] = [w for w in data.warnings if w.file.endswith("config.yaml")]
+    assert "config not read" in warning.message and "more than the 16,777,216 bytes" in warning.message
