@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -15,10 +15,14 @@ import pandas as pd
 from tanalyze.discover import Discovery, RunSpec, discover
 from tanalyze.errors import FormatError
 from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
+from tanalyze.readers.base import ResumableReader
 from tanalyze.readers.pattern import UserPattern, read_with_pattern, resolve_patterns
 from tanalyze.schema import concat_frames, empty_histograms, empty_scalars, validate_scalars
 
-__all__ = ["RunInfo", "Logs", "load", "read_run"]
+if TYPE_CHECKING:
+    from tanalyze.cache import Cache
+
+__all__ = ["RunInfo", "Logs", "load", "read_run", "failed_result"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,12 @@ class RunInfo:
     notes: tuple[str, ...] = ()
     text: Mapping[str, str] = field(default_factory=dict)
 
+    def __reduce__(self):
+        # Read-only mappings do not pickle; runs cross process boundaries (worker pools, clusters).
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["hparams"], values["text"] = dict(self.hparams), dict(self.text)
+        return _run_info, (values,)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "run": self.name,
@@ -46,6 +56,11 @@ class RunInfo:
             "restarts": [r.to_dict() for r in self.restarts],
             "notes": list(self.notes),
         }
+
+
+def _run_info(values: dict[str, Any]) -> RunInfo:
+    values["hparams"], values["text"] = MappingProxyType(values["hparams"]), MappingProxyType(values["text"])
+    return RunInfo(**values)
 
 
 @dataclass(frozen=True)
@@ -62,12 +77,27 @@ def _constant_category(name: str, n: int) -> pd.Categorical:
     return pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[name])
 
 
-def read_run(spec: RunSpec) -> list[RunResult]:
-    """Read one discovered run. Never raises for bad content: a file that cannot be
-    read becomes a warning on a run with no points."""
+def _read_parts(spec: RunSpec, files: list[Path], cache: Cache | None) -> list[RunData]:
+    if spec.pattern is not None:
+        return read_with_pattern(files, spec.pattern)
+    reader = get_reader(spec.format)
+    if cache is None:
+        return reader.read(files)
+    if isinstance(reader, ResumableReader):
+        from tanalyze.cache.reading import read_parts
+
+        return reader.combine(files, read_parts(reader, files, cache))
+    from tanalyze.cache.reading import read_runs
+
+    return read_runs(reader, files, Path(spec.directory), cache)
+
+
+def read_run(spec: RunSpec, *, cache: Cache | None = None) -> list[RunResult]:
+    """Read one discovered run (through ``cache`` when given). Never raises for bad content:
+    a file that cannot be read becomes a warning on a run with no points."""
     files = [Path(f) for f in spec.files]
     try:
-        parts = get_reader(spec.format).read(files) if spec.pattern is None else read_with_pattern(files, spec.pattern)
+        parts = _read_parts(spec, files, cache)
     except FormatError as exc:
         parts = [RunData(warnings=[ReadWarning(exc.path, exc.reason, exc.location)])]
     except (OSError, MemoryError) as exc:
@@ -216,12 +246,22 @@ def _renamed(result: RunResult, name: str) -> RunResult:
     return RunResult(replace(result.info, name=name), scalars, histograms)
 
 
+def failed_result(spec: RunSpec, error: str) -> RunResult:
+    """A run whose reading failed unexpectedly (a bug, a dead worker): no points, the error as its warning."""
+    warning = ReadWarning(spec.directory, f"could not be read: {error}")
+    info = RunInfo(name=spec.name, format=spec.format, directory=spec.directory, files=spec.files, warnings=(warning,))
+    return RunResult(info, empty_scalars(), empty_histograms())
+
+
 def load(
     path: str | os.PathLike[str],
     *,
     formats: Iterable[str] | None = None,
     progress: ProgressCallback | None = None,
     patterns: Iterable[str | UserPattern] | None = None,
+    jobs: int | None = None,
+    cache: Cache | str | os.PathLike[str] | bool = True,
+    client: Any = None,
 ) -> Logs:
     """Read every training log under ``path`` into one tidy table.
 
@@ -232,18 +272,23 @@ def load(
         patterns: user line patterns (regexes with named groups) for text logs no
             reader knows; those of a ``tanalyze.toml`` / ``[tool.tanalyze]`` at or
             above ``path`` are added (see :mod:`tanalyze.readers.pattern`).
+        jobs: processes reading runs side by side (None: the CPUs, when there are
+            enough runs to pay for starting them; 1: this process only).
+        cache: the incremental cache (see :mod:`tanalyze.cache`): True for the
+            default folder, a folder, a :class:`~tanalyze.cache.Cache`, or False for none.
+        client: a ``distributed.Client``: read the runs on that Dask cluster instead.
+
+    The result does not depend on ``jobs``, ``cache`` or ``client``. A run whose
+    reading fails unexpectedly gets the error as a warning; the others are read.
 
     Raises:
         InputError: the path does not exist or cannot be read, or a pattern is invalid.
         ConfigError: the config file or a pattern in it is invalid.
         NoLogsError: nothing under the path is a training log.
     """
+    from tanalyze.pipeline import read_specs
+
     user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
     discovery = discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns)
-    results: list[RunResult] = []
-    total = len(discovery.runs)
-    for index, spec in enumerate(discovery.runs, start=1):
-        results.extend(read_run(spec))
-        if progress is not None:
-            progress(index, total, spec.name)
+    results = read_specs(discovery.runs, jobs=jobs, cache=cache, client=client, progress=progress)
     return _merge(results, discovery)

@@ -1,0 +1,211 @@
+"""Map the per-run pipeline over runs: in this process, in a process pool, or on a Dask cluster.
+
+The per-run pipeline is a pure function of small picklable arguments (a
+:class:`~tanalyze.discover.RunSpec` and options), so any executor can run it.
+:func:`map_runs` takes a top-level function and the items, and returns one
+result per item **in the items' order** (so output does not depend on timing),
+while results arrive in completion order and ``progress(done, total, name)`` is
+called as each one does.
+
+Failures stay with their run. An exception in the function becomes a
+:class:`Failure` naming the run and the error (the other runs go on). A worker
+process that dies (a crash, the OOM killer) breaks the pool: the runs it held
+are tried again in a new pool, and a run that was in a broken pool twice is
+given up as a :class:`Failure`.
+
+Process pools use the ``forkserver`` start method where it exists (workers
+fork from a server that imported tanalyze once: cheap to start, safe with
+threads; ``spawn`` elsewhere), submit runs in chunks with a bounded number in
+flight, and replace each worker after ``MAX_TASKS_PER_CHILD`` chunks so that
+memory cannot creep up over thousands of runs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import traceback
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Failure", "map_runs", "default_jobs", "resolve_jobs", "MAX_TASKS_PER_CHILD"]
+
+#: Chunks a worker process runs before it is replaced by a fresh one.
+MAX_TASKS_PER_CHILD = 64
+#: Below this many runs, ``jobs=None`` reads in this process (a pool costs more than it saves).
+MIN_RUNS_FOR_POOL = 8
+_PRELOAD = ["tanalyze.pipeline"]
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A run whose pipeline raised or whose worker died: its name and what happened."""
+
+    name: str
+    error: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.error}"
+
+
+def default_jobs() -> int:
+    """The CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def resolve_jobs(jobs: int | None, runs: int) -> int:
+    """Worker processes for ``runs`` runs: ``jobs`` as given, or (None) the CPUs when there are enough runs."""
+    if jobs is None:
+        return default_jobs() if runs >= MIN_RUNS_FOR_POOL else 1
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    return jobs
+
+
+def _guarded(func: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
+    try:
+        return True, func(item)
+    except Exception as exc:  # noqa: BLE001 - one run's bug must not stop the others
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        detail = "".join(traceback.format_exception(exc, limit=-8))
+        return False, (f"{type(exc).__name__}: {exc} (at {os.path.basename(where.filename)}:{where.lineno})", detail)
+
+
+def run_chunk(func: Callable[[Any], Any], items: Sequence[Any]) -> list[tuple[bool, Any]]:
+    """Run ``func`` on each item in a worker; each outcome is (True, result) or (False, (error, detail))."""
+    return [_guarded(func, item) for item in items]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(_PRELOAD)
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+def _chunks(indices: list[int], workers: int, chunk_size: int | None) -> list[list[int]]:
+    size = chunk_size or max(1, min(16, len(indices) // (workers * 8)))
+    return [indices[i:i + size] for i in range(0, len(indices), size)]
+
+
+class _Collector:
+    """Results by index, progress as they come."""
+
+    def __init__(self, names: Sequence[str], progress: ProgressCallback | None) -> None:
+        self.names = names
+        self.results: list[Any] = [None] * len(names)
+        self.progress = progress
+        self.done = 0
+
+    def put(self, index: int, outcome: tuple[bool, Any]) -> None:
+        ok, value = outcome
+        self.results[index] = value if ok else Failure(self.names[index], value[0], value[1])
+        self.finish(index)
+
+    def fail(self, index: int, error: str) -> None:
+        self.results[index] = Failure(self.names[index], error)
+        self.finish(index)
+
+    def finish(self, index: int) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, len(self.names), self.names[index])
+
+
+def map_runs(
+    func: Callable[[Any], Any],
+    items: Sequence[Any],
+    names: Sequence[str],
+    *,
+    jobs: int | None = None,
+    client: Any = None,
+    progress: ProgressCallback | None = None,
+    chunk_size: int | None = None,
+) -> list[Any]:
+    """``[func(item) for item in items]``, each a result or a :class:`Failure`, computed by ``jobs``
+    processes (None: automatic, 1: this process) or on a Dask ``client``. ``func`` must be a
+    module-level function and the items picklable."""
+    collector = _Collector(names, progress)
+    if client is not None:
+        _map_dask(client, func, items, collector, chunk_size)
+        return collector.results
+    workers = min(resolve_jobs(jobs, len(items)), max(1, len(items)))
+    if workers <= 1:
+        for index, item in enumerate(items):
+            collector.put(index, _guarded(func, item))
+        return collector.results
+    _map_pool(func, items, collector, workers, chunk_size)
+    return collector.results
+
+
+def _map_pool(func, items, collector: _Collector, workers: int, chunk_size: int | None) -> None:
+    pending = _chunks(list(range(len(items))), workers, chunk_size)
+    broken_before: set[int] = set()
+    while pending:
+        pending, broken = _run_pool(func, items, collector, workers, pending)
+        if not broken:
+            break
+        retry = []
+        for index in broken:
+            if index in broken_before:
+                collector.fail(index, "the worker process reading this run died twice (crashed or was killed, "
+                                      "e.g. out of memory); the run was given up")
+            else:
+                broken_before.add(index)
+                retry.append(index)
+        pending = [[i] for i in retry] + [[i] for chunk in pending for i in chunk]
+
+
+def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[list[int]]):
+    """Run chunks until done or the pool breaks; return (chunks not started, indices lost in the break)."""
+    queue = list(reversed(chunks))
+    in_flight: dict[Future, list[int]] = {}
+    limit = 2 * workers
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
+                             max_tasks_per_child=MAX_TASKS_PER_CHILD) as pool:
+        try:
+            while queue or in_flight:
+                while queue and len(in_flight) < limit:
+                    chunk = queue.pop()
+                    in_flight[pool.submit(run_chunk, func, [items[i] for i in chunk])] = chunk
+                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    outcomes = future.result()  # raises BrokenProcessPool when a worker died
+                    for index, outcome in zip(in_flight.pop(future), outcomes, strict=True):
+                        collector.put(index, outcome)
+        except BrokenProcessPool:
+            lost = [i for chunk in in_flight.values() for i in chunk]
+            return list(reversed(queue)), lost
+    return [], []
+
+
+def _map_dask(client, func, items, collector: _Collector, chunk_size: int | None) -> None:
+    from distributed import as_completed
+
+    workers = max(1, len(client.scheduler_info().get("workers", {})) or 1)
+    chunks = _chunks(list(range(len(items))), workers, chunk_size)
+    futures = {}
+    for chunk in chunks:
+        future = client.submit(run_chunk, func, [items[i] for i in chunk], pure=False)
+        futures[future] = chunk
+    for future in as_completed(futures):
+        chunk = futures[future]
+        try:
+            outcomes = future.result()
+        except Exception as exc:  # noqa: BLE001 - a lost worker (KilledWorker) or a transfer error
+            for index in chunk:
+                collector.fail(index, f"the cluster could not run this run: {type(exc).__name__}: {exc}")
+            continue
+        for index, outcome in zip(chunk, outcomes, strict=True):
+            collector.put(index, outcome)
+        future.release()
