@@ -17,7 +17,14 @@ from tanalyze.errors import FormatError
 from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
 from tanalyze.readers.base import ResumableReader
 from tanalyze.readers.pattern import UserPattern, read_with_pattern, resolve_patterns
-from tanalyze.schema import concat_frames, empty_histograms, empty_scalars, validate_scalars
+from tanalyze.schema import (
+    ScalarColumns,
+    concat_frames,
+    empty_histograms,
+    empty_scalars,
+    join_columns,
+    validate_scalars,
+)
 
 if TYPE_CHECKING:
     from tanalyze.cache import Cache
@@ -63,13 +70,37 @@ def _run_info(values: dict[str, Any]) -> RunInfo:
     return RunInfo(**values)
 
 
-@dataclass(frozen=True)
 class RunResult:
-    """One run as read: its info and its tables (the unit that crosses process boundaries)."""
+    """One run as read: its info and its tables (the unit that crosses process boundaries).
 
-    info: RunInfo
-    scalars: pd.DataFrame
-    histograms: pd.DataFrame
+    The scalars may be held as :class:`~tanalyze.schema.ScalarColumns` until a table is asked
+    for: :func:`load` joins thousands of runs' arrays at once instead of building a table per run.
+    """
+
+    __slots__ = ("info", "_scalars", "histograms")
+
+    def __init__(self, info: RunInfo, scalars: pd.DataFrame | ScalarColumns, histograms: pd.DataFrame) -> None:
+        self.info = info
+        self._scalars = scalars
+        self.histograms = histograms
+
+    @property
+    def scalars(self) -> pd.DataFrame:
+        if isinstance(self._scalars, ScalarColumns):
+            self._scalars = self._scalars.frame(self.info.name) if len(self._scalars) else empty_scalars()
+        return self._scalars
+
+    @property
+    def columns(self) -> ScalarColumns | None:
+        """The scalars as arrays, while no table has been built from them."""
+        return self._scalars if isinstance(self._scalars, ScalarColumns) else None
+
+    @property
+    def points(self) -> int:
+        return len(self._scalars)
+
+    def __reduce__(self):
+        return RunResult, (self.info, self._scalars, self.histograms)
 
 
 def _constant_category(name: str, n: int) -> pd.Categorical:
@@ -81,12 +112,14 @@ def _read_parts(spec: RunSpec, files: list[Path], cache: Cache | None) -> list[R
     if spec.pattern is not None:
         return read_with_pattern(files, spec.pattern)
     reader = get_reader(spec.format)
-    if cache is None:
-        return reader.read(files)
     if isinstance(reader, ResumableReader):
+        if cache is None:
+            return reader.combine(files, [reader.read_part_or_warn(f) for f in files])
         from tanalyze.cache.reading import read_parts
 
         return reader.combine(files, read_parts(reader, files, cache))
+    if cache is None:
+        return reader.read(files)
     from tanalyze.cache.reading import read_runs
 
     return read_runs(reader, files, Path(spec.directory), cache)
@@ -106,7 +139,9 @@ def read_run(spec: RunSpec, *, cache: Cache | None = None) -> list[RunResult]:
     for part in parts:
         name = spec.name if part.name is None else f"{spec.name}/{part.name}"
         scalars = part.scalars
-        if len(scalars):
+        if isinstance(scalars, ScalarColumns):
+            pass  # made a table, with its run name, when one is needed
+        elif len(scalars):
             scalars = scalars.assign(run=_constant_category(name, len(scalars)))
             scalars = validate_scalars(scalars)
         else:
@@ -208,7 +243,7 @@ ProgressCallback = Callable[[int, int, str], None]
 
 def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
     infos: dict[str, RunInfo] = {}
-    scalars: list[pd.DataFrame] = []
+    kept: list[RunResult] = []
     histograms: list[pd.DataFrame] = []
     for result in results:
         name = result.info.name
@@ -219,11 +254,14 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
             name = f"{name}#{suffix}"
             result = _renamed(result, name)
         infos[name] = result.info
-        if len(result.scalars):
-            scalars.append(result.scalars)
+        if result.points:
+            kept.append(result)
         if len(result.histograms):
             histograms.append(result.histograms)
-    scalar_table = concat_frames(scalars) if scalars else empty_scalars()
+    if kept and all(r.columns is not None for r in kept):  # numpy all the way: linear in the runs
+        scalar_table = join_columns([r.info.name for r in kept], [r.columns for r in kept])
+    else:
+        scalar_table = concat_frames([r.scalars for r in kept]) if kept else empty_scalars()
     hist_table = concat_frames(histograms) if histograms else empty_histograms()
     return Logs(
         scalars=scalar_table,
@@ -239,7 +277,9 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
 def _renamed(result: RunResult, name: str) -> RunResult:
     from dataclasses import replace
 
-    scalars = result.scalars.assign(run=_constant_category(name, len(result.scalars)))
+    scalars = result.columns
+    if scalars is None:
+        scalars = result.scalars.assign(run=_constant_category(name, len(result.scalars)))
     histograms = result.histograms
     if len(histograms):
         histograms = histograms.assign(run=pd.Categorical([name] * len(histograms)))

@@ -29,6 +29,15 @@ def read_task(spec: RunSpec, *, cache: Cache | None) -> list[RunResult]:
     return read_run(spec, cache=cache)
 
 
+def discover_runs(path: str | os.PathLike[str], *, formats: Iterable[str] | None = None,
+                  patterns: Iterable[Any] | None = None):
+    """Discovery as :func:`tanalyze.load` does it (user patterns from arguments and config files included)."""
+    from tanalyze.readers.pattern import resolve_patterns
+
+    user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
+    return discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns)
+
+
 def _mapped(task, specs: Sequence[RunSpec], *, jobs, client, progress) -> list[tuple[RunSpec, Any]]:
     """(spec, result or Failure) per spec, in discovery order."""
     results = map_runs(task, specs, [s.name for s in specs], jobs=jobs, client=client, progress=progress)
@@ -96,6 +105,7 @@ def diagnose_path(
     path: str | os.PathLike[str],
     *,
     formats: Iterable[str] | None = None,
+    patterns: Iterable[Any] | None = None,
     jobs: int | None = None,
     cache: Cache | str | os.PathLike[str] | bool = True,
     client: Any = None,
@@ -106,7 +116,7 @@ def diagnose_path(
     :func:`tanalyze.diagnose_run`). Returns :class:`~tanalyze.diagnose.Diagnoses` in discovery order."""
     from tanalyze.diagnose import Diagnoses
 
-    discovery = discover(path, formats=tuple(formats) if formats else None)
+    discovery = discover_runs(path, formats=formats, patterns=patterns)
     task = partial(diagnose_task, cache=resolve_cache(cache), options=options)
     pairs = []
     for spec, result in _mapped(task, discovery.runs, jobs=jobs, client=client, progress=progress):
@@ -136,7 +146,7 @@ def summarize_path(
     """The check rules' :class:`~tanalyze.baseline.RunSummary` of every run under ``path``, in discovery order."""
     from tanalyze.baseline import summarize_run
 
-    discovery = discover(path)
+    discovery = discover_runs(path)
     task = partial(summarize_task, cache=resolve_cache(cache), roles=roles)
     summaries = []
     for spec, result in _mapped(task, discovery.runs, jobs=jobs, client=client, progress=progress):

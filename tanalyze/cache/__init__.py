@@ -34,7 +34,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tanalyze.cache.store import default_storage, read_entry, suffix, write_entry
+from tanalyze.cache.store import STORAGES, default_storage, read_entry, suffix, write_entry
 
 __all__ = ["Cache", "default_cache_dir", "resolve_cache", "LAYOUT"]
 
@@ -62,6 +62,8 @@ class Cache:
     def __post_init__(self) -> None:
         if not self.storage:
             object.__setattr__(self, "storage", default_storage())
+        if self.storage not in STORAGES:
+            raise ValueError(f"cache storage must be one of {', '.join(STORAGES)}, not {self.storage!r}")
 
     @property
     def root(self) -> Path:

@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from tanalyze.schema import empty_histograms, empty_scalars
+from tanalyze.schema import ScalarColumns, empty_histograms, empty_scalars
 
 __all__ = ["Reader", "ResumableReader", "FilePart", "RunData", "ReadWarning", "Restart", "HEAD_BYTES"]
 
@@ -166,11 +166,20 @@ class ResumableReader(Reader):
 
     @abstractmethod
     def combine(self, files: list[Path], parts: list[FilePart]) -> list[RunData]:
-        """The run(s) of ``files`` from one part per file (in the order of ``files``)."""
+        """The run(s) of ``files`` from one part per file (in the order of ``files``).
+
+        ``scalars`` may be a :class:`~tanalyze.schema.ScalarColumns` here (arrays: thousands
+        of runs are then joined without a pandas table each); :meth:`read` makes it a table.
+        """
 
     def read(self, files: list[Path]) -> list[RunData]:
         files = [Path(f) for f in files]
-        return self.combine(files, [self.read_part_or_warn(f) for f in files])
+        runs = self.combine(files, [self.read_part_or_warn(f) for f in files])
+        label = files[0].parent.name if files else ""
+        for run in runs:
+            if isinstance(run.scalars, ScalarColumns):
+                run.scalars = run.scalars.frame(label)
+        return runs
 
     def read_part_or_warn(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
         """``read_part``, with a file that cannot be opened turned into a part that says so."""

@@ -30,7 +30,7 @@ from tanalyze.readers._tbevents import SKIPPED_LABELS, FileEvents, decode_events
 from tanalyze.readers._tbsessions import Session, merge_sessions
 from tanalyze.readers._tfrecord import masked_crc, scan_records
 from tanalyze.readers.base import FilePart, ReadWarning, Restart, ResumableReader, RunData
-from tanalyze.schema import empty_histograms
+from tanalyze.schema import ScalarColumns, empty_histograms
 
 __all__ = ["TensorBoardReader"]
 
@@ -175,6 +175,7 @@ class TensorBoardReader(ResumableReader):
         return FilePart(end=tail.end, columns=columns, meta=meta, state=tail.state, tail=tail.tail)
 
     def combine(self, files: list[Path], parts: list[FilePart]) -> list[RunData]:
+        """The run, with its scalars as :class:`~tanalyze.schema.ScalarColumns` (see ``ResumableReader``)."""
         warnings: list[ReadWarning] = []
         tags: dict[str, int] = {}
         hist_tags: dict[str, int] = {}
@@ -198,7 +199,7 @@ class TensorBoardReader(ResumableReader):
                                         "written; its steps replaced the earlier file's (two writers in one folder?)"))
         # Built in one go: RunData's defaults would construct empty tables (slow in pandas) only to be replaced.
         data = RunData(
-            scalars=_scalar_frame(files, tag_names, merged.codes, merged.steps, merged.values, merged.wall_times),
+            scalars=_scalar_columns(tag_names, merged.codes, merged.steps, merged.values, merged.wall_times),
             histograms=_histogram_frame(files, list(hist_tags), merged.histograms),
             hparams=hparams, warnings=warnings, text=text,
             restarts=[Restart(step, file, detail) for step, file, detail in merged.restarts],
@@ -326,19 +327,15 @@ def _run_label(files: list[Path]) -> str:
     return Path(files[0]).parent.name if files else ""
 
 
-def _scalar_frame(files, tag_names, codes, steps, values, wall_times) -> pd.DataFrame:
+def _scalar_columns(tag_names, codes, steps, values, wall_times) -> ScalarColumns:
     used = np.flatnonzero(np.bincount(codes, minlength=len(tag_names)))
     compact = np.full(len(tag_names), -1, np.int32)
     compact[used] = np.arange(len(used), dtype=np.int32)
-    categories = [tag_names[i] for i in used.tolist()]
-    n = len(codes)
-    return pd.DataFrame({
-        "run": pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[_run_label(files)]),
-        "tag": pd.Categorical.from_codes(compact[codes], categories=categories),
-        "step": steps.astype(np.int64, copy=False),
-        "value": values.astype(np.float64, copy=False),
-        "wall_time": wall_times.astype(np.float64, copy=False),
-    }, copy=False)
+    return ScalarColumns(
+        tags=tuple(tag_names[i] for i in used.tolist()), codes=compact[codes],
+        step=steps.astype(np.int64, copy=False), value=values.astype(np.float64, copy=False),
+        wall_time=wall_times.astype(np.float64, copy=False),
+    )
 
 
 @cache
@@ -348,7 +345,7 @@ def _no_histograms() -> pd.DataFrame:
 
 def _histogram_frame(files, hist_names, rows) -> pd.DataFrame:
     if not rows:
-        return _no_histograms().copy()  # a cheap copy-on-write copy of one shared empty table
+        return _no_histograms().copy(deep=False)  # a cheap copy-on-write copy of one shared empty table
     frame = pd.DataFrame({
         "run": pd.Categorical([_run_label(files)] * len(rows)),
         "tag": pd.Categorical([row["tag"] for row in rows], categories=sorted({row["tag"] for row in rows})),
