@@ -9,9 +9,9 @@ called as each one does.
 
 Failures stay with their run. An exception in the function becomes a
 :class:`Failure` naming the run and the error (the other runs go on). A worker
-process that dies (a crash, the OOM killer) breaks the pool: the runs it held
-are tried again in a new pool, and a run that was in a broken pool twice is
-given up as a :class:`Failure`.
+process that dies (a crash, the OOM killer) breaks the pool: the runs in flight
+then are tried again one at a time, and a run whose worker dies again is given
+up as a :class:`Failure`; the others go on in a new pool.
 
 Process pools use the ``forkserver`` start method where it exists (workers
 fork from a server that imported tanalyze once: cheap to start, safe with
@@ -150,27 +150,23 @@ def map_runs(
 
 def _map_pool(func, items, collector: _Collector, workers: int, chunk_size: int | None) -> None:
     pending = _chunks(list(range(len(items))), workers, chunk_size)
-    broken_before: set[int] = set()
     while pending:
-        pending, broken = _run_pool(func, items, collector, workers, pending)
-        if not broken:
-            break
-        retry = []
-        for index in broken:
-            if index in broken_before:
-                collector.fail(index, "the worker process reading this run died twice (crashed or was killed, "
-                                      "e.g. out of memory); the run was given up")
-            else:
-                broken_before.add(index)
-                retry.append(index)
-        pending = [[i] for i in retry] + [[i] for chunk in pending for i in chunk]
+        pending, lost = _run_pool(func, items, collector, workers, pending, 2 * workers)
+        # The runs that were in flight when a worker died are suspects: each is tried again alone,
+        # so that a second death names the run that causes it and spares the others.
+        suspects = [[index] for index in lost]
+        while suspects:
+            suspects, lost_again = _run_pool(func, items, collector, 1, suspects, 1)
+            for index in lost_again:
+                collector.fail(index, "the worker process reading this run died twice (it crashed or was killed, "
+                                      "e.g. for lack of memory); the run was given up")
 
 
-def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[list[int]]):
-    """Run chunks until done or the pool breaks; return (chunks not started, indices lost in the break)."""
+def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[list[int]], limit: int):
+    """Run chunks (at most ``limit`` in flight) until done or the pool breaks; return (chunks not
+    started, indices lost in the break)."""
     queue = list(reversed(chunks))
     in_flight: dict[Future, list[int]] = {}
-    limit = 2 * workers
     with ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
                              max_tasks_per_child=MAX_TASKS_PER_CHILD) as pool:
         try:
