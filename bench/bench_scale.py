@@ -99,7 +99,7 @@ def generate(runs: int) -> Path:
 
 
 def append_one_percent(root: Path) -> None:
-    templates = root.parent / "_templates"
+    templates = DATA / "_templates"
     appendix = {kind: (templates / f"t{kind:02d}.append").read_bytes() for kind in range(TEMPLATES)}
     for path in sorted(root.glob("sweep/*/run*/events.out.tfevents.*")):
         with open(path, "ab") as handle:

@@ -112,13 +112,9 @@ def _read_parts(spec: RunSpec, files: list[Path], cache: Cache | None) -> list[R
     if spec.pattern is not None:
         return read_with_pattern(files, spec.pattern)
     reader = get_reader(spec.format)
-    if isinstance(reader, ResumableReader):
-        if cache is None:
-            return reader.combine(files, [reader.read_part_or_warn(f) for f in files])
-        from tanalyze.cache.reading import read_parts
-
-        return reader.combine(files, read_parts(reader, files, cache))
     if cache is None:
+        if isinstance(reader, ResumableReader):  # scalars kept as arrays (see RunResult)
+            return reader.combine(files, [reader.read_part_or_warn(f) for f in files])
         return reader.read(files)
     from tanalyze.cache.reading import read_runs
 

@@ -179,16 +179,11 @@ def test_deleting_the_cache_in_the_middle_of_a_load_is_harmless(tmp_path):
 
     logs = tanalyze.load(sweep, jobs=1, cache=cache, progress=delete)
     assert_same_logs(logs, fresh(sweep))
-    assert len(entries(cache)) == 3  # the runs read after the deletion were stored again
+    assert len(entries(cache)) == 3 * 2  # the runs read after the deletion were stored again (file + run entries)
     assert_same_logs(tanalyze.load(sweep, jobs=1, cache=cache), fresh(sweep))
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "another key"])
-def test_a_corrupt_entry_is_ignored_and_rewritten(tmp_path, damage, reads):
-    sweep = make_sweep(tmp_path, runs=1, steps=20)
-    cache = Cache(str(tmp_path / "c"))
-    tanalyze.load(sweep, jobs=1, cache=cache)
-    (entry,) = entries(cache)
+def _damage(entry: Path, damage: str, storage: str) -> None:
     data = entry.read_bytes()
     if damage == "garbage":
         entry.write_bytes(os.urandom(len(data)))
@@ -197,16 +192,39 @@ def test_a_corrupt_entry_is_ignored_and_rewritten(tmp_path, damage, reads):
     elif damage == "empty":
         entry.write_bytes(b"")
     else:  # a valid entry of another file, copied over this one
-        arrays, header = read_entry(entry, cache.storage)
-        write_entry(entry, arrays, {**header, "key": {**header["key"], "path": "/elsewhere"}}, cache.storage)
+        arrays, header = read_entry(entry, storage)
+        write_entry(entry, arrays, {**header, "key": {**header["key"], "elsewhere": True}}, storage)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "another key"])
+def test_corrupt_entries_are_ignored_and_rewritten(tmp_path, damage, reads):
+    sweep = make_sweep(tmp_path, runs=1, steps=20)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    stored = entries(cache)
+    assert [p.parent.parent.name for p in stored] == ["files", "runs"]
+    for entry in stored:
+        _damage(entry, damage, cache.storage)
     reads.clear()
     logs = tanalyze.load(sweep, jobs=1, cache=cache)
     assert reads == [("run00", 0)]
     assert_same_logs(logs, fresh(sweep))
-    assert read_entry(entry, cache.storage)[1]["key"]["path"] == os.path.realpath(event_file(sweep / "lr0" / "run00"))
+    file_entry = read_entry(stored[0], cache.storage)[1]
+    assert file_entry["key"]["path"] == os.path.realpath(event_file(sweep / "lr0" / "run00"))
     reads.clear()
     tanalyze.load(sweep, jobs=1, cache=cache)
     assert reads == []  # rewritten and valid again
+
+
+def test_a_corrupt_run_entry_falls_back_to_the_file_entries(tmp_path, reads):
+    sweep = make_sweep(tmp_path, runs=1, steps=20)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    _damage(entries(cache)[1], "garbage", cache.storage)
+    reads.clear()
+    logs = tanalyze.load(sweep, jobs=1, cache=cache)
+    assert reads == []  # served from the event file's entry: nothing parsed
+    assert_same_logs(logs, fresh(sweep))
 
 
 def test_whole_file_readers_are_cached_per_run_and_read_again_on_any_change(tmp_path):
@@ -285,7 +303,7 @@ def test_cli_cache_dir_and_no_cache(tmp_path, capsys):
     sweep = make_sweep(tmp_path, runs=2, steps=10)
     cache_dir = tmp_path / "cli-cache"
     assert main(["runs", str(sweep), "--cache-dir", str(cache_dir), "-q"]) == 0
-    assert len(entries(Cache(str(cache_dir)))) == 2
+    assert len(entries(Cache(str(cache_dir)))) == 2 * 2  # per event file and per run
     assert (cache_dir / LAYOUT / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     shutil.rmtree(cache_dir)
     assert main(["runs", str(sweep), "--cache-dir", str(cache_dir), "--no-cache", "-q"]) == 0

@@ -95,8 +95,12 @@ def read_parts(reader: ResumableReader, files: list[Path], cache: Cache) -> list
 
 
 def _run_stamp(files: list[Path], directory: Path) -> dict[str, Any] | None:
+    """Size, mtime and end-window hashes of each file, and the folder's mtime (a new side file shows there)."""
+    stamps = {}
     try:
-        stamps = {str(f): _stamp(os.stat(f)) for f in files}
+        for f in files:
+            stat = os.stat(f)
+            stamps[str(f)] = {**_stamp(stat), "hashes": prefix_hashes(f, stat.st_size)}
         folder = os.stat(directory).st_mtime_ns
     except OSError:
         return None
@@ -104,7 +108,12 @@ def _run_stamp(files: list[Path], directory: Path) -> dict[str, Any] | None:
 
 
 def read_runs(reader: Reader, files: list[Path], directory: Path, cache: Cache) -> list[RunData]:
-    """A whole-file reader's result for one run, from the cache when no file of it changed."""
+    """One run's result from the cache when none of its files changed.
+
+    Otherwise a :class:`ResumableReader` reads each file through its part entry
+    (resuming files that grew) and combines them; any other reader reads the run
+    whole. Either way the run's entry is then rewritten.
+    """
     key = {"files": [os.path.realpath(f) for f in files], "reader": reader.name,
            "reader_version": reader.cache_version, "tanalyze": _version()}
     before = _run_stamp(files, directory)
@@ -118,7 +127,10 @@ def read_runs(reader: Reader, files: list[Path], directory: Path, cache: Cache) 
                 return decode_runs(arrays, header)
             except (KeyError, TypeError, ValueError, IndexError):
                 pass
-    parts = reader.read(files)
+    if isinstance(reader, ResumableReader):
+        parts = reader.combine(files, read_parts(reader, files, cache))
+    else:
+        parts = reader.read(files)
     if before is None:
         return parts
     extra = sorted({str(f) for part in parts for f in part.extra_files})

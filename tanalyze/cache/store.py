@@ -64,11 +64,33 @@ def _check(arrays: Mapping[str, np.ndarray]) -> None:
             raise TypeError(f"cache arrays are 1-d numbers; {name!r} is {array.dtype} with shape {array.shape}")
 
 
+def _narrow(array: np.ndarray) -> np.ndarray:
+    """The same numbers in fewer bytes when no value changes: small integers, float64 that are float32
+    (TensorBoard stores scalars as float32). Read back, they are cast to their dtype again."""
+    if not len(array):
+        return array
+    if array.dtype.kind == "i" and array.dtype.itemsize > 1:
+        low, high = int(array.min()), int(array.max())
+        for dtype in (np.int8, np.int16, np.int32):
+            if np.dtype(dtype).itemsize >= array.dtype.itemsize:
+                break
+            info = np.iinfo(dtype)
+            if info.min <= low and high <= info.max:
+                return array.astype(dtype)
+    elif array.dtype == np.float64:
+        narrow = array.astype(np.float32)
+        with np.errstate(over="ignore"):
+            if np.array_equal(narrow.astype(np.float64), array, equal_nan=True):
+                return narrow
+    return array
+
+
 def write_entry(path: Path, arrays: Mapping[str, np.ndarray], header: Mapping[str, Any], storage: str) -> None:
     """Write one entry atomically (temp file + rename). Raises ``OSError``/``TypeError``/``ValueError``."""
     _check(arrays)
     body = dict(header)
     body["__dtypes__"] = {name: array.dtype.str for name, array in arrays.items()}
+    arrays = {name: _narrow(array) for name, array in arrays.items()}
     text = json.dumps(body, allow_nan=True, separators=(",", ":"))
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -107,7 +129,7 @@ def read_entry(path: Path, storage: str) -> tuple[dict[str, np.ndarray], dict[st
             dtype = np.dtype(dtypes[name])
             if dtype.kind not in _ALLOWED_KINDS or array.ndim != 1:
                 return None
-            out[name] = array.astype(dtype, copy=False)
+            out[name] = array.astype(dtype, copy=False)  # narrowed numbers widened again, exactly
         return out, header
     except Exception:  # noqa: BLE001 - any damage to a cache file means "not cached", never an error
         return None
