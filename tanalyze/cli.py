@@ -206,6 +206,51 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from tanalyze.config import load_config
+    from tanalyze.report import report_paths, write_report
+
+    config = load_config(args.config)
+    roles = {**config.roles, **_parse_roles(args.role)}
+    for target in filter(None, (args.output, args.json)):
+        parent = Path(target).resolve().parent
+        if not parent.is_dir():
+            raise InputError(f"{target}: cannot write there, folder {parent} does not exist")
+    progress = _progress(args)
+    data = report_paths(args.paths, formats=args.format or None, roles=roles, title=args.title,
+                        smoothing=args.smoothing, progress=progress, workers=args.jobs)
+    try:
+        sizes = write_report(data, args.output, args.json, progress=progress, workers=args.jobs)
+    except OSError as exc:
+        raise InputError(f"cannot write the report: {exc}") from exc
+    verdicts = ", ".join(f"{n} {label.replace('_', ' ')}" for label, n in data.verdict_counts())
+    written = f"{args.output} ({sizes['html'] / 1e6:.1f} MB)"
+    if args.json:
+        written += f" and {args.json}"
+    sys.stderr.write(f"wrote {safe_text(written)}: {len(data.runs)} run(s): {verdicts}\n")
+    return EXIT_OK
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _smoothing(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {value}")
+    return value
+
+
 def cmd_diagnose(args: argparse.Namespace) -> int:
     import json
 
@@ -316,6 +361,23 @@ def build_parser() -> argparse.ArgumentParser:
     save.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     _add_engine(save)
     save.set_defaults(handler=cmd_baseline_save)
+
+    report = sub.add_parser(
+        "report", help="write one self-contained HTML report (and optionally JSON) of every run under the paths"
+    )
+    report.add_argument("paths", nargs="+", metavar="PATH", help="log files or folders of runs")
+    report.add_argument("-o", "--output", default="report.html", help="the HTML file to write (default report.html)")
+    report.add_argument("--json", metavar="FILE", help="also write the results as JSON (schema tanalyze.report/1)")
+    report.add_argument("--title", help="the page title (default: 'Training report: PATH')")
+    report.add_argument("--smoothing", type=_smoothing, default=0.6, metavar="W",
+                        help="TensorBoard-style EMA weight for drawn curves, in [0, 1) (default 0.6; 0 = none)")
+    report.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
+    report.add_argument("--config", help="tanalyze.toml or pyproject.toml with role overrides")
+    report.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
+    report.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
+                        help="worker processes for reading, analysing and drawing runs (default: one per CPU, up to 4)")
+    report.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    report.set_defaults(handler=cmd_report)
     return parser
 
 

@@ -1,0 +1,139 @@
+"""Reports: one self-contained HTML page (and the same results as JSON) for a set of runs.
+
+>>> from tanalyze.report import render_report_html
+>>> html = render_report_html(tanalyze.load("sample_runs/"))   # diagnoses every run, renders the page
+
+The flow is one-way: :func:`build_report` computes what is shown (from the full
+data), :mod:`~tanalyze.report.html` draws it, :mod:`~tanalyze.report.jsonout`
+serialises it. Jupyter reprs call :func:`render_report_html` /
+:func:`render_run_html` with ``fragment=True``: the same renderer as the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from tanalyze.logs import Logs, RunInfo
+from tanalyze.report.html import render_html, render_run_fragment
+from tanalyze.report.jsonout import SCHEMA_ID, report_dict, write_json
+from tanalyze.report.model import ReportData, RunSource, build_report, sources_from
+from tanalyze.report.pipeline import report_paths
+
+__all__ = [
+    "SCHEMA_ID",
+    "ReportData",
+    "RunSource",
+    "build_report",
+    "sources_from",
+    "render_report_html",
+    "render_run_html",
+    "report_dict",
+    "write_report",
+    "report_paths",
+]
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+def _diagnose(logs: Logs) -> Mapping[str, Any]:
+    from tanalyze.diagnose import diagnose  # analysis is imported only when a report needs it
+
+    return diagnose(logs)
+
+
+def _data(source: Logs | ReportData, diagnoses: Mapping[str, Any] | None, **options: Any) -> ReportData:
+    if isinstance(source, ReportData):
+        return source
+    if diagnoses is None:
+        diagnoses = _diagnose(source)
+    return build_report(source, diagnoses, **options)
+
+
+def render_report_html(
+    source: Logs | ReportData,
+    diagnoses: Mapping[str, Any] | None = None,
+    *,
+    fragment: bool = False,
+    title: str | None = None,
+    smoothing: float = 0.6,
+    progress: ProgressCallback | None = None,
+) -> str:
+    """The HTML report of ``source`` (a :class:`Logs`, diagnosed here unless ``diagnoses`` is given).
+
+    ``fragment=True`` returns a ``<div>`` with its own scoped style and no
+    script, for Jupyter; otherwise a whole page with its JSON embedded.
+    """
+    options: dict[str, Any] = {"smoothing": smoothing}
+    if title is not None:
+        options["title"] = title
+    data = _data(source, diagnoses, **options)
+    return render_html(data, fragment=fragment, embed_json=None if fragment else report_dict(data), progress=progress)
+
+
+def render_run_html(
+    diagnosis: Any,
+    scalars: Logs | pd.DataFrame | None = None,
+    *,
+    info: RunInfo | None = None,
+    smoothing: float = 0.6,
+    fragment: bool = True,
+) -> str:
+    """One run's section: its diagnosis (a ``RunDiagnosis`` or its ``to_dict()``) drawn over its curves.
+
+    ``scalars`` is the run's tidy table (or a :class:`Logs` holding it). Without
+    it, the loss curves a ``RunDiagnosis`` keeps (its ``curves``) are drawn; a
+    plain dict then gives findings without figures.
+    """
+    d = diagnosis.to_dict() if hasattr(diagnosis, "to_dict") else dict(diagnosis)
+    name = str(d.get("run") or "run")
+    if isinstance(scalars, Logs):
+        info = info or scalars.runs.get(name)
+        frame = scalars.run(name) if name in scalars.runs else scalars.scalars.iloc[0:0]
+    elif scalars is not None:
+        frame = scalars[scalars["run"] == name] if "run" in scalars.columns and (scalars["run"] == name).any() else scalars
+    else:
+        frame = _frame_of_curves(name, getattr(diagnosis, "curves", None) or {})
+    data = build_report([RunSource(name, frame, info, d)], smoothing=smoothing, title=name)
+    if fragment:
+        return render_run_fragment(data, 1)
+    return render_html(data, embed_json=report_dict(data))
+
+
+def _frame_of_curves(name: str, curves: Mapping[str, Any]) -> pd.DataFrame:
+    """A tidy table from ``Curve`` objects (anything with ``tag``, ``steps``, ``values``)."""
+    from tanalyze.schema import concat_frames, empty_scalars, scalar_frame
+
+    frames = [
+        scalar_frame(run=name, tag=[str(c.tag)] * len(c.steps), step=c.steps, value=c.values)
+        for c in curves.values()
+        if hasattr(c, "steps") and len(c.steps)
+    ]
+    return concat_frames(frames) if frames else empty_scalars()
+
+
+def write_report(
+    data: ReportData,
+    html_path: str | os.PathLike[str] | None = None,
+    json_path: str | os.PathLike[str] | None = None,
+    *,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
+) -> dict[str, int]:
+    """Write the HTML page and/or the JSON file; return their sizes in bytes by kind.
+
+    ``workers``: processes drawing figures (None: as many as useful, 1: this process only).
+    """
+    sizes: dict[str, int] = {}
+    report = report_dict(data)
+    if json_path is not None:
+        sizes["json"] = write_json(report, json_path)
+    if html_path is not None:
+        page = render_html(data, embed_json=report, progress=progress, workers=workers).encode("utf-8")
+        with open(html_path, "wb") as handle:
+            handle.write(page)
+        sizes["html"] = len(page)
+    return sizes

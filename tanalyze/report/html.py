@@ -1,0 +1,413 @@
+"""Render a :class:`~tanalyze.report.model.ReportData` as one self-contained HTML page (or a fragment).
+
+Everything from logs goes through Jinja2 autoescaping; figures are SVG that
+matplotlib escaped and ``figures._clean_svg`` checked; the one inline script is
+a constant whose SHA-256 is the only script the page's Content-Security-Policy
+allows; the embedded JSON escapes ``<``, ``>``, ``&`` and U+2028/U+2029.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
+
+from tanalyze.analysis.recommendations import CAUSES
+from tanalyze.report.downsample import METHOD
+from tanalyze.report.figures import FigureMaker, Rendered
+from tanalyze.report.groups import _flatten
+from tanalyze.report.model import LOSS_ROLES, VERDICTS, ReportData, RunView, number
+from tanalyze.report.parallel import draw, run_figures
+from tanalyze.text import safe_text
+
+__all__ = ["render_html", "render_run_fragment", "csp_for", "json_for_script", "SCRIPT", "STYLE"]
+
+TEMPLATES = Path(__file__).parent / "templates"
+SCRIPT = (TEMPLATES / "report.js").read_text(encoding="utf-8")
+STYLE = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+
+VERDICT_TEXT = {
+    "normal": ("\u2713", "normal"),
+    "overfitting": ("\u2197", "overfitting"),
+    "underfitting": ("\u2198", "underfitting"),
+    "unstable": ("\u223f", "unstable"),
+    "diverged": ("\u2715", "diverged"),
+    "insufficient_data": ("?", "insufficient data"),
+}
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+#: The most of one list (findings' evidence, spikes, config keys …) a page shows before saying how many it left out.
+MAX_ITEMS = 300
+MAX_TEXT = 20_000
+COMPARE_MAX_LINES = 12
+#: Findings shown open beside the loss chart; the rest (the least severe) fold away.
+SHOWN_FINDINGS = 3
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+def csp_for(script: str) -> str:
+    """The Content-Security-Policy that lets exactly ``script`` (by its SHA-256) run and nothing else load."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return (
+        "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+        f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'"
+    )
+
+
+def json_for_script(value: Any) -> str:
+    """JSON safe inside ``<script type="application/json">``: no ``</script>``, no HTML-significant characters."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return (
+        text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    )
+
+
+# -- formatting filters ---------------------------------------------------------------
+
+
+def fmt_num(value: Any, digits: int = 4) -> str:
+    """Numbers for people: 4 significant digits, thousands separators for integers, NaN/inf spelled out."""
+    if value is None or value == "":
+        return "\u2014"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    as_float = number(value)
+    if as_float is None:
+        return safe_text(value, limit=300)
+    if as_float != as_float:
+        return "NaN"
+    if as_float in (float("inf"), float("-inf")):
+        return "\u2212inf" if as_float < 0 else "inf"
+    if as_float.is_integer() and abs(as_float) < 1e15:
+        return f"{int(as_float):,}"
+    rounded = float(f"{as_float:.{digits}g}")
+    if 1e3 <= abs(rounded) < 1e15:
+        return f"{rounded:,.0f}"
+    return f"{rounded:.{digits}g}"
+
+
+def fmt_step(value: Any) -> str:
+    as_float = number(value)
+    if as_float is None or as_float != as_float:
+        return "\u2014"
+    return f"{int(as_float):,}" if abs(as_float) < 1e18 else fmt_num(as_float)
+
+
+def sort_key(value: Any) -> str:
+    """A ``data-v`` attribute for the sort script: a finite number, or empty (sorts last)."""
+    as_float = number(value)
+    if as_float is None or as_float != as_float:
+        return ""
+    if as_float in (float("inf"), float("-inf")):
+        return "1e308" if as_float > 0 else "-1e308"
+    return repr(as_float)
+
+
+def truncate(value: Any, limit: int = 40) -> str:
+    """Log text cut to ``limit`` characters with an ellipsis (for table cells; the full text is elsewhere)."""
+    text = safe_text(value, limit=10 * limit)
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+_BREAK_AFTER = re.compile(r"(?<=[/_.\-])")
+
+
+def breakable(value: Any, limit: int = 300) -> Markup:
+    """Escaped log text with line-break opportunities (``<wbr>``) after ``/ _ . -``, for long run names."""
+    text = safe_text(value, limit=limit)
+    return Markup("<wbr>").join(escape(part) for part in _BREAK_AFTER.split(text))
+
+
+def short(value: Any, limit: int = 300) -> str:
+    if isinstance(value, str):
+        return safe_text(value, limit=limit)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        text = str(value)
+    return safe_text(text, limit=limit)
+
+
+@cache
+def _environment() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
+    )
+    env.filters.update(num=fmt_num, step=fmt_step, sortv=sort_key, short=short, safe_text=safe_text, truncate=truncate,
+                       breakable=breakable)
+    env.globals.update(verdict_text=VERDICT_TEXT, max_items=MAX_ITEMS, shown_findings=SHOWN_FINDINGS)
+    return env
+
+
+# -- view building ------------------------------------------------------------------
+
+
+def _findings(run: RunView) -> list[dict[str, Any]]:
+    out = []
+    for f in run.diagnosis["findings"]:
+        if not isinstance(f, Mapping):
+            f = {"code": "note", "severity": "info", "message": str(f)}
+        code = str(f.get("code") or "")
+        severity = str(f.get("severity") or "info").lower()
+        cause = CAUSES.get(code)
+        evidence = f.get("evidence")
+        out.append({
+            "code": code,
+            "title": cause.title if cause else code.replace("_", " "),
+            "severity": severity if severity in SEVERITY_RANK else "info",
+            "step": f.get("step"),
+            "step_end": f.get("step_end"),
+            "message": f.get("message") or "",
+            "recommendation": f.get("recommendation") or (cause.action if cause else ""),
+            "evidence": evidence if evidence not in (None, {}, []) else None,
+        })
+    out.sort(key=lambda f: (SEVERITY_RANK[f["severity"]], number(f["step"]) if number(f["step"]) is not None else 0))
+    return out
+
+
+def _worst(findings: Sequence[Mapping[str, Any]]) -> str | None:
+    return min((f["severity"] for f in findings), key=SEVERITY_RANK.__getitem__, default=None)
+
+
+def _loss_cell(stats: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return dict(stats) if stats else None
+
+
+def _summary_row(run: RunView, findings: list[dict[str, Any]]) -> dict[str, Any]:
+    d = run.diagnosis
+    verdict = d["verdict"]
+    overfitting = d.get("overfitting") if isinstance(d.get("overfitting"), Mapping) else None
+    divergence = d.get("divergence") if isinstance(d.get("divergence"), Mapping) else None
+    return {
+        "anchor": run.anchor,
+        "index": run.index,
+        "name": run.name,
+        "verdict": run.verdict,
+        "verdict_rank": VERDICTS.index(run.verdict),
+        "confidence": verdict.get("confidence"),
+        "train": _loss_cell(run.summary.get("train_loss")),
+        "val": _loss_cell(run.summary.get("val_loss")),
+        "onset": overfitting.get("onset_step") if overfitting else None,
+        "divergence": divergence.get("step") if divergence else None,
+        "divergence_kind": divergence.get("kind") if divergence else None,
+        "throughput": run.summary.get("throughput"),
+        "findings": len(findings),
+        "worst": _worst(findings),
+        "codes": " ".join(sorted({f["code"] for f in findings})),
+    }
+
+
+def _config_rows(hparams: Mapping[str, Any]) -> list[tuple[str, str]]:
+    flat = _flatten(hparams) if hparams else {}
+    return [(safe_text(k, 200), short(v)) for k, v in sorted(flat.items(), key=lambda kv: str(kv[0]))]
+
+
+def _details(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    out = []
+    for key, title in (("overfitting", "Overfitting"), ("divergence", "Divergence"), ("early_stopping", "Early stopping"),
+                       ("gradients", "Gradients"), ("throughput", "Throughput")):
+        value = d.get(key)
+        if value not in (None, {}, []):
+            out.append((title, value))
+    if d.get("spikes"):
+        out.append((f"Spikes ({len(d['spikes'])})", d["spikes"]))
+    known = {"run", "format", "roles", "verdict", "overfitting", "divergence", "early_stopping", "gradients",
+             "throughput", "spikes", "findings", "warnings", "role_details"}
+    evidence = d["verdict"].get("evidence")
+    if evidence not in (None, {}, []):
+        out.insert(0, ("Verdict evidence", evidence))
+    for key, value in d.items():
+        if key not in known and value not in (None, {}, []):
+            out.append((safe_text(key, 80), value))
+    return out
+
+
+def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None], findings: list[dict[str, Any]]) -> dict[str, Any]:
+    d = run.diagnosis
+    info = run.info
+    loss, aux = figures
+    read_warnings = [w.to_dict() for w in info.warnings] if info else []
+    text = []
+    for tag, value in (info.text.items() if info else ()):
+        value = str(value)
+        text.append((tag, value[:MAX_TEXT], max(0, len(value) - MAX_TEXT)))
+    return {
+        "anchor": run.anchor,
+        "index": run.index,
+        "name": run.name,
+        "format": run.format,
+        "verdict": run.verdict,
+        "confidence": d["verdict"].get("confidence"),
+        "evidence": d["verdict"].get("evidence"),
+        "reasons": [short(r, 600) for r in (d["verdict"].get("reasons") or []) if r],
+        "points": run.points,
+        "tags": run.tags,
+        "first_step": run.summary.get("first_step"),
+        "last_step": run.summary.get("last_step"),
+        "roles": run.roles,
+        "loss_figure": Markup(loss.markup) if loss else None,
+        "loss_note": loss.note if loss else "",
+        "loss_keys": loss.keys if loss else (),
+        "aux_figure": Markup(aux.markup) if aux else None,
+        "aux_columns": aux.columns if aux else 0,
+        "aux_note": aux.note if aux else "",
+        # one or two small panels fit under the loss chart when the findings beside it are long
+        "aux_beside": bool(aux) and aux.columns <= 2 and len(findings) >= 2,
+        "findings": findings,
+        "details": _details(d),
+        "analysis_warnings": [short(w, 1000) for w in d["warnings"]],
+        "config": _config_rows(info.hparams if info else {}),
+        "text": text,
+        "read_warnings": read_warnings,
+        "notes": list(info.notes) if info else [],
+        "restarts": [r.to_dict() for r in info.restarts] if info else [],
+        "files": list(info.files) if info else [],
+        "directory": info.directory if info else "",
+    }
+
+
+def _headline(verdict: str, findings: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The finding that explains a verdict: one whose code names it (``diverged_nonfinite`` for
+    diverged), else the most severe."""
+    for f in findings:
+        if f["code"].startswith(verdict):
+            return f
+    return findings[0] if findings else None
+
+
+def _attention(rows: Sequence[dict[str, Any]], findings: Mapping[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Runs that need a look, worst verdict first; runs sharing a verdict and a top finding form one line."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in sorted(rows, key=lambda r: (r["verdict_rank"], r["index"])):
+        top = _headline(row["verdict"], findings[row["index"]])
+        if row["verdict"] == "normal" and (top is None or top["severity"] != "error"):
+            continue
+        key = (row["verdict"], top["code"] if top else "")
+        group = groups.setdefault(key, {"verdict": row["verdict"], "top": top, "runs": []})
+        group["runs"].append(row)
+    return list(groups.values())
+
+
+def _compare(data: ReportData, figures: FigureMaker) -> list[dict[str, Any]]:
+    """One chart per loss tag that at least two runs share."""
+    out = []
+    for role in LOSS_ROLES:
+        by_tag: dict[str, list[RunView]] = {}
+        for run in data.runs:
+            series = run.series.get(role)
+            if series is not None and series.finite.any():
+                by_tag.setdefault(series.tag, []).append(run)
+        for tag, runs in by_tag.items():
+            if len(runs) < 2:
+                continue
+            rendered = figures.compare(role, tag, runs, max_lines=COMPARE_MAX_LINES, key=len(out))
+            out.append({"role": role, "tag": tag, "runs": len(runs), "figure": Markup(rendered.markup),
+                        "legend": rendered.keys, "many": len(runs) > COMPARE_MAX_LINES})
+    return out
+
+
+def _groups(data: ReportData, figures: FigureMaker) -> list[dict[str, Any]]:
+    by_index = {run.index: run for run in data.runs}
+    out = []
+    for group in data.groups:
+        runs = [by_index[i] for i in group.runs]
+        charts: list[Rendered] = []
+        stats = []
+        for role in LOSS_ROLES:
+            rendered = figures.seed_band(role, runs, group.label)
+            if rendered is not None:
+                charts.append(rendered)
+            finals = [r.summary[role]["final"] for r in runs if role in r.summary and r.summary[role]["final"] is not None]
+            if finals:
+                finals.sort()
+                mid = finals[len(finals) // 2] if len(finals) % 2 else (finals[len(finals) // 2 - 1] + finals[len(finals) // 2]) / 2
+                stats.append({"role": role, "median": mid, "min": finals[0], "max": finals[-1], "n": len(finals)})
+        verdicts: dict[str, int] = {}
+        for r in runs:
+            verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
+        out.append({
+            "label": group.label,
+            "reason": group.reason,
+            "runs": [{"anchor": r.anchor, "name": r.name, "verdict": r.verdict} for r in runs],
+            "figures": [{"markup": Markup(c.markup), "legend": c.keys} for c in charts],
+            "stats": stats,
+            "verdicts": sorted(verdicts.items(), key=lambda kv: VERDICTS.index(kv[0])),
+        })
+    return out
+
+
+def _render(template: str, context: dict[str, Any]) -> str:
+    return _environment().get_template(template).render(**context)
+
+
+def render_html(
+    data: ReportData,
+    *,
+    fragment: bool = False,
+    csp: bool = True,
+    embed_json: Mapping[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
+) -> str:
+    """The report page (``fragment=True``: one ``<div>`` with its style, no script, for Jupyter).
+
+    ``csp=False`` leaves the Content-Security-Policy out (tests use it to show
+    that escaping alone keeps payloads inert). ``embed_json`` is placed in a
+    ``<script type="application/json" id="tanalyze-data">`` block. ``workers``:
+    processes drawing figures (None: automatic, 1: this process only).
+    """
+    figures = FigureMaker(smoothing=data.smoothing)
+    findings = {run.index: _findings(run) for run in data.runs}
+    rows = [_summary_row(run, findings[run.index]) for run in data.runs]
+    drawn = run_figures(data.runs, figures, workers=workers, progress=progress)
+    runs = [_run_context(run, pair, findings[run.index]) for run, pair in zip(data.runs, drawn, strict=True)]
+    context = {
+        "fragment": fragment,
+        "title": data.title,
+        "generated_at": data.generated_at,
+        "version": data.version,
+        "inputs": data.inputs,
+        "counts": data.verdict_counts(),
+        "attention": _attention(rows, findings),
+        "rows": rows,
+        "runs": runs,
+        "compare": _compare(data, figures) if not fragment or len(data.runs) > 1 else [],
+        "groups": _groups(data, figures),
+        "smoothing": data.smoothing,
+        "downsample_method": METHOD,
+        "compare_max": COMPARE_MAX_LINES,
+        "style": Markup(STYLE),
+        "script": Markup(SCRIPT),
+        "csp": csp_for(SCRIPT) if csp and not fragment else None,
+        "data_json": Markup(json_for_script(embed_json)) if embed_json is not None and not fragment else None,
+    }
+    return _render("report.html.j2", context)
+
+
+def render_run_fragment(data: ReportData, index: int = 1) -> str:
+    """One run's section as an HTML fragment with the report's style (a Jupyter repr)."""
+    figures = FigureMaker(smoothing=data.smoothing)
+    run = next(r for r in data.runs if r.index == index)
+    context = {
+        "run": _run_context(run, draw(figures, run), _findings(run)),
+        "style": Markup(STYLE),
+        "smoothing": data.smoothing,
+        "downsample_method": METHOD,
+    }
+    return _render("run.html.j2", context)

@@ -1,0 +1,76 @@
+"""The report for machines: the same results as the HTML page, as versioned JSON.
+
+The shape is documented by ``tanalyze/schemas/report.schema.json`` (validated in
+the tests). Non-finite numbers are the strings ``"nan"``, ``"inf"``, ``"-inf"``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from tanalyze.analysis.results import to_jsonable
+from tanalyze.report.model import ReportData, RunView
+
+__all__ = ["SCHEMA_ID", "report_dict", "run_dict", "dumps"]
+
+SCHEMA_ID = "tanalyze.report/1"
+
+_ORDER = ("run", "format", "roles", "verdict", "overfitting", "divergence", "spikes", "early_stopping",
+          "gradients", "throughput", "findings", "warnings")
+
+
+def run_dict(run: RunView) -> dict[str, Any]:
+    """One run: its diagnosis (documented shape), summary numbers from the full data, and what reading found."""
+    d = run.diagnosis
+    out: dict[str, Any] = {key: d.get(key) for key in _ORDER}
+    out.update({k: v for k, v in d.items() if k not in out})
+    info = run.info
+    summary: dict[str, Any] = {
+        "points": run.points,
+        "tags": len(run.tags),
+        "first_step": run.summary.get("first_step"),
+        "last_step": run.summary.get("last_step"),
+        "train_loss": run.summary.get("train_loss"),
+        "val_loss": run.summary.get("val_loss"),
+        "throughput": run.summary.get("throughput"),
+    }
+    out["summary"] = to_jsonable(summary)
+    out["info"] = to_jsonable({
+        "directory": info.directory if info else None,
+        "files": list(info.files) if info else [],
+        "hparams": dict(info.hparams) if info else {},
+        "restarts": [r.to_dict() for r in info.restarts] if info else [],
+        "notes": list(info.notes) if info else [],
+        "read_warnings": [w.to_dict() for w in info.warnings] if info else [],
+    })
+    return out
+
+
+def report_dict(data: ReportData) -> dict[str, Any]:
+    """The whole report as plain JSON-ready Python."""
+    names = {run.index: run.name for run in data.runs}
+    return {
+        "schema": SCHEMA_ID,
+        "tanalyze_version": data.version,
+        "generated_at": data.generated_at,
+        "inputs": list(data.inputs),
+        "runs": [run_dict(run) for run in data.runs],
+        "seed_groups": [
+            {"label": g.label, "reason": g.reason, "runs": [names[i] for i in g.runs]} for g in data.groups
+        ],
+    }
+
+
+def dumps(report: dict[str, Any]) -> str:
+    """Strict JSON text (no NaN literals: they are strings already)."""
+    return json.dumps(report, ensure_ascii=False, allow_nan=False, indent=1) + "\n"
+
+
+def write_json(report: dict[str, Any], path: str | os.PathLike[str]) -> int:
+    """Write the report JSON; return its size in bytes."""
+    text = dumps(report).encode("utf-8")
+    with open(path, "wb") as handle:
+        handle.write(text)
+    return len(text)

@@ -1,0 +1,367 @@
+"""What a report shows, computed once from the full data: runs, their curves by role, summary numbers.
+
+The HTML page, the JSON file and the Jupyter reprs are all drawn from a
+:class:`ReportData`; figures downsample for drawing, but every number here
+comes from every logged point.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.signal import lfilter
+
+from tanalyze.analysis.results import to_jsonable
+from tanalyze.logs import Logs, RunInfo
+
+__all__ = [
+    "VERDICTS",
+    "LOSS_ROLES",
+    "AUX_ROLES",
+    "Series",
+    "RunSource",
+    "RunView",
+    "ReportData",
+    "sources_from",
+    "build_report",
+    "ema",
+    "number",
+]
+
+#: Verdict labels, worst first (the order the summary table sorts by).
+VERDICTS: tuple[str, ...] = ("diverged", "unstable", "overfitting", "underfitting", "insufficient_data", "normal")
+
+#: Roles drawn on the loss chart, and the smaller panels beside it (in this order).
+LOSS_ROLES: tuple[str, ...] = ("train_loss", "val_loss")
+AUX_ROLES: tuple[str, ...] = ("learning_rate", "grad_norm", "throughput", "step_time", "gpu_memory", "loss_scale")
+
+ROLE_TITLES: dict[str, str] = {
+    "train_loss": "train loss",
+    "val_loss": "validation loss",
+    "learning_rate": "learning rate",
+    "grad_norm": "gradient norm",
+    "throughput": "throughput",
+    "step_time": "step time",
+    "gpu_memory": "GPU memory",
+    "loss_scale": "loss scale",
+}
+
+
+def number(value: Any) -> float | None:
+    """A float from a diagnosis value (which may be ``"nan"``/``"inf"`` strings or None)."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int | float | np.integer | np.floating):
+        return float(value)
+    if isinstance(value, str) and value.strip().lower() in ("nan", "inf", "-inf", "+inf"):
+        return float(value)
+    return None
+
+
+def ema(values: np.ndarray, weight: float) -> np.ndarray:
+    """TensorBoard's debiased EMA, vectorised; equal to :func:`tanalyze.analysis.curves.debiased_ema`.
+
+    Non-finite points pass through and do not enter the average.
+    """
+    if not 0 <= weight < 1:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
+    out = np.array(values, dtype=np.float64, copy=True)
+    finite = np.isfinite(out)
+    x = out[finite]
+    if weight == 0 or x.size == 0:
+        return out
+    smoothed = lfilter([1.0 - weight], [1.0, -weight], x)
+    out[finite] = smoothed / (1.0 - weight ** np.arange(1, x.size + 1))
+    return out
+
+
+@dataclass(frozen=True, eq=False)
+class Series:
+    """One tag of one run, every point, sorted by step (write order kept for equal steps)."""
+
+    tag: str
+    steps: np.ndarray
+    values: np.ndarray
+
+    @property
+    def finite(self) -> np.ndarray:
+        return np.isfinite(self.values)
+
+    def stats(self) -> dict[str, Any]:
+        """Final and best (lowest) finite value with their steps, point and non-finite counts."""
+        finite = self.finite
+        out: dict[str, Any] = {"tag": self.tag, "points": int(len(self.steps)), "non_finite": int((~finite).sum())}
+        if finite.any():
+            idx = np.flatnonzero(finite)
+            last = idx[-1]
+            best = idx[np.argmin(self.values[idx])]
+            out.update(
+                final=float(self.values[last]),
+                final_step=int(self.steps[last]),
+                best=float(self.values[best]),
+                best_step=int(self.steps[best]),
+            )
+        else:
+            out.update(final=None, final_step=None, best=None, best_step=None)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class RunSource:
+    """One run to report on: its rows of the tidy table, what was known when reading it, its diagnosis."""
+
+    name: str
+    scalars: pd.DataFrame
+    info: RunInfo | None = None
+    diagnosis: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class RunView:
+    """One run as the report shows it."""
+
+    index: int
+    name: str
+    format: str
+    diagnosis: dict[str, Any]
+    info: RunInfo | None
+    series: dict[str, Series]  # role -> the full curve of the tag having that role
+    summary: dict[str, Any]
+    tags: tuple[str, ...]
+    points: int
+    #: (loss, aux) figures already drawn where the run was read (see pipeline.py), else drawn when rendering
+    figures: tuple[Any, Any] | None = None
+
+    @property
+    def anchor(self) -> str:
+        """An element id made from the run's position, never from its (untrusted) name."""
+        return f"run-{self.index}"
+
+    @property
+    def verdict(self) -> str:
+        label = (self.diagnosis.get("verdict") or {}).get("label")
+        return label if label in VERDICTS else "insufficient_data"
+
+    @property
+    def roles(self) -> dict[str, str]:
+        return dict(self.diagnosis.get("roles") or {})
+
+
+@dataclass(frozen=True, eq=False)
+class ReportData:
+    """Everything one report shows."""
+
+    title: str
+    inputs: tuple[str, ...]
+    generated_at: str
+    smoothing: float
+    runs: tuple[RunView, ...]
+    groups: tuple[Any, ...] = field(default=())  # SeedGroup, see groups.py
+    version: str = ""
+
+    def verdict_counts(self) -> list[tuple[str, int]]:
+        counts = {label: 0 for label in VERDICTS}
+        for run in self.runs:
+            counts[run.verdict] += 1
+        return [(label, n) for label, n in counts.items() if n]
+
+
+def _diagnosis_dict(value: Any, name: str) -> dict[str, Any]:
+    """The documented diagnosis shape with every key present (missing ones empty), plain JSON types."""
+    if value is None:
+        raw: dict[str, Any] = {
+            "run": name,
+            "verdict": {"label": "insufficient_data", "confidence": 0.0, "evidence": {"reason": "not diagnosed"}},
+        }
+    elif hasattr(value, "to_dict"):
+        raw = value.to_dict()
+    else:
+        raw = dict(value)
+    out = to_jsonable(raw)
+    out.setdefault("run", name)
+    out.setdefault("format", None)
+    out.setdefault("roles", {})
+    verdict = dict(out.get("verdict") or {})
+    verdict.setdefault("label", "insufficient_data")
+    verdict.setdefault("confidence", None)
+    verdict.setdefault("evidence", None)
+    out["verdict"] = verdict
+    for key in ("overfitting", "divergence", "early_stopping", "gradients", "throughput"):
+        out.setdefault(key, None)
+    for key in ("spikes", "findings", "warnings"):
+        out[key] = list(out.get(key) or [])
+    return out
+
+
+def sources_from(logs: Logs, diagnoses: Mapping[str, Any] | None = None) -> list[RunSource]:
+    """One :class:`RunSource` per run of ``logs`` (and per diagnosed run that ``logs`` lacks)."""
+    diagnoses = diagnoses or {}
+    by_run: dict[str, pd.DataFrame] = {}
+    if len(logs.scalars):
+        for name, rows in logs.scalars.groupby("run", observed=True, sort=False):
+            by_run[str(name)] = rows
+    sources = []
+    for name, info in logs.runs.items():
+        frame = by_run.get(name, logs.scalars.iloc[0:0])
+        sources.append(RunSource(name=name, scalars=frame, info=info, diagnosis=diagnoses.get(name)))
+    for name, diagnosis in diagnoses.items():
+        if name not in logs.runs:
+            sources.append(RunSource(name=name, scalars=logs.scalars.iloc[0:0], diagnosis=diagnosis))
+    return sources
+
+
+def _series_by_tag(frame: pd.DataFrame, wanted: Iterable[str]) -> dict[str, Series]:
+    wanted = set(wanted)
+    out: dict[str, Series] = {}
+    if frame.empty or not wanted:
+        return out
+    rows = frame[frame["tag"].isin(list(wanted))]
+    for tag, part in rows.groupby("tag", observed=True, sort=False):
+        steps = part["step"].to_numpy(dtype=np.int64)
+        values = part["value"].to_numpy(dtype=np.float64)
+        order = np.argsort(steps, kind="stable")
+        out[str(tag)] = Series(str(tag), steps[order], values[order])
+    return out
+
+
+def _throughput_summary(diagnosis: Mapping[str, Any], series: Mapping[str, Series]) -> dict[str, Any] | None:
+    """The steady throughput the diagnosis measured, else the median of the throughput (or step-time) curve."""
+    measured = diagnosis.get("throughput")
+    if isinstance(measured, Mapping):
+        median = number(measured.get("steady_median"))
+        if median is None:
+            median = number(measured.get("median"))
+        if median is not None and math.isfinite(median):
+            better = measured.get("higher_is_better")
+            role = "step_time" if better is False else "throughput"
+            tag = measured.get("tag") or (series[role].tag if role in series else None)
+            unit = str(measured.get("unit") or ("/s" if role == "throughput" else "s/step"))
+            if unit == "s/step" and 0 < median < 1:
+                median, unit = median * 1000, "ms/step"
+            return {"role": role, "tag": tag, "median": median, "unit": unit}
+    for role, unit in (("throughput", "/s"), ("step_time", "per step")):
+        curve = series.get(role)
+        if curve is None:
+            continue
+        finite = curve.values[curve.finite]
+        if finite.size:
+            return {"role": role, "tag": curve.tag, "median": float(np.median(finite)), "unit": unit}
+    return None
+
+
+def _run_view(index: int, source: RunSource) -> RunView:
+    diagnosis = _diagnosis_dict(source.diagnosis, source.name)
+    info = source.info
+    if diagnosis.get("format") is None and info is not None:
+        diagnosis["format"] = info.format
+    roles = {str(k): str(v) for k, v in (diagnosis.get("roles") or {}).items() if v is not None}
+    by_tag = _series_by_tag(source.scalars, roles.values())
+    series = {role: by_tag[tag] for role, tag in roles.items() if tag in by_tag}
+    frame = source.scalars
+    summary: dict[str, Any] = {role: series[role].stats() for role in LOSS_ROLES if role in series}
+    summary["throughput"] = _throughput_summary(diagnosis, series)
+    summary["findings"] = len(diagnosis["findings"])
+    steps = frame["step"].to_numpy() if len(frame) else np.empty(0, dtype=np.int64)
+    summary["first_step"] = int(steps.min()) if steps.size else None
+    summary["last_step"] = int(steps.max()) if steps.size else None
+    tags = tuple(str(t) for t in pd.unique(frame["tag"])) if len(frame) else ()
+    return RunView(
+        index=index,
+        name=source.name,
+        format=str(diagnosis.get("format") or (info.format if info else "")),
+        diagnosis=diagnosis,
+        info=info,
+        series=series,
+        summary=summary,
+        tags=tags,
+        points=int(len(frame)),
+    )
+
+
+def _unique_names(sources: Sequence[Any], labels: Sequence[str]) -> list[str]:
+    """Run names (of anything with ``name``), made distinct when two inputs hold runs of the same name:
+    prefixed by their input's label, then numbered ``#2``, ``#3`` as :func:`tanalyze.load` does."""
+    inputs_of: dict[str, set[str]] = {}
+    for source, label in zip(sources, labels, strict=True):
+        inputs_of.setdefault(source.name, set()).add(label)
+    names = []
+    used: set[str] = set()
+    for source, label in zip(sources, labels, strict=True):
+        name = source.name if len(inputs_of[source.name]) == 1 else f"{label}:{source.name}"
+        base, n = name, 2
+        while name in used:
+            name, n = f"{base}#{n}", n + 1
+        used.add(name)
+        names.append(name)
+    return names
+
+
+def build_report(
+    sources: Sequence[RunSource] | Logs,
+    diagnoses: Mapping[str, Any] | None = None,
+    *,
+    title: str | None = None,
+    inputs: Sequence[str] = (),
+    smoothing: float = 0.6,
+    generated_at: str | None = None,
+    input_labels: Sequence[str] | None = None,
+) -> ReportData:
+    """Compute what the report shows.
+
+    ``sources`` is a :class:`Logs` (with ``diagnoses`` mapping run name to a
+    diagnosis or its ``to_dict()``) or a list of :class:`RunSource`.
+    ``input_labels`` (one per source) disambiguate equal run names coming from
+    different inputs.
+    """
+    if not 0 <= smoothing < 1:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {smoothing}")
+    if isinstance(sources, Logs):
+        if not inputs and sources.root:
+            inputs = (sources.root,)
+        sources = sources_from(sources, diagnoses)
+    labels = list(input_labels) if input_labels is not None else [""] * len(sources)
+    names = _unique_names(sources, labels)
+    views = [_run_view(index, source) for index, source in enumerate(sources, start=1)]
+    return assemble(views, names, title=title, inputs=inputs, smoothing=smoothing, generated_at=generated_at)
+
+
+def assemble(
+    views: Sequence[RunView],
+    names: Sequence[str],
+    *,
+    title: str | None = None,
+    inputs: Sequence[str] = (),
+    smoothing: float = 0.6,
+    generated_at: str | None = None,
+) -> ReportData:
+    """The report of these runs, numbered 1..n in order under their final ``names``."""
+    from tanalyze import __version__
+    from tanalyze.report.groups import seed_groups
+
+    final = []
+    for index, (view, name) in enumerate(zip(views, names, strict=True), start=1):
+        if name != view.name:
+            view.diagnosis["run"] = name
+        final.append(replace(view, index=index, name=name))
+    stamp = generated_at or datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    if title is None:
+        title = "Training report" + (f": {', '.join(inputs)}" if inputs else "")
+    data = ReportData(
+        title=title,
+        inputs=tuple(str(i) for i in inputs),
+        generated_at=stamp,
+        smoothing=smoothing,
+        runs=tuple(final),
+        version=__version__,
+    )
+    return replace(data, groups=tuple(seed_groups(data.runs)))
+
+
+def finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,128 @@
+"""From paths to a report, one run at a time: read → diagnose → summarise → draw, over worker processes.
+
+The per-run pipeline is a pure function of the run's files, so it is mapped over
+the discovered runs (in forked workers when there are many, see ``parallel.py``);
+only the cross-run parts (names, seed groups, compare charts, the page) are done
+here afterwards. Runs are discovered, read, named and diagnosed exactly as
+:func:`tanalyze.load` and :func:`tanalyze.diagnose` do, through their public
+building blocks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from tanalyze.discover import RunSpec, discover
+from tanalyze.errors import InputError
+from tanalyze.logs import read_run
+from tanalyze.readers.pattern import resolve_patterns
+from tanalyze.report import parallel
+from tanalyze.report.figures import FigureMaker
+from tanalyze.report.model import ReportData, RunSource, RunView, _run_view, _unique_names, assemble
+
+__all__ = ["report_paths"]
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: FigureMaker | None) -> list[RunView]:
+    """Read, diagnose, summarise and draw one discovered run (a file may hold several)."""
+    from tanalyze.diagnose import diagnose_run
+
+    position, spec = task
+    views = []
+    for part, result in enumerate(read_run(spec)):
+        info = result.info
+        diagnosis = diagnose_run(
+            result.scalars, run=info.name, format=info.format, roles=roles,
+            histograms=result.histograms if len(result.histograms) else None,
+            read_warnings=tuple(str(w) for w in info.warnings),
+        )
+        # Plain dicts instead of read-only mappings, so that the run can travel between processes.
+        info = replace(info, hparams=dict(info.hparams), text=dict(info.text))
+        # A provisional index unique in the report: figure ids are salted with it.
+        view = _run_view(position * 1000 + part + 1, RunSource(info.name, result.scalars, info, diagnosis))
+        figures = parallel.draw(maker, view) if maker is not None else None
+        views.append(replace(view, figures=figures))
+    return views
+
+
+def _process_chunk(chunk: Sequence[tuple[int, RunSpec]], roles: Mapping[str, Any] | None,
+                   smoothing: float) -> list[list[RunView]]:
+    maker = parallel.worker_maker(smoothing)
+    return [_process(task, roles, maker) for task in chunk]
+
+
+def report_paths(
+    paths: Sequence[str | os.PathLike[str]],
+    *,
+    formats: Sequence[str] | None = None,
+    roles: Mapping[str, str] | None = None,
+    title: str | None = None,
+    smoothing: float = 0.6,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
+) -> ReportData:
+    """Read and diagnose every run under each path, and compute the report of all of them.
+
+    Runs of equal name under different paths are told apart by the path's name.
+    ``workers``: processes for the per-run work (None: as many as useful; 1: this
+    process only). Raises :class:`~tanalyze.errors.InputError` (or
+    ``NoLogsError``) for a path that does not exist or holds no logs, before
+    reading anything.
+    """
+    if not 0 <= smoothing < 1:
+        raise ValueError(f"smoothing weight must be in [0, 1), got {smoothing}")
+    for path in paths:
+        if not os.path.exists(path):
+            raise InputError(f"{os.fspath(path)}: no such file or folder")
+    tasks: list[tuple[int, RunSpec]] = []
+    labels_of: list[str] = []
+    for path in paths:
+        discovery = discover(path, formats=tuple(formats) if formats else None, patterns=resolve_patterns(path, None))
+        label = os.path.basename(os.path.normpath(os.fspath(path))) or os.fspath(path)
+        for spec in discovery.runs:
+            tasks.append((len(tasks), spec))
+            labels_of.append(label)
+    roles = dict(roles) if roles else None
+    import tanalyze.diagnose  # noqa: F401  (imported before workers fork, not once in each of them)
+
+    done_views = _map(tasks, roles, smoothing, workers, progress)
+    views: list[RunView] = []
+    labels: list[str] = []
+    for (position, _), found in zip(tasks, done_views, strict=True):
+        views.extend(found)
+        labels.extend([labels_of[position]] * len(found))
+    names = _unique_names(views, labels)
+    options: dict[str, Any] = {"smoothing": smoothing, "inputs": [os.fspath(p) for p in paths]}
+    if title is not None:
+        options["title"] = title
+    return assemble(views, names, **options)
+
+
+def _map(tasks: list[tuple[int, RunSpec]], roles: Mapping[str, Any] | None, smoothing: float,
+         workers: int | None, progress: ProgressCallback | None) -> list[list[RunView]]:
+    total = len(tasks)
+    workers = parallel.default_workers() if workers is None else workers
+    out: list[list[RunView]] = []
+    if workers <= 1 or total < parallel.MIN_RUNS_FOR_WORKERS:
+        maker = parallel.worker_maker(smoothing)
+        for done, task in enumerate(tasks, start=1):
+            out.append(_process(task, roles, maker))
+            if progress is not None:
+                progress(done, total, task[1].name)
+        return out
+    size = max(1, -(-total // (workers * 4)))
+    chunks = [tasks[i:i + size] for i in range(0, total, size)]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=parallel.fork_context()) as pool:
+        results = pool.map(_process_chunk, chunks, [roles] * len(chunks), [smoothing] * len(chunks))
+        for chunk, found in zip(chunks, results, strict=True):
+            for task, views in zip(chunk, found, strict=True):
+                out.append(views)
+                if progress is not None:
+                    progress(len(out), total, task[1].name)
+    return out

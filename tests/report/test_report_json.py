@@ -1,0 +1,71 @@
+import json
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+import tanalyze
+from tanalyze.report import build_report, report_dict
+from tanalyze.report.jsonout import SCHEMA_ID, dumps
+from tests.report.fakes import three_runs
+
+SCHEMA_PATH = Path(tanalyze.__file__).parent / "schemas" / "report.schema.json"
+
+
+@pytest.fixture(scope="module")
+def validator():
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.fixture(scope="module")
+def report():
+    logs, diags = three_runs()
+    diags["diverged-run"]["verdict"]["evidence"] = {"last_loss": float("nan"), "peak": np.float32("inf")}
+    return report_dict(build_report(logs, diags, generated_at="2024-05-01T12:00:00Z"))
+
+
+def test_report_matches_its_schema(validator, report):
+    validator.validate(report)
+    assert report["schema"] == SCHEMA_ID == validator.schema["properties"]["schema"]["const"]
+    assert report["tanalyze_version"] == tanalyze.__version__
+    assert report["inputs"] == ["logs"]
+
+
+def test_runs_carry_diagnosis_summary_and_info(report):
+    runs = {r["run"]: r for r in report["runs"]}
+    assert list(runs) == ["normal-run", "overfitting-run", "diverged-run"]
+    overfit = runs["overfitting-run"]
+    assert overfit["overfitting"]["onset_step"] == 6000
+    assert overfit["findings"][0]["code"] == "overfitting"
+    diverged = runs["diverged-run"]
+    assert diverged["divergence"]["step"] == 10500 and diverged["divergence"]["kind"] == "explosion"
+    assert diverged["divergence"]["restart"]["resume_at_or_before_step"] == 10000
+    assert diverged["summary"]["train_loss"]["non_finite"] == 5
+    assert diverged["info"]["restarts"] == [{"step": 4000, "file": "events.2", "detail": "resumed from checkpoint"}]
+    assert diverged["info"]["read_warnings"][0]["count"] == 2
+    assert diverged["info"]["hparams"] == {"lr": 0.0001}
+
+
+def test_non_finite_numbers_are_strings_and_the_text_is_strict_json(report):
+    evidence = report["runs"][2]["verdict"]["evidence"]
+    assert evidence == {"last_loss": "nan", "peak": "inf"}
+    text = dumps(report)
+    assert ": NaN" not in text and "Infinity" not in text
+    assert json.loads(text) == report
+
+
+@pytest.mark.parametrize(
+    ("path", "bad"),
+    [(("verdict", "label"), "sideways"), (("findings",), [{"code": "x"}]), (("info",), {})],
+)
+def test_schema_rejects_broken_runs(validator, report, path, bad):
+    broken = json.loads(json.dumps(report))
+    target = broken["runs"][0]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = bad
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(broken)
