@@ -217,8 +217,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not parent.is_dir():
             raise InputError(f"{target}: cannot write there, folder {parent} does not exist")
     progress = _progress(args)
+    engine = _engine(args)
     data = report_paths(args.paths, formats=args.format or None, roles=roles, title=args.title,
-                        smoothing=args.smoothing, progress=progress, workers=args.jobs)
+                        smoothing=args.smoothing, progress=progress, workers=engine["jobs"],
+                        cache=engine["cache"], client=engine["client"])
     try:
         sizes = write_report(data, args.output, args.json, progress=progress, workers=args.jobs)
     except OSError as exc:
@@ -374,9 +376,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
     report.add_argument("--config", help="tanalyze.toml or pyproject.toml with role overrides")
     report.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
-    report.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
-                        help="worker processes for reading, analysing and drawing runs (default: one per CPU, up to 4)")
     report.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _add_engine(report)
     report.set_defaults(handler=cmd_report)
     return parser
 

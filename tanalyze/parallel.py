@@ -13,17 +13,23 @@ process that dies (a crash, the OOM killer) breaks the pool: the runs in flight
 then are tried again one at a time, and a run whose worker dies again is given
 up as a :class:`Failure`; the others go on in a new pool.
 
-Process pools use the ``forkserver`` start method where it exists (workers
-fork from a server that imported tanalyze once: cheap to start, safe with
-threads; ``spawn`` elsewhere), submit runs in chunks with a bounded number in
-flight, and replace each worker after ``MAX_TASKS_PER_CHILD`` chunks so that
-memory cannot creep up over thousands of runs.
+Process pools fork this process when that is safe (a platform with ``fork``,
+no other thread running): workers start at once with everything imported, and
+scripts need no ``if __name__ == "__main__":`` guard. Otherwise they use
+``forkserver`` (workers fork from a server that imported tanalyze once) or
+``spawn``; every task is a module-level function with picklable arguments, so
+all three work (the latter two import the main script again: guard it). Runs
+are submitted in chunks with a bounded number in flight, and the pool is
+replaced after ``MAX_TASKS_PER_POOL`` chunks so that worker memory cannot creep
+up over thousands of runs.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
+import threading
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -31,13 +37,13 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Failure", "map_runs", "default_jobs", "resolve_jobs", "MAX_TASKS_PER_CHILD"]
+__all__ = ["Failure", "map_runs", "default_jobs", "resolve_jobs", "MAX_TASKS_PER_POOL"]
 
-#: Chunks a worker process runs before it is replaced by a fresh one.
-MAX_TASKS_PER_CHILD = 64
+#: Chunks a pool runs before its workers are replaced by fresh ones.
+MAX_TASKS_PER_POOL = 256
 #: Below this many runs, ``jobs=None`` reads in this process (a pool costs more than it saves).
 MIN_RUNS_FOR_POOL = 8
-_PRELOAD = ["tanalyze.pipeline"]
+_PRELOAD = ("tanalyze.pipeline", "tanalyze.diagnose")
 
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -85,10 +91,17 @@ def run_chunk(func: Callable[[Any], Any], items: Sequence[Any]) -> list[tuple[bo
     return [_guarded(func, item) for item in items]
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    if "forkserver" in multiprocessing.get_all_start_methods():
+def _context(preload: Sequence[str] = ()) -> multiprocessing.context.BaseContext:
+    """Fork when safe; else forkserver (``preload`` imported once in the server; only the first pool of a
+    process sets them); else spawn."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        for module in (*_PRELOAD, *preload):  # imported once here rather than in every worker
+            importlib.import_module(module)
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(_PRELOAD)
+        context.set_forkserver_preload(list(dict.fromkeys((*_PRELOAD, *preload))))
         return context
     return multiprocessing.get_context("spawn")
 
@@ -131,10 +144,12 @@ def map_runs(
     client: Any = None,
     progress: ProgressCallback | None = None,
     chunk_size: int | None = None,
+    preload: Sequence[str] = (),
 ) -> list[Any]:
     """``[func(item) for item in items]``, each a result or a :class:`Failure`, computed by ``jobs``
     processes (None: automatic, 1: this process) or on a Dask ``client``. ``func`` must be a
-    module-level function and the items picklable."""
+    module-level function and the items picklable. ``preload``: modules worker processes import
+    before their first task (heavy imports paid once)."""
     collector = _Collector(names, progress)
     if client is not None:
         _map_dask(client, func, items, collector, chunk_size)
@@ -144,34 +159,35 @@ def map_runs(
         for index, item in enumerate(items):
             collector.put(index, _guarded(func, item))
         return collector.results
-    _map_pool(func, items, collector, workers, chunk_size)
+    _map_pool(func, items, collector, workers, chunk_size, _context(preload))
     return collector.results
 
 
-def _map_pool(func, items, collector: _Collector, workers: int, chunk_size: int | None) -> None:
+def _map_pool(func, items, collector: _Collector, workers: int, chunk_size: int | None, context) -> None:
     pending = _chunks(list(range(len(items))), workers, chunk_size)
     while pending:
-        pending, lost = _run_pool(func, items, collector, workers, pending, 2 * workers)
+        pending, lost = _run_pool(func, items, collector, workers, pending, 2 * workers, context)
         # The runs that were in flight when a worker died are suspects: each is tried again alone,
         # so that a second death names the run that causes it and spares the others.
         suspects = [[index] for index in lost]
         while suspects:
-            suspects, lost_again = _run_pool(func, items, collector, 1, suspects, 1)
+            suspects, lost_again = _run_pool(func, items, collector, 1, suspects, 1, context)
             for index in lost_again:
                 collector.fail(index, "the worker process reading this run died twice (it crashed or was killed, "
                                       "e.g. for lack of memory); the run was given up")
 
 
-def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[list[int]], limit: int):
+def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[list[int]], limit: int, context):
     """Run chunks (at most ``limit`` in flight) until done or the pool breaks; return (chunks not
     started, indices lost in the break)."""
     queue = list(reversed(chunks))
     in_flight: dict[Future, list[int]] = {}
-    with ProcessPoolExecutor(max_workers=workers, mp_context=_context(),
-                             max_tasks_per_child=MAX_TASKS_PER_CHILD) as pool:
+    submitted = 0
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         try:
-            while queue or in_flight:
-                while queue and len(in_flight) < limit:
+            while (queue and submitted < MAX_TASKS_PER_POOL) or in_flight:
+                while queue and len(in_flight) < limit and submitted < MAX_TASKS_PER_POOL:
+                    submitted += 1
                     chunk = queue.pop()
                     in_flight[pool.submit(run_chunk, func, [items[i] for i in chunk])] = chunk
                 finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
@@ -182,7 +198,7 @@ def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[lis
         except BrokenProcessPool:
             lost = [i for chunk in in_flight.values() for i in chunk]
             return list(reversed(queue)), lost
-    return [], []
+    return list(reversed(queue)), []  # chunks left when the pool has run its share: a fresh pool goes on
 
 
 def _map_dask(client, func, items, collector: _Collector, chunk_size: int | None) -> None:
