@@ -125,8 +125,10 @@ if args["what"].startswith("load"):
     logs = tanalyze.load(args["path"], jobs=args["jobs"], cache=cache, client=client)
     size = len(logs.scalars)
 elif args["what"].startswith("report"):
-    from tanalyze.pipeline import report_path
-    size = report_path(args["path"], output=args["out"], jobs=args["jobs"], cache=cache, client=client)
+    from tanalyze.report import report_paths, write_report
+    data = report_paths([args["path"]], workers=args["jobs"], cache=cache, client=client)
+    write_report(data, args["out"], args["out"] + ".json", workers=args["jobs"])
+    size = len(data.runs)
 else:
     from tanalyze.pipeline import diagnose_path
     size = len(diagnose_path(args["path"], jobs=args["jobs"], cache=cache, client=client))
