@@ -297,6 +297,19 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_cache(args: argparse.Namespace) -> int:
+    from tanalyze.cache import Cache, default_cache_dir
+
+    cache = Cache(str(args.cache_dir or default_cache_dir()))
+    if args.cache_command == "clear":
+        removed = cache.clear()
+        sys.stderr.write(f"removed {removed:,} cache entr{'y' if removed == 1 else 'ies'} from {safe_text(str(cache.root))}\n")
+        return EXIT_OK
+    count, size = cache.usage()
+    sys.stdout.write(f"{safe_text(str(cache.root))}: {count:,} entries, {size / 1e6:,.1f} MB ({cache.storage} storage)\n")
+    return EXIT_OK
+
+
 def _add_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a log file or a folder of runs")
     parser.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
@@ -363,6 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
     save.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     _add_engine(save)
     save.set_defaults(handler=cmd_baseline_save)
+
+    cache = sub.add_parser("cache", help="show or clear the incremental cache of parsed logs")
+    cache.add_argument("cache_command", choices=("info", "clear"), metavar="ACTION",
+                       help="info: where it is and its size; clear: delete its entries (safe at any time)")
+    cache.add_argument("--cache-dir", metavar="DIR", help="the cache folder (default: $TANALYZE_CACHE_DIR, else ~/.cache/tanalyze)")
+    cache.set_defaults(handler=cmd_cache)
 
     report = sub.add_parser(
         "report", help="write one self-contained HTML report (and optionally JSON) of every run under the paths"

@@ -343,3 +343,19 @@ def test_resuming_real_event_files_at_any_cut_equals_reading_them_whole(real_log
             first = reader.read_part(copy)
             copy.write_bytes(data)
             _same_part(reader.join_parts(first, reader.read_part(copy, first.end, first.state)), whole)
+
+
+def test_cli_cache_info_and_clear(tmp_path, capsys):
+    from tanalyze.cli import main
+
+    sweep = make_sweep(tmp_path, runs=2, steps=10)
+    cache_dir = tmp_path / "cli-cache"
+    assert main(["runs", str(sweep), "--cache-dir", str(cache_dir), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["cache", "info", "--cache-dir", str(cache_dir)]) == 0
+    assert f"{cache_dir / LAYOUT}: 4 entries" in capsys.readouterr().out
+    assert main(["cache", "clear", "--cache-dir", str(cache_dir)]) == 0
+    assert "removed 4 cache entries" in capsys.readouterr().err
+    assert not (cache_dir / LAYOUT).exists()
+    (tmp_path / "not-a-cache" / LAYOUT).mkdir(parents=True)
+    assert Cache(str(tmp_path / "not-a-cache")).clear() == 0 and (tmp_path / "not-a-cache" / LAYOUT).exists()

@@ -89,6 +89,25 @@ class Cache:
             return False
         return True
 
+    def usage(self) -> tuple[int, int]:
+        """(entries, bytes) stored under this folder's layout."""
+        count = size = 0
+        for path in self.root.rglob("*") if self.root.is_dir() else ():
+            if path.is_file() and path.name != "CACHEDIR.TAG":
+                count += 1
+                size += path.stat().st_size
+        return count, size
+
+    def clear(self) -> int:
+        """Delete this layout's entries (only a folder this cache tagged as its own); return how many."""
+        import shutil
+
+        if not (self.root / "CACHEDIR.TAG").is_file():
+            return 0
+        count, _ = self.usage()
+        shutil.rmtree(self.root)
+        return count
+
     def _tag(self) -> None:
         tag = self.root / "CACHEDIR.TAG"
         if not tag.exists():
