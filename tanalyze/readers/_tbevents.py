@@ -13,6 +13,7 @@ silently dropped.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,7 @@ class FileEvents:
     skipped: Counter[str] = field(default_factory=Counter)
     session_starts: list[tuple[int, int]] = field(default_factory=list)  # (record, step) of SessionLog.START
     problems: list[tuple[int, str]] = field(default_factory=list)  # (record, what was wrong)
+    plugins: dict[str, str] = field(default_factory=dict)  # tag -> plugin named by its first metadata
 
 
 @dataclass
@@ -199,11 +201,12 @@ def _tensor_histogram(item: _Pending, array: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _plugin_names(fast, slow: _Slow) -> dict[str, str]:
-    """Each tag's plugin, named by the first metadata written for it (TensorBoard's rule)."""
+def _plugin_names(fast, slow: _Slow, known: Mapping[str, str]) -> dict[str, str]:
+    """Each tag's plugin, named by the first metadata written for it (TensorBoard's rule); ``known`` are
+    the plugins of tags whose first metadata came earlier in the file (when reading on from an offset)."""
     from tensorboard.compat.proto import summary_pb2
 
-    first: dict[str, tuple[int, str]] = {}
+    first: dict[str, tuple[int, str]] = {tag: (-1, name) for tag, name in known.items()}
     with_meta = np.flatnonzero(fast.meta_codes >= 0)
     if len(with_meta):
         names = []
@@ -214,16 +217,17 @@ def _plugin_names(fast, slow: _Slow) -> dict[str, str]:
                 names.append("")
         codes, index = np.unique(fast.tag_codes[with_meta], return_index=True)
         for code, row in zip(codes.tolist(), with_meta[index].tolist(), strict=True):
-            first[fast.tags[code]] = (int(fast.records[row]), names[fast.meta_codes[row]])
+            if fast.tags[code] not in known:
+                first[fast.tags[code]] = (int(fast.records[row]), names[fast.meta_codes[row]])
     for tag, (record, name, _content) in slow.first_meta.items():
         if tag not in first or record < first[tag][0]:
             first[tag] = (record, name)
     return {tag: name for tag, (_record, name) in first.items()}
 
 
-def _hparams(slow: _Slow) -> dict[str, Any]:
+def _hparams(slow: _Slow, known: Mapping[str, str]) -> dict[str, Any]:
     meta = slow.first_meta.get(_HPARAMS_TAG)
-    if meta is None or meta[1] != "hparams":
+    if meta is None or meta[1] != "hparams" or _HPARAMS_TAG in known:
         return {}
     from google.protobuf.json_format import MessageToDict
     from tensorboard.plugins.hparams import plugin_data_pb2
@@ -267,12 +271,19 @@ def _resolve_tensors(slow: _Slow, plugins: dict[str, str], text: dict[str, str])
     return rows
 
 
-def decode_events(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> FileEvents:
-    """Decode the records of one file (data offsets ``starts``, ``lengths`` into ``buf``)."""
+def decode_events(
+    buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, known_plugins: Mapping[str, str] | None = None
+) -> FileEvents:
+    """Decode the records of one file (data offsets ``starts``, ``lengths`` into ``buf``).
+
+    ``known_plugins``: when these records continue a file read before, the plugins its earlier records
+    named (a tag's metadata is written with its first value only). Record indices count from 0 here.
+    """
+    known = known_plugins or {}
     fast = decode_fast(buf, starts, lengths)
     rest = fast.rest
     slow = _decode_slow(memoryview(buf), starts[rest].tolist(), lengths[rest].tolist(), rest.tolist())
-    plugins = _plugin_names(fast, slow)
+    plugins = _plugin_names(fast, slow, known)
     text: dict[str, str] = {}
     slow_rows = slow.rows + _resolve_tensors(slow, plugins, text)
 
@@ -297,6 +308,6 @@ def decode_events(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> F
     histograms = sorted(slow.histograms, key=lambda row: row["record"])
     return FileEvents(
         tags=list(tag_index), tag_codes=codes, records=records, steps=steps, wall_times=walls, values=values,
-        histograms=histograms, hparams=_hparams(slow), text=text, skipped=slow.skipped,
-        session_starts=slow.session_starts, problems=sorted(slow.problems),
+        histograms=histograms, hparams=_hparams(slow, known), text=text, skipped=slow.skipped,
+        session_starts=slow.session_starts, problems=sorted(slow.problems), plugins=plugins,
     )
