@@ -182,6 +182,7 @@ class Logs:
     root: str = ""
     unrecognized: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()  # files and folders that could not be read, with why
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -376,6 +377,7 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
         # A reader may use a file no reader claims (Lightning's hparams.yaml beside event files).
         unrecognized=tuple(f for f in discovery.unrecognized if f not in {x for i in infos.values() for x in i.files}),
         skipped=discovery.skipped_dirs,
+        errors=discovery.errors,
     )
 
 

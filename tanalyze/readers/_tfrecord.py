@@ -268,6 +268,9 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
     bad_data: list[int] = []
     damage: list[Damage] = []
     position = 0
+    if 0 < size < _HEADER:  # not even one length and its CRC (the vectorised checks assume that much)
+        damage.append(Damage(0, size, f"file ends inside a record header ({size} bytes)"))
+        position = size
     while position < size:
         offsets, stop = _walk(views, view, position, lengths_crc)
         data_ok = _data_ok(views, view, offsets)

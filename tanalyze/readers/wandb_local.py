@@ -186,7 +186,7 @@ def _config(path: Path | None, data: RunData) -> tuple[dict[str, Any], dict[str,
         return {}, {}
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, RecursionError, yaml.YAMLError) as exc:
         data.warnings.append(ReadWarning(str(path), f"config not read: {_short(exc)}"))
         return {}, {}
     if not isinstance(raw, Mapping):
@@ -200,7 +200,7 @@ def _json_object(path: Path | None, data: RunData) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         data.warnings.append(ReadWarning(str(path), f"not read: {_short(exc)}"))
         return None
     if not isinstance(value, dict):
