@@ -37,12 +37,58 @@ def _progress(args: argparse.Namespace):
     return report
 
 
-def _load(args: argparse.Namespace) -> Logs:
+def _patterns(args: argparse.Namespace) -> list[UserPattern]:
     glob = getattr(args, "pattern_glob", None)
     patterns = [UserPattern(regex, glob, "--pattern") for regex in getattr(args, "pattern", None) or ()]
     if glob and not patterns:
         raise InputError("--pattern-glob needs a --pattern")
-    return load(args.path, formats=args.format or None, progress=_progress(args), patterns=patterns)
+    return patterns
+
+
+def _load(args: argparse.Namespace) -> Logs:
+    return load(args.path, formats=args.format or None, progress=_progress(args), patterns=_patterns(args),
+                **_engine(args))
+
+
+def _engine(args: argparse.Namespace) -> dict:
+    """How runs are read: ``jobs``, ``cache`` and ``client`` from --jobs, --cache-dir/--no-cache, --scheduler."""
+    cache = False if args.no_cache else (args.cache_dir or True)
+    return {"jobs": args.jobs, "cache": cache, "client": args.client}
+
+
+def _connect(args: argparse.Namespace) -> None:
+    """Connect to the Dask scheduler of --scheduler (``args.client``; None without one)."""
+    args.client = None
+    if getattr(args, "scheduler", None):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise InputError("--scheduler needs Dask: pip install 'tanalyze[dask]'") from None
+        try:
+            args.client = Client(args.scheduler, timeout=30)
+        except OSError as exc:
+            raise InputError(f"cannot reach the Dask scheduler at {args.scheduler}: {exc}") from None
+
+
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _add_engine(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("scale (many runs)")
+    group.add_argument("-j", "--jobs", type=_jobs, metavar="N",
+                       help="processes reading and analysing runs side by side (default: the CPUs; 1 = serial)")
+    group.add_argument("--cache-dir", metavar="DIR",
+                       help="the incremental cache (default: $TANALYZE_CACHE_DIR, else ~/.cache/tanalyze)")
+    group.add_argument("--no-cache", action="store_true", help="read every log in full, use no cache")
+    group.add_argument("--scheduler", metavar="ADDRESS",
+                       help="run the per-run work on this Dask cluster (tcp://host:8786) instead of local processes")
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -139,6 +185,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         config=args.config,
         roles=_parse_roles(args.role),
         progress=_progress(args),
+        **_engine(args),
     )
     sys.stdout.write(format_text(report))
     if args.json:
@@ -156,7 +203,7 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     roles = {**config.roles, **_parse_roles(args.role)}
-    summaries = summarize_path(args.run, roles=roles, progress=_progress(args))
+    summaries = summarize_path(args.run, roles=roles, progress=_progress(args), **_engine(args))
     Baseline.from_summaries(str(args.run), summaries).save(args.output)
     sys.stderr.write(f"saved baseline of {len(summaries)} run(s) to {args.output}\n")
     return EXIT_OK
@@ -173,8 +220,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not parent.is_dir():
             raise InputError(f"{target}: cannot write there, folder {parent} does not exist")
     progress = _progress(args)
+    engine = _engine(args)
     data = report_paths(args.paths, formats=args.format or None, roles=roles, title=args.title,
-                        smoothing=args.smoothing, progress=progress, workers=args.jobs)
+                        smoothing=args.smoothing, progress=progress, workers=engine["jobs"],
+                        cache=engine["cache"], client=engine["client"])
     try:
         sizes = write_report(data, args.output, args.json, progress=progress, workers=args.jobs)
     except OSError as exc:
@@ -212,11 +261,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
     from tanalyze.analysis.results import to_jsonable
     from tanalyze.config import load_config
-    from tanalyze.diagnose import diagnose
+    from tanalyze.pipeline import diagnose_path
 
     roles = {**load_config(args.config).roles, **_parse_roles(args.role)}
-    logs = _load(args)
-    diagnoses = diagnose(logs, roles=roles or None, num_classes=args.num_classes)
+    diagnoses = diagnose_path(args.path, formats=args.format or None, patterns=_patterns(args),
+                              progress=_progress(args), roles=roles or None, num_classes=args.num_classes,
+                              **_engine(args))
     out = sys.stdout
     labels: dict[str, int] = {}
     for name, d in diagnoses.items():
@@ -250,6 +300,19 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_cache(args: argparse.Namespace) -> int:
+    from tanalyze.cache import Cache, default_cache_dir
+
+    cache = Cache(str(args.cache_dir or default_cache_dir()))
+    if args.cache_command == "clear":
+        removed = cache.clear()
+        sys.stderr.write(f"removed {removed:,} cache entr{'y' if removed == 1 else 'ies'} from {safe_text(str(cache.root))}\n")
+        return EXIT_OK
+    count, size = cache.usage()
+    sys.stdout.write(f"{safe_text(str(cache.root))}: {count:,} entries, {size / 1e6:,.1f} MB ({cache.storage} storage)\n")
+    return EXIT_OK
+
+
 def _add_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a log file or a folder of runs")
     parser.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
@@ -264,6 +327,7 @@ def _add_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pattern-glob", metavar="GLOB", help="apply --pattern to the files matching GLOB, before any reader"
     )
+    _add_engine(parser)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -302,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--json", metavar="FILE", help="write the results as JSON (schema tanalyze.check/1)")
     check.add_argument("--junit", metavar="FILE", help="write the results as JUnit XML, one test case per rule")
     check.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _add_engine(check)
     check.set_defaults(handler=cmd_check)
 
     baseline = sub.add_parser("baseline", help="save a baseline for 'tanalyze check'")
@@ -312,7 +377,14 @@ def build_parser() -> argparse.ArgumentParser:
     save.add_argument("--config", help="config file with role overrides")
     save.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE")
     save.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _add_engine(save)
     save.set_defaults(handler=cmd_baseline_save)
+
+    cache = sub.add_parser("cache", help="show or clear the incremental cache of parsed logs")
+    cache.add_argument("cache_command", choices=("info", "clear"), metavar="ACTION",
+                       help="info: where it is and its size; clear: delete its entries (safe at any time)")
+    cache.add_argument("--cache-dir", metavar="DIR", help="the cache folder (default: $TANALYZE_CACHE_DIR, else ~/.cache/tanalyze)")
+    cache.set_defaults(handler=cmd_cache)
 
     report = sub.add_parser(
         "report", help="write one self-contained HTML report (and optionally JSON) of every run under the paths"
@@ -326,9 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
     report.add_argument("--config", help="tanalyze.toml or pyproject.toml with role overrides")
     report.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
-    report.add_argument("-j", "--jobs", type=_positive_int, metavar="N",
-                        help="worker processes for reading, analysing and drawing runs (default: one per CPU, up to 4)")
     report.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _add_engine(report)
     report.set_defaults(handler=cmd_report)
     return parser
 
@@ -340,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
     try:
+        _connect(args)
         return int(args.handler(args))
     except TanalyzeError as exc:
         sys.stderr.write(f"tanalyze: error: {safe_text(str(exc))}\n")
@@ -352,6 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        if getattr(args, "client", None) is not None:
+            args.client.close()
 
 
 if __name__ == "__main__":

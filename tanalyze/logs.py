@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
 from types import MappingProxyType
@@ -16,14 +16,24 @@ import pandas as pd
 from tanalyze.discover import Discovery, RunSpec, discover
 from tanalyze.errors import FormatError
 from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
+from tanalyze.readers.base import ResumableReader
 from tanalyze.readers.pattern import UserPattern, read_with_pattern, resolve_patterns
-from tanalyze.schema import concat_frames, empty_histograms, empty_scalars, validate_scalars
+from tanalyze.schema import (
+    ScalarColumns,
+    concat_frames,
+    empty_histograms,
+    empty_scalars,
+    join_columns,
+    validate_scalars,
+)
 from tanalyze.text import safe_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["RunInfo", "Logs", "load", "read_run"]
+    from tanalyze.cache import Cache
+
+__all__ = ["RunInfo", "Logs", "load", "read_run", "failed_result"]
 
 #: Runs listed one per line by ``repr(logs)`` before the rest are counted.
 _REPR_RUNS = 20
@@ -43,6 +53,12 @@ class RunInfo:
     notes: tuple[str, ...] = ()
     text: Mapping[str, str] = field(default_factory=dict)
 
+    def __reduce__(self):
+        # Read-only mappings do not pickle; runs cross process boundaries (worker pools, clusters).
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["hparams"], values["text"] = dict(self.hparams), dict(self.text)
+        return _run_info, (values,)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "run": self.name,
@@ -56,13 +72,42 @@ class RunInfo:
         }
 
 
-@dataclass(frozen=True)
-class RunResult:
-    """One run as read: its info and its tables (the unit that crosses process boundaries)."""
+def _run_info(values: dict[str, Any]) -> RunInfo:
+    values["hparams"], values["text"] = MappingProxyType(values["hparams"]), MappingProxyType(values["text"])
+    return RunInfo(**values)
 
-    info: RunInfo
-    scalars: pd.DataFrame
-    histograms: pd.DataFrame
+
+class RunResult:
+    """One run as read: its info and its tables (the unit that crosses process boundaries).
+
+    The scalars may be held as :class:`~tanalyze.schema.ScalarColumns` until a table is asked
+    for: :func:`load` joins thousands of runs' arrays at once instead of building a table per run.
+    """
+
+    __slots__ = ("info", "_scalars", "histograms")
+
+    def __init__(self, info: RunInfo, scalars: pd.DataFrame | ScalarColumns, histograms: pd.DataFrame) -> None:
+        self.info = info
+        self._scalars = scalars
+        self.histograms = histograms
+
+    @property
+    def scalars(self) -> pd.DataFrame:
+        if isinstance(self._scalars, ScalarColumns):
+            self._scalars = self._scalars.frame(self.info.name) if len(self._scalars) else empty_scalars()
+        return self._scalars
+
+    @property
+    def columns(self) -> ScalarColumns | None:
+        """The scalars as arrays, while no table has been built from them."""
+        return self._scalars if isinstance(self._scalars, ScalarColumns) else None
+
+    @property
+    def points(self) -> int:
+        return len(self._scalars)
+
+    def __reduce__(self):
+        return RunResult, (self.info, self._scalars, self.histograms)
 
 
 def _constant_category(name: str, n: int) -> pd.Categorical:
@@ -70,12 +115,25 @@ def _constant_category(name: str, n: int) -> pd.Categorical:
     return pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[name])
 
 
-def read_run(spec: RunSpec) -> list[RunResult]:
-    """Read one discovered run. Never raises for bad content: a file that cannot be
-    read becomes a warning on a run with no points."""
+def _read_parts(spec: RunSpec, files: list[Path], cache: Cache | None) -> list[RunData]:
+    if spec.pattern is not None:
+        return read_with_pattern(files, spec.pattern)
+    reader = get_reader(spec.format)
+    if cache is None:
+        if isinstance(reader, ResumableReader):  # scalars kept as arrays (see RunResult)
+            return reader.combine(files, [reader.read_part_or_warn(f) for f in files])
+        return reader.read(files)
+    from tanalyze.cache.reading import read_runs
+
+    return read_runs(reader, files, Path(spec.directory), cache)
+
+
+def read_run(spec: RunSpec, *, cache: Cache | None = None) -> list[RunResult]:
+    """Read one discovered run (through ``cache`` when given). Never raises for bad content:
+    a file that cannot be read becomes a warning on a run with no points."""
     files = [Path(f) for f in spec.files]
     try:
-        parts = get_reader(spec.format).read(files) if spec.pattern is None else read_with_pattern(files, spec.pattern)
+        parts = _read_parts(spec, files, cache)
     except FormatError as exc:
         parts = [RunData(warnings=[ReadWarning(exc.path, exc.reason, exc.location)])]
     except (OSError, MemoryError) as exc:
@@ -84,7 +142,9 @@ def read_run(spec: RunSpec) -> list[RunResult]:
     for part in parts:
         name = spec.name if part.name is None else f"{spec.name}/{part.name}"
         scalars = part.scalars
-        if len(scalars):
+        if isinstance(scalars, ScalarColumns):
+            pass  # made a table, with its run name, when one is needed
+        elif len(scalars):
             scalars = scalars.assign(run=_constant_category(name, len(scalars)))
             scalars = validate_scalars(scalars)
         else:
@@ -289,7 +349,7 @@ ProgressCallback = Callable[[int, int, str], None]
 
 def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
     infos: dict[str, RunInfo] = {}
-    scalars: list[pd.DataFrame] = []
+    kept: list[RunResult] = []
     histograms: list[pd.DataFrame] = []
     for result in results:
         name = result.info.name
@@ -300,11 +360,14 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
             name = f"{name}#{suffix}"
             result = _renamed(result, name)
         infos[name] = result.info
-        if len(result.scalars):
-            scalars.append(result.scalars)
+        if result.points:
+            kept.append(result)
         if len(result.histograms):
             histograms.append(result.histograms)
-    scalar_table = concat_frames(scalars) if scalars else empty_scalars()
+    if kept and all(r.columns is not None for r in kept):  # numpy all the way: linear in the runs
+        scalar_table = join_columns([r.info.name for r in kept], [r.columns for r in kept])
+    else:
+        scalar_table = concat_frames([r.scalars for r in kept]) if kept else empty_scalars()
     hist_table = concat_frames(histograms) if histograms else empty_histograms()
     return Logs(
         scalars=scalar_table,
@@ -321,11 +384,20 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
 def _renamed(result: RunResult, name: str) -> RunResult:
     from dataclasses import replace
 
-    scalars = result.scalars.assign(run=_constant_category(name, len(result.scalars)))
+    scalars = result.columns
+    if scalars is None:
+        scalars = result.scalars.assign(run=_constant_category(name, len(result.scalars)))
     histograms = result.histograms
     if len(histograms):
         histograms = histograms.assign(run=pd.Categorical([name] * len(histograms)))
     return RunResult(replace(result.info, name=name), scalars, histograms)
+
+
+def failed_result(spec: RunSpec, error: str) -> RunResult:
+    """A run whose reading failed unexpectedly (a bug, a dead worker): no points, the error as its warning."""
+    warning = ReadWarning(spec.directory, f"could not be read: {error}")
+    info = RunInfo(name=spec.name, format=spec.format, directory=spec.directory, files=spec.files, warnings=(warning,))
+    return RunResult(info, empty_scalars(), empty_histograms())
 
 
 def load(
@@ -334,6 +406,9 @@ def load(
     formats: Iterable[str] | None = None,
     progress: ProgressCallback | None = None,
     patterns: Iterable[str | UserPattern] | None = None,
+    jobs: int | None = None,
+    cache: Cache | str | os.PathLike[str] | bool = True,
+    client: Any = None,
 ) -> Logs:
     """Read every training log under ``path`` into one tidy table.
 
@@ -344,18 +419,23 @@ def load(
         patterns: user line patterns (regexes with named groups) for text logs no
             reader knows; those of a ``tanalyze.toml`` / ``[tool.tanalyze]`` at or
             above ``path`` are added (see :mod:`tanalyze.readers.pattern`).
+        jobs: processes reading runs side by side (None: the CPUs, when there are
+            enough runs to pay for starting them; 1: this process only).
+        cache: the incremental cache (see :mod:`tanalyze.cache`): True for the
+            default folder, a folder, a :class:`~tanalyze.cache.Cache`, or False for none.
+        client: a ``distributed.Client``: read the runs on that Dask cluster instead.
+
+    The result does not depend on ``jobs``, ``cache`` or ``client``. A run whose
+    reading fails unexpectedly gets the error as a warning; the others are read.
 
     Raises:
         InputError: the path does not exist or cannot be read, or a pattern is invalid.
         ConfigError: the config file or a pattern in it is invalid.
         NoLogsError: nothing under the path is a training log.
     """
+    from tanalyze.pipeline import read_specs
+
     user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
     discovery = discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns)
-    results: list[RunResult] = []
-    total = len(discovery.runs)
-    for index, spec in enumerate(discovery.runs, start=1):
-        results.extend(read_run(spec))
-        if progress is not None:
-            progress(index, total, spec.name)
+    results = read_specs(discovery.runs, jobs=jobs, cache=cache, client=client, progress=progress)
     return _merge(results, discovery)

@@ -28,3 +28,15 @@ def real_logs() -> Path:
     if not REAL_LOGS.is_dir():
         pytest.skip(f"real-log corpus not found at {REAL_LOGS} (set TANALYZE_REAL_LOGS)")
     return REAL_LOGS
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Tests never read or fill the user's cache folder: the session gets one of its own."""
+    previous = os.environ.get("TANALYZE_CACHE_DIR")
+    os.environ["TANALYZE_CACHE_DIR"] = str(tmp_path_factory.mktemp("tanalyze-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("TANALYZE_CACHE_DIR", None)
+    else:
+        os.environ["TANALYZE_CACHE_DIR"] = previous

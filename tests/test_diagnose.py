@@ -138,7 +138,9 @@ def _logs_of(frames, names):
 def test_cli_diagnose_prints_summary_and_writes_json(tmp_path, monkeypatch, capsys):
     frames = [make_curve(k, n_steps=500, seed=i, run=f"run-{k}\x1b[31m")[0] for i, k in enumerate(KINDS)]
     logs = _logs_of(frames, [f"run-{k}\x1b[31m" for k in KINDS])
-    monkeypatch.setattr("tanalyze.cli.load", lambda *a, **k: logs)
+    # The CLI reads and diagnoses each run in a worker (tanalyze.pipeline); these runs are synthetic.
+    monkeypatch.setattr("tanalyze.pipeline.diagnose_path",
+                        lambda *a, **k: tanalyze.diagnose(logs, roles=k["roles"], num_classes=k["num_classes"]))
     out_file = tmp_path / "d.json"
     code = main(["diagnose", "anywhere", "--json", str(out_file), "--role", "val_loss=val/loss", "-q"])
     assert code == 0

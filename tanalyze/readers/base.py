@@ -6,6 +6,19 @@ folder into runs, and ``read`` turns one run's files into :class:`RunData`.
 Readers never print and never raise for damaged content: they keep what is
 intact and describe the rest in ``warnings``. A file that cannot be read at all
 raises :class:`~tanalyze.errors.FormatError`.
+
+Resuming (for the incremental cache). Log files only grow, so a reader of a
+format with record or line boundaries can subclass :class:`ResumableReader`:
+``read_part(path, start, state)`` parses one file from byte ``start`` (a boundary
+a previous part ended at, with that part's ``state``) and returns a
+:class:`FilePart` of the new rows, the offset where it stopped (the end of the
+last *complete* record; a partial record being written is left for next time)
+and the state to go on from there. ``join_parts`` appends a later part to an
+earlier one, and ``combine`` turns one part per file into the run (run-level
+rules such as restarts or last-write-wins are applied there, from the parts).
+The contract: ``join_parts(read_part(f, 0), read_part(f, B, S))`` equals
+``read_part(f, 0)`` whenever ``B, S`` came from a part of the same file's
+prefix. Every other reader is cached whole, per run, and re-read on any change.
 """
 
 from __future__ import annotations
@@ -16,11 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import pandas as pd
 
-from tanalyze.schema import empty_histograms, empty_scalars
+from tanalyze.schema import ScalarColumns, empty_histograms, empty_scalars
 
-__all__ = ["Reader", "RunData", "ReadWarning", "Restart", "HEAD_BYTES"]
+__all__ = ["Reader", "ResumableReader", "FilePart", "RunData", "ReadWarning", "Restart", "HEAD_BYTES"]
 
 #: How many leading bytes of every file discovery hands to ``sniff``.
 HEAD_BYTES = 4096
@@ -80,10 +94,15 @@ class RunData:
 
 
 class Reader(ABC):
-    """A log format family. Subclasses set ``name`` and ``description``."""
+    """A log format family. Subclasses set ``name`` and ``description``.
+
+    ``cache_version``: bump it whenever a change to the reader changes what it
+    returns for the same bytes, so that cached results of the old code are not used.
+    """
 
     name: ClassVar[str]
     description: ClassVar[str]
+    cache_version: ClassVar[int] = 1
 
     @abstractmethod
     def sniff(self, path: Path, head: bytes) -> bool:
@@ -104,3 +123,67 @@ class Reader(ABC):
     @abstractmethod
     def read(self, files: list[Path]) -> list[RunData]:
         """Read one run's files. Usually returns one ``RunData``; several when a file holds several runs."""
+
+
+@dataclass
+class FilePart:
+    """What a :class:`ResumableReader` read of one file, from a boundary up to ``end``.
+
+    Plain data only, so that the cache can store it without pickle: ``columns``
+    are equal-length row arrays (numeric dtypes), ``meta`` and ``state`` JSON
+    values (the reader's lists, counts, warnings as dicts …). ``tail`` describes the
+    bytes after ``end`` (an unfinished record): valid only for this exact file
+    size, it is replaced, not joined, when the file is read on.
+    """
+
+    end: int
+    columns: dict[str, np.ndarray] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    state: dict[str, Any] = field(default_factory=dict)
+    tail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return len(next(iter(self.columns.values()))) if self.columns else 0
+
+    @classmethod
+    def unreadable(cls, path: Path, exc: OSError) -> FilePart:
+        """The part of a file that could not be opened: no rows, a warning in ``tail["warnings"]``."""
+        warning = ReadWarning(str(path), f"could not read: {exc.strerror or exc}")
+        return cls(end=0, tail={"unreadable": True, "warnings": [warning.to_dict()]})
+
+
+class ResumableReader(Reader):
+    """A reader that can parse a file from where an earlier read stopped (see the module doc)."""
+
+    @abstractmethod
+    def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
+        """Parse ``path`` from byte ``start`` (0, or the ``end`` of an earlier part with its ``state``)."""
+
+    @abstractmethod
+    def join_parts(self, head: FilePart, tail: FilePart) -> FilePart:
+        """One part of a file from its first part and the part read on from ``head.end``."""
+
+    @abstractmethod
+    def combine(self, files: list[Path], parts: list[FilePart]) -> list[RunData]:
+        """The run(s) of ``files`` from one part per file (in the order of ``files``).
+
+        ``scalars`` may be a :class:`~tanalyze.schema.ScalarColumns` here (arrays: thousands
+        of runs are then joined without a pandas table each); :meth:`read` makes it a table.
+        """
+
+    def read(self, files: list[Path]) -> list[RunData]:
+        files = [Path(f) for f in files]
+        runs = self.combine(files, [self.read_part_or_warn(f) for f in files])
+        label = files[0].parent.name if files else ""
+        for run in runs:
+            if isinstance(run.scalars, ScalarColumns):
+                run.scalars = run.scalars.frame(label)
+        return runs
+
+    def read_part_or_warn(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
+        """``read_part``, with a file that cannot be opened turned into a part that says so."""
+        try:
+            return self.read_part(path, start, state)
+        except OSError as exc:
+            return FilePart.unreadable(path, exc)

@@ -14,8 +14,11 @@ time from 0.0, and no writer logs at the epoch (tbparse shows 0.0).
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -25,10 +28,9 @@ import pandas as pd
 
 from tanalyze.readers._tbevents import SKIPPED_LABELS, FileEvents, decode_events
 from tanalyze.readers._tbsessions import Session, merge_sessions
-from tanalyze.readers._tbwindows import join_events, scan_file
-from tanalyze.readers._tfrecord import Damage, masked_crc
-from tanalyze.readers.base import Reader, ReadWarning, Restart, RunData
-from tanalyze.schema import empty_histograms
+from tanalyze.readers._tfrecord import masked_crc, scan_records
+from tanalyze.readers.base import FilePart, ReadWarning, Restart, ResumableReader, RunData
+from tanalyze.schema import ScalarColumns, empty_histograms
 
 __all__ = ["TensorBoardReader"]
 
@@ -60,6 +62,23 @@ def _file_order(path: Path) -> tuple[int, str]:
     return (int(match.group(1)) if match else 0, path.name)
 
 
+@contextmanager
+def _mapped(path: Path) -> Iterator[np.ndarray]:
+    """The file's bytes as a read-only array (memory-mapped: pages are read on demand, never copied)."""
+    with open(path, "rb") as handle:
+        if handle.seek(0, 2) == 0:
+            yield np.empty(0, np.uint8)
+            return
+        mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        yield np.frombuffer(mapping, dtype=np.uint8)
+    finally:
+        try:
+            mapping.close()
+        except BufferError:  # an array still views it; it is closed when that goes
+            pass
+
+
 def _lfs_size(head: bytes) -> str:
     match = re.search(rb"^size (\d+)", head, re.MULTILINE)
     return f" (the real file has {int(match.group(1)):,} bytes)" if match else ""
@@ -70,9 +89,10 @@ def _offsets(values: list[int]) -> str:
     return shown + (f" and {len(values) - _EXAMPLES:,} more" if len(values) > _EXAMPLES else "")
 
 
-class TensorBoardReader(Reader):
+class TensorBoardReader(ResumableReader):
     name = "tensorboard"
     description = "TensorBoard event files (PyTorch, tensorboardX, TF2/Keras, HF Trainer, Lightning)"
+    cache_version = 1
 
     def sniff(self, path: Path, head: bytes) -> bool:
         """Files named like event files whose first record verifies; TensorBoard's own
@@ -85,7 +105,77 @@ class TensorBoardReader(Reader):
             return True
         return head.startswith(_LFS) or _first_record_valid(head)
 
-    def read(self, files: list[Path]) -> list[RunData]:
+    def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
+        """The records of one event file from byte ``start`` (a record boundary) on.
+
+        The part ends after the last intact record: a record still being written
+        (or damage running to the end of the file) is described in ``tail`` and
+        read again next time. ``state`` carries the tags' plugins (their metadata is
+        written with the first value only).
+        """
+        plugins = dict((state or {}).get("plugins", {}))
+        with _mapped(path) as buf:
+            size = len(buf)
+            if size == 0:
+                return FilePart(end=0, tail={"size": 0, "empty": True}, state={"plugins": plugins})
+            if start == 0 and buf[:len(_LFS)].tobytes() == _LFS:
+                return FilePart(end=0, tail={"size": size, "lfs": _lfs_size(buf[:4096].tobytes())},
+                                state={"plugins": plugins})
+            records = scan_records(buf[start:])
+            starts = records.starts + start
+            damage = [(d.start + start, d.end + start, d.reason) for d in records.damage]
+            trailing = damage.pop() if damage and damage[-1][1] == size else None
+            events = decode_events(buf, starts, records.lengths, plugins)
+        frame_offsets = (starts - 12).tolist()
+        codes, tags = _canonical_tags(events.tag_codes, events.tags)
+        return FilePart(
+            end=trailing[0] if trailing is not None else size,
+            columns={"records": events.records, "codes": codes, "steps": events.steps,
+                     "wall_times": events.wall_times, "values": events.values},
+            meta={
+                "records": len(starts), "tags": tags, "histograms": events.histograms,
+                "hparams": events.hparams, "text": events.text, "skipped": dict(events.skipped),
+                "session_starts": [list(pair) for pair in events.session_starts],
+                "problems": [[frame_offsets[record], message] for record, message in events.problems],
+                "damage": [list(d) for d in damage],
+                "bad_data_crc": [int(o) + start for o in records.bad_data_crc],
+            },
+            state={"plugins": events.plugins},
+            tail={"size": size, "damage": list(trailing) if trailing is not None else None},
+        )
+
+    def join_parts(self, head: FilePart, tail: FilePart) -> FilePart:
+        a, b = head.meta, tail.meta
+        if not head.columns:
+            return tail
+        if not tail.columns:
+            return FilePart(end=tail.end, columns=head.columns, meta=head.meta, state=tail.state, tail=tail.tail)
+        shift = a["records"]
+        tags = list(a["tags"])
+        index = {tag: i for i, tag in enumerate(tags)}
+        remap = np.array([index.setdefault(tag, len(index)) for tag in b["tags"]], dtype=np.int32)
+        tags = list(index)
+        columns = {
+            "records": np.concatenate([head.columns["records"], tail.columns["records"] + shift]),
+            "codes": np.concatenate([head.columns["codes"], remap[tail.columns["codes"]] if len(remap)
+                                     else tail.columns["codes"]]).astype(np.int32, copy=False),
+            **{key: np.concatenate([head.columns[key], tail.columns[key]]) for key in ("steps", "wall_times", "values")},
+        }
+        skipped = Counter(a["skipped"])
+        skipped.update(b["skipped"])
+        meta = {
+            "records": shift + b["records"], "tags": tags,
+            "histograms": list(a["histograms"]) + [{**row, "record": row["record"] + shift} for row in b["histograms"]],
+            "hparams": a["hparams"] or b["hparams"], "text": {**a["text"], **b["text"]}, "skipped": dict(skipped),
+            "session_starts": list(a["session_starts"]) + [[r + shift, step] for r, step in b["session_starts"]],
+            "problems": list(a["problems"]) + list(b["problems"]),
+            "damage": list(a["damage"]) + list(b["damage"]),
+            "bad_data_crc": list(a["bad_data_crc"]) + list(b["bad_data_crc"]),
+        }
+        return FilePart(end=tail.end, columns=columns, meta=meta, state=tail.state, tail=tail.tail)
+
+    def combine(self, files: list[Path], parts: list[FilePart]) -> list[RunData]:
+        """The run, with its scalars as :class:`~tanalyze.schema.ScalarColumns` (see ``ResumableReader``)."""
         warnings: list[ReadWarning] = []
         tags: dict[str, int] = {}
         hist_tags: dict[str, int] = {}
@@ -93,18 +183,15 @@ class TensorBoardReader(Reader):
         skipped: Counter[str] = Counter()
         hparams: dict[str, Any] = {}
         text: dict[str, str] = {}
-        for path in sorted((Path(f) for f in files), key=_file_order):
-            try:
-                events = self._read_file(path, warnings)
-            except OSError as exc:
-                warnings.append(ReadWarning(str(path), f"could not read: {exc.strerror or exc}"))
-                continue
+        ordered = sorted(zip(files, parts, strict=True), key=lambda pair: _file_order(Path(pair[0])))
+        for path, part in ordered:
+            events = _file_events(str(path), part, warnings)
             if events is None:
                 continue
             skipped.update(events.skipped)
             hparams.update(events.hparams)
             text.update(events.text)
-            sessions.extend(_sessions(path.name, events, tags, hist_tags))
+            sessions.extend(_sessions(Path(path).name, events, tags, hist_tags))
         merged = merge_sessions(sessions, len(tags), len(hist_tags))
         tag_names = list(tags)
         for file in merged.overlapping:
@@ -112,7 +199,7 @@ class TensorBoardReader(Reader):
                                         "written; its steps replaced the earlier file's (two writers in one folder?)"))
         # Built in one go: RunData's defaults would construct empty tables (slow in pandas) only to be replaced.
         data = RunData(
-            scalars=_scalar_frame(files, tag_names, merged.codes, merged.steps, merged.values, merged.wall_times),
+            scalars=_scalar_columns(tag_names, merged.codes, merged.steps, merged.values, merged.wall_times),
             histograms=_histogram_frame(files, list(hist_tags), merged.histograms),
             hparams=hparams, warnings=warnings, text=text,
             restarts=[Restart(step, file, detail) for step, file, detail in merged.restarts],
@@ -122,57 +209,6 @@ class TensorBoardReader(Reader):
         if sessions and not (len(data.scalars) or len(data.histograms) or data.hparams or data.text or skipped):
             data.notes.append("no summaries: the event file(s) hold only their header")
         return [data]
-
-    def _read_file(self, path: Path, warnings: list[ReadWarning]) -> FileEvents | None:
-        """One file's events, read in windows (see :mod:`._tbwindows`: bounded memory, no SIGBUS if it shrinks)."""
-        name = str(path)
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-        if not head:
-            warnings.append(ReadWarning(name, "empty file: no events were written"))
-            return None
-        if head.startswith(_LFS):
-            warnings.append(ReadWarning(name, f"Git LFS pointer, not the event file{_lfs_size(head)}; "
-                                        "run `git lfs pull` to fetch it"))
-            return None
-        parts: list[tuple[int, FileEvents]] = []
-        damage: list[Damage] = []
-        bad_data_crc: list[int] = []
-        problems: list[tuple[int, str]] = []
-        plugins: dict[str, str] = {}
-        records = size = 0
-        for window in scan_file(path):
-            size = window.base + len(window.buf)
-            damage += window.damage
-            bad_data_crc += window.bad_data_crc
-            if not len(window.starts):
-                continue
-            events = decode_events(window.buf, window.starts, window.lengths, plugins)
-            plugins = events.plugins
-            frame_offsets = (window.base + window.starts - 12).tolist()
-            problems += [(frame_offsets[record], message) for record, message in events.problems]
-            parts.append((records, events))
-            records += len(window.starts)
-        if not parts:
-            warnings.append(ReadWarning(name, f"not a TensorBoard event file: no intact record in {size:,} bytes",
-                                        location="byte 0", count=1))
-            return None
-        for hole in damage:
-            skipped_bytes = hole.end - hole.start
-            message = (f"skipped {skipped_bytes:,} byte(s) up to byte {hole.end:,}: {hole.reason}"
-                       if skipped_bytes else hole.reason)
-            warnings.append(ReadWarning(name, message, location=f"byte {hole.start:,}"))
-        if bad_data_crc:
-            count = len(bad_data_crc)
-            warnings.append(ReadWarning(name, f"{count:,} record(s) whose data CRC does not match skipped",
-                                        location=_offsets(bad_data_crc), count=count))
-        by_message: dict[str, list[int]] = {}
-        for offset, message in problems:
-            by_message.setdefault(message, []).append(offset)
-        for message, offsets in by_message.items():
-            warnings.append(ReadWarning(name, f"{message}; record skipped", location=_offsets(offsets),
-                                        count=len(offsets)))
-        return join_events(parts)
 
     def _read_hparams_yaml(self, files: list[Path], data: RunData) -> None:
         """Lightning's ``hparams.yaml``: flattened with ``/`` like Lightning does for the plugin;
@@ -212,6 +248,62 @@ def _flatten(mapping: dict[Any, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def _canonical_tags(codes: np.ndarray, tags: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Tags numbered by first appearance in the rows, unused ones dropped: the same numbering
+    whether a file is read at once or in parts."""
+    if not len(codes):
+        return codes.astype(np.int32, copy=False), []
+    used, first = np.unique(codes, return_index=True)
+    order = used[np.argsort(first, kind="stable")]
+    remap = np.full(len(tags), -1, np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return remap[codes], [tags[i] for i in order.tolist()]
+
+
+def _file_events(name: str, part: FilePart, warnings: list[ReadWarning]) -> FileEvents | None:
+    """One file's events from its part, with its warnings added (None when it has no records)."""
+    tail = part.tail
+    for warning in tail.get("warnings", ()):
+        warnings.append(ReadWarning(**warning))
+    if tail.get("unreadable"):
+        return None
+    if tail.get("empty"):
+        warnings.append(ReadWarning(name, "empty file: no events were written"))
+        return None
+    if "lfs" in tail:
+        warnings.append(ReadWarning(name, f"Git LFS pointer, not the event file{tail['lfs']}; "
+                                    "run `git lfs pull` to fetch it"))
+        return None
+    meta = part.meta
+    if not meta.get("records"):
+        warnings.append(ReadWarning(name, f"not a TensorBoard event file: no intact record in {tail['size']:,} bytes",
+                                    location="byte 0", count=1))
+        return None
+    damage = [*meta["damage"], *([tail["damage"]] if tail.get("damage") else [])]
+    for start, end, reason in damage:
+        skipped_bytes = end - start
+        message = f"skipped {skipped_bytes:,} byte(s) up to byte {end:,}: {reason}" if skipped_bytes else reason
+        warnings.append(ReadWarning(name, message, location=f"byte {start:,}"))
+    if meta["bad_data_crc"]:
+        count = len(meta["bad_data_crc"])
+        warnings.append(ReadWarning(name, f"{count:,} record(s) whose data CRC does not match skipped",
+                                    location=_offsets(meta["bad_data_crc"]), count=count))
+    by_message: dict[str, list[int]] = {}
+    for offset, message in meta["problems"]:
+        by_message.setdefault(message, []).append(offset)
+    for message, offsets in by_message.items():
+        warnings.append(ReadWarning(name, f"{message}; record skipped", location=_offsets(offsets), count=len(offsets)))
+    columns = part.columns
+    histograms = [{**row, "bucket_limits": np.asarray(row["bucket_limits"], np.float64),
+                   "bucket_counts": np.asarray(row["bucket_counts"], np.float64)} for row in meta["histograms"]]
+    return FileEvents(
+        tags=list(meta["tags"]), tag_codes=columns["codes"], records=columns["records"], steps=columns["steps"],
+        wall_times=columns["wall_times"], values=columns["values"], histograms=histograms,
+        hparams=dict(meta["hparams"]), text=dict(meta["text"]), skipped=Counter(meta["skipped"]),
+        session_starts=[(int(r), int(step)) for r, step in meta["session_starts"]],
+    )
+
+
 def _sessions(file: str, events: FileEvents, tags: dict[str, int], hist_tags: dict[str, int]) -> list[Session]:
     """Split one file's rows at SessionLog.START events; tag codes become run-wide."""
     remap = np.array([tags.setdefault(t, len(tags)) for t in events.tags], dtype=np.int32)
@@ -235,19 +327,15 @@ def _run_label(files: list[Path]) -> str:
     return Path(files[0]).parent.name if files else ""
 
 
-def _scalar_frame(files, tag_names, codes, steps, values, wall_times) -> pd.DataFrame:
+def _scalar_columns(tag_names, codes, steps, values, wall_times) -> ScalarColumns:
     used = np.flatnonzero(np.bincount(codes, minlength=len(tag_names)))
     compact = np.full(len(tag_names), -1, np.int32)
     compact[used] = np.arange(len(used), dtype=np.int32)
-    categories = [tag_names[i] for i in used.tolist()]
-    n = len(codes)
-    return pd.DataFrame({
-        "run": pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[_run_label(files)]),
-        "tag": pd.Categorical.from_codes(compact[codes], categories=categories),
-        "step": steps.astype(np.int64, copy=False),
-        "value": values.astype(np.float64, copy=False),
-        "wall_time": wall_times.astype(np.float64, copy=False),
-    }, copy=False)
+    return ScalarColumns(
+        tags=tuple(tag_names[i] for i in used.tolist()), codes=compact[codes],
+        step=steps.astype(np.int64, copy=False), value=values.astype(np.float64, copy=False),
+        wall_time=wall_times.astype(np.float64, copy=False),
+    )
 
 
 @cache
@@ -257,7 +345,7 @@ def _no_histograms() -> pd.DataFrame:
 
 def _histogram_frame(files, hist_names, rows) -> pd.DataFrame:
     if not rows:
-        return _no_histograms().copy()  # a cheap copy-on-write copy of one shared empty table
+        return _no_histograms().copy(deep=False)  # a cheap copy-on-write copy of one shared empty table
     frame = pd.DataFrame({
         "run": pd.Categorical([_run_label(files)] * len(rows)),
         "tag": pd.Categorical([row["tag"] for row in rows], categories=sorted({row["tag"] for row in rows})),

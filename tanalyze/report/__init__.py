@@ -161,8 +161,9 @@ def write_report(
     if json_path is not None:
         sizes["json"] = write_json(report, json_path)
     if html_path is not None:
-        page = render_html(data, embed_json=report, progress=progress, workers=workers).encode("utf-8")
-        with open(html_path, "wb") as handle:
-            handle.write(page)
-        sizes["html"] = len(page)
+        page = render_html(data, embed_json=report, progress=progress, workers=workers)
+        with open(html_path, "w", encoding="utf-8", newline="") as handle:
+            for start in range(0, len(page), 1 << 20):  # encoded a slice at a time: no second copy of the page
+                handle.write(page[start:start + (1 << 20)])
+        sizes["html"] = os.path.getsize(html_path)
     return sizes

@@ -26,6 +26,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 
 from tanalyze.report.downsample import m4
 from tanalyze.report.model import ROLE_TITLES, RunView, Series, ema, number
@@ -483,6 +484,12 @@ def _empty_axes(ax) -> None:
     if ax.get_yscale() != "linear":
         ax.set_yscale("linear")
     ax.set_visible(True)
+    # The limits of a new axes: spans (axhspan) are placed through the view transform, and the view of
+    # the run drawn before would otherwise shift their data limits by rounding (output must not depend
+    # on which runs a worker drew before).
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.dataLim = Bbox.null()
     ax.relim()
     ax.set_autoscale_on(True)
     ax.autoscale_view()

@@ -1,8 +1,8 @@
 """From paths to a report, one run at a time: read → diagnose → summarise → draw, over worker processes.
 
 The per-run pipeline is a pure function of the run's files, so it is mapped over
-the discovered runs (in forked workers when there are many, see ``parallel.py``);
-only the cross-run parts (names, seed groups, compare charts, the page) are done
+the discovered runs by :func:`tanalyze.parallel.map_runs` (worker processes, or a
+Dask cluster; through the incremental cache); only the cross-run parts (names, seed groups, compare charts, the page) are done
 here afterwards. Runs are discovered, read, named and diagnosed exactly as
 :func:`tanalyze.load` and :func:`tanalyze.diagnose` do, through their public
 building blocks.
@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
+from tanalyze.cache import Cache, resolve_cache
 from tanalyze.discover import RunSpec, discover
 from tanalyze.errors import InputError
-from tanalyze.logs import read_run
+from tanalyze.logs import failed_result, read_run
+from tanalyze.parallel import Failure, map_runs
 from tanalyze.readers.pattern import resolve_patterns
 from tanalyze.report import parallel
 from tanalyze.report.figures import FigureMaker
@@ -29,13 +31,16 @@ __all__ = ["report_paths"]
 ProgressCallback = Callable[[int, int, str], None]
 
 
-def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: FigureMaker | None) -> list[RunView]:
-    """Read, diagnose, summarise and draw one discovered run (a file may hold several)."""
+def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: FigureMaker | None,
+             cache: Cache | None = None, error: str | None = None) -> list[RunView]:
+    """Read, diagnose, summarise and draw one discovered run (a file may hold several). With ``error``
+    (its reading failed in a worker), the run is shown with no points and that error as its warning."""
     from tanalyze.diagnose import diagnose_run
 
     position, spec = task
     views = []
-    for part, result in enumerate(read_run(spec)):
+    results = [failed_result(spec, error)] if error is not None else read_run(spec, cache=cache)
+    for part, result in enumerate(results):
         info = result.info
         diagnosis = diagnose_run(
             result.scalars, run=info.name, format=info.format, roles=roles,
@@ -51,10 +56,10 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
     return views
 
 
-def _process_chunk(chunk: Sequence[tuple[int, RunSpec]], roles: Mapping[str, Any] | None,
-                   smoothing: float) -> list[list[RunView]]:
-    maker = parallel.worker_maker(smoothing)
-    return [_process(task, roles, maker) for task in chunk]
+def _process_task(task: tuple[int, RunSpec], *, roles: Mapping[str, Any] | None, smoothing: float,
+                  cache: Cache | None) -> list[RunView]:
+    """The per-run task mapped over workers (one figure maker per worker process, reused across runs)."""
+    return _process(task, roles, parallel.worker_maker(smoothing), cache)
 
 
 def report_paths(
@@ -66,12 +71,15 @@ def report_paths(
     smoothing: float = 0.6,
     progress: ProgressCallback | None = None,
     workers: int | None = None,
+    cache: Cache | str | os.PathLike[str] | bool = True,
+    client: Any = None,
 ) -> ReportData:
     """Read and diagnose every run under each path, and compute the report of all of them.
 
     Runs of equal name under different paths are told apart by the path's name.
     ``workers``: processes for the per-run work (None: as many as useful; 1: this
-    process only). Raises :class:`~tanalyze.errors.InputError` (or
+    process only); ``cache`` and ``client`` as for :func:`tanalyze.load`. A run
+    whose work fails unexpectedly is shown with the error as its warning. Raises :class:`~tanalyze.errors.InputError` (or
     ``NoLogsError``) for a path that does not exist or holds no logs, before
     reading anything.
     """
@@ -91,7 +99,7 @@ def report_paths(
     roles = dict(roles) if roles else None
     import tanalyze.diagnose  # noqa: F401  (imported before workers fork, not once in each of them)
 
-    done_views = _map(tasks, roles, smoothing, workers, progress)
+    done_views = _map(tasks, roles, smoothing, workers, progress, resolve_cache(cache), client)
     views: list[RunView] = []
     labels: list[str] = []
     for (position, _), found in zip(tasks, done_views, strict=True):
@@ -105,24 +113,16 @@ def report_paths(
 
 
 def _map(tasks: list[tuple[int, RunSpec]], roles: Mapping[str, Any] | None, smoothing: float,
-         workers: int | None, progress: ProgressCallback | None) -> list[list[RunView]]:
-    total = len(tasks)
-    workers = parallel.default_workers() if workers is None else workers
-    out: list[list[RunView]] = []
-    if workers <= 1 or total < parallel.MIN_RUNS_FOR_WORKERS:
-        maker = parallel.worker_maker(smoothing)
-        for done, task in enumerate(tasks, start=1):
-            out.append(_process(task, roles, maker))
-            if progress is not None:
-                progress(done, total, task[1].name)
-        return out
-    size = max(1, -(-total // (workers * 4)))
-    chunks = [tasks[i:i + size] for i in range(0, total, size)]
-    with ProcessPoolExecutor(max_workers=workers, mp_context=parallel.fork_context()) as pool:
-        results = pool.map(_process_chunk, chunks, [roles] * len(chunks), [smoothing] * len(chunks))
-        for chunk, found in zip(chunks, results, strict=True):
-            for task, views in zip(chunk, found, strict=True):
-                out.append(views)
-                if progress is not None:
-                    progress(len(out), total, task[1].name)
+         workers: int | None, progress: ProgressCallback | None, cache: Cache | None,
+         client: Any) -> list[list[RunView]]:
+    task = partial(_process_task, roles=roles, smoothing=smoothing, cache=cache)
+    results = map_runs(task, tasks, [spec.name for _, spec in tasks], jobs=workers, client=client,
+                       progress=progress, preload=("tanalyze.report.pipeline",))
+    maker = None
+    out = []
+    for item, result in zip(tasks, results, strict=True):
+        if isinstance(result, Failure):
+            maker = maker or parallel.worker_maker(smoothing)
+            result = _process(item, roles, maker, error=result.error)
+        out.append(result)
     return out

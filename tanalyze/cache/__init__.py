@@ -1,0 +1,126 @@
+"""The incremental cache: what readers parsed, kept per file so that logs are not parsed twice.
+
+Layout (``DIR`` is ``--cache-dir``, ``$TANALYZE_CACHE_DIR``, else
+``$XDG_CACHE_HOME/tanalyze`` or ``~/.cache/tanalyze``)::
+
+    DIR/v1/CACHEDIR.TAG                 marks the folder as a cache for backup tools
+    DIR/v1/files/ab/abcdef….parquet     one file of a resumable reader (TensorBoard …): its part
+    DIR/v1/runs/cd/cdef01….parquet      one run of any other reader: its whole result
+
+(``.npz`` instead of ``.parquet`` without pyarrow.) An entry's name is a hash of
+its *key*: the resolved path(s), the reader's name and ``cache_version``, and
+the tanalyze version; the key is stored inside too and checked. Inside is the
+*stamp* the data was read at: size and ``mtime_ns`` of each file, and for a file
+part the offset it was read up to with hashes of the bytes before that offset
+(the whole prefix up to 64 KiB, else its first and last 64 KiB).
+
+Using an entry (see :mod:`.reading`): a file with the same size and mtime whose
+hashed bytes are unchanged is served from the cache; a file that grew, whose
+hashed prefix is unchanged, is read on from the offset (the reader's
+:class:`~tanalyze.readers.base.ResumableReader` protocol); anything else
+(shorter, same size but a new mtime, a changed prefix, a corrupt entry, another
+version) is read whole and the entry rewritten. Entries of whole runs are used
+only when every file (and the run folder's mtime: a new side file appears
+there) is unchanged.
+
+The cache is safe to delete at any time, and entries are replaced atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tanalyze.cache.store import STORAGES, default_storage, read_entry, suffix, write_entry
+
+__all__ = ["Cache", "default_cache_dir", "resolve_cache", "LAYOUT"]
+
+#: Bumped when the layout or the meaning of entries changes (old entries are then ignored).
+LAYOUT = "v1"
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# A tanalyze cache folder: safe to delete.\n"
+
+
+def default_cache_dir() -> Path:
+    """``$TANALYZE_CACHE_DIR``, else ``$XDG_CACHE_HOME/tanalyze``, else ``~/.cache/tanalyze``."""
+    configured = os.environ.get("TANALYZE_CACHE_DIR")
+    if configured:
+        return Path(configured).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME")
+    return (Path(base).expanduser() if base else Path.home() / ".cache") / "tanalyze"
+
+
+@dataclass(frozen=True)
+class Cache:
+    """A cache folder. Small and picklable: sent to worker processes and cluster workers as is."""
+
+    directory: str
+    storage: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.storage:
+            object.__setattr__(self, "storage", default_storage())
+        if self.storage not in STORAGES:
+            raise ValueError(f"cache storage must be one of {', '.join(STORAGES)}, not {self.storage!r}")
+
+    @property
+    def root(self) -> Path:
+        return Path(self.directory) / LAYOUT
+
+    def entry_path(self, kind: str, key: dict) -> Path:
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
+        return self.root / kind / digest[:2] / f"{digest}{suffix(self.storage)}"
+
+    def load(self, kind: str, key: dict):
+        """(arrays, header) of the entry for ``key``, or None (missing, unreadable, or another key's)."""
+        found = read_entry(self.entry_path(kind, key), self.storage)
+        if found is None or found[1].get("key") != key:
+            return None
+        return found
+
+    def save(self, kind: str, key: dict, arrays, header: dict) -> bool:
+        """Store an entry; False when it could not be written (the cache is best effort)."""
+        try:
+            self._tag()
+            write_entry(self.entry_path(kind, key), arrays, {**header, "key": key}, self.storage)
+        except Exception:  # noqa: BLE001 - a full disk, a read-only folder, pyarrow gone: not cached, never an error
+            return False
+        return True
+
+    def usage(self) -> tuple[int, int]:
+        """(entries, bytes) stored under this folder's layout."""
+        count = size = 0
+        for path in self.root.rglob("*") if self.root.is_dir() else ():
+            if path.is_file() and path.name != "CACHEDIR.TAG":
+                count += 1
+                size += path.stat().st_size
+        return count, size
+
+    def clear(self) -> int:
+        """Delete this layout's entries (only a folder this cache tagged as its own); return how many."""
+        import shutil
+
+        if not (self.root / "CACHEDIR.TAG").is_file():
+            return 0
+        count, _ = self.usage()
+        shutil.rmtree(self.root)
+        return count
+
+    def _tag(self) -> None:
+        tag = self.root / "CACHEDIR.TAG"
+        if not tag.exists():
+            self.root.mkdir(parents=True, exist_ok=True)
+            tag.write_text(_TAG, encoding="utf-8")
+
+
+def resolve_cache(cache: Cache | str | os.PathLike[str] | bool | None) -> Cache | None:
+    """``True``/``None``: the default folder; ``False``: no cache; a path: that folder."""
+    if cache is False:
+        return None
+    if isinstance(cache, Cache):
+        return cache
+    if cache is None or cache is True:
+        return Cache(str(default_cache_dir()))
+    return Cache(os.fspath(cache))

@@ -1,0 +1,143 @@
+"""Reading through the cache: serve, resume or re-read each file, and keep the entries current."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from tanalyze.cache import Cache
+from tanalyze.cache.codec import Uncacheable, decode_part, decode_runs, encode_part, encode_runs
+from tanalyze.readers.base import FilePart, Reader, ResumableReader, RunData
+
+__all__ = ["read_parts", "read_runs", "prefix_hashes", "WINDOW"]
+
+#: Bytes hashed at each end of the part of a file read so far (the whole of it when it is at most twice this).
+WINDOW = 4096
+
+
+def _version() -> str:
+    from tanalyze import __version__
+
+    return __version__
+
+
+def prefix_hashes(path: Path, end: int) -> list[str] | None:
+    """Hashes of the first and last ``WINDOW`` bytes before ``end`` (of all of them when few); None if unreadable."""
+    spans = [(0, end)] if end <= 2 * WINDOW else [(0, WINDOW), (end - WINDOW, end)]
+    out = []
+    try:
+        with open(path, "rb") as handle:
+            for start, stop in spans:
+                handle.seek(start)
+                data = handle.read(stop - start)
+                if len(data) != stop - start:
+                    return None
+                out.append(hashlib.blake2b(data, digest_size=16).hexdigest())
+    except OSError:
+        return None
+    return out
+
+
+def _file_key(reader: Reader, path: Path) -> dict[str, Any]:
+    return {"path": os.path.realpath(path), "reader": reader.name, "reader_version": reader.cache_version,
+            "tanalyze": _version()}
+
+
+def _stamp(stat: os.stat_result) -> dict[str, int]:
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _file_part(reader: ResumableReader, path: Path, cache: Cache) -> FilePart:
+    try:
+        stat = os.stat(path)  # before reading: a file growing meanwhile is then read on next time
+    except OSError as exc:
+        return FilePart.unreadable(path, exc)
+    key = _file_key(reader, path)
+    part = None
+    found = cache.load("files", key)
+    if found is not None:
+        arrays, header = found
+        try:
+            cached = decode_part(arrays, header["part"])
+            old = header["stamp"]
+            unchanged_prefix = prefix_hashes(path, cached.end) == header["hashes"]
+        except (KeyError, TypeError, ValueError):
+            cached, old, unchanged_prefix = None, None, False
+        if cached is not None and unchanged_prefix:
+            if old == _stamp(stat):
+                return cached
+            if stat.st_size > old["size"]:  # it grew: read on from where the last read stopped
+                try:
+                    part = reader.join_parts(cached, reader.read_part(path, cached.end, cached.state))
+                except OSError as exc:
+                    return FilePart.unreadable(path, exc)
+    if part is None:
+        try:
+            part = reader.read_part(path)
+        except OSError as exc:
+            return FilePart.unreadable(path, exc)
+    if not part.tail.get("unreadable"):
+        hashes = prefix_hashes(path, part.end)
+        try:
+            arrays, body = encode_part(part)
+        except Uncacheable:
+            return part
+        if hashes is not None:
+            cache.save("files", key, arrays, {"stamp": _stamp(stat), "hashes": hashes, "part": body})
+    return part
+
+
+def read_parts(reader: ResumableReader, files: list[Path], cache: Cache) -> list[FilePart]:
+    """One part per file, each from the cache when it is current, resumed when the file grew."""
+    return [_file_part(reader, Path(f), cache) for f in files]
+
+
+def _run_stamp(files: list[Path], directory: Path) -> dict[str, Any] | None:
+    """Size, mtime and end-window hashes of each file, and the folder's mtime (a new side file shows there)."""
+    stamps = {}
+    try:
+        for f in files:
+            stat = os.stat(f)
+            stamps[str(f)] = {**_stamp(stat), "hashes": prefix_hashes(f, stat.st_size)}
+        folder = os.stat(directory).st_mtime_ns
+    except OSError:
+        return None
+    return {"files": stamps, "folder_mtime_ns": folder}
+
+
+def read_runs(reader: Reader, files: list[Path], directory: Path, cache: Cache) -> list[RunData]:
+    """One run's result from the cache when none of its files changed.
+
+    Otherwise a :class:`ResumableReader` reads each file through its part entry
+    (resuming files that grew) and combines them; any other reader reads the run
+    whole. Either way the run's entry is then rewritten.
+    """
+    key = {"files": [os.path.realpath(f) for f in files], "reader": reader.name,
+           "reader_version": reader.cache_version, "tanalyze": _version()}
+    before = _run_stamp(files, directory)
+    found = cache.load("runs", key) if before is not None else None
+    if found is not None:
+        arrays, header = found
+        stamp = header.get("stamp", {})
+        extra = [Path(f) for f in header.get("extra_files", [])]
+        if stamp == {**before, "extra": _run_stamp(extra, directory)}:
+            try:
+                return decode_runs(arrays, header)
+            except (KeyError, TypeError, ValueError, IndexError):
+                pass
+    if isinstance(reader, ResumableReader):
+        parts = reader.combine(files, read_parts(reader, files, cache))
+    else:
+        parts = reader.read(files)
+    if before is None:
+        return parts
+    extra = sorted({str(f) for part in parts for f in part.extra_files})
+    try:
+        arrays, body = encode_runs(parts)
+    except Uncacheable:
+        return parts
+    stamp = {**before, "extra": _run_stamp([Path(f) for f in extra], directory)}
+    cache.save("runs", key, arrays, {**body, "stamp": stamp, "extra_files": extra})
+    return parts

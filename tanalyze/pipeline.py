@@ -1,0 +1,158 @@
+"""The per-run pipeline as picklable tasks, mapped over runs by :func:`tanalyze.parallel.map_runs`.
+
+Each task takes a :class:`~tanalyze.discover.RunSpec` and does all the work of
+one run where it runs (a worker process or a cluster worker): read (through
+the cache), and for the commands that need no raw points in the end, analyse and
+reduce to the small result the command shows. The parent then holds per-run
+results, not every point of every run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+from tanalyze.cache import Cache, resolve_cache
+from tanalyze.discover import RunSpec, discover
+from tanalyze.logs import RunResult, failed_result, read_run
+from tanalyze.parallel import Failure, map_runs
+
+__all__ = ["read_specs", "diagnose_path", "summarize_path", "read_task", "diagnose_task", "summarize_task"]
+
+ProgressCallback = Callable[[int, int, str], None]
+
+
+def read_task(spec: RunSpec, *, cache: Cache | None) -> list[RunResult]:
+    return read_run(spec, cache=cache)
+
+
+def discover_runs(path: str | os.PathLike[str], *, formats: Iterable[str] | None = None,
+                  patterns: Iterable[Any] | None = None):
+    """Discovery as :func:`tanalyze.load` does it (user patterns from arguments and config files included)."""
+    from tanalyze.readers.pattern import resolve_patterns
+
+    user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
+    return discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns)
+
+
+def _mapped(task, specs: Sequence[RunSpec], *, jobs, client, progress) -> list[tuple[RunSpec, Any]]:
+    """(spec, result or Failure) per spec, in discovery order."""
+    results = map_runs(task, specs, [s.name for s in specs], jobs=jobs, client=client, progress=progress)
+    return list(zip(specs, results, strict=True))
+
+
+def read_specs(
+    specs: Sequence[RunSpec],
+    *,
+    jobs: int | None = None,
+    cache: Cache | str | os.PathLike[str] | bool = True,
+    client: Any = None,
+    progress: ProgressCallback | None = None,
+) -> list[RunResult]:
+    """Read runs (in parallel, through the cache); a run that failed unexpectedly keeps its error as a warning."""
+    task = partial(read_task, cache=resolve_cache(cache))
+    out: list[RunResult] = []
+    for spec, result in _mapped(task, specs, jobs=jobs, client=client, progress=progress):
+        out.extend([failed_result(spec, result.error)] if isinstance(result, Failure) else result)
+    return out
+
+
+def _unique(names: Iterable[str]) -> list[str]:
+    """Run names as :func:`tanalyze.logs.load` makes them distinct (``name#2`` …)."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        final, suffix = name, 2
+        while final in seen:
+            final, suffix = f"{name}#{suffix}", suffix + 1
+        seen.add(final)
+        out.append(final)
+    return out
+
+
+def _diagnosed(spec: RunSpec, cache: Cache | None, options: Mapping[str, Any]) -> list[tuple[RunResult, Any]]:
+    """Read one run and diagnose each of its parts."""
+    from tanalyze.diagnose import diagnose_run
+
+    out = []
+    for result in read_run(spec, cache=cache):
+        info = result.info
+        diagnosis = diagnose_run(result.scalars, run=info.name, format=info.format,
+                                 histograms=result.histograms if len(result.histograms) else None,
+                                 read_warnings=tuple(str(w) for w in info.warnings), **options)
+        out.append((result, diagnosis))
+    return out
+
+
+def diagnose_task(spec: RunSpec, *, cache: Cache | None, options: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """[(RunInfo, RunDiagnosis)] of one run's parts."""
+    return [(result.info, diagnosis) for result, diagnosis in _diagnosed(spec, cache, options)]
+
+
+def _failed_diagnosis(spec: RunSpec, error: str, options: Mapping[str, Any]):
+    from tanalyze.diagnose import diagnose_run
+
+    result = failed_result(spec, error)
+    diagnosis = diagnose_run(result.scalars, run=spec.name, format=spec.format,
+                             read_warnings=tuple(str(w) for w in result.info.warnings), **options)
+    return result.info, diagnosis
+
+
+def diagnose_path(
+    path: str | os.PathLike[str],
+    *,
+    formats: Iterable[str] | None = None,
+    patterns: Iterable[Any] | None = None,
+    jobs: int | None = None,
+    cache: Cache | str | os.PathLike[str] | bool = True,
+    client: Any = None,
+    progress: ProgressCallback | None = None,
+    **options: Any,
+):
+    """Read and diagnose every run under ``path``, each run wholly in a worker (``options`` as for
+    :func:`tanalyze.diagnose_run`). Returns :class:`~tanalyze.diagnose.Diagnoses` in discovery order."""
+    from tanalyze.diagnose import Diagnoses
+
+    discovery = discover_runs(path, formats=formats, patterns=patterns)
+    task = partial(diagnose_task, cache=resolve_cache(cache), options=options)
+    pairs = []
+    for spec, result in _mapped(task, discovery.runs, jobs=jobs, client=client, progress=progress):
+        pairs.extend([_failed_diagnosis(spec, result.error, options)] if isinstance(result, Failure) else result)
+    names = _unique(info.name for info, _ in pairs)
+    return Diagnoses({name: d if d.run == name else replace(d, run=name) for name, (_, d) in zip(names, pairs, strict=True)})
+
+
+def summarize_task(spec: RunSpec, *, cache: Cache | None, roles: Mapping[str, str] | None) -> list[Any]:
+    """Read, diagnose and summarise one run for the check rules: [RunSummary] of its parts."""
+    from tanalyze.baseline import summarize_run
+
+    options = {"roles": dict(roles) if roles else None}
+    return [summarize_run(result.scalars, diagnosis.to_dict(), fmt=result.info.format)
+            for result, diagnosis in _diagnosed(spec, cache, options)]
+
+
+def summarize_path(
+    path: str | os.PathLike[str],
+    *,
+    roles: Mapping[str, str] | None = None,
+    jobs: int | None = None,
+    cache: Cache | str | os.PathLike[str] | bool = True,
+    client: Any = None,
+    progress: ProgressCallback | None = None,
+) -> list[Any]:
+    """The check rules' :class:`~tanalyze.baseline.RunSummary` of every run under ``path``, in discovery order."""
+    from tanalyze.baseline import summarize_run
+
+    discovery = discover_runs(path)
+    task = partial(summarize_task, cache=resolve_cache(cache), roles=roles)
+    summaries = []
+    for spec, result in _mapped(task, discovery.runs, jobs=jobs, client=client, progress=progress):
+        if isinstance(result, Failure):
+            _, diagnosis = _failed_diagnosis(spec, result.error, {"roles": dict(roles) if roles else None})
+            result = [summarize_run(failed_result(spec, result.error).scalars, diagnosis.to_dict(), fmt=spec.format)]
+        summaries.extend(result)
+    names = _unique(s.run for s in summaries)
+    return [s if s.run == name else replace(s, run=name) for s, name in zip(summaries, names, strict=True)]

@@ -1,0 +1,361 @@
+"""The incremental cache: never stale, resumes files that grew, survives damage and deletion."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tanalyze
+from tanalyze.cache import LAYOUT, Cache, default_cache_dir, resolve_cache
+from tanalyze.cache.codec import Uncacheable, encode_runs
+from tanalyze.cache.store import STORAGES, read_entry, write_entry
+from tanalyze.readers.base import RunData
+from tanalyze.readers.tensorboard import TensorBoardReader
+from tests.conftest import SAMPLE_RUNS
+from tests.scale_helpers import append_events, assert_same_logs, event_file, make_sweep, write_events
+
+STORAGE_PARAMS = [pytest.param(s, marks=pytest.mark.skipif(
+    s == "parquet" and not __import__("importlib.util").util.find_spec("pyarrow"), reason="pyarrow not installed"))
+    for s in STORAGES]
+
+
+@pytest.fixture
+def reads(monkeypatch):
+    """Every ``read_part`` call as (file name, start offset): what was actually parsed."""
+    calls: list[tuple[str, int]] = []
+    original = TensorBoardReader.read_part
+
+    def spy(self, path, start=0, state=None):
+        calls.append((Path(path).parent.name, start))
+        return original(self, path, start, state)
+
+    monkeypatch.setattr(TensorBoardReader, "read_part", spy)
+    return calls
+
+
+def entries(cache: Cache) -> list[Path]:
+    return sorted(p for p in cache.root.rglob("*") if p.is_file() and p.name != "CACHEDIR.TAG")
+
+
+def fresh(path) -> tanalyze.Logs:
+    return tanalyze.load(path, jobs=1, cache=False)
+
+
+@pytest.mark.parametrize("storage", STORAGE_PARAMS)
+def test_cold_and_warm_loads_equal_an_uncached_load_for_every_sample_format(tmp_path, storage):
+    cache = Cache(str(tmp_path / "c"), storage)
+    cold = tanalyze.load(SAMPLE_RUNS, jobs=1, cache=cache)
+    stored = entries(cache)
+    warm = tanalyze.load(SAMPLE_RUNS, jobs=1, cache=cache)
+    formats = {info.format for info in cold.runs.values()}
+    assert {"tensorboard", "hf_trainer_state", "lightning_csv"} <= formats
+    assert len(stored) >= len(cold.runs)  # one entry per event file and per run of the other readers
+    assert entries(cache) == stored
+    assert_same_logs(cold, fresh(SAMPLE_RUNS))
+    assert_same_logs(warm, fresh(SAMPLE_RUNS))
+
+
+def test_warm_load_parses_nothing(tmp_path, reads):
+    sweep = make_sweep(tmp_path, runs=4, steps=30)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    assert sorted(reads) == sorted((f"run{i:02d}", 0) for i in range(4))
+    reads.clear()
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    assert reads == []
+
+
+def test_a_file_that_grew_is_read_from_where_the_last_read_stopped(tmp_path, reads):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(0, 50)).close()
+    cache = Cache(str(tmp_path / "c"))
+    first = tanalyze.load(folder, jobs=1, cache=cache)
+    size = event_file(folder).stat().st_size
+    assert first.scalars["step"].max() == 49
+    append_events(folder, tmp_path / "more", steps=range(50, 80))
+    reads.clear()
+    grown = tanalyze.load(folder, jobs=1, cache=cache)
+    assert reads == [("run", size)]  # only the new bytes were parsed
+    assert grown.scalars["step"].max() == 79 and len(grown.scalars) == 80 * 3
+    assert_same_logs(grown, fresh(folder))
+    append_events(folder, tmp_path / "more2", steps=range(80, 90))
+    assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
+
+
+def test_a_record_cut_in_the_middle_is_read_whole_once_complete(tmp_path, reads):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(40)).close()
+    path = event_file(folder)
+    data = path.read_bytes()
+    path.write_bytes(data[:-20])  # the last record is still being written
+    cache = Cache(str(tmp_path / "c"))
+    partial = tanalyze.load(folder, jobs=1, cache=cache)
+    info = next(iter(partial.runs.values()))
+    assert len(partial.scalars) == 40 * 3 - 1
+    assert any("file ends inside a record" in w.message for w in info.warnings)
+    path.write_bytes(data)
+    complete = tanalyze.load(folder, jobs=1, cache=cache)
+    assert reads[-1][1] > 0 and len(complete.scalars) == 40 * 3
+    assert_same_logs(complete, fresh(folder))
+    assert not next(iter(complete.runs.values())).warnings
+
+
+def test_a_truncated_file_is_read_again_whole(tmp_path, reads):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(60)).close()
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(folder, jobs=1, cache=cache)
+    path = event_file(folder)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    reads.clear()
+    shorter = tanalyze.load(folder, jobs=1, cache=cache)
+    assert reads == [("run", 0)]
+    assert_same_logs(shorter, fresh(folder))
+    assert shorter.scalars["step"].max() < 59
+
+
+def test_a_rewrite_with_the_same_size_and_a_new_mtime_is_read_again(tmp_path, reads):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(60), seed=1).close()
+    path = event_file(folder)
+    cache = Cache(str(tmp_path / "c"))
+    before = tanalyze.load(folder, jobs=1, cache=cache)
+    other = tmp_path / "other"
+    write_events(other, steps=range(60), seed=2).close()  # same layout, other values: same size
+    stat = path.stat()
+    replacement = event_file(other).read_bytes()
+    assert len(replacement) == stat.st_size
+    path.write_bytes(replacement)
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    reads.clear()
+    after = tanalyze.load(folder, jobs=1, cache=cache)
+    assert reads == [("run", 0)]
+    assert not np.array_equal(after.scalars["value"], before.scalars["value"])
+    assert_same_logs(after, fresh(folder))
+
+
+def test_a_rewrite_that_keeps_size_and_mtime_is_caught_by_the_prefix_hash(tmp_path):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(5), seed=1).close()  # small: the whole prefix is hashed
+    path = event_file(folder)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(folder, jobs=1, cache=cache)
+    stat = path.stat()
+    other = tmp_path / "other"
+    write_events(other, steps=range(5), seed=2).close()
+    path.write_bytes(event_file(other).read_bytes())
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
+
+
+def test_a_new_tanalyze_or_reader_version_does_not_use_old_entries(tmp_path, reads, monkeypatch):
+    sweep = make_sweep(tmp_path, runs=2, steps=10)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    reads.clear()
+    monkeypatch.setattr(tanalyze, "__version__", "999.0")
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    assert sorted(reads) == [("run00", 0), ("run01", 0)]
+    reads.clear()
+    monkeypatch.setattr(TensorBoardReader, "cache_version", TensorBoardReader.cache_version + 1)
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    assert sorted(reads) == [("run00", 0), ("run01", 0)]
+
+
+def test_deleting_the_cache_in_the_middle_of_a_load_is_harmless(tmp_path):
+    sweep = make_sweep(tmp_path, runs=6, steps=20)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(sweep, jobs=1, cache=cache)
+
+    def delete(done, total, name):
+        if done == 3:
+            shutil.rmtree(cache.directory)
+
+    logs = tanalyze.load(sweep, jobs=1, cache=cache, progress=delete)
+    assert_same_logs(logs, fresh(sweep))
+    assert len(entries(cache)) == 3 * 2  # the runs read after the deletion were stored again (file + run entries)
+    assert_same_logs(tanalyze.load(sweep, jobs=1, cache=cache), fresh(sweep))
+
+
+def _damage(entry: Path, damage: str, storage: str) -> None:
+    data = entry.read_bytes()
+    if damage == "garbage":
+        entry.write_bytes(os.urandom(len(data)))
+    elif damage == "truncated":
+        entry.write_bytes(data[: len(data) // 2])
+    elif damage == "empty":
+        entry.write_bytes(b"")
+    else:  # a valid entry of another file, copied over this one
+        arrays, header = read_entry(entry, storage)
+        write_entry(entry, arrays, {**header, "key": {**header["key"], "elsewhere": True}}, storage)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "another key"])
+def test_corrupt_entries_are_ignored_and_rewritten(tmp_path, damage, reads):
+    sweep = make_sweep(tmp_path, runs=1, steps=20)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    stored = entries(cache)
+    assert [p.parent.parent.name for p in stored] == ["files", "runs"]
+    for entry in stored:
+        _damage(entry, damage, cache.storage)
+    reads.clear()
+    logs = tanalyze.load(sweep, jobs=1, cache=cache)
+    assert reads == [("run00", 0)]
+    assert_same_logs(logs, fresh(sweep))
+    file_entry = read_entry(stored[0], cache.storage)[1]
+    assert file_entry["key"]["path"] == os.path.realpath(event_file(sweep / "lr0" / "run00"))
+    reads.clear()
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    assert reads == []  # rewritten and valid again
+
+
+def test_a_corrupt_run_entry_falls_back_to_the_file_entries(tmp_path, reads):
+    sweep = make_sweep(tmp_path, runs=1, steps=20)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    _damage(entries(cache)[1], "garbage", cache.storage)
+    reads.clear()
+    logs = tanalyze.load(sweep, jobs=1, cache=cache)
+    assert reads == []  # served from the event file's entry: nothing parsed
+    assert_same_logs(logs, fresh(sweep))
+
+
+def test_whole_file_readers_are_cached_per_run_and_read_again_on_any_change(tmp_path):
+    shutil.copytree(SAMPLE_RUNS / "overfit_lightning", tmp_path / "lightning_logs", dirs_exist_ok=True)
+    metrics = next((tmp_path / "lightning_logs").rglob("metrics.csv"))
+    cache = Cache(str(tmp_path / "c"))
+    first = tanalyze.load(tmp_path / "lightning_logs", jobs=1, cache=cache)
+    assert_same_logs(first, fresh(tmp_path / "lightning_logs"))
+    assert any(p.parent.parent.name == "runs" for p in entries(cache))
+    with open(metrics, "a", encoding="utf-8") as handle:  # a row appended
+        header = metrics.read_text().splitlines()[0].split(",")
+        handle.write(",".join("999" if name == "step" else "0.5" if "loss" in name else "" for name in header) + "\n")
+    changed = tanalyze.load(tmp_path / "lightning_logs", jobs=1, cache=cache)
+    assert changed.scalars["step"].max() == 999
+    assert_same_logs(changed, fresh(tmp_path / "lightning_logs"))
+
+
+def test_results_json_cannot_keep_exactly_are_not_cached():
+    with pytest.raises(Uncacheable):
+        encode_runs([RunData(hparams={"betas": (0.9, 0.999)})])
+    with pytest.raises(Uncacheable):
+        encode_runs([RunData(hparams={"when": __import__("datetime").date(2024, 1, 1)})])
+    arrays, body = encode_runs([RunData(hparams={"betas": [0.9, 0.999], "nested": {"a": None}})])
+    assert body["runs"][0]["hparams"] == {"betas": [0.9, 0.999], "nested": {"a": None}}
+
+
+def test_concurrent_writers_never_leave_a_partial_entry(tmp_path):
+    path = tmp_path / "entry.arrays"
+    arrays = {"x": np.arange(200_000, dtype=np.int64)}
+    seen: list[object] = []
+
+    def write(seed: int) -> None:
+        for _ in range(20):
+            write_entry(path, arrays, {"seed": seed}, "raw")
+
+    writers = [threading.Thread(target=write, args=(i,)) for i in range(3)]
+    for thread in writers:
+        thread.start()
+    while any(t.is_alive() for t in writers):
+        found = read_entry(path, "raw")
+        if found is not None:
+            seen.append(found[1]["seed"])
+            assert np.array_equal(found[0]["x"], arrays["x"])
+    for thread in writers:
+        thread.join()
+    assert read_entry(path, "raw") is not None
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_entries_hold_no_pickle(tmp_path):
+    path = tmp_path / "e.arrays"
+    with pytest.raises(TypeError, match="1-d numbers"):
+        write_entry(path, {"objects": np.array([object()], dtype=object)}, {}, "raw")
+    write_entry(path, {"x": np.arange(3)}, {}, "raw")
+    data = bytearray(path.read_bytes())
+    data[data.index(b"<i8"):data.index(b"<i8") + 3] = b"|O8"  # an entry claiming an object array
+    path.write_bytes(bytes(data))
+    assert read_entry(path, "raw") is None
+
+
+def test_cache_folder_choice(tmp_path, monkeypatch):
+    monkeypatch.setenv("TANALYZE_CACHE_DIR", str(tmp_path / "a"))
+    assert default_cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("TANALYZE_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir() == tmp_path / "xdg" / "tanalyze"
+    assert resolve_cache(False) is None
+    assert resolve_cache(tmp_path / "b").root == tmp_path / "b" / LAYOUT
+    with pytest.raises(ValueError, match="storage"):
+        Cache(str(tmp_path), "pickle")
+
+
+def test_cli_cache_dir_and_no_cache(tmp_path, capsys):
+    from tanalyze.cli import main
+
+    sweep = make_sweep(tmp_path, runs=2, steps=10)
+    cache_dir = tmp_path / "cli-cache"
+    assert main(["runs", str(sweep), "--cache-dir", str(cache_dir), "-q"]) == 0
+    assert len(entries(Cache(str(cache_dir)))) == 2 * 2  # per event file and per run
+    assert (cache_dir / LAYOUT / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    shutil.rmtree(cache_dir)
+    assert main(["runs", str(sweep), "--cache-dir", str(cache_dir), "--no-cache", "-q"]) == 0
+    assert not cache_dir.exists()
+    assert "2 run(s)" in capsys.readouterr().out
+
+
+def _same_part(a, b) -> None:
+    assert a.end == b.end and a.state == b.state and a.tail == b.tail
+    assert a.columns.keys() == b.columns.keys()
+    for key in a.columns:
+        assert a.columns[key].dtype == b.columns[key].dtype
+        np.testing.assert_array_equal(a.columns[key], b.columns[key], err_msg=key)
+    for key in a.meta:
+        if key == "histograms":
+            assert len(a.meta[key]) == len(b.meta[key])
+            for x, y in zip(a.meta[key], b.meta[key], strict=True):
+                assert x.keys() == y.keys()
+                for field in x:
+                    np.testing.assert_array_equal(x[field], y[field])
+        else:
+            assert a.meta[key] == b.meta[key], key
+
+
+def test_resuming_real_event_files_at_any_cut_equals_reading_them_whole(real_logs, tmp_path):
+    """Every real event file (damaged ones, TF2 tensors, histograms, hparams included), cut at five places
+    as if still being written, then read on from where the first read stopped."""
+    reader = TensorBoardReader()
+    files = sorted((real_logs / "tfevents").rglob("*tfevents*"))
+    assert len(files) >= 10
+    copy = tmp_path / "events.out.tfevents.1.host.1.0"
+    for path in files:
+        data = path.read_bytes()
+        whole = reader.read_part(path)
+        for cut in np.linspace(0, len(data), 7).astype(int)[1:-1].tolist():
+            copy.write_bytes(data[:cut])
+            first = reader.read_part(copy)
+            copy.write_bytes(data)
+            _same_part(reader.join_parts(first, reader.read_part(copy, first.end, first.state)), whole)
+
+
+def test_cli_cache_info_and_clear(tmp_path, capsys):
+    from tanalyze.cli import main
+
+    sweep = make_sweep(tmp_path, runs=2, steps=10)
+    cache_dir = tmp_path / "cli-cache"
+    assert main(["runs", str(sweep), "--cache-dir", str(cache_dir), "-q"]) == 0
+    capsys.readouterr()
+    assert main(["cache", "info", "--cache-dir", str(cache_dir)]) == 0
+    assert f"{cache_dir / LAYOUT}: 4 entries" in capsys.readouterr().out
+    assert main(["cache", "clear", "--cache-dir", str(cache_dir)]) == 0
+    assert "removed 4 cache entries" in capsys.readouterr().err
+    assert not (cache_dir / LAYOUT).exists()
+    (tmp_path / "not-a-cache" / LAYOUT).mkdir(parents=True)
+    assert Cache(str(tmp_path / "not-a-cache")).clear() == 0 and (tmp_path / "not-a-cache" / LAYOUT).exists()
