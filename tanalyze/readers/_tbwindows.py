@@ -52,6 +52,7 @@ class Window:
     lengths: np.ndarray
     damage: list[Damage] = field(default_factory=list)
     bad_data_crc: list[int] = field(default_factory=list)
+    end: int = 0  # file offset where the next window starts (the file's size after the last one)
 
 
 def _read_at(handle, offset: int, count: int) -> np.ndarray:
@@ -137,13 +138,13 @@ def scan_file(path: str | os.PathLike[str], *, start: int = 0, window: int | Non
             damage, pending = _merge_damage(pending, damage, last, pos + (len(buf) if last else cut))
             if shrunk is not None:
                 damage.append(shrunk)
-            yield Window(pos, buf, starts, lengths, damage, bad)
+            yield Window(pos, buf, starts, lengths, damage, bad, pos + len(buf) if last else pos + cut)
             if last:
                 return
             pos += cut
             want = window
         if pending is not None:
-            yield Window(pos, np.empty(0, np.uint8), np.empty(0, np.int64), np.empty(0, np.int64), [pending], [])
+            yield Window(pos, np.empty(0, np.uint8), np.empty(0, np.int64), np.empty(0, np.int64), [pending], [], pos)
 
 
 def _merge_damage(pending: Damage | None, damage: list[Damage], last: bool, end: int
