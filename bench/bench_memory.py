@@ -31,6 +31,11 @@ SCALARS_PER_IMAGE = 4
 NOISE_LINE = "INFO 2024-05-01 12:00:00,000 dataloader.py:123] worker 3 prefetched batch; queue depth 17 ok\n"
 
 
+def _facts(path: Path) -> Path:
+    """Where what a generated file holds is noted: beside its folder, so that load(folder) sees only the log."""
+    return path.parent.parent / f"{path.parent.name}.facts.json"
+
+
 def _frame(data: bytes) -> bytes:
     import crc32c
 
@@ -47,7 +52,7 @@ def make_event_file(path: Path, size: int) -> dict:
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
     if path.exists() and path.stat().st_size >= size:
-        return json.loads(path.with_suffix(".json").read_text())
+        return json.loads(_facts(path).read_text())
     path.parent.mkdir(parents=True, exist_ok=True)
     pixels = os.urandom(IMAGE_BYTES)
     scalars = images = 0
@@ -68,14 +73,14 @@ def make_event_file(path: Path, size: int) -> dict:
                 scalars += 1
             step += 1
     facts = {"scalars": scalars, "images": images, "bytes": path.stat().st_size}
-    path.with_suffix(".json").write_text(json.dumps(facts))
+    _facts(path).write_text(json.dumps(facts))
     return facts
 
 
 def make_text_log(path: Path, size: int) -> dict:
     """Noise lines with one nanoGPT metric line per ~10,000 of them."""
     if path.exists() and path.stat().st_size >= size:
-        return json.loads(path.with_suffix(".json").read_text())
+        return json.loads(_facts(path).read_text())
     path.parent.mkdir(parents=True, exist_ok=True)
     block = NOISE_LINE * 10_000
     metrics = 0
@@ -86,7 +91,7 @@ def make_text_log(path: Path, size: int) -> dict:
             out.write(f"iter {metrics}: loss {2.0 / (metrics + 1):.4f}, time 10.00ms, mfu 30.00%\n")
             metrics += 1
     facts = {"metric_lines": metrics, "bytes": path.stat().st_size}
-    path.with_suffix(".json").write_text(json.dumps(facts))
+    _facts(path).write_text(json.dumps(facts))
     return facts
 
 
