@@ -112,7 +112,7 @@ from tanalyze.readers import get_reader
 mode, target = sys.argv[1], Path(sys.argv[2])
 start = time.perf_counter()
 if mode == "load":
-    logs = tanalyze.load(target)
+    logs = tanalyze.load(target, cache=False, jobs=1)  # a cold read in this process
     points = len(logs.scalars)
     warnings = sum(len(i.warnings) for i in logs.runs.values())
 else:
