@@ -108,7 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     biggest = max(len(seed.files[seed.main]) for seed in seeds) + 1
     defaults = [f"-max_len={max(biggest * 2, 4096)}", "-timeout=30", "-rss_limit_mb=4096"]
     given = {arg.split("=")[0] for arg in extra}
-    libfuzzer_args = [sys.argv[0]] + [d for d in defaults if d.split("=")[0] not in given] + extra + [str(corpus)]
+    reproducing = any(os.path.isfile(arg) for arg in extra)  # crash-… files given: run just those
+    libfuzzer_args = ([sys.argv[0]] + [d for d in defaults if d.split("=")[0] not in given] + extra
+                      + ([] if reproducing else [str(corpus)]))
     atheris.Setup(libfuzzer_args, one_input)
     atheris.Fuzz()
     return 0
