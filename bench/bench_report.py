@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import resource
 import shutil
 import sys
 import time
@@ -83,12 +84,18 @@ def write_data(root: Path, runs: int, scalars: int) -> None:
     print()
 
 
-def time_tbparse(root: Path) -> tuple[float, int]:
+def _cpu() -> float:
+    """CPU seconds of this process and of its finished children (the report's worker processes)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def time_tbparse(root: Path) -> tuple[float, float, int]:
     from tbparse import SummaryReader
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     frame = SummaryReader(str(root), pivot=False, extra_columns={"dir_name", "wall_time"}).scalars
-    return time.perf_counter() - start, len(frame)
+    return time.perf_counter() - start, _cpu() - cpu, len(frame)
 
 
 def time_report(root: Path, out: Path, workers: int | None) -> dict[str, float]:
@@ -96,13 +103,14 @@ def time_report(root: Path, out: Path, workers: int | None) -> dict[str, float]:
     from tanalyze.report import report_paths, write_report
 
     times: dict[str, float] = {}
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _cpu()
     data = report_paths([root], workers=workers)
     times["read+diagnose+draw runs"] = time.perf_counter() - start
     mark = time.perf_counter()
     sizes = write_report(data, out / "report.html", out / "report.json", workers=workers)
     times["compare+page+write"] = time.perf_counter() - mark
     times["total"] = time.perf_counter() - start
+    times["cpu"] = _cpu() - cpu
     times["points"] = float(sum(run.points for run in data.runs))
     times["runs"] = float(len(data.runs))
     times["html_mb"] = sizes["html"] / 1e6
@@ -129,14 +137,16 @@ def main() -> int:
     from tanalyze.report.parallel import default_workers
 
     ours = time_report(root, out, args.jobs)
-    anchor, anchor_rows = time_tbparse(root)
+    anchor, anchor_cpu, anchor_rows = time_tbparse(root)
 
     print(f"input: {int(ours['runs'])} runs, {int(ours['points']):,} scalar points (tbparse read {anchor_rows:,})")
-    print(f"tbparse read:            {anchor:8.2f} s   (anchor)")
+    print(f"tbparse read:            {anchor:8.2f} s   (anchor; {anchor_cpu:.2f} s CPU)")
     workers = args.jobs if args.jobs is not None else default_workers()
     for key in ("read+diagnose+draw runs", "compare+page+write"):
         print(f"  {key:<23} {ours[key]:8.2f} s   ({workers} worker process(es))")
-    print(f"tanalyze report total:   {ours['total']:8.2f} s   -> {ours['html_mb']:.1f} MB HTML in {out.relative_to(HERE.parent)}")
+    print(f"tanalyze report total:   {ours['total']:8.2f} s   ({ours['cpu']:.2f} s CPU in all processes)"
+          f" -> {ours['html_mb']:.1f} MB HTML in {out.relative_to(HERE.parent)}")
+    print(f"CPU-time ratio:          {ours['cpu'] / anchor_cpu:8.3f}     (what the machine's other load does not change)")
     ratio = ours["total"] / anchor
     verdict = "OK" if ratio < 0.25 else "TOO SLOW"
     print(f"ratio report/tbparse:    {ratio:8.3f}     (target < 0.25: {verdict})")

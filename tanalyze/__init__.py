@@ -4,6 +4,7 @@
 >>> logs = tanalyze.load("sample_runs/")        # every run under the folder
 >>> logs.scalars.head()                         # tidy: run, tag, step, value, wall_time
 >>> tanalyze.diagnose(logs)                     # verdict, key steps and findings per run
+>>> tanalyze.check("runs/new", baseline="runs/old")   # the CI gate's rules: pass / warn / fail / skip
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ __version__ = "0.1.0"
 
 # Imported eagerly so that the function `diagnose` shadows its submodule `tanalyze.diagnose`
 # (analysis modules import scipy on first use, so this stays cheap).
+from tanalyze.check_runner import check
+from tanalyze.checks import CheckReport
 from tanalyze.diagnose import Diagnoses, RunDiagnosis, diagnose, diagnose_run
 from tanalyze.discover import RunSpec, discover
 from tanalyze.errors import ConfigError, FormatError, InputError, NoLogsError, TanalyzeError
@@ -40,4 +43,6 @@ __all__ = [
     "Diagnoses",
     "resolve_roles",
     "Roles",
+    "check",
+    "CheckReport",
 ]

@@ -12,12 +12,16 @@ import enum
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tanalyze import __version__
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.baseline import Baseline, RunSummary
 from tanalyze.errors import ConfigError
+from tanalyze.text import safe_text
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 __all__ = ["Status", "RuleResult", "CheckReport", "CheckPolicy", "RULES", "run_checks"]
 
@@ -57,22 +61,110 @@ class RuleResult:
         }
 
 
+_STATUS_RANK = {Status.FAIL: 0, Status.WARN: 1, Status.PASS: 2, Status.SKIP: 3}
+
+
 @dataclass(frozen=True)
 class CheckReport:
-    """All rule results of one ``check``; ``passed`` is False when any rule failed."""
+    """All rule results of one ``check``; ``passed`` is False when any rule failed.
+
+    ``runs`` and ``baseline_runs`` keep the run summaries the rules judged (with
+    their throughput samples), so :meth:`plot` draws without reading or recomputing.
+    """
 
     candidate: str
     baseline: str | None
     rules: tuple[RuleResult, ...]
+    runs: tuple[RunSummary, ...] = field(default=(), repr=False, compare=False)
+    baseline_runs: tuple[RunSummary, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def passed(self) -> bool:
         return not any(r.status is Status.FAIL for r in self.rules)
 
     def counts(self) -> dict[str, int]:
+        """Rule results by status: ``{"pass": n, "warn": n, "fail": n, "skip": n}``."""
         return {s.value: sum(1 for r in self.rules if r.status is s) for s in Status}
 
+    def by_run(self) -> dict[str | None, list[RuleResult]]:
+        """Run name → its rule results, in order."""
+        out: dict[str | None, list[RuleResult]] = {}
+        for rule in self.rules:
+            out.setdefault(rule.run, []).append(rule)
+        return out
+
+    def summary_lines(self) -> list[str]:
+        """One line per run: its worst status and the rule(s) behind it (log text made terminal-safe)."""
+        lines = []
+        for run, rules in self.by_run().items():
+            worst = min((r.status for r in rules), key=_STATUS_RANK.__getitem__)
+            if worst in (Status.FAIL, Status.WARN):
+                bad = [r for r in rules if r.status is worst]
+                detail = f"{bad[0].name}: {safe_text(bad[0].message, 300)}" + (f" (+{len(bad) - 1} more)" if len(bad) > 1 else "")
+            else:
+                detail = f"{sum(r.status is Status.PASS for r in rules)} pass, {sum(r.status is Status.SKIP for r in rules)} skip"
+            lines.append(f"{safe_text(run, 120)}: {worst.value.upper()} — {detail}")
+        return lines
+
+    def __repr__(self) -> str:
+        counts = ", ".join(f"{n} {k}" for k, n in self.counts().items() if n) or "no rules ran"
+        against = f" against {safe_text(self.baseline, 200)!r}" if self.baseline else ""
+        head = f"<CheckReport {'PASSED' if self.passed else 'FAILED'} ({counts}): {safe_text(self.candidate, 200)!r}{against}>"
+        return "\n".join([head, *(f"  {line}" for line in self.summary_lines())])
+
+    def _repr_html_(self) -> str:
+        """Jupyter: passed or failed, counts by status, one row per (run, rule), in the report's style."""
+        from tanalyze.report.fragments import render_check_html
+
+        return render_check_html(self)
+
+    def plot(self, run: str | None = None, *, ax: Axes | None = None) -> Axes:
+        """Draw each candidate run's throughput (or step time) against the baseline runs', with the
+        steady-state medians the throughput rule compared. Uses what the check kept; returns the axes.
+
+        Raises:
+            ValueError: no candidate (or no baseline) run has a throughput curve.
+        """
+        from tanalyze.plotting import axes, label
+
+        candidates = [r for r in self.runs if r.throughput is not None and (run is None or r.run == run)]
+        if run is not None and not any(r.run == run for r in self.runs):
+            raise KeyError(f"no run {run!r} in this check; runs: {', '.join(r.run for r in self.runs)}")
+        if not candidates:
+            raise ValueError("nothing to plot: no candidate run logs throughput, step time or wall time")
+        kind = candidates[0].throughput.kind
+        reference = [r for r in self.baseline_runs if r.throughput is not None and r.throughput.kind == kind]
+        ax = axes(ax)
+        for i, summary in enumerate(reference):
+            sample = summary.throughput
+            ax.plot(sample.steps, sample.values, color="0.55", linewidth=0.8, alpha=0.8,
+                    label="baseline" if len(reference) == 1 else ("baseline runs" if i == 0 else None))
+        verdicts = {r.run: r for r in self.rules if r.name == "throughput"}
+        for i, summary in enumerate(c for c in candidates if c.throughput.kind == kind):
+            color = f"C{(i + 1) % 10}"
+            ax.plot(summary.throughput.steps, summary.throughput.values, color=color, linewidth=0.9,
+                    label=label(summary.run))
+            result = verdicts.get(summary.run)
+            details = result.details if result is not None else {}
+            if details.get("candidate_median") is not None:
+                ax.axhline(float(details["candidate_median"]), color=color, linestyle="--", linewidth=1.2,
+                           label=label(f"{summary.run} median {details['candidate_median']:.4g} ({result.status.value})"))
+            if i == 0 and details.get("baseline_median") is not None:
+                ax.axhline(float(details["baseline_median"]), color="0.3", linestyle="--", linewidth=1.2,
+                           label=f"baseline median {details['baseline_median']:.4g}")
+            if i == 0 and details.get("baseline_band"):
+                low, high = (float(v) for v in details["baseline_band"])
+                ax.axhspan(low, high, color="0.5", alpha=0.15, label="baseline run medians (band)")
+        ax.set_xlabel("step")
+        unit = next((r.details.get("unit") for r in verdicts.values() if r.details.get("unit")), kind)
+        ax.set_ylabel(label(f"{candidates[0].throughput.tag} ({unit})"))
+        status = [verdicts[c.run].status.value for c in candidates if c.run in verdicts]
+        ax.set_title(label(f"throughput vs {self.baseline or 'no baseline'}" + (f": {', '.join(status)}" if status else ""), 120))
+        ax.legend(loc="best", fontsize="small")
+        return ax
+
     def to_dict(self) -> dict[str, Any]:
+        """The JSON of ``tanalyze check --json`` (schema ``tanalyze.check/1``)."""
         return {
             "schema": CHECK_SCHEMA,
             "tanalyze_version": __version__,
@@ -318,4 +410,10 @@ def run_checks(
             if name in policy.warn_only and result.status is Status.FAIL:
                 result = replace(result, status=Status.WARN, message=result.message + " (warn-only rule)")
             results.append(result)
-    return CheckReport(candidate=candidate_source, baseline=baseline.source if baseline else None, rules=tuple(results))
+    return CheckReport(
+        candidate=candidate_source,
+        baseline=baseline.source if baseline else None,
+        rules=tuple(results),
+        runs=tuple(candidates),
+        baseline_runs=tuple(baseline.runs) if baseline else (),
+    )

@@ -115,12 +115,15 @@ def cmd_runs(args: argparse.Namespace) -> int:
             out.write(f"    note: {safe_text(note)}\n")
         for warning in info.warnings:
             out.write(f"    warning: {safe_text(str(warning))}\n")
+    for error in logs.errors:
+        out.write(f"not read: {safe_text(error)}\n")
     n_warn = sum(len(i.warnings) for i in logs.runs.values())
     formats = sorted({i.format for i in logs.runs.values()})
+    unreadable = f", {len(logs.errors)} could not be read" if logs.errors else ""
     out.write(
         f"{len(logs.runs)} run(s) in {len(formats)} format(s) ({', '.join(formats)}), "
         f"{len(logs.scalars):,} scalar points, {len(logs.histograms):,} histograms, "
-        f"{n_warn} warning(s), {len(logs.unrecognized)} file(s) not recognised\n"
+        f"{n_warn} warning(s), {len(logs.unrecognized)} file(s) not recognised{unreadable}\n"
     )
     return EXIT_OK
 
@@ -231,16 +234,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         written += f" and {args.json}"
     sys.stderr.write(f"wrote {safe_text(written)}: {len(data.runs)} run(s): {verdicts}\n")
     return EXIT_OK
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _smoothing(text: str) -> float:

@@ -25,10 +25,9 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -48,10 +47,15 @@ from tanalyze.logs import Logs
 from tanalyze.roles import Roles, resolve_roles, role_curve, tag_words
 from tanalyze.text import safe_text
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
 __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run"]
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
+#: Diagnoses of at most this many runs show each run's section in Jupyter; more show the summary only.
+REPR_SECTIONS_UP_TO = 3
 ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources")
 
 
@@ -75,10 +79,12 @@ class RunDiagnosis:
     warnings: tuple[str, ...]
     role_details: Roles | None = None
     loss_analysis: DivergenceResult | None = None
-    #: the loss curves as analysed (role → curve), kept for plot(); not part of to_dict()
+    #: the curves as analysed (role → curve: losses, learning rate, gradient norm, throughput), kept so that
+    #: plot() and the Jupyter display draw without the logs; not part of to_dict()
     curves: dict[str, Curve] = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
         verdict = {
             "label": self.verdict.label,
             "confidence": self.verdict.confidence,
@@ -130,24 +136,27 @@ class RunDiagnosis:
         return f"<RunDiagnosis {self.summary_line()}>"
 
     def _repr_html_(self) -> str:
-        return _html_table([self])
+        """Jupyter: this run's section of the HTML report (figures from the kept curves, findings, evidence)."""
+        from tanalyze.report import render_run_html
 
-    def plot(self, ax=None):
+        return render_run_html(self)
+
+    def plot(self, ax: Axes | None = None) -> Axes:
         """Draw the train/val loss with the divergence, overfitting onset, early stop and spikes marked.
 
         Uses what the diagnosis stored; nothing is recomputed. Returns the axes.
         """
-        import matplotlib.pyplot as plt
+        from tanalyze.plotting import axes, label
 
-        if ax is None:
-            _, ax = plt.subplots(figsize=(8, 4))
+        ax = axes(ax)
         for role, color in (("train_loss", "#1f77b4"), ("val_loss", "#ff7f0e")):
             curve = self.curves.get(role)
             if curve is not None and len(curve):
-                ax.plot(curve.steps, curve.values, color=color, linewidth=1.0, label=f"{role}: {curve.tag}",
+                ax.plot(curve.steps, curve.values, color=color, linewidth=1.0, label=label(f"{role}: {curve.tag}"),
                         marker="o" if len(curve) <= 50 else None, markersize=3)
-        positive = all((c.values[np.isfinite(c.values)] > 0).all() for c in self.curves.values() if len(c))
-        if positive and self.curves:
+        losses = [c for role, c in self.curves.items() if role in ("train_loss", "val_loss") and len(c)]
+        positive = all((c.values[np.isfinite(c.values)] > 0).all() for c in losses)
+        if positive and losses:
             ax.set_yscale("log")
         if self.divergence is not None:
             ax.axvline(self.divergence.step, color="#d62728", label=f"diverged ({self.divergence.kind})")
@@ -164,7 +173,7 @@ class RunDiagnosis:
                     markersize=6, linestyle="none", label=f"spikes ({len(self.spikes)})")
         ax.set_xlabel("step")
         ax.set_ylabel("loss")
-        ax.set_title(f"{self.run}: {self.verdict.label} ({self.verdict.confidence:.2f})")
+        ax.set_title(label(f"{self.run}: {self.verdict.label} ({self.verdict.confidence:.2f})", 120))
         ax.legend(loc="best", fontsize="small")
         return ax
 
@@ -192,27 +201,18 @@ class Diagnoses(Mapping[str, RunDiagnosis]):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        return _html_table(list(self._items.values()))
+        """Jupyter: the HTML report's summary of these runs; each run's own section too for a few runs."""
+        from tanalyze.report import render_diagnoses_html
+
+        return render_diagnoses_html(self, sections=len(self) <= REPR_SECTIONS_UP_TO)
 
     def to_dict(self) -> dict[str, Any]:
+        """``{"runs": [RunDiagnosis.to_dict(), ...]}`` in load order."""
         return {"runs": [d.to_dict() for d in self._items.values()]}
 
     def labels(self) -> dict[str, str]:
         """Run name → verdict label."""
         return {name: d.verdict.label for name, d in self._items.items()}
-
-
-def _html_table(diagnoses: list[RunDiagnosis]) -> str:
-    rows = []
-    for d in diagnoses:
-        steps = ", ".join(f"{k} {v}" for k, v in d.key_steps().items())
-        top = d.findings[0].message if d.findings else ""
-        rows.append(
-            "<tr>" + "".join(f"<td>{html.escape(str(x))}</td>" for x in (
-                d.run, d.verdict.label, f"{d.verdict.confidence:.2f}", steps, len(d.findings), top[:200])) + "</tr>"
-        )
-    head = "".join(f"<th>{h}</th>" for h in ("run", "verdict", "confidence", "key steps", "findings", "top finding"))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
 # --- the per-run pipeline ---------------------------------------------------------------------------------
@@ -454,7 +454,9 @@ def diagnose_run(
         if result is not None:
             findings += result.findings
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
-    kept = {role: curve for role, curve in (("train_loss", train), ("val_loss", val)) if curve is not None}
+    shown = (("train_loss", train), ("val_loss", val), ("learning_rate", lr), ("grad_norm", grad),
+             ("throughput", role_curve(curves, role_map, "throughput")), ("step_time", role_curve(curves, role_map, "step_time")))
+    kept = {role: curve for role, curve in shown if curve is not None}
     return RunDiagnosis(
         run=run,
         format=format,

@@ -43,16 +43,18 @@ class Discovery:
     errors: tuple[str, ...] = field(default=())
 
 
-def _read_head(path: Path) -> bytes | None:
+def _read_head(path: Path, errors: list[str] | None = None) -> bytes | None:
     try:
         with open(path, "rb") as handle:
             return handle.read(HEAD_BYTES)
-    except OSError:
+    except OSError as exc:
+        if errors is not None:  # said, not just "not recognised": the file may well be a log
+            errors.append(f"{path}: could not read: {exc.strerror or exc}")
         return None
 
 
-def _claim(path: Path, readers: tuple[Reader, ...]) -> Reader | None:
-    head = _read_head(path)
+def _claim(path: Path, readers: tuple[Reader, ...], errors: list[str] | None = None) -> Reader | None:
+    head = _read_head(path, errors)
     if head is None:
         return None
     for reader in readers:
@@ -65,20 +67,29 @@ def _walk(root: Path, errors: list[str], skipped: list[str]):
     def on_error(exc: OSError) -> None:
         errors.append(f"{exc.filename}: {exc.strerror or exc}")
 
+    inside = root.resolve()
     for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
         kept = []
         for d in sorted(dirnames):
-            if d.startswith("."):
+            if d.startswith(".") or os.path.islink(os.path.join(dirpath, d)):  # symlinked folders: never entered
                 skipped.append(os.path.join(dirpath, d))
             else:
                 kept.append(d)
         dirnames[:] = kept
         for filename in sorted(filenames):
             full = Path(dirpath) / filename
-            if full.is_symlink() and not full.resolve().is_relative_to(root.resolve()):
+            if full.is_symlink() and not _resolves_inside(full, inside):
                 skipped.append(str(full))
                 continue
             yield full
+
+
+def _resolves_inside(link: Path, inside: Path) -> bool:
+    """Whether a symlinked file points into the folder given (a loop or a dangling link does not)."""
+    try:
+        return link.resolve(strict=True).is_relative_to(inside)
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
+        return False
 
 
 def _run_name(root: Path, directory: Path, single_file: bool) -> str:
@@ -133,7 +144,7 @@ def discover(
     base = root.parent if single_file else root
     for file in files:
         user = match_pattern(file, base, patterns, None) if use_patterns else None
-        reader = _claim(file, readers) if user is None else None
+        reader = _claim(file, readers, errors) if user is None else None
         if reader is None and user is None and use_patterns:
             user = match_pattern(file, base, patterns, _read_head(file))
         if user is not None:
@@ -181,6 +192,8 @@ def discover(
             )
     if not runs:
         detail = f"; {len(unrecognized)} file(s) not recognised" if unrecognized else ""
+        if errors:
+            detail += f"; {len(errors)} could not be read ({errors[0]}{', …' if len(errors) > 1 else ''})"
         raise NoLogsError(f"{root}: no training logs found{detail}")
     return Discovery(
         root=str(root),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
+from fnmatch import fnmatchcase
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -25,11 +26,17 @@ from tanalyze.schema import (
     join_columns,
     validate_scalars,
 )
+from tanalyze.text import safe_text
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
     from tanalyze.cache import Cache
 
 __all__ = ["RunInfo", "Logs", "load", "read_run", "failed_result"]
+
+#: Runs listed one per line by ``repr(logs)`` before the rest are counted.
+_REPR_RUNS = 20
 
 
 @dataclass(frozen=True)
@@ -175,15 +182,111 @@ class Logs:
     root: str = ""
     unrecognized: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()  # files and folders that could not be read, with why
 
     def __len__(self) -> int:
         return len(self.runs)
 
     def __repr__(self) -> str:
-        return (
+        head = (
             f"<Logs {len(self.runs)} run(s), {len(self.scalars):,} scalar points, "
-            f"{len(self.histograms):,} histograms from {self.root!r}>"
+            f"{len(self.histograms):,} histograms from {safe_text(self.root, 200)!r}>"
         )
+        if not self.runs:
+            return head
+        counts = self._run_counts()
+        names = list(self.runs)
+        shown = names if len(names) <= _REPR_RUNS + 5 else names[:_REPR_RUNS]
+        width = min(max(len(safe_text(n, 60)) for n in shown), 60)
+        lines = [head]
+        for name in shown:
+            info = self.runs[name]
+            tags, points, first, last = counts.get(name, (0, 0, None, None))
+            steps = f"steps {first}-{last}" if points else "no points"
+            extra = "".join(
+                f", {n} {what}" for n, what in ((len(info.warnings), "warning(s)"), (len(info.restarts), "restart(s)")) if n
+            )
+            lines.append(f"  {safe_text(name, 60):<{width}}  {safe_text(info.format, 30)}, {tags} tag(s), "
+                         f"{points:,} points, {steps}{extra}")
+        if len(shown) < len(names):
+            lines.append(f"  … and {len(names) - len(shown)} more run(s); see .summary()")
+        return "\n".join(lines)
+
+    def _run_counts(self) -> dict[str, tuple[int, int, int, int]]:
+        """Run name → (tags, points, first step, last step), for runs that have points."""
+        if self.scalars.empty:
+            return {}
+        grouped = self.scalars.groupby("run", observed=True, sort=False).agg(
+            tags=("tag", "nunique"), points=("step", "size"), first=("step", "min"), last=("step", "max")
+        )
+        return {str(name): (int(r.tags), int(r.points), int(r.first), int(r.last)) for name, r in grouped.iterrows()}
+
+    def select(self, runs: str | Iterable[str]) -> Logs:
+        """A :class:`Logs` holding only some runs: names or glob patterns (``"throughput/*"``), in load order.
+
+        Raises:
+            KeyError: a name or pattern matches no run.
+        """
+        names = self._match(runs)
+        keep = set(names)
+        scalars = self.scalars[self.scalars["run"].isin(keep)] if len(self.scalars) else self.scalars
+        histograms = self.histograms[self.histograms["run"].isin(keep)] if len(self.histograms) else self.histograms
+        return replace(
+            self,
+            scalars=_drop_unused_runs(scalars),
+            histograms=_drop_unused_runs(histograms),
+            runs=MappingProxyType({n: self.runs[n] for n in names}),
+        )
+
+    def _match(self, runs: str | Iterable[str]) -> list[str]:
+        patterns = [runs] if isinstance(runs, str) else list(runs)
+        chosen: set[str] = set()
+        for pattern in patterns:
+            found = [n for n in self.runs if n == pattern or fnmatchcase(n, pattern)]
+            if not found:
+                raise KeyError(f"no run matches {pattern!r}; runs: {', '.join(self.runs)}")
+            chosen.update(found)
+        return [n for n in self.runs if n in chosen]
+
+    def plot(
+        self,
+        tag: str,
+        runs: str | Iterable[str] | None = None,
+        *,
+        ax: Axes | None = None,
+        smooth: float = 0.6,
+    ) -> Axes:
+        """Overlay one tag across runs (every run that has it, or ``runs``: names or glob patterns).
+
+        ``smooth`` is TensorBoard's smoothing weight in [0, 1): the raw points are drawn
+        faint under the debiased EMA; 0 draws the raw points only. Non-finite points
+        are gaps; a step logged twice shows its last write. Runs are drawn in load order.
+        Returns the axes.
+
+        Raises:
+            KeyError: a run or pattern matches nothing, or no chosen run logs ``tag``.
+        """
+        from tanalyze.plotting import axes, label, overlay
+
+        if not 0 <= smooth < 1:
+            raise ValueError(f"smooth must be in [0, 1), got {smooth}")
+        names = list(self.runs) if runs is None else self._match(runs)
+        rows = self.scalars[self.scalars["tag"] == tag]
+        curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        for name, group in rows.groupby("run", observed=True, sort=False):
+            if str(name) in names:
+                # A step logged twice (a resumed job) is drawn with its last write, as TensorBoard shows it.
+                group = group.drop_duplicates("step", keep="last").sort_values("step", kind="stable")
+                curves[str(name)] = (group["step"].to_numpy(), group["value"].to_numpy(dtype=np.float64))
+        if not curves:
+            tags = sorted(pd.unique(self.scalars.loc[self.scalars["run"].isin(names), "tag"].astype(str)))
+            raise KeyError(f"no chosen run logs the tag {tag!r}; their tags: {', '.join(tags[:30]) or 'none'}")
+        ax = axes(ax)
+        overlay(ax, {n: curves[n] for n in names if n in curves}, smooth=smooth)
+        ax.set_xlabel("step")
+        ax.set_ylabel(label(tag))
+        ax.legend(loc="best", fontsize="small")
+        return ax
 
     def run(self, name: str) -> pd.DataFrame:
         """The scalar rows of one run."""
@@ -228,10 +331,17 @@ class Logs:
         return pd.DataFrame(rows)
 
     def _repr_html_(self) -> str:
-        from html import escape
+        """Jupyter: one row per run, drawn by the report's templates (names and messages escaped)."""
+        from tanalyze.report.fragments import render_logs_html
 
-        table = self.summary().to_html(index=False, escape=True, na_rep="")
-        return f"<p>{escape(repr(self))}</p>{table}"
+        return render_logs_html(self)
+
+
+def _drop_unused_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """Remove categories of runs no longer present (so groupby and legends list only the kept runs)."""
+    if len(frame) and isinstance(frame["run"].dtype, pd.CategoricalDtype):
+        return frame.assign(run=frame["run"].cat.remove_unused_categories())
+    return frame
 
 
 ProgressCallback = Callable[[int, int, str], None]
@@ -267,6 +377,7 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
         # A reader may use a file no reader claims (Lightning's hparams.yaml beside event files).
         unrecognized=tuple(f for f in discovery.unrecognized if f not in {x for i in infos.values() for x in i.files}),
         skipped=discovery.skipped_dirs,
+        errors=discovery.errors,
     )
 
 

@@ -229,3 +229,28 @@ def test_validation_keyed_by_epoch_is_placed_at_the_end_of_its_epoch():
     without_epochs = diagnose_run(frame.drop(columns="epoch"))
     assert any("judged on its own" in w for w in without_epochs.warnings)
     assert without_epochs.overfitting.onset_step == 4 and without_epochs.overfitting.train_tag is None
+
+
+def test_plot_returns_the_axes_and_never_recomputes(monkeypatch):
+    import sys
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tests.conftest import SAMPLE_RUNS
+
+    d = diagnose(tanalyze.load(SAMPLE_RUNS / "diverged_tensorboard"))["diverged_tensorboard"]
+    module = sys.modules["tanalyze.diagnose"]
+
+    def boom(*args, **kwargs):
+        raise AssertionError("plot() recomputed")
+
+    for name in ("analyze_divergence", "classify_run", "diagnose_run", "_curves_by_tag"):
+        monkeypatch.setattr(module, name, boom)
+    _, ax = plt.subplots()
+    assert d.plot(ax=ax) is ax and d.plot(ax=ax) is ax  # compute once, plot many
+    marks = {line.get_label(): line.get_xdata()[0] for line in ax.get_lines() if len(line.get_xdata()) == 2}
+    assert marks["diverged (nan)"] == 552 and marks["blow-up onset"] == 544 and marks["resume at or before"] == 444
+    plt.close("all")

@@ -22,6 +22,8 @@ EXPECTED = {
     "Diagnoses",
     "resolve_roles",
     "Roles",
+    "check",
+    "CheckReport",
 }
 
 
@@ -32,3 +34,70 @@ def test_all_is_frozen():
 def test_every_public_name_exists():
     for name in tanalyze.__all__:
         assert hasattr(tanalyze, name), name
+
+
+# The parameters of the public functions and of the result methods a notebook uses, by name and kind
+# ("*x": keyword-only, "**x": any keywords). Changing one must be a deliberate edit here too.
+SIGNATURES = {
+    "load": ["path", "*formats", "*progress", "*patterns", "*jobs", "*cache", "*client"],
+    "discover": ["path", "*formats", "*patterns"],
+    "read_run": ["spec", "*cache"],
+    "diagnose": ["logs", "*roles", "*num_classes", "*thresholds", "**params"],
+    "diagnose_run": ["frame", "*run", "*format", "*roles", "*histograms", "*read_warnings", "*num_classes",
+                     "*thresholds", "**params"],
+    "resolve_roles": ["source", "overrides"],
+    "check": ["candidate", "*baseline", "*config", "*roles", "*progress", "*jobs", "*cache", "*client"],
+    "Logs.select": ["runs"],
+    "Logs.plot": ["tag", "runs", "*ax", "*smooth"],
+    "Logs.run": ["name"],
+    "Logs.series": ["run", "tag"],
+    "Logs.tag_summary": [],
+    "Logs.summary": [],
+    "RunDiagnosis.plot": ["ax"],
+    "RunDiagnosis.to_dict": [],
+    "RunDiagnosis.key_steps": [],
+    "Diagnoses.labels": [],
+    "Diagnoses.to_dict": [],
+    "CheckReport.plot": ["run", "*ax"],
+    "CheckReport.counts": [],
+    "CheckReport.by_run": [],
+    "CheckReport.to_dict": [],
+}
+DISPLAYED = ("Logs", "RunDiagnosis", "Diagnoses", "CheckReport")
+
+
+def _resolve(dotted: str):
+    obj = tanalyze
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _parameters(function) -> list[str]:
+    import inspect
+
+    prefix = {inspect.Parameter.KEYWORD_ONLY: "*", inspect.Parameter.VAR_KEYWORD: "**",
+              inspect.Parameter.VAR_POSITIONAL: "*"}
+    return [prefix.get(p.kind, "") + p.name for p in inspect.signature(function).parameters.values() if p.name != "self"]
+
+
+def test_signatures_are_frozen():
+    assert {name: _parameters(_resolve(name)) for name in SIGNATURES} == SIGNATURES
+
+
+def test_public_functions_and_methods_are_typed_and_documented():
+    import inspect
+
+    for name in SIGNATURES:
+        function = _resolve(name)
+        signature = inspect.signature(function)
+        assert inspect.getdoc(function), f"{name} has no docstring"
+        assert signature.return_annotation is not inspect.Signature.empty, f"{name} has no return type"
+        untyped = [p.name for p in signature.parameters.values() if p.name != "self" and p.annotation is p.empty]
+        assert not untyped, f"{name}: untyped parameter(s) {untyped}"
+
+
+def test_results_display_themselves_in_jupyter_and_in_a_console():
+    for name in DISPLAYED:
+        cls = getattr(tanalyze, name)
+        assert "_repr_html_" in vars(cls) and "__repr__" in vars(cls), name

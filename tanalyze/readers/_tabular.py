@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,6 +108,13 @@ class PointBuffer:
         if len(rows):
             codes = np.full(len(rows), self.code(tag), dtype=np.int64)
             self._arrays.append((rows.astype(np.int64), codes, steps.astype(np.int64), values, epochs))
+
+    def add_coded(
+        self, rows: np.ndarray, codes: np.ndarray, steps: np.ndarray, values: np.ndarray, epochs: np.ndarray
+    ) -> None:
+        """Points of several tags at once; ``codes`` come from :meth:`code`."""
+        if len(rows):
+            self._arrays.append((rows.astype(np.int64), codes.astype(np.int64), steps.astype(np.int64), values, epochs))
 
     def mark_source(self, first_row: int, label: str) -> None:
         """Rows from ``first_row`` on come from ``label`` (until the next mark)."""
@@ -247,8 +254,19 @@ def read_text(path: Path, *, limit: int | None = None) -> tuple[str, int]:
 class _TolerantLoader(yaml.SafeLoader):
     """Safe YAML that reads Python-specific tags (``!!python/object:argparse.Namespace``) as plain data."""
 
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.calls: list[str] = []  # tags that asked for a call (``!!python/object/apply:os.system``)
+
+
+#: Python YAML tags that would call something under an unsafe loader (read here as plain data). References
+#: (``!!python/name:torch.nn.functional.relu``) are common in dumped configs and are not warned about.
+_CALLING_TAGS = ("object/apply:", "object/new:")
+
 
 def _plain(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
+    if suffix.startswith(_CALLING_TAGS) and isinstance(loader, _TolerantLoader):
+        loader.calls.append(node.tag)
     if isinstance(node, yaml.MappingNode):
         return loader.construct_mapping(node, deep=True)
     if isinstance(node, yaml.SequenceNode):
@@ -279,9 +297,17 @@ def load_config(path: Path) -> tuple[dict[str, Any] | None, ReadWarning | None]:
                 data = loader.get_single_data()
             finally:
                 loader.dispose()
-    except (ValueError, yaml.YAMLError) as exc:
+    except (ValueError, RecursionError, yaml.YAMLError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return None, ReadWarning(str(path), f"config not read: {reason}")
+    calls = [] if path.suffix.lower() == ".json" else loader.calls
+    if calls:  # what a config should never hold; kept as data, but said
+        shown = ", ".join(sorted(set(calls))[:3])
+        warning = ReadWarning(str(path), f"{len(calls)} YAML tag(s) asking to run code ({shown}) were read as plain "
+                              "data, not executed", count=len(calls))
+        if data is None or not isinstance(data, Mapping):
+            return ({} if data is None else {"value": data}), warning
+        return {str(k): v for k, v in data.items()}, warning
     if data is None:
         return {}, None
     if not isinstance(data, Mapping):
@@ -323,7 +349,7 @@ class JsonLines:
                 self.undecodable_bytes += text.count("\ufffd")
             try:
                 record = json.loads(text)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: nested too deep
                 self.bad_lines.append(number)
                 continue
             if isinstance(record, dict):
@@ -358,6 +384,39 @@ def _lines(path: Path) -> Iterator[bytes]:
 
 
 _TIMESTAMP = re.compile(r"^\d{8}_\d{6}$")
+
+
+def json_object_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], list[int]]:
+    """The JSON objects of a JSON-lines text, and the (1-based) numbers of the lines that are not objects.
+
+    Blank lines are neither."""
+    rows: list[dict[str, Any]] = []
+    bad: list[int] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
+            bad.append(number)
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            bad.append(number)
+    return rows, bad
+
+
+def first_json_object(head: bytes) -> dict | None:
+    """The JSON object on the first line of ``head`` (a file's first bytes), or None: sniffing JSON-lines logs."""
+    line = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].strip()
+    if not line.startswith(b"{"):
+        return None
+    try:
+        record = json.loads(line.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def is_timestamp_name(name: str) -> bool:

@@ -23,6 +23,10 @@ boundaries only. Why:
   the step and how many points were replaced.
 * Per tag, not globally: a later session that logs only some tags (say an
   evaluation job writing into the run folder) must not erase the other curves.
+* A later file of the same process counts as a new session only when it goes
+  back: it starts a tag at a step before that tag's last step so far (a notebook
+  re-running its training cell, a resume inside one process). Otherwise (HF
+  Trainer opening a second file for its final evaluation) it continues the session.
 * Within one session repeated or decreasing steps are kept in write order: they
   are real data points (YOLOv8 logs every batch's loss under step = epoch; HF
   Trainer logs ``train/epoch`` at its last step in both of its files). A note
@@ -36,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["Session", "Merged", "merge_sessions"]
 
@@ -67,6 +72,23 @@ class Merged:
     restarts: list[tuple[int, str, str]]  # (step, file, detail)
     overlapping: list[str]  # files whose replaced points overlapped them in time
     repeated: dict[int, int]  # tag code -> points that repeat a step within their writer's sessions
+
+
+def _goes_back(old: Session, new: Session) -> bool:
+    """Whether ``new`` starts some tag at a step before ``old``'s last step of that tag.
+
+    One process can open a new file and log again from an earlier step: a notebook
+    kernel re-running its training cell, or a job resuming from a checkpoint in
+    the same process. That is a restart even though host and pid are the same.
+    """
+    if not len(old.codes) or not len(new.codes):
+        return False
+    tags, first_rows = np.unique(new.codes, return_index=True)
+    for tag, row in zip(tags.tolist(), first_rows.tolist(), strict=True):
+        mine = old.steps[old.codes == tag]
+        if len(mine) and int(new.steps[row]) < int(mine.max()):
+            return True
+    return False
 
 
 def _superseded(old_codes: np.ndarray, old_steps: np.ndarray, new_codes: np.ndarray, new_steps: np.ndarray,
@@ -104,10 +126,7 @@ def repeated_steps(codes: np.ndarray, steps: np.ndarray) -> dict[int, int]:
         increasing = not (same_tag & (np.diff(steps[order]) <= 0)).any()
     if increasing:
         return {}  # the common case, decided without looking for the pairs
-    pairs = np.stack([codes.astype(np.int64), steps], axis=1)
-    _, first = np.unique(pairs, axis=0, return_index=True)
-    repeat = np.ones(len(codes), bool)
-    repeat[first] = False
+    repeat = pd.DataFrame({"code": codes, "step": steps}).duplicated(keep="first").to_numpy()  # hashing, no sort
     found, counts = np.unique(codes[repeat], return_counts=True)
     return dict(zip(found.tolist(), counts.tolist(), strict=True))
 
@@ -126,8 +145,8 @@ def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Me
         first_replaced = _NEVER
         latest_replaced_wall = -np.inf
         for old in kept:
-            if old.writer == session.writer and session.start_step is None:
-                continue  # one process: its points are all real, like within one file
+            if old.writer == session.writer and session.start_step is None and not _goes_back(old, session):
+                continue  # one process writing on: its points are all real, like within one file
             drop = _superseded(old.codes, old.steps, session.codes, session.steps, session.start_step, n_tags)
             hist_codes, hist_steps = _hist_arrays(old.histograms)
             new_hist_codes, new_hist_steps = _hist_arrays(session.histograms)

@@ -176,6 +176,7 @@ class Rows:
         self.epochs: array | None = None
         self.ranks: array | None = None
         self.walls: array | None = None
+        self.out_of_range = 0  # rows skipped: a step or rank beyond 64 bits
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -207,10 +208,29 @@ class Rows:
         rank: int | list[int] = -1,
         wall: float | list[float] = NAN,
     ) -> None:
-        """Append many rows; ``epoch``/``rank``/``wall`` are one value for all or one per row."""
+        """Append many rows; ``epoch``/``rank``/``wall`` are one value for all or one per row.
+
+        A row whose step or rank does not fit in 64 bits (a garbled line's digits) is
+        skipped and counted in ``out_of_range``; the other rows are kept.
+        """
         n = len(codes)
         if not n:
             return
+        before = len(self.steps)
+        try:
+            self._extend(n, codes, steps, values, epoch, rank, wall)
+        except OverflowError:
+            for column in (self.tags, self.steps, self.values, self.epochs, self.ranks, self.walls):
+                if column is not None:
+                    del column[before:]
+            if n == 1:
+                self.out_of_range += 1
+                return
+            for i in range(n):
+                self.extend([codes[i]], [steps[i]], [values[i]], *(
+                    given[i] if isinstance(given, list) else given for given in (epoch, rank, wall)))
+
+    def _extend(self, n: int, codes, steps, values, epoch, rank, wall) -> None:
         for name, typecode, given, default in (
             ("epochs", "d", epoch, NAN),
             ("ranks", "q", rank, -1),
@@ -505,6 +525,11 @@ def parse_files(paths: list[Path], parser: TextParser) -> ParsedFile:
         prefix = f"{path.name}: " if len(paths) > 1 else ""
         notes.extend(prefix + note for note in file_notes)
     parser.finish()
+    if parser.rows.out_of_range:
+        count = parser.rows.out_of_range
+        parser.warnings.append(ReadWarning(
+            ", ".join(str(p) for p in paths),
+            f"{count:,} point(s) skipped: their step or rank does not fit in 64 bits (garbled digits?)", count=count))
     notes = parser.notes + notes
     return ParsedFile(
         path=paths[0],

@@ -155,9 +155,10 @@ def _walk(views: _Views, view: memoryview, start: int, lengths_crc: dict[int, in
     chunks: list[np.ndarray] = [np.empty(0, np.int64)]
     offset = start
     block = _PREDICT
+    probe_size = _PROBE
     while True:
         offsets, lengths = array("q"), array("Q")
-        offset, ended = _walk_some(view, offset, _PROBE, offsets, lengths)
+        offset, ended = _walk_some(view, offset, probe_size, offsets, lengths)
         probe = np.frombuffer(offsets, dtype=np.int64) if len(offsets) else np.empty(0, np.int64)
         sound = _sound(views, probe, lengths_crc)
         chunks.append(probe[:sound])
@@ -166,6 +167,9 @@ def _walk(views: _Views, view: memoryview, start: int, lengths_crc: dict[int, in
         if ended:
             return np.concatenate(chunks), offset
         cycle = _period(lengths)
+        # Lengths that do not cycle (tags logged at irregular intervals): walk longer stretches one by one
+        # before looking for a cycle again, so the search does not cost more than the walk it would save.
+        probe_size = _PROBE if cycle is not None else min(probe_size * 4, _BLOCK)
         while cycle is not None and offset <= views.size - 8:
             predicted, following = _predict(views, offset, cycle, block)
             sound = _sound(views, predicted, lengths_crc)
@@ -264,6 +268,9 @@ def scan_records(data: bytes | memoryview | np.ndarray) -> Records:
     bad_data: list[int] = []
     damage: list[Damage] = []
     position = 0
+    if 0 < size < _HEADER:  # not even one length and its CRC (the vectorised checks assume that much)
+        damage.append(Damage(0, size, f"file ends inside a record header ({size} bytes)"))
+        position = size
     while position < size:
         offsets, stop = _walk(views, view, position, lengths_crc)
         data_ok = _data_ok(views, view, offsets)

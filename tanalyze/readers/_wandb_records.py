@@ -349,7 +349,7 @@ def _decode_all(data: Any, path: Path, on_history: Callable[[dict[str, Any]], No
 def _decode(text: str, out: WandbFile) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep
         out.bad_values += 1
         return None
 

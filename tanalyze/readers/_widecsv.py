@@ -30,6 +30,7 @@ from tanalyze.readers.base import ReadWarning
 __all__ = ["WideCSV", "read_wide_csv", "sniff_header", "CHUNK_ROWS"]
 
 CHUNK_ROWS = 50_000
+CHUNK_CELLS = 2_000_000
 #: chooses the step column from the header: returns its index or None (row index is the step)
 StepChooser = Callable[[list[str]], int | None]
 
@@ -80,7 +81,6 @@ def read_wide_csv(
     Raises :class:`FormatError` when the file cannot be opened or has no header.
     """
     file = str(path)
-    chunk_rows = chunk_rows or CHUNK_ROWS
     try:
         handle = open(path, "rb")
     except OSError as exc:
@@ -92,6 +92,8 @@ def read_wide_csv(
         state = _State(header, choose_step(header), _find(header, epoch_names), ignore)
         state.undecodable += sum(name.count("\ufffd") for name in header)
         width = state.width
+        # Chunks hold at most CHUNK_CELLS cells, so a very wide file is read in fewer rows at a time.
+        chunk_rows = chunk_rows or max(1, min(CHUNK_ROWS, CHUNK_CELLS // max(width, 1)))
         chunk: list[list[str]] = []
         row_index = 0
         csv_errors: list[int] = []
@@ -205,18 +207,30 @@ class _State:
             self.undecodable += undecodable
         else:
             epochs = np.full(len(rows), math.nan)
-        for index in self.value_indices:
-            values, present, numeric, undecodable = _parse(table[:, index])
-            self.undecodable += undecodable
-            bad = present & ~numeric
-            n_bad = int(bad.sum())
-            if n_bad:
-                self.non_numeric[index] += n_bad
-                self.example.setdefault(index, str(table[np.flatnonzero(bad)[0], index]).strip()[:40])
-            take = numeric & usable
-            self.numeric[index] += int(numeric.sum())
-            if take.any():
-                self.points.add_arrays(rows[take], self.names[index], steps[take], values[take], epochs[take])
+        if not self.value_indices:
+            return
+        # Every value column of the chunk parsed in one vectorised call (a per-column loop costs
+        # ~0.2 ms a column: minutes for a header of a million columns); arrays are (column, row).
+        indices = np.asarray(self.value_indices, dtype=np.int64)
+        block = table[:, indices]
+        values, present, numeric, undecodable = _parse(block.ravel(order="F"))
+        shape = (len(indices), len(rows))
+        values, present, numeric = values.reshape(shape), present.reshape(shape), numeric.reshape(shape)
+        self.undecodable += undecodable
+        bad = present & ~numeric
+        n_bad = bad.sum(axis=1)
+        for j in np.flatnonzero(n_bad).tolist():
+            index = int(indices[j])
+            self.non_numeric[index] += int(n_bad[j])
+            self.example.setdefault(index, str(block[np.flatnonzero(bad[j])[0], j]).strip()[:40])
+        self.numeric[indices] += numeric.sum(axis=1)
+        take = numeric & usable
+        columns, at = np.nonzero(take)  # column by column, rows in order: the order points are written in
+        if len(columns):
+            used = np.unique(columns)
+            codes = np.full(len(indices), -1, dtype=np.int64)
+            codes[used] = [self.points.code(self.names[int(indices[j])]) for j in used.tolist()]
+            self.points.add_coded(rows[at], codes[columns], steps[at], values[take], epochs[at])
 
     def result(self, file: str, rows: int) -> WideCSV:
         step_name = None if self.step_index is None else self.names[self.step_index]

@@ -189,6 +189,8 @@ class LightningCSVReader(_WideCSVReader):
     def is_log(self, path: Path, head: bytes) -> bool:
         if path.name != "metrics.csv":
             return False
+        if not head.strip():  # empty: the job stopped before its first flush; claimed so that it gets a warning
+            return bool(_VERSION_DIR.match(path.parent.name)) or (path.parent / "hparams.yaml").is_file()
         header = sniff_header(head)
         if not header or "step" not in header:
             return False

@@ -10,10 +10,17 @@ beside it (the name of the newest checkpoint) is read into hparams.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tanalyze.readers._tabular import JsonLines, PointBuffer, as_step, is_number, name_list, settle_rewrites
+from tanalyze.readers._tabular import (
+    JsonLines,
+    PointBuffer,
+    as_step,
+    first_json_object,
+    is_number,
+    name_list,
+    settle_rewrites,
+)
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 
 __all__ = ["Detectron2Reader"]
@@ -22,19 +29,8 @@ LOG_NAME = "metrics.json"
 CHECKPOINT_NAME = "last_checkpoint"
 
 
-def _first_object(head: bytes) -> dict | None:
-    line = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].strip()
-    if not line.startswith(b"{"):
-        return None
-    try:
-        record = json.loads(line.decode("utf-8", errors="replace"))
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
-
-
 def _is_log_head(head: bytes) -> bool:
-    record = _first_object(head)
+    record = first_json_object(head)
     return record is not None and is_number(record.get("iteration"))
 
 

@@ -103,7 +103,7 @@ class HFTrainerStateReader(Reader):
             text, _ = read_text(result, limit=64 * 1024 * 1024)
             try:
                 data = json.loads(text)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 run.warnings.append(ReadWarning(str(result), f"not valid JSON: {exc}"))
                 continue
             run.hparams = {**run.hparams, result.stem: data}
@@ -218,7 +218,7 @@ def _load_state(path: Path) -> tuple[dict[str, Any], list[ReadWarning]]:
         warnings.append(ReadWarning(str(path), f"{undecodable} byte(s) are not UTF-8; replaced", count=undecodable))
     try:
         state = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         state, warning = _salvage(text, path, exc)
         warnings.append(warning)
     if not isinstance(state, dict):
@@ -226,7 +226,7 @@ def _load_state(path: Path) -> tuple[dict[str, Any], list[ReadWarning]]:
     return state, warnings
 
 
-def _salvage(text: str, path: Path, error: ValueError) -> tuple[dict[str, Any], ReadWarning]:
+def _salvage(text: str, path: Path, error: ValueError | RecursionError) -> tuple[dict[str, Any], ReadWarning]:
     """Keep the log entries before the damage of a cut-off or corrupted state file."""
     where = f"line {error.lineno} column {error.colno}" if isinstance(error, json.JSONDecodeError) else None
     start = text.find('"log_history"')
@@ -243,7 +243,7 @@ def _salvage(text: str, path: Path, error: ValueError) -> tuple[dict[str, Any], 
             break
         try:
             entry, position = decoder.raw_decode(text, position)
-        except ValueError:
+        except (ValueError, RecursionError):
             break
         entries.append(entry)
     state: dict[str, Any] = {"log_history": entries}

@@ -29,7 +29,6 @@ Decisions:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter
@@ -41,6 +40,7 @@ from tanalyze.readers._tabular import (
     JsonLines,
     PointBuffer,
     as_step,
+    first_json_object,
     is_number,
     is_timestamp_name,
     name_list,
@@ -57,17 +57,6 @@ _NOT_TAGS = frozenset({"step", "iter", "epoch"})
 _LOG_LINE = re.compile(r"\b(Epoch|Iter)\((train|val|test)\)\s*((?:\[\s*\d+(?:/\d+)?\]\s*)+)(.*)")
 _BRACKET = re.compile(r"\[\s*(\d+)(?:/(\d+))?\]")
 _PAIR = re.compile(r"([\w/\-.()]+):\s+(-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
-
-
-def _first_object(head: bytes) -> dict | None:
-    line = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].strip()
-    if not line.startswith(b"{"):
-        return None
-    try:
-        record = json.loads(line.decode("utf-8", errors="replace"))
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def _launch_of(path: Path) -> Path:
@@ -92,7 +81,7 @@ class MMEngineReader(Reader):
             return is_timestamp_name(path.stem) and _MMENGINE_LINE in head
         if suffix != ".json":
             return False
-        record = _first_object(head)
+        record = first_json_object(head)
         if record is None:
             return False
         if path.parent.name == "vis_data" or path.name == SCALARS_NAME:

@@ -27,6 +27,7 @@ glob (relative to the analysed folder), before any reader is asked.
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ _SPECIAL = frozenset({"step", "epoch", "rank", "tag", "value"})
 CONFIG_NAMES = ("tanalyze.toml", "pyproject.toml")
 #: The format name of runs read with a user pattern (not in the reader registry: it needs a pattern).
 PATTERN_FORMAT = "pattern"
+_STEP_LIMIT = 2**62  # steps and ranks are int64 columns; larger numbers in a line are not steps
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ class PatternParser(TextParser):
             groups = m.groupdict()
             if self._has_step and groups["step"] is not None:
                 number = to_float(groups["step"])
-                if number is None or number != int(number):
+                if number is None or not math.isfinite(number) or number != int(number) or abs(number) > _STEP_LIMIT:
                     self._bad_value(chunk, m.start())
                     continue
                 step = int(number)
@@ -191,7 +193,7 @@ class PatternParser(TextParser):
                 step = self._count
             epoch = to_float(groups.get("epoch") or "") if groups.get("epoch") else NAN
             rank_value = to_float(groups.get("rank") or "") if groups.get("rank") else None
-            rank = int(rank_value) if rank_value is not None else -1
+            rank = int(rank_value) if rank_value is not None and abs(rank_value) < _STEP_LIMIT else -1
             pairs = []
             if self._pairs and groups["tag"] is not None:
                 value = to_float(groups["value"] or "")

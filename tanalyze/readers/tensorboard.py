@@ -222,7 +222,7 @@ class TensorBoardReader(ResumableReader):
             data.extra_files.append(path)
             try:
                 loaded = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-            except yaml.YAMLError as exc:
+            except (yaml.YAMLError, RecursionError) as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f"line {mark.line + 1}" if mark is not None else None
                 problem = getattr(exc, "problem", None) or type(exc).__name__

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.errors import FormatError
+from tanalyze.readers._tabular import json_object_lines
 from tanalyze.readers._wandb_history import (
     History,
     history_to_tidy,
@@ -185,13 +186,18 @@ def _csv(path: Path, data: RunData) -> pd.DataFrame | None:
 
 def _json_rows(path: Path, data: RunData) -> list[dict[str, Any]]:
     try:
-        text = path.read_text(encoding="utf-8-sig", errors="replace")
+        raw = path.read_bytes()
     except OSError as exc:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from exc
+    text = raw.decode("utf-8-sig", errors="replace")
+    undecodable = text.count("\ufffd") - raw.count("\ufffd".encode())
+    if undecodable > 0:
+        data.warnings.append(ReadWarning(str(path), f"{undecodable} byte sequence(s) are not UTF-8; replaced",
+                                         count=undecodable))
     if text.lstrip().startswith("["):
         try:
             value = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise FormatError(path, f"not valid JSON: {exc}") from exc
         rows = [row for row in value if isinstance(row, dict)] if isinstance(value, list) else []
         skipped = (len(value) if isinstance(value, list) else 1) - len(rows)
@@ -200,19 +206,7 @@ def _json_rows(path: Path, data: RunData) -> list[dict[str, Any]]:
         return rows
     if not text.strip():
         raise FormatError(path, "empty file")
-    rows, bad = [], []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError:
-            bad.append(number)
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-        else:
-            bad.append(number)
+    rows, bad = json_object_lines(text.split("\n"))  # not splitlines(): U+2028 may sit inside a string
     if bad:
         data.warnings.append(ReadWarning(str(path), f"{len(bad)} line(s) are not JSON objects; skipped",
                                          f"line {bad[0]}", count=len(bad)))

@@ -26,6 +26,7 @@ import pandas as pd
 import yaml
 
 from tanalyze.errors import FormatError
+from tanalyze.readers._tabular import json_object_lines
 from tanalyze.readers._wandb_history import (
     STEP_KEYS,
     History,
@@ -185,7 +186,7 @@ def _config(path: Path | None, data: RunData) -> tuple[dict[str, Any], dict[str,
         return {}, {}
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, RecursionError, yaml.YAMLError) as exc:
         data.warnings.append(ReadWarning(str(path), f"config not read: {_short(exc)}"))
         return {}, {}
     if not isinstance(raw, Mapping):
@@ -199,7 +200,7 @@ def _json_object(path: Path | None, data: RunData) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         data.warnings.append(ReadWarning(str(path), f"not read: {_short(exc)}"))
         return None
     if not isinstance(value, dict):
@@ -213,18 +214,7 @@ def _jsonl(path: Path, data: RunData) -> list[dict[str, Any]]:
     bad: list[int] = []
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    bad.append(number)
-                    continue
-                if isinstance(row, dict):
-                    rows.append(row)
-                else:
-                    bad.append(number)
+            rows, bad = json_object_lines(handle)
     except OSError as exc:
         data.warnings.append(ReadWarning(str(path), f"not read: {_short(exc)}"))
     if bad:

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from tanalyze.logs import Logs, RunInfo
+from tanalyze.report.fragments import render_check_html, render_logs_html
 from tanalyze.report.html import render_html, render_run_fragment
 from tanalyze.report.jsonout import SCHEMA_ID, report_dict, write_json
 from tanalyze.report.model import ReportData, RunSource, build_report, sources_from
@@ -31,6 +32,9 @@ __all__ = [
     "sources_from",
     "render_report_html",
     "render_run_html",
+    "render_diagnoses_html",
+    "render_logs_html",
+    "render_check_html",
     "report_dict",
     "write_report",
     "report_paths",
@@ -101,6 +105,31 @@ def render_run_html(
     if fragment:
         return render_run_fragment(data, 1)
     return render_html(data, embed_json=report_dict(data))
+
+
+def render_diagnoses_html(
+    diagnoses: Mapping[str, Any],
+    logs: Logs | None = None,
+    *,
+    sections: bool = True,
+    smoothing: float = 0.6,
+    title: str | None = None,
+) -> str:
+    """The report fragment of already computed diagnoses (run name → ``RunDiagnosis``), for Jupyter.
+
+    Curves come from ``logs`` when given, else from what each ``RunDiagnosis`` keeps
+    (its ``curves``). ``sections=False`` shows the summary of the runs without each
+    run's own section (quick and small for many runs).
+    """
+    if logs is not None:
+        sources = sources_from(logs, diagnoses)
+    else:
+        sources = [RunSource(name, _frame_of_curves(name, getattr(d, "curves", None) or {}), None, d)
+                   for name, d in diagnoses.items()]
+    count = len(sources)
+    options: dict[str, Any] = {"smoothing": smoothing,
+                               "title": title or f"Diagnosis of {count} run{'' if count == 1 else 's'}"}
+    return render_html(build_report(sources, **options), fragment=True, sections=sections, workers=1)
 
 
 def _frame_of_curves(name: str, curves: Mapping[str, Any]) -> pd.DataFrame:

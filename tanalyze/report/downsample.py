@@ -39,10 +39,12 @@ def m4(x: np.ndarray, y: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarr
         bins = ((x.astype(np.float64) - x0) * (columns / (x1 - x0))).astype(np.int64)
         np.clip(bins, 0, columns - 1, out=bins)
     starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
-    ends = np.r_[starts[1:], n] - 1
-    # Within each bin (bins are contiguous because x is sorted), order by value:
-    # the first of a bin in that order is its minimum, the last its maximum.
-    by_value = np.lexsort((y, bins))
-    keep = np.concatenate((starts, ends, by_value[starts], by_value[ends]))
-    keep = np.unique(keep)
+    counts = np.diff(np.r_[starts, n])
+    keep = [starts, starts + counts - 1]
+    # The first lowest and first highest point of each bin, in one pass (bins are contiguous: x is sorted).
+    for extreme in (np.minimum, np.maximum):
+        at = np.flatnonzero(y == np.repeat(extreme.reduceat(y, starts), counts))
+        first = np.r_[True, bins[at][1:] != bins[at][:-1]]
+        keep.append(at[first])
+    keep = np.unique(np.concatenate(keep))
     return x[keep], y[keep]

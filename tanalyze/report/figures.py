@@ -6,6 +6,9 @@ setting lives in a ``rc_context`` around drawing and saving. Text from logs
 writes is checked for anything active before it goes into a page.
 Lines are downsampled with M4 before drawing (see ``downsample.py``); the
 markers (onset, best step, spikes, divergence) come from the full data.
+matplotlib draws the data; ticks, grid and axis labels are written from its
+locators by ``svgaxes.py``, and legends are HTML under each figure: both were
+most of the cost of a figure, and one figure per layout is reused across runs.
 """
 
 from __future__ import annotations
@@ -238,8 +241,8 @@ class FigureMaker:
             markup = f'<img class="chart" alt="{html.escape(alt, quote=True)}" src="data:image/png;base64,{data}">'
             return Rendered(markup, "png", points, note, columns, tuple(keys))
         buffer = io.StringIO()
-        with matplotlib.rc_context({"svg.hashsalt": salt}):
-            FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
+        matplotlib.rcParams["svg.hashsalt"] = salt  # inside the caller's rc_context: restored on its exit
+        FigureCanvasSVG(fig).print_svg(buffer, metadata={"Date": None})
         under, over = layer(fig.bbox.height, specs)
         svg = buffer.getvalue()
         start = svg.index(">", svg.index("<svg")) + 1

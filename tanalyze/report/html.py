@@ -364,6 +364,7 @@ def render_html(
     embed_json: Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
     workers: int | None = None,
+    sections: bool = True,
 ) -> str:
     """The report page (``fragment=True``: one ``<div>`` with its style, no script, for Jupyter).
 
@@ -371,12 +372,16 @@ def render_html(
     that escaping alone keeps payloads inert). ``embed_json`` is placed in a
     ``<script type="application/json" id="tanalyze-data">`` block. ``workers``:
     processes drawing figures (None: automatic, 1: this process only).
+    ``sections=False`` leaves out each run's section (its figures and findings):
+    the summary of many runs that Jupyter shows, quick to draw and small.
     """
     figures = FigureMaker(smoothing=data.smoothing)
     findings = {run.index: _findings(run) for run in data.runs}
     rows = [_summary_row(run, findings[run.index]) for run in data.runs]
-    drawn = run_figures(data.runs, figures, workers=workers, progress=progress)
-    runs = [_run_context(run, pair, findings[run.index]) for run, pair in zip(data.runs, drawn, strict=True)]
+    runs = []
+    if sections:
+        drawn = run_figures(data.runs, figures, workers=workers, progress=progress)
+        runs = [_run_context(run, pair, findings[run.index]) for run, pair in zip(data.runs, drawn, strict=True)]
     context = {
         "fragment": fragment,
         "title": data.title,
@@ -387,6 +392,7 @@ def render_html(
         "attention": _attention(rows, findings),
         "rows": rows,
         "runs": runs,
+        "omitted_sections": 0 if sections else len(data.runs),
         "compare": _compare(data, figures) if not fragment or len(data.runs) > 1 else [],
         "groups": _groups(data, figures),
         "smoothing": data.smoothing,

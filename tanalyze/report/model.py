@@ -361,7 +361,3 @@ def assemble(
         version=__version__,
     )
     return replace(data, groups=tuple(seed_groups(data.runs)))
-
-
-def finite_or_none(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None

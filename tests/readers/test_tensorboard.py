@@ -319,6 +319,28 @@ def test_resumed_job_replaces_orphaned_steps(tmp_path):
     assert not run.warnings
 
 
+def test_same_process_going_back_is_a_restart(tmp_path):
+    # a notebook kernel re-running its training cell: same host and pid, a new file, steps start over
+    write_scalars(tmp_path, "events.out.tfevents.1700000000.host.111.0", [("loss", 10.0 + s, s) for s in range(10)])
+    again = write_scalars(tmp_path, "events.out.tfevents.1700000500.host.111.1",
+                          [("loss", 100.0 + s, s) for s in range(4, 7)], start_time=1.8e9)
+    run = READER.read(sorted(tmp_path.glob("events*")))[0]
+    assert curve(run.scalars, "loss")["value"].tolist() == [10, 11, 12, 13, 104, 105, 106]
+    [restart] = run.restarts
+    assert (restart.step, restart.file) == (4, again.name)
+
+
+def test_same_process_carrying_on_is_not_a_restart(tmp_path):
+    # HF Trainer opens a second file for its final evaluation and logs train/epoch at the last step again
+    write_scalars(tmp_path, "events.out.tfevents.1700000000.host.111.0",
+                  [("train/epoch", s / 10, s) for s in range(10)])
+    write_scalars(tmp_path, "events.out.tfevents.1700000500.host.111.1",
+                  [("train/epoch", 0.9, 9), ("eval/loss", 0.5, 9)], start_time=1.8e9)
+    run = READER.read(sorted(tmp_path.glob("events*")))[0]
+    assert not run.restarts
+    assert len(curve(run.scalars, "train/epoch")) == 11  # both writes of step 9 kept, in write order
+
+
 def test_concurrent_writers_are_flagged(tmp_path):
     write_scalars(tmp_path, "events.out.tfevents.1700000000.host.111.0", [("loss", 1.0, s) for s in range(5)])
     write_scalars(tmp_path, "events.out.tfevents.1700000001.host.222.0", [("loss", 2.0, s) for s in range(5)],

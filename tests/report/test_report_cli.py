@@ -156,7 +156,8 @@ def test_jupyter_fragments_diagnose_when_not_given_a_diagnosis():
     badges = [e for e in fragment.iter() if "badge" in e.classes() and "v-diverged" in e.classes()]
     assert badges and fragment.find_all("svg")
     diagnosis = diagnose(logs)["diverged_tensorboard"]
-    alone = parse(render_run_html(diagnosis))  # the loss curves the diagnosis keeps are drawn
-    assert [s.attrs["aria-label"] for s in alone.find_all("svg")] == ["Loss curves of run diverged_tensorboard"]
+    alone = parse(render_run_html(diagnosis))  # the curves the diagnosis keeps (losses, lr, grad norm) are drawn
+    labels = ["Loss curves of run diverged_tensorboard", "learning rate, gradient norm of run diverged_tensorboard"]
+    assert [s.attrs["aria-label"] for s in alone.find_all("svg")] == labels
     with_logs = parse(render_run_html(diagnosis, logs))
-    assert len(with_logs.find_all("svg")) == 2
+    assert [s.attrs["aria-label"] for s in with_logs.find_all("svg")] == labels

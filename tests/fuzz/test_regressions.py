@@ -1,0 +1,140 @@
+"""One test per crash the fuzzers found: the smallest input that crashed a reader, and what it now gives."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+
+from tanalyze import load
+from tanalyze.readers import get_reader
+from tanalyze.readers.pattern import read_with_pattern
+from tanalyze.readers.tensorboard import TensorBoardReader
+
+DEEP_ARRAY = "[" * 100_000
+DEEP_OBJECT = '{"a": ' * 50_000
+
+
+def messages(run) -> str:
+    return "\n".join(str(w) for w in run.warnings)
+
+
+@pytest.mark.parametrize("line", [DEEP_ARRAY, DEEP_OBJECT], ids=["array", "object"])
+def test_detectron2_line_nested_too_deep_is_one_skipped_line(tmp_path, line):
+    """Was: RecursionError from json.loads escaped the reader."""
+    rows = [json.dumps({"iteration": i, "total_loss": 1.0 / (i + 1)}) for i in range(19, 100, 20)]
+    path = tmp_path / "metrics.json"
+    path.write_text("\n".join(rows[:2] + [line] + rows[2:]) + "\n")
+    [run] = get_reader("detectron2").read([path])
+    assert sorted(run.scalars["step"].unique().tolist()) == [19, 39, 59, 79, 99]
+    [warning] = [w for w in run.warnings if "line 3" in (w.location or "") or "line 3" in w.message]
+    assert warning.count == 1
+
+
+def test_wandb_history_line_nested_too_deep_is_one_skipped_line(tmp_path):
+    """Was: RecursionError from json.loads in the W&B history reader."""
+    rows = [json.dumps({"_step": i, "loss": 2.0 - i / 10}) for i in range(6)]
+    path = tmp_path / "wandb-history.jsonl"
+    path.write_text("\n".join(rows[:3] + [DEEP_OBJECT] + rows[3:]) + "\n")
+    [run] = get_reader("wandb-history").read([path])
+    assert run.scalars[run.scalars["tag"] == "loss"]["step"].tolist() == [0, 1, 2, 3, 4, 5]
+    assert sum(w.count for w in run.warnings if "line" in (str(w.location) + w.message)) == 1
+
+
+@pytest.mark.parametrize(("folder", "name"), [("version_0", "hparams.yaml"), ("run", "config.json")])
+def test_config_nested_too_deep_is_a_warning(tmp_path, folder, name):
+    """Was: RecursionError from the YAML/JSON parser of a config beside a CSV log."""
+    run_dir = tmp_path / folder
+    run_dir.mkdir()
+    (run_dir / "metrics.csv").write_text("step,loss\n0,1.0\n1,0.5\n")
+    (run_dir / name).write_text(DEEP_ARRAY if name.endswith("yaml") else DEEP_OBJECT)
+    logs = load(tmp_path)
+    assert logs.scalars["value"].tolist() == [1.0, 0.5]
+    [info] = logs.runs.values()
+    assert any(w.file.endswith(name) for w in info.warnings), info.warnings
+
+
+def test_tensorboard_hparams_yaml_nested_too_deep_is_a_warning(tmp_path):
+    from tests.fuzz.events import event_file, scalar_events
+
+    event_file(tmp_path / "events.out.tfevents.1.host.1.0", scalar_events(5))
+    (tmp_path / "hparams.yaml").write_text(DEEP_ARRAY)
+    [run] = TensorBoardReader().read([tmp_path / "events.out.tfevents.1.host.1.0"])
+    assert len(run.scalars) == 5
+    assert "could not read hparams" in messages(run)
+
+
+@pytest.mark.parametrize("size", range(1, 12))
+def test_tensorboard_file_shorter_than_a_record_header(tmp_path, size):
+    """Was: IndexError in the vectorised frame check for files of 8 to 11 bytes."""
+    path = tmp_path / "events.out.tfevents.1.host.1.0"
+    path.write_bytes(bytes(size))
+    [run] = TensorBoardReader().read([path])
+    assert run.scalars.empty
+    assert "no intact record" in messages(run)
+
+
+@pytest.mark.parametrize("step", ["nan", "inf", "-inf", "1e30", "9" * 400], ids=["nan", "inf", "-inf", "1e30", "400-digits"])
+def test_pattern_step_that_is_not_a_whole_64_bit_number(tmp_path, step):
+    """Was: ValueError/OverflowError from int(float) on a step of nan or inf."""
+    path = tmp_path / "train.log"
+    path.write_text(f"step 1 loss 0.5\nstep {step} loss 0.4\nstep 3 loss 0.3\n")
+    [run] = read_with_pattern([path], r"step (?P<step>\S+) loss (?P<loss>\S+)")
+    assert run.scalars["step"].tolist() == [1, 3]
+    assert "1 matched value(s) are not numbers" in messages(run)
+
+
+def test_pattern_rank_that_is_not_a_number_defaults(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("rank nan step 1 loss 0.5\nrank 1 step 2 loss 0.4\n")
+    [run] = read_with_pattern([path], r"rank (?P<rank>\S+) step (?P<step>\d+) loss (?P<loss>\S+)")
+    assert run.scalars["step"].tolist() == [1, 2]
+
+
+@pytest.mark.parametrize("digits", [20, 400])
+def test_console_step_beyond_64_bits_is_skipped_and_counted(tmp_path, digits):
+    """Was: OverflowError from the int64 step column (nanoGPT; every console reader shares the row store)."""
+    path = tmp_path / "train.log"
+    lines = [f"iter {i}: loss {2.0 - i / 10:.4f}, time 10.00ms, mfu 1.00%" for i in range(5)]
+    lines.insert(2, f"iter {'9' * digits}: loss 1.0000, time 10.00ms, mfu 1.00%")
+    path.write_text("\n".join(lines) + "\n")
+    [run] = get_reader("nanogpt").read([path])
+    assert sorted(run.scalars["step"].unique().tolist()) == [0, 1, 2, 3, 4]
+    [warning] = [w for w in run.warnings if "64 bits" in w.message]
+    assert warning.count == 3  # loss, time_ms and mfu of that line
+
+
+def test_csv_with_a_million_columns_is_read_in_bounded_time(tmp_path):
+    """Was: about 0.2 ms per column (a header of a million columns took minutes); now one pass per chunk."""
+    columns = 200_000
+    header = "step," + ",".join(f"m{i}" for i in range(columns))
+    path = tmp_path / "metrics.csv"
+    path.write_text(header + "\n1," + ",".join(["0.5"] * columns) + "\n2,0.25\n")
+    [run] = get_reader("csv").read([path])
+    assert len(run.scalars) == columns
+    assert set(run.scalars["value"].tolist()) == {0.5}
+    [ragged] = [w for w in run.warnings if "different number of fields" in w.message]
+    assert ragged.count == 1 and ragged.location == "line 3"
+
+
+def test_event_record_frame_helper_roundtrip(tmp_path):
+    """The test helper frames records the way TensorBoard does (its CRCs verify with our scanner)."""
+    from tanalyze.readers._tfrecord import scan_records
+    from tests.fuzz.events import event_file, scalar_events
+
+    data = event_file(tmp_path / "events.out.tfevents.1.h.1.0", scalar_events(3)).read_bytes()
+    records = scan_records(data)
+    assert len(records.starts) == 4 and not records.damage
+    assert struct.unpack_from("<Q", data, 0)[0] == records.lengths[0]
+
+
+
+def test_wandb_history_undecodable_bytes_are_counted(tmp_path):
+    """Found by the line-damage property: a garbled key was read under a new name and nothing said so."""
+    path = tmp_path / "wandb-history.jsonl"
+    path.write_bytes(b'{"_step": 0, "loss": 1.0}\n{"_step": 1, "l\xffss": 0.5}\n{"_step": 2, "loss": 0.25}\n')
+    [run] = get_reader("wandb-history").read([path])
+    assert run.scalars[run.scalars["tag"] == "loss"]["step"].tolist() == [0, 2]
+    [warning] = [w for w in run.warnings if "not UTF-8" in w.message]
+    assert warning.count == 1
