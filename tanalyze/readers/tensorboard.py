@@ -14,11 +14,10 @@ time from 0.0, and no writer logs at the epoch (tbparse shows 0.0).
 
 from __future__ import annotations
 
-import mmap
+import os
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,8 @@ import pandas as pd
 
 from tanalyze.readers._tbevents import SKIPPED_LABELS, FileEvents, decode_events
 from tanalyze.readers._tbsessions import Session, merge_sessions
-from tanalyze.readers._tfrecord import masked_crc, scan_records
+from tanalyze.readers._tbwindows import join_events, scan_file
+from tanalyze.readers._tfrecord import masked_crc
 from tanalyze.readers.base import FilePart, ReadWarning, Restart, ResumableReader, RunData
 from tanalyze.schema import ScalarColumns, empty_histograms
 
@@ -60,23 +60,6 @@ def _file_order(path: Path) -> tuple[int, str]:
     """TensorBoard's order: by the creation timestamp in the name, then by name."""
     match = _STAMP.search(path.name)
     return (int(match.group(1)) if match else 0, path.name)
-
-
-@contextmanager
-def _mapped(path: Path) -> Iterator[np.ndarray]:
-    """The file's bytes as a read-only array (memory-mapped: pages are read on demand, never copied)."""
-    with open(path, "rb") as handle:
-        if handle.seek(0, 2) == 0:
-            yield np.empty(0, np.uint8)
-            return
-        mapping = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        yield np.frombuffer(mapping, dtype=np.uint8)
-    finally:
-        try:
-            mapping.close()
-        except BufferError:  # an array still views it; it is closed when that goes
-            pass
 
 
 def _lfs_size(head: bytes) -> str:
@@ -114,31 +97,47 @@ class TensorBoardReader(ResumableReader):
         written with the first value only).
         """
         plugins = dict((state or {}).get("plugins", {}))
-        with _mapped(path) as buf:
-            size = len(buf)
-            if size == 0:
-                return FilePart(end=0, tail={"size": 0, "empty": True}, state={"plugins": plugins})
-            if start == 0 and buf[:len(_LFS)].tobytes() == _LFS:
-                return FilePart(end=0, tail={"size": size, "lfs": _lfs_size(buf[:4096].tobytes())},
-                                state={"plugins": plugins})
-            records = scan_records(buf[start:])
-            starts = records.starts + start
-            damage = [(d.start + start, d.end + start, d.reason) for d in records.damage]
-            trailing = damage.pop() if damage and damage[-1][1] == size else None
-            events = decode_events(buf, starts, records.lengths, plugins)
-        frame_offsets = (starts - 12).tolist()
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            head = handle.read(4096) if start == 0 else b""
+        if size == 0:
+            return FilePart(end=0, tail={"size": 0, "empty": True}, state={"plugins": plugins})
+        if head.startswith(_LFS):
+            return FilePart(end=0, tail={"size": size, "lfs": _lfs_size(head)}, state={"plugins": plugins})
+        # Plain reads a window at a time (see _tbwindows): bounded memory, and a file cut while it is
+        # read ends there (with a warning) instead of killing the process as a memory map would.
+        parts: list[tuple[int, FileEvents]] = []
+        frame_offsets: list[np.ndarray] = []
+        damage: list[tuple[int, int, str]] = []
+        bad_data_crc: list[int] = []
+        count = 0
+        end_of_data = start
+        for window in scan_file(path, start=start):
+            events = decode_events(window.buf, window.starts, window.lengths, plugins)
+            plugins = events.plugins
+            parts.append((count, events))
+            count += len(window.starts)
+            frame_offsets.append(window.base + window.starts - 12)
+            damage += [(d.start, d.end, d.reason) for d in window.damage]
+            bad_data_crc += [int(o) for o in window.bad_data_crc]
+            end_of_data = max(end_of_data, window.base + len(window.buf), *(d.end for d in window.damage))
+        size = max(start, end_of_data) if parts else size
+        trailing = damage.pop() if damage and damage[-1][1] >= size else None
+        events = join_events(parts) if parts else decode_events(np.empty(0, np.uint8), np.empty(0, np.int64),
+                                                                  np.empty(0, np.int64), plugins)
+        offsets = np.concatenate(frame_offsets).tolist() if frame_offsets else []
         codes, tags = _canonical_tags(events.tag_codes, events.tags)
         return FilePart(
             end=trailing[0] if trailing is not None else size,
             columns={"records": events.records, "codes": codes, "steps": events.steps,
                      "wall_times": events.wall_times, "values": events.values},
             meta={
-                "records": len(starts), "tags": tags, "histograms": events.histograms,
+                "records": count, "tags": tags, "histograms": events.histograms,
                 "hparams": events.hparams, "text": events.text, "skipped": dict(events.skipped),
                 "session_starts": [list(pair) for pair in events.session_starts],
-                "problems": [[frame_offsets[record], message] for record, message in events.problems],
+                "problems": [[offsets[record], message] for record, message in events.problems],
                 "damage": [list(d) for d in damage],
-                "bad_data_crc": [int(o) + start for o in records.bad_data_crc],
+                "bad_data_crc": bad_data_crc,
             },
             state={"plugins": events.plugins},
             tail={"size": size, "damage": list(trailing) if trailing is not None else None},

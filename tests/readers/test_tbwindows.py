@@ -120,9 +120,6 @@ print(len(run.scalars), "|".join(w.message for w in run.warnings))
 """
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: the resumable TensorBoard reader still memory-maps event files, so a "
-                   "file cut while it is read ends the process (SIGBUS); the windowed scan of _tbwindows, which "
-                   "fixes it, is not yet wired into the resumable reader")
 def test_a_file_truncated_while_read_ends_there_instead_of_killing_the_process(tmp_path):
     """With mmap, touching pages past the new end raised SIGBUS and the process died (exit -7)."""
     records = scalar_events(10)
