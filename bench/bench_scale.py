@@ -207,7 +207,6 @@ def main() -> None:
     work = HERE / "_data" / "scale-work"
     shutil.rmtree(work, ignore_errors=True)
     copy = work / "runs"
-    shutil.copytree(root, copy)  # appends below must not touch the generated data
     caches = work / "caches"
 
     figures: dict[str, list[float]] = {}
@@ -222,6 +221,8 @@ def main() -> None:
 
     for attempt in range(args.repeat):
         print(f"round {attempt + 1}/{args.repeat} (load average {os.getloadavg()[0]:.2f})")
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(root, copy)  # a fresh copy each round: appends must not touch the generated data
         run("load serial, no cache", "load", jobs=1, cache=None)
         run(f"load --jobs {args.jobs}, no cache", "load", jobs=args.jobs, cache=None)
         if "dask" not in args.skip:

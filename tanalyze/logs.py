@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from tanalyze.discover import Discovery, RunSpec, discover
+from tanalyze.discover import Discovery, RunSpec
 from tanalyze.errors import FormatError
 from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
 from tanalyze.readers.base import ResumableReader
-from tanalyze.readers.pattern import UserPattern, read_with_pattern, resolve_patterns
+from tanalyze.readers.pattern import UserPattern, read_with_pattern
 from tanalyze.schema import (
     ScalarColumns,
     concat_frames,
@@ -433,9 +433,8 @@ def load(
         ConfigError: the config file or a pattern in it is invalid.
         NoLogsError: nothing under the path is a training log.
     """
-    from tanalyze.pipeline import read_specs
+    from tanalyze.pipeline import discover_runs, read_specs
 
-    user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
-    discovery = discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns)
+    discovery = discover_runs(path, formats=formats, patterns=patterns)
     results = read_specs(discovery.runs, jobs=jobs, cache=cache, client=client, progress=progress)
     return _merge(results, discovery)

@@ -20,7 +20,9 @@ from tanalyze.discover import RunSpec, discover
 from tanalyze.logs import RunResult, failed_result, read_run
 from tanalyze.parallel import Failure, map_runs
 
-__all__ = ["read_specs", "diagnose_path", "summarize_path", "read_task", "diagnose_task", "summarize_task"]
+__all__ = [
+    "discover_runs", "read_specs", "diagnose_path", "summarize_path", "read_task", "diagnose_task", "summarize_task",
+]
 
 ProgressCallback = Callable[[int, int, str], None]
 

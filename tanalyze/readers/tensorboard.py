@@ -98,50 +98,46 @@ class TensorBoardReader(ResumableReader):
         """
         plugins = dict((state or {}).get("plugins", {}))
         with open(path, "rb") as handle:
-            head = handle.read(4096) if start == 0 else b""
             size = os.fstat(handle.fileno()).st_size
+            head = handle.read(4096) if start == 0 else b""
         if size == 0:
             return FilePart(end=0, tail={"size": 0, "empty": True}, state={"plugins": plugins})
         if head.startswith(_LFS):
             return FilePart(end=0, tail={"size": size, "lfs": _lfs_size(head)}, state={"plugins": plugins})
-        # Read in windows with plain reads (see _tbwindows): memory stays bounded on huge files, and a file
-        # truncated while it is read ends there (a memory map would kill the process with SIGBUS).
+        # Plain reads a window at a time (see _tbwindows): bounded memory, and a file cut while it is
+        # read ends there (with a warning) instead of killing the process as a memory map would.
         parts: list[tuple[int, FileEvents]] = []
+        frame_offsets: list[np.ndarray] = []
         damage: list[tuple[int, int, str]] = []
         bad_data_crc: list[int] = []
-        problems: list[tuple[int, str]] = []
-        records = 0
-        size = start
+        count = 0
+        end_of_data = start
         for window in scan_file(path, start=start):
-            size = window.base + len(window.buf)
-            damage += [(d.start, d.end, d.reason) for d in window.damage]
-            bad_data_crc += window.bad_data_crc
-            if not len(window.starts):
-                continue
             events = decode_events(window.buf, window.starts, window.lengths, plugins)
             plugins = events.plugins
-            offsets = (window.base + window.starts - 12).tolist()
-            problems += [(offsets[record], message) for record, message in events.problems]
-            parts.append((records, events))
-            records += len(window.starts)
-        trailing = damage.pop() if damage and damage[-1][1] == size else None
-        if parts:
-            events = join_events(parts)
-        else:
-            empty = np.empty(0, np.int64)
-            events = decode_events(np.empty(0, np.uint8), empty, empty, plugins)
+            parts.append((count, events))
+            count += len(window.starts)
+            frame_offsets.append(window.base + window.starts - 12)
+            damage += [(d.start, d.end, d.reason) for d in window.damage]
+            bad_data_crc += [int(o) for o in window.bad_data_crc]
+            end_of_data = max(end_of_data, window.base + len(window.buf), *(d.end for d in window.damage))
+        size = max(start, end_of_data) if parts else size
+        trailing = damage.pop() if damage and damage[-1][1] >= size else None
+        events = join_events(parts) if parts else decode_events(np.empty(0, np.uint8), np.empty(0, np.int64),
+                                                                  np.empty(0, np.int64), plugins)
+        offsets = np.concatenate(frame_offsets).tolist() if frame_offsets else []
         codes, tags = _canonical_tags(events.tag_codes, events.tags)
         return FilePart(
             end=trailing[0] if trailing is not None else size,
             columns={"records": events.records, "codes": codes, "steps": events.steps,
                      "wall_times": events.wall_times, "values": events.values},
             meta={
-                "records": records, "tags": tags, "histograms": events.histograms,
+                "records": count, "tags": tags, "histograms": events.histograms,
                 "hparams": events.hparams, "text": events.text, "skipped": dict(events.skipped),
                 "session_starts": [list(pair) for pair in events.session_starts],
-                "problems": [[offset, message] for offset, message in problems],
+                "problems": [[offsets[record], message] for record, message in events.problems],
                 "damage": [list(d) for d in damage],
-                "bad_data_crc": [int(o) for o in bad_data_crc],
+                "bad_data_crc": bad_data_crc,
             },
             state={"plugins": events.plugins},
             tail={"size": size, "damage": list(trailing) if trailing is not None else None},
