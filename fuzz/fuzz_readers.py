@@ -30,6 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 LOAD_EVERY = 8  # one input in this many is also read through load()
+UNINSTRUMENTED = ("tanalyze.readers._tfrecord", "tanalyze.readers._tbfast", "tanalyze.readers._tbwindows",
+                  "tanalyze.readers._widecsv", "tanalyze.readers._tbsessions", "tanalyze.schema")
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -70,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
 
     import atheris
 
-    with atheris.instrument_imports(include=["tanalyze"]):
+    # Not instrumented: the numpy-vectorised modules. atheris's comparison tracing keeps a reference to
+    # numpy arrays compared with ==/< (measured: +570 MB over 3,000 comparisons of a 200,000-element
+    # array), which made long runs on event files end in libFuzzer's out-of-memory; the leak is the
+    # fuzzer's, not the reader's (the same inputs read in a plain loop keep a flat RSS).
+    with atheris.instrument_imports(include=["tanalyze"], exclude=list(UNINSTRUMENTED)):
         import tanalyze.logs  # noqa: F401 - load(), discovery
         from tanalyze.readers import get_readers
 
@@ -108,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     biggest = max(len(seed.files[seed.main]) for seed in seeds) + 1
     defaults = [f"-max_len={max(biggest * 2, 4096)}", "-timeout=30", "-rss_limit_mb=4096"]
     given = {arg.split("=")[0] for arg in extra}
-    libfuzzer_args = [sys.argv[0]] + [d for d in defaults if d.split("=")[0] not in given] + extra + [str(corpus)]
+    reproducing = any(os.path.isfile(arg) for arg in extra)  # crash-… files given: run just those
+    libfuzzer_args = ([sys.argv[0]] + [d for d in defaults if d.split("=")[0] not in given] + extra
+                      + ([] if reproducing else [str(corpus)]))
     atheris.Setup(libfuzzer_args, one_input)
     atheris.Fuzz()
     return 0

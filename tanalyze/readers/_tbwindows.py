@@ -37,7 +37,7 @@ from tanalyze.readers._tfrecord import (
 __all__ = ["WINDOW", "Window", "scan_file", "join_events"]
 
 #: Bytes read per window (a larger record gets a window of its own size).
-WINDOW = 64 << 20
+WINDOW = 32 << 20
 _EDGE_REASONS = ("file ends inside a record", "no valid record from here to the end")
 
 
@@ -52,11 +52,12 @@ class Window:
     lengths: np.ndarray
     damage: list[Damage] = field(default_factory=list)
     bad_data_crc: list[int] = field(default_factory=list)
+    end: int = 0  # file offset where the next window starts (the file's size after the last one)
 
 
 def _read_at(handle, offset: int, count: int) -> np.ndarray:
     """Up to ``count`` bytes at ``offset`` (fewer if the file ends sooner, even if it shrank meanwhile)."""
-    data = bytearray(count)
+    data = np.empty(count, dtype=np.uint8)  # not zero-filled: every byte kept is overwritten by the read
     view = memoryview(data)
     got = 0
     while got < count:
@@ -64,7 +65,7 @@ def _read_at(handle, offset: int, count: int) -> np.ndarray:
         if n <= 0:
             break
         got += n
-    return np.frombuffer(data, dtype=np.uint8)[:got]
+    return data[:got]
 
 
 def _next_candidate(buf: np.ndarray, base: int, size: int) -> int:
@@ -137,13 +138,13 @@ def scan_file(path: str | os.PathLike[str], *, start: int = 0, window: int | Non
             damage, pending = _merge_damage(pending, damage, last, pos + (len(buf) if last else cut))
             if shrunk is not None:
                 damage.append(shrunk)
-            yield Window(pos, buf, starts, lengths, damage, bad)
+            yield Window(pos, buf, starts, lengths, damage, bad, pos + len(buf) if last else pos + cut)
             if last:
                 return
             pos += cut
             want = window
         if pending is not None:
-            yield Window(pos, np.empty(0, np.uint8), np.empty(0, np.int64), np.empty(0, np.int64), [pending], [])
+            yield Window(pos, np.empty(0, np.uint8), np.empty(0, np.int64), np.empty(0, np.int64), [pending], [], pos)
 
 
 def _merge_damage(pending: Damage | None, damage: list[Damage], last: bool, end: int

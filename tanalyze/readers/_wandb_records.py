@@ -206,7 +206,7 @@ def iter_chunks(data: bytes | mmap.mmap, path: str, framing: Framing) -> Iterato
     """
     if len(data) < FILE_HEADER.size:
         raise FormatError(path, f"too short for a W&B transaction log ({len(data)} bytes)")
-    ident, magic, version = FILE_HEADER.unpack_from(data)
+    ident, magic, version = FILE_HEADER.unpack(data[: FILE_HEADER.size])
     if ident != FILE_IDENT or magic != FILE_MAGIC:
         raise FormatError(path, "not a W&B transaction log (no ':W&B' header)", "byte 0")
     if version != FILE_VERSION:
@@ -223,7 +223,11 @@ def iter_chunks(data: bytes | mmap.mmap, path: str, framing: Framing) -> Iterato
         if pos + CHUNK_HEADER.size > size:
             framing.truncated_at = pos
             break
-        crc, length, kind = CHUNK_HEADER.unpack_from(data, pos)
+        header = data[pos : pos + CHUNK_HEADER.size]
+        if len(header) < CHUNK_HEADER.size:  # the file shrank while it was read
+            framing.truncated_at = pos
+            break
+        crc, length, kind = CHUNK_HEADER.unpack(header)
         start = pos + CHUNK_HEADER.size
         if kind == 0 and length == 0:  # zeroed (preallocated) space: nothing more in this block
             pos += block_left
@@ -303,10 +307,36 @@ def read_wandb_file(path: Path, on_history: Callable[[dict[str, Any]], None] | N
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size == 0:
                 raise FormatError(path, "empty file, not a W&B transaction log")
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return _decode_all(data, path, on_history)
+            return _decode_all(_Blocks(handle), path, on_history)
     except OSError as exc:
         raise FormatError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+class _Blocks:
+    """A file's bytes read a block at a time, for :func:`iter_chunks` (whose slices never cross a block).
+
+    Plain reads instead of a memory map: memory stays one block whatever the file's size, and a file that
+    shrinks while it is read (another process rewrote it) gives short reads instead of a SIGBUS that would
+    kill the process.
+    """
+
+    def __init__(self, handle) -> None:
+        self._handle = handle
+        self._size = os.fstat(handle.fileno()).st_size
+        self._index = -1
+        self._block = b""
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __getitem__(self, item: slice) -> bytes:
+        start = item.start or 0
+        index = start // BLOCK
+        if index != self._index:
+            self._handle.seek(index * BLOCK)
+            self._block, self._index = self._handle.read(BLOCK), index
+        base = index * BLOCK
+        return self._block[start - base : item.stop - base]
 
 
 def _decode_all(data: Any, path: Path, on_history: Callable[[dict[str, Any]], None] | None) -> WandbFile:

@@ -26,7 +26,7 @@ import pandas as pd
 import yaml
 
 from tanalyze.errors import FormatError
-from tanalyze.readers._tabular import json_object_lines
+from tanalyze.readers._tabular import MAX_CONFIG_BYTES, json_object_lines, read_text
 from tanalyze.readers._wandb_history import (
     STEP_KEYS,
     History,
@@ -185,8 +185,11 @@ def _config(path: Path | None, data: RunData) -> tuple[dict[str, Any], dict[str,
     if path is None:
         return {}, {}
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, RecursionError, yaml.YAMLError) as exc:
+        raw = yaml.safe_load(read_text(path, limit=MAX_CONFIG_BYTES)[0])
+    except FormatError as exc:
+        data.warnings.append(ReadWarning(str(path), f"config not read: {exc.reason}"))
+        return {}, {}
+    except (RecursionError, yaml.YAMLError) as exc:
         data.warnings.append(ReadWarning(str(path), f"config not read: {_short(exc)}"))
         return {}, {}
     if not isinstance(raw, Mapping):
@@ -199,8 +202,11 @@ def _json_object(path: Path | None, data: RunData) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        value = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError, RecursionError) as exc:
+        value = json.loads(read_text(path, limit=MAX_CONFIG_BYTES)[0])
+    except FormatError as exc:
+        data.warnings.append(ReadWarning(str(path), f"not read: {exc.reason}"))
+        return None
+    except (ValueError, RecursionError) as exc:
         data.warnings.append(ReadWarning(str(path), f"not read: {_short(exc)}"))
         return None
     if not isinstance(value, dict):
@@ -317,10 +323,15 @@ def _merge_console(scalars: pd.DataFrame, path: Path, data: RunData) -> pd.DataF
     return merged.sort_values(["tag", "step"], kind="stable").reset_index(drop=True)
 
 
+_DEBUG_TAIL = 1 << 20
+
+
 def _debug_log(path: Path, data: RunData) -> None:
     """A cheap look at ``debug.log``: does it end with a traceback?"""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        with open(path, "rb") as handle:  # its last megabyte: the end is what is looked at
+            handle.seek(max(0, handle.seek(0, 2) - _DEBUG_TAIL))
+            lines = handle.read().decode("utf-8", errors="replace").splitlines()
     except OSError as exc:
         data.warnings.append(ReadWarning(str(path), f"not read: {_short(exc)}"))
         return

@@ -235,7 +235,9 @@ def read_loaded(root: Path, *, pattern: bool = False, limit: float = 30.0):
     TRIED["load()"] += 1
     try:
         with time_limit(limit):
-            logs = load(root, patterns=[FUZZ_PATTERN] if pattern else None)
+            # One process and no cache: every input is read, here (a cache entry could outlive a rewrite
+            # of the same path within the file system's timestamp granularity).
+            logs = load(root, patterns=[FUZZ_PATTERN] if pattern else None, jobs=1, cache=False)
     except InputError as exc:
         if str(root) not in str(exc):
             raise Crash(f"load({root}): {type(exc).__name__} does not name the path: {exc}") from exc

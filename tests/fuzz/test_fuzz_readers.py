@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fuzz.conftest import FUZZ, scaled
-from tests.fuzz.harness import Seed, exercise, reader_names, seeds
+from tests.fuzz.harness import PATTERN_FORMAT, Seed, exercise, read_loaded, reader_names, seeds, time_limit
 from tests.fuzz.mutations import KINDS, TOKENS, apply
 
 NAMES = reader_names()
@@ -63,3 +63,22 @@ def test_valid_header_then_random_bytes(name, index, keep, tail, tmp_path_factor
     seed = _seeds(name)[index % len(_seeds(name))]
     exercise(seed, lambda data: data[: keep % (len(data) + 1)] + tail, tmp_path_factory.mktemp("run"),
              via_load=keep % 3 == 0)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@settings(FUZZ, max_examples=scaled(1))
+@given(index=st.integers(0, 10), ops=OPS)
+def test_damaged_run_is_diagnosed_and_reported(name, index, ops, tmp_path_factory):
+    """Past the readers: whatever a damaged run yields, diagnosis and the HTML report take it."""
+    from tanalyze.diagnose import diagnose
+    from tanalyze.report import render_report_html
+
+    seed = _seeds(name)[index % len(_seeds(name))]
+    root = tmp_path_factory.mktemp("run")
+    exercise(seed, lambda data: apply(data, ops), root, target=seed.main)
+    logs = read_loaded(root, pattern=name == PATTERN_FORMAT)
+    if isinstance(logs, Exception):
+        return
+    with time_limit(120):
+        page = render_report_html(logs, diagnose(logs))
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")

@@ -27,7 +27,7 @@ from tensorboard.compat.proto import event_pb2
 from tanalyze.readers.tensorboard import TensorBoardReader
 from tests.conftest import REAL_LOGS, SAMPLE_RUNS
 from tests.fuzz.conftest import FUZZ, PROFILE, scaled
-from tests.fuzz.harness import read_direct, seeds, write_run
+from tests.fuzz.harness import TRIED, read_direct, seeds, write_run
 
 READER = TensorBoardReader()
 EVENT_FILES = {
@@ -71,6 +71,7 @@ def record_points(data: bytes, frame: tuple[int, int]) -> Counter:
 
 
 def read_points(path: Path) -> tuple[Counter, list]:
+    TRIED["tensorboard (damage oracle)"] += 1
     [run] = READER.read([path])
     frame = run.scalars
     points = Counter(zip(frame["tag"].astype(str), frame["step"].tolist(), frame["value"].tolist(), strict=True))

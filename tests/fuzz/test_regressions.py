@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import struct
 
 import pytest
@@ -138,3 +139,40 @@ def test_wandb_history_undecodable_bytes_are_counted(tmp_path):
     assert run.scalars[run.scalars["tag"] == "loss"]["step"].tolist() == [0, 2]
     [warning] = [w for w in run.warnings if "not UTF-8" in w.message]
     assert warning.count == 1
+
+
+def test_wandb_config_larger_than_any_config_is_not_loaded(tmp_path):
+    """A hostile 17 MB config.yaml is refused by size (with a warning) instead of being parsed into memory."""
+    run = tmp_path / "wandb" / "run-20240101_000000-abcd1234"
+    (run / "files").mkdir(parents=True)
+    (run / "files" / "config.yaml").write_bytes(b"k: [" + b"1, " * 6_000_000 + b"1]\n")
+    (run / "files" / "wandb-summary.json").write_text('{"loss": 0.5, "_step": 3}')
+    [data] = get_reader("wandb-local").read(sorted(p for p in run.rglob("*") if p.is_file()))
+    [warning] = [w for w in data.warnings if w.file.endswith("config.yaml")]
+    assert "config not read" in warning.message and "more than the 16,777,216 bytes" in warning.message
+
+
+def test_wandb_file_shrinking_while_read_keeps_what_was_read(tmp_path):
+    """Was: the .wandb file was memory-mapped, and a file cut while read killed the process with SIGBUS."""
+    from tanalyze.readers import _wandb_records
+    from tanalyze.readers._wandb_records import read_wandb_file
+    from tests.readers import wandb_make as make
+
+    path = tmp_path / "run-a.wandb"
+    path.write_bytes(make.frame([make.history({"loss": float(i), "_step": i}) for i in range(4000)]))
+    size = path.stat().st_size
+    blocks = _wandb_records._Blocks.__getitem__
+    seen: set[int] = set()
+
+    def cutting(self, item):
+        seen.add((item.start or 0) // _wandb_records.BLOCK)
+        if len(seen) == 3 and path.stat().st_size == size:
+            os.truncate(path, 2 * _wandb_records.BLOCK + 100)  # another process rewrites the file
+        return blocks(self, item)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_wandb_records._Blocks, "__getitem__", cutting)
+        log = read_wandb_file(path)
+    steps = [row["_step"] for row in log.history]
+    assert steps == list(range(len(steps))) and len(steps) > 500  # the first blocks' rows, in order
+    assert log.framing.truncated_at is not None or log.framing.bad_chunks
