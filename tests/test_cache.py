@@ -87,6 +87,104 @@ def test_a_file_that_grew_is_read_from_where_the_last_read_stopped(tmp_path, rea
     assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
 
 
+@pytest.fixture
+def combines(monkeypatch):
+    """How many times a TensorBoard run was combined from whole parts (not extended)."""
+    calls: list[int] = []
+    original = TensorBoardReader.combine
+
+    def spy(self, files, parts):
+        calls.append(len(files))
+        return original(self, files, parts)
+
+    monkeypatch.setattr(TensorBoardReader, "combine", spy)
+    return calls
+
+
+def _append_histogram(folder: Path, scratch: Path, step: int) -> None:
+    from tensorboardX import SummaryWriter
+
+    writer = SummaryWriter(str(scratch), flush_secs=3600)
+    writer.add_histogram("weights", np.arange(10.0), step, walltime=1.7e9 + step)
+    writer.close()
+    data = event_file(scratch).read_bytes()
+    header = 8 + 4 + int.from_bytes(data[:8], "little") + 4
+    with open(event_file(folder), "ab") as handle:
+        handle.write(data[header:])
+
+
+def test_appends_that_continue_the_run_extend_its_entry_without_combining_again(tmp_path, reads, combines):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(0, 50)).close()
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(folder, jobs=1, cache=cache)
+    assert combines == [1]
+    for index, steps in enumerate((range(50, 60), range(60, 61), range(61, 90))):
+        size = event_file(folder).stat().st_size
+        append_events(folder, tmp_path / f"more{index}", steps=steps, seed=index + 5)
+        reads.clear()
+        combines.clear()
+        grown = tanalyze.load(folder, jobs=1, cache=cache)
+        assert reads == [("run", size)]  # the new bytes only, resumed from the run entry
+        assert combines == []  # appended to the cached run, not combined from parts again
+        assert grown.scalars["step"].max() == steps[-1] and len(grown.scalars) == (steps[-1] + 1) * 3
+        assert_same_logs(grown, fresh(folder))
+    reads.clear()
+    combines.clear()
+    again = tanalyze.load(folder, jobs=1, cache=cache)
+    assert reads == [] and combines == []  # and the extended entry serves the next load whole
+    assert_same_logs(again, fresh(folder))
+
+
+@pytest.mark.parametrize("change", ["steps go back", "a step repeats", "histogram", "damaged tail", "record being written",
+                                    "hparams.yaml added", "a new tag", "several appends then one going back"])
+def test_appends_are_extended_only_when_they_continue_the_run_and_always_equal_a_fresh_read(tmp_path, change, combines):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(0, 50)).close()
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(folder, jobs=1, cache=cache)
+    path = event_file(folder)
+    if change == "steps go back":
+        append_events(folder, tmp_path / "more", steps=range(30, 60))
+    elif change == "a step repeats":
+        append_events(folder, tmp_path / "more", steps=range(49, 52))
+    elif change == "histogram":
+        _append_histogram(folder, tmp_path / "more", step=50)
+    elif change == "damaged tail":
+        append_events(folder, tmp_path / "more", steps=range(50, 60))
+        data = bytearray(path.read_bytes())
+        data[-40] ^= 0xFF  # a data CRC of one appended record no longer matches
+        path.write_bytes(bytes(data))
+    elif change == "record being written":
+        append_events(folder, tmp_path / "more", steps=range(50, 60))
+        path.write_bytes(path.read_bytes()[:-7])
+    elif change == "hparams.yaml added":
+        append_events(folder, tmp_path / "more", steps=range(50, 60))
+        (folder / "hparams.yaml").write_text("lr: 0.5\n", encoding="utf-8")
+    elif change == "a new tag":
+        from tensorboardX import SummaryWriter
+
+        writer = SummaryWriter(str(tmp_path / "more"), flush_secs=3600)
+        writer.add_scalar("extra/metric", 1.5, 50, walltime=1.7e9 + 50)
+        writer.close()
+        data = event_file(tmp_path / "more").read_bytes()
+        with open(path, "ab") as handle:
+            handle.write(data[8 + 4 + int.from_bytes(data[:8], "little") + 4:])
+    else:
+        for index in range(3):
+            append_events(folder, tmp_path / f"more{index}", steps=range(50 + 10 * index, 60 + 10 * index))
+            combines.clear()
+            cached = tanalyze.load(folder, jobs=1, cache=cache)
+            assert combines == []
+            assert_same_logs(cached, fresh(folder))
+        append_events(folder, tmp_path / "back", steps=range(55, 65))  # a resume inside the same file
+    combines.clear()
+    grown = tanalyze.load(folder, jobs=1, cache=cache)
+    assert combines == ([] if change == "a new tag" else [1])
+    assert_same_logs(grown, fresh(folder))
+    assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))  # and its new entry is right too
+
+
 def test_a_record_cut_in_the_middle_is_read_whole_once_complete(tmp_path, reads):
     folder = tmp_path / "run"
     write_events(folder, steps=range(40)).close()

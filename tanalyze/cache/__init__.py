@@ -71,7 +71,7 @@ class Cache:
 
     def entry_path(self, kind: str, key: dict) -> Path:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
-        return self.root / kind / digest[:2] / f"{digest}{suffix(self.storage)}"
+        return Path(os.path.join(self.directory, LAYOUT, kind, digest[:2], digest + suffix(self.storage)))
 
     def load(self, kind: str, key: dict):
         """(arrays, header) of the entry for ``key``, or None (missing, unreadable, or another key's)."""

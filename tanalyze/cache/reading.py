@@ -107,37 +107,98 @@ def _run_stamp(files: list[Path], directory: Path) -> dict[str, Any] | None:
     return {"files": stamps, "folder_mtime_ns": folder}
 
 
+def _resume_points(files: list[Path], parts: list[FilePart], stamp: dict[str, Any]) -> dict[str, Any] | None:
+    """Where each file's read ended and the state to go on from, when every part ended cleanly at the file
+    size the stamp recorded (so the stamp's hashes cover exactly what was read); else None."""
+    ends, states = [], []
+    for path, part in zip(files, parts, strict=True):
+        if not part.clean_end or part.end != stamp["files"][str(path)]["size"]:
+            return None
+        ends.append(part.end)
+        states.append(part.state)
+    return {"ends": ends, "states": states}
+
+
+def _extended(reader: ResumableReader, files: list[Path], runs: list[RunData], header: dict[str, Any],
+              now: dict[str, Any]) -> tuple[list[RunData], dict[str, Any] | None] | None:
+    """The cached runs with only what their files gained since, through ``reader.extend``.
+
+    Only when nothing else changed: the same side files and folder, every file
+    at least as long as before with the bytes read then unchanged. Returns the
+    runs and their new resume points, or None (read the run through its parts).
+    """
+    resume, then = header.get("resume"), header.get("stamp", {})
+    if resume is None or then.get("extra") != now["extra"] or then.get("folder_mtime_ns") != now["folder_mtime_ns"]:
+        return None
+    tails = []
+    for path, end, state in zip(files, resume["ends"], resume["states"], strict=True):
+        old, new = then["files"].get(str(path)), now["files"][str(path)]
+        if old is None or old["size"] != end or new["size"] < end:
+            return None
+        if new != old and prefix_hashes(path, end) != old["hashes"]:
+            return None
+        try:
+            tails.append(reader.read_part(path, end, state) if new["size"] > end else FilePart(end=end, state=state))
+        except OSError:
+            return None
+    if not all(tail.clean_end for tail in tails):
+        return None
+    extended = reader.extend(files, runs, tails)
+    if extended is None:
+        return None
+    ends = [tail.end for tail in tails]
+    sizes = [now["files"][str(path)]["size"] for path in files]
+    points = {"ends": ends, "states": [tail.state for tail in tails]} if ends == sizes else None
+    return extended, points
+
+
 def read_runs(reader: Reader, files: list[Path], directory: Path, cache: Cache) -> list[RunData]:
     """One run's result from the cache when none of its files changed.
 
-    Otherwise a :class:`ResumableReader` reads each file through its part entry
-    (resuming files that grew) and combines them; any other reader reads the run
-    whole. Either way the run's entry is then rewritten.
+    When its files only grew, a :class:`ResumableReader` may extend the cached
+    result with the new records alone. Otherwise a resumable reader reads each
+    file through its part entry (resuming files that grew) and combines them;
+    any other reader reads the run whole. Either way the run's entry is then
+    rewritten.
     """
     key = {"files": [os.path.realpath(f) for f in files], "reader": reader.name,
            "reader_version": reader.cache_version, "tanalyze": _version()}
     before = _run_stamp(files, directory)
     found = cache.load("runs", key) if before is not None else None
+    runs: list[RunData] | None = None
+    resume = None
     if found is not None:
         arrays, header = found
-        stamp = header.get("stamp", {})
-        extra = [Path(f) for f in header.get("extra_files", [])]
-        if stamp == {**before, "extra": _run_stamp(extra, directory)}:
+        now = {**before, "extra": _run_stamp([Path(f) for f in header.get("extra_files", [])], directory)}
+        unchanged = header.get("stamp") == now
+        if unchanged or isinstance(reader, ResumableReader):
             try:
-                return decode_runs(arrays, header)
+                cached = decode_runs(arrays, header)
             except (KeyError, TypeError, ValueError, IndexError):
-                pass
-    if isinstance(reader, ResumableReader):
-        parts = reader.combine(files, read_parts(reader, files, cache))
-    else:
-        parts = reader.read(files)
+                cached = None
+            if cached is not None and unchanged:
+                return cached
+            if cached is not None and isinstance(reader, ResumableReader):
+                extended = _extended(reader, files, cached, header, now)
+                if extended is not None:
+                    runs, resume = extended
+    if runs is None:
+        if isinstance(reader, ResumableReader):
+            parts = read_parts(reader, files, cache)
+            runs = reader.combine(files, parts)
+            resume = _resume_points(files, parts, before) if before is not None else None
+        else:
+            runs = reader.read(files)
     if before is None:
-        return parts
-    extra = sorted({str(f) for part in parts for f in part.extra_files})
+        return runs
+    extra = sorted({str(f) for run in runs for f in run.extra_files})
     try:
-        arrays, body = encode_runs(parts)
+        arrays, body = encode_runs(runs)
     except Uncacheable:
-        return parts
+        return runs
     stamp = {**before, "extra": _run_stamp([Path(f) for f in extra], directory)}
-    cache.save("runs", key, arrays, {**body, "stamp": stamp, "extra_files": extra})
-    return parts
+    entry = {**body, "stamp": stamp, "extra_files": extra}
+    if resume is not None:
+        entry["resume"] = resume
+    cache.save("runs", key, arrays, entry)
+    return runs

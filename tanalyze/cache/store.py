@@ -78,11 +78,18 @@ def _narrow(array: np.ndarray) -> np.ndarray:
             if info.min <= low and high <= info.max:
                 return array.astype(dtype)
     elif array.dtype == np.float64:
-        narrow = array.astype(np.float32)
         with np.errstate(over="ignore"):
-            if np.array_equal(narrow.astype(np.float64), array, equal_nan=True):
+            if not _same_bits(array[:8].astype(np.float32), array[:8]):  # most arrays that do not fit show it early
+                return array
+            narrow = array.astype(np.float32)
+            if _same_bits(narrow, array):
                 return narrow
     return array
+
+
+def _same_bits(narrow: np.ndarray, array: np.ndarray) -> bool:
+    """Whether float32 ``narrow`` widens back to exactly the bits of float64 ``array`` (NaNs included)."""
+    return bool(np.array_equal(narrow.astype(np.float64).view(np.int64), array.view(np.int64)))
 
 
 def write_entry(path: Path, arrays: Mapping[str, np.ndarray], header: Mapping[str, Any], storage: str) -> None:
@@ -92,8 +99,11 @@ def write_entry(path: Path, arrays: Mapping[str, np.ndarray], header: Mapping[st
     body["__dtypes__"] = {name: array.dtype.str for name, array in arrays.items()}
     arrays = {name: _narrow(array) for name, array in arrays.items()}
     text = json.dumps(body, allow_nan=True, separators=(",", ":"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        handle, temp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    except FileNotFoundError:  # the entry's folder is new (or the cache was deleted meanwhile)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
             if storage == "parquet":

@@ -130,6 +130,10 @@ def _length_delimited(data, pos, end, ok, key):
     return start, length.astype(np.int64), ok
 
 
+#: Up to this many spans, grouping them in a dict is quicker than hashing them with numpy.
+_FEW_SPANS = 128
+
+
 def factorize_spans(data: _Bytes, pos: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
     """Group equal byte strings ``data[pos:pos+length]``: codes (first-appearance order) and the distinct strings.
 
@@ -138,6 +142,8 @@ def factorize_spans(data: _Bytes, pos: np.ndarray, length: np.ndarray) -> tuple[
     """
     if not len(pos):
         return np.empty(0, np.int64), []
+    if len(pos) <= _FEW_SPANS:  # hashing in numpy has a fixed cost that a dict of a few strings undercuts
+        return _factorize_exact(data, pos, length)
     words = []
     hashed = length.astype(np.uint64) * _PRIME
     for offset in range(0, int(length.max()), 8):

@@ -19,6 +19,12 @@ rules such as restarts or last-write-wins are applied there, from the parts).
 The contract: ``join_parts(read_part(f, 0), read_part(f, B, S))`` equals
 ``read_part(f, 0)`` whenever ``B, S`` came from a part of the same file's
 prefix. Every other reader is cached whole, per run, and re-read on any change.
+
+A resumable reader may also ``extend`` a run it combined before with what its
+files gained since (the parts read from where each file's last part ended),
+when the new rows simply continue the run; otherwise it returns None and the run
+is combined again from whole parts. That keeps a re-read of a growing log
+proportional to what was appended, not to the run.
 """
 
 from __future__ import annotations
@@ -146,6 +152,11 @@ class FilePart:
     def rows(self) -> int:
         return len(next(iter(self.columns.values()))) if self.columns else 0
 
+    @property
+    def clean_end(self) -> bool:
+        """Whether the part ends at a boundary with nothing pending after it (``tail`` holds only the size)."""
+        return not any(value for key, value in self.tail.items() if key != "size")
+
     @classmethod
     def unreadable(cls, path: Path, exc: OSError) -> FilePart:
         """The part of a file that could not be opened: no rows, a warning in ``tail["warnings"]``."""
@@ -171,6 +182,15 @@ class ResumableReader(Reader):
         ``scalars`` may be a :class:`~tanalyze.schema.ScalarColumns` here (arrays: thousands
         of runs are then joined without a pandas table each); :meth:`read` makes it a table.
         """
+
+    def extend(self, files: list[Path], runs: list[RunData], tails: list[FilePart]) -> list[RunData] | None:
+        """``runs`` (what ``combine`` made of ``files`` before) with ``tails`` (one part per file, read on from
+        where that file's last part ended, cleanly) appended; None when that needs a full ``combine``.
+
+        The default always says None. An override must return exactly what ``combine`` would return for
+        the joined parts, or None.
+        """
+        return None
 
     def read(self, files: list[Path]) -> list[RunData]:
         files = [Path(f) for f in files]

@@ -14,6 +14,7 @@ time from 0.0, and no writer logs at the epoch (tbparse shows 0.0).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections import Counter
@@ -97,9 +98,12 @@ class TensorBoardReader(ResumableReader):
         written with the first value only).
         """
         plugins = dict((state or {}).get("plugins", {}))
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            head = handle.read(4096) if start == 0 else b""
+        if start:
+            size, head = os.stat(path).st_size, b""
+        else:
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                head = handle.read(4096)
         if size == 0:
             return FilePart(end=0, tail={"size": 0, "empty": True}, state={"plugins": plugins})
         if head.startswith(_LFS):
@@ -208,6 +212,45 @@ class TensorBoardReader(ResumableReader):
         if sessions and not (len(data.scalars) or len(data.histograms) or data.hparams or data.text or skipped):
             data.notes.append("no summaries: the event file(s) hold only their header")
         return [data]
+
+    def extend(self, files: list[Path], runs: list[RunData], tails: list[FilePart]) -> list[RunData] | None:
+        """The run with the scalars its last file gained appended, when they simply continue it.
+
+        That is: the run had no restarts and no notes, only the last file in
+        TensorBoard's order grew, and what it gained is scalars alone (no damage,
+        session start, histogram, hparams, text or skipped summary) whose steps go on
+        past every step of their tag. Then ``combine`` would append them as they are,
+        so this does too; anything else returns None and the run is combined again.
+        """
+        if len(runs) != 1 or not files:
+            return None
+        run = runs[0]
+        scalars = run.scalars
+        if run.restarts or run.notes or not isinstance(scalars, ScalarColumns):
+            return None
+        last = max(range(len(files)), key=lambda i: _file_order(Path(files[i])))
+        if any(tail.meta.get("records") for i, tail in enumerate(tails) if i != last):
+            return None
+        tail = tails[last]
+        meta = tail.meta
+        if not meta.get("records"):
+            return runs
+        if any(meta[key] for key in ("damage", "bad_data_crc", "problems", "session_starts", "histograms",
+                                     "hparams", "text", "skipped")):
+            return None
+        index = {tag: code for code, tag in enumerate(scalars.tags)}
+        remap = np.array([index.setdefault(tag, len(index)) for tag in meta["tags"]], dtype=np.int32)
+        codes = remap[tail.columns["codes"]] if len(remap) else tail.columns["codes"].astype(np.int32)
+        steps = tail.columns["steps"].astype(np.int64, copy=False)
+        if not _continues(scalars.codes, scalars.step, codes, steps, len(index)):
+            return None
+        extended = ScalarColumns(
+            tags=tuple(index), codes=np.concatenate([scalars.codes, codes]),
+            step=np.concatenate([scalars.step, steps]),
+            value=np.concatenate([scalars.value, tail.columns["values"].astype(np.float64, copy=False)]),
+            wall_time=np.concatenate([scalars.wall_time, tail.columns["wall_times"].astype(np.float64, copy=False)]),
+        )
+        return [dataclasses.replace(run, scalars=extended)]
 
     def _read_hparams_yaml(self, files: list[Path], data: RunData) -> None:
         """Lightning's ``hparams.yaml``: flattened with ``/`` like Lightning does for the plugin;
@@ -320,6 +363,19 @@ def _sessions(file: str, events: FileEvents, tags: dict[str, int], hist_tags: di
             histograms=[row for row in histograms if first <= row["record"] < last],
         ))
     return sessions
+
+
+def _continues(codes: np.ndarray, steps: np.ndarray, new_codes: np.ndarray, new_steps: np.ndarray,
+               n_tags: int) -> bool:
+    """Whether every tag's new steps increase and start past the tag's last step so far (no repeat, no going
+    back: appending them then changes no earlier point and repeats no step)."""
+    last = np.full(n_tags, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last, codes, steps)
+    for tag in np.unique(new_codes).tolist():
+        mine = new_steps[new_codes == tag]
+        if mine[0] <= last[tag] or (len(mine) > 1 and not np.all(np.diff(mine) > 0)):
+            return False
+    return True
 
 
 def _run_label(files: list[Path]) -> str:
