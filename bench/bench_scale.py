@@ -3,6 +3,7 @@
     python bench/bench_scale.py                  # 2,000 runs x 5,000 scalars (generated once into bench/_data/)
     python bench/bench_scale.py --runs 200       # a quicker look
     python bench/bench_scale.py --repeat 3       # best and spread of 3 measurements each
+    python bench/bench_scale.py --runs 200 --steps 10000 --skip dask --skip report   # fewer, longer runs
 
 Runs are written with tensorboardX: a few distinct runs (normal, overfitting,
 diverging, noisy …), each copied to make up the number asked (parsing cost
@@ -27,14 +28,13 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "_data" / "scale"
-STEPS = 1000  # x 5 tags = 5,000 scalars per run
-APPEND = STEPS // 100  # 1% more steps appended to every file
+STEPS = 1000  # x 5 tags = 5,000 scalars per run (--steps)
 TAGS = ("train/loss", "val/loss", "train/lr", "train/grad_norm", "perf/samples_per_sec")
 TEMPLATES = 20
 
 
-def _curves(kind: int, steps: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    t = steps / STEPS
+def _curves(kind: int, steps: np.ndarray, total: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    t = steps / total
     train = 2.5 * np.exp(-3 * t) + 0.3 + 0.05 * rng.standard_normal(len(t))
     val = 2.5 * np.exp(-3 * t) + 0.35 + 0.03 * rng.standard_normal(len(t))
     if kind % 4 == 1:  # overfitting
@@ -50,12 +50,12 @@ def _curves(kind: int, steps: np.ndarray, rng: np.random.Generator) -> dict[str,
     }
 
 
-def _write(folder: Path, kind: int, first: int, count: int) -> Path:
+def _write(folder: Path, kind: int, first: int, count: int, total: int) -> Path:
     from tensorboardX import SummaryWriter
 
     rng = np.random.default_rng(kind * 1000 + first)
     steps = np.arange(first, first + count)
-    curves = _curves(kind, steps, rng)
+    curves = _curves(kind, steps, total, rng)
     writer = SummaryWriter(str(folder), flush_secs=3600)
     for i, step in enumerate(steps.tolist()):
         for tag in TAGS:
@@ -71,19 +71,23 @@ def _records_after_header(path: Path) -> bytes:
     return data[first:]
 
 
-def generate(runs: int) -> Path:
-    """``runs`` run folders under bench/_data/scale/<runs>/ (reused when complete) and the 1% appendix."""
-    root = DATA / str(runs)
+def _templates(steps: int) -> Path:
+    return DATA / ("_templates" if steps == STEPS else f"_templates-{steps}")
+
+
+def generate(runs: int, steps: int = STEPS) -> Path:
+    """``runs`` run folders under bench/_data/scale/<runs>[-<steps>]/ (reused when complete) and the 1% appendix."""
+    root = DATA / (str(runs) if steps == STEPS else f"{runs}-{steps}")
     done = root / ".complete"
     if done.exists():
         return root
     shutil.rmtree(root, ignore_errors=True)
-    templates = root.parent / "_templates"
+    templates = _templates(steps)
     if not (templates / ".complete").exists():
         shutil.rmtree(templates, ignore_errors=True)
         for kind in range(TEMPLATES):
-            path = _write(templates / f"t{kind:02d}", kind, 0, STEPS)
-            tail = _write(templates / f"t{kind:02d}-more", kind, STEPS, APPEND)
+            path = _write(templates / f"t{kind:02d}", kind, 0, steps, steps)
+            tail = _write(templates / f"t{kind:02d}-more", kind, steps, steps // 100, steps)  # 1% more steps
             (templates / f"t{kind:02d}.append").write_bytes(_records_after_header(tail))
             shutil.rmtree(tail.parent)
             path.rename(path.with_name("events.out.tfevents.1700000000.bench.1.0"))
@@ -98,8 +102,8 @@ def generate(runs: int) -> Path:
     return root
 
 
-def append_one_percent(root: Path) -> None:
-    templates = DATA / "_templates"
+def append_one_percent(root: Path, steps: int = STEPS) -> None:
+    templates = _templates(steps)
     appendix = {kind: (templates / f"t{kind:02d}.append").read_bytes() for kind in range(TEMPLATES)}
     for path in sorted(root.glob("sweep/*/run*/events.out.tfevents.*")):
         with open(path, "ab") as handle:
@@ -197,13 +201,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=STEPS, help=f"steps per run, 5 scalars each (default {STEPS})")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip", action="append", default=[], choices=["dask", "report"], help="leave a part out")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     t = time.perf_counter()
-    root = generate(args.runs)
-    print(f"data: {args.runs} runs x {STEPS * len(TAGS):,} scalars in {root} (ready in {time.perf_counter() - t:.1f} s)")
+    if args.steps < 100:
+        parser.error("--steps must be at least 100 (1%% of it is appended)")
+    root = generate(args.runs, args.steps)
+    print(f"data: {args.runs} runs x {args.steps * len(TAGS):,} scalars in {root} (ready in {time.perf_counter() - t:.1f} s)")
     work = HERE / "_data" / "scale-work"
     shutil.rmtree(work, ignore_errors=True)
     copy = work / "runs"
@@ -230,7 +237,7 @@ def main() -> None:
         cache = caches / f"c{attempt}"
         run("load serial, cold cache", "load", jobs=1, cache=cache)
         run("load serial, warm cache", "load", jobs=1, cache=cache)
-        append_one_percent(copy)
+        append_one_percent(copy, args.steps)
         run("load serial, after 1% appended", "load", jobs=1, cache=cache)
         if "report" not in args.skip:
             out = work / "report.html"

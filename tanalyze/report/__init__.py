@@ -19,7 +19,7 @@ import pandas as pd
 
 from tanalyze.logs import Logs, RunInfo
 from tanalyze.report.fragments import render_check_html, render_logs_html
-from tanalyze.report.html import render_html, render_run_fragment
+from tanalyze.report.html import iter_html, render_html, render_run_fragment
 from tanalyze.report.jsonout import SCHEMA_ID, report_dict, write_json
 from tanalyze.report.model import ReportData, RunSource, build_report, sources_from
 from tanalyze.report.pipeline import report_paths
@@ -161,9 +161,8 @@ def write_report(
     if json_path is not None:
         sizes["json"] = write_json(report, json_path)
     if html_path is not None:
-        page = render_html(data, embed_json=report, progress=progress, workers=workers)
+        pieces = iter_html(data, embed_json=report, progress=progress, workers=workers)
         with open(html_path, "w", encoding="utf-8", newline="") as handle:
-            for start in range(0, len(page), 1 << 20):  # encoded a slice at a time: no second copy of the page
-                handle.write(page[start:start + (1 << 20)])
+            handle.writelines(pieces)  # streamed: the page is never whole in memory
         sizes["html"] = os.path.getsize(html_path)
     return sizes

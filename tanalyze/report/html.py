@@ -12,7 +12,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -366,7 +366,24 @@ def render_html(
     workers: int | None = None,
     sections: bool = True,
 ) -> str:
-    """The report page (``fragment=True``: one ``<div>`` with its style, no script, for Jupyter).
+    """The report page as one string (see :func:`iter_html` for the options)."""
+    return "".join(iter_html(data, fragment=fragment, csp=csp, embed_json=embed_json, progress=progress,
+                             workers=workers, sections=sections))
+
+
+def iter_html(
+    data: ReportData,
+    *,
+    fragment: bool = False,
+    csp: bool = True,
+    embed_json: Mapping[str, Any] | None = None,
+    progress: ProgressCallback | None = None,
+    workers: int | None = None,
+    sections: bool = True,
+) -> Iterator[str]:
+    """The report page in pieces, in order: written to a file as they come, the page is never whole in memory.
+
+    ``fragment=True``: one ``<div>`` with its style, no script, for Jupyter.
 
     ``csp=False`` leaves the Content-Security-Policy out (tests use it to show
     that escaping alone keeps payloads inert). ``embed_json`` is placed in a
@@ -403,7 +420,7 @@ def render_html(
         "csp": csp_for(SCRIPT) if csp and not fragment else None,
         "data_json": Markup(json_for_script(embed_json)) if embed_json is not None and not fragment else None,
     }
-    return _render("report.html.j2", context)
+    return _environment().get_template("report.html.j2").generate(**context)
 
 
 def render_run_fragment(data: ReportData, index: int = 1) -> str:
