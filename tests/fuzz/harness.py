@@ -131,7 +131,7 @@ def seeds(reader: str) -> tuple[Seed, ...]:
     if reader == "wandb-history" and REAL_LOGS.is_dir():  # its files sit in W&B run folders the W&B reader claims
         for path in sorted(REAL_LOGS.glob("wandb_local/*/wandb/wandb-history.jsonl")):
             if path.stat().st_size <= MAX_SEED_BYTES:
-                found.append((path.stat().st_size, Seed(reader, f"real_logs:{path.parent}", {path.name: path.read_bytes()},
+                found.append((path.stat().st_size, Seed(reader, f"real_logs:{path.parent.relative_to(REAL_LOGS).as_posix()}", {path.name: path.read_bytes()},
                                                         (path.name,))))
     found.sort(key=lambda item: item[0])
     # The smallest, the largest and one between: small seeds fuzz fast, larger ones hold more structure.
