@@ -39,7 +39,7 @@ def _pick(found: tuple[Seed, ...], index: int, file_index: int) -> tuple[Seed, s
 
 
 @pytest.mark.parametrize("name", NAMES)
-@settings(FUZZ, max_examples=scaled(12))
+@settings(FUZZ, max_examples=scaled(40))
 @given(index=st.integers(0, 10), file_index=st.integers(0, 10), ops=OPS)
 def test_damaged_file_is_read_or_named(name, index, file_index, ops, tmp_path_factory):
     seed, target = _pick(_seeds(name), index, file_index)
@@ -47,7 +47,7 @@ def test_damaged_file_is_read_or_named(name, index, file_index, ops, tmp_path_fa
 
 
 @pytest.mark.parametrize("name", NAMES)
-@settings(FUZZ, max_examples=scaled(3))
+@settings(FUZZ, max_examples=scaled(8))
 @given(index=st.integers(0, 10), ops=OPS)
 def test_damaged_run_loads(name, index, ops, tmp_path_factory):
     """The same through ``load`` (discovery, sniffing, run naming, merging)."""
@@ -56,7 +56,7 @@ def test_damaged_run_loads(name, index, ops, tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@settings(FUZZ, max_examples=scaled(4))
+@settings(FUZZ, max_examples=scaled(12))
 @given(index=st.integers(0, 10), keep=st.integers(0, 4096), tail=st.binary(min_size=0, max_size=4096))
 def test_valid_header_then_random_bytes(name, index, keep, tail, tmp_path_factory):
     """A file that starts like the real thing (its first bytes kept) and continues as random bytes."""
@@ -66,7 +66,7 @@ def test_valid_header_then_random_bytes(name, index, keep, tail, tmp_path_factor
 
 
 @pytest.mark.parametrize("name", NAMES)
-@settings(FUZZ, max_examples=scaled(1))
+@settings(FUZZ, max_examples=scaled(2))
 @given(index=st.integers(0, 10), ops=OPS)
 def test_damaged_run_is_diagnosed_and_reported(name, index, ops, tmp_path_factory):
     """Past the readers: whatever a damaged run yields, diagnosis and the HTML report take it."""

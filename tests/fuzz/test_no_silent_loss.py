@@ -262,7 +262,7 @@ def _run(seed, target: str, content: bytes, root: Path):
 
 
 @pytest.mark.parametrize("name", LINE_READERS)
-@settings(FUZZ, max_examples=scaled(5))
+@settings(FUZZ, max_examples=scaled(15))
 @given(line_index=st.integers(0, 1 << 20), kind=st.sampled_from(LINE_DAMAGE), salt=st.integers(0, 1 << 20))
 def test_a_damaged_line_costs_that_line_only(name, line_index, kind, salt, tmp_path_factory):
     seed, target = _line_seed(name)
