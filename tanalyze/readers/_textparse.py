@@ -156,6 +156,14 @@ def _tagged(matches: Iterator[re.Match[str]], index: int, kind: str) -> Iterator
         yield m.start(), index, kind, m
 
 
+def _append(column: array, items: Iterable) -> None:
+    """Append ``items`` to ``column``: a list in one pass (``extend`` grows the array item by item)."""
+    if type(items) is list:
+        column.fromlist(items)
+    else:
+        column.extend(items)
+
+
 def _is_default(value: float, default: float) -> bool:
     return value == default or (value != value and default != default)  # NaN defaults
 
@@ -240,14 +248,14 @@ class Rows:
             if isinstance(given, list):
                 if column is None:
                     column = self._optional(name, typecode, default)
-                column.extend(given)
+                _append(column, given)
             elif column is not None or not _is_default(given, default):
                 if column is None:
                     column = self._optional(name, typecode, default)
                 column.extend(array(typecode, [given]) * n)
-        self.tags.extend(codes)
-        self.steps.extend(steps)
-        self.values.extend(values)
+        _append(self.tags, codes)
+        _append(self.steps, steps)
+        _append(self.values, values)
 
     def add(self, tag: str, step: int, value: float, epoch: float = NAN, rank: int = -1, wall: float = NAN) -> None:
         self.extend([self.code(tag)], [step], [value], epoch, rank, wall)
