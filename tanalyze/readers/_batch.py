@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from itertools import chain
-from operator import lt
+from operator import le, lt
 from typing import TypeVar
 
 __all__ = ["floats", "interleave", "repeat_each", "rising"]
@@ -37,6 +37,6 @@ def repeat_each(items: Sequence[T], times: int) -> list[T]:
     return interleave(*([items] * times))
 
 
-def rising(values: Sequence[int]) -> bool:
-    """Whether every value is greater than the one before it."""
-    return all(map(lt, values, values[1:]))
+def rising(values: Sequence[int], strictly: bool = True) -> bool:
+    """Whether every value is greater than (or, not ``strictly``, at least) the one before it."""
+    return all(map(lt if strictly else le, values, values[1:]))
