@@ -26,7 +26,7 @@ from pathlib import Path
 
 from tanalyze.readers._batch import floats, interleave, repeat_each, rising
 from tanalyze.readers._lines import Chunk
-from tanalyze.readers._textparse import NAN, NUMBER, TextParser, parse_timestamp, to_float
+from tanalyze.readers._textparse import NAN, NUMBER, TextParser, parse_timestamp, parse_timestamps, to_float
 from tanalyze.readers._textreader import TextReader
 from tanalyze.readers.generic_text import GenericRules
 
@@ -243,7 +243,7 @@ class DeepSpeedEngineLines:
             return False
         self._ds_engine, self._ds_last_step = 0, steps[-1]
         self._last_anchor[rank] = self._last_step = steps[-1]  # type: ignore[attr-defined]
-        walls = list(map(parse_timestamp, columns[_STAMP]))
+        walls = parse_timestamps(columns[_STAMP])
         rows = self.rows  # type: ignore[attr-defined]
         codes = rows.codes(("skipped", "lr")) * len(steps)
         rows.extend(codes, interleave(steps, steps), values, rank=[rank] * len(codes), wall=interleave(walls, walls))
@@ -306,7 +306,7 @@ class DeepSpeedEngineLines:
                 self._ds_grad_accum = int(line[_MICRO]) / int(line[_GLOBAL])
                 break
         self._ds_timer_engine, self._ds_last_timer = 0, steps[-1]
-        walls = list(map(parse_timestamp, columns[_STAMP]))
+        walls = parse_timestamps(columns[_STAMP])
         rows = self.rows  # type: ignore[attr-defined]
         width = len(_TIMER_LINE_TAGS)
         rows.extend(rows.codes(_TIMER_LINE_TAGS) * len(steps), repeat_each(steps, width), values,

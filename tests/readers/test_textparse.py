@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanalyze.readers._textparse import Rows, dedupe, parse_timestamp
+from tanalyze.readers._textparse import Rows, dedupe, parse_timestamp, parse_timestamps
 from tanalyze.schema import keep_last_write
 
 
@@ -62,3 +62,24 @@ def test_time_stamps_are_read_as_utc():
     assert parse_timestamp("2024-05-01T10:00:00") == calendar.timegm((2024, 5, 1, 10, 0, 0))
     assert math.isnan(parse_timestamp("not a time stamp"))
     assert math.isnan(parse_timestamp("2023-13-45 99:99:99"))
+
+
+@pytest.mark.parametrize(
+    "stamps",
+    [
+        ["2022-10-31 10:59:51,434", "2022-10-31 10:59:56,281", "2024-02-29 23:59:59,999", "1970-01-01 00:00:00,001"],
+        ["2022/10/31 10:59:51.434", "2022-10-31 10:59:51.007"],
+        ["2022-10-31 10:59:51,434", "2022-13-31 10:59:51,434"],  # a month that does not exist: NaN
+        ["0000-01-01 00:00:00,000", "2022-10-31 10:59:51,434"],  # no year 0: NaN
+        ["2022-10-31 10:59:51,434", "2022-10-31 10:59:51"],  # another shape
+        ["2022-10-31 10:59:51,434", "2022-10-31 10:59:5x,434", "2022-10-31T10:59:51,434"],
+        [],
+    ],
+)
+def test_time_stamps_read_together_are_the_same_floats(stamps):
+    together = parse_timestamps(stamps)
+    one_by_one = [parse_timestamp(stamp) for stamp in stamps]
+    assert len(together) == len(one_by_one)
+    for got, expected in zip(together, one_by_one, strict=True):
+        assert got == expected or (math.isnan(got) and math.isnan(expected))
+    assert any(math.isnan(v) for v in together) == any("13-" in s or s.startswith("0000") or "5x" in s for s in stamps)
