@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import islice
 from pathlib import Path
 
 from tanalyze.readers._batch import floats, interleave, repeat_each, rising
@@ -93,6 +94,12 @@ _ENGINE_LINE = re.compile(
 _STAMP, _RANK, _STEP, _SKIPPED, _LR, _EPOCH, _MICRO, _GLOBAL, _OLD_STEP = range(9)
 _TIMER_FIELDS = slice(9, 13)
 _TIMER_LINE_TAGS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "MemAllocated (GB)", "MaxMemAllocated (GB)")
+
+
+def _step_line_start(text: str, index: int) -> int:
+    """Where the ``index``-th step line that ``_ENGINE_LINE`` finds in ``text`` starts (to name a restart's line)."""
+    steps = (m for m in _ENGINE_LINE.finditer(text) if m.group(_RANK + 1))
+    return next(islice(steps, index, None)).start()
 
 
 class _TimerShapes:
@@ -258,7 +265,7 @@ class DeepSpeedEngineLines:
         ranks: list[int] = []
         walls: list[float] = []
         latest = None
-        for stamp, rank_text, step_text, skipped, lr_text, *_ in lines:
+        for index, (stamp, rank_text, step_text, skipped, lr_text, *_) in enumerate(lines):
             rank, step = int(rank_text), int(step_text)
             if step == self._ds_last_step:
                 self._ds_engine += 1
@@ -269,7 +276,7 @@ class DeepSpeedEngineLines:
             if not self._ds_engine:
                 previous = last_anchor.get(rank)
                 if previous is not None and step < previous:
-                    self.anchor(step, chunk, chunk.text.find(f"step={step}, skipped="), rank=rank)  # type: ignore[attr-defined]
+                    self.anchor(step, chunk, _step_line_start(chunk.text, index), rank=rank)  # type: ignore[attr-defined]
                 last_anchor[rank] = step
                 latest = step
             prefix = f"engine{self._ds_engine}/" if self._ds_engine else ""
