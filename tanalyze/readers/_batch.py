@@ -9,12 +9,15 @@ otherwise reads them line by line as before.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable, Sequence
 from itertools import chain
 from operator import le, lt
 from typing import TypeVar
 
-__all__ = ["floats", "interleave", "repeat_each", "rising"]
+import numpy as np
+
+__all__ = ["floats", "interleave", "repeated", "rising"]
 
 T = TypeVar("T")
 
@@ -32,9 +35,15 @@ def interleave(*columns: Iterable[T]) -> list[T]:
     return list(chain.from_iterable(zip(*columns, strict=True)))
 
 
-def repeat_each(items: Sequence[T], times: int) -> list[T]:
-    """Every item ``times`` times in a row (a line's step once for each of its fields)."""
-    return interleave(*([items] * times))
+_DTYPES = {"q": np.int64, "d": np.float64}
+
+
+def repeated(items: Sequence[float], times: int, typecode: str) -> array:
+    """Every item ``times`` times in a row (a line's step once for each of its fields), as an
+    ``array`` of ``typecode`` ('q' or 'd'); OverflowError for an integer beyond 64 bits."""
+    out = array(typecode)
+    out.frombytes(np.repeat(np.asarray(items, dtype=_DTYPES[typecode]), times).tobytes())
+    return out
 
 
 def rising(values: Sequence[int], strictly: bool = True) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from tanalyze.readers._batch import floats, interleave
-from tanalyze.readers._textparse import Rows, to_float
+from tanalyze.readers._textparse import to_float
 
 __all__ = ["FieldShape", "LineShapes", "field_pairs", "fields_into"]
 
@@ -154,8 +154,4 @@ class FieldShape:
         if values is None:
             return None
         return matches, columns[: self.head_groups], values
-
-    def codes(self, rows: Rows, lines: int) -> list[int]:
-        """The tag codes of ``lines`` lines of this shape, line after line."""
-        return rows.codes(self.tags) * lines
 

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.errors import FormatError
+from tanalyze.readers._batch import repeated
 from tanalyze.readers._lines import Chunk, TextStats, iter_chunks
 from tanalyze.readers.base import ReadWarning, Restart
 from tanalyze.schema import keep_last_write
@@ -244,14 +245,14 @@ class Rows:
 
     def extend(
         self,
-        codes: list[int],
-        steps: list[int],
-        values: list[float],
-        epoch: float | list[float] = NAN,
-        rank: int | list[int] = -1,
-        wall: float | list[float] = NAN,
+        codes: list[int] | array,
+        steps: list[int] | array,
+        values: list[float] | array,
+        epoch: float | list[float] | array = NAN,
+        rank: int | list[int] | array = -1,
+        wall: float | list[float] | array = NAN,
     ) -> None:
-        """Append many rows; ``epoch``/``rank``/``wall`` are one value for all or one per row.
+        """Append many rows (columns as lists or arrays); ``epoch``/``rank``/``wall`` are one value for all or one per row.
 
         A row whose step or rank does not fit in 64 bits (a garbled line's digits) is
         skipped and counted in ``out_of_range``; the other rows are kept.
@@ -271,7 +272,7 @@ class Rows:
                 return
             for i in range(n):
                 self.extend([codes[i]], [steps[i]], [values[i]], *(
-                    given[i] if isinstance(given, list) else given for given in (epoch, rank, wall)))
+                    given[i] if isinstance(given, (list, array)) else given for given in (epoch, rank, wall)))
 
     def _extend(self, n: int, codes, steps, values, epoch, rank, wall) -> None:
         for name, typecode, given, default in (
@@ -280,7 +281,7 @@ class Rows:
             ("walls", "d", wall, NAN),
         ):
             column = getattr(self, name)
-            if isinstance(given, list):
+            if isinstance(given, (list, array)):
                 if column is None:
                     column = self._optional(name, typecode, default)
                 _append(column, given)
@@ -291,6 +292,23 @@ class Rows:
         _append(self.tags, codes)
         _append(self.steps, steps)
         _append(self.values, values)
+
+    def extend_lines(
+        self, tags: Sequence[str], steps: Sequence[int], values: list[float], walls: Sequence[float] | None = None,
+        rank: int = -1,
+    ) -> None:
+        """Append lines that all carry ``tags`` in this order: a step (and wall time) per line,
+        ``values`` line after line. The columns are built as arrays, without a list per column.
+
+        OverflowError, with nothing appended, when a step does not fit in 64 bits (the caller
+        then reads the lines one by one).
+        """
+        width, lines = len(tags), len(steps)
+        if not lines:
+            return
+        step_column = repeated(steps, width, "q")
+        wall_column = NAN if walls is None else repeated(walls, width, "d")
+        self.extend(array("i", self.codes(tags)) * lines, step_column, values, rank=rank, wall=wall_column)
 
     def add(self, tag: str, step: int, value: float, epoch: float = NAN, rank: int = -1, wall: float = NAN) -> None:
         self.extend([self.code(tag)], [step], [value], epoch, rank, wall)

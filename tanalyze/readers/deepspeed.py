@@ -25,7 +25,7 @@ import re
 from itertools import islice
 from pathlib import Path
 
-from tanalyze.readers._batch import floats, interleave, repeat_each, rising
+from tanalyze.readers._batch import floats, interleave, rising
 from tanalyze.readers._lines import Chunk
 from tanalyze.readers._textparse import NAN, NUMBER, TextParser, parse_timestamp, parse_timestamps, to_float
 from tanalyze.readers._textreader import TextReader
@@ -248,12 +248,12 @@ class DeepSpeedEngineLines:
         values = floats(interleave(columns[_SKIPPED], columns[_LR]))
         if values is None:
             return False
+        try:
+            self.rows.extend_lines(("skipped", "lr"), steps, values, parse_timestamps(columns[_STAMP]), rank)  # type: ignore[attr-defined]
+        except OverflowError:
+            return False
         self._ds_engine, self._ds_last_step = 0, steps[-1]
         self._last_anchor[rank] = self._last_step = steps[-1]  # type: ignore[attr-defined]
-        walls = parse_timestamps(columns[_STAMP])
-        rows = self.rows  # type: ignore[attr-defined]
-        codes = rows.codes(("skipped", "lr")) * len(steps)
-        rows.extend(codes, interleave(steps, steps), values, rank=[rank] * len(codes), wall=interleave(walls, walls))
         return True
 
     def _ds_steps_one_by_one(self, chunk: Chunk, lines: list[tuple[str, ...]]) -> None:
@@ -308,16 +308,15 @@ class DeepSpeedEngineLines:
         values = floats(interleave(*columns[_TIMER_FIELDS]))
         if values is None:
             return False
+        try:
+            self.rows.extend_lines(_TIMER_LINE_TAGS, steps, values, parse_timestamps(columns[_STAMP]))  # type: ignore[attr-defined]
+        except OverflowError:
+            return False
         for line in reversed(lines):
             if line[_EPOCH] == "0" and int(line[_GLOBAL]):  # micro_step restarts every epoch; global_step does not
                 self._ds_grad_accum = int(line[_MICRO]) / int(line[_GLOBAL])
                 break
         self._ds_timer_engine, self._ds_last_timer = 0, steps[-1]
-        walls = parse_timestamps(columns[_STAMP])
-        rows = self.rows  # type: ignore[attr-defined]
-        width = len(_TIMER_LINE_TAGS)
-        rows.extend(rows.codes(_TIMER_LINE_TAGS) * len(steps), repeat_each(steps, width), values,
-                    wall=repeat_each(walls, width))
         return True
 
     def _ds_timers_one_by_one(self, lines: list[tuple[str, ...]]) -> None:

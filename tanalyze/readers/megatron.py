@@ -26,7 +26,7 @@ from bisect import bisect_left
 from itertools import repeat
 from pathlib import Path
 
-from tanalyze.readers._batch import repeat_each, rising
+from tanalyze.readers._batch import rising
 from tanalyze.readers._fields import FieldShape, LineShapes, field_pairs, fields_into
 from tanalyze.readers._lines import Chunk
 from tanalyze.readers._textparse import NAN, TextParser, config_value, parse_timestamp
@@ -137,10 +137,12 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         positions = list(map(re.Match.start, matches))
         if any("]" in text[pos - 4 : pos] for pos in positions):
             return None  # time-stamped lines
+        try:
+            self.rows.extend_lines(shape.tags, steps, values)
+        except OverflowError:
+            return None
         if not self._iterations_seen:
             self._first_iteration(matches[0])
-        fields = len(shape.tags)
-        self.rows.extend(shape.codes(self.rows, len(steps)), repeat_each(steps, fields), values)
         self._last_iteration = steps[-1]
         self.anchor(steps[-1], None, 0)
         self.parsed_lines += len(steps)
@@ -213,7 +215,10 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         if before is None and 0 in index:
             return False  # setup timers before training: left out line by line
         steps = [iteration_steps[i - 1] if i else before for i in index]
-        self.rows.extend(shape.codes(self.rows, len(steps)), repeat_each(steps, len(shape.tags)), values)
+        try:
+            self.rows.extend_lines(shape.tags, steps, values)
+        except OverflowError:
+            return False
         self.parsed_lines += len(steps)
         return True
 

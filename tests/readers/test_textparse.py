@@ -56,6 +56,20 @@ def test_rows_only_carry_optional_columns_that_were_used():
     assert math.isnan(table["wall_time"][0]) and table["wall_time"][1] == 10.0
 
 
+def test_rows_of_whole_lines_equal_the_rows_added_one_by_one():
+    by_line, one_by_one = Rows(), Rows()
+    one_by_one.add("loss", 0, 9.0)
+    by_line.add("loss", 0, 9.0)
+    by_line.extend_lines(("lr", "loss"), [10, 20], [0.1, 8.5, 0.2, 8.0], walls=[100.5, 200.25], rank=3)
+    for step, lr, loss, wall in ((10, 0.1, 8.5, 100.5), (20, 0.2, 8.0, 200.25)):
+        one_by_one.add("lr", step, lr, rank=3, wall=wall)
+        one_by_one.add("loss", step, loss, rank=3, wall=wall)
+    pd.testing.assert_frame_equal(by_line.frame(), one_by_one.frame())
+    with pytest.raises(OverflowError):  # nothing appended: the caller reads such lines one by one
+        by_line.extend_lines(("loss",), [30, 2**70], [7.0, 6.0])
+    assert len(by_line) == 5
+
+
 def test_time_stamps_are_read_as_utc():
     assert parse_timestamp("2023-04-18 01:46:59,142") == pytest.approx(calendar.timegm((2023, 4, 18, 1, 46, 59)) + 0.142)
     assert parse_timestamp("2023/08/05 08:15:04") == calendar.timegm((2023, 8, 5, 8, 15, 4))
