@@ -78,6 +78,8 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         self._last_iteration: int | None = None
         self._iteration_tags: dict[str, str] = {}
         self._timer_tags: dict[str, str] = {}
+        self._validation_tags: dict[str, str] = {}
+        self._split_tags: dict[tuple[str, str], str] = {}
         self._iteration_shapes = LineShapes()
         self._timer_shapes = LineShapes("time (ms)/")
         self._iteration_fields = FieldShape(_ITERATION_HEAD)
@@ -107,9 +109,8 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             self._timer_fields.forget()
             self._timers_one_by_one(chunk, *iterations)
         self._previous_iteration = self._last_iteration
-        for m in VALIDATION.finditer(chunk.text):  # a literal start: as quick as a test for it
-            self._on_validation(m, chunk)
-        for m in MEMORY.finditer(chunk.text):
+        self._validations_fast(chunk)
+        for m in MEMORY.finditer(chunk.text):  # a literal start: as quick as a test for it
             self._on_memory(m, chunk)
         self.parsed_lines += self._ds_fast(chunk)
 
@@ -288,22 +289,52 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         self._previous_iteration = self._last_iteration
 
     def _on_validation(self, m: re.Match[str], chunk: Chunk) -> None:
+        read = self._validation(m)
+        if read is None:
+            self.unparsed(chunk, m.start())
+            return
+        step, names, values = read
+        self.rows.extend(self.rows.codes(names), [step] * len(names), values)
+
+    def _validations_fast(self, chunk: Chunk) -> None:
+        """Every validation line of the chunk, appended together (the same rows as ``_on_validation``)."""
+        names: list[str] = []
+        values: list[float] = []
+        steps: list[int] = []
+        for m in VALIDATION.finditer(chunk.text):
+            read = self._validation(m)
+            if read is None:
+                self.unparsed(chunk, m.start())
+                continue
+            names.extend(read[1])
+            values.extend(read[2])
+            steps.extend([read[0]] * len(read[1]))
+        self.rows.extend(self.rows.codes(names), steps, values)
+
+    def _validation(self, m: re.Match[str]) -> tuple[int, list[str], list[float]] | None:
+        """(step, tags, values) of a validation line, counted as read; None when it has no field."""
         split = "validation" if m.group(1) is not None or m.group(2) in (None, "val", "valid") else m.group(2)
         step = int(m.group(1)) if m.group(1) is not None else (self._last_iteration or 0)
-        pairs = []
-        for name, value in field_pairs(m.group(3), self._bad_values):
+        names: list[str] = []
+        values: list[float] = []
+        if not fields_into(m.group(3), names, values, self._bad_values, self._validation_tags):
+            return None
+        self._validations += 1
+        self.parsed_lines += 1
+        return step, [self._validation_tag(name, split) for name in names], values
+
+    def _validation_tag(self, name: str, split: str) -> str:
+        """'lm loss value' → 'lm loss validation', 'lm loss PPL' → 'lm loss validation ppl' (Megatron's names)."""
+        tag = self._split_tags.get((name, split))
+        if tag is None:
             if name.endswith(" value"):
-                pairs.append((f"{name[:-6]} {split}", value))
+                tag = f"{name[:-6]} {split}"
             elif name.endswith(" PPL"):
-                pairs.append((f"{name[:-4]} {split} ppl", value))
+                tag = f"{name[:-4]} {split} ppl"
             else:
-                pairs.append((f"{name} {split}", value))
-        if pairs:
-            self._validations += 1
-            self.parsed_lines += 1
-            self.rows.add_pairs(pairs, step)
-        else:
-            self.unparsed(chunk, m.start())
+                tag = f"{name} {split}"
+            self._split_tags[(name, split)] = tag
+        return tag
 
     def _on_memory(self, m: re.Match[str], chunk: Chunk) -> None:
         rank = _rank(chunk.text, m.start())
