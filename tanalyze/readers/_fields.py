@@ -60,6 +60,10 @@ def fields_into(text: str, names: list[str], values: list[float], counter: list[
     return count
 
 
+#: Lines with more fields are read one by one (a pattern costs ~30 µs per field to compile).
+MAX_SHAPE_FIELDS = 100
+
+
 def shape_keys(text: str) -> list[str] | None:
     """The raw names of ``text`` when it is nothing but ``name: value |`` fields (ending with ``|``), else None."""
     parts = text.replace("|", ":").split(":")
@@ -125,7 +129,7 @@ class FieldShape:
         if not self.closed and not rest.endswith("|"):
             rest += "|"
         keys = shape_keys(rest) if rest.endswith("|") else None
-        if keys is None:
+        if keys is None or len(keys) > MAX_SHAPE_FIELDS:
             return False
         fields = "".join(re.escape(key) + r":([^|:\n]*)\|" for key in keys)
         if not self.closed:
