@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import islice
 from pathlib import Path
 
+from tanalyze.readers._batch import floats, interleave, rising
 from tanalyze.readers._lines import Chunk
-from tanalyze.readers._textparse import NAN, NUMBER, TextParser, parse_timestamp, to_float
+from tanalyze.readers._textparse import NAN, NUMBER, TextParser, parse_timestamp, parse_timestamps, to_float
 from tanalyze.readers._textreader import TextReader
 from tanalyze.readers.generic_text import GenericRules
 
@@ -79,18 +81,25 @@ def _rank(text: str, pos: int) -> int:
 
 
 _TIMER_TAGS: dict[tuple[str, str], str] = {}
-# The usual shapes of the two dense engine lines, whole, for one C-level findall per chunk.
-_STEP_LINE = re.compile(
-    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+)\] \[\w+\] \[logging\.py:\d+:log_dist\] \[Rank (-?\d+)\] "
-    r"step=(\d+), skipped=(\d+), lr=\[([^\],\n]*)"
-)
-_TIMER_LINE = re.compile(
-    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+)\] \[\w+\] \[timer\.py:\d+:stop\] "
-    r"(?:epoch=(\d+)/micro_step=(\d+)/global_step=(\d+)|\d+/(\d+)), RunningAvgSamplesPerSec=([^,\n]+), "
-    r"CurrSamplesPerSec=([^,\n]+), MemAllocated=([^,\n]+)GB, MaxMemAllocated=([^,\n]+)GB$",
+# The usual shapes of the two dense engine lines, whole, for one C-level findall per chunk:
+# a step line fills groups 1-5 (time stamp, rank, step, skipped, lr), a timer line groups 1 and 6-13.
+_ENGINE_LINE = re.compile(
+    r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+)\] \[\w+\] \["
+    r"(?:logging\.py:\d+:log_dist\] \[Rank (-?\d+)\] step=(\d+), skipped=(\d+), lr=\[([^\],\n]*)"
+    r"|timer\.py:\d+:stop\] (?:epoch=(\d+)/micro_step=(\d+)/global_step=(\d+)|\d+/(\d+)), "
+    r"RunningAvgSamplesPerSec=([^,\n]+), CurrSamplesPerSec=([^,\n]+), MemAllocated=([^,\n]+)GB, "
+    r"MaxMemAllocated=([^,\n]+)GB$)",
     re.M,
 )
+_STAMP, _RANK, _STEP, _SKIPPED, _LR, _EPOCH, _MICRO, _GLOBAL, _OLD_STEP = range(9)
+_TIMER_FIELDS = slice(9, 13)
 _TIMER_LINE_TAGS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "MemAllocated (GB)", "MaxMemAllocated (GB)")
+
+
+def _step_line_start(text: str, index: int) -> int:
+    """Where the ``index``-th step line that ``_ENGINE_LINE`` finds in ``text`` starts (to name a restart's line)."""
+    steps = (m for m in _ENGINE_LINE.finditer(text) if m.group(_RANK + 1))
+    return next(islice(steps, index, None)).start()
 
 
 class _TimerShapes:
@@ -205,18 +214,49 @@ class DeepSpeedEngineLines:
         """Every step and timer line of a chunk without overflow messages.
 
         The same rows as ``_on_ds_step``/``_on_ds_timer``; returns how many lines were read.
-        When every such line has the usual shape, one findall per kind reads them all.
+        When every such line has the usual shape, one findall reads them all.
         """
         steps_seen, timers_seen = chunk.count(", skipped="), chunk.count(", RunningAvgSamplesPerSec=")
         if not steps_seen and not timers_seen:
             return 0
-        step_lines = _STEP_LINE.findall(chunk.text) if steps_seen else []
-        timer_lines = _TIMER_LINE.findall(chunk.text) if timers_seen else []
+        found = _ENGINE_LINE.findall(chunk.text)
+        step_lines = [line for line in found if line[_RANK]]
+        timer_lines = [line for line in found if not line[_RANK]] if timers_seen else []
         if len(step_lines) == steps_seen and len(timer_lines) == timers_seen:
             return self._ds_usual(chunk, step_lines, timer_lines)
         return self._ds_any(chunk)
 
     def _ds_usual(self, chunk: Chunk, step_lines: list[tuple[str, ...]], timer_lines: list[tuple[str, ...]]) -> int:
+        """Lines matched by ``_ENGINE_LINE``: all at once when they allow it, else one by one."""
+        if step_lines and not self._ds_steps_at_once(step_lines):
+            self._ds_steps_one_by_one(chunk, step_lines)
+        if timer_lines and not self._ds_timers_at_once(timer_lines):
+            self._ds_timers_one_by_one(timer_lines)
+        return len(step_lines) + len(timer_lines)
+
+    def _ds_steps_at_once(self, lines: list[tuple[str, ...]]) -> bool:
+        """Step lines of one rank and one engine with rising steps and numeric lr; False (nothing read) otherwise."""
+        columns = list(zip(*lines, strict=True))
+        ranks = columns[_RANK]
+        if ranks.count(ranks[0]) != len(ranks):
+            return False
+        rank = int(ranks[0])
+        steps = list(map(int, columns[_STEP]))
+        previous = self._last_anchor.get(rank)  # type: ignore[attr-defined]
+        if steps[0] == self._ds_last_step or (previous is not None and steps[0] < previous) or not rising(steps):
+            return False  # a second engine, or a restart
+        values = floats(interleave(columns[_SKIPPED], columns[_LR]))
+        if values is None:
+            return False
+        try:
+            self.rows.extend_lines(("skipped", "lr"), steps, values, parse_timestamps(columns[_STAMP]), rank)  # type: ignore[attr-defined]
+        except OverflowError:
+            return False
+        self._ds_engine, self._ds_last_step = 0, steps[-1]
+        self._last_anchor[rank] = self._last_step = steps[-1]  # type: ignore[attr-defined]
+        return True
+
+    def _ds_steps_one_by_one(self, chunk: Chunk, lines: list[tuple[str, ...]]) -> None:
         rows = self.rows  # type: ignore[attr-defined]
         last_anchor = self._last_anchor  # type: ignore[attr-defined]
         names: list[str] = []
@@ -225,7 +265,7 @@ class DeepSpeedEngineLines:
         ranks: list[int] = []
         walls: list[float] = []
         latest = None
-        for stamp, rank_text, step_text, skipped, lr_text in step_lines:
+        for index, (stamp, rank_text, step_text, skipped, lr_text, *_) in enumerate(lines):
             rank, step = int(rank_text), int(step_text)
             if step == self._ds_last_step:
                 self._ds_engine += 1
@@ -236,7 +276,7 @@ class DeepSpeedEngineLines:
             if not self._ds_engine:
                 previous = last_anchor.get(rank)
                 if previous is not None and step < previous:
-                    self.anchor(step, chunk, chunk.text.find(f"step={step}, skipped="), rank=rank)  # type: ignore[attr-defined]
+                    self.anchor(step, chunk, _step_line_start(chunk.text, index), rank=rank)  # type: ignore[attr-defined]
                 last_anchor[rank] = step
                 latest = step
             prefix = f"engine{self._ds_engine}/" if self._ds_engine else ""
@@ -258,8 +298,35 @@ class DeepSpeedEngineLines:
             self._last_step = latest  # type: ignore[attr-defined]
         if names:
             rows.extend(rows.codes(names), steps, values, rank=ranks, wall=walls)
-        names, values, steps, walls = [], [], [], []
-        for stamp, epoch, micro, global_step, old_step, *fields in timer_lines:
+
+    def _ds_timers_at_once(self, lines: list[tuple[str, ...]]) -> bool:
+        """Timer lines of one engine with rising steps and numeric fields; False (nothing read) otherwise."""
+        columns = list(zip(*lines, strict=True))
+        steps = [int(new or old) for new, old in zip(columns[_GLOBAL], columns[_OLD_STEP], strict=True)]
+        if steps[0] == self._ds_last_timer or not rising(steps):
+            return False  # a second engine logs the same steps
+        values = floats(interleave(*columns[_TIMER_FIELDS]))
+        if values is None:
+            return False
+        try:
+            self.rows.extend_lines(_TIMER_LINE_TAGS, steps, values, parse_timestamps(columns[_STAMP]))  # type: ignore[attr-defined]
+        except OverflowError:
+            return False
+        for line in reversed(lines):
+            if line[_EPOCH] == "0" and int(line[_GLOBAL]):  # micro_step restarts every epoch; global_step does not
+                self._ds_grad_accum = int(line[_MICRO]) / int(line[_GLOBAL])
+                break
+        self._ds_timer_engine, self._ds_last_timer = 0, steps[-1]
+        return True
+
+    def _ds_timers_one_by_one(self, lines: list[tuple[str, ...]]) -> None:
+        rows = self.rows  # type: ignore[attr-defined]
+        names: list[str] = []
+        values: list[float] = []
+        steps: list[int] = []
+        walls: list[float] = []
+        for line in lines:
+            stamp, epoch, micro, global_step, old_step = line[_STAMP], *line[_EPOCH:_TIMER_FIELDS.start]
             if global_step:
                 step = int(global_step)
                 if step and epoch == "0":
@@ -272,7 +339,7 @@ class DeepSpeedEngineLines:
                 self._ds_timer_engine = 0
             self._ds_last_timer = step
             try:
-                numbers = [float(v) for v in fields]
+                numbers = [float(v) for v in line[_TIMER_FIELDS]]
             except ValueError:
                 continue
             prefix = f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else ""
@@ -282,7 +349,6 @@ class DeepSpeedEngineLines:
             walls.extend((parse_timestamp(stamp),) * 4)
         if names:
             rows.extend(rows.codes(names), steps, values, wall=walls)
-        return len(step_lines) + len(timer_lines)
 
     def _ds_any(self, chunk: Chunk) -> int:
         """Step and timer lines of any shape, found by their literal parts."""

@@ -22,91 +22,29 @@ does not, and is reported instead of being read with a truncated value.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from itertools import repeat
 from pathlib import Path
 
+from tanalyze.readers._batch import rising
+from tanalyze.readers._fields import FieldShape, LineShapes, field_pairs, fields_into
 from tanalyze.readers._lines import Chunk
-from tanalyze.readers._textparse import NAN, TextParser, config_value, parse_timestamp, to_float
+from tanalyze.readers._textparse import NAN, TextParser, config_value, parse_timestamp
 from tanalyze.readers._textreader import TextReader
 from tanalyze.readers.deepspeed import DS_OVERFLOW, DeepSpeedEngineLines, _rank
 
 __all__ = ["MegatronParser", "MegatronReader", "detect_megatron"]
 
-ITERATION = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|([^\n]*)")
+_ITERATION_HEAD = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|"
+ITERATION = re.compile(_ITERATION_HEAD + r"([^\n]*)")
 VALIDATION = re.compile(
     r"validation loss at (?:iteration (\d+)|the end of training for (\w+) data)(?: on [^|\n]*)?\s*\|([^\n]*)"
 )
 MEMORY = re.compile(r"\(after (\d+) iterations\) memory \(MB\)\s*\|([^\n]*)")
-TIMERS = re.compile(r"time \(ms\) *\|([^\n]*)")
+_TIMERS_HEAD = r"time \(ms\) *\|"
+TIMERS = re.compile(_TIMERS_HEAD + r"([^\n]*)")
 ARGUMENT = re.compile(r"^  ([A-Za-z_]\w*) \.{3,} ([^\n]*)$", re.M)
 _BANNER = re.compile(r"using world size: \d+|> initializing torch distributed|Megatron")
-
-
-def _fields(text: str, counter: list[int]) -> list[tuple[str, float]]:
-    """``name: value`` fields between ``|``; non-numeric values are counted in ``counter[0]``."""
-    names: list[str] = []
-    values: list[float] = []
-    _fields_into(text, names, values, counter, {})
-    return list(zip(names, values, strict=True))
-
-
-def _fields_into(text: str, names: list[str], values: list[float], counter: list[int], tags: dict[str, str],
-                 prefix: str = "") -> int:
-    """Append the ``name: value`` fields of ``text`` to ``names``/``values``; return how many.
-
-    ``tags`` caches raw field name -> tag (the same few names repeat on every line).
-    """
-    count = 0
-    for segment in text.split("|"):
-        name, sep, value = segment.partition(":")
-        if not sep:
-            continue
-        try:
-            number = float(value)
-        except ValueError:
-            number = to_float(value)
-            if number is None:
-                if name.strip():
-                    counter[0] += 1  # not a number, or empty
-                continue
-        tag = tags.get(name)
-        if tag is None:
-            stripped = name.strip()
-            if not stripped:
-                continue
-            tag = tags[name] = prefix + stripped
-        names.append(tag)
-        values.append(number)
-        count += 1
-    return count
-
-
-class _Shapes:
-    """Fast path for lines whose field names repeat: 'a: 1 | b: 2 |' → names once, values by C-level split."""
-
-    def __init__(self, prefix: str = "") -> None:
-        self.prefix = prefix
-        self.last: list[str] | None = None
-        self.tags: list[str] = []
-
-    def read(self, text: str, names: list[str], values: list[float], counter: list[int], cache: dict[str, str]) -> int:
-        if not text.endswith("|"):
-            text += "|"
-        parts = text.replace("|", ":").split(":")
-        keys = parts[0:-1:2]
-        if keys != self.last:
-            if len(parts) % 2 == 0 or (parts[-1] and not parts[-1].isspace()) or text.count("|") != len(keys):
-                return _fields_into(text, names, values, counter, cache, self.prefix)  # ':' in a value, or odd
-            tags = [self.prefix + k.strip() for k in keys]
-            if any(tag == self.prefix for tag in tags):  # an empty name: let the careful path decide
-                return _fields_into(text, names, values, counter, cache, self.prefix)
-            self.last, self.tags = keys, tags
-        try:
-            floats = list(map(float, parts[1::2]))
-        except ValueError:
-            return _fields_into(text, names, values, counter, cache, self.prefix)
-        values.extend(floats)
-        names.extend(self.tags)
-        return len(self.tags)
 
 
 def _line_start_ok(text: str, pos: int) -> bool:
@@ -140,8 +78,12 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         self._last_iteration: int | None = None
         self._iteration_tags: dict[str, str] = {}
         self._timer_tags: dict[str, str] = {}
-        self._iteration_shapes = _Shapes()
-        self._timer_shapes = _Shapes("time (ms)/")
+        self._validation_tags: dict[str, str] = {}
+        self._split_tags: dict[tuple[str, str], str] = {}
+        self._iteration_shapes = LineShapes()
+        self._timer_shapes = LineShapes("time (ms)/")
+        self._iteration_fields = FieldShape(_ITERATION_HEAD)
+        self._timer_fields = FieldShape(_TIMERS_HEAD, prefix="time (ms)/", closed=False)
         self._ordered_chunks = 0
 
     # -- chunk level ----------------------------------------------------------------------------------
@@ -158,7 +100,57 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             self._feed_fast(chunk)
 
     def _feed_fast(self, chunk: Chunk) -> None:
-        """The same rows as the ordered path, each dense line kind read in one tight loop."""
+        """The same rows as the ordered path, each dense line kind read in one tight loop or all at once."""
+        iterations = self._iterations_at_once(chunk)
+        if iterations is None:
+            self._iteration_fields.forget()
+            iterations = self._iterations_one_by_one(chunk)
+        if not self._timers_at_once(chunk, *iterations):
+            self._timer_fields.forget()
+            self._timers_one_by_one(chunk, *iterations)
+        self._previous_iteration = self._last_iteration
+        self._validations_fast(chunk)
+        for m in MEMORY.finditer(chunk.text):  # a literal start: as quick as a test for it
+            self._on_memory(m, chunk)
+        self.parsed_lines += self._ds_fast(chunk)
+
+    def _iterations_at_once(self, chunk: Chunk) -> tuple[list[int], list[int]] | None:
+        """(positions, steps) of the chunk's iteration lines, read at once; None (nothing read) when
+        a line needs care: other field names, a value that is not a number, a step that goes back,
+        a time stamp."""
+        text = chunk.text
+        shape = self._iteration_fields
+        if shape.pattern is None:
+            first = ITERATION.search(text)
+            if first is None:
+                return [], []
+            if not shape.learn(first.group(3)):
+                return None
+        found = shape.read(text)
+        if found is None:
+            return None
+        matches, heads, values = found
+        if not matches:
+            return [], []
+        steps = list(map(int, heads[0]))
+        if (self._last_iteration is not None and steps[0] < self._last_iteration) or not rising(steps, strictly=False):
+            return None  # a restart: recorded with its line
+        positions = list(map(re.Match.start, matches))
+        if any("]" in text[pos - 4 : pos] for pos in positions):
+            return None  # time-stamped lines
+        try:
+            self.rows.extend_lines(shape.tags, steps, values)
+        except OverflowError:
+            return None
+        if not self._iterations_seen:
+            self._first_iteration(matches[0])
+        self._last_iteration = steps[-1]
+        self.anchor(steps[-1], None, 0)
+        self.parsed_lines += len(steps)
+        return positions, steps
+
+    def _iterations_one_by_one(self, chunk: Chunk) -> tuple[list[int], list[int]]:
+        """(positions, steps) of the chunk's iteration lines, read line by line (cut lines, restarts)."""
         text = chunk.text
         rows = self.rows
         names: list[str] = []
@@ -197,16 +189,42 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         if iteration_steps:
             self.anchor(iteration_steps[-1], None, 0)
         self.parsed_lines += len(positions)
-        self._timers_fast(chunk, positions, iteration_steps)
-        if chunk.contains("validation loss at"):
-            for m in VALIDATION.finditer(text):
-                self._on_validation(m, chunk)
-        if chunk.contains("(after "):
-            for m in MEMORY.finditer(text):
-                self._on_memory(m, chunk)
-        self.parsed_lines += self._ds_fast(chunk)
+        return positions, iteration_steps
 
-    def _timers_fast(self, chunk: Chunk, positions: list[int], iteration_steps: list[int]) -> None:
+    def _timers_at_once(self, chunk: Chunk, positions: list[int], iteration_steps: list[int]) -> bool:
+        """The chunk's timer lines read at once, each at the iteration before it; False (nothing read)
+        when a line needs care: other names, a value that is not a number, a prefix, no iteration before."""
+        text = chunk.text
+        shape = self._timer_fields
+        if shape.pattern is None:
+            first = TIMERS.search(text)
+            if first is None:
+                return True
+            if not shape.learn(first.group(1)):
+                return False
+        found = shape.read(text)
+        if found is None:
+            return False
+        matches, _, values = found
+        if not matches:
+            return True
+        starts = list(map(re.Match.start, matches))
+        if not all(pos == 0 or text[pos - 1] == "\n" for pos in starts):
+            return False
+        before = self._previous_iteration
+        index = list(map(bisect_left, repeat(positions), starts))
+        if before is None and 0 in index:
+            return False  # setup timers before training: left out line by line
+        steps = [iteration_steps[i - 1] if i else before for i in index]
+        try:
+            self.rows.extend_lines(shape.tags, steps, values)
+        except OverflowError:
+            return False
+        self.parsed_lines += len(steps)
+        return True
+
+    def _timers_one_by_one(self, chunk: Chunk, positions: list[int], iteration_steps: list[int]) -> None:
+        """The chunk's timer lines, line by line, each at the iteration before it."""
         text = chunk.text
         names: list[str] = []
         values: list[float] = []
@@ -226,7 +244,6 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             lines += 1
         self.rows.extend(self.rows.codes(names), steps, values)
         self.parsed_lines += lines
-        self._previous_iteration = self._last_iteration
 
     _previous_iteration: int | None = None
 
@@ -255,14 +272,14 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         self._flush_overflows(step)
         self.anchor(step, chunk, pos)
         self._last_iteration = step
-        self.rows.add_pairs(_fields(rest, self._bad_values), step, wall=wall)
+        self.rows.add_pairs(field_pairs(rest, self._bad_values), step, wall=wall)
 
     def _on_timers(self, m: re.Match[str], chunk: Chunk) -> None:
         if self._last_iteration is None or not _line_start_ok(chunk.text, m.start()):
             return  # setup timers (load-checkpoint, model-and-optimizer-setup) come before training
         names: list[str] = []
         values: list[float] = []
-        count = _fields_into(m.group(1), names, values, self._bad_values, self._timer_tags, "time (ms)/")
+        count = fields_into(m.group(1), names, values, self._bad_values, self._timer_tags, "time (ms)/")
         if count:
             self.parsed_lines += 1
             self.rows.extend(self.rows.codes(names), [self._last_iteration] * count, values)
@@ -272,26 +289,56 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         self._previous_iteration = self._last_iteration
 
     def _on_validation(self, m: re.Match[str], chunk: Chunk) -> None:
+        read = self._validation(m)
+        if read is None:
+            self.unparsed(chunk, m.start())
+            return
+        step, names, values = read
+        self.rows.extend(self.rows.codes(names), [step] * len(names), values)
+
+    def _validations_fast(self, chunk: Chunk) -> None:
+        """Every validation line of the chunk, appended together (the same rows as ``_on_validation``)."""
+        names: list[str] = []
+        values: list[float] = []
+        steps: list[int] = []
+        for m in VALIDATION.finditer(chunk.text):
+            read = self._validation(m)
+            if read is None:
+                self.unparsed(chunk, m.start())
+                continue
+            names.extend(read[1])
+            values.extend(read[2])
+            steps.extend([read[0]] * len(read[1]))
+        self.rows.extend(self.rows.codes(names), steps, values)
+
+    def _validation(self, m: re.Match[str]) -> tuple[int, list[str], list[float]] | None:
+        """(step, tags, values) of a validation line, counted as read; None when it has no field."""
         split = "validation" if m.group(1) is not None or m.group(2) in (None, "val", "valid") else m.group(2)
         step = int(m.group(1)) if m.group(1) is not None else (self._last_iteration or 0)
-        pairs = []
-        for name, value in _fields(m.group(3), self._bad_values):
+        names: list[str] = []
+        values: list[float] = []
+        if not fields_into(m.group(3), names, values, self._bad_values, self._validation_tags):
+            return None
+        self._validations += 1
+        self.parsed_lines += 1
+        return step, [self._validation_tag(name, split) for name in names], values
+
+    def _validation_tag(self, name: str, split: str) -> str:
+        """'lm loss value' → 'lm loss validation', 'lm loss PPL' → 'lm loss validation ppl' (Megatron's names)."""
+        tag = self._split_tags.get((name, split))
+        if tag is None:
             if name.endswith(" value"):
-                pairs.append((f"{name[:-6]} {split}", value))
+                tag = f"{name[:-6]} {split}"
             elif name.endswith(" PPL"):
-                pairs.append((f"{name[:-4]} {split} ppl", value))
+                tag = f"{name[:-4]} {split} ppl"
             else:
-                pairs.append((f"{name} {split}", value))
-        if pairs:
-            self._validations += 1
-            self.parsed_lines += 1
-            self.rows.add_pairs(pairs, step)
-        else:
-            self.unparsed(chunk, m.start())
+                tag = f"{name} {split}"
+            self._split_tags[(name, split)] = tag
+        return tag
 
     def _on_memory(self, m: re.Match[str], chunk: Chunk) -> None:
         rank = _rank(chunk.text, m.start())
-        pairs = [(f"memory (MB)/{name}", value) for name, value in _fields(m.group(2), self._bad_values)]
+        pairs = [(f"memory (MB)/{name}", value) for name, value in field_pairs(m.group(2), self._bad_values)]
         if pairs:
             self.parsed_lines += 1
             self.rows.add_pairs(pairs, int(m.group(1)), rank=rank)

@@ -175,3 +175,56 @@ def test_overflow_messages_count_at_the_next_logged_iteration(tmp_path):
     check(run.scalars, "loss_scale", {10: 1024.0, 30: 512.0}, count=2)
     check(run.scalars, "lm loss", {10: 9.0, 20: 8.0, 30: 7.0}, count=3)
     assert "3 fp16 overflow (skipped step) message(s)" in notes_text(run)
+
+
+def _engine_and_megatron_log(iterations: int, odd: str | None = None) -> str:
+    """A Megatron-DeepSpeed log: DeepSpeed step and timer lines, iteration and timer lines, validations."""
+    out = []
+    for n in range(1, iterations + 1):
+        it = 10 * n
+        if odd == "restart" and n > iterations // 2:
+            it -= 10 * (iterations // 4)
+        stamp = f"[2022-10-31 10:{n // 60 % 60:02d}:{n % 60:02d},{n % 1000:03d}]"
+        out.append(f"{stamp} [INFO] [logging.py:68:log_dist] [Rank 0] step={it}, skipped=0, lr=[{it * 1e-7}, {it * 1e-7}], "
+                   "mom=[(0.9, 0.95)]\n")
+        out.append(f"{stamp} [INFO] [timer.py:198:stop] 0/{it}, RunningAvgSamplesPerSec={400 + n / 7}, "
+                   f"CurrSamplesPerSec={401 + n / 3}, MemAllocated=1.64GB, MaxMemAllocated=7.01GB\n")
+        line = ITER.format(it=it, s=8 * it, loss=10.0 - n / 1000)
+        if odd == "shape" and n % 7 == 0:
+            line = line.replace(" grad norm: 1.500 |", "")
+        if odd == "bad value" and n == iterations // 3:
+            line = line.replace("grad norm: 1.500", "grad norm: n/a")
+        out.append(line)
+        timers = f"time (ms) | forward-compute: {200 + n / 4:.2f} | backward-compute: {300 + n / 8:.2f} | optimizer: 9.50\n"
+        if odd == "stamped timers" and n % 5 == 0:
+            timers = f"{stamp} {timers}"
+        out.append(timers)
+        if it % 100 == 0:
+            out.append(f" validation loss at iteration {it} | lm loss value: {9.0 - n / 1000:.6E} | lm loss PPL: 8.1E+03 | \n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("odd", [None, "restart", "shape", "bad value", "stamped timers"])
+def test_lines_read_at_once_give_what_the_line_by_line_reading_gives(tmp_path, monkeypatch, odd):
+    from tanalyze.readers.megatron import MegatronParser
+
+    path = write(tmp_path / "train.log", _engine_and_megatron_log(300, odd))
+    at_once = []
+    read = MegatronParser._iterations_at_once
+    monkeypatch.setattr(MegatronParser, "_iterations_at_once", lambda self, chunk: at_once.append(read(self, chunk)) or at_once[-1])
+    (fast,) = MegatronReader().read([path])
+    assert (at_once[0] is not None) == (odd in (None, "stamped timers"))
+    monkeypatch.setattr(MegatronParser, "ordered", True)
+    (ordered,) = MegatronReader().read([path])
+    pd.testing.assert_frame_equal(_sorted(fast.scalars), _sorted(ordered.scalars), check_categorical=False)
+    assert fast.notes == ordered.notes and fast.warnings == ordered.warnings
+    # the same restarts, each with its line (the fast path meets the two line kinds in another order)
+    assert sorted(fast.restarts, key=repr) == sorted(ordered.restarts, key=repr)
+    assert len(fast.restarts) == (2 if odd == "restart" else 0)
+    if odd is None:
+        check(fast.scalars, "lm loss", {10: 9.999, 1500: 9.85, 3000: 9.7}, count=300)
+        check(fast.scalars, "time (ms)/forward-compute", {10: 200.25, 3000: 275.0}, count=300)
+        check(fast.scalars, "CurrSamplesPerSec", {3000: 501.0}, count=300)
+        check(fast.scalars, "lr", {3000: 3000 * 1e-7}, count=300)
+        walls = fast.scalars[fast.scalars["tag"] == "lr"]["wall_time"]
+        assert walls.iloc[61] == calendar.timegm((2022, 10, 31, 10, 1, 2)) + 0.062

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanalyze.readers._textparse import Rows, dedupe, parse_timestamp
+from tanalyze.readers._textparse import Rows, dedupe, parse_timestamp, parse_timestamps
 from tanalyze.schema import keep_last_write
 
 
@@ -56,9 +56,44 @@ def test_rows_only_carry_optional_columns_that_were_used():
     assert math.isnan(table["wall_time"][0]) and table["wall_time"][1] == 10.0
 
 
+def test_rows_of_whole_lines_equal_the_rows_added_one_by_one():
+    by_line, one_by_one = Rows(), Rows()
+    one_by_one.add("loss", 0, 9.0)
+    by_line.add("loss", 0, 9.0)
+    by_line.extend_lines(("lr", "loss"), [10, 20], [0.1, 8.5, 0.2, 8.0], walls=[100.5, 200.25], rank=3)
+    for step, lr, loss, wall in ((10, 0.1, 8.5, 100.5), (20, 0.2, 8.0, 200.25)):
+        one_by_one.add("lr", step, lr, rank=3, wall=wall)
+        one_by_one.add("loss", step, loss, rank=3, wall=wall)
+    pd.testing.assert_frame_equal(by_line.frame(), one_by_one.frame())
+    with pytest.raises(OverflowError):  # nothing appended: the caller reads such lines one by one
+        by_line.extend_lines(("loss",), [30, 2**70], [7.0, 6.0])
+    assert len(by_line) == 5
+
+
 def test_time_stamps_are_read_as_utc():
     assert parse_timestamp("2023-04-18 01:46:59,142") == pytest.approx(calendar.timegm((2023, 4, 18, 1, 46, 59)) + 0.142)
     assert parse_timestamp("2023/08/05 08:15:04") == calendar.timegm((2023, 8, 5, 8, 15, 4))
     assert parse_timestamp("2024-05-01T10:00:00") == calendar.timegm((2024, 5, 1, 10, 0, 0))
     assert math.isnan(parse_timestamp("not a time stamp"))
     assert math.isnan(parse_timestamp("2023-13-45 99:99:99"))
+
+
+@pytest.mark.parametrize(
+    "stamps",
+    [
+        ["2022-10-31 10:59:51,434", "2022-10-31 10:59:56,281", "2024-02-29 23:59:59,999", "1970-01-01 00:00:00,001"],
+        ["2022/10/31 10:59:51.434", "2022-10-31 10:59:51.007"],
+        ["2022-10-31 10:59:51,434", "2022-13-31 10:59:51,434"],  # a month that does not exist: NaN
+        ["0000-01-01 00:00:00,000", "2022-10-31 10:59:51,434"],  # no year 0: NaN
+        ["2022-10-31 10:59:51,434", "2022-10-31 10:59:51"],  # another shape
+        ["2022-10-31 10:59:51,434", "2022-10-31 10:59:5x,434", "2022-10-31T10:59:51,434"],
+        [],
+    ],
+)
+def test_time_stamps_read_together_are_the_same_floats(stamps):
+    together = parse_timestamps(stamps)
+    one_by_one = [parse_timestamp(stamp) for stamp in stamps]
+    assert len(together) == len(one_by_one)
+    for got, expected in zip(together, one_by_one, strict=True):
+        assert got == expected or (math.isnan(got) and math.isnan(expected))
+    assert any(math.isnan(v) for v in together) == any("13-" in s or s.startswith("0000") or "5x" in s for s in stamps)
