@@ -109,6 +109,13 @@ def _cleared_before(text: str, pos: int) -> bool:
     return bool(line) and line.isspace() and not text[start + 1 : pos].strip(" \t")
 
 
+def _whole(value: float) -> int | None:
+    """A logged step as an int: finite and within the int64 step column; None otherwise."""
+    if not math.isfinite(value) or not _STEP_RANGE[0] < value < _STEP_RANGE[1]:
+        return None
+    return int(value)
+
+
 def _metric_value(text: str) -> float | None:
     number = to_float(text)
     if number is not None:
@@ -121,6 +128,8 @@ def _metric_value(text: str) -> float | None:
 
 TRAIN, EVAL, FINAL, OTHER = 0, 1, 2, 3
 _NO_STEP = -(2**62)
+_EPOCH_LIMIT = 1e12  # an epoch beyond this (or not finite) is damage: kept in the epoch column, not used for steps
+_STEP_RANGE = (-(2**62), 2**62)  # exclusive: steps outside it are not steps (and _NO_STEP is its low end)
 
 
 def _kind(values: dict[str, float], raw: str) -> int:
@@ -191,7 +200,11 @@ class HFConsoleParser(TextParser):
             if "step" in values or "global_step" in values:
                 for key in _STEP_KEYS:
                     if key in values:
-                        step = int(values.pop(key))
+                        given = _whole(values.pop(key))
+                        if given is None:
+                            self._bad_steps += 1  # the dict is kept; its step is derived like any other's
+                        else:
+                            step = given
                 if not values:
                     continue
             kind = _kind(values, raw)
@@ -211,10 +224,14 @@ class HFConsoleParser(TextParser):
             if bar is not None:
                 self._bar_totals[bar.group(2)] = self._bar_totals.get(bar.group(2), 0) + 1
             events.kind.append(kind)
-            events.epoch.append(epoch)
+            if abs(epoch) >= _EPOCH_LIMIT:  # inf, or absurd: steps come from usable epochs only (NaN is never >=)
+                self._bad_epochs += 1
+                events.epoch.append(NAN)
+            else:
+                events.epoch.append(epoch)
             events.line.append(line)
             events.step.append(step)
-            events.bar.append(int(bar.group(1)) if bar is not None else -1)
+            events.bar.append(int(bar.group(1)) if bar is not None and len(bar.group(1)) < 18 else -1)
             events.start.append(first_row + len(values_out))
             tags.extend(values)
             values_out.extend(values.values())
@@ -232,6 +249,8 @@ class HFConsoleParser(TextParser):
             self._read_arguments(text)
 
     _dicts_in_chunk = 0
+    _bad_steps = 0
+    _bad_epochs = 0
     _last_epoch = -math.inf
     _last_given = -(2**62)
 
@@ -301,19 +320,20 @@ class HFConsoleParser(TextParser):
         total = self._banner.get("Total optimization steps")
         epochs = self._banner.get("Num Epochs")
         max_steps = self._arg_int("max_steps")
-        if total and epochs and (max_steps is None or max_steps <= 0):
+        if total and epochs and (max_steps is None or max_steps <= 0) and total / epochs < _STEP_RANGE[1]:
             return total / epochs, f"Total optimization steps {total:,} / Num Epochs {epochs} (banner)"
         events = self._events
         ratios = sorted(
             events.bar[i] / events.epoch[i]
             for i in range(len(events))
             if events.bar[i] > 0 and events.epoch[i] > 0 and events.kind[i] == TRAIN
+            and events.bar[i] / events.epoch[i] < _STEP_RANGE[1]
         )
         if ratios:
             return ratios[len(ratios) // 2], "progress-bar step / epoch of the training logs (median)"
         for epoch, values in reversed(self._finals):
             runtime, rate = values.get("train_runtime"), values.get("train_steps_per_second")
-            if runtime and rate and not math.isnan(epoch) and epoch > 0:
+            if runtime and rate and 0 < runtime * rate < _STEP_RANGE[1] and 0 < epoch < _EPOCH_LIMIT:
                 steps = round(runtime * rate)
                 return steps / epoch, f"train_runtime × train_steps_per_second ≈ {steps:,} steps over {epoch:g} epochs"
         logging = self._arg_int("logging_steps")
@@ -374,7 +394,7 @@ class HFConsoleParser(TextParser):
             elif bars[i] >= 0 and (not spe or math.isnan(epoch) or abs(bars[i] - epoch * spe) <= tolerance):
                 how.add("bar")  # the bar redrawn right after the dict, when its epoch agrees
                 step = bars[i]
-            elif spe and not math.isnan(epoch):
+            elif spe and math.isfinite(epoch * spe):
                 how.add("epoch")
                 raw = epoch * spe
                 if kind == TRAIN:
@@ -392,6 +412,9 @@ class HFConsoleParser(TextParser):
                 step = count * interval if interval else count
             else:
                 how.add("previous")
+                step = last_step
+            if not _STEP_RANGE[0] < step < _STEP_RANGE[1]:  # an absurd epoch or interval in a damaged log
+                self._bad_steps += 1
                 step = last_step
             derived[i] = step
             if kind == TRAIN:
@@ -427,7 +450,8 @@ class HFConsoleParser(TextParser):
             lead = "other logs:" if "bar" in how else "the console carries no step:"
             notes.append(f"{lead} step = round(epoch × {spe:g} steps per epoch) ({source}){snap}")
         if "logging_steps" in how:
-            notes.append(f"the console carries no step: the k-th training log is step k × logging_steps {logging}")
+            every = f"logging_steps {logging}" if logging else "the logging interval estimated from the epochs"
+            notes.append(f"the console carries no step: the k-th training log is step k × {every}")
         if "count" in how:
             notes.append("the console carries no step and no logging_steps: step = count of training logs so far")
         if "previous" in how:
@@ -440,6 +464,12 @@ class HFConsoleParser(TextParser):
             notes.append("'***** … metrics *****' blocks are keyed by the final step (h:mm:ss durations in seconds)")
         if self._non_numeric:
             notes.append(f"{self._non_numeric} logged value(s) that are not numbers were skipped")
+        if self._bad_epochs:
+            notes.append(f"{self._bad_epochs} epoch value(s) that are not finite or not below {_EPOCH_LIMIT:g} were not "
+                         "used to derive steps (kept in the epoch column)")
+        if self._bad_steps:
+            notes.append(f"{self._bad_steps} step(s) that are not finite or not below 2**62 (a 'step' key, or one "
+                         "derived from an absurd epoch) were ignored: those dicts are keyed like dicts without a step")
         if self._trainings > 1:
             notes.append(f"{self._trainings} '***** Running training *****' banners: the log holds several trainings")
         self.notes[:0] = notes

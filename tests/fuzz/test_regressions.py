@@ -176,3 +176,35 @@ def test_wandb_file_shrinking_while_read_keeps_what_was_read(tmp_path):
     steps = [row["_step"] for row in log.history]
     assert steps == list(range(len(steps))) and len(steps) > 500  # the first blocks' rows, in order
     assert log.framing.truncated_at is not None or log.framing.bad_chunks
+
+
+HF_CONSOLE = (
+    "***** Running training *****\n  Num examples = 1,000\n  Num Epochs = 2\n  Total optimization steps = 100\n"
+    "{{'loss': 2.0, 'learning_rate': 0.001, 'epoch': 0.2}}\n"
+    "{odd}\n"
+    "{{'loss': 1.5, 'learning_rate': 0.0009, 'epoch': 0.4}}\n"
+    "{{'train_runtime': {runtime}, 'train_steps_per_second': 5.0, 'train_loss': 1.7, 'epoch': 0.4}}\n"
+)
+
+
+@pytest.mark.parametrize("odd", [
+    "{'loss': 1.8, 'learning_rate': 0.001, 'epoch': 3.3e98}",  # found by atheris: a digit run in the epoch
+    "{'loss': 1.8, 'learning_rate': 0.001, 'epoch': inf}",
+    "{'loss': 1.8, 'learning_rate': 0.001, 'epoch': 0.3, 'step': 1e30}",
+    "{'loss': 1.8, 'learning_rate': 0.001, 'epoch': 0.3, 'step': nan}",
+], ids=["huge epoch", "inf epoch", "huge step key", "nan step key"])
+@pytest.mark.parametrize("runtime", ["20.0", "inf"])
+def test_hf_console_step_beyond_64_bits_keeps_the_dict_and_says_so(tmp_path, odd, runtime):
+    """Was: OverflowError when a derived or given step did not fit the int64 step column."""
+    path = tmp_path / "train.log"
+    path.write_text(HF_CONSOLE.format(odd=odd, runtime=runtime), encoding="utf-8")
+    [run] = get_reader("hf_console").read([path])
+    loss = run.scalars[run.scalars["tag"] == "loss"]
+    kept = sorted(loss["value"].tolist())
+    # the odd dict is kept, or (keyed by its position, at a step a later dict also logs) replaced and counted
+    assert kept == [1.5, 1.8, 2.0] or (kept == [1.5, 2.0] and any("replaced by the later write" in n for n in run.notes))
+    assert loss["step"].abs().max() < 2**62
+    if "step" in odd:
+        assert any("not below 2**62" in note for note in run.notes)
+    else:
+        assert any("epoch value(s) that are not finite" in note for note in run.notes)
