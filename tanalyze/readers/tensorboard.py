@@ -98,6 +98,7 @@ class TensorBoardReader(ResumableReader):
         written with the first value only).
         """
         plugins = dict((state or {}).get("plugins", {}))
+        path = os.fspath(path)
         if start:
             size, head = os.stat(path).st_size, b""
         else:
@@ -370,10 +371,11 @@ def _continues(codes: np.ndarray, steps: np.ndarray, new_codes: np.ndarray, new_
     """Whether every tag's new steps increase and start past the tag's last step so far (no repeat, no going
     back: appending them then changes no earlier point and repeats no step)."""
     last = np.full(n_tags, np.iinfo(np.int64).min, np.int64)
-    np.maximum.at(last, codes, steps)
+    if len(steps) and int(new_steps.min()) <= int(steps.max()):  # else (the usual tail) past every step so far
+        np.maximum.at(last, codes, steps)
     for tag in np.unique(new_codes).tolist():
         mine = new_steps[new_codes == tag]
-        if mine[0] <= last[tag] or (len(mine) > 1 and not np.all(np.diff(mine) > 0)):
+        if mine[0] <= last[tag] or (len(mine) > 1 and not np.all(mine[1:] > mine[:-1])):
             return False
     return True
 
