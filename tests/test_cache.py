@@ -185,6 +185,20 @@ def test_appends_are_extended_only_when_they_continue_the_run_and_always_equal_a
     assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))  # and its new entry is right too
 
 
+@pytest.mark.parametrize("resume", [{"ends": "x"}, {"ends": [1, 2], "states": [{}]}, {"ends": [10], "states": ["x"]},
+                                    [], {"states": [{"plugins": 7}]}])
+def test_a_damaged_resume_point_in_a_run_entry_reads_the_run_through_its_parts(tmp_path, resume):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(0, 30)).close()
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(folder, jobs=1, cache=cache)
+    [entry] = [p for p in entries(cache) if p.parent.parent.name == "runs"]
+    arrays, header = read_entry(entry, cache.storage)
+    write_entry(entry, arrays, {**header, "resume": resume}, cache.storage)
+    append_events(folder, tmp_path / "more", steps=range(30, 40))
+    assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
+
+
 def test_a_record_cut_in_the_middle_is_read_whole_once_complete(tmp_path, reads):
     folder = tmp_path / "run"
     write_events(folder, steps=range(40)).close()

@@ -179,7 +179,10 @@ def read_runs(reader: Reader, files: list[Path], directory: Path, cache: Cache) 
             if cached is not None and unchanged:
                 return cached
             if cached is not None and isinstance(reader, ResumableReader):
-                extended = _extended(reader, files, cached, header, now)
+                try:
+                    extended = _extended(reader, files, cached, header, now)
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+                    extended = None  # a damaged or foreign entry: read the run through its parts
                 if extended is not None:
                     runs, resume = extended
     if runs is None:
