@@ -142,6 +142,18 @@ class FieldShape:
         """Learn again from the next chunk's first line (this one had lines of other shapes)."""
         self.pattern = None
 
+    def read_learning(self, text: str, line: re.Pattern[str], group: int
+                      ) -> tuple[list[re.Match[str]], list[tuple[str, ...]], list[float]] | None:
+        """:meth:`read`, learning the names first from group ``group`` of the first ``line`` match when none
+        are known yet (no such line: nothing to read)."""
+        if self.pattern is None:
+            first = line.search(text)
+            if first is None:
+                return [], [], []
+            if not self.learn(first.group(group)):
+                return None
+        return self.read(text)
+
     def read(self, text: str) -> tuple[list[re.Match[str]], list[tuple[str, ...]], list[float]] | None:
         """Every line of the kind in ``text``: (matches, head group columns, values in line order).
 

@@ -120,13 +120,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         a time stamp."""
         text = chunk.text
         shape = self._iteration_fields
-        if shape.pattern is None:
-            first = ITERATION.search(text)
-            if first is None:
-                return [], []
-            if not shape.learn(first.group(3)):
-                return None
-        found = shape.read(text)
+        found = shape.read_learning(text, ITERATION, 3)
         if found is None:
             return None
         matches, heads, values = found
@@ -196,13 +190,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         when a line needs care: other names, a value that is not a number, a prefix, no iteration before."""
         text = chunk.text
         shape = self._timer_fields
-        if shape.pattern is None:
-            first = TIMERS.search(text)
-            if first is None:
-                return True
-            if not shape.learn(first.group(1)):
-                return False
-        found = shape.read(text)
+        found = shape.read_learning(text, TIMERS, 1)
         if found is None:
             return False
         matches, _, values = found
