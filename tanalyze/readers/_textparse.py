@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import calendar
 import datetime
+import functools
 import gc
 import heapq
 import math
@@ -49,6 +50,8 @@ __all__ = [
     "parse_files",
     "dedupe",
     "ordered_matches",
+    "require",
+    "required_literal",
     "parse_timestamp",
     "parse_timestamps",
     "short",
@@ -172,13 +175,68 @@ def _minute(text: str) -> float:
     return minute
 
 
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _:,/=@%!'\"<>#&;-")
+_QUANTIFIERS = frozenset("?*+{")
+
+
+#: Patterns that cannot match where a cheaper pattern finds nothing (see :func:`require`).
+_NECESSARY: dict[re.Pattern[str], re.Pattern[str]] = {}
+
+
+def require(pattern: re.Pattern[str], necessary: re.Pattern[str]) -> re.Pattern[str]:
+    """Declare that every match of ``pattern`` contains a match of ``necessary`` (a pattern that starts with
+    a literal, which the engine finds quickly): chunks where ``necessary`` finds nothing skip ``pattern``."""
+    _NECESSARY[pattern] = necessary
+    return pattern
+
+
+def _may_match(pattern: re.Pattern[str], text: str) -> bool:
+    literal = required_literal(pattern)
+    if literal is not None and literal not in text:
+        return False
+    necessary = _NECESSARY.get(pattern)
+    return necessary is None or necessary.search(text) is not None
+
+
+@functools.cache
+def required_literal(pattern: re.Pattern[str]) -> str | None:
+    """Text every match of ``pattern`` contains, read from its start: the literal after a leading ``^``.
+
+    Python's regex engine tries a ``^`` (multiline) pattern at every position of the text, several times
+    slower than finding a literal; when the literal is absent from a chunk, the pattern cannot match
+    there and is not run. Only plain characters and escaped punctuation are taken, up to the first
+    character that a quantifier, a class or a group could change; None when fewer than 3 are certain.
+    """
+    source = pattern.pattern
+    if pattern.flags & (re.IGNORECASE | re.VERBOSE) or not source.startswith("^"):
+        return None
+    out: list[str] = []
+    i = 1
+    while i < len(source):
+        char = source[i]
+        if char == "\\" and i + 1 < len(source) and not source[i + 1].isalnum():
+            literal, width = source[i + 1], 2
+        elif char in _PLAIN:
+            literal, width = char, 1
+        else:
+            break
+        if i + width < len(source) and source[i + width] in _QUANTIFIERS:
+            break  # optional or repeated: not certain (what came before still is)
+        out.append(literal)
+        i += width
+    return "".join(out) if len(out) >= 3 else None
+
+
 def ordered_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]]) -> Iterator[tuple[str, re.Match[str]]]:
     """Matches of several patterns over one text, in order of position, each with its kind.
 
     Every pattern scans the whole text in C (``finditer``); merging keeps the
-    order the lines were written in, which stateful formats need.
+    order the lines were written in, which stateful formats need. A pattern that
+    cannot match the text (its :func:`required_literal` is absent, or what it
+    :func:`require` s is not found) is not run.
     """
-    iterators = [_tagged(pattern.finditer(text), index, kind) for index, (pattern, kind) in enumerate(patterns)]
+    iterators = [_tagged(pattern.finditer(text), index, kind) for index, (pattern, kind) in enumerate(patterns)
+                 if _may_match(pattern, text)]
     if len(iterators) == 1:
         for _, _, kind, match in iterators[0]:
             yield kind, match

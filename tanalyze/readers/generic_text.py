@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from tanalyze.readers._lines import Chunk
-from tanalyze.readers._textparse import NAN, NUMBER, TextParser, to_float
+from tanalyze.readers._textparse import NAN, NUMBER, TextParser, require, to_float
 from tanalyze.readers._textreader import TextReader
 
 __all__ = ["GenericRules", "GenericTextParser", "GenericTextReader", "detect_generic"]
@@ -30,11 +30,11 @@ _UNIT = r"(?:[a-zA-Z]{1,3}\b|%)?"
 METER = re.compile(
     r"Epoch(?:\((?P<mode>\w+)\)|:)?[ \t]*\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\](?P<rest>[^\n]*)"
 )
-EVAL_METER = re.compile(
+EVAL_METER = require(re.compile(
     r"^(?P<pre>[^\n]*?)(?P<name>\b[A-Za-z]+)(?:\((?P<mode>\w+)\))?:?[ \t]*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]"
     r"(?P<rest>[^\n]*)$",
     re.M,
-)
+), re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]"))
 SUMMARY = re.compile(r"^ \* (Acc@1 [^\n]*)$", re.M)
 _METER_PAIR = re.compile(rf"([A-Za-z@][\w@/.-]*(?: [A-Za-z@][\w@/.-]*)*)\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
 _COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]*):\s+(\S+)")

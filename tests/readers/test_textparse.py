@@ -2,12 +2,20 @@
 
 import calendar
 import math
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tanalyze.readers._textparse import Rows, dedupe, parse_timestamp, parse_timestamps
+from tanalyze.readers._textparse import (
+    Rows,
+    dedupe,
+    ordered_matches,
+    parse_timestamp,
+    parse_timestamps,
+    required_literal,
+)
 from tanalyze.schema import keep_last_write
 
 
@@ -97,3 +105,42 @@ def test_time_stamps_read_together_are_the_same_floats(stamps):
     for got, expected in zip(together, one_by_one, strict=True):
         assert got == expected or (math.isnan(got) and math.isnan(expected))
     assert any(math.isnan(v) for v in together) == any("13-" in s or s.startswith("0000") or "5x" in s for s in stamps)
+
+
+@pytest.mark.parametrize(("source", "flags", "literal"), [
+    (r"^ppl: (\d+)", re.M, "ppl: "),
+    (r"^\*\*\*\*\* Evaluating (\w+)", re.M, "***** Evaluating "),
+    (r"^\|E2E latency=([^\n]*)$", re.M, "|E2E latency="),
+    (r"^abcd+", re.M, "abc"),  # the repeated character is not certain, what precedes it is
+    (r"^ab?cd", re.M, None),  # "a" alone is too short to be worth a test
+    (r"^(?:foo|bar)baz", re.M, None),
+    (r"^[ \t]*Epoch", re.M, None),
+    (r"ppl: (\d+)", 0, None),  # not anchored: the engine finds its literal prefix itself
+    (r"^ppl: (\d+)", re.M | re.I, None),
+    (r"^ppl # comment", re.M | re.X, None),
+])
+def test_required_literal_of_an_anchored_pattern(source, flags, literal):
+    assert required_literal(re.compile(source, flags)) == literal
+
+
+def _text_patterns():
+    from tanalyze.readers.deepspeed import DeepSpeedParser
+    from tanalyze.readers.generic_text import GenericTextParser
+    from tanalyze.readers.megatron import MegatronParser
+    from tanalyze.readers.nanogpt import NanoGPTParser
+
+    return [DeepSpeedParser.patterns, GenericTextParser.patterns, MegatronParser.patterns, NanoGPTParser.patterns]
+
+
+def test_patterns_skipped_by_their_guards_would_have_matched_nothing(real_logs):
+    """Every text file of the corpus: the matches with guards are exactly the matches of every pattern."""
+    texts = [p.read_text(encoding="utf-8", errors="replace") for folder in ("deepspeed_text_log", "megatron_text_log",
+             "hf_text_log", "other_text") for p in sorted((real_logs / folder).rglob("*")) if p.is_file()]
+    texts.append("INFO worker 3 prefetched batch [ok]\nppl: 3.5\n  * Acc@1 70.1 Acc@5 90.2\nTest: [ 10/100] loss 1.2\n")
+    assert len(texts) > 5
+    for patterns in _text_patterns():
+        for text in texts:
+            guarded = [(kind, m.span()) for kind, m in ordered_matches(text, patterns)]
+            every = sorted((m.start(), index, kind, m.span()) for index, (pattern, kind) in enumerate(patterns)
+                           for m in pattern.finditer(text))
+            assert guarded == [(kind, span) for _, _, kind, span in every]
