@@ -40,7 +40,9 @@ _METER_PAIR = re.compile(rf"([A-Za-z@][\w@/.-]*(?: [A-Za-z@][\w@/.-]*)*)\s+({NUM
 _COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]*):\s+(\S+)")
 _SPACE_PAIR = re.compile(rf"({_NAME}) ({NUMBER})")
 
-EPOCH_HEADER = re.compile(r"^[ \t]*Epoch[ \t]*:?[ \t]*(\d+)[ \t]*(?:/|of)[ \t]*(\d+)[ \t]*:?[ \t]*$", re.M)
+EPOCH_HEADER = require(
+    re.compile(r"^[ \t]*Epoch[ \t]*:?[ \t]*(\d+)[ \t]*(?:/|of)[ \t]*(\d+)[ \t]*:?[ \t]*$", re.M), re.compile("Epoch")
+)
 _PAIR = rf"{_NAME}[ \t]*[:=][ \t]*{NUMBER}{_UNIT}"
 PAIR_LINE = re.compile(rf"^[ \t]*{_PAIR}(?:[ \t]*[-|,;][ \t]*{_PAIR})*[ \t]*$", re.M)
 _PAIR_ITEM = re.compile(rf"({_NAME})[ \t]*[:=][ \t]*({NUMBER})")
