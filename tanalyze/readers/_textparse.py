@@ -198,6 +198,31 @@ def _may_match(pattern: re.Pattern[str], text: str) -> bool:
     return necessary is None or necessary.search(text) is not None
 
 
+def _top_level_alternation(source: str) -> bool:
+    """Whether ``source`` has a ``|`` outside every group and class (then no literal is certain)."""
+    depth, in_class, i = 0, False, 0
+    while i < len(source):
+        char = source[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            if source[i + 1 : i + 2] == "]" or source[i + 1 : i + 3] == "^]":  # a ']' first in a class is literal
+                i += 2 if source[i + 1] == "]" else 3
+                continue
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        elif char == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
 @functools.cache
 def required_literal(pattern: re.Pattern[str]) -> str | None:
     """Text every match of ``pattern`` contains, read from its start: the literal after a leading ``^``.
@@ -208,7 +233,7 @@ def required_literal(pattern: re.Pattern[str]) -> str | None:
     character that a quantifier, a class or a group could change; None when fewer than 3 are certain.
     """
     source = pattern.pattern
-    if pattern.flags & (re.IGNORECASE | re.VERBOSE) or not source.startswith("^"):
+    if pattern.flags & (re.IGNORECASE | re.VERBOSE) or not source.startswith("^") or _top_level_alternation(source):
         return None
     out: list[str] = []
     i = 1

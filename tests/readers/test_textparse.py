@@ -114,6 +114,10 @@ def test_time_stamps_read_together_are_the_same_floats(stamps):
     (r"^abcd+", re.M, "abc"),  # the repeated character is not certain, what precedes it is
     (r"^ab?cd", re.M, None),  # "a" alone is too short to be worth a test
     (r"^(?:foo|bar)baz", re.M, None),
+    (r"^abc|^xyz", re.M, None),  # the second branch need not contain "abc"
+    (r"^abc(?:d|e)", re.M, "abc"),
+    (r"^abc[|]d", re.M, "abc"),
+    (r"^abc[]|]d|x", re.M, None),
     (r"^[ \t]*Epoch", re.M, None),
     (r"ppl: (\d+)", 0, None),  # not anchored: the engine finds its literal prefix itself
     (r"^ppl: (\d+)", re.M | re.I, None),
