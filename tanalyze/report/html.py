@@ -28,7 +28,7 @@ from tanalyze.report.model import LOSS_ROLES, VERDICTS, ReportData, RunView, num
 from tanalyze.report.parallel import draw, run_figures
 from tanalyze.text import safe_text
 
-__all__ = ["render_html", "render_run_fragment", "csp_for", "json_for_script", "SCRIPT", "STYLE"]
+__all__ = ["render_html", "iter_html", "render_run_fragment", "csp_for", "json_for_script", "SCRIPT", "STYLE"]
 
 TEMPLATES = Path(__file__).parent / "templates"
 SCRIPT = (TEMPLATES / "report.js").read_text(encoding="utf-8")
@@ -356,19 +356,9 @@ def _render(template: str, context: dict[str, Any]) -> str:
     return _environment().get_template(template).render(**context)
 
 
-def render_html(
-    data: ReportData,
-    *,
-    fragment: bool = False,
-    csp: bool = True,
-    embed_json: Mapping[str, Any] | None = None,
-    progress: ProgressCallback | None = None,
-    workers: int | None = None,
-    sections: bool = True,
-) -> str:
-    """The report page as one string (see :func:`iter_html` for the options)."""
-    return "".join(iter_html(data, fragment=fragment, csp=csp, embed_json=embed_json, progress=progress,
-                             workers=workers, sections=sections))
+def render_html(data: ReportData, **options: Any) -> str:
+    """The report page as one string; ``options`` are those of :func:`iter_html`."""
+    return "".join(iter_html(data, **options))
 
 
 def iter_html(
