@@ -2,7 +2,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanalyze.schema import concat_frames, empty_scalars, keep_last_write, scalar_frame, validate_scalars
+from tanalyze.schema import (
+    concat_frames,
+    empty_histograms,
+    empty_scalars,
+    keep_last_write,
+    scalar_frame,
+    validate_scalars,
+)
 
 
 def test_scalar_frame_has_canonical_dtypes():
@@ -42,3 +49,14 @@ def test_concat_keeps_categories():
     out = concat_frames([a, b, empty_scalars()])
     assert isinstance(out["run"].dtype, pd.CategoricalDtype)
     assert out["run"].tolist() == ["a", "b"]
+
+
+def test_empty_tables_are_independent_although_built_once():
+    scalars, histograms = empty_scalars(), empty_histograms()
+    scalars["extra"] = 1.0
+    scalars["tag"] = scalars["tag"].cat.add_categories(["loss"])
+    histograms["step"] = histograms["step"].astype("float64")
+    again, histograms_again = empty_scalars(), empty_histograms()
+    assert "extra" not in again.columns and list(again["tag"].cat.categories) == []
+    assert histograms_again["step"].dtype == "int64"
+    assert again is not empty_scalars()

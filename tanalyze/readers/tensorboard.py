@@ -19,7 +19,6 @@ import os
 import re
 from collections import Counter
 from collections.abc import Mapping
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -395,14 +394,9 @@ def _scalar_columns(tag_names, codes, steps, values, wall_times) -> ScalarColumn
     )
 
 
-@cache
-def _no_histograms() -> pd.DataFrame:
-    return empty_histograms()
-
-
 def _histogram_frame(files, hist_names, rows) -> pd.DataFrame:
     if not rows:
-        return _no_histograms().copy(deep=False)  # a cheap copy-on-write copy of one shared empty table
+        return empty_histograms()
     frame = pd.DataFrame({
         "run": pd.Categorical([_run_label(files)] * len(rows)),
         "tag": pd.Categorical([row["tag"] for row in rows], categories=sorted({row["tag"] for row in rows})),
