@@ -13,7 +13,7 @@ import pytest
 import tanalyze
 from tanalyze.cache import LAYOUT, Cache, default_cache_dir, resolve_cache
 from tanalyze.cache.codec import Uncacheable, encode_runs
-from tanalyze.cache.store import STORAGES, read_entry, write_entry
+from tanalyze.cache.store import MAX_FRAMES, STORAGES, _raw_frame, append_entry, read_entry, write_entry
 from tanalyze.readers.base import RunData
 from tanalyze.readers.tensorboard import TensorBoardReader
 from tests.conftest import SAMPLE_RUNS
@@ -193,8 +193,8 @@ def test_a_damaged_resume_point_in_a_run_entry_reads_the_run_through_its_parts(t
     cache = Cache(str(tmp_path / "c"))
     tanalyze.load(folder, jobs=1, cache=cache)
     [entry] = [p for p in entries(cache) if p.parent.parent.name == "runs"]
-    arrays, header = read_entry(entry, cache.storage)
-    write_entry(entry, arrays, {**header, "resume": resume}, cache.storage)
+    found = read_entry(entry, cache.storage)
+    write_entry(entry, found.arrays, {**found.header, "resume": resume}, cache.storage)
     append_events(folder, tmp_path / "more", steps=range(30, 40))
     assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
 
@@ -304,8 +304,8 @@ def _damage(entry: Path, damage: str, storage: str) -> None:
     elif damage == "empty":
         entry.write_bytes(b"")
     else:  # a valid entry of another file, copied over this one
-        arrays, header = read_entry(entry, storage)
-        write_entry(entry, arrays, {**header, "key": {**header["key"], "elsewhere": True}}, storage)
+        found = read_entry(entry, storage)
+        write_entry(entry, found.arrays, {**found.header, "key": {**found.header["key"], "elsewhere": True}}, storage)
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "another key"])
@@ -321,7 +321,7 @@ def test_corrupt_entries_are_ignored_and_rewritten(tmp_path, damage, reads):
     logs = tanalyze.load(sweep, jobs=1, cache=cache)
     assert reads == [("run00", 0)]
     assert_same_logs(logs, fresh(sweep))
-    file_entry = read_entry(stored[0], cache.storage)[1]
+    file_entry = read_entry(stored[0], cache.storage).header
     assert file_entry["key"]["path"] == os.path.realpath(event_file(sweep / "lr0" / "run00"))
     reads.clear()
     tanalyze.load(sweep, jobs=1, cache=cache)
@@ -378,23 +378,97 @@ def test_concurrent_writers_never_leave_a_partial_entry(tmp_path):
     while any(t.is_alive() for t in writers):
         found = read_entry(path, "raw")
         if found is not None:
-            seen.append(found[1]["seed"])
-            assert np.array_equal(found[0]["x"], arrays["x"])
+            seen.append(found.header["seed"])
+            assert np.array_equal(found.arrays["x"], arrays["x"])
     for thread in writers:
         thread.join()
     assert read_entry(path, "raw") is not None
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_rows_added_at_the_end_are_stored_as_a_frame_and_read_back_whole(tmp_path):
+    path = tmp_path / "e.arrays"
+    write_entry(path, {"x": np.arange(100, dtype=np.int64), "v": np.linspace(0, 1, 100)}, {"n": 1}, "raw")
+    first = read_entry(path, "raw")
+    grown = {"x": np.arange(130, dtype=np.int64), "v": np.concatenate([first.arrays["v"], [np.nan] * 30])}
+    assert append_entry(path, first, grown, {"n": 2}, "raw")
+    second = read_entry(path, "raw")
+    assert second.frames == 2 and second.header == {"n": 2} and second.size == path.stat().st_size
+    assert second.arrays["x"].tolist() == list(range(130))
+    assert np.array_equal(second.arrays["v"], grown["v"], equal_nan=True)
+    # Rows changed rather than added, a dtype changed, an array missing: not a frame (the caller writes whole).
+    changed = {"x": grown["x"][::-1].copy(), "v": grown["v"]}
+    assert not append_entry(path, second, changed, {"n": 3}, "raw")
+    assert not append_entry(path, second, {"x": grown["x"].astype(np.float64), "v": grown["v"]}, {}, "raw")
+    assert not append_entry(path, second, {"x": grown["x"]}, {}, "raw")
+    assert not append_entry(path, second, grown, {}, "parquet")
+    assert read_entry(path, "raw").frames == 2  # untouched by the refusals
+
+
+def test_an_entry_is_rewritten_whole_after_max_frames_or_when_it_would_more_than_double(tmp_path):
+    path = tmp_path / "e.arrays"
+    write_entry(path, {"x": np.arange(10, dtype=np.int64)}, {}, "raw")
+    for count in range(11, 10 + MAX_FRAMES):
+        assert append_entry(path, read_entry(path, "raw"), {"x": np.arange(count, dtype=np.int64)}, {}, "raw")
+    full = read_entry(path, "raw")
+    assert full.frames == MAX_FRAMES
+    assert not append_entry(path, full, {"x": np.arange(40, dtype=np.int64)}, {}, "raw")
+    write_entry(path, {"x": np.arange(10, dtype=np.int64)}, {}, "raw")
+    assert not append_entry(path, read_entry(path, "raw"), {"x": np.arange(21, dtype=np.int64)}, {}, "raw")
+
+
+def test_frames_that_do_not_verify_make_the_entry_unreadable_never_a_mix(tmp_path):
+    path = tmp_path / "e.arrays"
+    write_entry(path, {"x": np.arange(100, dtype=np.int64)}, {"n": 1}, "raw")
+    base = read_entry(path, "raw")
+    grown = {"x": np.arange(110, dtype=np.int64)}
+    assert append_entry(path, base, grown, {"n": 2}, "raw")
+    whole = path.read_bytes()
+    # A second writer that read the same entry finds it changed and does not append.
+    assert not append_entry(path, base, {"x": np.arange(120, dtype=np.int64)}, {"n": 3}, "raw")
+    # One that appended anyway (its frame lands after the other's, claiming the old end) is caught on reading.
+    path.write_bytes(whole + _raw_frame({"x": (np.arange(110, 120), "<i8")}, '{"n": 3}', base.size))
+    assert read_entry(path, "raw") is None
+    # A frame cut short (a crash while appending), or one byte of it changed, fails its length or CRC.
+    path.write_bytes(whole[:-5])
+    assert read_entry(path, "raw") is None
+    damaged = bytearray(whole)
+    damaged[-3] ^= 1
+    path.write_bytes(bytes(damaged))
+    assert read_entry(path, "raw") is None
+    # A frame whose numbers would be read back as another dtype than the entry's is refused too.
+    path.write_bytes(whole[:base.size] + _raw_frame({"x": (np.arange(100, 110.0), "<f8")}, "{}", base.size))
+    assert read_entry(path, "raw") is None
+    path.write_bytes(whole)
+    assert read_entry(path, "raw").arrays["x"].tolist() == list(range(110))
+
+
+def test_continued_appends_add_frames_to_the_run_entry_and_equal_a_fresh_read(tmp_path):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(0, 50)).close()
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(folder, jobs=1, cache=cache)
+    [run_entry] = [p for p in entries(cache) if p.parent.parent.name == "runs"]
+    sizes = [run_entry.stat().st_size]
+    for index in range(3):
+        append_events(folder, tmp_path / f"more{index}", steps=range(50 + 5 * index, 55 + 5 * index))
+        assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
+        sizes.append(run_entry.stat().st_size)
+    assert read_entry(run_entry, cache.storage).frames == 4
+    assert all(0 < b - a < sizes[0] / 2 for a, b in zip(sizes, sizes[1:], strict=False))  # each load adds a small frame
+    assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
+
+
 def test_entries_hold_no_pickle(tmp_path):
     path = tmp_path / "e.arrays"
     with pytest.raises(TypeError, match="1-d numbers"):
         write_entry(path, {"objects": np.array([object()], dtype=object)}, {}, "raw")
-    write_entry(path, {"x": np.arange(3)}, {}, "raw")
-    data = bytearray(path.read_bytes())
-    data[data.index(b"<i8"):data.index(b"<i8") + 3] = b"|O8"  # an entry claiming an object array
-    path.write_bytes(bytes(data))
-    assert read_entry(path, "raw") is None
+    # Frames that verify but claim object arrays (stored as such, or to be read back as such) are refused.
+    for arrays in ({"x": (np.array([object()], dtype=object), "|O8")}, {"x": (np.arange(3), "|O8")}):
+        path.write_bytes(_raw_frame(arrays, "{}", 0))
+        assert read_entry(path, "raw") is None
+    path.write_bytes(_raw_frame({"x": (np.arange(3), "<i8")}, "{}", 0))
+    assert read_entry(path, "raw").arrays["x"].tolist() == [0, 1, 2]
 
 
 def test_cache_folder_choice(tmp_path, monkeypatch):

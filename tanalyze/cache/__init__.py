@@ -1,29 +1,29 @@
-"""The incremental cache: what readers parsed, kept per file so that logs are not parsed twice.
+"""The incremental cache: what readers parsed, kept so that logs are not parsed twice.
 
 Layout (``DIR`` is ``--cache-dir``, ``$TANALYZE_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/tanalyze`` or ``~/.cache/tanalyze``)::
 
-    DIR/v1/CACHEDIR.TAG                 marks the folder as a cache for backup tools
-    DIR/v1/files/ab/abcdef….parquet     one file of a resumable reader (TensorBoard …): its part
-    DIR/v1/runs/cd/cdef01….parquet      one run of any other reader: its whole result
+    DIR/v1/CACHEDIR.TAG              marks the folder as a cache for backup tools
+    DIR/v1/runs/cd/cdef01….arrays    one run: the reader's whole result for its files
+    DIR/v1/files/ab/abcdef….arrays   one file of a resumable reader (TensorBoard …): what was read of it
 
-(``.npz`` instead of ``.parquet`` without pyarrow.) An entry's name is a hash of
-its *key*: the resolved path(s), the reader's name and ``cache_version``, and
-the tanalyze version; the key is stored inside too and checked. Inside is the
-*stamp* the data was read at: size and ``mtime_ns`` of each file, and for a file
-part the offset it was read up to with hashes of the bytes before that offset
-(the whole prefix up to 64 KiB, else its first and last 64 KiB).
+(``.parquet`` with ``TANALYZE_CACHE_FORMAT=parquet``; see :mod:`.store`.) An
+entry's name is a hash of its *key*: the resolved path(s), the reader's name and
+``cache_version``, and the tanalyze version; the key is stored inside too and
+checked. Inside is the *stamp* the data was read at: size and ``mtime_ns`` of
+each file with hashes of its bytes (all of them up to 8 KiB, else the first and
+last 4 KiB), and for a file part the offset it was read up to.
 
-Using an entry (see :mod:`.reading`): a file with the same size and mtime whose
-hashed bytes are unchanged is served from the cache; a file that grew, whose
-hashed prefix is unchanged, is read on from the offset (the reader's
-:class:`~tanalyze.readers.base.ResumableReader` protocol); anything else
-(shorter, same size but a new mtime, a changed prefix, a corrupt entry, another
-version) is read whole and the entry rewritten. Entries of whole runs are used
-only when every file (and the run folder's mtime: a new side file appears
-there) is unchanged.
+Using an entry (see :mod:`.reading`): a run whose files, side files and folder
+are unchanged is served from its entry. When its files only grew, with the bytes
+read before unchanged, a resumable reader reads the new bytes alone and extends
+the cached result (or, when they do not simply continue it, reads each file
+from where its last read stopped and combines them). Anything else (shorter,
+same size but a new mtime, a changed prefix, a corrupt entry, another version)
+is read whole and the entry rewritten.
 
-The cache is safe to delete at any time, and entries are replaced atomically.
+The cache is safe to delete at any time; an entry is replaced atomically or
+extended by a verified frame, so it is never read half-written.
 """
 
 from __future__ import annotations
@@ -34,7 +34,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tanalyze.cache.store import STORAGES, default_storage, read_entry, suffix, write_entry
+from tanalyze.cache.store import (
+    STORAGES,
+    Entry,
+    append_entry,
+    default_storage,
+    read_entry,
+    suffix,
+    write_entry,
+)
 
 __all__ = ["Cache", "default_cache_dir", "resolve_cache", "LAYOUT"]
 
@@ -73,18 +81,27 @@ class Cache:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
         return Path(os.path.join(self.directory, LAYOUT, kind, digest[:2], digest + suffix(self.storage)))
 
-    def load(self, kind: str, key: dict):
-        """(arrays, header) of the entry for ``key``, or None (missing, unreadable, or another key's)."""
+    def load(self, kind: str, key: dict) -> Entry | None:
+        """The entry for ``key``, or None (missing, unreadable, or another key's)."""
         found = read_entry(self.entry_path(kind, key), self.storage)
-        if found is None or found[1].get("key") != key:
+        if found is None or found.header.get("key") != key:
             return None
         return found
 
-    def save(self, kind: str, key: dict, arrays, header: dict) -> bool:
-        """Store an entry; False when it could not be written (the cache is best effort)."""
+    def save(self, kind: str, key: dict, arrays, header: dict, *, previous: Entry | None = None) -> bool:
+        """Store an entry; False when it could not be written (the cache is best effort).
+
+        With ``previous`` (the entry as loaded), arrays that only gained rows at
+        their end are added to it as a frame rather than rewriting it whole.
+        """
+        reuse = previous is not None and previous.path is not None and previous.header.get("key") == key
+        path = previous.path if reuse else self.entry_path(kind, key)
+        header = {**header, "key": key}
         try:
+            if previous is not None and append_entry(path, previous, arrays, header, self.storage):
+                return True
             self._tag()
-            write_entry(self.entry_path(kind, key), arrays, {**header, "key": key}, self.storage)
+            write_entry(path, arrays, header, self.storage)
         except Exception:  # noqa: BLE001 - a full disk, a read-only folder, pyarrow gone: not cached, never an error
             return False
         return True

@@ -58,9 +58,9 @@ def _file_part(reader: ResumableReader, path: Path, cache: Cache) -> FilePart:
     part = None
     found = cache.load("files", key)
     if found is not None:
-        arrays, header = found
+        header = found.header
         try:
-            cached = decode_part(arrays, header["part"])
+            cached = decode_part(found.arrays, header["part"])
             old = header["stamp"]
             unchanged_prefix = prefix_hashes(path, cached.end) == header["hashes"]
         except (KeyError, TypeError, ValueError):
@@ -85,7 +85,7 @@ def _file_part(reader: ResumableReader, path: Path, cache: Cache) -> FilePart:
         except Uncacheable:
             return part
         if hashes is not None:
-            cache.save("files", key, arrays, {"stamp": _stamp(stat), "hashes": hashes, "part": body})
+            cache.save("files", key, arrays, {"stamp": _stamp(stat), "hashes": hashes, "part": body}, previous=found)
     return part
 
 
@@ -168,12 +168,12 @@ def read_runs(reader: Reader, files: list[Path], directory: Path, cache: Cache) 
     runs: list[RunData] | None = None
     resume = None
     if found is not None:
-        arrays, header = found
+        header = found.header
         now = {**before, "extra": _run_stamp([Path(f) for f in header.get("extra_files", [])], directory)}
         unchanged = header.get("stamp") == now
         if unchanged or isinstance(reader, ResumableReader):
             try:
-                cached = decode_runs(arrays, header)
+                cached = decode_runs(found.arrays, header)
             except (KeyError, TypeError, ValueError, IndexError):
                 cached = None
             if cached is not None and unchanged:
@@ -203,5 +203,5 @@ def read_runs(reader: Reader, files: list[Path], directory: Path, cache: Cache) 
     entry = {**body, "stamp": stamp, "extra_files": extra}
     if resume is not None:
         entry["resume"] = resume
-    cache.save("runs", key, arrays, entry)
+    cache.save("runs", key, arrays, entry, previous=found)
     return runs

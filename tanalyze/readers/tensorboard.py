@@ -369,14 +369,19 @@ def _continues(codes: np.ndarray, steps: np.ndarray, new_codes: np.ndarray, new_
                n_tags: int) -> bool:
     """Whether every tag's new steps increase and start past the tag's last step so far (no repeat, no going
     back: appending them then changes no earlier point and repeats no step)."""
+    if not len(new_steps):
+        return True
+    order = np.argsort(new_codes, kind="stable")
+    tags, ordered = new_codes[order], new_steps[order]
+    same_tag = tags[1:] == tags[:-1]
+    if not np.all(ordered[1:][same_tag] > ordered[:-1][same_tag]):
+        return False
+    if not len(steps) or int(ordered.min()) > int(steps.max()):  # the usual tail: past every step so far
+        return True
     last = np.full(n_tags, np.iinfo(np.int64).min, np.int64)
-    if len(steps) and int(new_steps.min()) <= int(steps.max()):  # else (the usual tail) past every step so far
-        np.maximum.at(last, codes, steps)
-    for tag in np.unique(new_codes).tolist():
-        mine = new_steps[new_codes == tag]
-        if mine[0] <= last[tag] or (len(mine) > 1 and not np.all(mine[1:] > mine[:-1])):
-            return False
-    return True
+    np.maximum.at(last, codes, steps)
+    firsts = np.flatnonzero(np.concatenate(([True], ~same_tag)))
+    return bool(np.all(ordered[firsts] > last[tags[firsts]]))
 
 
 def _run_label(files: list[Path]) -> str:

@@ -17,7 +17,7 @@ from tensorboardX.record_writer import masked_crc32c
 
 from tanalyze import load
 from tanalyze.cli import main
-from tanalyze.readers.tensorboard import TensorBoardReader
+from tanalyze.readers.tensorboard import TensorBoardReader, _continues
 from tanalyze.schema import HISTOGRAM_COLUMNS
 from tests.conftest import real_log
 
@@ -680,3 +680,17 @@ def test_runs_command_shows_hparams_histograms_and_used_yaml(capsys):
     assert out.rstrip().endswith("0 warning(s), 0 file(s) not recognised")
     assert main(["runs", str(real_log(HISTOGRAMS)), "-q"]) == 0
     assert "histograms: 1 tag(s), 10 histogram(s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("new_codes", "new_steps", "expected"), [
+    ([0, 1, 0, 1], [3, 3, 4, 4], True),  # each tag goes on past its own last step
+    ([1, 0], [2, 5], True),  # a tag whose last step was 1 may go on at 2 while another is at 5
+    ([0, 1], [2, 5], False),  # tag 0 was at 2 already: a repeat
+    ([0, 0], [6, 5], False),  # going back inside the new rows
+    ([1, 0, 1], [5, 7, 5], False),  # a repeat inside the new rows, other tags between
+    ([2], [0], True),  # a tag the run did not have
+    ([], [], True),
+])
+def test_continues_means_every_tag_steps_on_past_its_own_last_step(new_codes, new_steps, expected):
+    codes, steps = np.array([0, 1, 0, 1, 0]), np.array([0, 0, 1, 1, 2])  # tag 0 up to step 2, tag 1 up to 1
+    assert _continues(codes, steps, np.array(new_codes, np.int32), np.array(new_steps, np.int64), 3) is expected
