@@ -8,7 +8,7 @@ Layout (``DIR`` is ``--cache-dir``, ``$TANALYZE_CACHE_DIR``, else
     DIR/v1/files/ab/abcdef….arrays   one file of a resumable reader (TensorBoard …): what was read of it
 
 (``.parquet`` with ``TANALYZE_CACHE_FORMAT=parquet``; see :mod:`.store`.) An
-entry's name is a hash of its *key*: the resolved path(s), the reader's name and
+entry's name is a hash of its *key*: the absolute path(s), the reader's name and
 ``cache_version``, and the tanalyze version; the key is stored inside too and
 checked. Inside is the *stamp* the data was read at: size and ``mtime_ns`` of
 each file with hashes of its bytes (all of them up to 8 KiB, else the first and

@@ -28,20 +28,24 @@ def prefix_hashes(path: Path, end: int) -> list[str] | None:
     spans = [(0, end)] if end <= 2 * WINDOW else [(0, WINDOW), (end - WINDOW, end)]
     out = []
     try:
-        with open(path, "rb") as handle:
-            for start, stop in spans:
-                handle.seek(start)
-                data = handle.read(stop - start)
-                if len(data) != stop - start:
-                    return None
-                out.append(hashlib.blake2b(data, digest_size=16).hexdigest())
+        handle = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        for start, stop in spans:
+            data = os.pread(handle, stop - start, start)
+            if len(data) != stop - start:
+                return None
+            out.append(hashlib.blake2b(data, digest_size=16).hexdigest())
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
     return out
 
 
 def _file_key(reader: Reader, path: Path) -> dict[str, Any]:
-    return {"path": os.path.realpath(path), "reader": reader.name, "reader_version": reader.cache_version,
+    return {"path": os.path.abspath(path), "reader": reader.name, "reader_version": reader.cache_version,
             "tanalyze": _version()}
 
 
@@ -159,9 +163,9 @@ def read_runs(reader: Reader, files: list[Path], directory: Path, cache: Cache) 
     result with the new records alone. Otherwise a resumable reader reads each
     file through its part entry (resuming files that grew) and combines them;
     any other reader reads the run whole. Either way the run's entry is then
-    rewritten.
+    stored again: as a frame added to it when its arrays only gained rows.
     """
-    key = {"files": [os.path.realpath(f) for f in files], "reader": reader.name,
+    key = {"files": [os.path.abspath(f) for f in files], "reader": reader.name,
            "reader_version": reader.cache_version, "tanalyze": _version()}
     before = _run_stamp(files, directory)
     found = cache.load("runs", key) if before is not None else None
@@ -199,7 +203,11 @@ def read_runs(reader: Reader, files: list[Path], directory: Path, cache: Cache) 
         arrays, body = encode_runs(runs)
     except Uncacheable:
         return runs
-    stamp = {**before, "extra": _run_stamp([Path(f) for f in extra], directory)}
+    if found is not None and extra == found.header.get("extra_files"):
+        extra_stamp = now["extra"]  # taken before reading: a side file changed meanwhile shows next time
+    else:
+        extra_stamp = _run_stamp([Path(f) for f in extra], directory)
+    stamp = {**before, "extra": extra_stamp}
     entry = {**body, "stamp": stamp, "extra_files": extra}
     if resume is not None:
         entry["resume"] = resume

@@ -199,12 +199,22 @@ def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
 def read_entry(path: Path, storage: str) -> Entry | None:
     """The arrays and header of an entry; None when it is missing or cannot be read as one."""
     try:
-        with open(path, "rb") as handle:
-            data = bytearray(os.fstat(handle.fileno()).st_size)  # writable: arrays are views of it
-            if handle.readinto(data) != len(data):
-                return None
+        handle = os.open(path, os.O_RDONLY)
     except OSError:
         return None
+    try:
+        data = bytearray(os.fstat(handle).st_size)  # writable: arrays are views of it
+        view, got = memoryview(data), 0
+        while got < len(data):  # one read, unless the entry is over 2 GB (Linux reads at most that at once)
+            count = os.readv(handle, [view[got:]])
+            if not count:
+                return None  # shorter than its size said: cut while being read
+            got += count
+        view.release()
+    except OSError:
+        return None
+    finally:
+        os.close(handle)
     try:
         frames = [_read_parquet(bytes(data))] if storage == "parquet" else _read_raw(data)
         arrays = frames[0][0]

@@ -99,9 +99,13 @@ class _Bytes:
 def _varint(data: _Bytes, pos: np.ndarray, end: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Decode one varint at ``pos`` for every row where ``ok``; return value, position after it, ok."""
     first = data.byte(pos)
-    value = (first & 0x7F).astype(np.uint64)
     good = ok & (pos < end)
     cur = pos + 1
+    if not len(first) or first.max() < 0x80:  # all one byte (field lengths nearly always are)
+        value = first.astype(np.uint64)
+        value[~good] = 0
+        return value, cur, good
+    value = (first & 0x7F).astype(np.uint64)
     active = np.flatnonzero(good & (first >= 0x80))  # most varints here are one byte: done above
     for i in range(1, 10):
         if not len(active):
@@ -167,9 +171,9 @@ def factorize_spans(data: _Bytes, pos: np.ndarray, length: np.ndarray) -> tuple[
 
 def _factorize_exact(data: _Bytes, pos: np.ndarray, length: np.ndarray) -> tuple[np.ndarray, list[bytes]]:
     seen: dict[bytes, int] = {}
-    raw = data.u8
+    raw = memoryview(data.u8)
     codes = np.fromiter(
-        (seen.setdefault(raw[p : p + n].tobytes(), len(seen)) for p, n in zip(pos.tolist(), length.tolist(), strict=True)),
+        (seen.setdefault(bytes(raw[p : p + n]), len(seen)) for p, n in zip(pos.tolist(), length.tolist(), strict=True)),
         dtype=np.int64,
         count=len(pos),
     )
@@ -277,14 +281,23 @@ def _decode_block(data: _Bytes, starts: np.ndarray, lengths: np.ndarray) -> Fast
 
     is_simple = _expect(data, pos, end, ok, 0x15) & (pos + 5 <= end)
     value_pos = pos + 1
-    tensor_pos, tensor_len, is_tensor = _length_delimited(data, pos, end, ok & ~is_simple, 0x42)
-    ok &= is_simple | is_tensor
-    pos = np.where(is_simple, pos + 5, tensor_pos + tensor_len)
+    maybe_tensor = ok & ~is_simple
+    if maybe_tensor.any():
+        tensor_pos, tensor_len, is_tensor = _length_delimited(data, pos, end, maybe_tensor, 0x42)
+        ok &= is_simple | is_tensor
+        pos = np.where(is_simple, pos + 5, tensor_pos + tensor_len)
+    else:  # every record left holds a simple value (tensorboardX, TF1)
+        tensor_pos = tensor_len = np.zeros(n, np.int64)
+        is_tensor = np.zeros(n, bool)
+        pos = pos + 5
 
     has_meta = _expect(data, pos, end, ok, 0x4A)
-    meta_pos, meta_len, meta_ok = _length_delimited(data, pos, end, has_meta, 0x4A)
-    ok &= ~has_meta | meta_ok
-    pos = np.where(has_meta, meta_pos + meta_len, pos)
+    if has_meta.any():  # metadata comes with a tag's first value only
+        meta_pos, meta_len, meta_ok = _length_delimited(data, pos, end, has_meta, 0x4A)
+        ok &= ~has_meta | meta_ok
+        pos = np.where(has_meta, meta_pos + meta_len, pos)
+    else:
+        meta_pos = meta_len = np.zeros(n, np.int64)
     ok &= pos == end
 
     values = np.full(n, np.nan)

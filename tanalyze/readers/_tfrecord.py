@@ -36,6 +36,7 @@ _U32 = struct.Struct("<I")
 _MASK_DELTA = 0xA282EAD8
 _BLOCK = 1 << 16  # frames checked together
 _PROBE = 64  # lengths read one by one before looking for a cycle
+_FEW = 256  # up to this many frames, numpy's fixed costs outweigh its speed: plain Python instead
 _PREDICT = 1 << 10  # first block of offsets predicted from a cycle (grows while predictions hold)
 _SYNC_WINDOW = 1 << 16  # first resynchronisation window; it grows 8x per miss up to:
 _SYNC_WINDOW_MAX = 1 << 20
@@ -186,6 +187,11 @@ def _walk(views: _Views, view: memoryview, start: int, lengths_crc: dict[int, in
 def _length_crc_ok(views: _Views, offsets: np.ndarray, lengths_crc: dict[int, int]) -> np.ndarray:
     """Whether the length CRC beside each length verifies (computed once per distinct length: they repeat)."""
     lengths = views.u64[offsets]
+    if len(lengths) <= _FEW:  # a few frames (a log's new tail): looking each up beats sorting them
+        known = lengths_crc.get
+        expected = np.array([known(n) or lengths_crc.setdefault(n, masked_crc(_U64.pack(n)))
+                             for n in lengths.tolist()], dtype=np.uint32)
+        return expected == views.u32[offsets + 8]
     distinct, inverse = np.unique(lengths, return_inverse=True)
     expected = np.array(
         [lengths_crc.setdefault(n, masked_crc(_U64.pack(n))) for n in distinct.tolist()], dtype=np.uint32
