@@ -210,6 +210,11 @@ def _concat_same_columns(frames: list[pd.DataFrame]) -> pd.DataFrame | None:
     return pd.DataFrame(data, columns=columns, copy=False)
 
 
+def _code_dtype(count: int) -> type:
+    """The integer width pandas keeps the codes of ``count`` categories in."""
+    return np.int8 if count < 127 else np.int16 if count < 32_767 else np.int32 if count < 2**31 - 1 else np.int64
+
+
 @lru_cache(maxsize=256)
 def _categories(names: tuple[str, ...]) -> pd.CategoricalDtype:
     """One dtype per set of tag names (runs of a sweep share theirs; building one costs ~0.1 ms)."""
@@ -243,26 +248,28 @@ def join_columns(runs: Sequence[str], parts: Sequence[ScalarColumns]) -> pd.Data
     table with :func:`concat_frames` (categories in order of first appearance, runs without rows left out)."""
     tags: dict[str, int] = {}
     run_names: list[str] = []
-    run_codes, tag_codes = [], []
-    for name, part in zip(runs, parts, strict=True):
-        if not len(part):
-            continue
-        remap = np.array([tags.setdefault(t, len(tags)) for t in part.tags], dtype=np.int32)
-        tag_codes.append(remap[part.codes])
-        run_codes.append(np.full(len(part), len(run_names), np.int32))
-        run_names.append(name)
-    if not run_names:
+    kept = [(name, part) for name, part in zip(runs, parts, strict=True) if len(part)]
+    if not kept:
         return empty_scalars()
+    lengths = np.array([len(part) for _, part in kept], np.int64)
+    # Codes go straight into one array of the width pandas would pick (no per-run arrays, no narrowing copy).
+    run_codes = np.repeat(np.arange(len(kept), dtype=_code_dtype(len(kept))), lengths)
+    remaps = [np.array([tags.setdefault(t, len(tags)) for t in part.tags], dtype=np.int32) for _, part in kept]
+    tag_dtype = _code_dtype(len(tags))
+    tag_codes = np.empty(int(lengths.sum()), tag_dtype)
+    start = 0
+    for remap, (name, part) in zip(remaps, kept, strict=True):
+        np.take(remap.astype(tag_dtype), part.codes, out=tag_codes[start:start + len(part)])
+        start += len(part)
+        run_names.append(name)
+
     def joined(name: str) -> np.ndarray:
-        arrays = [getattr(p, name) for p in parts if len(p)]
+        arrays = [getattr(p, name) for _, p in kept]
         return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
-    one = len(run_codes) == 1
     return pd.DataFrame({
-        "run": pd.Categorical.from_codes(run_codes[0] if one else np.concatenate(run_codes),
-                                         dtype=_categories(tuple(run_names)), validate=False),
-        "tag": pd.Categorical.from_codes(tag_codes[0] if one else np.concatenate(tag_codes),
-                                         dtype=_categories(tuple(tags)), validate=False),
+        "run": pd.Categorical.from_codes(run_codes, dtype=_categories(tuple(run_names)), validate=False),
+        "tag": pd.Categorical.from_codes(tag_codes, dtype=_categories(tuple(tags)), validate=False),
         "step": joined("step").astype(np.int64, copy=False),
         "value": joined("value").astype(np.float64, copy=False),
         "wall_time": joined("wall_time").astype(np.float64, copy=False),

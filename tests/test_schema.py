@@ -3,9 +3,11 @@ import pandas as pd
 import pytest
 
 from tanalyze.schema import (
+    ScalarColumns,
     concat_frames,
     empty_histograms,
     empty_scalars,
+    join_columns,
     keep_last_write,
     scalar_frame,
     validate_scalars,
@@ -60,3 +62,18 @@ def test_empty_tables_are_independent_although_built_once():
     assert "extra" not in again.columns and list(again["tag"].cat.categories) == []
     assert histograms_again["step"].dtype == "int64"
     assert again is not empty_scalars()
+
+
+def test_joining_hundreds_of_runs_equals_concatenating_their_tables():
+    rng = np.random.default_rng(0)
+    parts, names = [], []
+    for index in range(300):  # over 127 runs and tags: codes wider than int8
+        rows = int(rng.integers(0, 20))
+        tags = tuple(f"t{j}" for j in rng.choice(200, 5, replace=False))
+        parts.append(ScalarColumns(tags, rng.integers(0, 5, rows).astype(np.int32), np.arange(rows),
+                                   rng.random(rows), rng.random(rows)))
+        names.append(f"run{index}")
+    joined = join_columns(names, parts)
+    expected = concat_frames([part.frame(name) for name, part in zip(names, parts, strict=True) if len(part)])
+    pd.testing.assert_frame_equal(joined, expected)
+    assert joined["run"].cat.codes.dtype == np.int16 and joined["tag"].cat.codes.dtype == np.int16

@@ -282,7 +282,8 @@ def decode_events(
     known = known_plugins or {}
     fast = decode_fast(buf, starts, lengths)
     rest = fast.rest
-    slow = _decode_slow(memoryview(buf), starts[rest].tolist(), lengths[rest].tolist(), rest.tolist())
+    slow = _decode_slow(memoryview(buf), starts[rest].tolist(), lengths[rest].tolist(), rest.tolist()) \
+        if len(rest) else _Slow()
     plugins = _plugin_names(fast, slow, known)
     text: dict[str, str] = {}
     slow_rows = slow.rows + _resolve_tensors(slow, plugins, text)

@@ -295,8 +295,11 @@ def _canonical_tags(codes: np.ndarray, tags: list[str]) -> tuple[np.ndarray, lis
     whether a file is read at once or in parts."""
     if not len(codes):
         return codes.astype(np.int32, copy=False), []
-    used, first = np.unique(codes, return_index=True)
-    order = used[np.argsort(first, kind="stable")]
+    if len(codes) <= 256:  # a tail of a few records: in Python, without numpy's fixed costs
+        order = np.array(list(dict.fromkeys(codes.tolist())), np.int64)
+    else:
+        used, first = np.unique(codes, return_index=True)
+        order = used[np.argsort(first, kind="stable")]
     remap = np.full(len(tags), -1, np.int32)
     remap[order] = np.arange(len(order), dtype=np.int32)
     return remap[codes], [tags[i] for i in order.tolist()]
