@@ -217,6 +217,11 @@ def decode_fast(buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> Fas
     """
     data = _Bytes(buf)
     n = len(starts)
+    if n <= _BLOCK:  # one block (a log's new tail, a small file): its codes are already the file's
+        out = _decode_block(data, starts, lengths)
+        out.tag_codes = out.tag_codes.astype(np.int32)
+        out.tags = [t.decode("utf-8", "replace") for t in out.tags]
+        return out
     tags: dict[bytes, int] = {}
     metas: dict[bytes, int] = {}
     # Filled block by block: nearly every record of a scalar log takes this path, so
