@@ -15,7 +15,6 @@ Optional columns follow when a source has them: ``epoch`` (float64), ``rank``
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from functools import cache, lru_cache
 
 import numpy as np
@@ -221,26 +220,101 @@ def _categories(names: tuple[str, ...]) -> pd.CategoricalDtype:
     return pd.CategoricalDtype(list(names))
 
 
-@dataclass(frozen=True)
+#: The dtype each of :class:`ScalarColumns`' arrays is given as (its chunks may hold narrower ones).
+_COLUMN_DTYPES: dict[str, type] = {"codes": np.int32, "step": np.int64, "value": np.float64, "wall_time": np.float64}
+_COLUMNS = tuple(_COLUMN_DTYPES)
+
+#: One chunk of rows: ``(codes, step, value, wall_time)``, arrays of one length.
+Chunk = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
 class ScalarColumns:
     """The core columns of one run's tidy table as arrays, before any DataFrame is built.
 
     Thousands of runs are joined into one table with numpy (:func:`join_columns`),
     without the fixed cost of a pandas table per run. ``codes`` index ``tags``.
+
+    The rows may be held as consecutive *chunks* (a run read from the cache and the
+    rows its file gained since), each column in any dtype that widens exactly to the
+    column's own (``int8`` steps, ``float32`` values as stored in the cache): the join
+    widens them as it copies, so a run is never copied whole just to add a few rows.
+    ``codes``, ``step``, ``value`` and ``wall_time`` give a column joined and widened.
+    Treat instances as immutable.
     """
 
-    tags: tuple[str, ...]
-    codes: np.ndarray
-    step: np.ndarray
-    value: np.ndarray
-    wall_time: np.ndarray
+    __slots__ = ("tags", "chunks", "_joined")
+    #: The dtype of each column (chunks may hold narrower ones that widen to it exactly).
+    DTYPES = _COLUMN_DTYPES
+
+    def __init__(self, tags: Sequence[str], codes: np.ndarray, step: np.ndarray, value: np.ndarray,
+                 wall_time: np.ndarray) -> None:
+        self.tags: tuple[str, ...] = tuple(tags)
+        self.chunks: tuple[Chunk, ...] = ((codes, step, value, wall_time),)
+        self._joined: dict[str, np.ndarray] = {}
+
+    @classmethod
+    def of_chunks(cls, tags: Sequence[str], chunks: Iterable[Chunk]) -> ScalarColumns:
+        """Rows held as ``chunks`` in order (at least one), their codes indexing ``tags``."""
+        made = cls.__new__(cls)
+        made.tags, made.chunks, made._joined = tuple(tags), tuple(chunks), {}
+        if not made.chunks or any(len({len(a) for a in chunk}) != 1 for chunk in made.chunks):
+            raise ValueError("each chunk needs codes, step, value and wall_time of one length")
+        return made
+
+    def appended(self, tags: Sequence[str], codes: np.ndarray, step: np.ndarray, value: np.ndarray,
+                 wall_time: np.ndarray) -> ScalarColumns:
+        """These rows followed by the given ones, which index ``tags``: this run's tags, maybe with more after."""
+        tags = tuple(tags)
+        if tags[:len(self.tags)] != self.tags:
+            raise ValueError("the tags of appended rows must start with the run's own tags")
+        return ScalarColumns.of_chunks(tags, (*self.chunks, (codes, step, value, wall_time)))
+
+    def __reduce__(self):
+        return ScalarColumns.of_chunks, (self.tags, self.chunks)
 
     def __len__(self) -> int:
-        return len(self.codes)
+        return sum(len(chunk[0]) for chunk in self.chunks)
+
+    def __repr__(self) -> str:
+        return f"ScalarColumns({len(self):,} rows, {len(self.tags)} tags, {len(self.chunks)} chunk(s))"
+
+    @property
+    def codes(self) -> np.ndarray:
+        return self._column("codes")
+
+    @property
+    def step(self) -> np.ndarray:
+        return self._column("step")
+
+    @property
+    def value(self) -> np.ndarray:
+        return self._column("value")
+
+    @property
+    def wall_time(self) -> np.ndarray:
+        return self._column("wall_time")
+
+    def column_chunks(self, name: str) -> list[np.ndarray]:
+        """One column's arrays, chunk by chunk, as held (maybe narrower than the column's dtype)."""
+        index = _COLUMNS.index(name)
+        return [chunk[index] for chunk in self.chunks]
+
+    def _column(self, name: str) -> np.ndarray:
+        joined = self._joined.get(name)
+        if joined is None:
+            joined = self._joined[name] = _widened_join(self.column_chunks(name), _COLUMN_DTYPES[name])
+        return joined
 
     def frame(self, run: str) -> pd.DataFrame:
         """The tidy table of these rows, every row of run ``run``."""
         return join_columns([run], [self])
+
+
+def _widened_join(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+    """The arrays one after another as ``dtype``; the array itself when it is one of that dtype that may be written to."""
+    if len(arrays) == 1 and arrays[0].dtype == dtype and arrays[0].flags.writeable:
+        return arrays[0]
+    return np.concatenate(arrays, dtype=dtype, casting="same_kind") if arrays else np.empty(0, dtype)
 
 
 def join_columns(runs: Sequence[str], parts: Sequence[ScalarColumns]) -> pd.DataFrame:
@@ -259,18 +333,19 @@ def join_columns(runs: Sequence[str], parts: Sequence[ScalarColumns]) -> pd.Data
     tag_codes = np.empty(int(lengths.sum()), tag_dtype)
     start = 0
     for remap, (name, part) in zip(remaps, kept, strict=True):
-        np.take(remap.astype(tag_dtype), part.codes, out=tag_codes[start:start + len(part)])
-        start += len(part)
+        narrow = remap.astype(tag_dtype)
+        for codes in part.column_chunks("codes"):
+            np.take(narrow, codes, out=tag_codes[start:start + len(codes)])
+            start += len(codes)
         run_names.append(name)
 
     def joined(name: str) -> np.ndarray:
-        arrays = [getattr(p, name) for _, p in kept]
-        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+        return _widened_join([array for _, part in kept for array in part.column_chunks(name)], _COLUMN_DTYPES[name])
 
     return pd.DataFrame({
         "run": pd.Categorical.from_codes(run_codes, dtype=_categories(tuple(run_names)), validate=False),
         "tag": pd.Categorical.from_codes(tag_codes, dtype=_categories(tuple(tags)), validate=False),
-        "step": joined("step").astype(np.int64, copy=False),
-        "value": joined("value").astype(np.float64, copy=False),
-        "wall_time": joined("wall_time").astype(np.float64, copy=False),
+        "step": joined("step"),
+        "value": joined("value"),
+        "wall_time": joined("wall_time"),
     }, copy=False)

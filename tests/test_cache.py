@@ -13,7 +13,18 @@ import pytest
 import tanalyze
 from tanalyze.cache import LAYOUT, Cache, default_cache_dir, resolve_cache
 from tanalyze.cache.codec import Uncacheable, encode_runs
-from tanalyze.cache.store import MAX_FRAMES, STORAGES, _raw_frame, append_entry, read_entry, write_entry
+from tanalyze.cache.reading import read_runs
+from tanalyze.cache.store import (
+    MAX_FRAMES,
+    STORAGES,
+    Chunked,
+    _raw_frame,
+    append_entry,
+    read_entry,
+    suffix,
+    write_entry,
+)
+from tanalyze.readers import get_reader
 from tanalyze.readers.base import RunData
 from tanalyze.readers.tensorboard import TensorBoardReader
 from tests.conftest import SAMPLE_RUNS
@@ -403,6 +414,65 @@ def test_rows_added_at_the_end_are_stored_as_a_frame_and_read_back_whole(tmp_pat
     assert not append_entry(path, second, {"x": grown["x"]}, {}, "raw")
     assert not append_entry(path, second, grown, {}, "parquet")
     assert read_entry(path, "raw").frames == 2  # untouched by the refusals
+
+
+def test_pieces_handed_back_as_read_are_not_compared_and_others_are(tmp_path):
+    path = tmp_path / "e.arrays"
+    write_entry(path, {"x": np.arange(1000, dtype=np.int64)}, {}, "raw")
+    read = read_entry(path, "raw")
+    stored = read.arrays.chunked("x")
+    assert stored.dtype == np.int64 and stored.pieces[0].dtype == np.int16  # kept as stored: narrowed
+    more = np.arange(1000, 1020, dtype=np.int16)
+    # The very pieces read, then a new one: only the new rows are written, widened to the entry's dtype.
+    assert append_entry(path, read, {"x": Chunked((*stored.pieces, more), stored.dtype)}, {"n": 2}, "raw")
+    again = read_entry(path, "raw")
+    assert again.frames == 2 and again.arrays["x"].dtype == np.int64 and again.arrays["x"].tolist() == list(range(1020))
+    assert len(again.arrays.chunked("x").pieces) == 2
+    # Equal copies are compared byte by byte (and pass); changed ones are refused; so is another dtype.
+    copies = tuple(piece.copy() for piece in again.arrays.chunked("x").pieces)
+    assert append_entry(path, again, {"x": Chunked((*copies, np.arange(1020, 1025)), np.dtype(np.int64))}, {}, "raw")
+    third = read_entry(path, "raw")
+    changed = (third.arrays.chunked("x").pieces[0] + 1, *third.arrays.chunked("x").pieces[1:], np.arange(1025, 1030))
+    assert not append_entry(path, third, {"x": Chunked(changed, np.dtype(np.int64))}, {}, "raw")
+    assert not append_entry(path, third, {"x": Chunked(third.arrays.chunked("x").pieces, np.dtype(np.float64))}, {}, "raw")
+    assert read_entry(path, "raw").arrays["x"].tolist() == list(range(1025))
+
+
+def test_stored_numbers_that_cannot_widen_exactly_to_their_dtype_make_the_entry_unreadable(tmp_path):
+    path = tmp_path / "e.arrays"
+    path.write_bytes(_raw_frame({"x": (np.array([0.5, 1.5]), "<i8")}, "{}", 0))  # floats claimed to be int64
+    assert read_entry(path, "raw") is None
+    path.write_bytes(_raw_frame({"x": (np.arange(3, dtype=np.int64), "<i2")}, "{}", 0))  # wider than its dtype
+    assert read_entry(path, "raw") is None
+
+
+def test_arrays_read_from_any_storage_can_be_written_to(tmp_path):
+    for storage in STORAGES:
+        if storage == "parquet":
+            pytest.importorskip("pyarrow")
+        path = tmp_path / f"e{suffix(storage)}"
+        write_entry(path, {"x": np.arange(100, dtype=np.int64), "v": np.linspace(0, 1, 100)}, {}, storage)
+        arrays = read_entry(path, storage).arrays
+        for name in ("x", "v"):
+            arrays[name][0] = 7  # a table built on them may be edited by its user
+            assert arrays[name][0] == 7
+
+
+def test_a_run_read_from_the_cache_and_extended_is_held_as_stored_and_joins_widened(tmp_path):
+    folder = tmp_path / "run"
+    write_events(folder, steps=range(0, 100)).close()
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(folder, jobs=1, cache=cache)
+    append_events(folder, tmp_path / "more", steps=range(100, 110))
+    reader = get_reader("tensorboard")
+    files = sorted(folder.glob("events.out.tfevents.*"))
+    [run] = read_runs(reader, files, folder, cache)
+    scalars = run.scalars
+    assert len(scalars.chunks) == 2 and scalars.column_chunks("step")[0].dtype == np.int8  # no copy of the cached rows
+    assert scalars.step.dtype == np.int64 and scalars.step.tolist() == fresh(folder).scalars["step"].tolist()
+    frame = scalars.frame("run")
+    assert frame["step"].dtype == np.int64 and frame["value"].dtype == np.float64
+    assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
 
 
 def test_an_entry_is_rewritten_whole_after_max_frames_or_when_it_would_more_than_double(tmp_path):

@@ -1,3 +1,5 @@
+import pickle
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -77,3 +79,38 @@ def test_joining_hundreds_of_runs_equals_concatenating_their_tables():
     expected = concat_frames([part.frame(name) for name, part in zip(names, parts, strict=True) if len(part)])
     pd.testing.assert_frame_equal(joined, expected)
     assert joined["run"].cat.codes.dtype == np.int16 and joined["tag"].cat.codes.dtype == np.int16
+
+
+def test_runs_held_in_chunks_of_narrow_dtypes_join_as_if_whole():
+    rng = np.random.default_rng(1)
+    whole, chunked = [], []
+    for index in range(4):
+        # The first 200 rows use the run's first two tags (a cached run); the 100 after, all three (its file grew).
+        codes = np.concatenate([rng.integers(0, 2, 200), rng.integers(0, 3, 100)]).astype(np.int32)
+        steps, walls = np.arange(300, dtype=np.int64), 1.7e9 + rng.random(300)
+        values = rng.random(300).astype(np.float32).astype(np.float64)
+        tags = ("a", "b", "c") if index % 2 else ("c", "a", "b")
+        whole.append(ScalarColumns(tags, codes, steps, values, walls))
+        head = ScalarColumns(tags[:2], codes[:200].astype(np.int8), steps[:200].astype(np.int16),
+                             values[:200].astype(np.float32), walls[:200])
+        chunked.append(head.appended(tags, codes[200:], steps[200:], values[200:], walls[200:]))
+    names = [f"run{i}" for i in range(4)]
+    pd.testing.assert_frame_equal(join_columns(names, chunked), join_columns(names, whole))
+    part = chunked[0]
+    assert len(part) == 300 and len(part.chunks) == 2 and part.step.dtype == np.int64
+    assert part.codes.dtype == np.int32 and part.value.dtype == np.float64
+    assert np.array_equal(part.step, whole[0].step) and np.array_equal(part.codes, whole[0].codes)
+    again = pickle.loads(pickle.dumps(part))  # what worker processes send back
+    assert len(again.chunks) == 2 and again.tags == part.tags and np.array_equal(again.value, part.value)
+    with pytest.raises(ValueError, match="start with the run's own tags"):
+        part.appended(("z",), np.zeros(1, np.int32), np.zeros(1), np.zeros(1), np.zeros(1))
+    with pytest.raises(ValueError, match="one length"):
+        ScalarColumns.of_chunks(("a",), [(np.zeros(2, np.int32), np.zeros(1), np.zeros(2), np.zeros(2))])
+
+
+def test_a_joined_table_can_be_edited_even_when_its_arrays_were_read_only():
+    steps = np.arange(5)
+    steps.flags.writeable = False
+    frame = ScalarColumns(("a",), np.zeros(5, np.int32), steps, np.ones(5), np.ones(5)).frame("run")
+    frame.loc[0, "step"] = 9
+    assert frame["step"].tolist() == [9, 1, 2, 3, 4] and steps[0] == 0

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tanalyze.cache.store import Chunked, StoredArrays
 from tanalyze.readers.base import FilePart, ReadWarning, Restart, RunData
 from tanalyze.schema import ScalarColumns, empty_histograms
 
@@ -131,15 +132,24 @@ def _decode_frame(spec: Mapping[str, Any], prefix: str, arrays: Mapping[str, np.
 def _encode_scalars(scalars: pd.DataFrame | ScalarColumns, prefix: str, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
     if not isinstance(scalars, ScalarColumns):
         return _encode_frame(scalars, prefix, arrays)
-    for name in ("codes", "step", "value", "wall_time"):
-        arrays[f"{prefix}{name}"] = getattr(scalars, name)
+    for name, dtype in ScalarColumns.DTYPES.items():  # chunk by chunk: a run read from an entry is not copied
+        arrays[f"{prefix}{name}"] = Chunked(tuple(scalars.column_chunks(name)), np.dtype(dtype))
     return {"columns_of_tags": list(scalars.tags)}
 
 
 def _decode_scalars(spec: Mapping[str, Any], prefix: str, arrays: Mapping[str, np.ndarray]):
     if "columns_of_tags" not in spec:
         return _decode_frame(spec, prefix, arrays)
-    return ScalarColumns(tuple(spec["columns_of_tags"]), *(arrays[f"{prefix}{n}"] for n in ("codes", "step", "value", "wall_time")))
+    tags = tuple(spec["columns_of_tags"])
+    if not isinstance(arrays, StoredArrays):
+        return ScalarColumns(tags, *(arrays[f"{prefix}{name}"] for name in ScalarColumns.DTYPES))
+    columns = []
+    for name, dtype in ScalarColumns.DTYPES.items():  # as stored, frame by frame: widened when joined
+        chunked = arrays.chunked(f"{prefix}{name}")
+        if chunked.dtype != dtype:
+            raise ValueError(f"cached {name} are {chunked.dtype}, not {np.dtype(dtype)}")
+        columns.append(chunked.pieces)
+    return ScalarColumns.of_chunks(tags, zip(*columns, strict=True))
 
 
 def _encode_histograms(frame: pd.DataFrame) -> dict[str, Any] | None:

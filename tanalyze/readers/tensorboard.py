@@ -242,14 +242,11 @@ class TensorBoardReader(ResumableReader):
         remap = np.array([index.setdefault(tag, len(index)) for tag in meta["tags"]], dtype=np.int32)
         codes = remap[tail.columns["codes"]] if len(remap) else tail.columns["codes"].astype(np.int32)
         steps = tail.columns["steps"].astype(np.int64, copy=False)
-        if not _continues(scalars.codes, scalars.step, codes, steps, len(index)):
+        if not _continues(scalars, codes, steps, len(index)):
             return None
-        extended = ScalarColumns(
-            tags=tuple(index), codes=np.concatenate([scalars.codes, codes]),
-            step=np.concatenate([scalars.step, steps]),
-            value=np.concatenate([scalars.value, tail.columns["values"].astype(np.float64, copy=False)]),
-            wall_time=np.concatenate([scalars.wall_time, tail.columns["wall_times"].astype(np.float64, copy=False)]),
-        )
+        # A chunk after the cached rows, not a copy of them: they are joined with every run's once, at the end.
+        extended = scalars.appended(tuple(index), codes, steps, tail.columns["values"].astype(np.float64, copy=False),
+                                    tail.columns["wall_times"].astype(np.float64, copy=False))
         return [dataclasses.replace(run, scalars=extended)]
 
     def _read_hparams_yaml(self, files: list[Path], data: RunData) -> None:
@@ -368,10 +365,9 @@ def _sessions(file: str, events: FileEvents, tags: dict[str, int], hist_tags: di
     return sessions
 
 
-def _continues(codes: np.ndarray, steps: np.ndarray, new_codes: np.ndarray, new_steps: np.ndarray,
-               n_tags: int) -> bool:
-    """Whether every tag's new steps increase and start past the tag's last step so far (no repeat, no going
-    back: appending them then changes no earlier point and repeats no step)."""
+def _continues(old: ScalarColumns, new_codes: np.ndarray, new_steps: np.ndarray, n_tags: int) -> bool:
+    """Whether every tag's new steps increase and start past the tag's last step in ``old`` (no repeat, no
+    going back: appending them then changes no earlier point and repeats no step)."""
     if not len(new_steps):
         return True
     order = np.argsort(new_codes, kind="stable")
@@ -379,10 +375,11 @@ def _continues(codes: np.ndarray, steps: np.ndarray, new_codes: np.ndarray, new_
     same_tag = tags[1:] == tags[:-1]
     if not np.all(ordered[1:][same_tag] > ordered[:-1][same_tag]):
         return False
-    if not len(steps) or int(ordered.min()) > int(steps.max()):  # the usual tail: past every step so far
+    highest = max((int(steps.max()) for steps in old.column_chunks("step") if len(steps)), default=None)
+    if highest is None or int(ordered.min()) > highest:  # the usual tail: past every step so far
         return True
     last = np.full(n_tags, np.iinfo(np.int64).min, np.int64)
-    np.maximum.at(last, codes, steps)
+    np.maximum.at(last, old.codes, old.step)
     firsts = np.flatnonzero(np.concatenate(([True], ~same_tag)))
     return bool(np.all(ordered[firsts] > last[tags[firsts]]))
 

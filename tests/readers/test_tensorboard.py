@@ -18,7 +18,7 @@ from tensorboardX.record_writer import masked_crc32c
 from tanalyze import load
 from tanalyze.cli import main
 from tanalyze.readers.tensorboard import TensorBoardReader, _continues
-from tanalyze.schema import HISTOGRAM_COLUMNS
+from tanalyze.schema import HISTOGRAM_COLUMNS, ScalarColumns
 from tests.conftest import real_log
 
 READER = TensorBoardReader()
@@ -692,5 +692,9 @@ def test_runs_command_shows_hparams_histograms_and_used_yaml(capsys):
     ([], [], True),
 ])
 def test_continues_means_every_tag_steps_on_past_its_own_last_step(new_codes, new_steps, expected):
-    codes, steps = np.array([0, 1, 0, 1, 0]), np.array([0, 0, 1, 1, 2])  # tag 0 up to step 2, tag 1 up to 1
-    assert _continues(codes, steps, np.array(new_codes, np.int32), np.array(new_steps, np.int64), 3) is expected
+    # Tag 0 up to step 2, tag 1 up to 1; in two chunks of narrow dtypes, as a run read from the cache and extended.
+    old = ScalarColumns.of_chunks(("a", "b"), [
+        (np.array([0, 1, 0], np.int8), np.array([0, 0, 1], np.int16), np.zeros(3, np.float32), np.zeros(3)),
+        (np.array([1, 0], np.int32), np.array([1, 2]), np.zeros(2), np.zeros(2)),
+    ])
+    assert _continues(old, np.array(new_codes, np.int32), np.array(new_steps, np.int64), 3) is expected
