@@ -22,7 +22,7 @@ from google.protobuf.message import DecodeError
 
 from tanalyze.readers._tbfast import decode_fast
 
-__all__ = ["FileEvents", "decode_events", "SKIPPED_LABELS"]
+__all__ = ["FileEvents", "decode_events", "canonical_tags", "SKIPPED_LABELS"]
 
 #: Names (singular, plural) of what is counted but not read, keyed by plugin or field name.
 SKIPPED_LABELS = {
@@ -312,3 +312,18 @@ def decode_events(
         histograms=histograms, hparams=_hparams(slow, known), text=text, skipped=slow.skipped,
         session_starts=slow.session_starts, problems=sorted(slow.problems), plugins=plugins,
     )
+
+
+def canonical_tags(codes: np.ndarray, tags: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Tags numbered by first appearance in the rows, unused ones dropped: the same numbering
+    whether a file is read at once or in parts."""
+    if not len(codes):
+        return codes.astype(np.int32, copy=False), []
+    if len(codes) <= 256:  # a tail of a few records: in Python, without numpy's fixed costs
+        order = np.array(list(dict.fromkeys(codes.tolist())), np.int64)
+    else:
+        used, first = np.unique(codes, return_index=True)
+        order = used[np.argsort(first, kind="stable")]
+    remap = np.full(len(tags), -1, np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return remap[codes], [tags[i] for i in order.tolist()]

@@ -30,7 +30,7 @@ proportional to what was appended, not to the run.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -170,6 +170,21 @@ class ResumableReader(Reader):
     @abstractmethod
     def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
         """Parse ``path`` from byte ``start`` (0, or the ``end`` of an earlier part with its ``state``)."""
+
+    def read_parts(self, requests: Sequence[tuple[Path, int, Mapping[str, Any] | None]]) -> list[FilePart | OSError]:
+        """``read_part(path, start, state)`` for each request, an ``OSError`` in place of a part that raised one.
+
+        Many files read on at once (a sweep's logs that each grew a little): a reader may
+        override this to parse them together, paying its fixed costs once rather than per
+        file; each part must equal what ``read_part`` gives for its request.
+        """
+        out: list[FilePart | OSError] = []
+        for path, start, state in requests:
+            try:
+                out.append(self.read_part(path, start, state))
+            except OSError as exc:
+                out.append(exc)
+        return out
 
     @abstractmethod
     def join_parts(self, head: FilePart, tail: FilePart) -> FilePart:

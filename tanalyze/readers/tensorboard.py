@@ -18,15 +18,16 @@ import dataclasses
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from tanalyze.readers._tbevents import SKIPPED_LABELS, FileEvents, decode_events
+from tanalyze.readers._tbevents import SKIPPED_LABELS, FileEvents, canonical_tags, decode_events
 from tanalyze.readers._tbsessions import Session, merge_sessions
+from tanalyze.readers._tbtails import read_tails
 from tanalyze.readers._tbwindows import join_events, scan_file
 from tanalyze.readers._tfrecord import masked_crc
 from tanalyze.readers.base import FilePart, ReadWarning, Restart, ResumableReader, RunData
@@ -130,7 +131,7 @@ class TensorBoardReader(ResumableReader):
         events = join_events(parts) if parts else decode_events(np.empty(0, np.uint8), np.empty(0, np.int64),
                                                                   np.empty(0, np.int64), plugins)
         offsets = np.concatenate(frame_offsets).tolist() if frame_offsets else []
-        codes, tags = _canonical_tags(events.tag_codes, events.tags)
+        codes, tags = canonical_tags(events.tag_codes, events.tags)
         return FilePart(
             end=trailing[0] if trailing is not None else size,
             columns={"records": events.records, "codes": codes, "steps": events.steps,
@@ -146,6 +147,10 @@ class TensorBoardReader(ResumableReader):
             state={"plugins": events.plugins},
             tail={"size": size, "damage": list(trailing) if trailing is not None else None},
         )
+
+    def read_parts(self, requests: Sequence[tuple[Path, int, Mapping[str, Any] | None]]) -> list[FilePart | OSError]:
+        """Many files read on at once: their new records framed and decoded together (see :mod:`._tbtails`)."""
+        return read_tails(requests, self.read_part)
 
     def join_parts(self, head: FilePart, tail: FilePart) -> FilePart:
         a, b = head.meta, tail.meta
@@ -285,21 +290,6 @@ def _flatten(mapping: dict[Any, Any], prefix: str = "") -> dict[str, Any]:
         else:
             out[name] = value
     return out
-
-
-def _canonical_tags(codes: np.ndarray, tags: list[str]) -> tuple[np.ndarray, list[str]]:
-    """Tags numbered by first appearance in the rows, unused ones dropped: the same numbering
-    whether a file is read at once or in parts."""
-    if not len(codes):
-        return codes.astype(np.int32, copy=False), []
-    if len(codes) <= 256:  # a tail of a few records: in Python, without numpy's fixed costs
-        order = np.array(list(dict.fromkeys(codes.tolist())), np.int64)
-    else:
-        used, first = np.unique(codes, return_index=True)
-        order = used[np.argsort(first, kind="stable")]
-    remap = np.full(len(tags), -1, np.int32)
-    remap[order] = np.arange(len(order), dtype=np.int32)
-    return remap[codes], [tags[i] for i in order.tolist()]
 
 
 def _file_events(name: str, part: FilePart, warnings: list[ReadWarning]) -> FileEvents | None:
