@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from tanalyze.cache import Cache
 
-__all__ = ["RunInfo", "Logs", "load", "read_run", "failed_result"]
+__all__ = ["RunInfo", "Logs", "load", "read_run", "read_many", "failed_result"]
 
 #: Runs listed one per line by ``repr(logs)`` before the rest are counted.
 _REPR_RUNS = 20
@@ -131,9 +131,42 @@ def _read_parts(spec: RunSpec, files: list[Path], cache: Cache | None) -> list[R
 def read_run(spec: RunSpec, *, cache: Cache | None = None) -> list[RunResult]:
     """Read one discovered run (through ``cache`` when given). Never raises for bad content:
     a file that cannot be read becomes a warning on a run with no points."""
+    return _results(spec, None, cache)
+
+
+def read_many(specs: Sequence[RunSpec], *, cache: Cache | None = None) -> list[list[RunResult] | Exception]:
+    """:func:`read_run` for each spec (its results, or the exception a bug raised), with the runs of each
+    resumable format that the cache holds read together: what their logs gained since is parsed in one go."""
+    read: dict[int, list[RunData] | Exception] = {}
+    if cache is not None:
+        from tanalyze.cache.reading import read_many as read_many_cached
+
+        by_format: dict[str, list[int]] = {}
+        for index, spec in enumerate(specs):
+            if spec.pattern is None and isinstance(get_reader(spec.format), ResumableReader):
+                by_format.setdefault(spec.format, []).append(index)
+        for name, indices in by_format.items():
+            runs = [([Path(f) for f in specs[i].files], Path(specs[i].directory)) for i in indices]
+            read.update(zip(indices, read_many_cached(get_reader(name), runs, cache), strict=True))
+    out: list[list[RunResult] | Exception] = []
+    for index, spec in enumerate(specs):
+        try:
+            out.append(_results(spec, read.get(index), cache))
+        except Exception as exc:  # noqa: BLE001 - a bug reading this run: reported with its name, the others go on
+            out.append(exc)
+    return out
+
+
+def _results(spec: RunSpec, read: list[RunData] | Exception | None, cache: Cache | None) -> list[RunResult]:
+    """The results of one run from what was read of it (None: read it now)."""
     files = [Path(f) for f in spec.files]
     try:
-        parts = _read_parts(spec, files, cache)
+        if read is None:
+            parts = _read_parts(spec, files, cache)
+        elif isinstance(read, Exception):
+            raise read
+        else:
+            parts = read
     except FormatError as exc:
         parts = [RunData(warnings=[ReadWarning(exc.path, exc.reason, exc.location)])]
     except (OSError, MemoryError) as exc:

@@ -22,6 +22,11 @@ all three work (the latter two import the main script again: guard it). Runs
 are submitted in chunks with a bounded number in flight, and the pool is
 replaced after ``MAX_TASKS_PER_POOL`` chunks so that worker memory cannot creep
 up over thousands of runs.
+
+A task may come with a ``many`` form that does a chunk of runs at once (reading
+on the logs of a sweep that each grew a little parses them together): each chunk,
+here or in a worker, then goes to it, and a chunk it fails on as a whole is done
+again run by run, so failures still stay with their run.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ __all__ = ["Failure", "map_runs", "default_jobs", "resolve_jobs", "MAX_TASKS_PER
 MAX_TASKS_PER_POOL = 256
 #: Below this many runs, ``jobs=None`` reads in this process (a pool costs more than it saves).
 MIN_RUNS_FOR_POOL = 8
+#: Runs per chunk given to a task's ``many`` form in this process (progress is reported chunk by chunk).
+SERIAL_CHUNK = 64
 _PRELOAD = ("tanalyze.pipeline", "tanalyze.diagnose")
 
 ProgressCallback = Callable[[int, int, str], None]
@@ -77,17 +84,33 @@ def resolve_jobs(jobs: int | None, runs: int) -> int:
     return jobs
 
 
+def _failed(exc: BaseException) -> tuple[bool, Any]:
+    where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    at = f" (at {os.path.basename(where.filename)}:{where.lineno})" if where else ""
+    return False, (f"{type(exc).__name__}: {exc}{at}", "".join(traceback.format_exception(exc, limit=-8)))
+
+
 def _guarded(func: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
     try:
         return True, func(item)
     except Exception as exc:  # noqa: BLE001 - one run's bug must not stop the others
-        where = traceback.extract_tb(exc.__traceback__)[-1]
-        detail = "".join(traceback.format_exception(exc, limit=-8))
-        return False, (f"{type(exc).__name__}: {exc} (at {os.path.basename(where.filename)}:{where.lineno})", detail)
+        return _failed(exc)
 
 
-def run_chunk(func: Callable[[Any], Any], items: Sequence[Any]) -> list[tuple[bool, Any]]:
-    """Run ``func`` on each item in a worker; each outcome is (True, result) or (False, (error, detail))."""
+#: A chunk-at-once form of a task: one result, or the exception the run raised, per item.
+Many = Callable[[Sequence[Any]], Sequence[Any]]
+
+
+def run_chunk(func: Callable[[Any], Any], items: Sequence[Any], many: Many | None = None) -> list[tuple[bool, Any]]:
+    """Run ``func`` on each item in a worker (or ``many`` on them all); each outcome is (True, result) or
+    (False, (error, detail))."""
+    if many is not None and len(items) > 1:
+        try:
+            results = list(many(items))
+        except Exception:  # noqa: BLE001 - a bug in the shared part: each run alone then says whose it is
+            results = []
+        if len(results) == len(items):
+            return [_failed(r) if isinstance(r, Exception) else (True, r) for r in results]
     return [_guarded(func, item) for item in items]
 
 
@@ -145,39 +168,45 @@ def map_runs(
     progress: ProgressCallback | None = None,
     chunk_size: int | None = None,
     preload: Sequence[str] = (),
+    many: Many | None = None,
 ) -> list[Any]:
     """``[func(item) for item in items]``, each a result or a :class:`Failure`, computed by ``jobs``
     processes (None: automatic, 1: this process) or on a Dask ``client``. ``func`` must be a
     module-level function and the items picklable. ``preload``: modules worker processes import
-    before their first task (heavy imports paid once)."""
+    before their first task (heavy imports paid once). ``many``: ``func``'s chunk-at-once form
+    (picklable too), returning per item its result or the exception it raised."""
     collector = _Collector(names, progress)
     if client is not None:
-        _map_dask(client, func, items, collector, chunk_size)
+        _map_dask(client, func, items, collector, chunk_size, many)
         return collector.results
     workers = min(resolve_jobs(jobs, len(items)), max(1, len(items)))
     if workers <= 1:
-        for index, item in enumerate(items):
-            collector.put(index, _guarded(func, item))
+        step = SERIAL_CHUNK if many is not None else 1
+        for first in range(0, len(items), step):
+            outcomes = run_chunk(func, items[first:first + step], many)
+            for index, outcome in enumerate(outcomes, start=first):
+                collector.put(index, outcome)
         return collector.results
-    _map_pool(func, items, collector, workers, chunk_size, _context(preload))
+    _map_pool(func, items, collector, workers, chunk_size, _context(preload), many)
     return collector.results
 
 
-def _map_pool(func, items, collector: _Collector, workers: int, chunk_size: int | None, context) -> None:
+def _map_pool(func, items, collector: _Collector, workers: int, chunk_size: int | None, context, many) -> None:
     pending = _chunks(list(range(len(items))), workers, chunk_size)
     while pending:
-        pending, lost = _run_pool(func, items, collector, workers, pending, 2 * workers, context)
+        pending, lost = _run_pool(func, items, collector, workers, pending, 2 * workers, context, many)
         # The runs that were in flight when a worker died are suspects: each is tried again alone,
         # so that a second death names the run that causes it and spares the others.
         suspects = [[index] for index in lost]
         while suspects:
-            suspects, lost_again = _run_pool(func, items, collector, 1, suspects, 1, context)
+            suspects, lost_again = _run_pool(func, items, collector, 1, suspects, 1, context, many)
             for index in lost_again:
                 collector.fail(index, "the worker process reading this run died twice (it crashed or was killed, "
                                       "e.g. for lack of memory); the run was given up")
 
 
-def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[list[int]], limit: int, context):
+def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[list[int]], limit: int, context,
+              many):
     """Run chunks (at most ``limit`` in flight) until done or the pool breaks; return (chunks not
     started, indices lost in the break)."""
     queue = list(reversed(chunks))
@@ -189,7 +218,7 @@ def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[lis
                 while queue and len(in_flight) < limit and submitted < MAX_TASKS_PER_POOL:
                     submitted += 1
                     chunk = queue.pop()
-                    in_flight[pool.submit(run_chunk, func, [items[i] for i in chunk])] = chunk
+                    in_flight[pool.submit(run_chunk, func, [items[i] for i in chunk], many)] = chunk
                 finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 for future in finished:
                     outcomes = future.result()  # raises BrokenProcessPool when a worker died
@@ -201,14 +230,14 @@ def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[lis
     return list(reversed(queue)), []  # chunks left when the pool has run its share: a fresh pool goes on
 
 
-def _map_dask(client, func, items, collector: _Collector, chunk_size: int | None) -> None:
+def _map_dask(client, func, items, collector: _Collector, chunk_size: int | None, many) -> None:
     from distributed import as_completed
 
     workers = max(1, len(client.scheduler_info().get("workers", {})) or 1)
     chunks = _chunks(list(range(len(items))), workers, chunk_size)
     futures = {}
     for chunk in chunks:
-        future = client.submit(run_chunk, func, [items[i] for i in chunk], pure=False)
+        future = client.submit(run_chunk, func, [items[i] for i in chunk], many, pure=False)
         futures[future] = chunk
     for future in as_completed(futures):
         chunk = futures[future]

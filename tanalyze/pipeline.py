@@ -17,11 +17,12 @@ from typing import Any
 
 from tanalyze.cache import Cache, resolve_cache
 from tanalyze.discover import RunSpec, discover
-from tanalyze.logs import RunResult, failed_result, read_run
+from tanalyze.logs import RunResult, failed_result, read_many, read_run
 from tanalyze.parallel import Failure, map_runs
 
 __all__ = [
-    "discover_runs", "read_specs", "diagnose_path", "summarize_path", "read_task", "diagnose_task", "summarize_task",
+    "discover_runs", "read_specs", "diagnose_path", "summarize_path", "read_task", "read_many_task", "diagnose_task",
+    "summarize_task",
 ]
 
 ProgressCallback = Callable[[int, int, str], None]
@@ -29,6 +30,11 @@ ProgressCallback = Callable[[int, int, str], None]
 
 def read_task(spec: RunSpec, *, cache: Cache | None) -> list[RunResult]:
     return read_run(spec, cache=cache)
+
+
+def read_many_task(specs: Sequence[RunSpec], *, cache: Cache | None) -> list[list[RunResult] | Exception]:
+    """:func:`read_task` for a chunk of runs at once (see :func:`tanalyze.logs.read_many`)."""
+    return read_many(specs, cache=cache)
 
 
 def discover_runs(path: str | os.PathLike[str], *, formats: Iterable[str] | None = None,
@@ -40,9 +46,9 @@ def discover_runs(path: str | os.PathLike[str], *, formats: Iterable[str] | None
     return discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns)
 
 
-def _mapped(task, specs: Sequence[RunSpec], *, jobs, client, progress) -> list[tuple[RunSpec, Any]]:
+def _mapped(task, specs: Sequence[RunSpec], *, jobs, client, progress, many=None) -> list[tuple[RunSpec, Any]]:
     """(spec, result or Failure) per spec, in discovery order."""
-    results = map_runs(task, specs, [s.name for s in specs], jobs=jobs, client=client, progress=progress)
+    results = map_runs(task, specs, [s.name for s in specs], jobs=jobs, client=client, progress=progress, many=many)
     return list(zip(specs, results, strict=True))
 
 
@@ -55,9 +61,10 @@ def read_specs(
     progress: ProgressCallback | None = None,
 ) -> list[RunResult]:
     """Read runs (in parallel, through the cache); a run that failed unexpectedly keeps its error as a warning."""
-    task = partial(read_task, cache=resolve_cache(cache))
+    cache = resolve_cache(cache)
+    task, many = partial(read_task, cache=cache), partial(read_many_task, cache=cache)
     out: list[RunResult] = []
-    for spec, result in _mapped(task, specs, jobs=jobs, client=client, progress=progress):
+    for spec, result in _mapped(task, specs, jobs=jobs, client=client, progress=progress, many=many):
         out.extend([failed_result(spec, result.error)] if isinstance(result, Failure) else result)
     return out
 

@@ -20,8 +20,6 @@ from functools import cache, lru_cache
 import numpy as np
 import pandas as pd
 
-from tanalyze._hugepages import no_stalling_hugepages
-
 __all__ = [
     "SCALAR_COLUMNS",
     "HISTOGRAM_COLUMNS",
@@ -156,8 +154,7 @@ def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
         return empty_scalars()
     if len(frames) == 1:
         return frames[0].reset_index(drop=True)
-    with no_stalling_hugepages():
-        fast = _concat_same_columns(frames)
+    fast = _concat_same_columns(frames)
     if fast is not None:
         return fast
     cat_columns = {
@@ -323,11 +320,6 @@ def _widened_join(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
 def join_columns(runs: Sequence[str], parts: Sequence[ScalarColumns]) -> pd.DataFrame:
     """One tidy table from each run's columns, in order: the same table as concatenating each run's own
     table with :func:`concat_frames` (categories in order of first appearance, runs without rows left out)."""
-    with no_stalling_hugepages():
-        return _join_columns(runs, parts)
-
-
-def _join_columns(runs: Sequence[str], parts: Sequence[ScalarColumns]) -> pd.DataFrame:
     tags: dict[str, int] = {}
     run_names: list[str] = []
     kept = [(name, part) for name, part in zip(runs, parts, strict=True) if len(part)]

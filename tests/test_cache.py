@@ -25,6 +25,7 @@ from tanalyze.cache.store import (
     write_entry,
 )
 from tanalyze.readers import get_reader
+from tanalyze.readers._tbtails import read_tails
 from tanalyze.readers.base import RunData
 from tanalyze.readers.tensorboard import TensorBoardReader
 from tests.conftest import SAMPLE_RUNS
@@ -37,7 +38,7 @@ STORAGE_PARAMS = [pytest.param(s, marks=pytest.mark.skipif(
 
 @pytest.fixture
 def reads(monkeypatch):
-    """Every ``read_part`` call as (file name, start offset): what was actually parsed."""
+    """Every file parsed, as (folder name, start offset): by ``read_part`` or, read on with others, ``read_parts``."""
     calls: list[tuple[str, int]] = []
     original = TensorBoardReader.read_part
 
@@ -45,7 +46,12 @@ def reads(monkeypatch):
         calls.append((Path(path).parent.name, start))
         return original(self, path, start, state)
 
+    def spy_many(self, requests):
+        calls.extend((Path(path).parent.name, start) for path, start, _ in requests)
+        return read_tails(requests, lambda path, start, state: original(self, path, start, state))
+
     monkeypatch.setattr(TensorBoardReader, "read_part", spy)
+    monkeypatch.setattr(TensorBoardReader, "read_parts", spy_many)
     return calls
 
 
@@ -291,16 +297,23 @@ def test_a_new_tanalyze_or_reader_version_does_not_use_old_entries(tmp_path, rea
     assert sorted(reads) == [("run00", 0), ("run01", 0)]
 
 
-def test_deleting_the_cache_in_the_middle_of_a_load_is_harmless(tmp_path):
+def test_deleting_the_cache_in_the_middle_of_a_load_is_harmless(tmp_path, monkeypatch):
     sweep = make_sweep(tmp_path, runs=6, steps=20)
     cache = Cache(str(tmp_path / "c"))
     tanalyze.load(sweep, jobs=1, cache=cache)
+    looked_up = []
+    original = Cache.load
 
-    def delete(done, total, name):
-        if done == 3:
-            shutil.rmtree(cache.directory)
+    def load_then_delete(self, kind, key):
+        if kind == "runs":
+            looked_up.append(key)
+            if len(looked_up) == 4:  # three runs found in the cache; it is gone for the other three
+                shutil.rmtree(cache.directory)
+        return original(self, kind, key)
 
-    logs = tanalyze.load(sweep, jobs=1, cache=cache, progress=delete)
+    monkeypatch.setattr(Cache, "load", load_then_delete)
+    logs = tanalyze.load(sweep, jobs=1, cache=cache)
+    monkeypatch.undo()
     assert_same_logs(logs, fresh(sweep))
     assert len(entries(cache)) == 3 * 2  # the runs read after the deletion were stored again (file + run entries)
     assert_same_logs(tanalyze.load(sweep, jobs=1, cache=cache), fresh(sweep))
@@ -615,3 +628,48 @@ def test_cli_cache_info_and_clear(tmp_path, capsys):
     assert not (cache_dir / LAYOUT).exists()
     (tmp_path / "not-a-cache" / LAYOUT).mkdir(parents=True)
     assert Cache(str(tmp_path / "not-a-cache")).clear() == 0 and (tmp_path / "not-a-cache" / LAYOUT).exists()
+
+
+def test_a_sweep_whose_logs_grew_is_read_on_in_one_pass_and_equals_a_fresh_read(tmp_path, monkeypatch):
+    sweep = make_sweep(tmp_path, runs=8, steps=30)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    folders = sorted(p.parent for p in sweep.rglob("events.out.tfevents.*"))
+    for index, folder in enumerate(folders[:-1]):
+        append_events(folder, tmp_path / f"more{index}", steps=range(30, 33), seed=index)
+    rewritten = event_file(folders[-1])
+    rewritten.write_bytes(rewritten.read_bytes()[:-200])  # cut: not a growth, the run is read whole
+    batches = []
+    original = TensorBoardReader.read_parts
+
+    def spy(self, requests):
+        batches.append(len(requests))
+        return original(self, requests)
+
+    monkeypatch.setattr(TensorBoardReader, "read_parts", spy)
+    logs = tanalyze.load(sweep, jobs=1, cache=cache)
+    assert batches == [7]  # the seven runs that grew, read on together
+    assert_same_logs(logs, fresh(sweep))
+
+
+def test_a_bug_while_extending_one_run_is_reported_with_its_name_and_the_others_are_read(tmp_path, monkeypatch):
+    sweep = make_sweep(tmp_path, runs=4, steps=20)
+    cache = Cache(str(tmp_path / "c"))
+    tanalyze.load(sweep, jobs=1, cache=cache)
+    for index, folder in enumerate(sorted(p.parent for p in sweep.rglob("events.out.tfevents.*"))):
+        append_events(folder, tmp_path / f"more{index}", steps=range(20, 22), seed=index)
+    original = TensorBoardReader.extend
+
+    def buggy(self, files, runs, tails):
+        if "run02" in str(files[0]):
+            raise ZeroDivisionError("simulated bug")
+        return original(self, files, runs, tails)
+
+    monkeypatch.setattr(TensorBoardReader, "extend", buggy)
+    logs = tanalyze.load(sweep, jobs=1, cache=cache)
+    [broken] = [name for name, info in logs.runs.items() if info.warnings]
+    assert broken.endswith("run02") and "ZeroDivisionError: simulated bug" in logs.runs[broken].warnings[0].message
+    monkeypatch.undo()
+    expected = fresh(sweep)
+    assert logs.scalars[logs.scalars["run"] != broken]["value"].tolist() == \
+        expected.scalars[expected.scalars["run"] != broken]["value"].tolist()

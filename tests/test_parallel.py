@@ -139,3 +139,41 @@ def test_partial_of_a_module_function_is_what_crosses_to_workers(sweep):
     specs = discover(sweep).runs[:4]
     results = map_runs(partial(read_or_fail, cache=None), specs, [s.name for s in specs], jobs=2)
     assert [r[0].info.name for r in results] == [s.name for s in specs]
+
+
+def square(x):
+    if x == 3:
+        raise ZeroDivisionError("simulated bug for item 3")
+    return x * x
+
+
+def squares_at_once(items):
+    """``square``'s chunk form: a whole chunk in one call, with item 3's exception in its place."""
+    if 99 in items:
+        raise RuntimeError("a bug in the shared part")
+    out = []
+    for x in items:
+        try:
+            out.append(square(x))
+        except ZeroDivisionError as exc:
+            out.append(exc)
+    return out
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_chunk_form_keeps_results_in_order_and_failures_with_their_item(jobs):
+    items = list(range(150))
+    results = map_runs(square, items, [f"n{i}" for i in items], jobs=jobs, many=squares_at_once, chunk_size=10)
+    assert [r for i, r in enumerate(results) if i != 3] == [i * i for i in items if i != 3]
+    assert isinstance(results[3], Failure) and results[3].name == "n3"
+    assert results[3].error.startswith("ZeroDivisionError: simulated bug for item 3 (at test_parallel.py:")
+    # A chunk the chunk form fails on as a whole is done again item by item: only item 3 fails.
+    items = [*range(98), 99, *range(100, 130)]
+    results = map_runs(square, items, [f"n{i}" for i in items], jobs=jobs, many=squares_at_once, chunk_size=10)
+    assert sum(isinstance(r, Failure) for r in results) == 1 and results[items.index(99)] == 99 * 99
+
+
+def test_progress_reaches_every_run_when_runs_are_read_in_chunks(sweep, tmp_path):
+    calls = []
+    tanalyze.load(sweep, jobs=1, cache=tmp_path / "cache", progress=lambda done, total, name: calls.append(done))
+    assert calls == list(range(1, 11))
