@@ -84,12 +84,22 @@ class RunResult:
     for: :func:`load` joins thousands of runs' arrays at once instead of building a table per run.
     """
 
-    __slots__ = ("info", "_scalars", "histograms")
+    __slots__ = ("info", "_scalars", "_histograms")
 
-    def __init__(self, info: RunInfo, scalars: pd.DataFrame | ScalarColumns, histograms: pd.DataFrame) -> None:
+    def __init__(self, info: RunInfo, scalars: pd.DataFrame | ScalarColumns,
+                 histograms: pd.DataFrame | None = None) -> None:
         self.info = info
         self._scalars = scalars
-        self.histograms = histograms
+        # Most runs have none; an empty table costs ~0.1 ms to unpickle in the parent, so none is kept.
+        self._histograms = histograms if histograms is not None and len(histograms) else None
+
+    @property
+    def histograms(self) -> pd.DataFrame:
+        return self._histograms if self._histograms is not None else empty_histograms()
+
+    @property
+    def has_histograms(self) -> bool:
+        return self._histograms is not None
 
     @property
     def scalars(self) -> pd.DataFrame:
@@ -107,7 +117,7 @@ class RunResult:
         return len(self._scalars)
 
     def __reduce__(self):
-        return RunResult, (self.info, self._scalars, self.histograms)
+        return RunResult, (self.info, self._scalars, self._histograms)
 
 
 def _constant_category(name: str, n: int) -> pd.Categorical:
@@ -395,7 +405,7 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
         infos[name] = result.info
         if result.points:
             kept.append(result)
-        if len(result.histograms):
+        if result.has_histograms:
             histograms.append(result.histograms)
     if kept and all(r.columns is not None for r in kept):  # numpy all the way: linear in the runs
         scalar_table = join_columns([r.info.name for r in kept], [r.columns for r in kept])

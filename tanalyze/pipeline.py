@@ -90,7 +90,7 @@ def _diagnosed(spec: RunSpec, cache: Cache | None, options: Mapping[str, Any]) -
     for result in read_run(spec, cache=cache):
         info = result.info
         diagnosis = diagnose_run(result.scalars, run=info.name, format=info.format,
-                                 histograms=result.histograms if len(result.histograms) else None,
+                                 histograms=result.histograms if result.has_histograms else None,
                                  read_warnings=tuple(str(w) for w in info.warnings), **options)
         out.append((result, diagnosis))
     return out

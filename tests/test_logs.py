@@ -1,5 +1,6 @@
 """Logs in a notebook: repr one line per run, select by name or pattern, overlay one tag across runs."""
 
+import pickle
 from types import MappingProxyType
 
 import matplotlib
@@ -8,8 +9,9 @@ import pytest
 
 import tanalyze
 from tanalyze.datasets import make_curve
-from tanalyze.logs import Logs, RunInfo
-from tanalyze.schema import concat_frames, empty_histograms
+from tanalyze.discover import discover
+from tanalyze.logs import Logs, RunInfo, read_run
+from tanalyze.schema import HISTOGRAM_COLUMNS, concat_frames, empty_histograms
 from tests.conftest import SAMPLE_RUNS
 
 matplotlib.use("Agg")
@@ -99,3 +101,16 @@ def test_plot_draws_a_step_logged_twice_with_its_last_write():
     logs = Logs(scalars=frame, histograms=empty_histograms(), runs=MappingProxyType({"r": RunInfo("r", "x", "r", ())}))
     steps, values = logs.plot("loss", smooth=0).get_lines()[0].get_data()
     assert list(steps) == [1, 2, 3] and list(values) == [1.0, 20.0, 30.0]
+
+
+def test_run_results_cross_processes_without_empty_tables_and_with_their_histograms():
+    specs = {spec.name: spec for spec in discover(SAMPLE_RUNS).runs}
+    [plain] = read_run(specs["diverged_tensorboard"])
+    again = pickle.loads(pickle.dumps(plain))
+    assert not plain.has_histograms and not again.has_histograms
+    assert list(again.histograms.columns) == list(HISTOGRAM_COLUMNS) and len(again.histograms) == 0
+    assert again.points == plain.points and again.scalars.equals(plain.scalars)
+    with_histograms = [r for spec in specs.values() for r in read_run(spec) if r.has_histograms]
+    assert with_histograms, "sample_runs has a run with histograms"
+    moved = pickle.loads(pickle.dumps(with_histograms[0]))
+    assert moved.has_histograms and moved.histograms.equals(with_histograms[0].histograms)

@@ -11,6 +11,7 @@ from tanalyze.schema import (
     empty_scalars,
     join_columns,
     keep_last_write,
+    narrowed,
     scalar_frame,
     validate_scalars,
 )
@@ -100,8 +101,11 @@ def test_runs_held_in_chunks_of_narrow_dtypes_join_as_if_whole():
     assert len(part) == 300 and len(part.chunks) == 2 and part.step.dtype == np.int64
     assert part.codes.dtype == np.int32 and part.value.dtype == np.float64
     assert np.array_equal(part.step, whole[0].step) and np.array_equal(part.codes, whole[0].codes)
-    again = pickle.loads(pickle.dumps(part))  # what worker processes send back
-    assert len(again.chunks) == 2 and again.tags == part.tags and np.array_equal(again.value, part.value)
+    again = pickle.loads(pickle.dumps(part))  # what worker processes send back: as narrow as the numbers allow
+    assert len(again.chunks) == 2 and again.tags == part.tags
+    assert [a.dtype for a in again.column_chunks("value")] == [np.float32, np.float32]
+    assert again.column_chunks("step")[1].dtype == np.int16 and again.column_chunks("wall_time")[1].dtype == np.float64
+    pd.testing.assert_frame_equal(again.frame("r"), part.frame("r"))
     with pytest.raises(ValueError, match="start with the run's own tags"):
         part.appended(("z",), np.zeros(1, np.int32), np.zeros(1), np.zeros(1), np.zeros(1))
     with pytest.raises(ValueError, match="one length"):
@@ -114,3 +118,15 @@ def test_a_joined_table_can_be_edited_even_when_its_arrays_were_read_only():
     frame = ScalarColumns(("a",), np.zeros(5, np.int32), steps, np.ones(5), np.ones(5)).frame("run")
     frame.loc[0, "step"] = 9
     assert frame["step"].tolist() == [9, 1, 2, 3, 4] and steps[0] == 0
+
+
+def test_narrowing_keeps_every_number_bit_for_bit():
+    floats = np.array([0.5, -0.0, np.nan, np.inf, float(np.float32(1e-45)), 3.0] * 20)  # a float32 denormal too
+    assert narrowed(floats).dtype == np.float32
+    assert np.array_equal(narrowed(floats).astype(np.float64).view(np.int64), floats.view(np.int64))
+    assert narrowed(np.array([0.1] * 20)).dtype == np.float64  # 0.1 is not a float32
+    assert narrowed(np.array([1.0] * 10 + [1e300])).dtype == np.float64  # past float32's range, found late
+    assert narrowed(np.array([-128, 127] * 10)).dtype == np.int8
+    assert narrowed(np.array([0, 40_000] * 10)).dtype == np.int32
+    assert narrowed(np.array([0, 2**40])).dtype == np.int64
+    assert narrowed(np.arange(5, dtype=np.int8)).dtype == np.int8 and len(narrowed(np.empty(0))) == 0

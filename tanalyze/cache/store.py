@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from tanalyze.schema import narrowed
+
 __all__ = ["STORAGES", "Chunked", "Entry", "StoredArrays", "default_storage", "write_entry", "append_entry",
            "read_entry", "suffix"]
 
@@ -144,31 +146,8 @@ def _check(arrays: Mapping[str, np.ndarray]) -> None:
 
 
 def _narrow(array: np.ndarray) -> np.ndarray:
-    """The same numbers in fewer bytes when no value changes: small integers, float64 that are float32
-    (TensorBoard stores scalars as float32). Read back, they are cast to their dtype again."""
-    if len(array) < _NARROW_FROM:
-        return array
-    if array.dtype.kind == "i" and array.dtype.itemsize > 1:
-        low, high = int(array.min()), int(array.max())
-        for dtype in (np.int8, np.int16, np.int32):
-            if np.dtype(dtype).itemsize >= array.dtype.itemsize:
-                break
-            info = np.iinfo(dtype)
-            if info.min <= low and high <= info.max:
-                return array.astype(dtype)
-    elif array.dtype == np.float64:
-        with np.errstate(over="ignore"):
-            if not _same_bits(array[:8].astype(np.float32), array[:8]):  # most arrays that do not fit show it early
-                return array
-            narrow = array.astype(np.float32)
-            if _same_bits(narrow, array):
-                return narrow
-    return array
-
-
-def _same_bits(narrow: np.ndarray, array: np.ndarray) -> bool:
-    """Whether float32 ``narrow`` widens back to exactly the bits of float64 ``array`` (NaNs included)."""
-    return bool(np.array_equal(narrow.astype(np.float64).view(np.int64), array.view(np.int64)))
+    """The same numbers in fewer bytes when no value changes (see :func:`~tanalyze.schema.narrowed`)."""
+    return array if len(array) < _NARROW_FROM else narrowed(array)
 
 
 @dataclass(frozen=True)
