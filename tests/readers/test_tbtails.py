@@ -76,25 +76,25 @@ def test_tails_of_every_real_event_file_read_together_equal_each_read_alone(real
     assert len(counting.alone) < len(requests) / 2  # most were read together: tails of plain scalars
 
 
-def test_a_sweep_that_grew_is_read_in_one_pass(tmp_path):
-    requests = []
-    for index in range(6):
+def grown(tmp_path: Path, runs: int, steps: int, more: int) -> list[tuple[Path, int]]:
+    """``runs`` event files of ``steps`` steps, then ``more`` steps appended to each: (file, where it ended)."""
+    out = []
+    for index in range(runs):
         folder = tmp_path / f"run{index}"
-        write_events(folder, steps=range(0, 40), seed=index).close()
+        write_events(folder, steps=range(0, steps), seed=index).close()
         end = event_file(folder).stat().st_size
-        append_events(folder, tmp_path / f"more{index}", steps=range(40, 45), seed=index)
-        requests.append((event_file(folder), end, {"plugins": {}}))
-    assert check(requests).alone == []
+        append_events(folder, tmp_path / f"more{index}", steps=range(steps, steps + more), seed=index)
+        out.append((event_file(folder), end))
+    return out
+
+
+def test_a_sweep_that_grew_is_read_in_one_pass(tmp_path):
+    assert check([(path, end, {"plugins": {}}) for path, end in grown(tmp_path, 6, 40, 5)]).alone == []
 
 
 def test_damaged_cut_or_unusual_tails_are_read_alone_and_the_others_still_together(tmp_path):
     requests, odd = [], {}
-    for index in range(6):
-        folder = tmp_path / f"run{index}"
-        write_events(folder, steps=range(0, 30), seed=index).close()
-        path = event_file(folder)
-        end = path.stat().st_size
-        append_events(folder, tmp_path / f"more{index}", steps=range(30, 35), seed=index)
+    for index, (path, end) in enumerate(grown(tmp_path, 6, 30, 5)):
         requests.append((path, end, {}))
         if index == 1:  # a record still being written: half of one more frame
             data = path.read_bytes()
@@ -142,11 +142,6 @@ def test_a_tail_larger_than_the_limit_is_read_alone(tmp_path):
 
 @pytest.mark.parametrize("plugins", [{}, {"train/loss": "scalars"}])
 def test_files_are_grouped_by_the_plugins_they_knew(tmp_path, plugins):
-    requests = []
-    for index in range(3):
-        folder = tmp_path / f"run{index}"
-        write_events(folder, steps=range(0, 20), seed=index).close()
-        end = event_file(folder).stat().st_size
-        append_events(folder, tmp_path / f"more{index}", steps=range(20, 25), seed=index)
-        requests.append((event_file(folder), end, {"plugins": plugins if index else {}}))
+    requests = [(path, end, {"plugins": plugins if index else {}})
+                for index, (path, end) in enumerate(grown(tmp_path, 3, 20, 5))]
     assert check(requests).alone == []
