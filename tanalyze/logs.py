@@ -169,10 +169,9 @@ def read_many(specs: Sequence[RunSpec], *, cache: Cache | None = None) -> list[l
 
 def _results(spec: RunSpec, read: list[RunData] | Exception | None, cache: Cache | None) -> list[RunResult]:
     """The results of one run from what was read of it (None: read it now)."""
-    files = [Path(f) for f in spec.files]
     try:
         if read is None:
-            parts = _read_parts(spec, files, cache)
+            parts = _read_parts(spec, [Path(f) for f in spec.files], cache)
         elif isinstance(read, Exception):
             raise read
         else:
