@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tanalyze._fileio import open_fd, pread
 from tanalyze.cache import Cache
 from tanalyze.cache.codec import Uncacheable, decode_part, decode_runs, encode_part, encode_runs
 from tanalyze.cache.store import Entry
@@ -31,12 +32,12 @@ def prefix_hashes(path: Path, end: int) -> list[str] | None:
     spans = [(0, end)] if end <= 2 * WINDOW else [(0, WINDOW), (end - WINDOW, end)]
     out = []
     try:
-        handle = os.open(path, os.O_RDONLY)
+        handle = open_fd(path, os.O_RDONLY)
     except OSError:
         return None
     try:
         for start, stop in spans:
-            data = os.pread(handle, stop - start, start)
+            data = pread(handle, stop - start, start)
             if len(data) != stop - start:
                 return None
             out.append(hashlib.blake2b(data, digest_size=16).hexdigest())

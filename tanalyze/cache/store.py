@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from tanalyze._fileio import open_fd, pread_into
 from tanalyze.schema import narrowed
 
 __all__ = ["STORAGES", "Chunked", "Entry", "StoredArrays", "default_storage", "write_entry", "append_entry",
@@ -214,7 +215,7 @@ def append_entry(path: Path, previous: Entry, arrays: Mapping[str, np.ndarray | 
         return False
     gained, text = _encoded(gained, header)
     try:
-        handle = os.open(path, os.O_WRONLY | os.O_APPEND)
+        handle = open_fd(path, os.O_WRONLY | os.O_APPEND)
     except OSError:
         return False
     try:
@@ -258,14 +259,14 @@ def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
 def read_entry(path: Path, storage: str) -> Entry | None:
     """The arrays and header of an entry; None when it is missing or cannot be read as one."""
     try:
-        handle = os.open(path, os.O_RDONLY)
+        handle = open_fd(path, os.O_RDONLY)
     except OSError:
         return None
     try:
         data = bytearray(os.fstat(handle).st_size)  # writable: arrays are views of it
         view, got = memoryview(data), 0
         while got < len(data):  # one read, unless the entry is over 2 GB (Linux reads at most that at once)
-            count = os.readv(handle, [view[got:]])
+            count = pread_into(handle, view[got:], got)
             if not count:
                 return None  # shorter than its size said: cut while being read
             got += count

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from tanalyze._fileio import open_fd, pread
 from tanalyze.readers._tbevents import canonical_tags, decode_events
 from tanalyze.readers._tfrecord import _FRAME, _HEADER, scan_records
 from tanalyze.readers.base import FilePart
@@ -44,12 +45,12 @@ Request = tuple[Path, int, Mapping[str, Any] | None]
 def _read_bytes(path: Path, start: int) -> tuple[bytes, int] | None:
     """The bytes from ``start`` to the end and the end's offset; None when the file is not simply longer
     than ``start`` by at most :data:`MAX_TAIL` (read it alone)."""
-    handle = os.open(path, os.O_RDONLY)
+    handle = open_fd(path, os.O_RDONLY)
     try:
         size = os.fstat(handle).st_size
         if not start < size <= start + MAX_TAIL:
             return None
-        data = os.pread(handle, size - start, start)
+        data = pread(handle, size - start, start)
     finally:
         os.close(handle)
     return (data, size) if len(data) == size - start else None

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tanalyze._fileio import pread_into
 from tanalyze.readers._tbevents import FileEvents
 from tanalyze.readers._tfrecord import (
     _FRAME,
@@ -61,7 +62,7 @@ def _read_at(handle, offset: int, count: int) -> np.ndarray:
     view = memoryview(data)
     got = 0
     while got < count:
-        n = os.preadv(handle.fileno(), [view[got:]], offset + got)
+        n = pread_into(handle.fileno(), view[got:], offset + got)
         if n <= 0:
             break
         got += n
