@@ -24,7 +24,10 @@ A resumable reader may also ``extend`` a run it combined before with what its
 files gained since (the parts read from where each file's last part ended),
 when the new rows simply continue the run; otherwise it returns None and the run
 is combined again from whole parts. That keeps a re-read of a growing log
-proportional to what was appended, not to the run.
+proportional to what was appended, not to the run. ``read_parts`` reads many
+files on at once (the cache hands it every grown file of a chunk of runs); a
+reader may override it to share its fixed costs between them, as long as each
+part equals what ``read_part`` gives.
 """
 
 from __future__ import annotations
