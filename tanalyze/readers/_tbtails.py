@@ -98,8 +98,8 @@ def _read_group(members: list[tuple[int, bytes, int, dict[str, str]]], plugins: 
     records = scan_records(joined)
     frames = records.starts - _HEADER
     bounds = np.searchsorted(frames, np.concatenate((bases, [len(joined)])))
-    troubled = sorted([d.start for d in records.damage] + [d.end - 1 for d in records.damage if d.end > d.start]
-                      + list(records.bad_data_crc))
+    troubled = np.sort(np.array([d.start for d in records.damage] + [d.end - 1 for d in records.damage if d.end > d.start]
+                                + list(records.bad_data_crc), np.int64))
     clean = []
     for position, (base, size) in enumerate(zip(bases.tolist(), sizes.tolist(), strict=True)):
         lo, hi = int(bounds[position]), int(bounds[position + 1])
