@@ -32,6 +32,7 @@ __all__ = [
     "ScalarColumns",
     "join_columns",
     "narrowed",
+    "widened_join",
 ]
 
 SCALAR_COLUMNS: tuple[str, ...] = ("run", "tag", "step", "value", "wall_time")
@@ -306,7 +307,7 @@ class ScalarColumns:
     def _column(self, name: str) -> np.ndarray:
         joined = self._joined.get(name)
         if joined is None:
-            joined = self._joined[name] = _widened_join(self.column_chunks(name), _COLUMN_DTYPES[name])
+            joined = self._joined[name] = widened_join(self.column_chunks(name), _COLUMN_DTYPES[name])
         return joined
 
     def frame(self, run: str) -> pd.DataFrame:
@@ -342,8 +343,9 @@ def _same_bits(narrow: np.ndarray, array: np.ndarray) -> bool:
     return bool(np.array_equal(narrow.astype(np.float64).view(np.int64), array.view(np.int64)))
 
 
-def _widened_join(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
-    """The arrays one after another as ``dtype``; the array itself when it is one of that dtype that may be written to."""
+def widened_join(arrays: Sequence[np.ndarray], dtype: type | np.dtype) -> np.ndarray:
+    """The arrays one after another as ``dtype``, in an array that may be written to (a table built on it may be
+    edited); the array itself when it is the only one, of that dtype, and writable."""
     if len(arrays) == 1 and arrays[0].dtype == dtype and arrays[0].flags.writeable:
         return arrays[0]
     return np.concatenate(arrays, dtype=dtype, casting="same_kind") if arrays else np.empty(0, dtype)
@@ -372,7 +374,7 @@ def join_columns(runs: Sequence[str], parts: Sequence[ScalarColumns]) -> pd.Data
         run_names.append(name)
 
     def joined(name: str) -> np.ndarray:
-        return _widened_join([array for _, part in kept for array in part.column_chunks(name)], _COLUMN_DTYPES[name])
+        return widened_join([array for _, part in kept for array in part.column_chunks(name)], _COLUMN_DTYPES[name])
 
     return pd.DataFrame({
         "run": pd.Categorical.from_codes(run_codes, dtype=_categories(tuple(run_names)), validate=False),

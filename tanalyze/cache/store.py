@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from tanalyze._fileio import open_fd, pread_into
-from tanalyze.schema import narrowed
+from tanalyze.schema import narrowed, widened_join
 
 __all__ = ["STORAGES", "Chunked", "Entry", "StoredArrays", "default_storage", "write_entry", "append_entry",
            "read_entry", "suffix"]
@@ -100,12 +100,8 @@ class Chunked:
         return sum(len(piece) for piece in self.pieces)
 
     def joined(self) -> np.ndarray:
-        """The pieces one after another as ``dtype`` (the piece itself when it is the only one, of that dtype)."""
-        if len(self.pieces) == 1 and self.pieces[0].dtype == self.dtype:
-            return self.pieces[0]
-        if not self.pieces:
-            return np.empty(0, self.dtype)
-        return np.concatenate(self.pieces, dtype=self.dtype, casting="same_kind")
+        """The pieces one after another as ``dtype`` (see :func:`~tanalyze.schema.widened_join`)."""
+        return widened_join(self.pieces, self.dtype)
 
 
 class StoredArrays(Mapping[str, np.ndarray]):
@@ -123,10 +119,7 @@ class StoredArrays(Mapping[str, np.ndarray]):
     def __getitem__(self, name: str) -> np.ndarray:
         array = self._joined.get(name)
         if array is None:
-            array = self._chunked[name].joined()
-            if not array.flags.writeable:  # it may end up in a DataFrame its user edits
-                array = array.copy()
-            self._joined[name] = array
+            array = self._joined[name] = self._chunked[name].joined()
         return array
 
     def __iter__(self) -> Iterator[str]:
