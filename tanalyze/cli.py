@@ -47,7 +47,12 @@ def _patterns(args: argparse.Namespace) -> list[UserPattern]:
 
 def _load(args: argparse.Namespace) -> Logs:
     return load(args.path, formats=args.format or None, progress=_progress(args), patterns=_patterns(args),
-                **_engine(args))
+                join=_join(args), **_engine(args))
+
+
+def _join(args: argparse.Namespace) -> bool | None:
+    """False with --no-join; None leaves it to the config file (default: join)."""
+    return False if getattr(args, "no_join", False) else None
 
 
 def _engine(args: argparse.Namespace) -> dict:
@@ -91,6 +96,10 @@ def _add_engine(parser: argparse.ArgumentParser) -> None:
                        help="run the per-run work on this Dask cluster (tcp://host:8786) instead of local processes")
 
 
+#: Files not read listed by ``tanalyze runs`` without --verbose.
+_NOT_READ_SHOWN = 10
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     logs = _load(args)
     tags = logs.tag_summary()
@@ -115,8 +124,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
             out.write(f"    note: {safe_text(note)}\n")
         for warning in info.warnings:
             out.write(f"    warning: {safe_text(str(warning))}\n")
-    for error in logs.errors:
-        out.write(f"not read: {safe_text(error)}\n")
+    shown_not_read = logs.not_read if args.verbose else logs.not_read[:_NOT_READ_SHOWN]
+    for item in shown_not_read:
+        out.write(f"not read: {safe_text(item.path)}: {safe_text(item.reason)}\n")
+    if len(logs.not_read) > len(shown_not_read):
+        out.write(f"… {len(logs.not_read) - len(shown_not_read)} more not read (--verbose lists every one)\n")
     n_warn = sum(len(i.warnings) for i in logs.runs.values())
     formats = sorted({i.format for i in logs.runs.values()})
     unreadable = f", {len(logs.errors)} could not be read" if logs.errors else ""
@@ -223,7 +235,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     engine = _engine(args)
     data = report_paths(args.paths, formats=args.format or None, roles=roles, title=args.title,
                         smoothing=args.smoothing, progress=progress, workers=engine["jobs"],
-                        cache=engine["cache"], client=engine["client"])
+                        cache=engine["cache"], client=engine["client"], join=_join(args))
     try:
         sizes = write_report(data, args.output, args.json, progress=progress, workers=args.jobs)
     except OSError as exc:
@@ -254,7 +266,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     from tanalyze.pipeline import diagnose_path
 
     roles = {**load_config(args.config).roles, **_parse_roles(args.role)}
-    diagnoses = diagnose_path(args.path, formats=args.format or None, patterns=_patterns(args),
+    diagnoses = diagnose_path(args.path, formats=args.format or None, patterns=_patterns(args), join=_join(args),
                               progress=_progress(args), roles=roles or None, num_classes=args.num_classes,
                               **_engine(args))
     out = sys.stdout
@@ -317,7 +329,16 @@ def _add_input(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pattern-glob", metavar="GLOB", help="apply --pattern to the files matching GLOB, before any reader"
     )
+    _add_no_join(parser)
     _add_engine(parser)
+
+
+def _add_no_join(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--no-join", action="store_true",
+        help="one run per folder and format: do not join what one job wrote to several places (Keras "
+        "train/+validation/, add_scalars sub-folders, results.csv + events twins); config: [runs] join = false",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -389,6 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--config", help="tanalyze.toml or pyproject.toml with role overrides")
     report.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
     report.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    _add_no_join(report)
     _add_engine(report)
     report.set_defaults(handler=cmd_report)
     return parser

@@ -12,6 +12,9 @@ than a setting silently ignored::
 
     [tool.tanalyze.check.throughput]
     min_change = 0.15
+
+    [tool.tanalyze.runs]           # or [runs]
+    join = false                   # one run per folder and format (see tanalyze.identity)
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ from typing import Any
 
 from tanalyze.errors import ConfigError
 
-__all__ = ["Config", "load_config", "find_config"]
+__all__ = ["Config", "load_config", "find_config", "join_runs_setting"]
 
 CONFIG_NAMES = ("tanalyze.toml", "pyproject.toml")
-TOP_LEVEL_KEYS = {"roles", "check", "patterns"}
+TOP_LEVEL_KEYS = {"roles", "check", "patterns", "runs"}
+RUNS_KEYS = {"join"}
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,7 @@ class Config:
     roles: dict[str, str] = field(default_factory=dict)
     check: dict[str, Any] = field(default_factory=dict)
     patterns: Any = None
+    runs: dict[str, Any] = field(default_factory=dict)
 
 
 def find_config(start: str | Path | None = None, *, upwards: bool = False) -> Path | None:
@@ -98,4 +103,22 @@ def load_config(path: str | Path | None = None, *, search: bool = True) -> Confi
     check = table.get("check", {})
     if not isinstance(check, dict):
         raise ConfigError(f"{path}: [{prefix}check] must be a table")
-    return Config(source=str(path), roles=dict(roles), check=dict(check), patterns=table.get("patterns"))
+    runs = table.get("runs", {})
+    if not isinstance(runs, dict):
+        raise ConfigError(f"{path}: [{prefix}runs] must be a table")
+    unknown = set(runs) - RUNS_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) {', '.join(f'{prefix}runs.{k}' for k in sorted(unknown))}; "
+                          f"known: {', '.join(f'{prefix}runs.{k}' for k in sorted(RUNS_KEYS))}")
+    if "join" in runs and not isinstance(runs["join"], bool):
+        raise ConfigError(f"{path}: {prefix}runs.join must be true or false")
+    return Config(source=str(path), roles=dict(roles), check=dict(check), patterns=table.get("patterns"),
+                  runs=dict(runs))
+
+
+def join_runs_setting(start: str | Path) -> bool:
+    """``[runs] join`` of the nearest config at or above ``start`` (default true: join what one job wrote)."""
+    path = find_config(Path(start).resolve(), upwards=True)
+    if path is None:
+        return True
+    return bool(load_config(path).runs.get("join", True))

@@ -17,10 +17,43 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tanalyze.errors import InputError, NoLogsError
+from tanalyze.identity import RunPart, Source, identify
 from tanalyze.readers import HEAD_BYTES, Reader, get_readers
 from tanalyze.readers.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
 
-__all__ = ["RunSpec", "Discovery", "discover"]
+__all__ = ["RunSpec", "Discovery", "NotRead", "discover"]
+
+_WEIGHTS = {".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".h5", ".keras", ".onnx", ".pb", ".npz", ".npy", ".pkl",
+            ".index", ".data-00000-of-00001", ".msgpack", ".gguf"}
+_IMAGES = {".png", ".jpg", ".jpeg", ".gif", ".svg", ".bmp", ".webp", ".tif", ".tiff", ".mp4", ".avi"}
+_CONFIGS = {".yaml", ".yml", ".toml", ".cfg", ".ini", ".py", ".sh", ".md", ".ipynb", ".html", ".pdf"}
+_TEXTS = {".log", ".txt", ".out", ".err", ".csv", ".json", ".jsonl", ".tsv", ""}
+
+
+@dataclass(frozen=True)
+class NotRead:
+    """A file or folder under the path that is in no run, and why."""
+
+    path: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason}
+
+
+def unrecognised_reason(path: str) -> str:
+    """Why no reader took a file, with what the user can do about it."""
+    suffix = Path(path).suffix.lower()
+    if suffix in _WEIGHTS:
+        return "model weights or arrays, not a log"
+    if suffix in _IMAGES:
+        return "an image or video, not a log"
+    if suffix in _CONFIGS:
+        return "a config, script or document, not a log"
+    if suffix in _TEXTS or suffix[1:].isdigit():
+        return ("no reader recognises it; if it is a training log, read it with --pattern REGEX "
+                "(named groups: step and one per metric) or name its format with --format")
+    return "no reader recognises it"
 
 
 @dataclass(frozen=True)
@@ -32,6 +65,16 @@ class RunSpec:
     format: str
     files: tuple[str, ...]
     pattern: str | None = None  # the user regex, for runs of format "pattern"
+    parts: tuple[RunPart, ...] = ()  # set when the run was written to several places (see tanalyze.identity)
+
+    def part_specs(self) -> tuple[RunSpec, ...]:
+        """One spec per part of a joined run (each read by its own reader); the spec itself otherwise."""
+        if not self.parts:
+            return (self,)
+        return tuple(
+            RunSpec(name=self.name, directory=p.directory, format=p.format, files=p.files, pattern=p.pattern)
+            for p in self.parts
+        )
 
 
 @dataclass(frozen=True)
@@ -41,6 +84,16 @@ class Discovery:
     unrecognized: tuple[str, ...] = ()
     skipped_dirs: tuple[str, ...] = ()
     errors: tuple[str, ...] = field(default=())
+
+    @property
+    def not_read(self) -> tuple[NotRead, ...]:
+        """Every file or folder under the path that no run holds, with its reason."""
+        found = [NotRead(f, unrecognised_reason(f)) for f in self.unrecognized]
+        found += [NotRead(d, "hidden or symlinked: not entered (symlinks are not followed)") for d in self.skipped_dirs]
+        for error in self.errors:
+            path, _, why = error.partition(": ")
+            found.append(NotRead(path, why or error))
+        return tuple(found)
 
 
 def _read_head(path: Path, errors: list[str] | None = None) -> bytes | None:
@@ -53,14 +106,15 @@ def _read_head(path: Path, errors: list[str] | None = None) -> bytes | None:
         return None
 
 
-def _claim(path: Path, readers: tuple[Reader, ...], errors: list[str] | None = None) -> Reader | None:
+def _claim(path: Path, readers: tuple[Reader, ...], errors: list[str] | None = None) -> tuple[Reader | None, bytes]:
+    """The first reader that claims ``path``, and the file's first bytes."""
     head = _read_head(path, errors)
     if head is None:
-        return None
+        return None, b""
     for reader in readers:
         if reader.sniff(path, head):
-            return reader
-    return None
+            return reader, head
+    return None, head
 
 
 def _walk(root: Path, errors: list[str], skipped: list[str]):
@@ -92,25 +146,22 @@ def _resolves_inside(link: Path, inside: Path) -> bool:
         return False
 
 
-def _run_name(root: Path, directory: Path, single_file: bool) -> str:
-    if single_file:
-        return directory.name
-    rel = directory.relative_to(root)
-    return root.resolve().name if str(rel) == "." else rel.as_posix()
-
-
 def discover(
     path: str | os.PathLike[str],
     *,
     formats: tuple[str, ...] | None = None,
     patterns: Sequence[UserPattern] = (),
+    join: bool | None = None,
 ) -> Discovery:
     """Find the runs under ``path``.
 
     ``formats`` restricts discovery to those reader names. ``patterns`` are user
     line patterns (:mod:`tanalyze.readers.pattern`): one with a glob takes the
     files it matches before any reader; one without takes text files that no
-    reader claims and in which it matches. Raises
+    reader claims and in which it matches. ``join`` applies the run-identity rules of
+    :mod:`tanalyze.identity` (folders one writer split a run over, twins); False gives
+    one run per folder and format; None takes ``[runs] join`` from the nearest config
+    file at or above ``path`` (default true). Raises
     :class:`InputError` when the path does not exist or cannot be read and
     :class:`NoLogsError` when it holds no log any reader recognises.
     """
@@ -124,6 +175,10 @@ def discover(
             raise InputError(f"unknown format(s) {sorted(unknown)}; known: {', '.join(r.name for r in readers)}")
         readers = tuple(r for r in readers if r.name in formats)
 
+    if join is None:
+        from tanalyze.config import join_runs_setting
+
+        join = join_runs_setting(root)
     errors: list[str] = []
     skipped: list[str] = []
     single_file = root.is_file()
@@ -137,6 +192,7 @@ def discover(
         files = list(_walk(root, errors, skipped))
 
     claimed: dict[tuple[Path, str], list[Path]] = defaultdict(list)
+    head_tags: dict[Path, tuple[str, ...]] = {}
     by_name = {r.name: r for r in readers}
     unrecognized: list[str] = []
     use_patterns = bool(patterns) and (not formats or PATTERN_FORMAT in formats)
@@ -144,9 +200,9 @@ def discover(
     base = root.parent if single_file else root
     for file in files:
         user = match_pattern(file, base, patterns, None) if use_patterns else None
-        reader = _claim(file, readers, errors) if user is None else None
+        reader, head = _claim(file, readers, errors) if user is None else (None, b"")
         if reader is None and user is None and use_patterns:
-            user = match_pattern(file, base, patterns, _read_head(file))
+            user = match_pattern(file, base, patterns, head or _read_head(file))
         if user is not None:
             by_pattern[(file.parent, user.regex)].append(file)
         elif reader is None:
@@ -156,42 +212,52 @@ def discover(
             if not single_file and not _within(directory, root):
                 directory = root  # a run folder above the path given: the path itself is the run
             claimed[(directory, reader.name)].append(file)
+            if join:
+                found = reader.head_tags(head)
+                if found:
+                    head_tags[file] = found
     for (directory, _), group_files in by_pattern.items():
         claimed[(directory, PATTERN_FORMAT)].extend(group_files)
     pattern_of = {f: regex for (_, regex), group_files in by_pattern.items() for f in group_files}
     if by_pattern:
         by_name[PATTERN_FORMAT] = PatternReader()
 
-    # A folder can hold several formats (e.g. a CSV and a TensorBoard logger) or
-    # several unrelated runs of one format; both get distinguishing names.
-    formats_per_dir: dict[Path, int] = defaultdict(int)
-    for directory, _ in claimed:
-        formats_per_dir[directory] += 1
-
-    runs: list[RunSpec] = []
+    sources: list[Source] = []
     for (directory, reader_name), group_files in sorted(claimed.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
         reader = by_name[reader_name]
-        base = root.name if single_file else _run_name(root, directory, False)
         groups = reader.group(group_files)
         if reader_name == PATTERN_FORMAT:  # one run never mixes two patterns
             groups = [g for group in groups for g in _split_by(group, pattern_of)]
         for group in groups:
-            name = base
-            if len(groups) > 1:
-                name = f"{base}/{_group_label(group)}" if base else _group_label(group)
-            if formats_per_dir[directory] > 1:
-                name = f"{name} [{reader_name}]"
-            runs.append(
-                RunSpec(
-                    name=name,
-                    directory=str(directory),
-                    format=reader_name,
-                    files=tuple(str(f) for f in sorted(group)),
-                    pattern=pattern_of.get(group[0]) if reader_name == PATTERN_FORMAT else None,
-                )
+            tags: dict[str, None] = {}
+            for file in group:
+                tags.update(dict.fromkeys(head_tags.get(file, ())))
+            pattern = pattern_of.get(group[0]) if reader_name == PATTERN_FORMAT else None
+            sources.append(Source(directory, reader_name, sorted(group), pattern, tuple(tags)))
+
+    runs: list[RunSpec] = []
+    for run in identify(root, sources, single_file=single_file, join=join, label_of=_group_label):
+        main = run.members[0].source
+        parts = run.parts() if run.joined else ()
+        files = tuple(f for part in parts for f in part.files) if parts else tuple(str(f) for f in sorted(main.files))
+        runs.append(
+            RunSpec(
+                name=run.name,
+                directory=str(run.directory),
+                format=main.format,
+                files=files,
+                pattern=main.pattern,
+                parts=parts,
             )
+        )
     if not runs:
-        detail = f"; {len(unrecognized)} file(s) not recognised" if unrecognized else ""
+        detail = ""
+        if unrecognized:
+            shown = ", ".join(os.path.relpath(f, root) if not single_file else f for f in unrecognized[:5])
+            more = f" and {len(unrecognized) - 5} more" if len(unrecognized) > 5 else ""
+            detail = (f"; {len(unrecognized)} file(s) not recognised ({shown}{more}). A text log no reader knows "
+                      "can be read with --pattern REGEX (named groups: step and one per metric); --format NAME "
+                      "names a reader (tanalyze runs --help lists them)")
         if errors:
             detail += f"; {len(errors)} could not be read ({errors[0]}{', …' if len(errors) > 1 else ''})"
         raise NoLogsError(f"{root}: no training logs found{detail}")

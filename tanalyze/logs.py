@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from tanalyze.discover import Discovery, RunSpec
+from tanalyze.assemble import Assembled, assemble
+from tanalyze.discover import Discovery, NotRead, RunSpec
 from tanalyze.errors import FormatError
+from tanalyze.identity import RunPart
 from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
 from tanalyze.readers.base import ResumableReader
 from tanalyze.readers.pattern import UserPattern, read_with_pattern
@@ -52,6 +54,8 @@ class RunInfo:
     restarts: tuple[Restart, ...] = ()
     notes: tuple[str, ...] = ()
     text: Mapping[str, str] = field(default_factory=dict)
+    #: Where a run written to several places came from (splits, add_scalars keys, twins); empty otherwise.
+    sources: tuple[RunPart, ...] = ()
 
     def __reduce__(self):
         # Read-only mappings do not pickle; runs cross process boundaries (worker pools, clusters).
@@ -69,6 +73,7 @@ class RunInfo:
             "warnings": [w.to_dict() for w in self.warnings],
             "restarts": [r.to_dict() for r in self.restarts],
             "notes": list(self.notes),
+            "sources": [p.to_dict() for p in self.sources],
         }
 
 
@@ -125,7 +130,19 @@ def _constant_category(name: str, n: int) -> pd.Categorical:
     return pd.Categorical.from_codes(np.zeros(n, np.int8), categories=[name])
 
 
-def _read_parts(spec: RunSpec, files: list[Path], cache: Cache | None) -> list[RunData]:
+def _read_guarded(spec: RunSpec, cache: Cache | None) -> list[RunData]:
+    """What one source's reader returns; a file that cannot be read becomes a warning, not an error."""
+    try:
+        return _read_parts(spec, [Path(f) for f in spec.files], cache)
+    except FormatError as exc:
+        return [RunData(warnings=[ReadWarning(exc.path, exc.reason, exc.location)])]
+    except (OSError, MemoryError) as exc:
+        return [RunData(warnings=[ReadWarning(spec.directory, f"could not read: {exc}")])]
+
+
+def _read_parts(spec: RunSpec, files: list[Path], cache: Cache | None) -> list[RunData] | Assembled:
+    if spec.parts:
+        return assemble(spec.parts, [_read_guarded(part, cache) for part in spec.part_specs()])
     if spec.pattern is not None:
         return read_with_pattern(files, spec.pattern)
     reader = get_reader(spec.format)
@@ -147,39 +164,61 @@ def read_run(spec: RunSpec, *, cache: Cache | None = None) -> list[RunResult]:
 def read_many(specs: Sequence[RunSpec], *, cache: Cache | None = None) -> list[list[RunResult] | Exception]:
     """:func:`read_run` for each spec (its results, or the exception a bug raised), with the runs of each
     resumable format that the cache holds read together: what their logs gained since is parsed in one go."""
+    flat = [(index, part) for index, spec in enumerate(specs) for part in spec.part_specs()]
     read: dict[int, list[RunData] | Exception] = {}
     if cache is not None:
         from tanalyze.cache.reading import read_many as read_many_cached
 
         by_format: dict[str, list[int]] = {}
-        for index, spec in enumerate(specs):
-            if spec.pattern is None and isinstance(get_reader(spec.format), ResumableReader):
-                by_format.setdefault(spec.format, []).append(index)
-        for name, indices in by_format.items():
-            runs = [([Path(f) for f in specs[i].files], Path(specs[i].directory)) for i in indices]
-            read.update(zip(indices, read_many_cached(get_reader(name), runs, cache), strict=True))
+        for position, (_, part) in enumerate(flat):
+            if part.pattern is None and isinstance(get_reader(part.format), ResumableReader):
+                by_format.setdefault(part.format, []).append(position)
+        for name, positions in by_format.items():
+            runs = [([Path(f) for f in flat[p][1].files], Path(flat[p][1].directory)) for p in positions]
+            read.update(zip(positions, read_many_cached(get_reader(name), runs, cache), strict=True))
     out: list[list[RunResult] | Exception] = []
-    for index, spec in enumerate(specs):
+    position = 0
+    for spec in specs:
+        count = len(spec.part_specs())
+        mine = [read.get(p) for p in range(position, position + count)]
+        position += count
         try:
-            out.append(_results(spec, read.get(index), cache))
+            if spec.parts:
+                out.append(_results(spec, _assembled(spec, mine, cache), cache))
+            else:
+                out.append(_results(spec, mine[0], cache))
         except Exception as exc:  # noqa: BLE001 - a bug reading this run: reported with its name, the others go on
             out.append(exc)
     return out
 
 
-def _results(spec: RunSpec, read: list[RunData] | Exception | None, cache: Cache | None) -> list[RunResult]:
+def _assembled(spec: RunSpec, read: list[list[RunData] | Exception | None], cache: Cache | None) -> Assembled:
+    """A joined run from what was read of its parts (None: read that part now)."""
+    parts = []
+    for part, got in zip(spec.part_specs(), read, strict=True):
+        if isinstance(got, Exception) and not isinstance(got, FormatError | OSError | MemoryError):
+            raise got
+        parts.append(_read_guarded(part, cache) if got is None or isinstance(got, Exception) else got)
+    return assemble(spec.parts, parts)
+
+
+def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
+             cache: Cache | None) -> list[RunResult]:
     """The results of one run from what was read of it (None: read it now)."""
     try:
         if read is None:
-            parts = _read_parts(spec, [Path(f) for f in spec.files], cache)
+            read = _read_parts(spec, [Path(f) for f in spec.files], cache)
         elif isinstance(read, Exception):
             raise read
-        else:
-            parts = read
     except FormatError as exc:
-        parts = [RunData(warnings=[ReadWarning(exc.path, exc.reason, exc.location)])]
+        read = [RunData(warnings=[ReadWarning(exc.path, exc.reason, exc.location)])]
     except (OSError, MemoryError) as exc:
-        parts = [RunData(warnings=[ReadWarning(spec.directory, f"could not read: {exc}")])]
+        read = [RunData(warnings=[ReadWarning(spec.directory, f"could not read: {exc}")])]
+    run_format, sources = spec.format, ()
+    if isinstance(read, Assembled):
+        run_format, sources, parts = read.format, read.parts, [read.data]
+    else:
+        parts = read
     results = []
     for part in parts:
         name = spec.name if part.name is None else f"{spec.name}/{part.name}"
@@ -196,14 +235,15 @@ def _results(spec: RunSpec, read: list[RunData] | Exception | None, cache: Cache
             histograms = histograms.assign(run=pd.Categorical([name] * len(histograms)))
         info = RunInfo(
             name=name,
-            format=spec.format,
+            format=run_format,
             directory=spec.directory,
-            files=tuple(spec.files) + tuple(str(p) for p in part.extra_files),
+            files=tuple(dict.fromkeys((*spec.files, *(str(p) for p in part.extra_files)))),
             hparams=MappingProxyType(dict(part.hparams)),
             warnings=tuple(part.warnings),
             restarts=tuple(part.restarts),
             notes=tuple(part.notes),
             text=MappingProxyType(dict(part.text)),
+            sources=sources,
         )
         results.append(RunResult(info, scalars, histograms))
     return results
@@ -225,6 +265,8 @@ class Logs:
     unrecognized: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()  # files and folders that could not be read, with why
+    #: Every file or folder under the path that is in no run, with its reason (nothing is dropped unsaid).
+    not_read: tuple[NotRead, ...] = ()
 
     def __len__(self) -> int:
         return len(self.runs)
@@ -411,13 +453,15 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
     else:
         scalar_table = concat_frames([r.scalars for r in kept]) if kept else empty_scalars()
     hist_table = concat_frames(histograms) if histograms else empty_histograms()
+    used = {x for i in infos.values() for x in i.files}
     return Logs(
         scalars=scalar_table,
         histograms=hist_table,
         runs=MappingProxyType(infos),
         root=discovery.root,
         # A reader may use a file no reader claims (Lightning's hparams.yaml beside event files).
-        unrecognized=tuple(f for f in discovery.unrecognized if f not in {x for i in infos.values() for x in i.files}),
+        unrecognized=tuple(f for f in discovery.unrecognized if f not in used),
+        not_read=tuple(n for n in discovery.not_read if n.path not in used),
         skipped=discovery.skipped_dirs,
         errors=discovery.errors,
     )
@@ -451,6 +495,7 @@ def load(
     jobs: int | None = None,
     cache: Cache | str | os.PathLike[str] | bool = True,
     client: Any = None,
+    join: bool | None = None,
 ) -> Logs:
     """Read every training log under ``path`` into one tidy table.
 
@@ -466,6 +511,9 @@ def load(
         cache: the incremental cache (see :mod:`tanalyze.cache`): True for the
             default folder, a folder, a :class:`~tanalyze.cache.Cache`, or False for none.
         client: a ``distributed.Client``: read the runs on that Dask cluster instead.
+        join: join what one training job wrote to several places into one run (Keras
+            ``train/``+``validation/``, ``add_scalars`` keys, twins; see :mod:`tanalyze.identity`);
+            False: one run per folder and format; None: ``[runs] join`` of a config file, else True.
 
     The result does not depend on ``jobs``, ``cache`` or ``client``. A run whose
     reading fails unexpectedly gets the error as a warning; the others are read.
@@ -477,6 +525,6 @@ def load(
     """
     from tanalyze.pipeline import discover_runs, read_specs
 
-    discovery = discover_runs(path, formats=formats, patterns=patterns)
+    discovery = discover_runs(path, formats=formats, patterns=patterns, join=join)
     results = read_specs(discovery.runs, jobs=jobs, cache=cache, client=client, progress=progress)
     return _merge(results, discovery)

@@ -38,12 +38,12 @@ def read_many_task(specs: Sequence[RunSpec], *, cache: Cache | None) -> list[lis
 
 
 def discover_runs(path: str | os.PathLike[str], *, formats: Iterable[str] | None = None,
-                  patterns: Iterable[Any] | None = None):
+                  patterns: Iterable[Any] | None = None, join: bool | None = None):
     """Discovery as :func:`tanalyze.load` does it (user patterns from arguments and config files included)."""
     from tanalyze.readers.pattern import resolve_patterns
 
     user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
-    return discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns)
+    return discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns, join=join)
 
 
 def _mapped(task, specs: Sequence[RunSpec], *, jobs, client, progress, many=None) -> list[tuple[RunSpec, Any]]:
@@ -119,13 +119,14 @@ def diagnose_path(
     cache: Cache | str | os.PathLike[str] | bool = True,
     client: Any = None,
     progress: ProgressCallback | None = None,
+    join: bool | None = None,
     **options: Any,
 ):
     """Read and diagnose every run under ``path``, each run wholly in a worker (``options`` as for
     :func:`tanalyze.diagnose_run`). Returns :class:`~tanalyze.diagnose.Diagnoses` in discovery order."""
     from tanalyze.diagnose import Diagnoses
 
-    discovery = discover_runs(path, formats=formats, patterns=patterns)
+    discovery = discover_runs(path, formats=formats, patterns=patterns, join=join)
     task = partial(diagnose_task, cache=resolve_cache(cache), options=options)
     pairs = []
     for spec, result in _mapped(task, discovery.runs, jobs=jobs, client=client, progress=progress):

@@ -39,8 +39,8 @@ def test_every_public_name_exists():
 # The parameters of the public functions and of the result methods a notebook uses, by name and kind
 # ("*x": keyword-only, "**x": any keywords). Changing one must be a deliberate edit here too.
 SIGNATURES = {
-    "load": ["path", "*formats", "*progress", "*patterns", "*jobs", "*cache", "*client"],
-    "discover": ["path", "*formats", "*patterns"],
+    "load": ["path", "*formats", "*progress", "*patterns", "*jobs", "*cache", "*client", "*join"],
+    "discover": ["path", "*formats", "*patterns", "*join"],
     "read_run": ["spec", "*cache"],
     "diagnose": ["logs", "*roles", "*num_classes", "*thresholds", "**params"],
     "diagnose_run": ["frame", "*run", "*format", "*roles", "*histograms", "*read_warnings", "*num_classes",

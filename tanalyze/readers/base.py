@@ -129,6 +129,14 @@ class Reader(ABC):
         """Split the files this reader claimed in one folder into runs (default: one run)."""
         return [sorted(files)]
 
+    def head_tags(self, head: bytes) -> tuple[str, ...]:
+        """The tags a file's first bytes already name (default: none known).
+
+        Discovery uses them to recognise how one run was split over folders by its writer
+        (see :mod:`tanalyze.identity`) without reading whole files.
+        """
+        return ()
+
     @abstractmethod
     def read(self, files: list[Path]) -> list[RunData]:
         """Read one run's files. Usually returns one ``RunData``; several when a file holds several runs."""

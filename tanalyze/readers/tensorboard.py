@@ -89,6 +89,9 @@ class TensorBoardReader(ResumableReader):
             return True
         return head.startswith(_LFS) or _first_record_valid(head)
 
+    def head_tags(self, head: bytes) -> tuple[str, ...]:
+        return head_tags(head)
+
     def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
         """The records of one event file from byte ``start`` (a record boundary) on.
 
@@ -419,3 +422,34 @@ def _notes(skipped: Counter[str], repeated: dict[int, int], tag_names: list[str]
         notes.append(f"{total:,} point(s) repeat a (tag, step) the same writer had already logged ({shown}); "
                      "all are kept, in write order")
     return notes
+
+
+def head_tags(head: bytes) -> tuple[str, ...]:
+    """The summary tags of the complete, intact records at the start of an event file, in order, once each.
+
+    Discovery uses them to recognise how a writer split one run over folders (an ``add_scalars``
+    sub-writer holds a single tag; an hparams sub-run holds ``_hparams_/…`` records) without reading
+    whole files: the first few kilobytes already read to recognise the file are enough.
+    """
+    from google.protobuf.message import DecodeError
+    from tensorboard.compat.proto import event_pb2
+
+    tags: dict[str, None] = {}
+    offset = 0
+    view = memoryview(head)
+    while offset + 12 <= len(view):
+        length = int.from_bytes(view[offset : offset + 8], "little")
+        end = offset + 12 + length + 4
+        if end > len(view) or masked_crc(view[offset : offset + 8]) != int.from_bytes(view[offset + 8 : offset + 12], "little"):
+            break
+        data = view[offset + 12 : offset + 12 + length]
+        if masked_crc(data) != int.from_bytes(view[end - 4 : end], "little"):
+            break
+        try:
+            event = event_pb2.Event.FromString(data)
+        except DecodeError:
+            break
+        for value in event.summary.value:
+            tags.setdefault(value.tag, None)
+        offset = end
+    return tuple(tags)

@@ -49,6 +49,7 @@ MAX_TEXT = 20_000
 COMPARE_MAX_LINES = 12
 #: Findings shown open beside the loss chart; the rest (the least severe) fold away.
 SHOWN_FINDINGS = 3
+NOT_READ_ROWS = 200  # files listed in the "not read" section; the rest are counted
 
 ProgressCallback = Callable[[int, int, str], None]
 
@@ -402,6 +403,8 @@ def iter_html(
         "omitted_sections": 0 if sections else len(data.runs),
         "compare": _compare(data, figures) if not fragment or len(data.runs) > 1 else [],
         "groups": _groups(data, figures),
+        "not_read": data.not_read[:NOT_READ_ROWS],
+        "not_read_more": max(0, len(data.not_read) - NOT_READ_ROWS),
         "smoothing": data.smoothing,
         "downsample_method": METHOD,
         "compare_max": COMPARE_MAX_LINES,

@@ -43,6 +43,7 @@ def run_dict(run: RunView) -> dict[str, Any]:
         "hparams": dict(info.hparams) if info else {},
         "restarts": [r.to_dict() for r in info.restarts] if info else [],
         "notes": list(info.notes) if info else [],
+        "sources": [p.to_dict() for p in info.sources] if info else [],
         "read_warnings": [w.to_dict() for w in info.warnings] if info else [],
     })
     return out
@@ -60,6 +61,7 @@ def report_dict(data: ReportData) -> dict[str, Any]:
         "seed_groups": [
             {"label": g.label, "reason": g.reason, "runs": [names[i] for i in g.runs]} for g in data.groups
         ],
+        "not_read": [n.to_dict() for n in data.not_read],
     }
 
 

@@ -164,6 +164,7 @@ class ReportData:
     runs: tuple[RunView, ...]
     groups: tuple[Any, ...] = field(default=())  # SeedGroup, see groups.py
     version: str = ""
+    not_read: tuple[Any, ...] = ()  # NotRead: files under the inputs that are in no run, with why
 
     def verdict_counts(self) -> list[tuple[str, int]]:
         counts = {label: 0 for label in VERDICTS}
@@ -321,14 +322,17 @@ def build_report(
     """
     if not 0 <= smoothing < 1:
         raise ValueError(f"smoothing weight must be in [0, 1), got {smoothing}")
+    not_read: tuple[Any, ...] = ()
     if isinstance(sources, Logs):
         if not inputs and sources.root:
             inputs = (sources.root,)
+        not_read = sources.not_read
         sources = sources_from(sources, diagnoses)
     labels = list(input_labels) if input_labels is not None else [""] * len(sources)
     names = _unique_names(sources, labels)
     views = [_run_view(index, source) for index, source in enumerate(sources, start=1)]
-    return assemble(views, names, title=title, inputs=inputs, smoothing=smoothing, generated_at=generated_at)
+    return assemble(views, names, title=title, inputs=inputs, smoothing=smoothing, generated_at=generated_at,
+                    not_read=not_read)
 
 
 def assemble(
@@ -339,6 +343,7 @@ def assemble(
     inputs: Sequence[str] = (),
     smoothing: float = 0.6,
     generated_at: str | None = None,
+    not_read: Sequence[Any] = (),
 ) -> ReportData:
     """The report of these runs, numbered 1..n in order under their final ``names``."""
     from tanalyze import __version__
@@ -357,6 +362,7 @@ def assemble(
         inputs=tuple(str(i) for i in inputs),
         generated_at=stamp,
         smoothing=smoothing,
+        not_read=tuple(not_read),
         runs=tuple(final),
         version=__version__,
     )

@@ -73,6 +73,7 @@ def report_paths(
     workers: int | None = None,
     cache: Cache | str | os.PathLike[str] | bool = True,
     client: Any = None,
+    join: bool | None = None,
 ) -> ReportData:
     """Read and diagnose every run under each path, and compute the report of all of them.
 
@@ -90,9 +91,12 @@ def report_paths(
             raise InputError(f"{os.fspath(path)}: no such file or folder")
     tasks: list[tuple[int, RunSpec]] = []
     labels_of: list[str] = []
+    not_read: list[Any] = []
     for path in paths:
-        discovery = discover(path, formats=tuple(formats) if formats else None, patterns=resolve_patterns(path, None))
+        discovery = discover(path, formats=tuple(formats) if formats else None, patterns=resolve_patterns(path, None),
+                             join=join)
         label = os.path.basename(os.path.normpath(os.fspath(path))) or os.fspath(path)
+        not_read.extend(discovery.not_read)
         for spec in discovery.runs:
             tasks.append((len(tasks), spec))
             labels_of.append(label)
@@ -106,7 +110,9 @@ def report_paths(
         views.extend(found)
         labels.extend([labels_of[position]] * len(found))
     names = _unique_names(views, labels)
-    options: dict[str, Any] = {"smoothing": smoothing, "inputs": [os.fspath(p) for p in paths]}
+    used = {f for view in views if view.info is not None for f in view.info.files}
+    options: dict[str, Any] = {"smoothing": smoothing, "inputs": [os.fspath(p) for p in paths],
+                               "not_read": [n for n in not_read if n.path not in used]}
     if title is not None:
         options["title"] = title
     return assemble(views, names, **options)

@@ -1,0 +1,221 @@
+"""Join what was read of a run written to several places into one run.
+
+Discovery (:mod:`tanalyze.identity`) decides which sources are one run; each is read by
+its own reader (through the cache, like any run). Here their tables become one: the
+parts' tags renamed as the writer meant them (``validation/epoch_loss``, ``Loss/val``),
+hparams, warnings, restarts and notes kept with the part they came from. Twins (the
+same run written by two sinks) are compared, not added twice: the preferred sink is
+read as the run unless another goes on to later steps, and a note says how they agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tanalyze.identity import RunPart
+from tanalyze.readers.base import Restart, RunData
+from tanalyze.schema import ScalarColumns, concat_frames, empty_scalars, keep_last_write
+
+__all__ = ["assemble", "Assembled"]
+
+#: Tag words that only say "training", dropped when matching a tag across twins (``loss`` = ``train/loss``).
+_TRAIN_WORDS = frozenset({"train", "training"})
+_EXAMPLE_TAGS = 5
+_RELATIVE_TOLERANCE = 1e-4  # float32 events against JSON/CSV values printed to 5 significant digits
+
+
+@dataclass
+class Assembled:
+    """The joined run, the format it was read as, and every part with the role it got."""
+
+    data: RunData
+    format: str
+    parts: tuple[RunPart, ...]
+
+
+def _table(scalars: pd.DataFrame | ScalarColumns) -> pd.DataFrame:
+    if isinstance(scalars, ScalarColumns):
+        return scalars.frame("") if len(scalars) else empty_scalars()
+    return scalars
+
+
+def _renamed(frame: pd.DataFrame, part: RunPart) -> pd.DataFrame:
+    if frame.empty or not (part.tag_prefix or part.tag_suffix):
+        return frame
+    tags = frame["tag"]
+    if isinstance(tags.dtype, pd.CategoricalDtype):
+        renamed = tags.cat.rename_categories([part.rename(str(t)) for t in tags.cat.categories])
+    else:
+        renamed = tags.map(lambda t: part.rename(str(t))).astype("category")
+    return frame.assign(tag=renamed)
+
+
+def _sinks(parts: Sequence[RunPart]) -> list[list[int]]:
+    """Part indices grouped by sink: the parts read as the run first, then each twin format."""
+    main = [i for i, p in enumerate(parts) if p.kind != "twin"]
+    twins: dict[str, list[int]] = {}
+    for i, p in enumerate(parts):
+        if p.kind == "twin":
+            twins.setdefault(p.format, []).append(i)
+    return [main, *twins.values()] if main else list(twins.values())
+
+
+def _last_step(read: Sequence[list[RunData]], indices: list[int]) -> int | None:
+    last = None
+    for i in indices:
+        for data in read[i]:
+            table = _table(data.scalars)
+            if len(table):
+                step = int(table["step"].max())
+                last = step if last is None else max(last, step)
+    return last
+
+
+def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembled:
+    """One run from its parts (``read[i]`` is what part ``i``'s reader returned)."""
+    sinks = _sinks(parts)
+    chosen = 0
+    ends = [_last_step(read, sink) for sink in sinks]
+    for index in range(1, len(sinks)):
+        # a twin that goes on to later steps holds more of the run (the preferred record was saved earlier);
+        # one step of slack: 0- and 1-based epoch counters of one run
+        best = ends[chosen]
+        if ends[index] is not None and (best is None or ends[index] > best + 1):
+            chosen = index
+    roles = []
+    for index, sink in enumerate(sinks):
+        for i in sink:
+            part = parts[i]
+            if index == chosen and part.kind == "twin":
+                part = RunPart(part.format, part.directory, part.files, "main", part.label.removeprefix("twin: "),
+                               part.tag_prefix, part.tag_suffix, part.pattern)
+            elif index != chosen and part.kind != "twin":
+                part = RunPart(part.format, part.directory, part.files, "twin", f"twin: {part.label or part.format}",
+                               part.tag_prefix, part.tag_suffix, part.pattern)
+            roles.append((i, part))
+    roles.sort(key=lambda item: (item[1].kind == "twin", item[0]))
+    ordered = tuple(part for _, part in roles)
+
+    joined = RunData()
+    frames: list[pd.DataFrame] = []
+    histograms: list[pd.DataFrame] = []
+    hparams: dict[str, object] = {}
+    text: dict[str, str] = {}
+    twin_frames: dict[str, list[pd.DataFrame]] = {}
+    for i, part in roles:
+        for data in read[i]:
+            joined.warnings.extend(data.warnings)
+            for key, value in data.hparams.items():
+                hparams.setdefault(key, value)
+            if part.kind == "twin":
+                twin_frames.setdefault(part.label, []).append(_table(data.scalars))
+                joined.extra_files.extend(data.extra_files)
+                continue
+            frames.append(_renamed(_table(data.scalars), part))
+            if len(data.histograms):
+                histograms.append(_renamed(data.histograms, part))
+            joined.restarts.extend(Restart(r.step, r.file, _labelled(part, r.detail)) for r in data.restarts)
+            joined.notes.extend(_labelled(part, note) for note in data.notes)
+            text.update({part.rename(key): value for key, value in data.text.items()})
+            joined.extra_files.extend(data.extra_files)
+    table = concat_frames(frames) if frames else empty_scalars()
+    if len(table):
+        table, dropped = keep_last_write(table, keys=("tag", "step"))
+        if dropped:
+            joined.notes.append(f"{dropped} point(s) logged at the same tag and step by two parts of the run; "
+                                "the later part's kept")
+    joined.scalars = table
+    if histograms:
+        joined.histograms = concat_frames(histograms)
+    joined.hparams = hparams
+    joined.text = text
+    main_parts = [p for p in ordered if p.kind != "twin"]
+    if len(main_parts) > 1 or any(p.kind != "main" for p in main_parts):
+        joined.notes.insert(0, "one run written to several places: " + "; ".join(_where(p) for p in main_parts))
+    chosen_format = main_parts[0].format if main_parts else parts[0].format
+    for label, twin in twin_frames.items():
+        joined.notes.append(_compare_twin(label, table, concat_frames(twin), chosen_format))
+    if chosen != 0:
+        preferred = ", ".join(sorted({parts[i].format for i in sinks[0]}))
+        joined.notes.append(
+            f"read from {chosen_format} rather than {preferred}: it goes on to step {ends[chosen]:,}, "
+            f"the other stops at step {ends[0]:,}" if ends[0] is not None else
+            f"read from {chosen_format} rather than {preferred}, which holds no points"
+        )
+    return Assembled(joined, chosen_format, ordered)
+
+
+def _where(part: RunPart) -> str:
+    name = part.label or part.format
+    if part.tag_prefix or part.tag_suffix:
+        return f"{name} (tags {part.rename('<tag>')})"
+    return name
+
+
+def _labelled(part: RunPart, text: str) -> str:
+    return f"{part.label}: {text}" if part.kind != "main" and part.label else text
+
+
+def _key(tag: str) -> tuple[str, ...]:
+    words = [w for w in re.split(r"[^0-9a-z]+", tag.lower()) if w and w not in _TRAIN_WORDS]
+    return tuple(sorted(words))
+
+
+def _compare_twin(label: str, main: pd.DataFrame, twin: pd.DataFrame, main_format: str) -> str:
+    """A sentence on how a twin sink compares with what was read as the run."""
+    if twin.empty:
+        return f"{label}: the same run, written by another sink; it holds no points"
+    steps = twin["step"]
+    head = (f"{label}: the same run, written by another sink; not added twice "
+            f"({len(twin):,} points, {twin['tag'].nunique()} tags, steps {int(steps.min()):,}–{int(steps.max()):,})")
+    if main.empty:
+        return head
+    main_tags = {_key(str(t)): str(t) for t in main["tag"].unique()}
+    twin_tags = {_key(str(t)): str(t) for t in twin["tag"].unique()}
+    shared = [k for k in twin_tags if k in main_tags]
+    only = sorted(twin_tags[k] for k in twin_tags if k not in main_tags)
+    parts = [head]
+    if shared:
+        parts.append(_agreement(main, twin, [(main_tags[k], twin_tags[k]) for k in shared]))
+    if only:
+        shown = ", ".join(only[:_EXAMPLE_TAGS]) + (f" and {len(only) - _EXAMPLE_TAGS} more" if len(only) > _EXAMPLE_TAGS else "")
+        parts.append(f"tags only in the twin: {shown} (read it alone with --format to see them)")
+    main_end, twin_end = int(main["step"].max()), int(steps.max())
+    if twin_end < main_end - 1:
+        parts.append(f"it stops at step {twin_end:,}, the run goes on to {main_end:,}")
+    return "; ".join(parts)
+
+
+def _agreement(main: pd.DataFrame, twin: pd.DataFrame, pairs: list[tuple[str, str]]) -> str:
+    """Whether matched tags hold the same values at the same steps (or one step apart: 0- vs 1-based epochs)."""
+    best: tuple[int, int, int, str] | None = None  # (agreeing, compared, shift, example)
+    for shift in (0, 1, -1):
+        agreeing = compared = 0
+        example = ""
+        for main_tag, twin_tag in pairs:
+            a = main.loc[main["tag"] == main_tag, ["step", "value"]].drop_duplicates("step", keep="last")
+            b = twin.loc[twin["tag"] == twin_tag, ["step", "value"]].drop_duplicates("step", keep="last")
+            merged = a.merge(b.assign(step=b["step"] - shift), on="step", suffixes=("_run", "_twin"))
+            if merged.empty:
+                continue
+            x, y = merged["value_run"].to_numpy(float), merged["value_twin"].to_numpy(float)
+            same = np.isclose(x, y, rtol=_RELATIVE_TOLERANCE, atol=0.0) | (np.isnan(x) & np.isnan(y))
+            agreeing += int(same.sum())
+            compared += len(merged)
+            if not example and not same.all():
+                row = merged.loc[~same].iloc[0]
+                example = f"{main_tag} at step {int(row['step']):,}: {row['value_run']:.6g} vs {row['value_twin']:.6g}"
+        if compared and (best is None or agreeing > best[0]):
+            best = (agreeing, compared, shift, example)
+    if best is None:
+        return f"{len(pairs)} tag(s) in common but no step in common"
+    agreeing, compared, shift, example = best
+    offset = "" if shift == 0 else f" once its steps are shifted by {-shift:+d} (0- vs 1-based counters)"
+    if agreeing == compared:
+        return f"it agrees on all {compared:,} common points of {len(pairs)} tag(s){offset}"
+    return f"it differs at {compared - agreeing:,} of {compared:,} common points{offset} (e.g. {example})"

@@ -1,0 +1,335 @@
+"""Run identity: which of the log sources discovery found are one training job.
+
+Discovery finds *sources*: one reader's files in one folder (an event-file folder, a
+``metrics.csv``, a ``trainer_state.json`` …). A run is what its owner trained, and
+writers spread one run over several sources. The rules, in the order they apply
+(``docs/run-identity.md`` describes them with examples):
+
+1. **hparams sub-run** — ``SummaryWriter.add_hparams`` (and HF's TensorBoard callback)
+   writes a sub-folder named by a timestamp (``1700000000.123``) holding the hparams
+   records: it belongs to the run of its parent folder (its scalars keep their tags).
+2. **Splits** — Keras' ``TensorBoard`` callback writes ``log_dir/train/`` and
+   ``log_dir/validation/``; TF1 Estimator writes ``model_dir/eval/`` beside its own
+   events. Event-file folders named like a split (``train``, ``validation``, ``val``,
+   ``eval``, ``eval_*``, ``test`` …) are one run with their parent when the parent has
+   a train and a validation split, when an ``eval`` split sits beside the parent's own
+   events, or when a lone ``train``/``validation`` folder holds Keras' ``epoch_*`` tags.
+   Their tags get the split as a prefix: ``validation/epoch_loss``.
+3. **add_scalars** — ``add_scalars(main_tag, {key: value})`` writes one sub-folder per
+   key (``Loss_train/`` by torch, ``Loss/train/`` by old tensorboardX) holding the single
+   tag ``main_tag``: such a folder is one run with the folder it was written under (which
+   has events of its own, or a second key of the same ``main_tag``), and its tag becomes
+   ``main_tag/key`` (``Loss/train``, ``Loss/val``).
+4. **Twins** — several sinks of one job in one folder (Ultralytics ``results.csv`` + event
+   file, detectron2 ``metrics.json`` + event file, Lightning's CSV and TensorBoard loggers
+   in one ``version_N/``) and an HF output folder whose ``trainer_state.json`` has its
+   TensorBoard events under ``runs/<date>_<host>/``: one run. One source is read as the
+   run (the framework's own structured record first, see :data:`PRECEDENCE`, unless a
+   twin goes on to later steps); the others are listed with it and compared, not added
+   twice.
+
+A run is named by its folder relative to the path given (the path's own name when the
+run is the path itself). ``join=False`` turns rules 1–4 off: one run per folder and
+format, as folders are laid out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Source", "RunPart", "PRECEDENCE", "identify", "SPLIT_NAMES"]
+
+#: Which twin is read as the run, best first: a framework's own structured record (exact values,
+#: evaluation rows, its step axis), then event files, then other tables, then console text.
+PRECEDENCE: tuple[str, ...] = (
+    "hf_trainer_state",
+    "detectron2",
+    "mmengine",
+    "mmdet",
+    "yolo_csv",
+    "lightning_csv",
+    "keras_csv",
+    "wandb-local",
+    "mlflow",
+    "tensorboard",
+    "wandb-history",
+    "csv",
+)
+
+#: Folder names of the splits writers make: train-like and evaluation-like.
+TRAIN_SPLITS = frozenset({"train", "training"})
+EVAL_SPLITS = frozenset({"validation", "val", "valid", "eval", "evaluation", "test"})
+SPLIT_NAMES = TRAIN_SPLITS | EVAL_SPLITS
+_EVAL_NAMED = re.compile(r"eval(?:_.+)?")  # Estimator: eval/ and eval_<name>/
+_TIMESTAMP = re.compile(r"\d{9,11}\.\d+")  # str(time.time()): add_hparams' sub-run folder
+_KERAS_TAG = re.compile(r"(epoch|batch|evaluation)_")
+_HPARAMS_PREFIX = "_hparams_/"
+
+
+@dataclass
+class Source:
+    """One reader's files in one folder (one group of them): what discovery hands to identity."""
+
+    directory: Path
+    format: str
+    files: list[Path]
+    pattern: str | None = None
+    tags: tuple[str, ...] = ()  # tags named in the files' first bytes (event files), for rules 1 and 3
+
+
+@dataclass(frozen=True)
+class RunPart:
+    """One source of a run written to several places, and how its tags join the run's.
+
+    ``kind`` is ``main`` (read as the run), ``split``, ``add_scalars``, ``hparams`` (joined
+    into the run, tags renamed to ``tag_prefix + tag + tag_suffix``) or ``twin`` (the same
+    run written by another sink: read, compared and listed, its points not added).
+    """
+
+    format: str
+    directory: str
+    files: tuple[str, ...]
+    kind: str = "main"
+    label: str = ""
+    tag_prefix: str = ""
+    tag_suffix: str = ""
+    pattern: str | None = None
+
+    def rename(self, tag: str) -> str:
+        return f"{self.tag_prefix}{tag}{self.tag_suffix}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "format": self.format,
+            "directory": self.directory,
+            "files": list(self.files),
+            "kind": self.kind,
+            "label": self.label,
+        }
+
+
+@dataclass
+class _Member:
+    source: Source
+    kind: str = "main"
+    label: str = ""
+    prefix: str = ""
+    suffix: str = ""
+
+
+@dataclass
+class IdentifiedRun:
+    """A run as identity decided it: its folder, name and members (sources), main members first."""
+
+    directory: Path
+    name: str
+    members: list[_Member] = field(default_factory=list)
+
+    @property
+    def joined(self) -> bool:
+        return len(self.members) > 1 or any(m.prefix or m.suffix for m in self.members)
+
+    def parts(self) -> tuple[RunPart, ...]:
+        return tuple(
+            RunPart(
+                format=m.source.format,
+                directory=str(m.source.directory),
+                files=tuple(str(f) for f in sorted(m.source.files)),
+                kind=m.kind,
+                label=m.label,
+                tag_prefix=m.prefix,
+                tag_suffix=m.suffix,
+                pattern=m.source.pattern,
+            )
+            for m in self.members
+        )
+
+
+def identify(
+    root: Path,
+    sources: Sequence[Source],
+    *,
+    single_file: bool = False,
+    join: bool = True,
+    label_of: Callable[[list[Path]], str] | None = None,
+) -> list[IdentifiedRun]:
+    """Group ``sources`` into runs and name them (see the module doc for the rules)."""
+    owner: dict[int, tuple[Path, _Member]] = {}
+    if join and not single_file:
+        by_dir: dict[Path, list[int]] = defaultdict(list)
+        for index, source in enumerate(sources):
+            by_dir[source.directory].append(index)
+        _join_hparams(sources, by_dir, owner)
+        _join_splits(sources, by_dir, owner)
+        _join_add_scalars(root, sources, by_dir, owner)
+
+    members: dict[Path, list[_Member]] = defaultdict(list)
+    for index, source in enumerate(sources):
+        directory, member = owner.get(index, (source.directory, _Member(source)))
+        members[directory].append(member)
+
+    runs: list[IdentifiedRun] = []
+    for directory in sorted(members, key=str):
+        runs.extend(_runs_of_folder(root, directory, members[directory], single_file, join, label_of))
+    if join and not single_file:
+        runs = _join_hf_output(root, runs)
+    return runs
+
+
+def _is_tensorboard_only(sources: Sequence[Source], indices: list[int]) -> bool:
+    return len(indices) == 1 and sources[indices[0]].format == "tensorboard"
+
+
+def _join_hparams(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
+    for directory, indices in by_dir.items():
+        if not _is_tensorboard_only(sources, indices) or not _TIMESTAMP.fullmatch(directory.name):
+            continue
+        source = sources[indices[0]]
+        if directory.parent in by_dir and any(t.startswith(_HPARAMS_PREFIX) for t in source.tags):
+            owner[indices[0]] = (directory.parent, _Member(source, "hparams", "hparams sub-run (add_hparams)"))
+
+
+def _join_splits(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
+    children: dict[Path, list[int]] = defaultdict(list)
+    for directory, indices in by_dir.items():
+        name = directory.name.lower()
+        if _is_tensorboard_only(sources, indices) and (name in SPLIT_NAMES or _EVAL_NAMED.fullmatch(name)):
+            if indices[0] not in owner:
+                children[directory.parent].append(indices[0])
+    for parent, indices in children.items():
+        names = {sources[i].directory.name.lower() for i in indices}
+        parent_has_events = any(sources[i].format == "tensorboard" for i in by_dir.get(parent, ()))
+        paired = bool(names & TRAIN_SPLITS) and bool(names & EVAL_SPLITS)
+        for index in indices:
+            source = sources[index]
+            name = source.directory.name
+            lowered = name.lower()
+            keras = lowered in {"train", "validation"} and any(_KERAS_TAG.match(t) for t in source.tags)
+            estimator = parent_has_events and bool(_EVAL_NAMED.fullmatch(lowered))
+            if paired or keras or estimator:
+                owner[index] = (parent, _Member(source, "split", f"{name} split", prefix=f"{name}/"))
+
+
+def _join_add_scalars(root: Path, sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
+    candidates: dict[tuple[Path, str], list[tuple[int, str]]] = defaultdict(list)
+    for directory, indices in by_dir.items():
+        if not _is_tensorboard_only(sources, indices) or indices[0] in owner:
+            continue
+        tags = [t for t in sources[indices[0]].tags if not t.startswith(_HPARAMS_PREFIX)]
+        if len(tags) != 1:
+            continue
+        main_tag = tags[0]
+        flat_tag = main_tag.replace("/", "_") + "_"
+        for ancestor in directory.parents:
+            if ancestor != root and root not in ancestor.parents:
+                break
+            flat = directory.relative_to(ancestor).as_posix().replace("/", "_")
+            if flat.startswith(flat_tag) and len(flat) > len(flat_tag):
+                candidates[(ancestor, main_tag)].append((indices[0], flat[len(flat_tag):]))
+                break
+    for (ancestor, main_tag), found in candidates.items():
+        ancestor_has_events = any(sources[i].format == "tensorboard" for i in by_dir.get(ancestor, ()))
+        if not ancestor_has_events and len(found) < 2:
+            continue
+        for index, key in found:
+            label = f"add_scalars '{main_tag}' key '{key}'"
+            owner[index] = (ancestor, _Member(sources[index], "add_scalars", label, suffix=f"/{key}"))
+
+
+def _rank(fmt: str) -> int:
+    return PRECEDENCE.index(fmt) if fmt in PRECEDENCE else len(PRECEDENCE)
+
+
+def _runs_of_folder(
+    root: Path,
+    directory: Path,
+    members: list[_Member],
+    single_file: bool,
+    join: bool,
+    label_of: Callable[[list[Path]], str] | None,
+) -> list[IdentifiedRun]:
+    """The runs whose folder is ``directory``: its own sources and those joined into it."""
+    base = root.name if single_file else run_name(root, directory)
+    own_formats: dict[str, int] = defaultdict(int)
+    for member in members:
+        if member.kind == "main":
+            own_formats[member.source.format] += 1
+    joined_formats = {m.source.format for m in members if m.kind != "main"}
+    formats = set(own_formats) | joined_formats
+    twins = join and len(formats) > 1 and all(count <= 1 for count in own_formats.values())
+    if len(formats) <= 1 or twins:
+        if len(formats) <= 1 and own_formats and max(own_formats.values()) > 1:
+            pass  # several groups of one format: one run each (below)
+        else:
+            primary = min(formats, key=_rank)
+            ordered = sorted(members, key=lambda m: (m.source.format != primary, m.kind != "main", str(m.source.directory)))
+            for member in ordered:
+                if member.source.format != primary:
+                    member.kind, member.label = "twin", f"twin: {_describe(member.source)}"
+            return [IdentifiedRun(directory, base, ordered)]
+
+    runs = []
+    many_formats = len(formats) > 1
+    by_format: dict[str, list[_Member]] = defaultdict(list)
+    for member in members:
+        by_format[member.source.format].append(member)
+    for fmt in sorted(by_format):
+        mains = [m for m in by_format[fmt] if m.kind == "main"]
+        extras = [m for m in by_format[fmt] if m.kind != "main"]
+        for member in mains:
+            name = base
+            if len(mains) > 1:
+                label = label_of(member.source.files) if label_of else member.source.files[0].name
+                name = f"{base}/{label}" if base else label
+            if many_formats:
+                name = f"{name} [{fmt}]"
+            runs.append(IdentifiedRun(directory, name, [member] + (extras if len(mains) == 1 else [])))
+        if len(mains) != 1:
+            for extra in extras:
+                runs.append(IdentifiedRun(extra.source.directory, f"{base}/{extra.source.directory.name}", [extra]))
+    return runs
+
+
+def _describe(source: Source) -> str:
+    names = sorted({f.name for f in source.files})
+    shown = names[0] if len(names) == 1 else f"{len(names)} files"
+    return f"{shown} ({source.format})"
+
+
+def _join_hf_output(root: Path, runs: list[IdentifiedRun]) -> list[IdentifiedRun]:
+    """An HF output folder's ``trainer_state.json`` and its TensorBoard run under ``runs/``: one run."""
+    by_dir = {run.directory: run for run in runs}
+    absorbed: set[int] = set()
+    for run in runs:
+        if not any(m.source.format == "hf_trainer_state" and m.kind == "main" for m in run.members):
+            continue
+        logging_dir = run.directory / "runs"
+        below = [
+            other for other in runs
+            if other is not run and other.directory != run.directory
+            and logging_dir in (other.directory, *other.directory.parents)
+            and all(m.source.format == "tensorboard" for m in other.members)
+        ]
+        if len(below) != 1 or id(below[0]) in absorbed:
+            continue
+        twin_run = below[0]
+        for member in twin_run.members:
+            member.kind = "twin"
+            member.label = f"twin: {_describe(member.source)} in {member.source.directory.relative_to(run.directory)}"
+            run.members.append(member)
+        absorbed.add(id(twin_run))
+    del by_dir
+    return [run for run in runs if id(run) not in absorbed]
+
+
+def run_name(root: Path, directory: Path) -> str:
+    """A run's name: its folder relative to the path given, or that path's own name when it is the run."""
+    try:
+        rel = directory.relative_to(root)
+    except ValueError:
+        return root.resolve().name
+    return root.resolve().name if str(rel) == "." else rel.as_posix()
