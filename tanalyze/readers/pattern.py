@@ -143,22 +143,31 @@ def resolve_patterns(path: str | Path, given: Iterable[str | UserPattern] | None
     return tuple(patterns)
 
 
+#: Joins the regexes of several patterns that apply to one file (a run's ``pattern`` holds them all).
+PATTERN_SEPARATOR = "\x00"
+
+
 def match_pattern(path: Path, root: Path, patterns: Sequence[UserPattern], head: bytes | None) -> UserPattern | None:
-    """The pattern that applies to ``path``: one whose glob matches it, else (``head`` given,
-    i.e. no reader claimed the file) the first glob-less pattern that matches its text."""
+    """The patterns that apply to ``path``, as one: those whose glob matches it, else (``head`` given,
+    i.e. no reader claimed the file) every glob-less pattern that matches its text. Several patterns
+    read one file together (e.g. one for training lines, one for evaluation lines): the result's
+    ``regex`` holds them joined by :data:`PATTERN_SEPARATOR`."""
     relative = path.relative_to(root).as_posix() if path.is_relative_to(root) and path != root else path.name
-    for pattern in patterns:
-        if pattern.glob and (fnmatch.fnmatch(relative, pattern.glob) or fnmatch.fnmatch(path.name, pattern.glob)):
-            return pattern
-    if head is None or not is_console_candidate(path, head):
+    found = [p for p in patterns
+             if p.glob and (fnmatch.fnmatch(relative, p.glob) or fnmatch.fnmatch(path.name, p.glob))]
+    if not found and head is not None and is_console_candidate(path, head):
+        window = None
+        for pattern in patterns:
+            if pattern.glob is None:
+                window = window if window is not None else sniff_window(path)
+                if _compiled(pattern.regex).search(window):
+                    found.append(pattern)
+    if not found:
         return None
-    window = None
-    for pattern in patterns:
-        if pattern.glob is None:
-            window = window if window is not None else sniff_window(path)
-            if _compiled(pattern.regex).search(window):
-                return pattern
-    return None
+    if len(found) == 1:
+        return found[0]
+    return UserPattern(PATTERN_SEPARATOR.join(dict.fromkeys(p.regex for p in found)), found[0].glob,
+                       ", ".join(p.origin for p in found))
 
 
 class PatternParser(TextParser):
@@ -166,14 +175,22 @@ class PatternParser(TextParser):
 
     def __init__(self, path: Path, regex: str) -> None:
         super().__init__(path)
-        self.regex = _compiled(regex)
-        groups = set(self.regex.groupindex)
-        self._has_step = "step" in groups
-        self._pairs = "tag" in groups
-        self._value_groups = sorted(groups - _SPECIAL)
+        self.regexes = [_compiled(r) for r in regex.split(PATTERN_SEPARATOR)]
+        self.regex = self.regexes[0]
+        self._values = {r: sorted(set(r.groupindex) - _SPECIAL) for r in self.regexes}
+        self._has_step = all("step" in r.groupindex for r in self.regexes)  # else steps count matching lines
         self._count = 0
         self._bad = 0
         self._bad_examples: list[tuple[int, str]] = []
+
+    def _matches(self, text: str):
+        """Every pattern's matches in ``text``, in the order of the lines (one pattern: as found)."""
+        if len(self.regexes) == 1:
+            yield from self.regexes[0].finditer(text)
+            return
+        found = [m for regex in self.regexes for m in regex.finditer(text)]
+        found.sort(key=lambda m: m.start())
+        yield from found
 
     def _bad_value(self, chunk: Chunk, pos: int) -> None:
         self._bad += 1
@@ -181,9 +198,10 @@ class PatternParser(TextParser):
             self._bad_examples.append((chunk.line_of(pos), chunk.line_at(pos)))
 
     def feed(self, chunk: Chunk) -> None:
-        for m in self.regex.finditer(chunk.text):
+        for m in self._matches(chunk.text):
             groups = m.groupdict()
-            if self._has_step and groups["step"] is not None:
+            has_step = "step" in groups
+            if has_step and groups["step"] is not None:
                 number = to_float(groups["step"])
                 if number is None or not math.isfinite(number) or number != int(number) or abs(number) > _STEP_LIMIT:
                     self._bad_value(chunk, m.start())
@@ -195,13 +213,13 @@ class PatternParser(TextParser):
             rank_value = to_float(groups.get("rank") or "") if groups.get("rank") else None
             rank = int(rank_value) if rank_value is not None and abs(rank_value) < _STEP_LIMIT else -1
             pairs = []
-            if self._pairs and groups["tag"] is not None:
+            if "tag" in groups and groups["tag"] is not None:
                 value = to_float(groups["value"] or "")
                 if value is None:
                     self._bad_value(chunk, m.start())
                 else:
                     pairs.append((groups["tag"].strip(), value))
-            for name in self._value_groups:
+            for name in self._values[m.re]:
                 raw = groups[name]
                 if raw is None:
                     continue
@@ -214,14 +232,14 @@ class PatternParser(TextParser):
                 continue
             self._count += 1
             self.mark(chunk, m.start())
-            if self._has_step:
+            if has_step:
                 self.anchor(step, chunk, m.start(), rank=rank)
             self.rows.add_pairs(pairs, step, epoch=epoch if epoch is not None else NAN, rank=rank)
 
     def finish(self) -> None:
-        notes = [f"read with the user pattern {short(self.regex.pattern, 120)!r}"]
+        notes = [f"read with the user pattern {short(r.pattern, 120)!r}" for r in self.regexes]
         if not self._has_step:
-            notes.append("the pattern has no 'step' group: step = count of matching lines before (from 0)")
+            notes.append("a pattern has no 'step' group: step = count of matching lines before (from 0)")
         self.notes[:0] = notes
         if self._bad:
             examples = "; ".join(f"line {n}: {short(t)!r}" for n, t in self._bad_examples)

@@ -117,3 +117,19 @@ def test_invalid_config_is_a_config_error_naming_the_file(tmp_path, capsys):
     write(tmp_path / "tanalyze.toml", "patterns = 3\n")
     with pytest.raises(ConfigError, match="must be a list of regexes or a table"):
         load(tmp_path)
+
+
+def test_several_patterns_read_one_file_together(tmp_path, capsys):
+    """--pattern is repeatable: each pattern reads its own lines of the file (train and eval lines here)."""
+    from tanalyze.cli import main
+
+    log = tmp_path / "train.out"
+    log.write_text("banner\nstep 1 loss 2.5\nstep 2 loss 2.0\neval at 2: val 2.2\nstep 3 loss 1.8\neval at 3: val 2.1\n")
+    logs = tanalyze.load(tmp_path, cache=False, patterns=[r"step (?P<step>\d+) loss (?P<loss>\S+)",
+                                                          r"eval at (?P<step>\d+): val (?P<val_loss>\S+)"])
+    run = next(iter(logs.runs))
+    assert list(logs.series(run, "loss").items()) == [(1, 2.5), (2, 2.0), (3, 1.8)]
+    assert list(logs.series(run, "val_loss").items()) == [(2, 2.2), (3, 2.1)]
+    assert main(["runs", str(tmp_path), "--no-cache", "--pattern", r"step (?P<step>\d+) loss (?P<loss>\S+)",
+                 "--pattern", r"eval at (?P<step>\d+): val (?P<val_loss>\S+)"]) == 0
+    assert "5 scalar points" in capsys.readouterr().out
