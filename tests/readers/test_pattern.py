@@ -125,7 +125,7 @@ def test_several_patterns_read_one_file_together(tmp_path, capsys):
 
     log = tmp_path / "train.out"
     log.write_text("banner\nstep 1 loss 2.5\nstep 2 loss 2.0\neval at 2: val 2.2\nstep 3 loss 1.8\neval at 3: val 2.1\n")
-    logs = tanalyze.load(tmp_path, cache=False, patterns=[r"step (?P<step>\d+) loss (?P<loss>\S+)",
+    logs = load(tmp_path, cache=False, patterns=[r"step (?P<step>\d+) loss (?P<loss>\S+)",
                                                           r"eval at (?P<step>\d+): val (?P<val_loss>\S+)"])
     run = next(iter(logs.runs))
     assert list(logs.series(run, "loss").items()) == [(1, 2.5), (2, 2.0), (3, 1.8)]
