@@ -222,6 +222,9 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
     results = []
     for part in parts:
         name = spec.name if part.name is None else f"{spec.name}/{part.name}"
+        if part.title and part.name is None:
+            parent = name.rpartition("/")[0]
+            name = f"{parent}/{part.title}" if parent else part.title
         scalars = part.scalars
         if isinstance(scalars, ScalarColumns):
             pass  # made a table, with its run name, when one is needed

@@ -200,3 +200,10 @@ def test_a_folder_without_logs_names_its_files_and_suggests_pattern_and_format(t
     assert main(["runs", str(tmp_path), "--no-cache"]) == 2
     err = capsys.readouterr().err
     assert "train_output.txt" in err and "--pattern" in err and "--format" in err
+
+
+def test_wandb_runs_are_named_by_their_display_name_and_id():
+    logs = tanalyze.load(real_log("wandb_local/jackokeefe11__nanoGPT"), cache=False)
+    assert "wandb/mini-gpt (kt2awly2)" in logs.runs
+    # a run that died before its run record was written keeps its folder's name
+    assert "wandb/run-20240216_065242-ibal0bht" in logs.runs

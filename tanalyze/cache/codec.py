@@ -180,6 +180,7 @@ def encode_runs(parts: list[RunData]) -> tuple[dict[str, np.ndarray], dict[str, 
             "text": text,
             "notes": list(part.notes),
             "name": part.name,
+            "title": part.title,
             "extra_files": [str(f) for f in part.extra_files],
         }
         if not json_exact(body):
@@ -210,6 +211,7 @@ def decode_runs(arrays: Mapping[str, np.ndarray], body: Mapping[str, Any]) -> li
             text=run["text"],
             notes=list(run["notes"]),
             name=run["name"],
+            title=run.get("title"),
             extra_files=[Path(f) for f in run["extra_files"]],
         ))
     return out

@@ -100,6 +100,9 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     name: str | None = None
     extra_files: list[Path] = field(default_factory=list)
+    #: The name the run's owner knows it by, when the files say (a W&B run's display name and id):
+    #: it replaces the last part of the folder-based name.
+    title: str | None = None
 
 
 class Reader(ABC):

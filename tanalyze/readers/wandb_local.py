@@ -63,6 +63,7 @@ def run_folder(path: Path) -> Path | None:
 class WandbLocalReader(Reader):
     name = "wandb-local"
     description = "W&B local run folders (run-*/, offline-run-*/: .wandb log, config, summary, console)"
+    cache_version = 2  # 2: the run's W&B display name and id (RunData.title)
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if run_folder(path) is not None:
@@ -150,6 +151,9 @@ def _read_run(files: list[Path]) -> RunData:
     elif len(scalars) == 0 and not by_role.get("wandb") and not by_role.get("wandb-history.jsonl"):
         data.notes.append("no history in this run folder (no .wandb file, no wandb-history.jsonl, no console metrics)")
 
+    if isinstance(info.get("name"), str) and info["name"].strip():
+        run_id = info.get("run_id")
+        data.title = f"{info['name'].strip()} ({run_id})" if isinstance(run_id, str) and run_id else info["name"].strip()
     hparams: dict[str, Any] = dict(config)
     hparams["_wandb"] = info
     if clean_summary:

@@ -75,9 +75,9 @@ def nano():
 @pytest.mark.parametrize(
     ("run", "first", "middle", "last", "val_middle"),
     [
-        ("wandb/run-20240214_191836-mw8ngzqq", 6.185387134552002, 1.3801120519638062, 0.8947880864143372,
+        ("wandb/mini-gpt (mw8ngzqq)", 6.185387134552002, 1.3801120519638062, 0.8947880864143372,
          2.155529260635376),
-        ("wandb/run-20240214_195452-kt2awly2", 6.060142517089844, 0.6265168786048889, 0.11914050579071045,
+        ("wandb/mini-gpt (kt2awly2)", 6.060142517089844, 0.6265168786048889, 0.11914050579071045,
          2.9482762813568115),
     ],
 )
@@ -95,7 +95,7 @@ def test_nanogpt_history_steps_are_iterations(nano, run, first, middle, last, va
 
 
 def test_nanogpt_interrupted_and_crashed_runs(nano):
-    interrupted = nano.runs["wandb/run-20240214_190909-ilvpsbbn"]
+    interrupted = nano.runs["wandb/mini-gpt (ilvpsbbn)"]
     assert any("exited with code 255" in n for n in interrupted.notes)
     assert any("traceback: KeyboardInterrupt" in n for n in interrupted.notes)
     assert interrupted.hparams["out_dir"] == "out-shakespeare-char"
@@ -110,7 +110,7 @@ def test_old_layout_history_events_and_media():
     if not (REAL_LOGS / SPACE).is_dir():
         pytest.skip("real-log corpus not found")
     logs = load(REAL_LOGS / SPACE)
-    run = "wandb"
+    run = "apricot-fire-21"  # the W&B display name (wandb-metadata.json), not the folder
     reward = points(logs, run, "episodic_reward")
     assert len(reward) == 98 and reward[0] == (0, 180.0) and reward[-1] == (196, 210.0)
     average = points(logs, run, "cumulative_avg_reward")
@@ -308,7 +308,7 @@ def test_console_only_run_folder(real_logs):
 
 
 def test_console_and_binary_history_merge(nano):
-    run = "wandb/run-20240214_191836-mw8ngzqq"
+    run = "wandb/mini-gpt (mw8ngzqq)"
     # eval points from both: the W&B history (full precision) is kept
     assert points(nano, run, "train/loss")[-1] == (5000, 0.8947880864143372)
     assert sources(nano, run, "train/loss") == {"run-mw8ngzqq.wandb"}
