@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from tanalyze._version import __version__
 
 # Imported eagerly so that the function `diagnose` shadows its submodule `tanalyze.diagnose`
 # (analysis modules import scipy on first use, so this stays cheap).

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tanalyze import __version__
+from tanalyze._version import __version__
 from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.errors import ConfigError

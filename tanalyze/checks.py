@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from tanalyze import __version__
+from tanalyze._version import __version__
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.baseline import Baseline, RunSummary
 from tanalyze.errors import ConfigError

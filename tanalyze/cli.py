@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from tanalyze import __version__
+from tanalyze._version import __version__
 from tanalyze.errors import InputError, TanalyzeError
 from tanalyze.logs import Logs, load
 from tanalyze.readers.pattern import UserPattern

@@ -22,7 +22,7 @@ WINDOW = 4096
 
 
 def _version() -> str:
-    from tanalyze import __version__
+    from tanalyze._version import __version__
 
     return __version__
 

@@ -346,7 +346,7 @@ def assemble(
     not_read: Sequence[Any] = (),
 ) -> ReportData:
     """The report of these runs, numbered 1..n in order under their final ``names``."""
-    from tanalyze import __version__
+    from tanalyze._version import __version__
     from tanalyze.report.groups import seed_groups
 
     final = []
