@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from tanalyze import _display
 from tanalyze.analysis.classify import Thresholds, Verdict, classify_run
 from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.divergence import Divergence, DivergenceResult, Spike, analyze_divergence
@@ -54,8 +55,6 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run"]
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
-#: Diagnoses of at most this many runs show each run's section in Jupyter; more show the summary only.
-REPR_SECTIONS_UP_TO = 3
 ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources")
 
 
@@ -137,9 +136,7 @@ class RunDiagnosis:
 
     def _repr_html_(self) -> str:
         """Jupyter: this run's section of the HTML report (figures from the kept curves, findings, evidence)."""
-        from tanalyze.report import render_run_html
-
-        return render_run_html(self)
+        return _display.html(self)
 
     def plot(self, ax: Axes | None = None) -> Axes:
         """Draw the train/val loss with the divergence, overfitting onset, early stop and spikes marked.
@@ -202,9 +199,7 @@ class Diagnoses(Mapping[str, RunDiagnosis]):
 
     def _repr_html_(self) -> str:
         """Jupyter: the HTML report's summary of these runs; each run's own section too for a few runs."""
-        from tanalyze.report import render_diagnoses_html
-
-        return render_diagnoses_html(self, sections=len(self) <= REPR_SECTIONS_UP_TO)
+        return _display.html(self)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"runs": [RunDiagnosis.to_dict(), ...]}`` in load order."""

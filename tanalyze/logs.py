@@ -6,6 +6,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from fnmatch import fnmatchcase
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -13,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from tanalyze import _display
 from tanalyze.assemble import Assembled, assemble
-from tanalyze.discover import Discovery, NotRead, RunSpec
+from tanalyze.discover import Discovery, NotRead, RunSpec, discover
 from tanalyze.errors import FormatError
 from tanalyze.identity import RunPart
 from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
@@ -35,7 +37,8 @@ if TYPE_CHECKING:
 
     from tanalyze.cache import Cache
 
-__all__ = ["RunInfo", "Logs", "load", "read_run", "read_many", "failed_result"]
+__all__ = ["RunInfo", "Logs", "load", "read_run", "read_many", "failed_result", "discover_runs", "read_specs", "read_task",
+           "read_many_task"]
 
 #: Runs listed one per line by ``repr(logs)`` before the rest are counted.
 _REPR_RUNS = 20
@@ -419,9 +422,7 @@ class Logs:
 
     def _repr_html_(self) -> str:
         """Jupyter: one row per run, drawn by the report's templates (names and messages escaped)."""
-        from tanalyze.report.fragments import render_logs_html
-
-        return render_logs_html(self)
+        return _display.html(self)
 
 
 def _drop_unused_runs(frame: pd.DataFrame) -> pd.DataFrame:
@@ -526,8 +527,46 @@ def load(
         ConfigError: the config file or a pattern in it is invalid.
         NoLogsError: nothing under the path is a training log.
     """
-    from tanalyze.pipeline import discover_runs, read_specs
-
     discovery = discover_runs(path, formats=formats, patterns=patterns, join=join)
     results = read_specs(discovery.runs, jobs=jobs, cache=cache, client=client, progress=progress)
     return _merge(results, discovery)
+
+
+def read_task(spec: RunSpec, *, cache: Cache | None) -> list[RunResult]:
+    """Read one discovered run: the task :func:`read_specs` maps over runs (picklable)."""
+    return read_run(spec, cache=cache)
+
+
+def read_many_task(specs: Sequence[RunSpec], *, cache: Cache | None) -> list[list[RunResult] | Exception]:
+    """:func:`read_task` for a chunk of runs at once (see :func:`read_many`)."""
+    return read_many(specs, cache=cache)
+
+
+def discover_runs(path: str | os.PathLike[str], *, formats: Iterable[str] | None = None,
+                  patterns: Iterable[Any] | None = None, join: bool | None = None) -> Discovery:
+    """Discovery as :func:`load` does it (user patterns from arguments and config files included)."""
+    from tanalyze.readers.pattern import resolve_patterns
+
+    user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
+    return discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns, join=join)
+
+
+def read_specs(
+    specs: Sequence[RunSpec],
+    *,
+    jobs: int | None = None,
+    cache: Cache | str | os.PathLike[str] | bool = True,
+    client: Any = None,
+    progress: ProgressCallback | None = None,
+) -> list[RunResult]:
+    """Read runs (in parallel, through the cache); a run that failed unexpectedly keeps its error as a warning."""
+    from tanalyze.cache import resolve_cache
+    from tanalyze.parallel import Failure, map_runs
+
+    cache = resolve_cache(cache)
+    task, many = partial(read_task, cache=cache), partial(read_many_task, cache=cache)
+    results = map_runs(task, specs, [s.name for s in specs], jobs=jobs, client=client, progress=progress, many=many)
+    out: list[RunResult] = []
+    for spec, result in zip(specs, results, strict=True):
+        out.extend([failed_result(spec, result.error)] if isinstance(result, Failure) else result)
+    return out

@@ -16,8 +16,16 @@ from functools import partial
 from typing import Any
 
 from tanalyze.cache import Cache, resolve_cache
-from tanalyze.discover import RunSpec, discover
-from tanalyze.logs import RunResult, failed_result, read_many, read_run
+from tanalyze.discover import RunSpec
+from tanalyze.logs import (
+    RunResult,
+    discover_runs,
+    failed_result,
+    read_many_task,
+    read_run,
+    read_specs,
+    read_task,
+)
 from tanalyze.parallel import Failure, map_runs
 
 __all__ = [
@@ -28,45 +36,10 @@ __all__ = [
 ProgressCallback = Callable[[int, int, str], None]
 
 
-def read_task(spec: RunSpec, *, cache: Cache | None) -> list[RunResult]:
-    return read_run(spec, cache=cache)
-
-
-def read_many_task(specs: Sequence[RunSpec], *, cache: Cache | None) -> list[list[RunResult] | Exception]:
-    """:func:`read_task` for a chunk of runs at once (see :func:`tanalyze.logs.read_many`)."""
-    return read_many(specs, cache=cache)
-
-
-def discover_runs(path: str | os.PathLike[str], *, formats: Iterable[str] | None = None,
-                  patterns: Iterable[Any] | None = None, join: bool | None = None):
-    """Discovery as :func:`tanalyze.load` does it (user patterns from arguments and config files included)."""
-    from tanalyze.readers.pattern import resolve_patterns
-
-    user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
-    return discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns, join=join)
-
-
 def _mapped(task, specs: Sequence[RunSpec], *, jobs, client, progress, many=None) -> list[tuple[RunSpec, Any]]:
     """(spec, result or Failure) per spec, in discovery order."""
     results = map_runs(task, specs, [s.name for s in specs], jobs=jobs, client=client, progress=progress, many=many)
     return list(zip(specs, results, strict=True))
-
-
-def read_specs(
-    specs: Sequence[RunSpec],
-    *,
-    jobs: int | None = None,
-    cache: Cache | str | os.PathLike[str] | bool = True,
-    client: Any = None,
-    progress: ProgressCallback | None = None,
-) -> list[RunResult]:
-    """Read runs (in parallel, through the cache); a run that failed unexpectedly keeps its error as a warning."""
-    cache = resolve_cache(cache)
-    task, many = partial(read_task, cache=cache), partial(read_many_task, cache=cache)
-    out: list[RunResult] = []
-    for spec, result in _mapped(task, specs, jobs=jobs, client=client, progress=progress, many=many):
-        out.extend([failed_result(spec, result.error)] if isinstance(result, Failure) else result)
-    return out
 
 
 def _unique(names: Iterable[str]) -> list[str]:
