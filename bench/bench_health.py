@@ -12,10 +12,10 @@ import time
 
 import numpy as np
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.gradients import analyze_gradients
 from tanalyze.analysis.resources import analyze_resources
 from tanalyze.analysis.throughput import analyze_throughput, compare_throughput
+from tanalyze.curves import Curve
 
 
 def timed(fn) -> float:

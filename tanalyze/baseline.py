@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from tanalyze._version import __version__
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.results import to_jsonable
+from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 
 __all__ = ["ThroughputSample", "RunSummary", "Baseline", "summarize_run", "BASELINE_SCHEMA"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from tanalyze import _display
+from tanalyze._display import html as display_html
 from tanalyze._version import __version__
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.baseline import Baseline, RunSummary
@@ -115,7 +115,7 @@ class CheckReport:
 
     def _repr_html_(self) -> str:
         """Jupyter: passed or failed, counts by status, one row per (run, rule), in the report's style."""
-        return _display.html(self)
+        return display_html(self)
 
     def plot(self, run: str | None = None, *, ax: Axes | None = None) -> Axes:
         """Draw each candidate run's throughput (or step time) against the baseline runs', with the

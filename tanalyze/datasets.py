@@ -20,7 +20,7 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from tanalyze.analysis.curves import Curve
+from tanalyze.curves import Curve
 from tanalyze.schema import concat_frames, empty_histograms, scalar_frame
 
 __all__ = ["KINDS", "CurveTruth", "make_curve", "make_logs", "curves_of"]

@@ -32,9 +32,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from tanalyze import _display
+from tanalyze._display import html as display_html
 from tanalyze.analysis.classify import Thresholds, Verdict, classify_run
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.divergence import Divergence, DivergenceResult, Spike, analyze_divergence
 from tanalyze.analysis.early_stopping import EarlyStoppingResult, simulate_early_stopping
 from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
@@ -43,6 +42,7 @@ from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.resources import ResourceHealth, analyze_resources
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
 from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
+from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs
 from tanalyze.roles import Roles, resolve_roles, role_curve, tag_words
@@ -136,7 +136,7 @@ class RunDiagnosis:
 
     def _repr_html_(self) -> str:
         """Jupyter: this run's section of the HTML report (figures from the kept curves, findings, evidence)."""
-        return _display.html(self)
+        return display_html(self)
 
     def plot(self, ax: Axes | None = None) -> Axes:
         """Draw the train/val loss with the divergence, overfitting onset, early stop and spikes marked.
@@ -199,7 +199,7 @@ class Diagnoses(Mapping[str, RunDiagnosis]):
 
     def _repr_html_(self) -> str:
         """Jupyter: the HTML report's summary of these runs; each run's own section too for a few runs."""
-        return _display.html(self)
+        return display_html(self)
 
     def to_dict(self) -> dict[str, Any]:
         """``{"runs": [RunDiagnosis.to_dict(), ...]}`` in load order."""

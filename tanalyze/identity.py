@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Source", "RunPart", "PRECEDENCE", "identify", "SPLIT_NAMES"]
+__all__ = ["Source", "RunPart", "PRECEDENCE", "identify", "SPLIT_NAMES", "unique_names", "run_name"]
 
 #: Which twin is read as the run, best first: a framework's own structured record (exact values,
 #: evaluation rows, its step axis), then event files, then other tables, then console text.
@@ -324,6 +324,31 @@ def _join_hf_output(root: Path, runs: list[IdentifiedRun]) -> list[IdentifiedRun
         absorbed.add(id(twin_run))
     del by_dir
     return [run for run in runs if id(run) not in absorbed]
+
+
+def unique_names(names: Iterable[str], labels: Sequence[str] | None = None) -> list[str]:
+    """Run names made distinct, the one way every command does it.
+
+    With ``labels`` (one per name: the input path each run came from), a name that occurs under
+    several inputs is prefixed by its input's label (``label:name``); any name still taken is
+    numbered ``name#2``, ``name#3`` … in order.
+    """
+    names = list(names)
+    if labels is not None:
+        inputs_of: dict[str, set[str]] = {}
+        for name, label in zip(names, labels, strict=True):
+            inputs_of.setdefault(name, set()).add(label)
+        names = [name if len(inputs_of[name]) == 1 else f"{label}:{name}"
+                 for name, label in zip(names, labels, strict=True)]
+    used: set[str] = set()
+    out = []
+    for name in names:
+        final, suffix = name, 2
+        while final in used:
+            final, suffix = f"{name}#{suffix}", suffix + 1
+        used.add(final)
+        out.append(final)
+    return out
 
 
 def run_name(root: Path, directory: Path) -> str:

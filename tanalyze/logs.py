@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from fnmatch import fnmatchcase
 from functools import partial
@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from tanalyze import _display
+from tanalyze._display import html as display_html
 from tanalyze.assemble import Assembled, assemble
 from tanalyze.discover import Discovery, NotRead, RunSpec, discover
 from tanalyze.errors import FormatError
-from tanalyze.identity import RunPart
+from tanalyze.identity import RunPart, unique_names
+from tanalyze.parallel import Failure, ProgressCallback, map_runs
 from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
 from tanalyze.readers.base import ResumableReader
 from tanalyze.readers.pattern import UserPattern, read_with_pattern
@@ -422,7 +423,7 @@ class Logs:
 
     def _repr_html_(self) -> str:
         """Jupyter: one row per run, drawn by the report's templates (names and messages escaped)."""
-        return _display.html(self)
+        return display_html(self)
 
 
 def _drop_unused_runs(frame: pd.DataFrame) -> pd.DataFrame:
@@ -432,20 +433,15 @@ def _drop_unused_runs(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-ProgressCallback = Callable[[int, int, str], None]
 
 
 def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
     infos: dict[str, RunInfo] = {}
     kept: list[RunResult] = []
     histograms: list[pd.DataFrame] = []
-    for result in results:
-        name = result.info.name
-        if name in infos:  # two groups ended up with one name: keep both, distinctly
-            suffix = 2
-            while f"{name}#{suffix}" in infos:
-                suffix += 1
-            name = f"{name}#{suffix}"
+    results = list(results)
+    for result, name in zip(results, unique_names(r.info.name for r in results), strict=True):
+        if name != result.info.name:  # two groups ended up with one name: keep both, distinctly
             result = _renamed(result, name)
         infos[name] = result.info
         if result.points:
@@ -561,7 +557,6 @@ def read_specs(
 ) -> list[RunResult]:
     """Read runs (in parallel, through the cache); a run that failed unexpectedly keeps its error as a warning."""
     from tanalyze.cache import resolve_cache
-    from tanalyze.parallel import Failure, map_runs
 
     cache = resolve_cache(cache)
     task, many = partial(read_task, cache=cache), partial(read_many_task, cache=cache)

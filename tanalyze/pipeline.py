@@ -10,13 +10,14 @@ results, not every point of every run.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
 from tanalyze.cache import Cache, resolve_cache
 from tanalyze.discover import RunSpec
+from tanalyze.identity import unique_names
 from tanalyze.logs import (
     RunResult,
     discover_runs,
@@ -26,33 +27,19 @@ from tanalyze.logs import (
     read_specs,
     read_task,
 )
-from tanalyze.parallel import Failure, map_runs
+from tanalyze.parallel import Failure, ProgressCallback, map_runs
 
 __all__ = [
     "discover_runs", "read_specs", "diagnose_path", "summarize_path", "read_task", "read_many_task", "diagnose_task",
     "summarize_task",
 ]
 
-ProgressCallback = Callable[[int, int, str], None]
 
 
 def _mapped(task, specs: Sequence[RunSpec], *, jobs, client, progress, many=None) -> list[tuple[RunSpec, Any]]:
     """(spec, result or Failure) per spec, in discovery order."""
     results = map_runs(task, specs, [s.name for s in specs], jobs=jobs, client=client, progress=progress, many=many)
     return list(zip(specs, results, strict=True))
-
-
-def _unique(names: Iterable[str]) -> list[str]:
-    """Run names as :func:`tanalyze.logs.load` makes them distinct (``name#2`` …)."""
-    seen: set[str] = set()
-    out = []
-    for name in names:
-        final, suffix = name, 2
-        while final in seen:
-            final, suffix = f"{name}#{suffix}", suffix + 1
-        seen.add(final)
-        out.append(final)
-    return out
 
 
 def _diagnosed(spec: RunSpec, cache: Cache | None, options: Mapping[str, Any]) -> list[tuple[RunResult, Any]]:
@@ -104,7 +91,7 @@ def diagnose_path(
     pairs = []
     for spec, result in _mapped(task, discovery.runs, jobs=jobs, client=client, progress=progress):
         pairs.extend([_failed_diagnosis(spec, result.error, options)] if isinstance(result, Failure) else result)
-    names = _unique(info.name for info, _ in pairs)
+    names = unique_names(info.name for info, _ in pairs)
     return Diagnoses({name: d if d.run == name else replace(d, run=name) for name, (_, d) in zip(names, pairs, strict=True)})
 
 
@@ -137,5 +124,5 @@ def summarize_path(
             _, diagnosis = _failed_diagnosis(spec, result.error, {"roles": dict(roles) if roles else None})
             result = [summarize_run(failed_result(spec, result.error).scalars, diagnosis.to_dict(), fmt=spec.format)]
         summaries.extend(result)
-    names = _unique(s.run for s in summaries)
+    names = unique_names(s.run for s in summaries)
     return [s if s.run == name else replace(s, run=name) for s, name in zip(summaries, names, strict=True)]

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tanalyze.analysis.curves import debiased_ema
+from tanalyze.curves import debiased_ema
 from tanalyze.text import safe_text
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tanalyze.analysis.curves import Curve
+from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 
 __all__ = ["ROLES", "RoleAssignment", "Rejected", "Roles", "resolve_roles", "role_curve", "tag_words"]

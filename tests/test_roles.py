@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tanalyze.analysis.curves import Curve
+from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.roles import ROLES, resolve_roles, role_curve, tag_words
 from tanalyze.schema import scalar_frame

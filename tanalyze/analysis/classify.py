@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy as np
 
-from tanalyze.analysis.curves import Curve, bin_medians, loss_space, noise_sigma, theil_sen
 from tanalyze.analysis.divergence import DivergenceResult, analyze_divergence
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
+from tanalyze.curves import Curve, bin_medians, loss_space, noise_sigma, theil_sen
 
 __all__ = ["LABELS", "Verdict", "Thresholds", "classify_run", "train_features"]
 

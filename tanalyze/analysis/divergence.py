@@ -36,7 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tanalyze.analysis.curves import (
+from tanalyze.analysis.recommendations import recommend
+from tanalyze.analysis.results import Finding, ResultMixin, Severity
+from tanalyze.curves import (
     MAD_TO_SIGMA,
     Curve,
     bin_medians,
@@ -45,8 +47,6 @@ from tanalyze.analysis.curves import (
     segment_medians,
     trailing_median,
 )
-from tanalyze.analysis.recommendations import recommend
-from tanalyze.analysis.results import Finding, ResultMixin, Severity
 
 __all__ = ["Spike", "RestartAdvice", "Divergence", "DivergenceResult", "analyze_divergence", "find_excursions"]
 

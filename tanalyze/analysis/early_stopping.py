@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from tanalyze.analysis.curves import Curve, segment_medians
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
+from tanalyze.curves import Curve, segment_medians
 
 __all__ = ["StopSimulation", "EarlyStoppingResult", "simulate_early_stopping", "progress_strips"]
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.analysis.serial import quiet_numpy
+from tanalyze.curves import Curve
 
 __all__ = [
     "GradEvent",

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tanalyze.analysis.curves import Curve, bin_medians, loss_space, noise_sigma, theil_sen, trailing_median
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
+from tanalyze.curves import Curve, bin_medians, loss_space, noise_sigma, theil_sen, trailing_median
 
 __all__ = ["OverfittingResult", "analyze_overfitting", "train_level_at"]
 

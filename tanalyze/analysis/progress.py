@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
+from tanalyze.curves import Curve
 
 __all__ = ["ProgressWindow", "Plateau", "ProgressResult", "analyze_progress"]
 

@@ -27,7 +27,7 @@ from typing import ParamSpec, TypeVar
 
 import numpy as np
 
-from tanalyze.analysis.curves import MAD_TO_SIGMA, mad
+from tanalyze.curves import MAD_TO_SIGMA, mad
 
 __all__ = [
     "quiet_numpy",

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.analysis.serial import (
@@ -30,6 +29,7 @@ from tanalyze.analysis.serial import (
     rolling_median,
     thin,
 )
+from tanalyze.curves import Curve
 
 __all__ = [
     "KINDS",

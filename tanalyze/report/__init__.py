@@ -12,12 +12,13 @@ serialises it. Jupyter reprs call :func:`render_report_html` /
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
 
 from tanalyze.logs import Logs, RunInfo
+from tanalyze.parallel import ProgressCallback
 from tanalyze.report.fragments import render_check_html, render_logs_html
 from tanalyze.report.html import iter_html, render_html, render_run_fragment
 from tanalyze.report.jsonout import SCHEMA_ID, report_dict, write_json
@@ -40,7 +41,6 @@ __all__ = [
     "report_paths",
 ]
 
-ProgressCallback = Callable[[int, int, str], None]
 
 
 def _diagnose(logs: Logs) -> Mapping[str, Any]:

@@ -28,8 +28,9 @@ from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
+from tanalyze.curves import debiased_ema as ema
 from tanalyze.report.downsample import m4
-from tanalyze.report.model import ROLE_TITLES, RunView, Series, ema, number
+from tanalyze.report.model import ROLE_TITLES, RunView, Series, number
 from tanalyze.report.svgaxes import AxisSpec, compact, layer, log_label, matplotlib_ticks, prepare
 from tanalyze.text import safe_text
 

@@ -12,7 +12,7 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from tanalyze.analysis.recommendations import CAUSES
+from tanalyze.parallel import ProgressCallback
 from tanalyze.report.downsample import METHOD
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.groups import _flatten
@@ -51,7 +52,6 @@ COMPARE_MAX_LINES = 12
 SHOWN_FINDINGS = 3
 NOT_READ_ROWS = 200  # files listed in the "not read" section; the rest are counted
 
-ProgressCallback = Callable[[int, int, str], None]
 
 
 def csp_for(script: str) -> str:

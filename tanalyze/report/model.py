@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.signal import lfilter
 
 from tanalyze.analysis.results import to_jsonable
+from tanalyze.identity import unique_names
 from tanalyze.logs import Logs, RunInfo
 
 __all__ = [
@@ -30,7 +30,6 @@ __all__ = [
     "ReportData",
     "sources_from",
     "build_report",
-    "ema",
     "number",
 ]
 
@@ -62,23 +61,6 @@ def number(value: Any) -> float | None:
     if isinstance(value, str) and value.strip().lower() in ("nan", "inf", "-inf", "+inf"):
         return float(value)
     return None
-
-
-def ema(values: np.ndarray, weight: float) -> np.ndarray:
-    """TensorBoard's debiased EMA, vectorised; equal to :func:`tanalyze.analysis.curves.debiased_ema`.
-
-    Non-finite points pass through and do not enter the average.
-    """
-    if not 0 <= weight < 1:
-        raise ValueError(f"smoothing weight must be in [0, 1), got {weight}")
-    out = np.array(values, dtype=np.float64, copy=True)
-    finite = np.isfinite(out)
-    x = out[finite]
-    if weight == 0 or x.size == 0:
-        return out
-    smoothed = lfilter([1.0 - weight], [1.0, -weight], x)
-    out[finite] = smoothed / (1.0 - weight ** np.arange(1, x.size + 1))
-    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -286,21 +268,8 @@ def _run_view(index: int, source: RunSource) -> RunView:
 
 
 def _unique_names(sources: Sequence[Any], labels: Sequence[str]) -> list[str]:
-    """Run names (of anything with ``name``), made distinct when two inputs hold runs of the same name:
-    prefixed by their input's label, then numbered ``#2``, ``#3`` as :func:`tanalyze.load` does."""
-    inputs_of: dict[str, set[str]] = {}
-    for source, label in zip(sources, labels, strict=True):
-        inputs_of.setdefault(source.name, set()).add(label)
-    names = []
-    used: set[str] = set()
-    for source, label in zip(sources, labels, strict=True):
-        name = source.name if len(inputs_of[source.name]) == 1 else f"{label}:{source.name}"
-        base, n = name, 2
-        while name in used:
-            name, n = f"{base}#{n}", n + 1
-        used.add(name)
-        names.append(name)
-    return names
+    """The distinct names of runs (anything with ``name``) from several inputs (see :func:`unique_names`)."""
+    return unique_names([source.name for source in sources], labels)
 
 
 def build_report(

@@ -12,10 +12,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
+from tanalyze.parallel import ProgressCallback
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.model import AUX_ROLES, RunView
 
@@ -74,7 +75,7 @@ def run_figures(
     maker: FigureMaker,
     *,
     workers: int | None = None,
-    progress: Callable[[int, int, str], None] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> Iterator[RunFigures]:
     """The (loss, aux) figures of each run, in order; drawn by ``workers`` processes (None: automatic)."""
     total = len(runs)

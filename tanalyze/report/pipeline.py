@@ -11,7 +11,7 @@ building blocks.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -20,7 +20,7 @@ from tanalyze.cache import Cache, resolve_cache
 from tanalyze.discover import RunSpec, discover
 from tanalyze.errors import InputError
 from tanalyze.logs import failed_result, read_run
-from tanalyze.parallel import Failure, map_runs
+from tanalyze.parallel import Failure, ProgressCallback, map_runs
 from tanalyze.readers.pattern import resolve_patterns
 from tanalyze.report import parallel
 from tanalyze.report.figures import FigureMaker
@@ -28,7 +28,6 @@ from tanalyze.report.model import ReportData, RunSource, RunView, _run_view, _un
 
 __all__ = ["report_paths"]
 
-ProgressCallback = Callable[[int, int, str], None]
 
 
 def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: FigureMaker | None,

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tanalyze.analysis.classify import LABELS, Thresholds, classify_run
-from tanalyze.analysis.curves import Curve
+from tanalyze.curves import Curve
 from tanalyze.datasets import KINDS, make_curve
 
 

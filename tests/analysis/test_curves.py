@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tanalyze.analysis.curves import (
+from tanalyze.curves import (
     Curve,
     bin_medians,
     debiased_ema,
@@ -122,7 +122,7 @@ def test_loss_space_takes_logs_only_of_positive_curves():
 
 
 def test_segment_medians_in_one_sort():
-    from tanalyze.analysis.curves import segment_medians
+    from tanalyze.curves import segment_medians
 
     values = np.array([5.0, 1, 3, 2, 8, 7, 6, 4])
     out = segment_medians(values, np.array([0, 3, 3, 6]), np.array([3, 3, 6, 8]))
@@ -136,7 +136,7 @@ def test_segment_medians_in_one_sort():
 
 
 def test_segment_medians_of_very_uneven_segments():
-    from tanalyze.analysis.curves import segment_medians
+    from tanalyze.curves import segment_medians
 
     values = np.random.default_rng(1).normal(size=6000)
     starts, ends = np.array([0, 10, 5000]), np.array([10, 5000, 5003])

@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.divergence import analyze_divergence
+from tanalyze.curves import Curve
 from tanalyze.datasets import make_curve
 
 

@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.early_stopping import progress_strips, simulate_early_stopping
+from tanalyze.curves import Curve
 from tanalyze.datasets import make_curve
 
 VAL = Curve.from_arrays([10, 20, 30, 40, 50, 60, 70, 80, 90], [1.0, 0.8, 0.7, 0.72, 0.71, 0.69, 0.75, 0.8, 0.9], "val")

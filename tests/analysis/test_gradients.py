@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.gradients import analyze_gradients, layer_name
+from tanalyze.curves import Curve
 
 
 def norms(n=1000, level=0.5, seed=0, sd=0.2):

@@ -6,10 +6,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.gradients import analyze_gradients
 from tanalyze.analysis.resources import analyze_resources
 from tanalyze.analysis.throughput import analyze_throughput, compare_throughput
+from tanalyze.curves import Curve
 
 values = st.lists(
     st.one_of(

@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.overfitting import analyze_overfitting
+from tanalyze.curves import Curve
 from tanalyze.datasets import make_curve
 
 

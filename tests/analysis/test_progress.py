@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.progress import analyze_progress
+from tanalyze.curves import Curve
 
 
 def test_relative_decrease_per_epoch_is_exact():

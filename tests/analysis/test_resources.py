@@ -5,8 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.resources import analyze_resources
+from tanalyze.curves import Curve
 
 GiB = 2.0**30
 

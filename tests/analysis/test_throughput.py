@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from tanalyze.analysis.curves import Curve
 from tanalyze.analysis.throughput import analyze_throughput, compare_throughput, detect_warmup
+from tanalyze.curves import Curve
 
 
 def ar1(n: int, rho: float, sd: float, seed: int) -> np.ndarray:

@@ -218,7 +218,7 @@ def test_number_formatting(value, text):
 
 
 def test_run_fragment_draws_the_curves_a_diagnosis_object_keeps():
-    from tanalyze.analysis.curves import Curve
+    from tanalyze.curves import Curve
 
     class Diagnosed:  # what a RunDiagnosis offers: to_dict() and the loss curves it analysed
         def __init__(self, d, curves):

@@ -170,20 +170,20 @@ def noise_sigma(values: np.ndarray) -> float:
 
 
 def theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """Theil–Sen line ``(slope, intercept)``: the median of pairwise slopes, robust to outliers.
+    """Theil–Sen line ``(slope, intercept)``: the median of pairwise slopes, robust to outliers
+    (:func:`scipy.stats.theilslopes`, intercept ``median(y - slope·x)``).
 
     Meant for at most a few hundred points (bin long curves first with
     :func:`bin_medians`); returns ``(nan, nan)`` for fewer than 2 distinct x.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    i, j = np.triu_indices(len(x), k=1)
-    dx = x[j] - x[i]
-    keep = dx != 0
-    if not keep.any():
+    if x.size < 2 or np.all(x == x[0]):
         return float("nan"), float("nan")
-    slope = float(np.median((y[j] - y[i])[keep] / dx[keep]))
-    return slope, float(np.median(y - slope * x))
+    from scipy.stats import theilslopes  # scipy.stats is slow to import; only trend fits need it
+
+    fit = theilslopes(y, x, method="joint")
+    return float(fit.slope), float(fit.intercept)
 
 
 def bin_medians(x: np.ndarray, y: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
