@@ -1301,9 +1301,120 @@ def run_throughput() -> dict[str, Any]:
     return {"runs": labels, "pairs": pairs}
 
 
+# ---- one run split over several folders (Keras TensorBoard callback, add_scalars)
+
+
+def keras_worker(cfg: dict[str, Any]) -> None:
+    """Train a Keras MLP (TensorFlow backend) with the TensorBoard callback writing to the working folder.
+
+    Run as its own process so that TensorFlow and Keras' global state stay out of the torch runs.
+    """
+    for key, value in {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_ENABLE_ONEDNN_OPTS": "0", "TF_DETERMINISTIC_OPS": "1",
+                       "KERAS_BACKEND": "tensorflow", "CUDA_VISIBLE_DEVICES": ""}.items():
+        os.environ[key] = value
+    import keras
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    keras.utils.set_random_seed(cfg["seed"])
+    x, y = (t.numpy() for t in teacher_data(cfg["n_train"], seed=cfg["seed"] * 10 + 1, noise=cfg["noise"]))
+    xv, yv = (t.numpy() for t in teacher_data(1000, seed=cfg["seed"] * 10 + 2, noise=cfg["noise"]))
+    model = keras.Sequential([keras.Input((16,)), *(keras.layers.Dense(cfg["width"], activation="relu")
+                                                    for _ in range(2)), keras.layers.Dense(4, activation="softmax")])
+    model.compile(keras.optimizers.Adam(cfg["lr"]), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    callback = keras.callbacks.TensorBoard(".", histogram_freq=0, write_graph=False, profile_batch=0)
+    model.fit(x, y, epochs=cfg["epochs"], batch_size=cfg["batch_size"], validation_data=(xv, yv), verbose=0,
+              callbacks=[callback])
+
+
+def split_sources(**sources: tuple[str, str]) -> dict[str, dict[str, str]]:
+    """``{label tag: {"folder": sub-folder of the run, "tag": the tag in that folder's events}}``."""
+    return {name: {"folder": folder, "tag": tag} for name, (folder, tag) in sources.items()}
+
+
+SPLIT_NOTES = ("one run written to several folders: {folders}; the tags named here join the folder to the tag "
+               "({joined}), as TensorBoard shows them; 'sources' says which folder and tag each comes from")
+
+
+@register
+def run_overfit_keras() -> dict[str, Any]:
+    out = fresh(HERE / "overfit_keras")
+    cfg = {"seed": 14, "n_train": 64, "noise": 0.2, "width": 512, "lr": 1e-3, "epochs": 80, "batch_size": 16}
+    with tempfile.TemporaryDirectory() as tmp:
+        run_worker(["keras", json.dumps(cfg)], Path(tmp) / "console.log", cwd=out)
+    train, val = read_tensorboard(out / "train")["epoch_loss"], read_tensorboard(out / "validation")["epoch_loss"]
+    label = make_label(
+        regime="overfitting", fmt="tensorboard", logger="keras.callbacks.TensorBoard",
+        train_tag="train/epoch_loss", val_tag="validation/epoch_loss", train=train, val=val,
+        cause="Keras MLP 16-512-512-4 (270k parameters) on 64 points with 20 % noisy labels, Adam 1e-3, no "
+        "regularisation, 80 epochs of 4 steps; validated on 1000 held-out points after every epoch",
+        notes=SPLIT_NOTES.format(folders="train/ and validation/ (the Keras TensorBoard callback)",
+                                 joined="train/epoch_loss, validation/epoch_loss")
+        + "; TF2 tensor scalars, step = epoch (0-based)",
+        sources=split_sources(**{"train/epoch_loss": ("train", "epoch_loss"),
+                                 "validation/epoch_loss": ("validation", "epoch_loss")}),
+    )
+    check_regime("overfit_keras", label, train, val)
+    return {"runs": {"overfit_keras": label}}
+
+
+@register
+def run_normal_add_scalars() -> dict[str, Any]:
+    """The PyTorch TensorBoard tutorial's pattern: every N batches, add_scalars of the running train loss and val loss."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    out = fresh(HERE / "normal_add_scalars")
+    seed_all(15)
+    (xt, yt), (xv, yv) = teacher_data(20000, seed=151), teacher_data(2000, seed=152)
+    model = mlp(16, 64, 2, 4)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    epochs, batch_size, every = 3, 64, 25
+    batches = math.ceil(len(xt) / batch_size)
+    lr_at = warmup_cosine(2e-3, 50, epochs * batches)
+    g = torch.Generator().manual_seed(15)
+    writer = SummaryWriter(log_dir=str(out))
+    running = 0.0
+    for epoch in range(epochs):
+        for i, idx in enumerate(torch.randperm(len(xt), generator=g).split(batch_size)):
+            step = epoch * batches + i + 1
+            for group in opt.param_groups:
+                group["lr"] = lr_at(step)
+            model.train()
+            loss = F.cross_entropy(model(xt[idx]), yt[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            running += loss.item()
+            if step % every == 0:
+                model.eval()
+                with torch.no_grad():
+                    val_loss = F.cross_entropy(model(xv), yv).item()
+                writer.add_scalars("Loss", {"train": running / every, "val": val_loss}, step)
+                writer.add_scalar("lr", opt.param_groups[0]["lr"], step)
+                running = 0.0
+    writer.close()
+    train, val = read_tensorboard(out / "Loss_train")["Loss"], read_tensorboard(out / "Loss_val")["Loss"]
+    label = make_label(
+        regime="normal", fmt="tensorboard", logger="torch.utils.tensorboard.SummaryWriter.add_scalars",
+        train_tag="Loss/train", val_tag="Loss/val", train=train, val=val,
+        cause=f"MLP 16-64-64-4 on 20000 teacher-labelled points, Adam with warmup to 2e-3 and cosine decay, "
+        f"{epochs} epochs of {batches} batches; every {every} batches add_scalars('Loss', {{'train': mean of the "
+        "last batches' losses, 'val': val loss}, step), as in PyTorch's TensorBoard tutorial",
+        notes=SPLIT_NOTES.format(folders="the writer's folder (lr) and Loss_train/, Loss_val/ (add_scalars)",
+                                 joined="Loss/train, Loss/val") + "; step = optimizer step",
+        sources=split_sources(**{"Loss/train": ("Loss_train", "Loss"), "Loss/val": ("Loss_val", "Loss")}),
+    )
+    check_regime("normal_add_scalars", label, train, val)
+    best, last = min(v for _, v, _ in val), val[-1][1]
+    if last > 1.05 * best:
+        raise RuntimeError(f"normal_add_scalars: val loss ends at {last:.3f}, {last / best:.2f}x its minimum")
+    return {"runs": {"normal_add_scalars": label}}
+
+
 # --------------------------------------------------------------------------- main
 
-WORKERS = {"nanogpt": nanogpt_worker, "hf": hf_worker}
+WORKERS = {"nanogpt": nanogpt_worker, "hf": hf_worker, "keras": keras_worker}
 
 
 def machine_paths_in_outputs() -> list[str]:

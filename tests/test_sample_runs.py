@@ -63,6 +63,20 @@ def tfrecords(data: bytes) -> tuple[list[bytes], int]:
     return payloads, pos
 
 
+def _tensor_scalar(tensor) -> float | None:
+    """The value of a 0-d DT_FLOAT/DT_DOUBLE tensor (how TF2 and Keras write scalars), else None."""
+    if tensor.tensor_shape.dim:
+        return None
+    if tensor.float_val:
+        return float(tensor.float_val[0])
+    if tensor.double_val:
+        return float(tensor.double_val[0])
+    formats = {1: "<f", 2: "<d"}  # DT_FLOAT, DT_DOUBLE
+    if tensor.dtype in formats and tensor.tensor_content:
+        return float(struct.unpack(formats[tensor.dtype], tensor.tensor_content)[0])
+    return None
+
+
 def tb_scalars(folder: Path, *, limit: int | None = None) -> dict[str, list[tuple[int, float]]]:
     out: dict[str, list[tuple[int, float]]] = {}
     for path in sorted(folder.glob("events.out.tfevents.*")):
@@ -71,8 +85,13 @@ def tb_scalars(folder: Path, *, limit: int | None = None) -> dict[str, list[tupl
         for payload in payloads:
             event = event_pb2.Event.FromString(payload)
             for value in event.summary.value:
-                if value.WhichOneof("value") == "simple_value":
+                kind = value.WhichOneof("value")
+                if kind == "simple_value":
                     out.setdefault(value.tag, []).append((event.step, value.simple_value))
+                elif kind == "tensor" and value.metadata.plugin_data.plugin_name == "scalars":
+                    scalar = _tensor_scalar(value.tensor)
+                    if scalar is not None:
+                        out.setdefault(value.tag, []).append((event.step, scalar))
     return out
 
 
@@ -117,6 +136,9 @@ PARSERS = {"tensorboard": tb_scalars, "hf_trainer_state": hf_state, "lightning_c
 def series(run: str, tag: str) -> list[tuple[int, float]]:
     label = RUNS[run]
     folder = SAMPLE_RUNS / run
+    if tag in label.get("sources", {}):  # one run split over sub-folders: the tag lives in one of them
+        source = label["sources"][tag]
+        return tb_scalars(folder / source["folder"])[source["tag"]]
     if label["truncated"]:
         return tb_scalars(folder, limit=label["intact_bytes"])[tag]
     return PARSERS[label["format"]](folder)[tag]
@@ -151,8 +173,22 @@ def test_label_has_the_documented_fields(run):
 def test_labelled_run_folder_holds_log_files_of_its_format(run):
     folder = SAMPLE_RUNS / run
     assert folder.is_dir(), f"{run} is labelled but missing"
-    files = [p for p in folder.glob(LOG_FILES[RUNS[run]["format"]]) if p.is_file() and p.stat().st_size > 0]
-    assert files, f"{run}: no {LOG_FILES[RUNS[run]['format']]} file"
+    sources = RUNS[run].get("sources", {})
+    for where in [folder / source["folder"] for source in sources.values()] or [folder]:
+        files = [p for p in where.glob(LOG_FILES[RUNS[run]["format"]]) if p.is_file() and p.stat().st_size > 0]
+        assert files, f"{where.relative_to(SAMPLE_RUNS)}: no {LOG_FILES[RUNS[run]['format']]} file"
+
+
+@pytest.mark.parametrize("run", sorted(r for r, label in RUNS.items() if "sources" in label))
+def test_split_run_sources_hold_the_labelled_points(run):
+    """A run written to several folders: each labelled tag is where 'sources' says, with the labelled count."""
+    label = RUNS[run]
+    assert set(label["sources"]) == {label["train_loss_tag"], label["val_loss_tag"]}
+    train, val = series(run, label["train_loss_tag"]), series(run, label["val_loss_tag"])
+    assert len(train) == label["train_points"] and len(val) == label["val_points"]
+    assert [min(s for s, _ in train), max(s for s, _ in train)] == label["train_steps"]
+    for source in label["sources"].values():
+        assert label["train_loss_tag"] not in tb_scalars(SAMPLE_RUNS / run / source["folder"])
 
 
 # --------------------------------------------------------------------------- labels agree with the files
