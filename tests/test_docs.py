@@ -43,9 +43,7 @@ def test_blocks_are_extracted_in_order():
 
 def test_doc_examples_run_and_show_what_the_comments_say(namespace):
     logs, run, report = namespace["logs"], namespace["run"], namespace["report"]
-    # 21 runs, plus overfit_keras (2 folders) and normal_add_scalars (3 folders) that discovery still splits into
-    # one run per folder: 23 once split folders are joined into one run (run identity)
-    assert len(logs.runs) == 26 and list(namespace["slowed"].runs) == [
+    assert len(logs.runs) == 23 and list(namespace["slowed"].runs) == [
         "throughput/baseline", "throughput/control_a", "throughput/control_b", "throughput/slow_loader"]
     assert (run.verdict.label, run.divergence.step) == ("diverged", 552)
     assert "resume from a checkpoint at or before step 444" in run.divergence.restart.text

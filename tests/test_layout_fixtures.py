@@ -160,8 +160,8 @@ def test_two_timestamped_runs_side_by_side():
 
 
 def test_csvlogger_append_is_one_file_with_the_epoch_restarting():
-    truth = CASES["keras_csvlogger_append"]["runs"]["training_log.csv"]
-    frame = pd.read_csv(LAYOUTS / "keras_csvlogger_append" / "training_log.csv")
+    truth = CASES["keras_csvlogger_append"]["runs"]["logs"]
+    frame = pd.read_csv(LAYOUTS / "keras_csvlogger_append" / "logs" / "training_log.csv")
     assert frame.columns.tolist() == truth["files"][0]["header"]
     assert frame["epoch"].tolist() == list(range(5)) + list(range(20))
     assert [p["rows"] for p in truth["phases"]] == [[1, 5], [6, 25]]
