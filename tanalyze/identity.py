@@ -164,8 +164,8 @@ def identify(
         for index, source in enumerate(sources):
             by_dir[source.directory].append(index)
         _join_hparams(sources, by_dir, owner)
+        _join_add_scalars(root, sources, by_dir, owner)  # before splits: tensorboardX nests keys as Loss/train/
         _join_splits(sources, by_dir, owner)
-        _join_add_scalars(root, sources, by_dir, owner)
 
     members: dict[Path, list[_Member]] = defaultdict(list)
     for index, source in enumerate(sources):
@@ -177,6 +177,7 @@ def identify(
         runs.extend(_runs_of_folder(root, directory, members[directory], single_file, join, label_of))
     if join and not single_file:
         runs = _join_hf_output(root, runs)
+        runs = _join_lightning_loggers(runs)
     return runs
 
 
@@ -349,6 +350,58 @@ def unique_names(names: Iterable[str], labels: Sequence[str] | None = None) -> l
         used.add(final)
         out.append(final)
     return out
+
+
+_VERSION = re.compile(r"version_(\d+)")
+
+
+def _join_lightning_loggers(runs: list[IdentifiedRun]) -> list[IdentifiedRun]:
+    """Lightning's CSV and TensorBoard loggers of one ``Trainer`` in sibling ``version_N`` folders: one run.
+
+    Each logger picks the next free version, so ``Trainer(logger=[TensorBoardLogger(d), CSVLogger(d)])``
+    writes ``version_0/`` (events) and ``version_1/`` (``metrics.csv``). Paired: adjacent version numbers
+    under one folder, one holding only event files and the other only a Lightning ``metrics.csv``, whose
+    ``hparams.yaml`` files are identical (both are written when ``fit`` starts).
+    """
+    def kind(run: IdentifiedRun) -> str | None:
+        formats = {m.source.format for m in run.members}
+        if not _VERSION.fullmatch(run.directory.name) or len(formats) != 1 or len(run.members) != 1:
+            return None
+        return next(iter(formats)) if formats <= {"tensorboard", "lightning_csv"} else None
+
+    by_parent: dict[Path, list[IdentifiedRun]] = defaultdict(list)
+    for run in runs:
+        if kind(run):
+            by_parent[run.directory.parent].append(run)
+    absorbed: set[int] = set()
+    for siblings in by_parent.values():
+        siblings.sort(key=lambda r: int(_VERSION.fullmatch(r.directory.name).group(1)))  # type: ignore[union-attr]
+        for first, second in zip(siblings, siblings[1:], strict=False):
+            if id(first) in absorbed or id(second) in absorbed or kind(first) == kind(second):
+                continue
+            if int(second.directory.name[8:]) - int(first.directory.name[8:]) != 1:
+                continue
+            hparams = [_read_small(r.directory / "hparams.yaml") for r in (first, second)]
+            if hparams[0] is None or hparams[0] != hparams[1]:
+                continue
+            csv_run, tb_run = (first, second) if kind(first) == "lightning_csv" else (second, first)
+            for member in tb_run.members:
+                member.kind = "twin"
+                member.label = f"twin: {_describe(member.source)} in {member.source.directory.name} (the same Trainer)"
+                csv_run.members.append(member)
+            absorbed.add(id(tb_run))
+            if csv_run is second:  # named by the first folder the Trainer wrote
+                csv_run.directory, csv_run.name = tb_run.directory, tb_run.name
+    return [run for run in runs if id(run) not in absorbed]
+
+
+def _read_small(path: Path, limit: int = 1 << 16) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(limit + 1)
+    except OSError:
+        return None
+    return data if len(data) <= limit else None
 
 
 def run_name(root: Path, directory: Path) -> str:

@@ -19,12 +19,7 @@ from tests.conftest import REPO
 LAYOUTS = REPO / "tests" / "fixtures" / "layouts"
 CASES: dict[str, dict] = json.loads((LAYOUTS / "TRUTH.json").read_text(encoding="utf-8"))["cases"]
 NO_METRICS = {"config", "hparams"}
-PENDING = {  # layouts today's discovery still gets wrong, with what it does instead
-    "lightning_twin_loggers": "run identity: Lightning's TensorBoardLogger and CSVLogger without a version land in "
-    "exp/version_0 and exp/version_1, which discovery reads as two runs",
-    "tbx_add_scalars": "run identity: tensorboardX add_scalars keys 'train'/'val' nest as Loss/train, Loss/val, "
-    "which discovery joins as a train/val split of runs/mlp/Loss instead of add_scalars keys of runs/mlp",
-}
+PENDING: dict[str, str] = {}  # layouts discovery still gets wrong, with what it does instead
 
 
 @pytest.mark.parametrize(
