@@ -288,7 +288,7 @@ def test_a_new_tanalyze_or_reader_version_does_not_use_old_entries(tmp_path, rea
     cache = Cache(str(tmp_path / "c"))
     tanalyze.load(sweep, jobs=1, cache=cache)
     reads.clear()
-    monkeypatch.setattr(tanalyze, "__version__", "999.0")
+    monkeypatch.setattr("tanalyze._version.__version__", "999.0")
     tanalyze.load(sweep, jobs=1, cache=cache)
     assert sorted(reads) == [("run00", 0), ("run01", 0)]
     reads.clear()
