@@ -256,7 +256,7 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
     return results
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tables do not compare with ==; a Logs is equal to itself only
 class Logs:
     """The result of :func:`load`: the tidy table of every run, histograms, and per-run info.
 

@@ -114,3 +114,14 @@ def test_run_results_cross_processes_without_empty_tables_and_with_their_histogr
     assert with_histograms, "sample_runs has a run with histograms"
     moved = pickle.loads(pickle.dumps(with_histograms[0]))
     assert moved.has_histograms and moved.histograms.equals(with_histograms[0].histograms)
+
+
+def test_logs_compare_and_hash_by_identity():
+    """A Logs holds DataFrames: == must not raise (it is identity), and it can be a dict key or in a set."""
+    from tanalyze.logs import Logs
+    from tanalyze.schema import empty_histograms, empty_scalars
+
+    a = Logs(scalars=empty_scalars(), histograms=empty_histograms(), runs={})
+    b = Logs(scalars=empty_scalars(), histograms=empty_histograms(), runs={})
+    assert a == a and a != b
+    assert len({a, b, a}) == 2
