@@ -26,6 +26,7 @@ import csv
 import importlib.util
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -559,8 +560,10 @@ def run_lightning_step_epoch() -> dict[str, dict[str, Any]]:
                             "train_loss_epoch and val_loss fall smoothly: a healthy run")}
 
 
-def gan_run(name: str, *, d_lr: float, g_lr: float, d_steps: int, steps: int, seed: int, d_width: int) -> dict:
-    """A GAN on a ring of 8 Gaussians in 2-D; BCE losses logged per step as loss/D and loss/G."""
+def gan_run(name: str, *, d_lr: float, g_lr: float, d_steps: int, steps: int, seed: int, d_width: int,
+            boost_at: int | None = None) -> dict:
+    """A GAN on a ring of 8 Gaussians in 2-D; BCE losses logged per step as loss/D and loss/G. From step
+    ``boost_at`` on, the discriminator gets 10x its lr and ``d_steps`` updates per generator step (1 before)."""
     sg.seed_all(seed)
     g = torch.Generator().manual_seed(seed)
     angles = torch.arange(8) * (2 * math.pi / 8)
@@ -576,7 +579,10 @@ def gan_run(name: str, *, d_lr: float, g_lr: float, d_steps: int, steps: int, se
     bce = nn.BCEWithLogitsLoss()
     tb = TB(fresh(name))
     for step in range(1, steps + 1):
-        for _ in range(d_steps):
+        boosted = boost_at is None or step >= boost_at
+        for group in od.param_groups:
+            group["lr"] = d_lr * (10 if boost_at is not None and boosted else 1)
+        for _ in range(d_steps if boosted else 1):
             z = torch.randn(64, 8, generator=g)
             fake = gen(z).detach()
             xr = real(64)
@@ -598,12 +604,13 @@ def gan_run(name: str, *, d_lr: float, g_lr: float, d_steps: int, steps: int, se
 @register
 def run_gan_collapse() -> dict[str, dict[str, Any]]:
     name = "gan_collapse"
-    s = gan_run(name, d_lr=2e-3, g_lr=1e-4, d_steps=5, steps=1000, seed=15, d_width=256)
+    s = gan_run(name, d_lr=2e-4, g_lr=2e-4, d_steps=5, steps=1000, seed=15, d_width=256, boost_at=400)
     return {name: label("unstable", kind="gan", fmt="tensorboard", logger=TB_LOGGER, train_tag=None, val_tag=None,
                         loss_tags=["loss/D", "loss/G"], train=s["loss/D"],
-                        why="GAN with a discriminator far stronger than the generator (10x its lr, 5 steps per "
-                            "generator step): the discriminator loss collapses towards 0 while the generator loss "
-                            "climbs: the adversarial game broke down (unstable, not underfitting)")}
+                        why="a GAN trained balanced for 400 steps, then the discriminator gets 10x its lr and 5 steps "
+                            "per generator step (a per-network schedule slip): the discriminator loss collapses towards "
+                            "0 while the generator loss climbs: the adversarial game broke down (unstable, not "
+                            "underfitting)")}
 
 
 @register
@@ -844,11 +851,19 @@ def hf_worker(cfg: dict[str, Any]) -> None:
     trainer.save_state()
 
 
-def hf_run(name: str, cfg: dict[str, Any]) -> dict[str, list[tuple[int, float]]]:
+def hf_run(name: str, cfg: dict[str, Any], *, transformers4: bool = False) -> dict[str, list[tuple[int, float]]]:
+    """Run :func:`hf_worker` in the run's folder; with ``transformers4``, under the 4.x Trainer found in the folder
+    named by ``$HARDCASES_TRANSFORMERS4`` (``pip install --no-deps --target DIR transformers==4.46.3
+    tokenizers==0.20.3 huggingface_hub==0.26.5``): the 4.x Trainer rounds the logged loss to 4 decimals."""
     out = fresh(name)
+    env = dict(os.environ)
+    if transformers4:
+        if not os.environ.get("HARDCASES_TRANSFORMERS4"):
+            raise RuntimeError(f"{name} needs $HARDCASES_TRANSFORMERS4 (see hf_run's doc)")
+        env["PYTHONPATH"] = os.environ["HARDCASES_TRANSFORMERS4"]
     with open(out / "console.log", "wb") as handle:  # the worker's console, kept only on failure
         proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", "hf", json.dumps(cfg)],
-                              stdout=handle, stderr=subprocess.STDOUT, cwd=out, check=False)
+                              stdout=handle, stderr=subprocess.STDOUT, cwd=out, check=False, env=env)
     if proc.returncode:
         raise RuntimeError(f"HF worker for {name} exited {proc.returncode}; see {out / 'console.log'}")
     (out / "console.log").unlink()
@@ -859,11 +874,11 @@ def hf_run(name: str, cfg: dict[str, Any]) -> dict[str, list[tuple[int, float]]]
 def run_hf_rounded() -> dict[str, dict[str, Any]]:
     name = "hf_rounded"
     s = hf_run(name, {"seed": 23, "lr": 5e-3, "max_steps": 800, "n_embd": 64, "n_train": 4, "warmup_steps": 20,
-                      "logging_steps": 5, "eval_steps": 100, "eval_on_train": True})
+                      "logging_steps": 5, "eval_steps": 100, "eval_on_train": True}, transformers4=True)
     return {name: label("normal", kind="rounded", fmt="hf_trainer_state", logger="transformers.Trainer trainer_state.json",
                         train_tag="loss", val_tag="eval_loss", train=s["loss"], val=s["eval_loss"],
-                        why="a tiny GPT-2 memorising 4 windows (evaluated on the same windows): the Trainer rounds "
-                            "the logged loss to 4 decimals, so near the end it moves in quanta of 0.0001 "
+                        why="a tiny GPT-2 memorising 4 windows (evaluated on the same windows): the 4.x Trainer "
+                            "rounds the logged loss to 4 decimals, so near the end it moves in quanta of 0.0001 "
                             "(0.0001 -> 0.0002 is one quantum, not a 2x spike)")}
 
 

@@ -65,9 +65,15 @@ class Thresholds:
     end_share: float = 0.3  # the "end" of the run for the slope
     chance_fraction: float = 0.9  # with num_classes: ending above 0.9·ln(C) is chance level
     min_spikes: int = 3  # unstable: at least this many spikes …
-    spike_rate: float = 0.002  # … and at least this many per point (2 per 1,000)
+    spike_rate: float = 0.004  # … and at least this many per point (4 per 1,000: a spike every few hundred
+    #                            steps that recovers is a bad batch now and then, not instability)
     rough_noise: float = 0.3  # unstable: log-loss noise σ at least this (±35 % point to point) …
-    rough_relative: float = 0.25  # … and at least this share of the total log decrease
+    rough_relative: float = 0.25  # … and at least this share of the total log decrease …
+    rough_excess: float = 1.5  # … and the level itself swings this many times more than i.i.d. noise would
+    #                            move it (a noisy mini-batch loss around a smooth trend is ~1)
+    level_sigmas: float = 4.0  # a rise from the minimum or a rebound must clear this many sigmas of the levels …
+    min_abs_share: float = 0.02  # … and this share of the starting level in the loss's units (near zero,
+    #                              ratios of tiny values are noise: 0.0005 -> 0.001 is no "doubling")
     val_rough_noise: float = 0.2  # unstable validation: σ of the log val loss …
     val_rough_relative: float = 0.5  # … relative to its total log decrease
     val_rough_min_points: int = 6
@@ -130,7 +136,10 @@ def train_features(
     head, tail = unit(head_y), unit(tail_y)
     bins = int(np.clip(n // 5, 1, 40))  # at least 5 points per bin where possible
     bx, by = bin_medians(x, y, bins)
-    low = unit(float(np.min(by)))
+    # The lowest level, on stretches as long as the tail window: the minimum of many short noisy medians
+    # is biased low (by about 2 of their sigmas for 40 of them), which reads noise as a rise from the minimum.
+    tx, ty = bin_medians(x, y, max(1, n // t))
+    low = unit(float(np.min(ty)))
     if is_log:
         change = tail / head - 1
     else:
@@ -150,18 +159,34 @@ def train_features(
         end_share = end_drop / total_drop if total_drop > 0 else 0.0
     sigma = noise_sigma(y)
     decrease = head_y - tail_y if is_log else (head_y - tail_y) / max(abs(head_y), 1e-12)
-    # The largest climb back above an earlier low, on bin medians (5+ points each, so noise averages out).
-    rebound = None
+    # The largest climb back above an earlier low, on bin medians (5+ points each, so noise averages out);
+    # `rebound_noise` is the sigma of one such median under i.i.d. noise: a climb must clear several of them.
+    rebound = rebound_noise = rebound_step = None
     if n >= 5 * 20:
         rbx, rby = bin_medians(x, y, 20)
         earlier_low = np.minimum.accumulate(rby)[:-1]
         climbs = rby[1:] - earlier_low
-        rebound = float(climbs.max()) if is_log else float(climbs.max() / max(abs(head_y), 1e-12))
+        worst = int(np.argmax(climbs))
+        rebound = float(climbs[worst]) if is_log else float(climbs[worst] / max(abs(head_y), 1e-12))
+        rebound_step = int(rbx[worst + 1])
+        if np.isfinite(sigma):
+            rebound_noise = 1.2533 * float(sigma) / np.sqrt(n / 20) / (1.0 if is_log else max(abs(head_y), 1e-12))
+    # Excess roughness: how much more the level itself moves (medians of m points) than i.i.d. noise of the
+    # measured point-to-point sigma would move it. ~1 for a noisy mini-batch loss around a smooth trend,
+    # well above 1 when the level swings (an lr too high, oscillation).
+    excess = None
+    if n >= 40 and np.isfinite(sigma) and sigma > 0:
+        m = max(5, n // 40)
+        _, my = bin_medians(x, y, n // m)
+        excess = float(noise_sigma(my) / (1.2533 * sigma / np.sqrt(m)))
     roughness = sigma / decrease if decrease > 0 else float("inf")
     return {
         "tag": curve.tag,
         "points": n,
         "first_step": int(c.steps[0]) if n else None,
+        "first_value": float(c.values[0]) if n else None,
+        "head_points": h,
+        "tail_points": t,
         "last_step": int(c.steps[-1]) if n else None,
         "log_space": is_log,
         "start_level": head,
@@ -173,8 +198,11 @@ def train_features(
         "noise": float(sigma) if np.isfinite(sigma) else None,
         "roughness": float(roughness) if np.isfinite(roughness) else None,
         "rebound": rebound,
-        # noise of a bin median or of the tail median: what a rise must clear to be real
-        "level_noise": float(sigma) / np.sqrt(max(1.0, min(n / bins, t))) if np.isfinite(sigma) else None,
+        "rebound_noise": rebound_noise,
+        "rebound_step": rebound_step,
+        "excess_roughness": excess,
+        # noise of the tail median (and of the lowest level, measured over as many points): what a rise must clear
+        "level_noise": 1.2533 * float(sigma) / np.sqrt(t) if np.isfinite(sigma) else None,
     }
 
 
@@ -259,7 +287,10 @@ def classify_run(
     spikes = len(divergence.spikes)
     needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
     evidence.update(spikes=spikes, spikes_needed=needed)
-    unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence)
+    restarts = lr_restarts(learning_rate)
+    evidence["lr_restarts"] = restarts
+    unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence,
+                                          restarts)
     if unstable:
         scores["unstable"] = _shrink(max(unstable), data)
     under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence)
@@ -288,7 +319,7 @@ def classify_run(
             near.append(min(0.9, noise / th.rough_noise, rough / th.rough_relative))
         near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
         confidence = _shrink(1 - 0.5 * max(near), data)
-        reasons = [f"{main.tag} fell {abs(100 * change):.0f}% from {f['start_level']:.4g} to {f['end_level']:.4g}; "
+        reasons = [f"{main.tag} fell {_percent(-change)} {_levels(f)}; "
                    "no overfitting, instability, divergence or stalled progress found"] + notes
     findings: tuple[Finding, ...] = ()
     if label == "unstable":
@@ -301,27 +332,38 @@ def classify_run(
 
 
 def _unstable(
-    f: dict[str, Any], spikes: int, needed: int, val: Curve | None, th: Thresholds, evidence: dict[str, Any]
+    f: dict[str, Any], spikes: int, needed: int, val: Curve | None, th: Thresholds, evidence: dict[str, Any],
+    lr_restarts: bool = False,
 ) -> tuple[list[float], list[str]]:
-    """Confidences and reasons of every instability criterion met (spikes, roughness, rises, val oscillation)."""
+    """Confidences and reasons of every instability criterion met (spikes, roughness, rises, val oscillation).
+
+    With ``lr_restarts`` (the learning rate went back up: warm restarts, cycles) a climb back above an earlier
+    low is the schedule at work, not instability; a lasting rise from the minimum still counts."""
     scores: list[float] = []
     why: list[str] = []
     if spikes >= needed:
         scores.append(_past(spikes, needed))
         why.append(f"{spikes} loss spikes (unstable from {needed})")
-    noise, rough = f["noise"], f["roughness"]
-    if f["log_space"] and noise is not None and noise >= th.rough_noise and (rough is None or rough >= th.rough_relative):
+    noise, rough, excess = f["noise"], f["roughness"], f["excess_roughness"]
+    swings = rough is None or excess is None or excess >= th.rough_excess  # no decrease at all, or the level swings
+    if (f["log_space"] and noise is not None and noise >= th.rough_noise and (rough is None or rough >= th.rough_relative)
+            and swings):
         scores.append(min(_past(noise, th.rough_noise), _past(rough or 1e9, th.rough_relative)))
         why.append(f"the loss jumps ±{100 * np.expm1(noise):.0f}% from point to point"
-                   + (f", {rough:.2f}x its total log decrease" if rough is not None else ""))
+                   + (f", {rough:.2f}x its total log decrease" if rough is not None else "")
+                   + (f", and its level swings {excess:.1f}x more than that noise explains" if excess else ""))
     degrade = f["end_level"] / f["min_level"] if f["min_level"] > 0 and f["log_space"] else None
-    if degrade is not None and degrade >= th.degrade_ratio and np.log(degrade) > 3 * (f["level_noise"] or 0):
+    big_enough = th.min_abs_share * abs(f["start_level"])
+    if (degrade is not None and degrade >= th.degrade_ratio and np.log(degrade) > th.level_sigmas * (f["level_noise"] or 0)
+            and f["end_level"] - f["min_level"] >= big_enough):
         scores.append(_past(degrade - 1, th.degrade_ratio - 1))
-        why.append(f"the loss rose {100 * (degrade - 1):.0f}% from its minimum {f['min_level']:.4g} to "
-                   f"{f['end_level']:.4g} and stayed there")
+        why.append(f"the loss rose {_percent(degrade - 1)} from its lowest level {f['min_level']:.4g} to "
+                   f"{f['end_level']:.4g} (medians of {f['tail_points']} points) and stayed there")
     rebound = f["rebound"]
     if rebound is not None and f["log_space"] and rebound >= np.log(th.rebound_ratio) and (
         degrade is None or degrade < th.degrade_ratio
+    ) and rebound >= th.level_sigmas * (f["rebound_noise"] or 0) and not lr_restarts and (
+        np.expm1(rebound) * f["min_level"] >= big_enough
     ):
         scores.append(_past(np.expm1(rebound), th.rebound_ratio - 1))
         why.append(f"the loss climbed back {100 * np.expm1(rebound):.0f}% above an earlier low "
@@ -359,8 +401,8 @@ def _underfitting(
     if change > -th.min_decrease:
         strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
         direction = "rose" if change > 0 else "fell only"
-        text = (f"{tag} {direction} {abs(100 * change):.1f}% from {f['start_level']:.4g} "
-                f"to {f['end_level']:.4g} (needs a {100 * th.min_decrease:.0f}% decrease)")
+        text = (f"{tag} {direction} {_percent(abs(change))} {_levels(f)} "
+                f"(needs a {100 * th.min_decrease:.0f}% decrease)")
         if resumed:  # the fast early fall happened before this log began: weaker evidence
             strength *= 0.5
             text += f"; the log starts at step {first}, so the fall before it is unknown"
@@ -381,6 +423,44 @@ def _underfitting(
             scores.append(0.5 + 0.45 * min(1.0, (f["end_level"] / chance - th.chance_fraction) / (1 - th.chance_fraction)))
             why.append(f"{tag} ends at {f['end_level']:.4g}, near chance level ln({num_classes}) = {chance:.4g}")
     return scores, why
+
+
+def lr_restarts(learning_rate: Curve | None, factor: float = 2.0) -> bool:
+    """Whether the learning rate went back up by ``factor`` or more after falling (warm restarts, cyclic
+    schedules) — a rise during warm-up does not count: only after the rate had fallen from an earlier peak."""
+    if learning_rate is None:
+        return False
+    lr = learning_rate.finite_part().values
+    if lr.size < 3 or not (lr > 0).all():
+        return False
+    peak = np.maximum.accumulate(lr)
+    fell = lr < peak / factor  # well below an earlier peak
+    if not fell.any():
+        return False
+    low = np.minimum.accumulate(np.where(fell, lr, np.inf))
+    return bool((lr >= factor * low).any())
+
+
+def _percent(fraction: float) -> str:
+    """A change as a percentage that never rounds to a value it is not (99.99 % is not "100%", 0.004 % not "0%")."""
+    value = abs(100.0 * fraction)
+    decimals = 0 if value >= 10 else 1
+    text = f"{value:.{decimals}f}"
+    while decimals < 6 and ((float(text) >= 100 > value) or (float(text) == 0 < value)):
+        decimals += 1
+        text = f"{value:.{decimals}f}"
+    return text + "%"
+
+
+def _levels(f: dict[str, Any]) -> str:
+    """"from A (median of its first h points) to B (median of its last t)", naming where the numbers come from;
+    the first logged value too when it differs from the starting level by more than a quarter."""
+    h, t = f["head_points"], f["tail_points"]
+    start = f"{f['start_level']:.4g}" + (f" (median of its first {h} points)" if h > 1 else " (its first point)")
+    first = f.get("first_value")
+    if h > 1 and first is not None and f["start_level"] and abs(first / f["start_level"] - 1) > 0.25:
+        start += f"; its first logged value was {first:.4g}"
+    return f"from {start} to {f['end_level']:.4g} (median of its last {t})"
 
 
 def _insufficient(message: str) -> Finding:

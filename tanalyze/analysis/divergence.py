@@ -44,6 +44,7 @@ from tanalyze.curves import (
     bin_medians,
     loss_space,
     noise_sigma,
+    quantum,
     segment_medians,
     trailing_median,
 )
@@ -173,8 +174,13 @@ def find_excursions(
     min_ratio: float,
     recovery_sigmas: float,
     recovery_tolerance: float,
+    min_abs_jump: float = 0.0,
 ) -> tuple[list[_Excursion], float]:
-    """Excursions of ``y`` (already in analysis space) above its trailing median; see the module doc."""
+    """Excursions of ``y`` (already in analysis space) above its trailing median; see the module doc.
+
+    ``min_abs_jump`` (in the loss's own units): smallest rise above the trailing median that counts at all
+    (a few rounding quanta; a share of the loss's starting level, so that a loss near zero does not turn
+    ratios of tiny values into events)."""
     n = len(y)
     if n < 3:
         return [], float("nan")
@@ -185,8 +191,11 @@ def find_excursions(
     else:
         spread = float(np.subtract(*np.percentile(y, [75, 25])))
         min_jump = (min_ratio - 1) * np.maximum(np.abs(ref), spread)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         exceed = (jump / scale >= spike_z) & (jump >= min_jump)
+        if min_abs_jump > 0:
+            linear_jump = np.exp(y) - np.exp(ref) if is_log else jump
+            exceed &= linear_jump >= min_abs_jump
     exceed[0] = False
     candidates = np.flatnonzero(exceed)
     out: list[_Excursion] = []
@@ -274,6 +283,8 @@ def analyze_divergence(
     restart_margin: int = 100,
     lr_reduction: float = 3.0,
     max_spike_findings: int = 5,
+    min_abs_share: float = 0.02,
+    min_quanta: float = 3.0,
 ) -> DivergenceResult:
     """Find where a loss diverged (if it did) and every transient spike.
 
@@ -296,6 +307,9 @@ def analyze_divergence(
         restart_margin: the restart advice resumes at least this many steps before the onset.
         lr_reduction: the suggested learning rate is the one at the onset divided by this.
         max_spike_findings: spikes beyond this many (largest first) are summarised in one finding.
+        min_abs_share: a spike or explosion must also rise by this share of the loss's starting level (the
+            median of its first 3 % of points) in the loss's own units: near zero, ratios of tiny values are noise.
+        min_quanta: and by this many rounding steps when the values are rounded (see :func:`quantum`).
     """
     if loss is None or len(loss) == 0:
         return DivergenceResult(
@@ -318,9 +332,14 @@ def analyze_divergence(
     y, is_log = loss_space(f_values)
     n = len(y)
     win = int(window or _auto_window(n))
+    step_q = quantum(f_values)
+    min_abs = min_quanta * step_q
+    if n >= 3 and min_abs_share > 0:
+        head = float(np.median(f_values[: max(3, n // 33)]))
+        min_abs = max(min_abs, min_abs_share * abs(head))
     excursions, sigma = find_excursions(
         y, is_log=is_log, window=win, spike_z=spike_z, min_ratio=spike_min_ratio,
-        recovery_sigmas=recovery_sigmas, recovery_tolerance=recovery_tolerance,
+        recovery_sigmas=recovery_sigmas, recovery_tolerance=recovery_tolerance, min_abs_jump=min_abs,
     ) if n >= 3 else ([], float("nan"))
 
     grad_onsets = np.empty(0, dtype=np.int64)
@@ -376,7 +395,7 @@ def analyze_divergence(
 
     gradual = False
     if explosion is None and terminal_start is None and n >= 20:
-        gradual_exp = _gradual_climb(y, is_log, explosion_ratio)
+        gradual_exp = _gradual_climb(y, is_log, explosion_ratio, min_abs)
         if gradual_exp is not None:
             explosion, gradual = gradual_exp, True
 
@@ -441,8 +460,9 @@ def _no_return_step(steps: np.ndarray, values: np.ndarray, factor: float) -> int
     return int(steps[hits[0]]) if hits.size else None
 
 
-def _gradual_climb(y: np.ndarray, is_log: bool, explosion_ratio: float) -> _Excursion | None:
-    """A slow climb: the end is ``explosion_ratio`` × the minimum level and above the start."""
+def _gradual_climb(y: np.ndarray, is_log: bool, explosion_ratio: float, min_abs: float = 0.0) -> _Excursion | None:
+    """A slow climb: the end is ``explosion_ratio`` × the minimum level and above the start (and at least
+    ``min_abs`` above the minimum, in the loss's units)."""
     n = len(y)
     bx, by = bin_medians(np.arange(n, dtype=np.float64), y, 20)
     head = float(np.median(y[: max(1, n // 20)]))
@@ -450,6 +470,7 @@ def _gradual_climb(y: np.ndarray, is_log: bool, explosion_ratio: float) -> _Excu
     low_bin = int(np.argmin(by))
     low = float(by[low_bin])
     rise = (tail - low) >= (np.log(explosion_ratio) if is_log else (explosion_ratio - 1) * max(abs(low), 1e-12))
+    rise = rise and ((np.exp(tail) - np.exp(low)) if is_log else (tail - low)) >= min_abs
     if not (rise and tail >= head and low_bin < len(by) - 2):
         return None
     half = low + (tail - low) / 2
