@@ -45,7 +45,7 @@ from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs
-from tanalyze.roles import Roles, resolve_roles, role_curve, tag_words
+from tanalyze.roles import Roles, resolve_roles, role_curve, sum_curves, tag_words
 from tanalyze.text import safe_text
 
 if TYPE_CHECKING:
@@ -351,6 +351,19 @@ def _align_validation(
     return val, None, note
 
 
+def _adversarial_curves(curves: Mapping[str, Curve], roles: Roles) -> tuple[Curve, Curve] | None:
+    """A GAN's (generator, discriminator) loss curves, each side summed over its parts; None for other runs."""
+    if not roles.adversarial:
+        return None
+    sides = []
+    for side in ("generator", "discriminator"):
+        parts = [curves[t] for t in roles.adversarial[side] if t in curves]
+        if not parts:
+            return None
+        sides.append(sum_curves(parts, " + ".join(roles.adversarial[side])))
+    return sides[0], sides[1]
+
+
 def diagnose_run(
     frame: pd.DataFrame,
     *,
@@ -432,8 +445,14 @@ def diagnose_run(
     if val is not None and train is not None:
         overfitting = analyze_overfitting(val, val_train, losses_comparable=role_map.losses_comparable,
                                           **params.get("overfitting", {}))
+    adversarial = _adversarial_curves(curves, role_map)
+    components = None
+    if train is not None and adversarial is None and "train_loss" in role_map:
+        parts = {t: curves[t] for t in role_map["train_loss"].components if t in curves}
+        components = parts if len(parts) >= 2 else None
     verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
-                           num_classes=num_classes, thresholds=thresholds or Thresholds())
+                           num_classes=num_classes, thresholds=thresholds or Thresholds(),
+                           adversarial=adversarial, components=components)
     early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
     progress = analyze_progress(main, epochs=epoch, **params.get("progress", {})) if main is not None else None
     gradients, throughput, resources = _health(frame, curves, role_map, histograms, params)

@@ -80,6 +80,10 @@ class Thresholds:
     degrade_ratio: float = 1.5  # unstable: the loss ends this many times above its minimum
     rebound_ratio: float = 1.5  # unstable: mid-run, the loss climbed this many times above an earlier low
     resumed_share: float = 0.25  # a log starting after this share of its last step continues an earlier run
+    gan_collapse: float = 0.1  # GAN: the discriminator loss ended below this share of where it started …
+    #                            (while the generator's climbed degrade_ratio x above its lowest level) …
+    gan_dominate: float = 0.5  # … or below this share while the generator's climbed gan_climb x
+    gan_climb: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -215,6 +219,8 @@ def classify_run(
     learning_rate: Curve | None = None,
     num_classes: int | None = None,
     thresholds: Thresholds = Thresholds(),
+    adversarial: tuple[Curve, Curve] | None = None,
+    components: dict[str, Curve] | None = None,
 ) -> Verdict:
     """The verdict for one run from its training and validation loss.
 
@@ -223,7 +229,108 @@ def classify_run(
     With ``learning_rate``, a loss still falling at the end while the rate was
     annealed to near zero is the schedule at work, not a sign of too few steps.
     ``num_classes`` enables the chance-level check (loss near ``ln(num_classes)``).
+
+    ``adversarial`` — a GAN's (generator, discriminator) losses (``train`` is then the generator's):
+    judged as a game (see :func:`_adversarial`), never as one loss that should fall.
+    ``components`` — the training loss's parts when it is their sum (several heads, auxiliary
+    losses): each part is judged as its own curve, so that one scale does not drown the others.
     """
+    if adversarial is not None:
+        return _adversarial(*adversarial, divergence, thresholds)
+    verdict = _classify(train, val, divergence, overfitting, learning_rate, num_classes, thresholds)
+    if components and len(components) >= 2 and verdict.label not in ("diverged", "insufficient_data"):
+        verdict = _with_components(verdict, components, learning_rate, thresholds)
+    return verdict
+
+
+def _adversarial(generator: Curve, discriminator: Curve, divergence: DivergenceResult | None,
+                 th: Thresholds) -> Verdict:
+    """A GAN: NaN/Inf on either side is a divergence; a discriminator whose loss collapses to a small share
+    of where it started while the generator's climbs has won the game (unstable); otherwise both hovering
+    near an equilibrium is normal — GAN losses are not supposed to fall."""
+    evidence: dict[str, Any] = {"main_curve": generator.tag, "main_role": "train", "adversarial": True,
+                                "discriminator": discriminator.tag}
+    for curve, result in ((generator, divergence), (discriminator, None)):
+        result = result if result is not None else analyze_divergence(curve)
+        d = result.divergence
+        if d is not None and d.kind in ("nan", "inf"):
+            evidence.update(divergence_kind=d.kind, divergence_step=d.step, onset_step=d.onset_step)
+            return Verdict("diverged", 0.99, evidence,
+                           (f"{curve.tag} (GAN) became {d.kind.upper()} at step {d.step} and never recovered",))
+    g, d = generator.collapse_steps().finite_part(), discriminator.collapse_steps().finite_part()
+    if min(len(g), len(d)) < th.min_points:
+        return Verdict("insufficient_data", 1.0, evidence,
+                       (f"only {min(len(g), len(d))} finite point(s) of a GAN loss; need {th.min_points}",),
+                       findings=(_insufficient("too few points of the GAN losses"),))
+    fg, fd = train_features(g, th), train_features(d, th)
+    evidence.update(generator_start=fg["start_level"], generator_end=fg["end_level"], generator_min=fg["min_level"],
+                    discriminator_start=fd["start_level"], discriminator_end=fd["end_level"])
+    data = min(len(g), len(d)) / (min(len(g), len(d)) + 5)
+    d_share = fd["end_level"] / fd["start_level"] if fd["log_space"] and fd["start_level"] > 0 else None
+    g_climb = fg["end_level"] / fg["min_level"] if fg["log_space"] and fg["min_level"] > 0 else None
+    collapsed = d_share is not None and g_climb is not None and (
+        (d_share <= th.gan_collapse and g_climb >= th.degrade_ratio)
+        or (d_share <= th.gan_dominate and g_climb >= th.gan_climb))
+    if collapsed:
+        confidence = _shrink(max(min(_past(1 / d_share, 1 / th.gan_collapse), _past(g_climb - 1, th.degrade_ratio - 1)),
+                                 min(_past(1 / d_share, 1 / th.gan_dominate), _past(g_climb - 1, th.gan_climb - 1))),
+                             data)
+        why = (f"GAN: the discriminator loss {d.tag} collapsed from {fd['start_level']:.4g} to {fd['end_level']:.4g} "
+               f"({_percent(1 - d_share)} lower) while the generator loss {g.tag} climbed from its lowest level "
+               f"{fg['min_level']:.4g} to {fg['end_level']:.4g}: the discriminator won the game")
+        finding = Finding("unstable", Severity.WARNING, why, recommend("gan_collapse"), step=fd["first_step"],
+                          step_end=fd["last_step"])
+        return Verdict("unstable", round(confidence, 3), evidence, (why,), findings=(finding,))
+    why = (f"GAN: {g.tag} went from {fg['start_level']:.4g} to {fg['end_level']:.4g} and {d.tag} from "
+           f"{fd['start_level']:.4g} to {fd['end_level']:.4g}; neither side collapsed (GAN losses hover near an "
+           "equilibrium rather than fall)")
+    return Verdict("normal", round(_shrink(0.8, data), 3), evidence, (why,))
+
+
+def _with_components(verdict: Verdict, components: dict[str, Curve], learning_rate: Curve | None,
+                     th: Thresholds) -> Verdict:
+    """The verdict of a summed loss, revised from its parts judged one by one: a part that diverged or is
+    unstable decides; underfitting needs most parts to stall; a rough or stalled sum whose parts are fine
+    was one part's scale drowning the others."""
+    parts = {tag: _classify(c, None, None, None, learning_rate, None, th) for tag, c in sorted(components.items())}
+    labels = {tag: v.label for tag, v in parts.items()}
+    evidence = {**verdict.evidence, "components": labels}
+    judged = [v for v in parts.values() if v.label != "insufficient_data"]
+    if not judged or verdict.label == "overfitting":
+        return Verdict(verdict.label, verdict.confidence, evidence, verdict.reasons, verdict.also, verdict.findings)
+    for label in ("diverged", "unstable"):
+        hit = [(tag, v) for tag, v in parts.items() if v.label == label]
+        if hit:
+            tag, v = max(hit, key=lambda item: item[1].confidence)
+            evidence.update({f"component_{k}": val for k, val in v.evidence.items() if k in ("divergence_step",
+                                                                                         "onset_step")})
+            reasons = tuple(f"{t}: {p.reasons[0]}" for t, p in hit) + (
+                f"judged part by part ({', '.join(f'{t}: {lab}' for t, lab in labels.items())})",)
+            return Verdict(label, v.confidence, evidence, reasons, findings=v.findings)
+    stalled = [(tag, v) for tag, v in parts.items() if v.label == "underfitting"]
+    if len(stalled) * 2 > len(judged):
+        reasons = tuple(f"{t}: {p.reasons[0]}" for t, p in stalled)
+        confidence = float(np.mean([p.confidence for _, p in stalled]))
+        finding = Finding("underfitting", Severity.WARNING, "; ".join(reasons), recommend("underfitting"))
+        return Verdict("underfitting", round(confidence, 3), evidence, reasons, findings=(finding,))
+    reasons = (f"each part of the loss judged as its own curve: "
+               f"{', '.join(f'{t}: {lab}' for t, lab in labels.items())}",)
+    if verdict.label == "normal":
+        return Verdict("normal", verdict.confidence, evidence, verdict.reasons + reasons)
+    confidence = float(np.mean([p.confidence for p in judged]))
+    return Verdict("normal", round(confidence, 3), evidence, reasons)
+
+
+def _classify(
+    train: Curve | None,
+    val: Curve | None,
+    divergence: DivergenceResult | None,
+    overfitting: OverfittingResult | None,
+    learning_rate: Curve | None,
+    num_classes: int | None,
+    thresholds: Thresholds,
+) -> Verdict:
+    """The verdict of one training loss (and its validation loss): see :func:`classify_run`."""
     th = thresholds
     reasons: list[str] = []  # what decided the label, first
     notes: list[str] = []  # what limited the judgement, after the reasons

@@ -49,6 +49,13 @@ CAUSES: dict[str, Cause] = {
         "learning rate too high, batch too small, bad data",
         "Lower the learning rate 5-10x, enable gradient clipping, increase the batch size or warm-up.",
     ),
+    "gan_collapse": Cause(
+        "GAN: the discriminator overpowered the generator",
+        "discriminator learning rate or update count too high for the generator, no regularisation of the "
+        "discriminator, a generator too weak for the data",
+        "Balance the two: lower the discriminator's learning rate or its steps per generator step, add a "
+        "gradient penalty or spectral normalisation, label smoothing or instance noise.",
+    ),
     "overfitting": Cause(
         "Overfitting: validation loss rises while training loss falls",
         "too little data, too big a model, too many epochs, too little regularisation",
