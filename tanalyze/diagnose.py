@@ -26,7 +26,7 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,7 +40,9 @@ from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.resources import ResourceHealth, analyze_resources
+from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
+from tanalyze.analysis.siblings import SiblingSummary, compare_siblings, folder_of
 from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
@@ -51,7 +53,7 @@ from tanalyze.text import safe_text
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run"]
+__all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_with_siblings"]
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
@@ -517,4 +519,34 @@ def diagnose(
             read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
             **params,
         )
-    return Diagnoses(out)
+    return Diagnoses(compare_with_siblings(out))
+
+
+def compare_with_siblings(diagnoses: Mapping[str, RunDiagnosis]) -> dict[str, RunDiagnosis]:
+    """The diagnoses, with every run whose loss ended orders of magnitude above its siblings' (same folder,
+    same training-loss tag; see :mod:`tanalyze.analysis.siblings`) judged underfitting: a cross-run
+    judgement that a run alone cannot make. Other runs are returned as they are."""
+    summaries = [
+        SiblingSummary(name, folder_of(name), d.roles.get("train_loss"), d.verdict.evidence.get("end_level"),
+                       d.verdict.label, kind=f"{d.format}|{sorted(d.roles.items())}")
+        for name, d in diagnoses.items() if d.verdict.evidence.get("main_role") == "train"
+    ]
+    out = dict(diagnoses)
+    for stuck in compare_siblings(summaries):
+        d = out[stuck.run]
+        v = d.verdict
+        reason = stuck.reason()
+        finding = Finding("underfitting", Severity.WARNING, reason, recommend("underfitting"),
+                          evidence={"siblings": list(stuck.siblings), "ratio": stuck.ratio})
+        evidence = {**v.evidence, "siblings": stuck.to_dict()}
+        if v.label == "normal":
+            confidence = round(float(np.clip(1 - 0.5 * 10 / stuck.ratio, 0.5, 0.95)), 3)
+            verdict = replace(v, label="underfitting", confidence=confidence, evidence=evidence,
+                              reasons=(reason, *v.reasons[1:]), findings=(finding,))
+        elif v.label == "underfitting":
+            verdict = replace(v, evidence=evidence, reasons=(*v.reasons, reason))
+        else:
+            verdict = replace(v, evidence=evidence, also=(*v.also, "underfitting"), reasons=(*v.reasons, reason))
+        findings = tuple(f for f in d.findings if not (f.code == "underfitting" and v.label == "normal")) + (finding,)
+        out[stuck.run] = replace(d, verdict=verdict, findings=findings if v.label != "underfitting" else d.findings)
+    return out

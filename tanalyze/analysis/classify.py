@@ -84,6 +84,10 @@ class Thresholds:
     #                            (while the generator's climbed degrade_ratio x above its lowest level) …
     gan_dominate: float = 0.5  # … or below this share while the generator's climbed gan_climb x
     gan_climb: float = 2.0
+    chance_flat: float = 0.01  # chance plateau (no num_classes given): the last two quarters differ < 1 % …
+    chance_below: float = 0.005  # … and end within -0.5 % / +3 % of ln K …
+    chance_above: float = 0.03
+    chance_max_classes: int = 20  # … for K up to 20 (10 without a validation loss)
 
 
 @dataclass(frozen=True)
@@ -401,6 +405,13 @@ def _classify(
     if unstable:
         scores["unstable"] = _shrink(max(unstable), data)
     under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence)
+    if num_classes is None and main_role == "train":
+        plateau = chance_plateau(main, val, th)
+        if plateau is not None:
+            k, level, text = plateau
+            evidence.update(chance_level=level, chance_classes=k)
+            under.append(0.75)
+            why["underfitting"].append(text)
     if under:
         scores["underfitting"] = _shrink(max(under), data)
     change, noise = f["change"], f["noise"]
@@ -530,6 +541,40 @@ def _underfitting(
             scores.append(0.5 + 0.45 * min(1.0, (f["end_level"] / chance - th.chance_fraction) / (1 - th.chance_fraction)))
             why.append(f"{tag} ends at {f['end_level']:.4g}, near chance level ln({num_classes}) = {chance:.4g}")
     return scores, why
+
+
+def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds()) -> tuple[int, float, str] | None:
+    """A classifier stuck at chance, found without being told the number of classes: the training loss (and
+    the validation loss, when logged) sits flat at ``ln K`` for a small whole ``K`` over the last half of the run.
+
+    Flat: the medians of the third and fourth quarters differ by under ``chance_flat`` (1 %). At ``ln K``: the
+    last quarter's median lies within ``-chance_below`` / ``+chance_above`` (0.5 % / 3 %) of it — a loss can
+    sit a little above the prior's entropy, hardly below. Without a validation curve, only ``K`` up to 10 and
+    a tighter band (half as wide), since healthy losses also end near such values now and then.
+    Returns ``(K, ln K, reason)`` or None."""
+    c = train.collapse_steps().finite_part()
+    if len(c) < 2 * th.min_points or not (c.values > 0).all():
+        return None
+    q = np.array_split(c.values, 4)
+    third, last = float(np.median(q[2])), float(np.median(q[3]))
+    if abs(last / third - 1) > th.chance_flat:
+        return None
+    levels = [last]
+    v = val.collapse_steps().finite_part() if val is not None else None
+    has_val = v is not None and len(v) >= 4
+    if has_val:
+        vq = np.array_split(v.values, 2)
+        levels.append(float(np.median(vq[1])))
+    k_max = th.chance_max_classes if has_val else min(10, th.chance_max_classes)
+    below, above = (th.chance_below, th.chance_above) if has_val else (th.chance_below / 2, th.chance_above / 2)
+    for k in range(2, k_max + 1):
+        chance = float(np.log(k))
+        if all(chance * (1 - below) <= x <= chance * (1 + above) for x in levels):
+            where = f"{train.tag} at {last:.4g}" + (f" and {v.tag} at {levels[1]:.4g}" if has_val else "")
+            text = (f"{where}: flat over the last half of the run at ln({k}) = {chance:.4g}, the loss of uniform "
+                    f"guesses among {k} classes (chance level): the model learns nothing from its inputs")
+            return k, chance, text
+    return None
 
 
 def lr_restarts(learning_rate: Curve | None, factor: float = 2.0) -> bool:

@@ -285,6 +285,7 @@ def analyze_divergence(
     max_spike_findings: int = 5,
     min_abs_share: float = 0.02,
     min_quanta: float = 3.0,
+    onset_factor: float = 2.0,
 ) -> DivergenceResult:
     """Find where a loss diverged (if it did) and every transient spike.
 
@@ -310,6 +311,8 @@ def analyze_divergence(
         min_abs_share: a spike or explosion must also rise by this share of the loss's starting level (the
             median of its first 3 % of points) in the loss's own units: near zero, ratios of tiny values are noise.
         min_quanta: and by this many rounding steps when the values are rounded (see :func:`quantum`).
+        onset_factor: a divergence's ``onset_step`` is where the loss left its range for good: the first step
+            from which it stays above this many times the median of the 20 points before it (when it does).
     """
     if loss is None or len(loss) == 0:
         return DivergenceResult(
@@ -407,6 +410,9 @@ def analyze_divergence(
             kind = "explosion"
             step = _no_return_step(steps, values, no_return_factor) or int(f_steps[explosion.onset])  # type: ignore[union-attr]
         onset_step = int(f_steps[explosion.onset]) if explosion is not None else step
+        left = _left_range_step(steps, values, onset_factor)
+        if left is not None and left <= step and not gradual:
+            onset_step = left
         baseline = level_after = ratio = None
         if explosion is not None:
             baseline = to_units(explosion.baseline)
@@ -443,6 +449,34 @@ def analyze_divergence(
         log_space=is_log,
         findings=findings,
     )
+
+
+def _left_range_step(steps: np.ndarray, values: np.ndarray, factor: float, window: int = 20) -> int | None:
+    """First step from which the loss never comes back: every later value (non-finite counts) stays above
+    ``factor`` x the median of the ``window`` finite values before that step. None for non-positive curves
+    or when it never happens."""
+    finite = np.isfinite(values)
+    if finite.sum() < 6 or (values[finite] <= 0).any():
+        return None
+    window = int(min(window, max(3, finite.sum() // 5)))
+    v = np.where(finite, values, np.inf)
+    f_idx = np.flatnonzero(finite)
+    med = _rolling_median(values[finite], window)  # median of the `window` finite values ending at each one
+    # trailing reference for point i: the rolling median ending at the last finite point before i
+    before = np.searchsorted(f_idx, np.arange(len(values)), side="left") - 1
+    ok = before >= window - 1
+    ref = np.where(ok, med[np.clip(before, 0, None)], np.nan)
+    after = np.minimum.accumulate(v[::-1])[::-1]
+    with np.errstate(invalid="ignore"):
+        hits = np.flatnonzero(ok & (after > factor * ref))
+    return int(steps[hits[0]]) if hits.size else None
+
+
+def _rolling_median(x: np.ndarray, window: int) -> np.ndarray:
+    """Median of the ``window`` values ending at each point (shorter at the start)."""
+    import pandas as pd
+
+    return pd.Series(x).rolling(window, min_periods=1).median().to_numpy()
 
 
 def _no_return_step(steps: np.ndarray, values: np.ndarray, factor: float) -> int | None:
