@@ -39,8 +39,8 @@ from tanalyze.analysis.early_stopping import EarlyStoppingResult, simulate_early
 from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
-from tanalyze.analysis.resources import ResourceHealth, analyze_resources
 from tanalyze.analysis.recommendations import recommend
+from tanalyze.analysis.resources import ResourceHealth, analyze_resources
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
 from tanalyze.analysis.siblings import SiblingSummary, compare_siblings, folder_of
 from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
