@@ -276,6 +276,7 @@ def _health(
     roles: Roles,
     histograms: pd.DataFrame | None,
     params: Mapping[str, Mapping[str, Any]],
+    eval_steps: np.ndarray | None = None,
 ) -> tuple[GradientHealth | None, ThroughputResult | None, ResourceHealth | None]:
     """Gradient health, throughput and resources, from the roles that feed them (None when none exist)."""
     hist = histograms if histograms is not None and len(histograms) else None
@@ -289,6 +290,8 @@ def _health(
 
     throughput = None
     options = dict(params.get("throughput", {}))
+    if eval_steps is not None:
+        options.setdefault("eval_steps", eval_steps)
     tp = role_curve(curves, roles, "throughput")
     step_time = role_curve(curves, roles, "step_time")
     train = role_curve(curves, roles, "train_loss")
@@ -351,6 +354,25 @@ def _align_validation(
     note = (f"{val.tag} seems keyed by epoch (steps up to {v_last}) while {train.tag} is keyed by iteration "
             f"(up to {t_last}): the validation curve is judged on its own, without the train-validation gap")
     return val, None, note
+
+
+def _nonfinite_from_start(curve: Curve) -> bool:
+    """Whether a curve is NaN/Inf from its first point (and has at least one point)."""
+    values = curve.collapse_steps().values
+    return len(values) > 0 and not np.isfinite(values[0])
+
+
+def _metric_finding(val: Curve) -> Finding:
+    values = val.collapse_steps().values
+    bad = int((~np.isfinite(values)).sum())
+    first_finite = np.flatnonzero(np.isfinite(values))
+    then = (f"; finite from step {int(val.collapse_steps().steps[first_finite[0]])}" if first_finite.size
+            else ", never finite")
+    return Finding("metric_nonfinite", Severity.WARNING,
+                   f"{val.tag} is NaN/Inf from its first evaluation ({bad} of {len(values)} evaluations{then}) "
+                   "while the training loss is finite: the validation data or the metric is broken, not the "
+                   "training; overfitting and early stopping are not judged",
+                   recommend("metric_nonfinite"), step=int(val.steps[0]))
 
 
 def _adversarial_curves(curves: Mapping[str, Curve], roles: Roles) -> tuple[Curve, Curve] | None:
@@ -434,7 +456,13 @@ def diagnose_run(
     loss_analysis = analyze_divergence(main, grad_norm=grad, learning_rate=lr, **params.get("divergence", {}))
     # The validation loss has spikes of its own (a bad evaluation batch, BatchNorm statistics, an LR jump).
     val_analysis = None
-    if val is not None and main is not val:
+    metric_findings: list[Finding] = []
+    if val is not None and main is not val and _nonfinite_from_start(val):
+        # NaN/Inf from the first evaluation while training is finite: the metric or the validation data is
+        # broken (a NaN record, an empty split, a division by zero); no learning rate makes it finite.
+        metric_findings.append(_metric_finding(val))
+        val = None
+    elif val is not None and main is not val:
         val_analysis = analyze_divergence(val, learning_rate=lr, **params.get("divergence", {}))
     # Only transient validation spikes: a lasting rise of the validation loss is overfitting's business.
     val_spikes = tuple(sp for sp in val_analysis.spikes if sp.end_step is not None) if val_analysis else ()
@@ -457,9 +485,10 @@ def diagnose_run(
                            adversarial=adversarial, components=components)
     early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
     progress = analyze_progress(main, epochs=epoch, **params.get("progress", {})) if main is not None else None
-    gradients, throughput, resources = _health(frame, curves, role_map, histograms, params)
+    eval_steps = val.steps if val is not None and val is not train else None
+    gradients, throughput, resources = _health(frame, curves, role_map, histograms, params, eval_steps)
 
-    findings: list[Finding] = list(loss_analysis.findings) + list(verdict.findings)
+    findings: list[Finding] = list(loss_analysis.findings) + list(verdict.findings) + metric_findings
     if val_analysis is not None:  # its spikes and non-finite values; a val "explosion" is judged as overfitting
         findings += [f for f in val_analysis.findings
                      if f.code == "nonfinite_values" or f.code == "diverged_nonfinite"

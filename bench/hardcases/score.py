@@ -86,12 +86,14 @@ def score(diagnoses: Mapping[str, Any], labels: Mapping[str, Mapping[str, Any]],
             runs = [r for r in runs if diagnoses[r].roles.get("train_loss") == label.get("train_loss_tag")] or runs
         for run in runs[:1]:
             d = diagnoses[run]
-            onset_truth = label.get("divergence_onset")
-            if onset_truth is None and "regime" in label and label.get("divergence_step") is not None:
-                onset_truth = label.get("explosion_step") or label["divergence_step"]
-            onset_got = None
+            # hard cases label the onset (where the loss left its range for good); the sample runs label the
+            # divergence step itself (first non-finite step, or where it stayed 10x above its running minimum)
+            onset_truth, onset_got = label.get("divergence_onset"), None
             if d.divergence is not None:
                 onset_got = d.divergence.onset_step
+            if "regime" in label and label.get("divergence_step") is not None:
+                onset_truth = label["divergence_step"]
+                onset_got = d.divergence.step if d.divergence is not None else None
             window = label.get("overfitting_window") or (label.get("val_min_window") if truth == "overfitting" else None)
             overfit_onset = d.overfitting.onset_step if d.overfitting is not None else None
             problems = [f"{f.code}:{f.severity}" for f in d.findings if str(f.severity) in ("warning", "error")]

@@ -453,8 +453,9 @@ def analyze_divergence(
 
 def _left_range_step(steps: np.ndarray, values: np.ndarray, factor: float, window: int = 20) -> int | None:
     """First step from which the loss never comes back: every later value (non-finite counts) stays above
-    ``factor`` x the median of the ``window`` finite values before that step. None for non-positive curves
-    or when it never happens."""
+    ``factor`` x the median of the ``window`` finite values before that step, moved back over the points
+    just before it that were already 1.2x above that median (the start of the climb). None for
+    non-positive curves or when it never happens."""
     finite = np.isfinite(values)
     if finite.sum() < 6 or (values[finite] <= 0).any():
         return None
@@ -469,7 +470,12 @@ def _left_range_step(steps: np.ndarray, values: np.ndarray, factor: float, windo
     after = np.minimum.accumulate(v[::-1])[::-1]
     with np.errstate(invalid="ignore"):
         hits = np.flatnonzero(ok & (after > factor * ref))
-    return int(steps[hits[0]]) if hits.size else None
+    if not hits.size:
+        return None
+    i = int(hits[0])
+    while i > 0 and v[i - 1] >= 1.2 * ref[hits[0]]:  # the climb that led there, while clearly above the range
+        i -= 1
+    return int(steps[i])
 
 
 def _rolling_median(x: np.ndarray, window: int) -> np.ndarray:
@@ -551,6 +557,7 @@ def _findings(
                     recommend("nonfinite_values"), step=first_nonfinite)
         )
     if spikes:
+        span = int(steps[-1] - steps[0]) if len(steps) else 0
         ranked = sorted(spikes, key=lambda s: -(s.magnitude if s.magnitude is not None else s.z))
         for s in ranked[:max_spike_findings]:
             size = f"{s.magnitude:.3g}x its trailing median" if s.magnitude is not None else f"z = {s.z:.1f}"
@@ -558,7 +565,9 @@ def _findings(
                    else "not back within range by the end of the log")
             lead = (f"; the gradient norm spiked {s.grad_norm_lead_steps} steps before"
                     if s.grad_norm_lead_steps is not None and s.grad_norm_lead_steps > 0 else "")
-            severity = Severity.WARNING if s.recovery_steps is None or (s.magnitude or 0) >= 2 else Severity.INFO
+            # a spike that came back within a tenth of the run is a bad batch now and then: information
+            quick = s.recovery_steps is not None and s.recovery_steps <= 0.1 * max(span, 1)
+            severity = Severity.INFO if quick else Severity.WARNING
             out.append(
                 Finding("loss_spike", severity,
                         f"{tag} spiked at step {s.onset_step} from {s.baseline:.4g} to {s.peak_value:.4g} ({size}"
@@ -568,7 +577,7 @@ def _findings(
             )
         if len(spikes) > max_spike_findings:
             out.append(
-                Finding("loss_spike", Severity.WARNING,
+                Finding("loss_spike", Severity.INFO,
                         f"{tag} has {len(spikes)} spikes in all between steps {spikes[0].onset_step} and "
                         f"{spikes[-1].onset_step}; the {max_spike_findings} largest are listed",
                         recommend("loss_spike"), step=spikes[0].onset_step, step_end=spikes[-1].onset_step,
