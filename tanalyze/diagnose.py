@@ -356,6 +356,29 @@ def _align_validation(
     return val, None, note
 
 
+#: Configuration keys that hold the gradient-clipping norm (HF Trainer, DeepSpeed, Lightning, nanoGPT, mmengine …).
+CLIP_KEYS = ("max_grad_norm", "gradient_clipping", "gradient_clip_val", "grad_clip", "clip_grad_norm", "clip_grad",
+             "max_norm", "clip_norm")
+
+
+def clip_value(hparams: Mapping[str, Any], depth: int = 3) -> float | None:
+    """The gradient-clipping norm named in a run's configuration (nested mappings searched a few levels deep),
+    or None when absent, zero or not a positive number (no clipping)."""
+    for key in CLIP_KEYS:
+        value = hparams.get(key)
+        if isinstance(value, Mapping):
+            value = value.get("max_norm", value.get("value"))
+        if isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value) and value > 0:
+            return float(value)
+    if depth > 0:
+        for value in hparams.values():
+            if isinstance(value, Mapping):
+                found = clip_value(value, depth - 1)
+                if found is not None:
+                    return found
+    return None
+
+
 def _nonfinite_from_start(curve: Curve) -> bool:
     """Whether a curve is NaN/Inf from its first point (and has at least one point)."""
     values = curve.collapse_steps().values
@@ -398,6 +421,7 @@ def diagnose_run(
     read_warnings: tuple[str, ...] = (),
     num_classes: int | None = None,
     thresholds: Thresholds | None = None,
+    hparams: Mapping[str, Any] | None = None,
     **params: Mapping[str, Any],
 ) -> RunDiagnosis:
     """Diagnose one run from its tidy table (rows of one run; every point is used).
@@ -411,6 +435,9 @@ def diagnose_run(
         read_warnings: warnings from reading the run, carried into the result.
         num_classes: number of classes, enabling the chance-level check ``ln(num_classes)``.
         thresholds: the verdict's thresholds.
+        hparams: the run's configuration as read; its gradient-clipping value (``max_grad_norm``,
+            ``gradient_clipping``, ``gradient_clip_val``, ``grad_clip`` …) is the gradient analyzer's ``max_norm``
+            unless ``gradients={"max_norm": …}`` says otherwise.
         **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
             ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``
             (each a dict of that analyzer's keyword arguments).
@@ -486,6 +513,9 @@ def diagnose_run(
     early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
     progress = analyze_progress(main, epochs=epoch, **params.get("progress", {})) if main is not None else None
     eval_steps = val.steps if val is not None and val is not train else None
+    clip = clip_value(hparams) if hparams else None
+    if clip is not None and "max_norm" not in params.get("gradients", {}):
+        params = {**params, "gradients": {**params.get("gradients", {}), "max_norm": clip}}
     gradients, throughput, resources = _health(frame, curves, role_map, histograms, params, eval_steps)
 
     findings: list[Finding] = list(loss_analysis.findings) + list(verdict.findings) + metric_findings
@@ -546,7 +576,7 @@ def diagnose(
         out[name] = diagnose_run(
             groups.get(name, empty), run=name, format=info.format, roles=roles, histograms=hist_groups.get(name),
             read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
-            **params,
+            hparams=info.hparams, **params,
         )
     return Diagnoses(compare_with_siblings(out))
 

@@ -51,7 +51,8 @@ def _diagnosed(spec: RunSpec, cache: Cache | None, options: Mapping[str, Any]) -
         info = result.info
         diagnosis = diagnose_run(result.scalars, run=info.name, format=info.format,
                                  histograms=result.histograms if result.has_histograms else None,
-                                 read_warnings=tuple(str(w) for w in info.warnings), **options)
+                                 read_warnings=tuple(str(w) for w in info.warnings), hparams=info.hparams,
+                                 **options)
         out.append((result, diagnosis))
     return out
 
