@@ -356,6 +356,8 @@ def _align_validation(
     return val, None, note
 
 
+#: Gradient clipping a format's trainer applies unless told otherwise (the HF Trainer's max_grad_norm is 1.0).
+DEFAULT_CLIP = {"hf_trainer_state": 1.0, "hf_console": 1.0}
 #: Configuration keys that hold the gradient-clipping norm (HF Trainer, DeepSpeed, Lightning, nanoGPT, mmengine …).
 CLIP_KEYS = ("max_grad_norm", "gradient_clipping", "gradient_clip_val", "grad_clip", "clip_grad_norm", "clip_grad",
              "max_norm", "clip_norm")
@@ -514,11 +516,16 @@ def diagnose_run(
     progress = analyze_progress(main, epochs=epoch, **params.get("progress", {})) if main is not None else None
     eval_steps = val.steps if val is not None and val is not train else None
     clip = clip_value(hparams) if hparams else None
+    if clip is None:
+        clip = DEFAULT_CLIP.get(format or "")
     if clip is not None and "max_norm" not in params.get("gradients", {}):
         params = {**params, "gradients": {**params.get("gradients", {}), "max_norm": clip}}
     gradients, throughput, resources = _health(frame, curves, role_map, histograms, params, eval_steps)
 
-    findings: list[Finding] = list(loss_analysis.findings) + list(verdict.findings) + metric_findings
+    loss_findings = list(loss_analysis.findings)
+    if adversarial is not None:  # a GAN's losses swing by design: their spikes are information
+        loss_findings = [replace(f, severity=Severity.INFO) if f.code == "loss_spike" else f for f in loss_findings]
+    findings: list[Finding] = loss_findings + list(verdict.findings) + metric_findings
     if val_analysis is not None:  # its spikes and non-finite values; a val "explosion" is judged as overfitting
         findings += [f for f in val_analysis.findings
                      if f.code == "nonfinite_values" or f.code == "diverged_nonfinite"

@@ -573,7 +573,7 @@ def analyze_gradients(
             # The run's own early level: after the norm has fallen (a converging, memorising run), a jump back
             # to where it was at the start is no explosion worth a warning.
             early = float(np.median(fin[: max(min_history, fin.size // 5)]))
-            ceiling = max(early, max_norm or 0.0)
+            ceiling = explosion_factor * max(early, max_norm or 0.0)
             if explosions:
                 first = explosions[0]
                 worst = max(explosions, key=lambda e: e.ratio)
@@ -582,7 +582,7 @@ def analyze_gradients(
                     _finding(
                         "grad_explosion",
                         # never recovered, or two orders of magnitude: an error; a transient spike: a warning,
-                        # unless no norm went above the run's early level (or the clip value)
+                        # unless no norm went explosion_factor x above the run's early level (or the clip value)
                         Severity.ERROR
                         if worst.ratio >= 100 or lasting
                         else Severity.WARNING if max(e.value for e in explosions) > ceiling else Severity.INFO,

@@ -442,6 +442,19 @@ def analyze_throughput(
         stalls = [st for st, hit in zip(stalls, at_eval, strict=True) if not hit]
     stall_lost = None if seconds_factor is None else float(sum(s.seconds_lost or 0.0 for s in stalls))
     run_seconds = float(np.sum(s_slow * seconds_factor)) if seconds_factor is not None else None
+    # Rate kinds (samples/s …): seconds from the wall clock of the logged points, shared out by slowness.
+    rate_seconds = None
+    source_curve = curve if curve is not None else wall_time_curve
+    if run_seconds is None and source_curve is not None:
+        stamps = source_curve.wall_time[np.isin(source_curve.steps, s_steps)]
+        stamps = stamps[np.isfinite(stamps)]
+        if stamps.size >= 2 and np.ptp(stamps) > 0:
+            run_seconds = float(np.ptp(stamps))
+            rate_seconds = run_seconds / float(np.sum(s_slow))
+
+    def seconds_of(extra_slowness: float) -> float | None:
+        """Seconds taken by extra slowness summed over points (rate kinds: from the wall clock)."""
+        return None if rate_seconds is None else float(extra_slowness * rate_seconds)
 
     def costly(seconds: float | None) -> bool:
         """A time cost worth a warning (always, for rate kinds whose cost in seconds is unknown)."""
@@ -519,7 +532,9 @@ def analyze_throughput(
         findings.append(
             Finding(
                 "throughput_stall",
-                Severity.WARNING if (len(stalls) > 1 or (stall_lost or 0) > 60) and costly(stall_lost)
+                Severity.WARNING if (len(stalls) > 1 or (stall_lost or 0) > 60)
+                and costly(stall_lost if stall_lost is not None else seconds_of(
+                    float(sum((st.times_median - 1) * level[np.searchsorted(s_steps, st.step)] for st in stalls))))
                 and not periodic_stalls else Severity.INFO,
                 f"{len(stalls)} stall(s) at least {stall_factor:g}x slower than the steady "
                 f"{steady:.4g} {unit} (steps {shown}){period_txt}; worst at step {worst.step}: "
@@ -556,10 +571,11 @@ def analyze_throughput(
     dips_at_eval = bool(eval_pauses) and dips is not None and len(dip_steps & {st.step for st in eval_pauses}) >= \
         0.8 * len(dip_steps)
     if dips is not None and not periodic_stalls and not dips_at_eval:
-        dip_cost = None
+        hit = np.isin(s_steps, np.array(sorted(dip_steps)))
         if seconds_factor is not None:
-            hit = np.isin(s_steps, np.array(sorted(dip_steps)))
             dip_cost = float(np.sum((s_slow[hit] - level[hit]) * seconds_factor[hit]))
+        else:
+            dip_cost = seconds_of(float(np.sum(s_slow[hit] - level[hit])))
         findings.append(
             Finding(
                 "throughput_dips",
@@ -580,11 +596,9 @@ def analyze_throughput(
         vs_first = (_slow_value(cp.after, kind_used) / _slow_value(first_level, kind_used) - 1) * 100
         if cp.slowdown_pct < min_drop * 100 or vs_first < min_drop * 100:
             continue
-        drop_cost = None
-        if seconds_factor is not None:
-            later = c_steps >= cp.step
-            drop_cost = float(np.sum(np.exp(c_log[later]) - _slow_value(cp.before, kind_used))
-                              * np.median(seconds_factor))
+        later = c_steps >= cp.step
+        extra = float(np.sum(np.exp(c_log[later]) - _slow_value(cp.before, kind_used)))
+        drop_cost = extra * float(np.median(seconds_factor)) if seconds_factor is not None else seconds_of(extra)
         findings.append(
             Finding(
                 "throughput_drop",
