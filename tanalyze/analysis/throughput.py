@@ -382,8 +382,8 @@ def analyze_throughput(
     - cost: for time kinds, a stall, dip or drop finding is a ``warning`` only when the time it
       cost is at least ``min_cost_seconds`` and ``min_cost_share`` of the run's time after warm-up
       (a stall of milliseconds is information, not a problem);
-    - evaluations: with ``eval_steps`` (the steps of the validation curve), stalls at evaluation
-      steps (or the first logged step after one) are the time spent evaluating: reported as an
+    - evaluations: with ``eval_steps`` (the steps of the validation curve), stalls whose logging
+      interval starts or ends at an evaluation step are the time spent evaluating: reported as an
       ``evaluation_time`` information with its share of the wall time, not as stalls.
     """
     series = _series(curve, kind, wall_time_curve)
@@ -433,10 +433,10 @@ def analyze_throughput(
     if eval_steps is not None and len(eval_steps) and stalls:
         evals = np.unique(np.asarray(eval_steps, dtype=np.int64))
         at_eval = []
-        for st in stalls:  # the stall's interval (previous logged step, its step] holds an evaluation
+        for st in stalls:  # an evaluation at either end of the stall's interval [previous logged step, its step]
             i = int(np.searchsorted(s_steps, st.step))
             previous = int(s_steps[i - 1]) if i > 0 else st.step - 1
-            j = int(np.searchsorted(evals, previous, side="right"))
+            j = int(np.searchsorted(evals, previous, side="left"))
             at_eval.append(j < evals.size and evals[j] <= st.step)
         eval_pauses = [st for st, hit in zip(stalls, at_eval, strict=True) if hit]
         stalls = [st for st, hit in zip(stalls, at_eval, strict=True) if not hit]
