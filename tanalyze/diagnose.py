@@ -594,7 +594,8 @@ def compare_with_siblings(diagnoses: Mapping[str, RunDiagnosis]) -> dict[str, Ru
     judgement that a run alone cannot make. Other runs are returned as they are."""
     summaries = [
         SiblingSummary(name, folder_of(name), d.roles.get("train_loss"), d.verdict.evidence.get("end_level"),
-                       d.verdict.label, kind=f"{d.format}|{sorted(d.roles.items())}")
+                       d.verdict.label, kind=f"{d.format}|{sorted(d.roles.items())}",
+                       start_level=d.verdict.evidence.get("start_level"))
         for name, d in diagnoses.items() if d.verdict.evidence.get("main_role") == "train"
     ]
     out = dict(diagnoses)

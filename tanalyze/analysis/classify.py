@@ -303,7 +303,9 @@ def _with_components(verdict: Verdict, components: dict[str, Curve], learning_ra
     if not judged or verdict.label == "overfitting":
         return Verdict(verdict.label, verdict.confidence, evidence, verdict.reasons, verdict.also, verdict.findings)
     for label in ("diverged", "unstable"):
-        hit = [(tag, v) for tag, v in parts.items() if v.label == label]
+        # a part's spikes alone do not decide (an RL actor loss or an auxiliary term is spiky by nature)
+        hit = [(tag, v) for tag, v in parts.items() if v.label == label
+               and (label == "diverged" or set(v.evidence.get("unstable_by", ())) - {"spikes"})]
         if hit:
             tag, v = max(hit, key=lambda item: item[1].confidence)
             evidence.update({f"component_{k}": val for k, val in v.evidence.items() if k in ("divergence_step",
@@ -459,14 +461,17 @@ def _unstable(
     low is the schedule at work, not instability; a lasting rise from the minimum still counts."""
     scores: list[float] = []
     why: list[str] = []
+    evidence["unstable_by"] = by = []
     if spikes >= needed:
         scores.append(_past(spikes, needed))
         why.append(f"{spikes} loss spikes (unstable from {needed})")
+        by.append("spikes")
     noise, rough, excess = f["noise"], f["roughness"], f["excess_roughness"]
     swings = rough is None or excess is None or excess >= th.rough_excess  # no decrease at all, or the level swings
     if (f["log_space"] and noise is not None and noise >= th.rough_noise and (rough is None or rough >= th.rough_relative)
             and swings):
         scores.append(min(_past(noise, th.rough_noise), _past(rough or 1e9, th.rough_relative)))
+        by.append("roughness")
         why.append(f"the loss jumps ±{100 * np.expm1(noise):.0f}% from point to point"
                    + (f", {rough:.2f}x its total log decrease" if rough is not None else "")
                    + (f", and its level swings {excess:.1f}x more than that noise explains" if excess else ""))
@@ -475,6 +480,7 @@ def _unstable(
     if (degrade is not None and degrade >= th.degrade_ratio and np.log(degrade) > th.level_sigmas * (f["level_noise"] or 0)
             and f["end_level"] - f["min_level"] >= big_enough):
         scores.append(_past(degrade - 1, th.degrade_ratio - 1))
+        by.append("rise")
         why.append(f"the loss rose {_percent(degrade - 1)} from its lowest level {f['min_level']:.4g} to "
                    f"{f['end_level']:.4g} (medians of {f['tail_points']} points) and stayed there")
     rebound = f["rebound"]
@@ -484,6 +490,7 @@ def _unstable(
         np.expm1(rebound) * f["min_level"] >= big_enough
     ):
         scores.append(_past(np.expm1(rebound), th.rebound_ratio - 1))
+        by.append("rebound")
         why.append(f"the loss climbed back {100 * np.expm1(rebound):.0f}% above an earlier low "
                    "(medians of 20 stretches of the run) before coming down again")
     if val is not None:
@@ -495,6 +502,7 @@ def _unstable(
             evidence["val_noise"] = val_noise
             if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0):
                 scores.append(_past(val_noise, th.val_rough_noise))
+                by.append("validation")
                 why.append(f"{val.tag} oscillates ±{100 * np.expm1(val_noise):.0f}% between evaluations")
     return scores, why
 

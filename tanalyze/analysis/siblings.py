@@ -2,7 +2,9 @@
 
 A single run cannot tell "my loss fell 60% and flattened" from "my loss fell 60% and flattened a hundred
 times higher than it should": only its siblings can. Siblings are runs in the same folder, read by the same
-reader, whose losses resolved to the same tags (seeds, ablations, versions of one job). A run whose final training loss is at least
+reader, whose losses resolved to the same tags and started within ``same_start`` (3x) of each other: the
+same task (seeds, ablations, versions of one job), not different models that happen to share a folder. A
+run whose final training loss is at least
 ``factor`` (10) times the median of its siblings' and ``above_all`` (3) times the highest of them, with at
 least ``min_siblings`` (2) siblings that reached a verdict, is stuck: underfitting, with the numbers.
 
@@ -35,6 +37,7 @@ class SiblingSummary:
     end_level: float | None  # the verdict's end level of that loss (median of its last points)
     label: str
     kind: str = ""  # what else must match: the reader and the roles' tags
+    start_level: float | None = None  # where the loss started: siblings of one job start alike
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,13 @@ class StuckRun(ResultMixin):
                 f"(highest {self.siblings_max:.4g}): stuck far above where this job gets")
 
 
+def _alike(a: float | None, b: float | None, factor: float) -> bool:
+    """Whether two starting levels are within ``factor`` of each other (unknown ones never are)."""
+    if a is None or b is None or not (a > 0 and b > 0):
+        return False
+    return max(a, b) / min(a, b) <= factor
+
+
 def folder_of(run: str) -> str:
     """The folder part of a run name (``"sweep/seed_3"`` -> ``"sweep"``; ``""`` for a top-level run)."""
     return run.rsplit("/", 1)[0] if "/" in run else ""
@@ -66,6 +76,7 @@ def compare_siblings(
     factor: float = 10.0,
     above_all: float = 3.0,
     min_siblings: int = 2,
+    same_start: float = 3.0,
 ) -> tuple[StuckRun, ...]:
     """Every run stuck orders of magnitude above its siblings (see the module doc)."""
     items = list(summaries.values()) if isinstance(summaries, Mapping) else list(summaries)
@@ -79,7 +90,9 @@ def compare_siblings(
         if len(members) < min_siblings + 1:
             continue
         for s in members:
-            others = [o for o in members if o is not s]
+            others = [o for o in members if o is not s and _alike(o.start_level, s.start_level, same_start)]
+            if len(others) < min_siblings:
+                continue
             levels = np.array([o.end_level for o in others], dtype=np.float64)
             median, top = float(np.median(levels)), float(levels.max())
             ratio = s.end_level / median
