@@ -178,7 +178,11 @@ def train_features(
         rebound = float(climbs[worst]) if is_log else float(climbs[worst] / max(abs(head_y), 1e-12))
         rebound_step = int(rbx[worst + 1])
         if np.isfinite(sigma):
-            rebound_noise = 1.2533 * float(sigma) / np.sqrt(n / 20) / (1.0 if is_log else max(abs(head_y), 1e-12))
+            # the larger of what i.i.d. noise predicts and what the stretch medians show (correlated noise:
+            # a few bad batches in a row move a median more than independent ones would)
+            seen = noise_sigma(rby)
+            rebound_noise = max(1.2533 * float(sigma) / np.sqrt(n / 20), float(seen) if np.isfinite(seen) else 0.0)
+            rebound_noise /= 1.0 if is_log else max(abs(head_y), 1e-12)
     # Excess roughness: how much more the level itself moves (medians of m points) than i.i.d. noise of the
     # measured point-to-point sigma would move it. ~1 for a noisy mini-batch loss around a smooth trend,
     # well above 1 when the level swings (an lr too high, oscillation).
