@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy.ndimage import median_filter
-from tanalyze.analysis.curves import Curve
 
 import tanalyze
+from tanalyze.curves import Curve
 from tanalyze.diagnose import diagnose_run
 from tanalyze.schema import scalar_frame
 
