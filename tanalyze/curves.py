@@ -23,6 +23,7 @@ __all__ = [
     "trailing_median",
     "loss_space",
     "segment_medians",
+    "quantum",
 ]
 
 #: Scale factor that makes the MAD a consistent estimator of the standard deviation for normal data.
@@ -275,3 +276,20 @@ def segment_medians(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) ->
     hi = offset[ok] + sizes[ok] // 2
     out[ok] = (ranked[lo] + ranked[hi]) / 2
     return out
+
+
+def quantum(values: np.ndarray, max_decimals: int = 6) -> float:
+    """The rounding step of values logged with a fixed number of decimals (HF Trainer 4.x rounds the loss to
+    4: quantum 1e-4), or 0.0 when they are not rounded. Values stored as float32 count as rounded when they
+    are within a thousandth of a quantum of a multiple of it."""
+    finite = np.asarray(values, dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if finite.size < 10:
+        return 0.0
+    for decimals in range(0, max_decimals + 1):
+        scaled = finite * 10.0**decimals
+        if np.abs(scaled).max() > 1e12:
+            return 0.0
+        if (np.abs(scaled - np.round(scaled)) < 1e-3).all():
+            return 10.0**-decimals
+    return 0.0

@@ -26,7 +26,7 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,19 +39,21 @@ from tanalyze.analysis.early_stopping import EarlyStoppingResult, simulate_early
 from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
+from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.resources import ResourceHealth, analyze_resources
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
+from tanalyze.analysis.siblings import SiblingSummary, compare_siblings, folder_of
 from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs
-from tanalyze.roles import Roles, resolve_roles, role_curve, tag_words
+from tanalyze.roles import Roles, resolve_roles, role_curve, sum_curves, tag_words
 from tanalyze.text import safe_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run"]
+__all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_with_siblings"]
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
@@ -274,6 +276,7 @@ def _health(
     roles: Roles,
     histograms: pd.DataFrame | None,
     params: Mapping[str, Mapping[str, Any]],
+    eval_steps: np.ndarray | None = None,
 ) -> tuple[GradientHealth | None, ThroughputResult | None, ResourceHealth | None]:
     """Gradient health, throughput and resources, from the roles that feed them (None when none exist)."""
     hist = histograms if histograms is not None and len(histograms) else None
@@ -287,6 +290,8 @@ def _health(
 
     throughput = None
     options = dict(params.get("throughput", {}))
+    if eval_steps is not None:
+        options.setdefault("eval_steps", eval_steps)
     tp = role_curve(curves, roles, "throughput")
     step_time = role_curve(curves, roles, "step_time")
     train = role_curve(curves, roles, "train_loss")
@@ -351,6 +356,63 @@ def _align_validation(
     return val, None, note
 
 
+#: Gradient clipping a format's trainer applies unless told otherwise (the HF Trainer's max_grad_norm is 1.0).
+DEFAULT_CLIP = {"hf_trainer_state": 1.0, "hf_console": 1.0}
+#: Configuration keys that hold the gradient-clipping norm (HF Trainer, DeepSpeed, Lightning, nanoGPT, mmengine …).
+CLIP_KEYS = ("max_grad_norm", "gradient_clipping", "gradient_clip_val", "grad_clip", "clip_grad_norm", "clip_grad",
+             "max_norm", "clip_norm")
+
+
+def clip_value(hparams: Mapping[str, Any], depth: int = 3) -> float | None:
+    """The gradient-clipping norm named in a run's configuration (nested mappings searched a few levels deep),
+    or None when absent, zero or not a positive number (no clipping)."""
+    for key in CLIP_KEYS:
+        value = hparams.get(key)
+        if isinstance(value, Mapping):
+            value = value.get("max_norm", value.get("value"))
+        if isinstance(value, int | float) and not isinstance(value, bool) and np.isfinite(value) and value > 0:
+            return float(value)
+    if depth > 0:
+        for value in hparams.values():
+            if isinstance(value, Mapping):
+                found = clip_value(value, depth - 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _nonfinite_from_start(curve: Curve) -> bool:
+    """Whether a curve is NaN/Inf from its first point (and has at least one point)."""
+    values = curve.collapse_steps().values
+    return len(values) > 0 and not np.isfinite(values[0])
+
+
+def _metric_finding(val: Curve) -> Finding:
+    values = val.collapse_steps().values
+    bad = int((~np.isfinite(values)).sum())
+    first_finite = np.flatnonzero(np.isfinite(values))
+    then = (f"; finite from step {int(val.collapse_steps().steps[first_finite[0]])}" if first_finite.size
+            else ", never finite")
+    return Finding("metric_nonfinite", Severity.WARNING,
+                   f"{val.tag} is NaN/Inf from its first evaluation ({bad} of {len(values)} evaluations{then}) "
+                   "while the training loss is finite: the validation data or the metric is broken, not the "
+                   "training; overfitting and early stopping are not judged",
+                   recommend("metric_nonfinite"), step=int(val.steps[0]))
+
+
+def _adversarial_curves(curves: Mapping[str, Curve], roles: Roles) -> tuple[Curve, Curve] | None:
+    """A GAN's (generator, discriminator) loss curves, each side summed over its parts; None for other runs."""
+    if not roles.adversarial:
+        return None
+    sides = []
+    for side in ("generator", "discriminator"):
+        parts = [curves[t] for t in roles.adversarial[side] if t in curves]
+        if not parts:
+            return None
+        sides.append(sum_curves(parts, " + ".join(roles.adversarial[side])))
+    return sides[0], sides[1]
+
+
 def diagnose_run(
     frame: pd.DataFrame,
     *,
@@ -361,6 +423,7 @@ def diagnose_run(
     read_warnings: tuple[str, ...] = (),
     num_classes: int | None = None,
     thresholds: Thresholds | None = None,
+    hparams: Mapping[str, Any] | None = None,
     **params: Mapping[str, Any],
 ) -> RunDiagnosis:
     """Diagnose one run from its tidy table (rows of one run; every point is used).
@@ -374,6 +437,9 @@ def diagnose_run(
         read_warnings: warnings from reading the run, carried into the result.
         num_classes: number of classes, enabling the chance-level check ``ln(num_classes)``.
         thresholds: the verdict's thresholds.
+        hparams: the run's configuration as read; its gradient-clipping value (``max_grad_norm``,
+            ``gradient_clipping``, ``gradient_clip_val``, ``grad_clip`` …) is the gradient analyzer's ``max_norm``
+            unless ``gradients={"max_norm": …}`` says otherwise.
         **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
             ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``
             (each a dict of that analyzer's keyword arguments).
@@ -419,7 +485,13 @@ def diagnose_run(
     loss_analysis = analyze_divergence(main, grad_norm=grad, learning_rate=lr, **params.get("divergence", {}))
     # The validation loss has spikes of its own (a bad evaluation batch, BatchNorm statistics, an LR jump).
     val_analysis = None
-    if val is not None and main is not val:
+    metric_findings: list[Finding] = []
+    if val is not None and main is not val and _nonfinite_from_start(val):
+        # NaN/Inf from the first evaluation while training is finite: the metric or the validation data is
+        # broken (a NaN record, an empty split, a division by zero); no learning rate makes it finite.
+        metric_findings.append(_metric_finding(val))
+        val = None
+    elif val is not None and main is not val:
         val_analysis = analyze_divergence(val, learning_rate=lr, **params.get("divergence", {}))
     # Only transient validation spikes: a lasting rise of the validation loss is overfitting's business.
     val_spikes = tuple(sp for sp in val_analysis.spikes if sp.end_step is not None) if val_analysis else ()
@@ -432,13 +504,28 @@ def diagnose_run(
     if val is not None and train is not None:
         overfitting = analyze_overfitting(val, val_train, losses_comparable=role_map.losses_comparable,
                                           **params.get("overfitting", {}))
+    adversarial = _adversarial_curves(curves, role_map)
+    components = None
+    if train is not None and adversarial is None and "train_loss" in role_map:
+        parts = {t: curves[t] for t in role_map["train_loss"].components if t in curves}
+        components = parts if len(parts) >= 2 else None
     verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
-                           num_classes=num_classes, thresholds=thresholds or Thresholds())
+                           num_classes=num_classes, thresholds=thresholds or Thresholds(),
+                           adversarial=adversarial, components=components)
     early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
     progress = analyze_progress(main, epochs=epoch, **params.get("progress", {})) if main is not None else None
-    gradients, throughput, resources = _health(frame, curves, role_map, histograms, params)
+    eval_steps = val.steps if val is not None and val is not train else None
+    clip = clip_value(hparams) if hparams else None
+    if clip is None:
+        clip = DEFAULT_CLIP.get(format or "")
+    if clip is not None and "max_norm" not in params.get("gradients", {}):
+        params = {**params, "gradients": {**params.get("gradients", {}), "max_norm": clip}}
+    gradients, throughput, resources = _health(frame, curves, role_map, histograms, params, eval_steps)
 
-    findings: list[Finding] = list(loss_analysis.findings) + list(verdict.findings)
+    loss_findings = list(loss_analysis.findings)
+    if adversarial is not None:  # a GAN's losses swing by design: their spikes are information
+        loss_findings = [replace(f, severity=Severity.INFO) if f.code == "loss_spike" else f for f in loss_findings]
+    findings: list[Finding] = loss_findings + list(verdict.findings) + metric_findings
     if val_analysis is not None:  # its spikes and non-finite values; a val "explosion" is judged as overfitting
         findings += [f for f in val_analysis.findings
                      if f.code == "nonfinite_values" or f.code == "diverged_nonfinite"
@@ -496,6 +583,37 @@ def diagnose(
         out[name] = diagnose_run(
             groups.get(name, empty), run=name, format=info.format, roles=roles, histograms=hist_groups.get(name),
             read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
-            **params,
+            hparams=info.hparams, **params,
         )
-    return Diagnoses(out)
+    return Diagnoses(compare_with_siblings(out))
+
+
+def compare_with_siblings(diagnoses: Mapping[str, RunDiagnosis]) -> dict[str, RunDiagnosis]:
+    """The diagnoses, with every run whose loss ended orders of magnitude above its siblings' (same folder,
+    same training-loss tag; see :mod:`tanalyze.analysis.siblings`) judged underfitting: a cross-run
+    judgement that a run alone cannot make. Other runs are returned as they are."""
+    summaries = [
+        SiblingSummary(name, folder_of(name), d.roles.get("train_loss"), d.verdict.evidence.get("end_level"),
+                       d.verdict.label, kind=f"{d.format}|{sorted(d.roles.items())}",
+                       start_level=d.verdict.evidence.get("start_level"))
+        for name, d in diagnoses.items() if d.verdict.evidence.get("main_role") == "train"
+    ]
+    out = dict(diagnoses)
+    for stuck in compare_siblings(summaries):
+        d = out[stuck.run]
+        v = d.verdict
+        reason = stuck.reason()
+        finding = Finding("underfitting", Severity.WARNING, reason, recommend("underfitting"),
+                          evidence={"siblings": list(stuck.siblings), "ratio": stuck.ratio})
+        evidence = {**v.evidence, "siblings": stuck.to_dict()}
+        if v.label == "normal":
+            confidence = round(float(np.clip(1 - 0.5 * 10 / stuck.ratio, 0.5, 0.95)), 3)
+            verdict = replace(v, label="underfitting", confidence=confidence, evidence=evidence,
+                              reasons=(reason, *v.reasons[1:]), findings=(finding,))
+        elif v.label == "underfitting":
+            verdict = replace(v, evidence=evidence, reasons=(*v.reasons, reason))
+        else:
+            verdict = replace(v, evidence=evidence, also=(*v.also, "underfitting"), reasons=(*v.reasons, reason))
+        findings = tuple(f for f in d.findings if not (f.code == "underfitting" and v.label == "normal")) + (finding,)
+        out[stuck.run] = replace(d, verdict=verdict, findings=findings if v.label != "underfitting" else d.findings)
+    return out

@@ -51,7 +51,8 @@ def _diagnosed(spec: RunSpec, cache: Cache | None, options: Mapping[str, Any]) -
         info = result.info
         diagnosis = diagnose_run(result.scalars, run=info.name, format=info.format,
                                  histograms=result.histograms if result.has_histograms else None,
-                                 read_warnings=tuple(str(w) for w in info.warnings), **options)
+                                 read_warnings=tuple(str(w) for w in info.warnings), hparams=info.hparams,
+                                 **options)
         out.append((result, diagnosis))
     return out
 
@@ -84,7 +85,7 @@ def diagnose_path(
 ):
     """Read and diagnose every run under ``path``, each run wholly in a worker (``options`` as for
     :func:`tanalyze.diagnose_run`). Returns :class:`~tanalyze.diagnose.Diagnoses` in discovery order."""
-    from tanalyze.diagnose import Diagnoses
+    from tanalyze.diagnose import Diagnoses, compare_with_siblings
 
     discovery = discover_runs(path, formats=formats, patterns=patterns, join=join)
     task = partial(diagnose_task, cache=resolve_cache(cache), options=options)
@@ -92,7 +93,8 @@ def diagnose_path(
     for spec, result in _mapped(task, discovery.runs, jobs=jobs, client=client, progress=progress):
         pairs.extend([_failed_diagnosis(spec, result.error, options)] if isinstance(result, Failure) else result)
     names = unique_names(info.name for info, _ in pairs)
-    return Diagnoses({name: d if d.run == name else replace(d, run=name) for name, (_, d) in zip(names, pairs, strict=True)})
+    diagnoses = {name: d if d.run == name else replace(d, run=name) for name, (_, d) in zip(names, pairs, strict=True)}
+    return Diagnoses(compare_with_siblings(diagnoses))
 
 
 def summarize_task(spec: RunSpec, *, cache: Cache | None, roles: Mapping[str, str] | None) -> list[Any]:

@@ -11,7 +11,10 @@ Names are compared as lower-case word lists: ``Loss/train``,
 
 Losses made of components without a total (Ultralytics ``train/box_loss``,
 ``train/cls_loss``, ``train/dfl_loss``) become one role whose curve is the sum
-of the components at the steps they share. A split with no loss but a
+of the components at the steps they share; the verdict also judges each
+component as its own curve. The losses of a GAN (``loss/G``, ``loss/D``,
+``loss_G_GAN``, ``loss_D_real`` …) are never summed: the generator's is the
+training loss and :attr:`Roles.adversarial` names both sides. A split with no loss but a
 perplexity (DeepSpeed-Chat's ``eval_ppl``) uses its logarithm as the loss.
 
 Users override any role: ``roles={"val_loss": "my/val"}`` (a tag, a tuple of
@@ -32,7 +35,7 @@ import pandas as pd
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 
-__all__ = ["ROLES", "RoleAssignment", "Rejected", "Roles", "resolve_roles", "role_curve", "tag_words"]
+__all__ = ["ROLES", "RoleAssignment", "Rejected", "Roles", "resolve_roles", "role_curve", "sum_curves", "tag_words"]
 
 #: Every role, with what it means.
 ROLES: Mapping[str, str] = MappingProxyType(  # read-only view of the role table
@@ -126,6 +129,8 @@ class Roles:
     throughput_kind: str | None = None
     #: True when train and validation losses measure the same quantity, so their gap means something.
     losses_comparable: bool = True
+    #: A GAN's training losses by side: ``{"generator": tags, "discriminator": tags}`` (empty otherwise).
+    adversarial: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __contains__(self, role: object) -> bool:
         return role in self.assigned
@@ -150,6 +155,7 @@ class Roles:
             "warnings": list(self.warnings),
             "throughput_kind": self.throughput_kind,
             "losses_comparable": self.losses_comparable,
+            "adversarial": {side: list(tags) for side, tags in self.adversarial.items()},
         }
 
 
@@ -328,7 +334,28 @@ def _pick(candidates: list[_Candidate]) -> tuple[_Candidate | None, list[Rejecte
     return best, rejected
 
 
-def _resolve_losses(counts: dict[str, int]) -> tuple[dict[str, RoleAssignment], dict[str, list[Rejected]], bool]:
+#: Words naming the generator / the discriminator (critic) of a GAN in a loss tag.
+_GENERATOR = {"g", "gen", "generator", "netg"}
+_DISCRIMINATOR = {"d", "disc", "discriminator", "critic", "netd"}
+
+
+def _adversarial_sides(parts: list[tuple[str, int, tuple[str, ...], str]]) -> dict[str, tuple[str, ...]]:
+    """Generator and discriminator tags when every loss component names one side (and both sides exist)."""
+    sides: dict[str, list[str]] = {"generator": [], "discriminator": []}
+    for tag, _, component, _ in parts:
+        words = set(component) | set(tag_words(tag))
+        g, d = bool(words & _GENERATOR), bool(words & _DISCRIMINATOR)
+        if g == d:
+            return {}
+        sides["generator" if g else "discriminator"].append(tag)
+    if not sides["generator"] or not sides["discriminator"]:
+        return {}
+    return {side: tuple(sorted(tags)) for side, tags in sides.items()}
+
+
+def _resolve_losses(
+    counts: dict[str, int],
+) -> tuple[dict[str, RoleAssignment], dict[str, list[Rejected]], bool, dict[str, tuple[str, ...]]]:
     by_split: dict[str, list[tuple[str, int, tuple[str, ...], str]]] = {"train": [], "val": []}
     for tag in counts:
         kind = _loss_kind(tag_words(tag))
@@ -338,6 +365,7 @@ def _resolve_losses(counts: dict[str, int]) -> tuple[dict[str, RoleAssignment], 
     assigned: dict[str, RoleAssignment] = {}
     rejected: dict[str, list[Rejected]] = {"train_loss": [], "train_loss_epoch": [], "val_loss": []}
     groups: dict[str, tuple[str, ...]] = {}
+    adversarial: dict[str, tuple[str, ...]] = {}
     for split, role in (("train", "train_loss"), ("val", "val_loss")):
         entries = by_split[split]
         whole = [e for e in entries if e[1] < 3]
@@ -371,7 +399,18 @@ def _resolve_losses(counts: dict[str, int]) -> tuple[dict[str, RoleAssignment], 
             rejected[role] += [Rejected(t, "a loss component; a whole loss exists") for t, *_ in parts]
         elif parts:
             usable = [p for p in parts if counts[p[0]] > 0]
-            if len(usable) >= 2:
+            sides = _adversarial_sides(usable) if split == "train" and len(usable) >= 2 else {}
+            if sides:  # a GAN: the two sides play against each other; their sum means nothing
+                tags = sides["generator"]
+                assigned[role] = RoleAssignment(
+                    role, " + ".join(tags), tags, min(counts[t] for t in tags), "auto",
+                    "GAN generator loss (the discriminator's is judged beside it, never summed with it)",
+                )
+                groups[role] = ("generator",)
+                adversarial = sides
+                rejected[role] += [Rejected(t, "the GAN's discriminator loss (judged beside the generator's)")
+                                   for t in sides["discriminator"]]
+            elif len(usable) >= 2:
                 tags = tuple(sorted(p[0] for p in usable))
                 assigned[role] = RoleAssignment(
                     role, " + ".join(tags), tags, min(counts[t] for t in tags), "auto",
@@ -401,7 +440,7 @@ def _resolve_losses(counts: dict[str, int]) -> tuple[dict[str, RoleAssignment], 
     comparable = True
     if "train_loss" in assigned and "val_loss" in assigned:
         comparable = groups.get("train_loss", ()) == groups.get("val_loss", ())
-    return assigned, rejected, comparable
+    return assigned, rejected, comparable, adversarial
 
 
 def resolve_roles(
@@ -425,7 +464,7 @@ def resolve_roles(
     if unknown:
         raise ConfigError(f"unknown role(s) {', '.join(map(repr, unknown))}; known roles: {', '.join(ROLES)}")
 
-    assigned, rejected_lists, comparable = _resolve_losses(counts)
+    assigned, rejected_lists, comparable, adversarial = _resolve_losses(counts)
     throughput_kind = None
     for role, matcher in _SIMPLE.items():
         cands = []
@@ -489,6 +528,8 @@ def resolve_roles(
         )
         if role in ("train_loss", "val_loss"):
             comparable = True  # the user chose the pair
+            if role == "train_loss":
+                adversarial = {}  # the user chose the training loss
         if role == "throughput":
             hit = _match_throughput(tag_words(tags[0]), tags[0])
             throughput_kind = hit[2] if hit else "samples"
@@ -503,6 +544,7 @@ def resolve_roles(
         warnings=tuple(warnings),
         throughput_kind=throughput_kind if "throughput" in ordered else None,
         losses_comparable=comparable,
+        adversarial=adversarial,
     )
 
 
@@ -517,6 +559,11 @@ def role_curve(curves: Mapping[str, Curve], roles: Roles, role: str) -> Curve | 
     if assignment.log:
         with np.errstate(divide="ignore", invalid="ignore"):
             return Curve(assignment.tag, parts[0].steps, np.log(parts[0].values), parts[0].wall_time)
+    return sum_curves(parts, assignment.tag)
+
+
+def sum_curves(parts: list[Curve], tag: str) -> Curve:
+    """The sum of curves at the steps they all share (one curve is returned as it is)."""
     if len(parts) == 1:
         return parts[0]
     parts = [p.collapse_steps() for p in parts]
@@ -529,4 +576,4 @@ def role_curve(curves: Mapping[str, Curve], roles: Roles, role: str) -> Curve | 
         index = np.searchsorted(p.steps, common)
         total = total + p.values[index]
         wall = np.fmax(wall, p.wall_time[index])
-    return Curve(assignment.tag, common, total, wall)
+    return Curve(tag, common, total, wall)

@@ -65,15 +65,29 @@ class Thresholds:
     end_share: float = 0.3  # the "end" of the run for the slope
     chance_fraction: float = 0.9  # with num_classes: ending above 0.9·ln(C) is chance level
     min_spikes: int = 3  # unstable: at least this many spikes …
-    spike_rate: float = 0.002  # … and at least this many per point (2 per 1,000)
+    spike_rate: float = 0.004  # … and at least this many per point (4 per 1,000: a spike every few hundred
+    #                            steps that recovers is a bad batch now and then, not instability)
     rough_noise: float = 0.3  # unstable: log-loss noise σ at least this (±35 % point to point) …
-    rough_relative: float = 0.25  # … and at least this share of the total log decrease
+    rough_relative: float = 0.25  # … and at least this share of the total log decrease …
+    rough_excess: float = 1.5  # … and the level itself swings this many times more than i.i.d. noise would
+    #                            move it (a noisy mini-batch loss around a smooth trend is ~1)
+    level_sigmas: float = 4.0  # a rise from the minimum or a rebound must clear this many sigmas of the levels …
+    min_abs_share: float = 0.02  # … and this share of the starting level in the loss's units (near zero,
+    #                              ratios of tiny values are noise: 0.0005 -> 0.001 is no "doubling")
     val_rough_noise: float = 0.2  # unstable validation: σ of the log val loss …
     val_rough_relative: float = 0.5  # … relative to its total log decrease
     val_rough_min_points: int = 6
     degrade_ratio: float = 1.5  # unstable: the loss ends this many times above its minimum
     rebound_ratio: float = 1.5  # unstable: mid-run, the loss climbed this many times above an earlier low
     resumed_share: float = 0.25  # a log starting after this share of its last step continues an earlier run
+    gan_collapse: float = 0.1  # GAN: the discriminator loss ended below this share of where it started …
+    #                            (while the generator's climbed degrade_ratio x above its lowest level) …
+    gan_dominate: float = 0.5  # … or below this share while the generator's climbed gan_climb x
+    gan_climb: float = 2.0
+    chance_flat: float = 0.01  # chance plateau (no num_classes given): the last two quarters differ < 1 % …
+    chance_below: float = 0.005  # … and end within -0.5 % / +3 % of ln K …
+    chance_above: float = 0.03
+    chance_max_classes: int = 20  # … for K up to 20 (10 without a validation loss)
 
 
 @dataclass(frozen=True)
@@ -130,7 +144,10 @@ def train_features(
     head, tail = unit(head_y), unit(tail_y)
     bins = int(np.clip(n // 5, 1, 40))  # at least 5 points per bin where possible
     bx, by = bin_medians(x, y, bins)
-    low = unit(float(np.min(by)))
+    # The lowest level, on stretches as long as the tail window: the minimum of many short noisy medians
+    # is biased low (by about 2 of their sigmas for 40 of them), which reads noise as a rise from the minimum.
+    tx, ty = bin_medians(x, y, max(1, n // t))
+    low = unit(float(np.min(ty)))
     if is_log:
         change = tail / head - 1
     else:
@@ -150,18 +167,38 @@ def train_features(
         end_share = end_drop / total_drop if total_drop > 0 else 0.0
     sigma = noise_sigma(y)
     decrease = head_y - tail_y if is_log else (head_y - tail_y) / max(abs(head_y), 1e-12)
-    # The largest climb back above an earlier low, on bin medians (5+ points each, so noise averages out).
-    rebound = None
+    # The largest climb back above an earlier low, on bin medians (5+ points each, so noise averages out);
+    # `rebound_noise` is the sigma of one such median under i.i.d. noise: a climb must clear several of them.
+    rebound = rebound_noise = rebound_step = None
     if n >= 5 * 20:
         rbx, rby = bin_medians(x, y, 20)
         earlier_low = np.minimum.accumulate(rby)[:-1]
         climbs = rby[1:] - earlier_low
-        rebound = float(climbs.max()) if is_log else float(climbs.max() / max(abs(head_y), 1e-12))
+        worst = int(np.argmax(climbs))
+        rebound = float(climbs[worst]) if is_log else float(climbs[worst] / max(abs(head_y), 1e-12))
+        rebound_step = int(rbx[worst + 1])
+        if np.isfinite(sigma):
+            # the larger of what i.i.d. noise predicts and what the stretch medians show (correlated noise:
+            # a few bad batches in a row move a median more than independent ones would)
+            seen = noise_sigma(rby)
+            rebound_noise = max(1.2533 * float(sigma) / np.sqrt(n / 20), float(seen) if np.isfinite(seen) else 0.0)
+            rebound_noise /= 1.0 if is_log else max(abs(head_y), 1e-12)
+    # Excess roughness: how much more the level itself moves (medians of m points) than i.i.d. noise of the
+    # measured point-to-point sigma would move it. ~1 for a noisy mini-batch loss around a smooth trend,
+    # well above 1 when the level swings (an lr too high, oscillation).
+    excess = None
+    if n >= 40 and np.isfinite(sigma) and sigma > 0:
+        m = max(5, n // 40)
+        _, my = bin_medians(x, y, n // m)
+        excess = float(noise_sigma(my) / (1.2533 * sigma / np.sqrt(m)))
     roughness = sigma / decrease if decrease > 0 else float("inf")
     return {
         "tag": curve.tag,
         "points": n,
         "first_step": int(c.steps[0]) if n else None,
+        "first_value": float(c.values[0]) if n else None,
+        "head_points": h,
+        "tail_points": t,
         "last_step": int(c.steps[-1]) if n else None,
         "log_space": is_log,
         "start_level": head,
@@ -173,8 +210,11 @@ def train_features(
         "noise": float(sigma) if np.isfinite(sigma) else None,
         "roughness": float(roughness) if np.isfinite(roughness) else None,
         "rebound": rebound,
-        # noise of a bin median or of the tail median: what a rise must clear to be real
-        "level_noise": float(sigma) / np.sqrt(max(1.0, min(n / bins, t))) if np.isfinite(sigma) else None,
+        "rebound_noise": rebound_noise,
+        "rebound_step": rebound_step,
+        "excess_roughness": excess,
+        # noise of the tail median (and of the lowest level, measured over as many points): what a rise must clear
+        "level_noise": 1.2533 * float(sigma) / np.sqrt(t) if np.isfinite(sigma) else None,
     }
 
 
@@ -187,6 +227,8 @@ def classify_run(
     learning_rate: Curve | None = None,
     num_classes: int | None = None,
     thresholds: Thresholds = Thresholds(),
+    adversarial: tuple[Curve, Curve] | None = None,
+    components: dict[str, Curve] | None = None,
 ) -> Verdict:
     """The verdict for one run from its training and validation loss.
 
@@ -195,7 +237,110 @@ def classify_run(
     With ``learning_rate``, a loss still falling at the end while the rate was
     annealed to near zero is the schedule at work, not a sign of too few steps.
     ``num_classes`` enables the chance-level check (loss near ``ln(num_classes)``).
+
+    ``adversarial`` — a GAN's (generator, discriminator) losses (``train`` is then the generator's):
+    judged as a game (see :func:`_adversarial`), never as one loss that should fall.
+    ``components`` — the training loss's parts when it is their sum (several heads, auxiliary
+    losses): each part is judged as its own curve, so that one scale does not drown the others.
     """
+    if adversarial is not None:
+        return _adversarial(*adversarial, divergence, thresholds)
+    verdict = _classify(train, val, divergence, overfitting, learning_rate, num_classes, thresholds)
+    if components and len(components) >= 2 and verdict.label not in ("diverged", "insufficient_data"):
+        verdict = _with_components(verdict, components, learning_rate, thresholds)
+    return verdict
+
+
+def _adversarial(generator: Curve, discriminator: Curve, divergence: DivergenceResult | None,
+                 th: Thresholds) -> Verdict:
+    """A GAN: NaN/Inf on either side is a divergence; a discriminator whose loss collapses to a small share
+    of where it started while the generator's climbs has won the game (unstable); otherwise both hovering
+    near an equilibrium is normal — GAN losses are not supposed to fall."""
+    evidence: dict[str, Any] = {"main_curve": generator.tag, "main_role": "train", "adversarial": True,
+                                "discriminator": discriminator.tag}
+    for curve, result in ((generator, divergence), (discriminator, None)):
+        result = result if result is not None else analyze_divergence(curve)
+        d = result.divergence
+        if d is not None and d.kind in ("nan", "inf"):
+            evidence.update(divergence_kind=d.kind, divergence_step=d.step, onset_step=d.onset_step)
+            return Verdict("diverged", 0.99, evidence,
+                           (f"{curve.tag} (GAN) became {d.kind.upper()} at step {d.step} and never recovered",))
+    g, d = generator.collapse_steps().finite_part(), discriminator.collapse_steps().finite_part()
+    if min(len(g), len(d)) < th.min_points:
+        return Verdict("insufficient_data", 1.0, evidence,
+                       (f"only {min(len(g), len(d))} finite point(s) of a GAN loss; need {th.min_points}",),
+                       findings=(_insufficient("too few points of the GAN losses"),))
+    fg, fd = train_features(g, th), train_features(d, th)
+    evidence.update(generator_start=fg["start_level"], generator_end=fg["end_level"], generator_min=fg["min_level"],
+                    discriminator_start=fd["start_level"], discriminator_end=fd["end_level"])
+    data = min(len(g), len(d)) / (min(len(g), len(d)) + 5)
+    d_share = fd["end_level"] / fd["start_level"] if fd["log_space"] and fd["start_level"] > 0 else None
+    g_climb = fg["end_level"] / fg["min_level"] if fg["log_space"] and fg["min_level"] > 0 else None
+    collapsed = d_share is not None and g_climb is not None and (
+        (d_share <= th.gan_collapse and g_climb >= th.degrade_ratio)
+        or (d_share <= th.gan_dominate and g_climb >= th.gan_climb))
+    if collapsed:
+        confidence = _shrink(max(min(_past(1 / d_share, 1 / th.gan_collapse), _past(g_climb - 1, th.degrade_ratio - 1)),
+                                 min(_past(1 / d_share, 1 / th.gan_dominate), _past(g_climb - 1, th.gan_climb - 1))),
+                             data)
+        why = (f"GAN: the discriminator loss {d.tag} collapsed from {fd['start_level']:.4g} to {fd['end_level']:.4g} "
+               f"({_percent(1 - d_share)} lower) while the generator loss {g.tag} climbed from its lowest level "
+               f"{fg['min_level']:.4g} to {fg['end_level']:.4g}: the discriminator won the game")
+        finding = Finding("unstable", Severity.WARNING, why, recommend("gan_collapse"), step=fd["first_step"],
+                          step_end=fd["last_step"])
+        return Verdict("unstable", round(confidence, 3), evidence, (why,), findings=(finding,))
+    why = (f"GAN: {g.tag} went from {fg['start_level']:.4g} to {fg['end_level']:.4g} and {d.tag} from "
+           f"{fd['start_level']:.4g} to {fd['end_level']:.4g}; neither side collapsed (GAN losses hover near an "
+           "equilibrium rather than fall)")
+    return Verdict("normal", round(_shrink(0.8, data), 3), evidence, (why,))
+
+
+def _with_components(verdict: Verdict, components: dict[str, Curve], learning_rate: Curve | None,
+                     th: Thresholds) -> Verdict:
+    """The verdict of a summed loss, revised from its parts judged one by one: a part that diverged or is
+    unstable decides; underfitting needs most parts to stall; a rough or stalled sum whose parts are fine
+    was one part's scale drowning the others."""
+    parts = {tag: _classify(c, None, None, None, learning_rate, None, th) for tag, c in sorted(components.items())}
+    labels = {tag: v.label for tag, v in parts.items()}
+    evidence = {**verdict.evidence, "components": labels}
+    judged = [v for v in parts.values() if v.label != "insufficient_data"]
+    if not judged or verdict.label == "overfitting":
+        return Verdict(verdict.label, verdict.confidence, evidence, verdict.reasons, verdict.also, verdict.findings)
+    for label in ("diverged", "unstable"):
+        # a part's spikes alone do not decide (an RL actor loss or an auxiliary term is spiky by nature)
+        hit = [(tag, v) for tag, v in parts.items() if v.label == label
+               and (label == "diverged" or set(v.evidence.get("unstable_by", ())) - {"spikes"})]
+        if hit:
+            tag, v = max(hit, key=lambda item: item[1].confidence)
+            evidence.update({f"component_{k}": val for k, val in v.evidence.items() if k in ("divergence_step",
+                                                                                         "onset_step")})
+            reasons = tuple(f"{t}: {p.reasons[0]}" for t, p in hit) + (
+                f"judged part by part ({', '.join(f'{t}: {lab}' for t, lab in labels.items())})",)
+            return Verdict(label, v.confidence, evidence, reasons, findings=v.findings)
+    stalled = [(tag, v) for tag, v in parts.items() if v.label == "underfitting"]
+    if len(stalled) * 2 > len(judged):
+        reasons = tuple(f"{t}: {p.reasons[0]}" for t, p in stalled)
+        confidence = float(np.mean([p.confidence for _, p in stalled]))
+        finding = Finding("underfitting", Severity.WARNING, "; ".join(reasons), recommend("underfitting"))
+        return Verdict("underfitting", round(confidence, 3), evidence, reasons, findings=(finding,))
+    reasons = (f"each part of the loss judged as its own curve: "
+               f"{', '.join(f'{t}: {lab}' for t, lab in labels.items())}",)
+    if verdict.label == "normal":
+        return Verdict("normal", verdict.confidence, evidence, verdict.reasons + reasons)
+    confidence = float(np.mean([p.confidence for p in judged]))
+    return Verdict("normal", round(confidence, 3), evidence, reasons)
+
+
+def _classify(
+    train: Curve | None,
+    val: Curve | None,
+    divergence: DivergenceResult | None,
+    overfitting: OverfittingResult | None,
+    learning_rate: Curve | None,
+    num_classes: int | None,
+    thresholds: Thresholds,
+) -> Verdict:
+    """The verdict of one training loss (and its validation loss): see :func:`classify_run`."""
     th = thresholds
     reasons: list[str] = []  # what decided the label, first
     notes: list[str] = []  # what limited the judgement, after the reasons
@@ -259,10 +404,20 @@ def classify_run(
     spikes = len(divergence.spikes)
     needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
     evidence.update(spikes=spikes, spikes_needed=needed)
-    unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence)
+    restarts = lr_restarts(learning_rate)
+    evidence["lr_restarts"] = restarts
+    unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence,
+                                          restarts)
     if unstable:
         scores["unstable"] = _shrink(max(unstable), data)
     under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence)
+    if num_classes is None and main_role == "train":
+        plateau = chance_plateau(main, val, th)
+        if plateau is not None:
+            k, level, text = plateau
+            evidence.update(chance_level=level, chance_classes=k)
+            under.append(0.75)
+            why["underfitting"].append(text)
     if under:
         scores["underfitting"] = _shrink(max(under), data)
     change, noise = f["change"], f["noise"]
@@ -288,7 +443,7 @@ def classify_run(
             near.append(min(0.9, noise / th.rough_noise, rough / th.rough_relative))
         near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
         confidence = _shrink(1 - 0.5 * max(near), data)
-        reasons = [f"{main.tag} fell {abs(100 * change):.0f}% from {f['start_level']:.4g} to {f['end_level']:.4g}; "
+        reasons = [f"{main.tag} fell {_percent(-change)} {_levels(f)}; "
                    "no overfitting, instability, divergence or stalled progress found"] + notes
     findings: tuple[Finding, ...] = ()
     if label == "unstable":
@@ -301,29 +456,45 @@ def classify_run(
 
 
 def _unstable(
-    f: dict[str, Any], spikes: int, needed: int, val: Curve | None, th: Thresholds, evidence: dict[str, Any]
+    f: dict[str, Any], spikes: int, needed: int, val: Curve | None, th: Thresholds, evidence: dict[str, Any],
+    lr_restarts: bool = False,
 ) -> tuple[list[float], list[str]]:
-    """Confidences and reasons of every instability criterion met (spikes, roughness, rises, val oscillation)."""
+    """Confidences and reasons of every instability criterion met (spikes, roughness, rises, val oscillation).
+
+    With ``lr_restarts`` (the learning rate went back up: warm restarts, cycles) a climb back above an earlier
+    low is the schedule at work, not instability; a lasting rise from the minimum still counts."""
     scores: list[float] = []
     why: list[str] = []
+    evidence["unstable_by"] = by = []
     if spikes >= needed:
         scores.append(_past(spikes, needed))
         why.append(f"{spikes} loss spikes (unstable from {needed})")
-    noise, rough = f["noise"], f["roughness"]
-    if f["log_space"] and noise is not None and noise >= th.rough_noise and (rough is None or rough >= th.rough_relative):
+        by.append("spikes")
+    noise, rough, excess = f["noise"], f["roughness"], f["excess_roughness"]
+    swings = rough is None or excess is None or excess >= th.rough_excess  # no decrease at all, or the level swings
+    if (f["log_space"] and noise is not None and noise >= th.rough_noise and (rough is None or rough >= th.rough_relative)
+            and swings):
         scores.append(min(_past(noise, th.rough_noise), _past(rough or 1e9, th.rough_relative)))
+        by.append("roughness")
         why.append(f"the loss jumps ±{100 * np.expm1(noise):.0f}% from point to point"
-                   + (f", {rough:.2f}x its total log decrease" if rough is not None else ""))
+                   + (f", {rough:.2f}x its total log decrease" if rough is not None else "")
+                   + (f", and its level swings {excess:.1f}x more than that noise explains" if excess else ""))
     degrade = f["end_level"] / f["min_level"] if f["min_level"] > 0 and f["log_space"] else None
-    if degrade is not None and degrade >= th.degrade_ratio and np.log(degrade) > 3 * (f["level_noise"] or 0):
+    big_enough = th.min_abs_share * abs(f["start_level"])
+    if (degrade is not None and degrade >= th.degrade_ratio and np.log(degrade) > th.level_sigmas * (f["level_noise"] or 0)
+            and f["end_level"] - f["min_level"] >= big_enough):
         scores.append(_past(degrade - 1, th.degrade_ratio - 1))
-        why.append(f"the loss rose {100 * (degrade - 1):.0f}% from its minimum {f['min_level']:.4g} to "
-                   f"{f['end_level']:.4g} and stayed there")
+        by.append("rise")
+        why.append(f"the loss rose {_percent(degrade - 1)} from its lowest level {f['min_level']:.4g} to "
+                   f"{f['end_level']:.4g} (medians of {f['tail_points']} points) and stayed there")
     rebound = f["rebound"]
     if rebound is not None and f["log_space"] and rebound >= np.log(th.rebound_ratio) and (
         degrade is None or degrade < th.degrade_ratio
+    ) and rebound >= th.level_sigmas * (f["rebound_noise"] or 0) and not lr_restarts and (
+        np.expm1(rebound) * f["min_level"] >= big_enough
     ):
         scores.append(_past(np.expm1(rebound), th.rebound_ratio - 1))
+        by.append("rebound")
         why.append(f"the loss climbed back {100 * np.expm1(rebound):.0f}% above an earlier low "
                    "(medians of 20 stretches of the run) before coming down again")
     if val is not None:
@@ -335,6 +506,7 @@ def _unstable(
             evidence["val_noise"] = val_noise
             if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0):
                 scores.append(_past(val_noise, th.val_rough_noise))
+                by.append("validation")
                 why.append(f"{val.tag} oscillates ±{100 * np.expm1(val_noise):.0f}% between evaluations")
     return scores, why
 
@@ -359,8 +531,8 @@ def _underfitting(
     if change > -th.min_decrease:
         strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
         direction = "rose" if change > 0 else "fell only"
-        text = (f"{tag} {direction} {abs(100 * change):.1f}% from {f['start_level']:.4g} "
-                f"to {f['end_level']:.4g} (needs a {100 * th.min_decrease:.0f}% decrease)")
+        text = (f"{tag} {direction} {_percent(abs(change))} {_levels(f)} "
+                f"(needs a {100 * th.min_decrease:.0f}% decrease)")
         if resumed:  # the fast early fall happened before this log began: weaker evidence
             strength *= 0.5
             text += f"; the log starts at step {first}, so the fall before it is unknown"
@@ -381,6 +553,78 @@ def _underfitting(
             scores.append(0.5 + 0.45 * min(1.0, (f["end_level"] / chance - th.chance_fraction) / (1 - th.chance_fraction)))
             why.append(f"{tag} ends at {f['end_level']:.4g}, near chance level ln({num_classes}) = {chance:.4g}")
     return scores, why
+
+
+def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds()) -> tuple[int, float, str] | None:
+    """A classifier stuck at chance, found without being told the number of classes: the training loss (and
+    the validation loss, when logged) sits flat at ``ln K`` for a small whole ``K`` over the last half of the run.
+
+    Flat: the medians of the third and fourth quarters differ by under ``chance_flat`` (1 %). At ``ln K``: the
+    last quarter's median lies within ``-chance_below`` / ``+chance_above`` (0.5 % / 3 %) of it — a loss can
+    sit a little above the prior's entropy, hardly below. Without a validation curve, only ``K`` up to 10 and
+    a tighter band (half as wide), since healthy losses also end near such values now and then.
+    Returns ``(K, ln K, reason)`` or None."""
+    c = train.collapse_steps().finite_part()
+    if len(c) < 2 * th.min_points or not (c.values > 0).all():
+        return None
+    q = np.array_split(c.values, 4)
+    third, last = float(np.median(q[2])), float(np.median(q[3]))
+    if abs(last / third - 1) > th.chance_flat:
+        return None
+    levels = [last]
+    v = val.collapse_steps().finite_part() if val is not None else None
+    has_val = v is not None and len(v) >= 4
+    if has_val:
+        vq = np.array_split(v.values, 2)
+        levels.append(float(np.median(vq[1])))
+    k_max = th.chance_max_classes if has_val else min(10, th.chance_max_classes)
+    below, above = (th.chance_below, th.chance_above) if has_val else (th.chance_below / 2, th.chance_above / 2)
+    for k in range(2, k_max + 1):
+        chance = float(np.log(k))
+        if all(chance * (1 - below) <= x <= chance * (1 + above) for x in levels):
+            where = f"{train.tag} at {last:.4g}" + (f" and {v.tag} at {levels[1]:.4g}" if has_val else "")
+            text = (f"{where}: flat over the last half of the run at ln({k}) = {chance:.4g}, the loss of uniform "
+                    f"guesses among {k} classes (chance level): the model learns nothing from its inputs")
+            return k, chance, text
+    return None
+
+
+def lr_restarts(learning_rate: Curve | None, factor: float = 2.0) -> bool:
+    """Whether the learning rate went back up by ``factor`` or more after falling (warm restarts, cyclic
+    schedules) — a rise during warm-up does not count: only after the rate had fallen from an earlier peak."""
+    if learning_rate is None:
+        return False
+    lr = learning_rate.finite_part().values
+    if lr.size < 3 or not (lr > 0).all():
+        return False
+    peak = np.maximum.accumulate(lr)
+    fell = lr < peak / factor  # well below an earlier peak
+    if not fell.any():
+        return False
+    low = np.minimum.accumulate(np.where(fell, lr, np.inf))
+    return bool((lr >= factor * low).any())
+
+
+def _percent(fraction: float) -> str:
+    """A change as a percentage that never rounds to a value it is not (99.99 % is not "100%", 0.004 % not "0%")."""
+    value = abs(100.0 * fraction)
+    decimals = 0 if value >= 10 else 1
+    text = f"{value:.{decimals}f}"
+    while decimals < 6 and ((float(text) >= 100 > value) or (float(text) == 0 < value)):
+        decimals += 1
+        text = f"{value:.{decimals}f}"
+    return text + "%"
+
+
+def _levels(f: dict[str, Any]) -> str:
+    """"from A (median of its first h points) to B (median of its last t)", naming where the numbers come from;
+    the first logged value too when it differs from the starting level by more than a quarter."""
+    h, t = f["head_points"], f["tail_points"]
+    start = f"{f['start_level']:.4g}" + (f" (median of its first {h} points)" if h > 1 else " (its first point)")
+    first = f.get("first_value")
+    if h > 1 and first is not None and f["start_level"] and abs(first / f["start_level"] - 1) > 0.25:
+        start += f"; its first logged value was {first:.4g}"
+    return f"from {start} to {f['end_level']:.4g} (median of its last {t})"
 
 
 def _insufficient(message: str) -> Finding:

@@ -44,6 +44,7 @@ from tanalyze.curves import (
     bin_medians,
     loss_space,
     noise_sigma,
+    quantum,
     segment_medians,
     trailing_median,
 )
@@ -173,8 +174,13 @@ def find_excursions(
     min_ratio: float,
     recovery_sigmas: float,
     recovery_tolerance: float,
+    min_abs_jump: float = 0.0,
 ) -> tuple[list[_Excursion], float]:
-    """Excursions of ``y`` (already in analysis space) above its trailing median; see the module doc."""
+    """Excursions of ``y`` (already in analysis space) above its trailing median; see the module doc.
+
+    ``min_abs_jump`` (in the loss's own units): smallest rise above the trailing median that counts at all
+    (a few rounding quanta; a share of the loss's starting level, so that a loss near zero does not turn
+    ratios of tiny values into events)."""
     n = len(y)
     if n < 3:
         return [], float("nan")
@@ -185,8 +191,11 @@ def find_excursions(
     else:
         spread = float(np.subtract(*np.percentile(y, [75, 25])))
         min_jump = (min_ratio - 1) * np.maximum(np.abs(ref), spread)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         exceed = (jump / scale >= spike_z) & (jump >= min_jump)
+        if min_abs_jump > 0:
+            linear_jump = np.exp(y) - np.exp(ref) if is_log else jump
+            exceed &= linear_jump >= min_abs_jump
     exceed[0] = False
     candidates = np.flatnonzero(exceed)
     out: list[_Excursion] = []
@@ -274,6 +283,9 @@ def analyze_divergence(
     restart_margin: int = 100,
     lr_reduction: float = 3.0,
     max_spike_findings: int = 5,
+    min_abs_share: float = 0.02,
+    min_quanta: float = 3.0,
+    onset_factor: float = 2.0,
 ) -> DivergenceResult:
     """Find where a loss diverged (if it did) and every transient spike.
 
@@ -296,6 +308,11 @@ def analyze_divergence(
         restart_margin: the restart advice resumes at least this many steps before the onset.
         lr_reduction: the suggested learning rate is the one at the onset divided by this.
         max_spike_findings: spikes beyond this many (largest first) are summarised in one finding.
+        min_abs_share: a spike or explosion must also rise by this share of the loss's starting level (the
+            median of its first 3 % of points) in the loss's own units: near zero, ratios of tiny values are noise.
+        min_quanta: and by this many rounding steps when the values are rounded (see :func:`quantum`).
+        onset_factor: a divergence's ``onset_step`` is where the loss left its range for good: the first step
+            from which it stays above this many times the median of the 20 points before it (when it does).
     """
     if loss is None or len(loss) == 0:
         return DivergenceResult(
@@ -318,9 +335,14 @@ def analyze_divergence(
     y, is_log = loss_space(f_values)
     n = len(y)
     win = int(window or _auto_window(n))
+    step_q = quantum(f_values)
+    min_abs = min_quanta * step_q
+    if n >= 3 and min_abs_share > 0:
+        head = float(np.median(f_values[: max(3, n // 33)]))
+        min_abs = max(min_abs, min_abs_share * abs(head))
     excursions, sigma = find_excursions(
         y, is_log=is_log, window=win, spike_z=spike_z, min_ratio=spike_min_ratio,
-        recovery_sigmas=recovery_sigmas, recovery_tolerance=recovery_tolerance,
+        recovery_sigmas=recovery_sigmas, recovery_tolerance=recovery_tolerance, min_abs_jump=min_abs,
     ) if n >= 3 else ([], float("nan"))
 
     grad_onsets = np.empty(0, dtype=np.int64)
@@ -376,7 +398,7 @@ def analyze_divergence(
 
     gradual = False
     if explosion is None and terminal_start is None and n >= 20:
-        gradual_exp = _gradual_climb(y, is_log, explosion_ratio)
+        gradual_exp = _gradual_climb(y, is_log, explosion_ratio, min_abs)
         if gradual_exp is not None:
             explosion, gradual = gradual_exp, True
 
@@ -388,6 +410,9 @@ def analyze_divergence(
             kind = "explosion"
             step = _no_return_step(steps, values, no_return_factor) or int(f_steps[explosion.onset])  # type: ignore[union-attr]
         onset_step = int(f_steps[explosion.onset]) if explosion is not None else step
+        left = _left_range_step(steps, values, onset_factor)
+        if left is not None and left <= step and not gradual:
+            onset_step = left
         baseline = level_after = ratio = None
         if explosion is not None:
             baseline = to_units(explosion.baseline)
@@ -426,6 +451,40 @@ def analyze_divergence(
     )
 
 
+def _left_range_step(steps: np.ndarray, values: np.ndarray, factor: float, window: int = 20) -> int | None:
+    """First step from which the loss never comes back: every later value (non-finite counts) stays above
+    ``factor`` x the median of the ``window`` finite values before that step, moved back over the points
+    just before it that were already 1.2x above that median (the start of the climb). None for
+    non-positive curves or when it never happens."""
+    finite = np.isfinite(values)
+    if finite.sum() < 6 or (values[finite] <= 0).any():
+        return None
+    window = int(min(window, max(3, finite.sum() // 5)))
+    v = np.where(finite, values, np.inf)
+    f_idx = np.flatnonzero(finite)
+    med = _rolling_median(values[finite], window)  # median of the `window` finite values ending at each one
+    # trailing reference for point i: the rolling median ending at the last finite point before i
+    before = np.searchsorted(f_idx, np.arange(len(values)), side="left") - 1
+    ok = before >= window - 1
+    ref = np.where(ok, med[np.clip(before, 0, None)], np.nan)
+    after = np.minimum.accumulate(v[::-1])[::-1]
+    with np.errstate(invalid="ignore"):
+        hits = np.flatnonzero(ok & (after > factor * ref))
+    if not hits.size:
+        return None
+    i = int(hits[0])
+    while i > 0 and v[i - 1] >= 1.2 * ref[hits[0]]:  # the climb that led there, while clearly above the range
+        i -= 1
+    return int(steps[i])
+
+
+def _rolling_median(x: np.ndarray, window: int) -> np.ndarray:
+    """Median of the ``window`` values ending at each point (shorter at the start)."""
+    import pandas as pd
+
+    return pd.Series(x).rolling(window, min_periods=1).median().to_numpy()
+
+
 def _no_return_step(steps: np.ndarray, values: np.ndarray, factor: float) -> int | None:
     """First step from which every later value is above ``factor`` × the minimum before it
     (non-finite counts as above). None for non-positive curves or when it never happens."""
@@ -441,8 +500,9 @@ def _no_return_step(steps: np.ndarray, values: np.ndarray, factor: float) -> int
     return int(steps[hits[0]]) if hits.size else None
 
 
-def _gradual_climb(y: np.ndarray, is_log: bool, explosion_ratio: float) -> _Excursion | None:
-    """A slow climb: the end is ``explosion_ratio`` × the minimum level and above the start."""
+def _gradual_climb(y: np.ndarray, is_log: bool, explosion_ratio: float, min_abs: float = 0.0) -> _Excursion | None:
+    """A slow climb: the end is ``explosion_ratio`` × the minimum level and above the start (and at least
+    ``min_abs`` above the minimum, in the loss's units)."""
     n = len(y)
     bx, by = bin_medians(np.arange(n, dtype=np.float64), y, 20)
     head = float(np.median(y[: max(1, n // 20)]))
@@ -450,6 +510,7 @@ def _gradual_climb(y: np.ndarray, is_log: bool, explosion_ratio: float) -> _Excu
     low_bin = int(np.argmin(by))
     low = float(by[low_bin])
     rise = (tail - low) >= (np.log(explosion_ratio) if is_log else (explosion_ratio - 1) * max(abs(low), 1e-12))
+    rise = rise and ((np.exp(tail) - np.exp(low)) if is_log else (tail - low)) >= min_abs
     if not (rise and tail >= head and low_bin < len(by) - 2):
         return None
     half = low + (tail - low) / 2
@@ -496,6 +557,7 @@ def _findings(
                     recommend("nonfinite_values"), step=first_nonfinite)
         )
     if spikes:
+        span = int(steps[-1] - steps[0]) if len(steps) else 0
         ranked = sorted(spikes, key=lambda s: -(s.magnitude if s.magnitude is not None else s.z))
         for s in ranked[:max_spike_findings]:
             size = f"{s.magnitude:.3g}x its trailing median" if s.magnitude is not None else f"z = {s.z:.1f}"
@@ -503,7 +565,9 @@ def _findings(
                    else "not back within range by the end of the log")
             lead = (f"; the gradient norm spiked {s.grad_norm_lead_steps} steps before"
                     if s.grad_norm_lead_steps is not None and s.grad_norm_lead_steps > 0 else "")
-            severity = Severity.WARNING if s.recovery_steps is None or (s.magnitude or 0) >= 2 else Severity.INFO
+            # a spike that came back within a tenth of the run is a bad batch now and then: information
+            quick = s.recovery_steps is not None and s.recovery_steps <= 0.1 * max(span, 1)
+            severity = Severity.INFO if quick else Severity.WARNING
             out.append(
                 Finding("loss_spike", severity,
                         f"{tag} spiked at step {s.onset_step} from {s.baseline:.4g} to {s.peak_value:.4g} ({size}"
@@ -513,7 +577,7 @@ def _findings(
             )
         if len(spikes) > max_spike_findings:
             out.append(
-                Finding("loss_spike", Severity.WARNING,
+                Finding("loss_spike", Severity.INFO,
                         f"{tag} has {len(spikes)} spikes in all between steps {spikes[0].onset_step} and "
                         f"{spikes[-1].onset_step}; the {max_spike_findings} largest are listed",
                         recommend("loss_spike"), step=spikes[0].onset_step, step_end=spikes[-1].onset_step,

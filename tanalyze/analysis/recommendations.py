@@ -38,6 +38,13 @@ CAUSES: dict[str, Cause] = {
         "Find the batches at those steps; use bf16 or dynamic loss scaling, and guard the loss against "
         "log(0) and division by zero.",
     ),
+    "metric_nonfinite": Cause(
+        "Validation metric NaN/Inf from the first evaluation",
+        "a NaN or Inf in the validation data, an empty validation split or batch, a division by zero or log(0) "
+        "in the metric, a mismatch between the metric and the labels",
+        "Check the validation data for NaN/Inf and empty batches, and the metric code for divisions and logs; "
+        "the learning rate is not the cause, since the training loss is finite.",
+    ),
     "loss_spike": Cause(
         "Transient loss spike",
         "a bad or unusual batch, a learning-rate step, Adam epsilon/second-moment underflow",
@@ -48,6 +55,13 @@ CAUSES: dict[str, Cause] = {
         "Training is unstable (loss oscillates wildly)",
         "learning rate too high, batch too small, bad data",
         "Lower the learning rate 5-10x, enable gradient clipping, increase the batch size or warm-up.",
+    ),
+    "gan_collapse": Cause(
+        "GAN: the discriminator overpowered the generator",
+        "discriminator learning rate or update count too high for the generator, no regularisation of the "
+        "discriminator, a generator too weak for the data",
+        "Balance the two: lower the discriminator's learning rate or its steps per generator step, add a "
+        "gradient penalty or spectral normalisation, label smoothing or instance noise.",
     ),
     "overfitting": Cause(
         "Overfitting: validation loss rises while training loss falls",
@@ -131,6 +145,11 @@ CAUSES: dict[str, Cause] = {
         "Periodic throughput dips",
         "data loading, evaluation, logging or checkpointing at a fixed interval",
         "Use more data-loader workers with pin_memory and prefetching; make evaluation and saving asynchronous.",
+    ),
+    "evaluation_time": Cause(
+        "Time spent evaluating",
+        "evaluation (or checkpointing) every N steps pauses training for its duration",
+        "Nothing to fix; if the share is large, evaluate less often or on a subset, or asynchronously.",
     ),
     "throughput_stall": Cause(
         "Training stalled",

@@ -354,6 +354,9 @@ def analyze_throughput(
     max_change_points: int = 5,
     penalty_scale: float = 2.0,
     interval_means: bool = False,
+    eval_steps: np.ndarray | None = None,
+    min_cost_seconds: float = 60.0,
+    min_cost_share: float = 0.05,
 ) -> ThroughputResult:
     """Warm-up, steady-state level, stalls, periodic dips and lasting drops of one run's throughput.
 
@@ -375,7 +378,13 @@ def analyze_throughput(
       penalty ``penalty_scale · σ²_long-run · ln n`` (see :func:`_segment`); only level
       changes of at least ``min_drop`` (relative) are kept, and a ``throughput_drop``
       finding needs the new level to be ``min_drop`` slower than the first steady
-      level too (a fast episode that ends is not a drop).
+      level too (a fast episode that ends is not a drop);
+    - cost: for time kinds, a stall, dip or drop finding is a ``warning`` only when the time it
+      cost is at least ``min_cost_seconds`` and ``min_cost_share`` of the run's time after warm-up
+      (a stall of milliseconds is information, not a problem);
+    - evaluations: with ``eval_steps`` (the steps of the validation curve), stalls whose logging
+      interval starts or ends at an evaluation step are the time spent evaluating: reported as an
+      ``evaluation_time`` information with its share of the wall time, not as stalls.
     """
     series = _series(curve, kind, wall_time_curve)
     kind_used = series.kind
@@ -420,7 +429,38 @@ def analyze_throughput(
     for i in np.flatnonzero(stall_mask):
         lost = None if seconds_factor is None else float((s_slow[i] - level[i]) * seconds_factor[i])
         stalls.append(Stall(int(s_steps[i]), float(s_values[i]), float(s_slow[i] / level[i]), lost))
+    eval_pauses: list[Stall] = []
+    if eval_steps is not None and len(eval_steps) and stalls:
+        evals = np.unique(np.asarray(eval_steps, dtype=np.int64))
+        at_eval = []
+        for st in stalls:  # an evaluation at either end of the stall's interval [previous logged step, its step]
+            i = int(np.searchsorted(s_steps, st.step))
+            previous = int(s_steps[i - 1]) if i > 0 else st.step - 1
+            j = int(np.searchsorted(evals, previous, side="left"))
+            at_eval.append(j < evals.size and evals[j] <= st.step)
+        eval_pauses = [st for st, hit in zip(stalls, at_eval, strict=True) if hit]
+        stalls = [st for st, hit in zip(stalls, at_eval, strict=True) if not hit]
     stall_lost = None if seconds_factor is None else float(sum(s.seconds_lost or 0.0 for s in stalls))
+    run_seconds = float(np.sum(s_slow * seconds_factor)) if seconds_factor is not None else None
+    # Rate kinds (samples/s …): seconds from the wall clock of the logged points, shared out by slowness.
+    rate_seconds = None
+    source_curve = curve if curve is not None else wall_time_curve
+    if run_seconds is None and source_curve is not None:
+        stamps = source_curve.wall_time[np.isin(source_curve.steps, s_steps)]
+        stamps = stamps[np.isfinite(stamps)]
+        if stamps.size >= 2 and np.ptp(stamps) > 0:
+            run_seconds = float(np.ptp(stamps))
+            rate_seconds = run_seconds / float(np.sum(s_slow))
+
+    def seconds_of(extra_slowness: float) -> float | None:
+        """Seconds taken by extra slowness summed over points (rate kinds: from the wall clock)."""
+        return None if rate_seconds is None else float(extra_slowness * rate_seconds)
+
+    def costly(seconds: float | None) -> bool:
+        """A time cost worth a warning (always, for rate kinds whose cost in seconds is unknown)."""
+        if seconds is None or run_seconds is None:
+            return True
+        return seconds >= min_cost_seconds and seconds >= min_cost_share * run_seconds
 
     # --- dips (slow outliers, including stalls) and their period
     z = rel / rel_sigma if rel_sigma > 0 else np.where(rel > 0, np.inf, 0.0)
@@ -492,7 +532,10 @@ def analyze_throughput(
         findings.append(
             Finding(
                 "throughput_stall",
-                Severity.WARNING if len(stalls) > 1 or (stall_lost or 0) > 60 else Severity.INFO,
+                Severity.WARNING if (len(stalls) > 1 or (stall_lost or 0) > 60)
+                and costly(stall_lost if stall_lost is not None else seconds_of(
+                    float(sum((st.times_median - 1) * level[np.searchsorted(s_steps, st.step)] for st in stalls))))
+                and not periodic_stalls else Severity.INFO,
                 f"{len(stalls)} stall(s) at least {stall_factor:g}x slower than the steady "
                 f"{steady:.4g} {unit} (steps {shown}){period_txt}; worst at step {worst.step}: "
                 f"{worst.value:.4g} {unit}, {worst.times_median:.1f}x the pace around it{lost_txt}.",
@@ -508,11 +551,35 @@ def analyze_throughput(
                 },
             )
         )
-    if dips is not None and not periodic_stalls:
+    if eval_pauses:
+        eval_lost = None if seconds_factor is None else float(sum(st.seconds_lost or 0.0 for st in eval_pauses))
+        share = (f"; {eval_lost:.1f} s in all, {eval_lost / (run_seconds or 1):.1%} of the time after warm-up"
+                 if eval_lost is not None and run_seconds else "")
+        findings.append(
+            Finding(
+                "evaluation_time",
+                Severity.INFO,
+                f"{len(eval_pauses)} pause(s) at evaluation steps (first at step {eval_pauses[0].step}): the time "
+                f"spent evaluating{share}.",
+                recommend("evaluation_time"),
+                step=eval_pauses[0].step,
+                step_end=eval_pauses[-1].step,
+                evidence={"steps": [st.step for st in eval_pauses], "seconds": eval_lost},
+            )
+        )
+    dip_steps = set(dips.steps) if dips is not None else set()
+    dips_at_eval = bool(eval_pauses) and dips is not None and len(dip_steps & {st.step for st in eval_pauses}) >= \
+        0.8 * len(dip_steps)
+    if dips is not None and not periodic_stalls and not dips_at_eval:
+        hit = np.isin(s_steps, np.array(sorted(dip_steps)))
+        if seconds_factor is not None:
+            dip_cost = float(np.sum((s_slow[hit] - level[hit]) * seconds_factor[hit]))
+        else:
+            dip_cost = seconds_of(float(np.sum(s_slow[hit] - level[hit])))
         findings.append(
             Finding(
                 "throughput_dips",
-                Severity.WARNING if dips.median_slowdown_pct >= 25 else Severity.INFO,
+                Severity.WARNING if dips.median_slowdown_pct >= 25 and costly(dip_cost) else Severity.INFO,
                 f"Throughput dips every {dips.period_steps} steps ({dips.n_dips} dips, first at step "
                 f"{dips.steps[0]}): those steps are {_slower(dips.median_slowdown_pct)} (median) than the "
                 f"steady {steady:.4g} {unit}.",
@@ -529,10 +596,13 @@ def analyze_throughput(
         vs_first = (_slow_value(cp.after, kind_used) / _slow_value(first_level, kind_used) - 1) * 100
         if cp.slowdown_pct < min_drop * 100 or vs_first < min_drop * 100:
             continue
+        later = c_steps >= cp.step
+        extra = float(np.sum(np.exp(c_log[later]) - _slow_value(cp.before, kind_used)))
+        drop_cost = extra * float(np.median(seconds_factor)) if seconds_factor is not None else seconds_of(extra)
         findings.append(
             Finding(
                 "throughput_drop",
-                Severity.WARNING if cp.slowdown_pct >= 25 else Severity.INFO,
+                Severity.WARNING if cp.slowdown_pct >= 25 and costly(drop_cost) else Severity.INFO,
                 f"Throughput dropped at step {cp.step}: {cp.before:.4g} → {cp.after:.4g} {unit} "
                 f"({cp.slowdown_pct:.0f}% more time per unit of work), and stayed there"
                 + (

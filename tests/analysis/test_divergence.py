@@ -112,7 +112,8 @@ def test_explosion_step_is_the_point_of_no_return_and_onset_is_earlier():
     values[100:] = 1.1 ** np.arange(1, 61)  # climbs from 1.1x; passes 10x at the 25th point (1.1^25 = 10.8)
     d = analyze_divergence(Curve.from_arrays(steps, values, "loss")).divergence
     assert d.kind == "explosion" and d.step == 124
-    assert 100 <= d.onset_step <= 103 and d.restart.resume_at_or_before_step == 0
+    # onset: where the final climb was already 1.2x above the range (1.1^2 at step 101); resume 100 steps before
+    assert 100 <= d.onset_step <= 103 and d.restart.resume_at_or_before_step == d.onset_step - 100
     # a 3x plateau never passes 10x: its step is the onset
     values[100:] = 3.0
     d = analyze_divergence(Curve.from_arrays(steps, values, "loss")).divergence

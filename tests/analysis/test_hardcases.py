@@ -1,0 +1,139 @@
+"""The labelled hard cases of ``bench/hardcases`` (really trained; truth in its LABELS.json) meet their goals.
+
+Reads the committed files only (fast). Goals: verdict agreement >= 95 %, no healthy run given a problem
+verdict, divergence onset within 5 steps, overfitting onset inside its window, at most one WARNING/ERROR
+finding per 10 healthy runs. Each kind of error fixed has its own check below, on the run made for it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+
+import pytest
+
+import tanalyze
+from tests.conftest import REPO
+
+HARDCASES = REPO / "bench" / "hardcases"
+_spec = importlib.util.spec_from_file_location("hardcases_score", HARDCASES / "score.py")
+score = importlib.util.module_from_spec(_spec)
+sys.modules["hardcases_score"] = score
+_spec.loader.exec_module(score)
+LABELS = score.load_labels(HARDCASES / "LABELS.json")
+
+
+@pytest.fixture(scope="module")
+def diagnosed():
+    return tanalyze.diagnose(tanalyze.load(HARDCASES))
+
+
+@pytest.fixture(scope="module")
+def scored(diagnosed):
+    return score.score(diagnosed, LABELS)
+
+
+def test_every_labelled_run_is_read(scored):
+    assert {s.key for s in scored} == set(LABELS)
+    assert len(LABELS) >= 25
+
+
+def test_the_set_meets_its_goals(scored):
+    s = score.summary(scored)
+    goals = score.GOALS
+    misses = score.failures(scored)
+    assert s["agreement"] >= goals["agreement"], misses
+    assert s["healthy_problem_verdicts"] == goals["healthy_problem_verdicts"], misses
+    assert s["onsets_within_tolerance"] == len(s["onset_errors"]) and s["onset_errors"], misses
+    assert s["overfitting_onsets_in_window"] == s["overfitting_windows"] >= 3, misses
+    assert s["problem_findings_per_healthy_run"] <= goals["problem_findings_per_healthy_run"], [
+        (x.key, x.problem_findings) for x in scored if x.truth == "normal" and x.problem_findings]
+
+
+def _run(diagnosed, key):
+    return diagnosed[score.match_runs(list(diagnosed), key)[0]]
+
+
+def test_step_curve_noise_is_not_instability(diagnosed):
+    # Lightning train_loss_step on batches of 8 jumps +-100% from step to step around a smooth fall
+    d = _run(diagnosed, "lightning_step_epoch")
+    assert d.verdict.label == "normal"
+    assert d.verdict.evidence["noise"] > 0.5 and d.verdict.evidence["excess_roughness"] < 1.5
+
+
+def test_growing_oscillation_is_unstable_not_diverged(diagnosed):
+    d = _run(diagnosed, "growing_oscillation")
+    assert d.verdict.label == "unstable" and d.divergence is None
+
+
+def test_gan_is_judged_as_a_game(diagnosed):
+    collapse, healthy = _run(diagnosed, "gan_collapse"), _run(diagnosed, "gan_healthy")
+    assert collapse.role_details.adversarial == {"generator": ("loss/G",), "discriminator": ("loss/D",)}
+    assert collapse.roles["train_loss"] == "loss/G"  # never "loss/D + loss/G"
+    assert collapse.verdict.label == "unstable" and "discriminator" in collapse.verdict.reasons[0]
+    assert healthy.verdict.label == "normal"
+
+
+def test_unrelated_losses_are_judged_as_several_curves(diagnosed):
+    d = _run(diagnosed, "multi_loss")
+    assert d.verdict.label == "normal"
+    assert set(d.verdict.evidence["components"]) == {"train/loss_aux", "train/loss_cls", "train/loss_reg"}
+
+
+def test_rounded_losses_near_zero_are_not_spikes(diagnosed):
+    d = _run(diagnosed, "hf_rounded")
+    assert d.verdict.label == "normal"
+    assert not [f for f in d.findings if f.code == "loss_spike" and f.severity != "info"]
+
+
+def test_evaluation_pauses_are_information(diagnosed):
+    d = _run(diagnosed, "eval_pauses")
+    codes = {f.code: f.severity for f in d.findings}
+    assert codes.get("evaluation_time") == "info" and codes.get("throughput_stall", "info") == "info"
+
+
+def test_clipped_fine_tune_has_no_gradient_warning(diagnosed):
+    d = _run(diagnosed, "llm_clip")
+    assert d.gradients.fraction_above_band >= 0.9 and d.gradients.max_norm == 1.0
+    assert not [f for f in d.findings if f.code.startswith("grad") and f.severity != "info"]
+
+
+def test_validation_nan_from_the_start_is_a_metric_problem(diagnosed):
+    d = _run(diagnosed, "val_nan")
+    assert d.verdict.label == "normal" and d.divergence is None
+    [metric] = [f for f in d.findings if f.code == "metric_nonfinite"]
+    assert "learning rate" not in metric.recommendation.split(";")[0].lower()
+    assert not [f for f in d.findings if f.code.startswith("diverged")]
+
+
+def test_rebound_while_validation_rises_is_unstable_not_overfitting(diagnosed):
+    assert _run(diagnosed, "rebound_unstable").verdict.label == "unstable"
+
+
+def test_strong_validation_rise_is_overfitting_not_divergence(diagnosed):
+    d = _run(diagnosed, "strong_overfit")
+    assert d.verdict.label == "overfitting" and d.divergence is None and d.overfitting.rise_rel > 1.3
+
+
+def test_chance_plateau_found_without_num_classes(diagnosed):
+    d = _run(diagnosed, "chance_plateau")
+    assert d.verdict.label == "underfitting" and d.verdict.evidence["chance_classes"] == 10
+
+
+def test_stuck_sibling_is_underfitting(diagnosed):
+    stuck = _run(diagnosed, "siblings/seed_3")
+    assert stuck.verdict.label == "underfitting" and stuck.verdict.evidence["siblings"]["ratio"] > 10
+    assert all(_run(diagnosed, f"siblings/seed_{i}").verdict.label == "normal" for i in range(3))
+
+
+def test_divergence_onsets(diagnosed):
+    for key in ("late_divergence", "diverged_finite", "collapse_to_chance"):
+        d = _run(diagnosed, key)
+        assert d.verdict.label == "diverged"
+        assert abs(d.divergence.onset_step - LABELS[key]["divergence_onset"]) <= 5, key
+
+
+def test_percentages_never_round_up_to_100(diagnosed):
+    for d in diagnosed.values():
+        for text in d.verdict.reasons:
+            assert "fell 100%" not in text, text
