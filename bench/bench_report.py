@@ -98,16 +98,16 @@ def time_tbparse(root: Path) -> tuple[float, float, int]:
     return time.perf_counter() - start, _cpu() - cpu, len(frame)
 
 
-def time_report(root: Path, out: Path, workers: int | None) -> dict[str, float]:
+def time_report(root: Path, out: Path, jobs: int | None) -> dict[str, float]:
     """What ``tanalyze report ROOT -o ... --json ...`` does, timed in its two phases."""
     from tanalyze.report import report_paths, write_report
 
     times: dict[str, float] = {}
     start, cpu = time.perf_counter(), _cpu()
-    data = report_paths([root], workers=workers)
+    data = report_paths([root], jobs=jobs)
     times["read+diagnose+draw runs"] = time.perf_counter() - start
     mark = time.perf_counter()
-    sizes = write_report(data, out / "report.html", out / "report.json", workers=workers)
+    sizes = write_report(data, out / "report.html", out / "report.json", jobs=jobs)
     times["compare+page+write"] = time.perf_counter() - mark
     times["total"] = time.perf_counter() - start
     times["cpu"] = _cpu() - cpu
@@ -141,9 +141,9 @@ def main() -> int:
 
     print(f"input: {int(ours['runs'])} runs, {int(ours['points']):,} scalar points (tbparse read {anchor_rows:,})")
     print(f"tbparse read:            {anchor:8.2f} s   (anchor; {anchor_cpu:.2f} s CPU)")
-    workers = args.jobs if args.jobs is not None else default_workers()
+    jobs = args.jobs if args.jobs is not None else default_workers()
     for key in ("read+diagnose+draw runs", "compare+page+write"):
-        print(f"  {key:<23} {ours[key]:8.2f} s   ({workers} worker process(es))")
+        print(f"  {key:<23} {ours[key]:8.2f} s   ({jobs} worker process(es))")
     print(f"tanalyze report total:   {ours['total']:8.2f} s   ({ours['cpu']:.2f} s CPU in all processes)"
           f" -> {ours['html_mb']:.1f} MB HTML in {out.relative_to(HERE.parent)}")
     print(f"CPU-time ratio:          {ours['cpu'] / anchor_cpu:8.3f}     (what the machine's other load does not change)")

@@ -130,8 +130,8 @@ if args["what"].startswith("load"):
     size = len(logs.scalars)
 elif args["what"].startswith("report"):
     from tanalyze.report import report_paths, write_report
-    data = report_paths([args["path"]], workers=args["jobs"], cache=cache, client=client)
-    write_report(data, args["out"], args["out"] + ".json", workers=args["jobs"])
+    data = report_paths([args["path"]], jobs=args["jobs"], cache=cache, client=client)
+    write_report(data, args["out"], args["out"] + ".json", jobs=args["jobs"])
     size = len(data.runs)
 else:
     from tanalyze.pipeline import diagnose_path

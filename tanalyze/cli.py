@@ -234,10 +234,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     progress = _progress(args)
     engine = _engine(args)
     data = report_paths(args.paths, formats=args.format or None, roles=roles, title=args.title,
-                        smoothing=args.smoothing, progress=progress, workers=engine["jobs"],
+                        smoothing=args.smoothing, progress=progress, jobs=engine["jobs"],
                         cache=engine["cache"], client=engine["client"], join=_join(args))
     try:
-        sizes = write_report(data, args.output, args.json, progress=progress, workers=args.jobs)
+        sizes = write_report(data, args.output, args.json, progress=progress, jobs=args.jobs)
     except OSError as exc:
         raise InputError(f"cannot write the report: {exc}") from exc
     verdicts = ", ".join(f"{n} {label.replace('_', ' ')}" for label, n in data.verdict_counts())

@@ -129,7 +129,7 @@ def render_diagnoses_html(
     count = len(sources)
     options: dict[str, Any] = {"smoothing": smoothing,
                                "title": title or f"Diagnosis of {count} run{'' if count == 1 else 's'}"}
-    return render_html(build_report(sources, **options), fragment=True, sections=sections, workers=1)
+    return render_html(build_report(sources, **options), fragment=True, sections=sections, jobs=1)
 
 
 def _frame_of_curves(name: str, curves: Mapping[str, Any]) -> pd.DataFrame:
@@ -150,18 +150,18 @@ def write_report(
     json_path: str | os.PathLike[str] | None = None,
     *,
     progress: ProgressCallback | None = None,
-    workers: int | None = None,
+    jobs: int | None = None,
 ) -> dict[str, int]:
     """Write the HTML page and/or the JSON file; return their sizes in bytes by kind.
 
-    ``workers``: processes drawing figures (None: as many as useful, 1: this process only).
+    ``jobs``: processes drawing figures (None: as many as useful, 1: this process only).
     """
     sizes: dict[str, int] = {}
     report = report_dict(data)
     if json_path is not None:
         sizes["json"] = write_json(report, json_path)
     if html_path is not None:
-        pieces = iter_html(data, embed_json=report, progress=progress, workers=workers)
+        pieces = iter_html(data, embed_json=report, progress=progress, jobs=jobs)
         with open(html_path, "w", encoding="utf-8", newline="") as handle:
             handle.writelines(pieces)  # streamed: the page is never whole in memory
         sizes["html"] = os.path.getsize(html_path)

@@ -369,7 +369,7 @@ def iter_html(
     csp: bool = True,
     embed_json: Mapping[str, Any] | None = None,
     progress: ProgressCallback | None = None,
-    workers: int | None = None,
+    jobs: int | None = None,
     sections: bool = True,
 ) -> Iterator[str]:
     """The report page in pieces, in order: written to a file as they come, the page is never whole in memory.
@@ -378,7 +378,7 @@ def iter_html(
 
     ``csp=False`` leaves the Content-Security-Policy out (tests use it to show
     that escaping alone keeps payloads inert). ``embed_json`` is placed in a
-    ``<script type="application/json" id="tanalyze-data">`` block. ``workers``:
+    ``<script type="application/json" id="tanalyze-data">`` block. ``jobs``:
     processes drawing figures (None: automatic, 1: this process only).
     ``sections=False`` leaves out each run's section (its figures and findings):
     the summary of many runs that Jupyter shows, quick to draw and small.
@@ -388,7 +388,7 @@ def iter_html(
     rows = [_summary_row(run, findings[run.index]) for run in data.runs]
     runs = []
     if sections:
-        drawn = run_figures(data.runs, figures, workers=workers, progress=progress)
+        drawn = run_figures(data.runs, figures, jobs=jobs, progress=progress)
         runs = [_run_context(run, pair, findings[run.index]) for run, pair in zip(data.runs, drawn, strict=True)]
     context = {
         "fragment": fragment,

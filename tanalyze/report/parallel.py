@@ -22,7 +22,7 @@ from tanalyze.report.model import AUX_ROLES, RunView
 
 __all__ = ["run_figures", "draw", "worker_maker", "fork_context", "default_workers", "MIN_RUNS_FOR_WORKERS"]
 
-#: Below this many runs, starting workers costs more than it saves.
+#: Below this many runs, starting worker processes costs more than it saves.
 MIN_RUNS_FOR_WORKERS = 8
 
 RunFigures = tuple[Rendered | None, Rendered | None]
@@ -74,10 +74,10 @@ def run_figures(
     runs: Sequence[RunView],
     maker: FigureMaker,
     *,
-    workers: int | None = None,
+    jobs: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Iterator[RunFigures]:
-    """The (loss, aux) figures of each run, in order; drawn by ``workers`` processes (None: automatic)."""
+    """The (loss, aux) figures of each run, in order; drawn by ``jobs`` processes (None: automatic)."""
     total = len(runs)
     if all(run.figures is not None for run in runs):  # drawn where the runs were read
         for done, run in enumerate(runs, start=1):
@@ -85,8 +85,8 @@ def run_figures(
             if progress is not None:
                 progress(done, total, f"render {run.name}")
         return
-    workers = default_workers() if workers is None else workers
-    if workers <= 1 or total < MIN_RUNS_FOR_WORKERS:
+    jobs = default_workers() if jobs is None else jobs
+    if jobs <= 1 or total < MIN_RUNS_FOR_WORKERS:
         for done, run in enumerate(runs, start=1):
             yield draw(maker, run)
             if progress is not None:
@@ -94,10 +94,10 @@ def run_figures(
         return
     # Workers need only what they draw: no RunInfo (its read-only mappings do not pickle).
     light = [replace(run, info=None, figures=None) for run in runs]
-    size = max(1, -(-total // (workers * 4)))
+    size = max(1, -(-total // (jobs * 4)))
     chunks = [light[i:i + size] for i in range(0, total, size)]
     done = 0
-    with ProcessPoolExecutor(max_workers=workers, mp_context=fork_context()) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=fork_context()) as pool:
         for chunk, figures in zip(chunks, pool.map(_draw_chunk, chunks, [maker.smoothing] * len(chunks)), strict=True):
             for run, pair in zip(chunk, figures, strict=True):
                 done += 1

@@ -57,7 +57,7 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
 
 def _process_task(task: tuple[int, RunSpec], *, roles: Mapping[str, Any] | None, smoothing: float,
                   cache: Cache | None) -> list[RunView]:
-    """The per-run task mapped over workers (one figure maker per worker process, reused across runs)."""
+    """The per-run task mapped over worker processes (one figure maker per worker process, reused across runs)."""
     return _process(task, roles, parallel.worker_maker(smoothing), cache)
 
 
@@ -69,7 +69,7 @@ def report_paths(
     title: str | None = None,
     smoothing: float = 0.6,
     progress: ProgressCallback | None = None,
-    workers: int | None = None,
+    jobs: int | None = None,
     cache: Cache | str | os.PathLike[str] | bool = True,
     client: Any = None,
     join: bool | None = None,
@@ -77,7 +77,7 @@ def report_paths(
     """Read and diagnose every run under each path, and compute the report of all of them.
 
     Runs of equal name under different paths are told apart by the path's name.
-    ``workers``: processes for the per-run work (None: as many as useful; 1: this
+    ``jobs``: processes for the per-run work (None: as many as useful; 1: this
     process only); ``cache`` and ``client`` as for :func:`tanalyze.load`. A run
     whose work fails unexpectedly is shown with the error as its warning. Raises :class:`~tanalyze.errors.InputError` (or
     ``NoLogsError``) for a path that does not exist or holds no logs, before
@@ -100,9 +100,9 @@ def report_paths(
             tasks.append((len(tasks), spec))
             labels_of.append(label)
     roles = dict(roles) if roles else None
-    import tanalyze.diagnose  # noqa: F401  (imported before workers fork, not once in each of them)
+    import tanalyze.diagnose  # noqa: F401  (imported before jobs fork, not once in each of them)
 
-    done_views = _map(tasks, roles, smoothing, workers, progress, resolve_cache(cache), client)
+    done_views = _map(tasks, roles, smoothing, jobs, progress, resolve_cache(cache), client)
     views: list[RunView] = []
     labels: list[str] = []
     for (position, _), found in zip(tasks, done_views, strict=True):
@@ -118,10 +118,10 @@ def report_paths(
 
 
 def _map(tasks: list[tuple[int, RunSpec]], roles: Mapping[str, Any] | None, smoothing: float,
-         workers: int | None, progress: ProgressCallback | None, cache: Cache | None,
+         jobs: int | None, progress: ProgressCallback | None, cache: Cache | None,
          client: Any) -> list[list[RunView]]:
     task = partial(_process_task, roles=roles, smoothing=smoothing, cache=cache)
-    results = map_runs(task, tasks, [spec.name for _, spec in tasks], jobs=workers, client=client,
+    results = map_runs(task, tasks, [spec.name for _, spec in tasks], jobs=jobs, client=client,
                        progress=progress, preload=("tanalyze.report.pipeline",))
     maker = None
     out = []

@@ -131,13 +131,13 @@ def test_report_paths_reads_and_diagnoses_like_load_and_diagnose():
     stamp = "2024-01-01T00:00:00Z"
     logs = tanalyze.load(SAMPLE_RUNS)
     expected = report_dict(build_report(logs, diagnose(logs), inputs=[str(SAMPLE_RUNS)], generated_at=stamp))
-    here = report_paths([SAMPLE_RUNS], workers=1)
+    here = report_paths([SAMPLE_RUNS], jobs=1)
     assert report_dict(here) | {"generated_at": stamp} == expected
     if default_workers() >= 2:
-        forked = report_paths([SAMPLE_RUNS], workers=2)
+        forked = report_paths([SAMPLE_RUNS], jobs=2)
         assert report_dict(forked) | {"generated_at": stamp} == expected
-        assert render_html(forked, workers=1).replace(forked.generated_at, stamp) == render_html(
-            here, workers=1).replace(here.generated_at, stamp)
+        assert render_html(forked, jobs=1).replace(forked.generated_at, stamp) == render_html(
+            here, jobs=1).replace(here.generated_at, stamp)
 
 
 def test_jobs_must_be_positive(tmp_path, capsys):

@@ -256,8 +256,8 @@ def test_figures_drawn_by_worker_processes_equal_those_drawn_here():
         runs[name] = (frame_for(name, curves(("normal", "overfitting", "diverged")[k % 3], n=300, seed=k)), info(name))
         diags[name] = diagnosis(name, ("normal", "overfitting", "diverged")[k % 3])
     data = build_report(logs_of(runs), diags, generated_at="2024-01-01T00:00:00Z")
-    here = render_html(data, workers=1)
-    forked = render_html(data, workers=2)
+    here = render_html(data, jobs=1)
+    forked = render_html(data, jobs=2)
     assert forked == here
     ids = re.findall(r'\sid="([^"]+)"', here)
     assert len(ids) == len(set(ids))  # figure ids are unique in the page

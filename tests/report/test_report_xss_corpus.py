@@ -154,12 +154,12 @@ def corpus_pages(tmp_path_factory):
 
     data = report_paths([str(root)], title=CORPUS[14])
     no_csp = out / "no-csp.html"
-    no_csp.write_text(render_html(data, csp=False, embed_json=report_dict(data), workers=1), encoding="utf-8")
+    no_csp.write_text(render_html(data, csp=False, embed_json=report_dict(data), jobs=1), encoding="utf-8")
     # The same kinds of runs with plain names: which elements the report itself writes, and how many of each.
     clean_root = tmp_path_factory.mktemp("clean") / "logs"
     plain = build_corpus_tree(clean_root, payloads=[f"plain/name_{i}-with.many_parts/to_break-" * 4 for i in range(6)])
     clean_data = report_paths([str(plain)])
-    clean = parse(render_html(clean_data, embed_json=report_dict(clean_data), workers=1))
+    clean = parse(render_html(clean_data, embed_json=report_dict(clean_data), jobs=1))
     counts: dict[str, int] = {}
     for element in clean.iter():
         counts[element.tag] = counts.get(element.tag, 0) + 1
