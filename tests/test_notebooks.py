@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a notebook kernel / a real browser: `pytest -m "not slow"` skips them
+
 from tests.conftest import REPO
 
 nbformat = pytest.importorskip("nbformat", reason="the notebook tests need the test extra (nbformat, nbclient, ipykernel)")

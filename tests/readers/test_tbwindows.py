@@ -36,7 +36,7 @@ def snapshot(path: Path):
         dict(run.text), [str(w) for w in run.warnings], list(run.notes)
 
 
-@pytest.mark.parametrize("window", [97, 4096, 100_000])
+@pytest.mark.parametrize("window", [pytest.param(97, marks=pytest.mark.slow), 4096, 100_000])
 def test_every_event_file_reads_the_same_in_small_windows(window, monkeypatch):
     files = event_files()
     whole = {path: snapshot(path) for path in files}

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a notebook kernel / a real browser: `pytest -m "not slow"` skips them
+
 from tanalyze.report import build_report, report_dict, write_report
 from tanalyze.report.html import render_html
 from tests.conftest import SAMPLE_RUNS
