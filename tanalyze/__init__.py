@@ -3,6 +3,7 @@
 >>> import tanalyze
 >>> logs = tanalyze.load("sample_runs/")        # every run under the folder
 >>> logs.scalars.head()                         # tidy: run, tag, step, value, wall_time
+>>> tanalyze.from_frame(df)                     # Logs from a DataFrame: tbparse, W&B history, MLflow, wide
 >>> tanalyze.diagnose(logs)                     # verdict, key steps and findings per run
 >>> tanalyze.check("runs/new", baseline="runs/old")   # the CI gate's rules: pass / warn / fail / skip
 """
@@ -18,6 +19,7 @@ from tanalyze.checks import CheckReport
 from tanalyze.diagnose import Diagnoses, RunDiagnosis, diagnose, diagnose_run
 from tanalyze.discover import RunSpec, discover
 from tanalyze.errors import ConfigError, FormatError, InputError, NoLogsError, TanalyzeError
+from tanalyze.frames import from_frame
 from tanalyze.logs import Logs, RunInfo, load, read_run
 from tanalyze.readers import ReadWarning, Restart
 from tanalyze.roles import Roles, resolve_roles
@@ -25,6 +27,7 @@ from tanalyze.roles import Roles, resolve_roles
 __all__ = [
     "__version__",
     "load",
+    "from_frame",
     "discover",
     "read_run",
     "Logs",

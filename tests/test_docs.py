@@ -48,6 +48,10 @@ def test_doc_examples_run_and_show_what_the_comments_say(namespace):
     assert (run.verdict.label, run.divergence.step) == ("diverged", 552)
     assert "resume from a checkpoint at or before step 444" in run.divergence.restart.text
     assert report.counts() == {"pass": 5, "warn": 0, "fail": 1, "skip": 1}
+    mine, wide = namespace["mine"], namespace["wide"]
+    assert list(mine.runs) == ["diverged"] and len(mine.scalars) == 2170
+    assert wide.scalars.groupby("tag", observed=True).size().to_dict() == {"train/loss": 3, "val/loss": 1}
+    assert wide.runs["my-wandb-run"].notes[0].endswith("step = W&B's _step (one per wandb.log call; no training-step key found)")
     assert not namespace["seeds"].passed
     folder = namespace["__folder__"]
     assert (folder / "report.html").stat().st_size == namespace["sizes"]["html"] > 100_000

@@ -4,6 +4,7 @@ import tanalyze
 EXPECTED = {
     "__version__",
     "load",
+    "from_frame",
     "discover",
     "read_run",
     "Logs",
@@ -40,6 +41,7 @@ def test_every_public_name_exists():
 # ("*x": keyword-only, "**x": any keywords). Changing one must be a deliberate edit here too.
 SIGNATURES = {
     "load": ["path", "*formats", "*progress", "*patterns", "*jobs", "*cache", "*client", "*join"],
+    "from_frame": ["frame", "*run", "*step"],
     "discover": ["path", "*formats", "*patterns", "*join"],
     "read_run": ["spec", "*cache"],
     "diagnose": ["logs", "*roles", "*num_classes", "*thresholds", "**params"],
