@@ -32,8 +32,10 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.csv_loggers:GenericCSVReader",
     # console logs (text): after every structured format, specific before generic
     "tanalyze.readers.megatron:MegatronReader",
+    "tanalyze.readers.llmc:LlmcReader",
     "tanalyze.readers.hf_console:HFConsoleReader",
     "tanalyze.readers.deepspeed:DeepSpeedReader",
+    "tanalyze.readers.modded_nanogpt:ModdedNanoGPTReader",
     "tanalyze.readers.nanogpt:NanoGPTReader",
     "tanalyze.readers.generic_text:GenericTextReader",
 )

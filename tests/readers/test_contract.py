@@ -31,6 +31,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "deepspeed": "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
     "step1_supervised_finetuning/training_log_output",
     "text": "other_text/0Xero7__slm_training/classic.txt",
+    "llmc": "llmc_logs/HectorFCardenas__llm.c/gpt2_train.11672114.log",
+    "modded_nanogpt": "modded_nanogpt_logs/KellerJordan__modded-nanogpt/records/track_1_short/2024-10-10_Muon",
     # The corpus's nanoGPT consoles live inside W&B run folders (the W&B reader's); a standalone one is bundled.
     "nanogpt": "sample_runs:normal_nanogpt",
     "wandb-local": "wandb_local/jackokeefe11__nanoGPT/wandb/run-20240214_195452-kt2awly2",
