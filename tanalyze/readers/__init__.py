@@ -25,6 +25,7 @@ READERS: tuple[str, ...] = (
     # structured logs written by trainers (JSON, CSV), most specific first
     "tanalyze.readers.hf_trainer_state:HFTrainerStateReader",
     "tanalyze.readers.detectron2:Detectron2Reader",
+    "tanalyze.readers.detr:DetrReader",
     "tanalyze.readers.mmengine:MMEngineReader",
     "tanalyze.readers.csv_loggers:LightningCSVReader",
     "tanalyze.readers.csv_loggers:YoloResultsReader",
