@@ -27,6 +27,7 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.detectron2:Detectron2Reader",
     "tanalyze.readers.detr:DetrReader",
     "tanalyze.readers.mmengine:MMEngineReader",
+    "tanalyze.readers.mmdet2:MMDet2Reader",
     "tanalyze.readers.csv_loggers:LightningCSVReader",
     "tanalyze.readers.csv_loggers:YoloResultsReader",
     "tanalyze.readers.csv_loggers:KerasCSVReader",

@@ -23,6 +23,7 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "detectron2": "detectron2_metrics/Kevindic0214__detectron2_training/output",
     "detr": "detr_log_txt/PukarBaral__sten_detr/outputs",
     "mmengine": "mmengine_logs/hwh12345678900123__event-yolo/work_dirs/yolov5_s-v61_fast_1xb12-40e_image",
+    "mmdet2": "mmdet2_json/masati91__ELTD/work_dirs/eltd_r50_fpn_1x_coco",
     "lightning_csv": "lightning_metrics_csv/0Xero7__slm_training/lightning_logs/version_0",
     "yolo_csv": "yolo_results_csv/Abonia1__YOLOv8-Fire-and-Smoke-Detection/runs/detect/train",
     "keras_csv": "keras_csvlogger/Aditya24jar__Emotion-Detection-Resnet50/training.log",
