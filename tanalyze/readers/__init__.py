@@ -22,6 +22,8 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.wandb_export:WandbChartExportReader",
     "tanalyze.readers.wandb_export:WandbRunsTableReader",
     "tanalyze.readers.wandb_api:WandbHistoryExportReader",
+    # experiment trackers' local stores
+    "tanalyze.readers.mlflow:MLflowReader",
     # structured logs written by trainers (JSON, CSV), most specific first
     "tanalyze.readers.hf_trainer_state:HFTrainerStateReader",
     "tanalyze.readers.detectron2:Detectron2Reader",

@@ -19,6 +19,7 @@ from tests.conftest import SAMPLE_RUNS, real_log
 
 CONTRACT_EXAMPLES: dict[str, str] = {
     "tensorboard": "tfevents/Battam1111__DeepSC/lightning_logs/version_0",
+    "mlflow": "mlflow_mlruns/VladimirMCorteza__Pytorch-MLflow-Tensorboard/mlruns",
     "hf_trainer_state": "hf_trainer_state/Jaong__Checkpoint-of-CPT",
     "detectron2": "detectron2_metrics/Kevindic0214__detectron2_training/output",
     "detr": "detr_log_txt/PukarBaral__sten_detr/outputs",
