@@ -37,6 +37,7 @@ READERS: tuple[str, ...] = (
     # console logs (text): after every structured format, specific before generic
     "tanalyze.readers.megatron:MegatronReader",
     "tanalyze.readers.llmc:LlmcReader",
+    "tanalyze.readers.fairseq:FairseqReader",
     "tanalyze.readers.hf_console:HFConsoleReader",
     "tanalyze.readers.deepspeed:DeepSpeedReader",
     "tanalyze.readers.modded_nanogpt:ModdedNanoGPTReader",

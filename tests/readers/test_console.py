@@ -8,7 +8,7 @@ from tanalyze.readers import READERS, get_reader
 from tanalyze.readers.console import console_readers, detect_console_format, parse_console_file
 from tests.readers.text_helpers import check, notes_text, write
 
-TEXT_FORMATS = ["megatron", "llmc", "hf_console", "deepspeed", "modded_nanogpt", "nanogpt", "text"]
+TEXT_FORMATS = ["megatron", "llmc", "fairseq", "hf_console", "deepspeed", "modded_nanogpt", "nanogpt", "text"]
 
 SAMPLES = {
     "megatron": " iteration       10/     100 | lm loss: 1.000000E+01 | grad norm: 2.5 |\n",
@@ -16,6 +16,7 @@ SAMPLES = {
     "deepspeed": "[2024-01-01 00:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.1], mom=[0.9]\n",
     "nanogpt": "iter 10: loss 2.5000, time 10.00ms, mfu 5.00%\n",
     "llmc": "s:0 tel:11.0079\ns:0 trl:11.0097 lr:0.000001 norm:15.08\n",
+    "fairseq": "| epoch 001:     10 / 31621 loss=15.180, ppl=37113.65, num_updates=11, lr=1.1e-07\n",
     "modded_nanogpt": "step:1/6200 train_loss:10.9184 train_time:74701ms step_avg:nanms\n",
     "text": "Epoch 1/2\nTrain Loss: 2.0\nEpoch 2/2\nTrain Loss: 1.0\n",
 }

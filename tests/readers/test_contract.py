@@ -1,7 +1,8 @@
 """The contract every registered reader keeps, checked for each one (one parametrised test per rule).
 
 Adding a reader? Add one line to ``CONTRACT_EXAMPLES``: the reader's name and a real log of its format
-in the corpus (a file or a folder, relative to the corpus root), whose steps increase within each tag.
+in the corpus (a file or a folder, relative to the corpus root; ``sample_runs:`` or ``fixtures:`` for a bundled
+one when the corpus has none), whose steps increase within each tag.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "deepspeed": "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
     "step1_supervised_finetuning/training_log_output",
     "text": "other_text/0Xero7__slm_training/classic.txt",
+    # fairseq: no real log in the corpus; the bundled fixture reproduces lines of a public one
+    "fairseq": "fixtures:fairseq/modern",
     "llmc": "llmc_logs/HectorFCardenas__llm.c/gpt2_train.11672114.log",
     "modded_nanogpt": "modded_nanogpt_logs/KellerJordan__modded-nanogpt/records/track_1_short/2024-10-10_Muon",
     # The corpus's nanoGPT consoles live inside W&B run folders (the W&B reader's); a standalone one is bundled.
@@ -64,6 +67,8 @@ def example_path(reader: Reader) -> Path:
     example = CONTRACT_EXAMPLES[reader.name]
     if example.startswith("sample_runs:"):
         return SAMPLE_RUNS / example.removeprefix("sample_runs:")
+    if example.startswith("fixtures:"):
+        return SAMPLE_RUNS.parent / "tests" / "fixtures" / example.removeprefix("fixtures:")
     return real_log(example)
 
 
