@@ -42,12 +42,12 @@ MAIN_LOG_TAGS = {"trl": "train/loss", "tel": "val/loss", "eval": "hellaswag/acc"
 MAIN_LINE = re.compile(r"^s:(\d+)((?:[ \t]+[A-Za-z_]\w*:[^\s]+)+)[ \t]*$", re.M)
 _MAIN_PAIR = re.compile(r"([A-Za-z_]\w*):(\S+)")
 STEP_LINE = re.compile(
-    rf"^step[ \t]+(\d+)/(\d+) \| loss ({NUMBER}) \(([^)]*)\)\| norm ({NUMBER}) \(([^)]*)\)\| lr ({NUMBER})"
+    rf"^step[ \t]+(\d+)/(\d+) \| loss +({NUMBER}) \(([^)]*)\)\| norm +({NUMBER}) \(([^)]*)\)\| lr +({NUMBER})"
     rf"((?: \| [^|\n]*)*)[ \t]*$",
     re.M,
 )
 OLD_STEP_LINE = re.compile(
-    rf"^step[ \t]+(\d+)/(\d+): train loss ({NUMBER}) \(({NUMBER}) ms, ({NUMBER}) tok/s\)[ \t]*$", re.M
+    rf"^step[ \t]+(\d+)/(\d+): train loss +({NUMBER}) \(({NUMBER}) ms, ({NUMBER}) tok/s\)[ \t]*$", re.M
 )
 VAL_LINE = re.compile(rf"^val loss ({NUMBER})[ \t]*$", re.M)
 HELLASWAG_LINE = re.compile(rf"^HellaSwag: (\d+)/(\d+) = ({NUMBER})[ \t]*$", re.M)
@@ -162,12 +162,19 @@ class LlmcParser(TextParser):
         self.notes[:0] = notes
 
 
+#: printed by train_gpt2 before its first step: a console log that died before any step line still has it
+_BANNER = re.compile(r"^=> setting grad_accum_steps=\d+$", re.M)
+
+
 def detect_llmc(window: str) -> bool:
-    """A main.log (its first record is an ``s:N key:value`` line) or llm.c console step lines."""
+    """A main.log (its first record is an ``s:N key:value`` line), llm.c console step lines, or the
+    console of a run that died after its first validation (banner + ``val loss`` line)."""
     first = window.lstrip().split("\n", 1)[0]
     if MAIN_LINE.match(first):
         return True
-    return bool(STEP_LINE.search(window) or OLD_STEP_LINE.search(window))
+    if STEP_LINE.search(window) or OLD_STEP_LINE.search(window):
+        return True
+    return bool(_BANNER.search(window) and VAL_LINE.search(window))
 
 
 class LlmcReader(TextReader):

@@ -105,3 +105,18 @@ def test_console_detection_and_discovery(real_logs, tmp_path):
     assert {name: info.format for name, info in logs.runs.items()} == {
         "HectorFCardenas__llm.c/gpt2_train.11672114.log": "llmc", "HectorFCardenas__llm.c/gpt2_train.11685414.log": "llmc"}
     assert get_reader("llmc") is not None
+
+
+def test_nan_runs_of_the_crash_corpus_are_read_with_their_nans():
+    # 'step    1/19560 | loss     nan (+nanz)| norm    nan (+nanz)| lr 8.57e-07 | …' (printf pads NaN)
+    run = _read("crash_logs/HectorFCardenas__llm.c/gpt2_train.11679031.log")
+    frame = run.scalars
+    loss = frame[frame["tag"] == "train/loss"]
+    assert len(loss) == 16255 and loss["value"].isna().all()
+    check(frame, "lr", {1: 8.57e-07})
+    (warning,) = run.warnings  # the last step line, cut by the scheduler's cancel message
+    assert "step 16256/19560" in warning.message and "CANCELLED" in warning.message
+    # died after the first validation ('val loss nan', then a cuBLAS error): one NaN point, at step 0
+    early = _read("crash_logs/HectorFCardenas__llm.c/gpt2_train.11679004.log")
+    assert early.scalars[["tag", "step"]].values.tolist() == [["val/loss", 0]]
+    assert early.scalars["value"].isna().all()
