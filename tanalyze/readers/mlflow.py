@@ -38,10 +38,12 @@ import math
 import re
 import sqlite3
 from collections import Counter, defaultdict
+from contextlib import closing
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
@@ -90,6 +92,11 @@ def _run_folder(path: Path) -> tuple[Path, str] | None:
     return None
 
 
+def _connect(path: Path) -> sqlite3.Connection:
+    """A read-only connection (the path is quoted for the URI: '?' or '#' in a folder name stay literal)."""
+    return sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+
+
 def _is_sqlite(path: Path) -> bool:
     try:
         with open(path, "rb") as handle:
@@ -100,7 +107,7 @@ def _is_sqlite(path: Path) -> bool:
 
 def _is_mlflow_db(path: Path) -> bool:
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        with closing(_connect(path)) as db:  # a connection's own 'with' commits, it does not close
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             if not {"runs", "metrics", "experiments"} <= tables:
                 return False
@@ -266,7 +273,7 @@ def _as_int(value: Any) -> int | None:
 
 def _read_database(path: Path) -> list[_Run]:
     try:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db = _connect(path)
     except sqlite3.Error as exc:
         raise FormatError(path, f"cannot be opened as SQLite: {exc}") from exc
     try:

@@ -128,3 +128,18 @@ def test_sqlite_that_is_not_mlflow_and_broken_database(tmp_path):
         assert str(broken) in str(error)
     else:
         assert all(run.warnings for run in runs) and all(run.scalars.empty for run in runs)
+
+
+def test_sniffing_and_reading_databases_leaves_no_file_open(tmp_path):
+    import os
+
+    copy = tmp_path / "odd?#name" / "mlflow.db"
+    copy.parent.mkdir()
+    shutil.copy(FIXTURES / "sqlite" / "mlflow.db", copy)
+    reader = MLflowReader()
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    for _ in range(50):
+        assert reader.sniff(copy, copy.read_bytes()[:4096])
+        assert len(reader.read([copy])) == 2
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) <= before + 2
