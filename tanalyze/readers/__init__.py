@@ -22,18 +22,25 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.wandb_export:WandbChartExportReader",
     "tanalyze.readers.wandb_export:WandbRunsTableReader",
     "tanalyze.readers.wandb_api:WandbHistoryExportReader",
+    # experiment trackers' local stores
+    "tanalyze.readers.mlflow:MLflowReader",
     # structured logs written by trainers (JSON, CSV), most specific first
     "tanalyze.readers.hf_trainer_state:HFTrainerStateReader",
     "tanalyze.readers.detectron2:Detectron2Reader",
+    "tanalyze.readers.detr:DetrReader",
     "tanalyze.readers.mmengine:MMEngineReader",
+    "tanalyze.readers.mmdet2:MMDet2Reader",
     "tanalyze.readers.csv_loggers:LightningCSVReader",
     "tanalyze.readers.csv_loggers:YoloResultsReader",
     "tanalyze.readers.csv_loggers:KerasCSVReader",
     "tanalyze.readers.csv_loggers:GenericCSVReader",
     # console logs (text): after every structured format, specific before generic
     "tanalyze.readers.megatron:MegatronReader",
+    "tanalyze.readers.llmc:LlmcReader",
+    "tanalyze.readers.fairseq:FairseqReader",
     "tanalyze.readers.hf_console:HFConsoleReader",
     "tanalyze.readers.deepspeed:DeepSpeedReader",
+    "tanalyze.readers.modded_nanogpt:ModdedNanoGPTReader",
     "tanalyze.readers.nanogpt:NanoGPTReader",
     "tanalyze.readers.generic_text:GenericTextReader",
 )

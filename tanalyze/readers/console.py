@@ -1,42 +1,37 @@
 """One entry point for console logs of any supported format.
 
 :func:`parse_console_file` recognises the format of one console capture by
-its content (Megatron, HF Trainer, DeepSpeed, nanoGPT, then the generic
-shapes) and reads it. Other readers use it for console text they find inside
-their own formats, e.g. ``wandb/run-*/files/output.log``.
+its content and reads it. The formats tried, and their order, are those of
+the registry (:data:`tanalyze.readers.READERS`): every registered
+:class:`~tanalyze.readers._textreader.TextReader`, specific before generic,
+so adding a console format there is enough. Other readers use this for
+console text they find inside their own formats, e.g.
+``wandb/run-*/files/output.log``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from tanalyze.readers import get_readers
 from tanalyze.readers._lines import sniff_window
 from tanalyze.readers._textparse import parse_path
 from tanalyze.readers._textreader import TextReader, runs_from_parsed
 from tanalyze.readers.base import RunData
-from tanalyze.readers.deepspeed import DeepSpeedReader
-from tanalyze.readers.generic_text import GenericTextParser, GenericTextReader
-from tanalyze.readers.hf_console import HFConsoleReader
-from tanalyze.readers.megatron import MegatronReader
-from tanalyze.readers.nanogpt import NanoGPTReader
+from tanalyze.readers.generic_text import GenericTextParser
 
-__all__ = ["CONSOLE_READERS", "detect_console_format", "parse_console_file"]
+__all__ = ["console_readers", "detect_console_format", "parse_console_file"]
 
-#: Console formats in the order they are tried (specific before generic).
-CONSOLE_READERS: tuple[type[TextReader], ...] = (
-    MegatronReader,
-    HFConsoleReader,
-    DeepSpeedReader,
-    NanoGPTReader,
-    GenericTextReader,
-)
+
+def console_readers() -> tuple[TextReader, ...]:
+    """The registered console formats, in registry order (the order they are tried in)."""
+    return tuple(reader for reader in get_readers() if isinstance(reader, TextReader))
 
 
 def detect_console_format(path: Path) -> TextReader | None:
     """The console reader whose format ``path``'s content matches, or None."""
     window = sniff_window(Path(path))
-    for reader_class in CONSOLE_READERS:
-        reader = reader_class()
+    for reader in console_readers():
         if reader.detect(window):
             return reader
     return None

@@ -1,7 +1,8 @@
 """The contract every registered reader keeps, checked for each one (one parametrised test per rule).
 
 Adding a reader? Add one line to ``CONTRACT_EXAMPLES``: the reader's name and a real log of its format
-in the corpus (a file or a folder, relative to the corpus root), whose steps increase within each tag.
+in the corpus (a file or a folder, relative to the corpus root; ``sample_runs:`` or ``fixtures:`` for a bundled
+one when the corpus has none), whose steps increase within each tag.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from tests.conftest import SAMPLE_RUNS, real_log
 
 CONTRACT_EXAMPLES: dict[str, str] = {
     "tensorboard": "tfevents/Battam1111__DeepSC/lightning_logs/version_0",
+    "mlflow": "mlflow_mlruns/VladimirMCorteza__Pytorch-MLflow-Tensorboard/mlruns",
     "hf_trainer_state": "hf_trainer_state/Jaong__Checkpoint-of-CPT",
     "detectron2": "detectron2_metrics/Kevindic0214__detectron2_training/output",
+    "detr": "detr_log_txt/PukarBaral__sten_detr/outputs",
     "mmengine": "mmengine_logs/hwh12345678900123__event-yolo/work_dirs/yolov5_s-v61_fast_1xb12-40e_image",
+    "mmdet2": "mmdet2_json/masati91__ELTD/work_dirs/eltd_r50_fpn_1x_coco",
     "lightning_csv": "lightning_metrics_csv/0Xero7__slm_training/lightning_logs/version_0",
     "yolo_csv": "yolo_results_csv/Abonia1__YOLOv8-Fire-and-Smoke-Detection/runs/detect/train",
     "keras_csv": "keras_csvlogger/Aditya24jar__Emotion-Detection-Resnet50/training.log",
@@ -31,6 +35,10 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "deepspeed": "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
     "step1_supervised_finetuning/training_log_output",
     "text": "other_text/0Xero7__slm_training/classic.txt",
+    # fairseq: no real log in the corpus; the bundled fixture reproduces lines of a public one
+    "fairseq": "fixtures:fairseq/modern",
+    "llmc": "llmc_logs/HectorFCardenas__llm.c/gpt2_train.11672114.log",
+    "modded_nanogpt": "modded_nanogpt_logs/KellerJordan__modded-nanogpt/records/track_1_short/2024-10-10_Muon",
     # The corpus's nanoGPT consoles live inside W&B run folders (the W&B reader's); a standalone one is bundled.
     "nanogpt": "sample_runs:normal_nanogpt",
     "wandb-local": "wandb_local/jackokeefe11__nanoGPT/wandb/run-20240214_195452-kt2awly2",
@@ -59,6 +67,8 @@ def example_path(reader: Reader) -> Path:
     example = CONTRACT_EXAMPLES[reader.name]
     if example.startswith("sample_runs:"):
         return SAMPLE_RUNS / example.removeprefix("sample_runs:")
+    if example.startswith("fixtures:"):
+        return SAMPLE_RUNS.parent / "tests" / "fixtures" / example.removeprefix("fixtures:")
     return real_log(example)
 
 

@@ -1,0 +1,84 @@
+"""DETR-family log.txt: the real logs of PukarBaral/sten_detr and Moqixis/object_detection_detr, and damaged copies."""
+
+import json
+
+from tanalyze import load
+from tanalyze.readers.detr import DetrReader
+from tests.conftest import real_log
+from tests.readers.text_helpers import check, notes_text, write
+
+MOQIXIS = "detr_log_txt/Moqixis__object_detection_detr/outputs/log.txt"
+STEN = "detr_log_txt/PukarBaral__sten_detr/outputs/log.txt"
+
+
+def _read(path):
+    reader = DetrReader()
+    assert reader.sniff(path, path.read_bytes()[:4096])  # the first line is longer than the sniffed head
+    (run,) = reader.read([path])
+    return run
+
+
+def test_300_epoch_run_with_coco_stats_by_name():
+    run = _read(real_log(STEN))
+    frame = run.scalars
+    check(frame, "train_loss", {0: 16.838505818367004, 299: 1.631428750514984}, count=300)
+    check(frame, "test_coco_eval_bbox/AP", {0: 0.00014992437624753214, 299: 0.04486012489267438}, count=300)
+    check(frame, "test_coco_eval_bbox/AP50", {0: 0.0005592182254874703}, count=300)
+    check(frame, "test_coco_eval_bbox/APs", {0: 0.0029702970297029695}, count=300)
+    check(frame, "test_coco_eval_bbox/ARs", {0: 0.0012195121951219512}, count=300)
+    check(frame, "test_coco_eval_bbox/ARm", {0: 0.0075000000000000015}, count=300)
+    # APl and ARl are -1 (no large objects in this data set) in every epoch: undefined, not scores
+    assert not frame["tag"].isin(["test_coco_eval_bbox/APl", "test_coco_eval_bbox/ARl"]).any()
+    assert "600 COCO stat(s) of -1 skipped" in notes_text(run)
+    check(frame, "train_lr", {0: 0.0001000000000000008, 299: 9.99999999999993e-06})
+    assert "n_parameters" not in set(frame["tag"]) and run.hparams == {"n_parameters": 41253894}
+    assert frame.loc[frame["tag"] == "train_loss", "epoch"].tolist()[:3] == [0.0, 1.0, 2.0]
+    assert run.warnings == [] and run.restarts == []
+
+
+def test_two_sessions_appended_to_one_log():
+    run = _read(real_log(MOQIXIS))
+    frame = run.scalars
+    # the second session (lines 6-7, epochs 0-1) replaces the first (lines 1-5, epochs 0-4)
+    check(frame, "train_loss", {0: 4.12762659557747, 1: 3.007559477160542}, count=2)
+    check(frame, "test_coco_eval_bbox/AP", {0: 0.7292430729342911, 1: 0.7597355857037735}, count=2)
+    notes = notes_text(run)
+    assert "2 training sessions appended to this file (epochs 0–4 from line 1; epochs 0–1 from line 6)" in notes
+    (restart,) = run.restarts
+    assert restart.step == 0 and "303 point(s) of the abandoned attempt after epoch 0 dropped" in restart.detail
+
+
+def test_junk_cut_last_line_and_empty_file(tmp_path):
+    rows = [{"train_loss": 2.0, "test_coco_eval_bbox": [0.5] + [-1] * 11, "epoch": 0, "n_parameters": 10},
+            {"train_loss": 1.5, "test_acc1": 40.0, "note": "text", "epoch": 1, "n_parameters": 10}]
+    text = "\n".join(json.dumps(r) for r in rows) + "\nnot json\n{\"epoch\": \"x\", \"train_loss\": 1}\n"
+    text += '{"train_loss": 1.2, "epoch": 2, "test_l'
+    path = write(tmp_path / "log.txt", text)
+    run = _read(path)
+    check(run.scalars, "train_loss", {0: 2.0, 1: 1.5}, count=2)
+    check(run.scalars, "test_coco_eval_bbox/AP", {0: 0.5}, count=1)
+    check(run.scalars, "test_acc1", {1: 40.0})
+    messages = [w.message for w in run.warnings]
+    assert "2 line(s) are not valid JSON and were skipped (the last line is cut off: file truncated?)" in messages
+    assert "1 record(s) without a whole-number 'epoch'; skipped" in messages
+    assert "non-numeric values skipped under: note" in notes_text(run)
+    (empty,) = DetrReader().read([write(tmp_path / "empty" / "log.txt", b"")])
+    assert empty.scalars.empty and empty.warnings
+
+
+def test_other_json_lines_are_not_detr(tmp_path):
+    reader = DetrReader()
+    for line in ('{"iteration": 19, "total_loss": 1.0}', '{"mode": "train", "epoch": 1, "iter": 50, "loss": 1.0}',
+                 '{"epoch": 1, "loss": 2.0}', "epoch 1 train_loss 2"):
+        path = write(tmp_path / "log.txt", line + "\n")
+        assert not reader.sniff(path, path.read_bytes())
+
+
+def test_discovery_finds_the_three_runs(real_logs):
+    logs = load(real_logs / "detr_log_txt")
+    assert {name: info.format for name, info in logs.runs.items()} == {
+        "Moqixis__object_detection_detr/outputs": "detr",
+        "PukarBaral__sten_detr/outputs": "detr",
+        "PukarBaral__sten_detr/outputs_2": "detr",
+    }
+    assert logs.unrecognized == ()

@@ -1,0 +1,145 @@
+"""MLflow local stores: the real mlruns of VladimirMCorteza/Pytorch-MLflow-Tensorboard and
+saulhazelius/keras-mlflow-sentences-classification, and fixtures written by the real mlflow package
+(``tests/fixtures/mlflow/generate.py``, pinned in its ``requirements.txt``): the same two runs in a file
+store and in a SQLite store.
+"""
+
+import math
+import shutil
+import sqlite3
+
+import pytest
+
+from tanalyze import load
+from tanalyze.discover import discover
+from tanalyze.readers.mlflow import MLflowReader
+from tests.conftest import REPO, real_log
+from tests.readers.text_helpers import check, notes_text, write
+
+FIXTURES = REPO / "tests" / "fixtures" / "mlflow"
+VLADIMIR = "mlflow_mlruns/VladimirMCorteza__Pytorch-MLflow-Tensorboard/mlruns"
+SAUL = "mlflow_mlruns/saulhazelius__keras-mlflow-sentences-classification/train/mlruns"
+
+# what generate.py logged (rounded to 6 digits there)
+LOSS_01 = {1: 2.76915, 7: 1.254989, 20: 0.24102}
+LOSS_03 = {1: 2.216214, 20: 0.009159}
+VAL_01_STEP_5 = 1.790576
+
+
+def _runs(path):
+    logs = load(path, formats=("mlflow",))
+    return logs, {name.rsplit("/", 1)[-1]: name for name in logs.runs}
+
+
+@pytest.mark.parametrize("store", ["file_store", "sqlite"])
+def test_fixture_stores_written_by_mlflow(store):
+    logs, names = _runs(FIXTURES / store)
+    assert sorted(names) == ["lr-0.1", "lr-0.3"]  # named by mlflow.runName; one experiment: no prefix
+    slow, fast = logs.run(names["lr-0.1"]), logs.run(names["lr-0.3"])
+    check(slow, "train/loss", LOSS_01, count=20)  # a nested key ('train/loss': a sub-folder in the file store)
+    check(fast, "train/loss", LOSS_03, count=20)
+    nan = fast[(fast["tag"] == "train/loss") & (fast["step"] == 7)]["value"]
+    assert math.isnan(nan.iloc[0])  # the file store writes 'nan'; SQLite 0 with is_nan = 1
+    check(slow, "val_loss", {5: VAL_01_STEP_5, 20: 0.265122}, count=4)
+    check(slow, "lr", {1: 0.1, 20: 0.1}, count=20)
+    wall = slow[(slow["tag"] == "val_loss") & (slow["step"] == 20)]["wall_time"].iloc[0]
+    assert wall == 1_700_000_020.0
+    info = logs.runs[names["lr-0.1"]]
+    assert dict(info.hparams) == {"lr": 0.1, "model": "linear", "seed": 1, "steps": 20, "tag.purpose": "tanalyze fixture"}
+    assert "of experiment 'tiny-regression', status FINISHED" in notes_text(info)
+    assert info.warnings == ()
+
+
+def test_file_store_and_sqlite_agree():
+    a, _ = _runs(FIXTURES / "file_store")
+    b, _ = _runs(FIXTURES / "sqlite")
+    for name in ("lr-0.1", "lr-0.3"):
+        left = a.run(f"file_store/{name}")[["tag", "step", "value", "wall_time"]].sort_values(["tag", "step"])
+        right = b.run(f"sqlite/{name}")[["tag", "step", "value", "wall_time"]].sort_values(["tag", "step"])
+        assert left.reset_index(drop=True).equals(right.reset_index(drop=True))
+
+
+def test_real_pytorch_mnist_store():
+    logs, names = _runs(real_log(VLADIMIR))
+    assert len(names) == 3  # runs without a name are named by their id
+    run = logs.run(names["58a829e452164bf99b1d4fd228830189"])
+    # metrics/train_loss: '1642780912552 4.152586936950684 938'
+    check(run, "train_loss", {938: 4.152586936950684, 1138: 4.1293745040893555}, count=100)
+    assert run[(run["tag"] == "train_loss") & (run["step"] == 938)]["wall_time"].iloc[0] == 1642780912.552
+    check(run, "test_accuracy", {}, count=20)
+    info = logs.runs[names["58a829e452164bf99b1d4fd228830189"]]
+    assert info.hparams["lr"] == 0.001 and info.hparams["epochs"] == 20 and info.hparams["cuda"] is True
+    assert "2022-01-21 16:01:52 UTC → 2022-01-21 16:06:15 UTC" in notes_text(info)
+
+
+def test_real_keras_autolog_store_and_the_tensorboard_artifacts_beside(real_logs):
+    logs, names = _runs(real_log(SAUL))
+    assert len(names) == 5
+    run = logs.run(names["cee1d5e1975f4c66b0624ec6c27183bc"])
+    check(run, "loss", {0: 0.525877833366394, 1: 0.3430648744106293}, count=2)
+    single = logs.run(names["e1147646c9194aeb9b9d16ab348d67c2"])
+    check(single, "roc-auc", {0: 0.6883023977279663}, count=1)
+    assert logs.runs[names["e1147646c9194aeb9b9d16ab348d67c2"]].hparams == {"dropout": 0.1, "hidden-units": 32}
+    # the whole corpus folder: the MLflow runs, plus the TensorBoard logs saved as artifacts (their own runs)
+    found = discover(real_logs / "mlflow_mlruns")
+    formats = sorted(spec.format for spec in found.runs)
+    assert formats == ["mlflow", "mlflow", "tensorboard", "tensorboard", "tensorboard"]
+    assert all("/artifacts/" in path for path in found.unrecognized)  # model files; every metric/param/tag is read
+
+
+def test_metrics_without_step_repeated_steps_junk_and_cut_lines(tmp_path):
+    store = tmp_path / "mlruns"
+    run = store / "1" / "abc123"
+    write(store / "1" / "meta.yaml", "artifact_location: x\nexperiment_id: '1'\nname: exp\n")
+    write(run / "meta.yaml", "experiment_id: '1'\nrun_id: abc123\nrun_name: r\nstatus: 4\nstart_time: 0\n")
+    write(run / "metrics" / "acc", "1000 0.5 0\n2000 0.6 0\n3000 0.7 0\n")  # no step given
+    write(run / "metrics" / "loss", "1000 3.0 1\nnot a line\n2000 2.0 2\n2500 1.5 2\n3000 1.")
+    write(run / "metrics" / "empty", "")
+    write(run / "params" / "opt", "adam")
+    logs, names = _runs(store)
+    frame = logs.run(names["r"])
+    check(frame, "acc", {0: 0.5, 1: 0.6, 2: 0.7}, count=3)
+    check(frame, "loss", {1: 3.0, 2: 1.5}, count=2)  # 2.0 then 1.5 at step 2: the last write wins
+    info = logs.runs[names["r"]]
+    notes = notes_text(info)
+    assert "spread over steps 0, 1, 2 … in time order: acc" in notes
+    assert "status FAILED" in notes and "replaced by the later write" in notes
+    (warning,) = info.warnings
+    assert "2 line(s) are not 'timestamp value step'; skipped (the last line is cut off" in warning.message
+    assert warning.location == "line 2, 5"
+    assert info.hparams == {"opt": "adam"}
+
+
+def test_sqlite_that_is_not_mlflow_and_broken_database(tmp_path):
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE metrics (a, b)")
+    reader = MLflowReader()
+    assert not reader.sniff(other, other.read_bytes()[:4096])
+    copy = tmp_path / "mlflow.db"
+    shutil.copy(FIXTURES / "sqlite" / "mlflow.db", copy)
+    assert reader.sniff(copy, copy.read_bytes()[:4096])
+    broken = write(tmp_path / "broken" / "mlflow.db", copy.read_bytes()[:8192])
+    from tanalyze.errors import FormatError
+
+    try:
+        runs = reader.read([broken])
+    except FormatError as error:
+        assert str(broken) in str(error)
+    else:
+        assert all(run.warnings for run in runs) and all(run.scalars.empty for run in runs)
+
+
+def test_sniffing_and_reading_databases_leaves_no_file_open(tmp_path):
+    import os
+
+    copy = tmp_path / "odd?#name" / "mlflow.db"
+    copy.parent.mkdir()
+    shutil.copy(FIXTURES / "sqlite" / "mlflow.db", copy)
+    reader = MLflowReader()
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    for _ in range(50):
+        assert reader.sniff(copy, copy.read_bytes()[:4096])
+        assert len(reader.read([copy])) == 2
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) <= before + 2
