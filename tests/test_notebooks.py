@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a notebook kernel / a real browser: `pytest -m "not slow"` skips them
-
 from tests.conftest import REPO
+
+pytestmark = pytest.mark.slow  # a notebook kernel / a real browser: `pytest -m "not slow"` skips them
 
 nbformat = pytest.importorskip("nbformat", reason="the notebook tests need the test extra (nbformat, nbclient, ipykernel)")
 nbclient = pytest.importorskip("nbclient", reason="the notebook tests need the test extra (nbformat, nbclient, ipykernel)")

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a notebook kernel / a real browser: `pytest -m "not slow"` skips them
-
 from tanalyze.report import build_report, report_dict, write_report
 from tanalyze.report.html import render_html
 from tests.conftest import SAMPLE_RUNS
 from tests.report import browser
 from tests.report.fakes import curves, diagnosis, frame_for, info, logs_of
 from tests.report.htmlcheck import parse
+
+pytestmark = pytest.mark.slow  # a notebook kernel / a real browser: `pytest -m "not slow"` skips them
 
 
 def _fixture_data():
