@@ -22,7 +22,7 @@ from tanalyze.readers._tbproto import (
     HParamsPluginData,
     SummaryMetadata,
 )
-from tanalyze.readers.tensorboard import TensorBoardReader
+from tanalyze.readers.tensorboard import TensorBoardReader, head_tags
 from tests.conftest import SAMPLE_RUNS
 from tests.readers.test_tensorboard import by_tag, tbparse_scalars
 
@@ -223,17 +223,25 @@ def event_files(tmp_path: Path) -> dict[str, Path]:
 
 def test_event_files_are_read_without_tensorboard(tmp_path, monkeypatch):
     """Scalars (simple values and TF2 tensors), histograms and hparams, with tensorboard unimportable,
-    are what tbparse (which needs tensorboard) reads from the same files."""
+    are what tbparse (which needs tensorboard) reads from the same files; the tags discovery sees are
+    tensorboard's own loader's."""
     from tbparse import SummaryReader
+    from tensorboard.backend.event_processing.event_file_loader import LegacyEventFileLoader
 
     files = event_files(tmp_path)
     expected_scalars = {key: by_tag(tbparse_scalars(path)) for key, path in files.items()}
     expected_histograms = SummaryReader(str(files["torch"]), pivot=False).histograms
-    monkeypatch.setitem(sys.modules, "tensorboard", None)
+    expected_head_tags = {key: tuple(dict.fromkeys(value.tag for event in LegacyEventFileLoader(str(path)).Load()
+                                                   for value in event.summary.value))
+                          for key, path in files.items()}
+    for name in [name for name in sys.modules if name.split(".")[0] == "tensorboard"] + ["tensorboard"]:
+        monkeypatch.setitem(sys.modules, name, None)  # any import of it now fails, even of a loaded module
     with pytest.raises(ImportError):
-        import tensorboard.compat.proto.event_pb2  # noqa: F401
+        from tensorboard.compat.proto.summary_pb2 import SummaryMetadata  # noqa: F401
 
     runs = {key: TensorBoardReader().read([path])[0] for key, path in files.items()}
+    # discovery's look at a file's first records (here the whole file)
+    assert {key: head_tags(path.read_bytes()) for key, path in files.items()} == expected_head_tags
     for key, run in runs.items():
         assert not run.warnings, (key, run.warnings)
         assert by_tag(run.scalars) == expected_scalars[key], key
