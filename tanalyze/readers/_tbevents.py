@@ -136,12 +136,12 @@ def _wall(seconds: float) -> float:
 
 
 def _decode_slow(view: memoryview, starts: list[int], lengths: list[int], records: list[int]) -> _Slow:
-    from tensorboard.compat.proto import event_pb2
+    from tanalyze.readers._tbproto import SESSION_START, Event
 
     out = _Slow()
     for start, length, record in zip(starts, lengths, records, strict=True):
         try:
-            event = event_pb2.Event.FromString(view[start : start + length])
+            event = Event.FromString(view[start : start + length])
         except (DecodeError, ValueError) as exc:
             out.problems.append((record, f"not a valid event ({exc})"))
             continue
@@ -149,7 +149,7 @@ def _decode_slow(view: memoryview, starts: list[int], lengths: list[int], record
         if what == "summary":
             _decode_summary(event, record, out)
         elif what == "session_log":
-            if event.session_log.status == event_pb2.SessionLog.START:
+            if event.session_log.status == SESSION_START:
                 out.session_starts.append((record, event.step))
         elif what in ("graph_def", "meta_graph_def"):
             out.skipped["graph"] += 1
@@ -204,7 +204,7 @@ def _tensor_histogram(item: _Pending, array: np.ndarray) -> dict[str, Any]:
 def _plugin_names(fast, slow: _Slow, known: Mapping[str, str]) -> dict[str, str]:
     """Each tag's plugin, named by the first metadata written for it (TensorBoard's rule); ``known`` are
     the plugins of tags whose first metadata came earlier in the file (when reading on from an offset)."""
-    from tensorboard.compat.proto import summary_pb2
+    from tanalyze.readers._tbproto import SummaryMetadata
 
     first: dict[str, tuple[int, str]] = {tag: (-1, name) for tag, name in known.items()}
     with_meta = np.flatnonzero(fast.meta_codes >= 0)
@@ -212,7 +212,7 @@ def _plugin_names(fast, slow: _Slow, known: Mapping[str, str]) -> dict[str, str]
         names = []
         for blob in fast.metas:
             try:
-                names.append(summary_pb2.SummaryMetadata.FromString(blob).plugin_data.plugin_name)
+                names.append(SummaryMetadata.FromString(blob).plugin_data.plugin_name)
             except DecodeError:
                 names.append("")
         codes, index = np.unique(fast.tag_codes[with_meta], return_index=True)
@@ -230,10 +230,11 @@ def _hparams(slow: _Slow, known: Mapping[str, str]) -> dict[str, Any]:
     if meta is None or meta[1] != "hparams" or _HPARAMS_TAG in known:
         return {}
     from google.protobuf.json_format import MessageToDict
-    from tensorboard.plugins.hparams import plugin_data_pb2
+
+    from tanalyze.readers._tbproto import HParamsPluginData
 
     try:
-        data = plugin_data_pb2.HParamsPluginData.FromString(meta[2])
+        data = HParamsPluginData.FromString(meta[2])
     except DecodeError:
         slow.problems.append((meta[0], "hparams session_start_info could not be decoded"))
         return {}

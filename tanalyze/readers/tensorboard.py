@@ -432,7 +432,8 @@ def head_tags(head: bytes) -> tuple[str, ...]:
     whole files: the first few kilobytes already read to recognise the file are enough.
     """
     from google.protobuf.message import DecodeError
-    from tensorboard.compat.proto import event_pb2
+
+    from tanalyze.readers._tbproto import Event
 
     tags: dict[str, None] = {}
     offset = 0
@@ -446,7 +447,7 @@ def head_tags(head: bytes) -> tuple[str, ...]:
         if masked_crc(data) != int.from_bytes(view[end - 4 : end], "little"):
             break
         try:
-            event = event_pb2.Event.FromString(data)
+            event = Event.FromString(data)
         except DecodeError:
             break
         for value in event.summary.value:
