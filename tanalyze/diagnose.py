@@ -25,6 +25,7 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -561,14 +562,19 @@ def diagnose_run(
 
 
 def diagnose(
-    logs: Logs,
+    logs: Logs | str | os.PathLike[str],
     *,
     roles: Mapping[str, str | tuple[str, ...] | None] | None = None,
     num_classes: int | None = None,
     thresholds: Thresholds | None = None,
     **params: Mapping[str, Any],
 ) -> Diagnoses:
-    """Diagnose every run of ``logs`` (see :func:`diagnose_run` for the arguments)."""
+    """Diagnose every run of ``logs`` — a :class:`Logs`, or a path read with :func:`tanalyze.load`, as
+    :func:`tanalyze.check` takes one (see :func:`diagnose_run` for the arguments)."""
+    if not isinstance(logs, Logs):
+        from tanalyze.logs import load
+
+        logs = load(logs)
     groups: dict[str, pd.DataFrame] = {}
     if len(logs.scalars):
         for name, rows in logs.scalars.groupby("run", observed=True, sort=False):

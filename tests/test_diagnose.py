@@ -254,3 +254,13 @@ def test_plot_returns_the_axes_and_never_recomputes(monkeypatch):
     marks = {line.get_label(): line.get_xdata()[0] for line in ax.get_lines() if len(line.get_xdata()) == 2}
     assert marks["diverged (nan)"] == 552 and marks["blow-up onset"] == 544 and marks["resume at or before"] == 444
     plt.close("all")
+
+
+def test_diagnose_takes_a_path_as_check_does():
+    from tests.conftest import SAMPLE_RUNS
+
+    by_path = tanalyze.diagnose(SAMPLE_RUNS / "diverged_tensorboard")
+    by_logs = tanalyze.diagnose(tanalyze.load(SAMPLE_RUNS / "diverged_tensorboard"))
+    assert list(by_path) == list(by_logs)
+    name = next(iter(by_path))
+    assert by_path[name].verdict.label == by_logs[name].verdict.label == "diverged"
