@@ -21,7 +21,7 @@ from tanalyze.discover import RunSpec, discover
 from tanalyze.errors import ConfigError, FormatError, InputError, NoLogsError, TanalyzeError
 from tanalyze.frames import from_frame
 from tanalyze.logs import Logs, RunInfo, load, read_run
-from tanalyze.readers import ReadWarning, Restart
+from tanalyze.readers import Phase, ReadWarning, Restart
 from tanalyze.roles import Roles, resolve_roles
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "RunSpec",
     "ReadWarning",
     "Restart",
+    "Phase",
     "TanalyzeError",
     "InputError",
     "NoLogsError",

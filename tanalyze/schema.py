@@ -99,9 +99,12 @@ def scalar_frame(
         wall_arr = np.full(n, float(wall_time))  # type: ignore[arg-type]
     else:
         wall_arr = np.asarray(wall_time, dtype=np.float64)
-    run_values = [run] * n if isinstance(run, str) else list(run)
+    if isinstance(run, str):  # one name for every row: no list of n strings to factorise
+        runs = pd.Categorical.from_codes(np.zeros(n, dtype=np.int8), categories=[run]) if n else pd.Categorical([])
+    else:
+        runs = pd.Categorical(list(run))
     data: dict[str, object] = {
-        "run": pd.Categorical(run_values),
+        "run": runs,
         "tag": pd.Categorical(tag if isinstance(tag, pd.Series | np.ndarray) else list(tag)),
         "step": step_arr,
         "value": value_arr,
@@ -111,7 +114,7 @@ def scalar_frame(
         if name not in OPTIONAL_COLUMNS:
             raise ValueError(f"unknown optional column {name!r}; known: {sorted(OPTIONAL_COLUMNS)}")
         data[name] = pd.array(values, dtype=OPTIONAL_COLUMNS[name]) if name != "source" else pd.Categorical(values)
-    return pd.DataFrame(data)
+    return pd.DataFrame(data, copy=False)  # columns kept apart: consolidating them copies every float column
 
 
 def validate_scalars(frame: pd.DataFrame) -> pd.DataFrame:

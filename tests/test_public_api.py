@@ -12,6 +12,7 @@ EXPECTED = {
     "RunSpec",
     "ReadWarning",
     "Restart",
+    "Phase",
     "TanalyzeError",
     "InputError",
     "NoLogsError",

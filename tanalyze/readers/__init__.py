@@ -11,9 +11,9 @@ from __future__ import annotations
 from functools import cache
 from importlib import import_module
 
-from tanalyze.readers.base import HEAD_BYTES, Reader, ReadWarning, Restart, RunData
+from tanalyze.readers.base import HEAD_BYTES, Phase, Reader, ReadWarning, Restart, RunData
 
-__all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "HEAD_BYTES", "get_readers", "get_reader"]
+__all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "Phase", "HEAD_BYTES", "get_readers", "get_reader"]
 
 READERS: tuple[str, ...] = (
     "tanalyze.readers.tensorboard:TensorBoardReader",

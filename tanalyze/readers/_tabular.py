@@ -23,7 +23,8 @@ import pandas as pd
 import yaml
 
 from tanalyze.errors import FormatError
-from tanalyze.readers.base import ReadWarning, Restart
+from tanalyze.readers._phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
+from tanalyze.readers.base import Phase, ReadWarning, Restart
 from tanalyze.schema import keep_last_write, scalar_frame
 
 __all__ = [
@@ -114,7 +115,8 @@ class PointBuffer:
     ) -> None:
         """Points of several tags at once; ``codes`` come from :meth:`code`."""
         if len(rows):
-            self._arrays.append((rows.astype(np.int64), codes.astype(np.int64), steps.astype(np.int64), values, epochs))
+            self._arrays.append((np.asarray(rows, dtype=np.int64), np.asarray(codes, dtype=np.int64),
+                                 np.asarray(steps, dtype=np.int64), values, epochs))
 
     def mark_source(self, first_row: int, label: str) -> None:
         """Rows from ``first_row`` on come from ``label`` (until the next mark)."""
@@ -135,8 +137,13 @@ class PointBuffer:
             ),
             *self._arrays,
         ]
-        rows, codes, steps, values, epochs = (np.concatenate([p[i] for p in parts]) for i in range(5))
-        order = np.argsort(rows, kind="stable")
+        parts = [p for p in parts if len(p[0])] or parts[:1]
+        if len(parts) == 1:
+            rows, codes, steps, values, epochs = parts[0]
+        else:
+            rows, codes, steps, values, epochs = (np.concatenate([p[i] for p in parts]) for i in range(5))
+        in_order = len(rows) < 2 or bool((rows[1:] >= rows[:-1]).all())
+        order = slice(None) if in_order else np.argsort(rows, kind="stable")
         names = sorted(self._codes, key=self._codes.__getitem__)
         tags = (
             pd.Series(pd.Categorical.from_codes(codes[order], categories=names)).cat.reorder_categories(sorted(names))
@@ -157,26 +164,122 @@ class PointBuffer:
 
 @dataclass
 class Settled:
-    """A table after last-write-wins, with what was found on the way."""
+    """A table after last-write-wins and phases, with what was found on the way."""
 
     frame: pd.DataFrame
     restarts: list[Restart] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
+    warnings: list[ReadWarning] = field(default_factory=list)
 
 
 def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step") -> Settled:
-    """Apply last-write-wins to points in write order and describe every restart.
+    """Settle points in write order: sessions (phases), restarts, repeated writes, cumulative clocks.
 
-    A point is *re-logged* when its tag already has a point at the same or a
-    later step. Consecutive re-logged rows form one restart: the job went back
-    to the smallest step among them. As TensorBoard does, every earlier point at
-    or after that step is dropped (the later writes replace the abandoned
-    attempt), and the count is reported. When every replaced value is identical
-    the rows were only written twice: that is a note, not a restart. A restart
-    names ``file``, or the ``source`` of its first row when the table has one.
+    1. A tag going back to (or below) its first step starts a new session: a
+       :class:`Phase`, shifted to continue the previous one on one step axis
+       (the rule is in :mod:`tanalyze.readers._phases`).
+    2. Within a phase, a point is *re-logged* when its tag already has a point
+       at the same or a later step. Consecutive re-logged rows form one restart:
+       the job went back to the smallest step among them. As TensorBoard does,
+       every earlier point of the phase at or after that step is dropped (the
+       later writes replace the abandoned attempt), and the count is reported.
+       When every replaced value is identical the rows were only written twice:
+       that is a note, not a restart. A restart names ``file``, or the
+       ``source`` of its first row when the table has one.
+    3. A cumulative time column (seconds since the start) becomes time per step
+       (see :func:`derive_step_times`).
+
+    ``unit`` is what a step counts in this source (``step``, ``epoch``, ``iteration``).
     """
     if frame.empty or "_row" not in frame.columns:
         return Settled(frame.drop(columns="_row", errors="ignore"))
+    if not _may_relog(frame):
+        out = Settled(frame.drop(columns="_row"))
+    else:
+        out = _settle_phases(frame, file, unit)
+    derived, notes = derive_step_times(out.frame, out.phases, unit)
+    out.frame = derived
+    out.notes.extend(notes)
+    return out
+
+
+def _may_relog(frame: pd.DataFrame) -> bool:
+    """False when no tag logs a step twice or goes back (decided from the rows' steps, without grouping by tag).
+
+    Points are in write order. When every point of a row shares the row's step and
+    those steps never decrease, a tag can only repeat a step within a run of rows at
+    one step; only the points of such runs are looked at.
+    """
+    rows = frame["_row"].to_numpy()
+    steps = frame["step"].to_numpy()
+    n = len(rows)
+    heads = np.flatnonzero(np.concatenate(([True], rows[1:] != rows[:-1])))
+    row_steps = steps[heads]
+    if not np.array_equal(np.repeat(row_steps, np.diff(np.append(heads, n))), steps):
+        return True
+    change = np.diff(row_steps)
+    if (change > 0).all():
+        return False
+    if (change < 0).any():
+        return True
+    same = np.concatenate(([False], change == 0)) | np.concatenate((change == 0, [False]))  # rows sharing a step
+    points = np.repeat(same, np.diff(np.append(heads, n)))
+    codes = frame["tag"].cat.codes.to_numpy()[points] if isinstance(frame["tag"].dtype, pd.CategoricalDtype) \
+        else pd.factorize(frame["tag"].to_numpy()[points])[0]
+    return bool(pd.DataFrame({"c": codes, "s": steps[points]}).duplicated().any())
+
+
+def _settle_phases(frame: pd.DataFrame, file: str, unit: str) -> Settled:
+    rows = frame["_row"].to_numpy()
+    tag = frame["tag"]
+    codes = tag.cat.codes.to_numpy() if isinstance(tag.dtype, pd.CategoricalDtype) else pd.factorize(tag.to_numpy())[0]
+    starts, limited = find_phase_starts(rows, codes, frame["step"].to_numpy(), frame["value"].to_numpy())
+    if not starts:
+        return _settle(frame, file, unit)
+    bounds = [0, *(int(np.searchsorted(rows, start.row, side="left")) for start in starts), len(frame)]
+    out = Settled(frame.iloc[0:0])
+    pieces: list[pd.DataFrame] = []
+    previous_last: int | None = None
+    for index in range(len(bounds) - 1):
+        piece = frame.iloc[bounds[index]:bounds[index + 1]].reset_index(drop=True)
+        offset = 0 if previous_last is None else phase_offset(previous_last, int(piece["step"].min()))
+        if offset:
+            piece = _shifted(piece, offset)
+        settled = _settle(piece, file, unit)
+        kept = settled.frame
+        out.restarts.extend(settled.restarts)
+        out.notes.extend(settled.notes)
+        pieces.append(kept)
+        where = str(piece["source"].iloc[0]) if "source" in piece.columns else file
+        first, last = int(kept["step"].min()), int(kept["step"].max())
+        detail = (f"the first session: {unit}s {first}–{last}" if index == 0 else
+                  phase_detail(unit, starts[index - 1].high, starts[index - 1].step)
+                  + (f"; its {unit}s shifted by {offset:+d} to follow the previous session" if offset else ""))
+        out.phases.append(Phase(index=index, first_step=first, last_step=last, offset=offset, file=where,
+                                detail=detail, unit=unit))
+        previous_last = last
+    out.frame = pd.concat(pieces, ignore_index=True)
+    if limited:
+        out.warnings.append(ReadWarning(file, f"{unit}s went back to the start more than {PHASE_LIMIT} times: the "
+                                        f"first {PHASE_LIMIT + 1} sessions are phases, later go-backs are treated "
+                                        "as restarts (the later write wins)"))
+    return out
+
+
+def _shifted(piece: pd.DataFrame, offset: int) -> pd.DataFrame:
+    """A phase's points moved by ``offset`` on the step axis; the epoch too when it is the step (one row per epoch)."""
+    shifted = piece.assign(step=piece["step"].to_numpy() + offset)
+    if "epoch" in piece.columns:
+        epochs = piece["epoch"].to_numpy(dtype=np.float64, na_value=np.nan)
+        known = np.isfinite(epochs)
+        if known.any() and np.array_equal(epochs[known], piece["step"].to_numpy()[known]):
+            shifted["epoch"] = np.where(known, epochs + offset, epochs)
+    return shifted
+
+
+def _settle(frame: pd.DataFrame, file: str, unit: str) -> Settled:
+    """Last write wins within one phase (see :func:`settle_rewrites`, step 2)."""
     steps = frame["step"].to_numpy()
     tags = frame["tag"]
     prev_max = frame["step"].groupby(tags, observed=True).cummax().groupby(tags, observed=True).shift(1)
@@ -211,7 +314,9 @@ def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step") -> Se
             detail += f", {orphans} point(s) of the abandoned attempt after {unit} {start} dropped"
         where = str(frame["source"].iloc[int(np.argmax(rows == event[0]))]) if "source" in frame.columns else file
         restarts.append(Restart(step=start, file=where, detail=detail))
-    kept, _ = keep_last_write(frame.loc[keep].reset_index(drop=True), keys=("tag", "step"))
+    kept, dropped = keep_last_write(frame.loc[keep].reset_index(drop=True), keys=("tag", "step"))
+    if dropped:
+        notes.append(f"{dropped} point(s) were logged twice at one {unit} within a restart; the later write was kept")
     return Settled(kept.drop(columns="_row"), restarts, notes)
 
 
@@ -225,6 +330,143 @@ def _compare(frame: pd.DataFrame, earlier: np.ndarray, later: np.ndarray) -> tup
     a, b = merged["value_old"].to_numpy(), merged["value_new"].to_numpy()
     same = (a == b) | (np.isnan(a) & np.isnan(b))
     return len(merged), int(same.sum())
+
+
+# --- cumulative clocks ---------------------------------------------------------------
+
+#: Names (the part after the last ``/``, any case) of columns that may hold seconds since the start.
+CLOCK_NAMES = frozenset({
+    "time", "elapsed", "elapsed_time", "time_elapsed", "elapsed_s", "elapsed_sec", "elapsed_seconds", "time_s",
+    "train_time", "training_time", "total_time", "runtime", "run_time", "wall_time", "walltime", "wallclock",
+})
+#: A clock's growth over its longest session must be at least this share of its last value.
+CLOCK_GROWTH = 0.75
+
+
+def is_clock_name(tag: str) -> bool:
+    """Whether a tag is named like a clock (``time``, ``elapsed``, ``train/time`` …)."""
+    return tag.rsplit("/", 1)[-1].strip().lower() in CLOCK_NAMES
+
+
+def derive_step_times(frame: pd.DataFrame, phases: Sequence[Phase] = (), unit: str = "step"
+                      ) -> tuple[pd.DataFrame, list[str]]:
+    """Cumulative time columns (seconds since the start) as time per ``unit``, and as wall time.
+
+    Ultralytics >= 8.1 writes ``time`` = seconds since training started; read as
+    a time per step it makes every healthy run look ever slower. A tag is such a
+    clock when it is named like one (:data:`CLOCK_NAMES`), has at least 3 points
+    at distinct steps, is finite, non-negative and never decreases within a
+    session (phase), and most of its last value is growth, not a constant
+    (``last - first >= 0.75 * last`` over its longest session: a per-step time
+    that happens to creep up fails that). It is replaced by ``<tag>/per_<unit>``:
+    the difference between consecutive rows over the steps between them (the
+    first row of each session has no earlier value: counted in the note), and
+    its values become the ``wall_time`` of every point at its steps that has none
+    (seconds since the start, continued across sessions; not seconds since 1970).
+    Row order is kept.
+    """
+    if frame.empty or not isinstance(frame["tag"].dtype, pd.CategoricalDtype):
+        return frame, []
+    categories = [str(c) for c in frame["tag"].cat.categories]
+    clocks = [i for i, name in enumerate(categories) if is_clock_name(name)]
+    if not clocks:
+        return frame, []
+    codes = frame["tag"].cat.codes.to_numpy().astype(np.int64)
+    steps = frame["step"].to_numpy()
+    values = frame["value"].to_numpy()
+    wall = frame["wall_time"].to_numpy()
+    firsts = np.asarray([p.first_step for p in phases], dtype=np.int64)
+    notes: list[str] = []
+    drop: list[np.ndarray] = []
+    renamed: dict[int, str] = {}
+    for code in clocks:
+        tag = categories[code]
+        new_tag = f"{tag}/per_{unit}"
+        if new_tag in categories:
+            continue
+        positions = np.flatnonzero(codes == code)
+        found = _clock(steps[positions], values[positions], firsts)
+        if found is None:
+            continue
+        order, keep, per_step, clock_wall = found
+        positions = positions[order]
+        if renamed == {}:
+            values, wall = values.copy(), wall.copy()
+        values[positions[keep]] = per_step
+        _fill_wall(wall, steps, steps[positions], clock_wall)
+        drop.append(positions[~keep])
+        renamed[code] = new_tag
+        notes.append(
+            f"{tag!r} only grows: seconds since the start ({len(positions)} value(s)). Kept as the wall_time of the "
+            f"points at its {unit}s and turned into {new_tag!r} (seconds per {unit} between consecutive rows); "
+            f"the first row of each session ({int((~keep).sum())}) has no earlier time to subtract"
+        )
+    if not renamed:
+        return frame, []
+    names = [renamed.get(i, name) for i, name in enumerate(categories)]
+    ordered = sorted(names)
+    lookup = np.asarray([ordered.index(name) for name in names], dtype=np.int64)
+    table = frame.assign(tag=pd.Categorical.from_codes(lookup[codes], categories=ordered), value=values,
+                         wall_time=wall)
+    keep = np.ones(len(table), dtype=bool)
+    keep[np.concatenate(drop)] = False
+    return _take(table, keep), notes
+
+
+def _fill_wall(wall: np.ndarray, steps: np.ndarray, clock_steps: np.ndarray, clock_wall: np.ndarray) -> None:
+    """Set the wall time of every point at a step of the clock (sorted, distinct steps) that has none."""
+    ordered = len(steps) < 2 or bool((steps[1:] >= steps[:-1]).all())
+    if ordered:  # look up each distinct step once (points of one row share it)
+        heads = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))
+        distinct = steps[heads]
+    else:
+        distinct = steps
+    at = np.clip(np.searchsorted(clock_steps, distinct), 0, len(clock_steps) - 1)
+    found = np.where(clock_steps[at] == distinct, clock_wall[at], np.nan)
+    if ordered:
+        found = np.repeat(found, np.diff(np.append(heads, len(steps))))
+    missing = np.isnan(wall)
+    wall[missing] = found[missing]
+
+
+def _take(frame: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+    """The rows of ``frame`` where ``keep`` is true, column by column (categories kept as codes)."""
+    data = {}
+    for name in frame.columns:
+        column = frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            data[name] = pd.Categorical.from_codes(column.cat.codes.to_numpy()[keep], dtype=column.dtype)
+        else:
+            data[name] = column.array[keep]
+    return pd.DataFrame(data)
+
+
+def _clock(steps: np.ndarray, values: np.ndarray, phase_firsts: np.ndarray
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """(order by step, which sorted points get a per-step time, those times, the wall time of every sorted point)
+    when the points are a cumulative clock, else None."""
+    if len(steps) < 3:
+        return None
+    order = np.argsort(steps, kind="stable")
+    s, v = steps[order], values[order]
+    if (np.diff(s) <= 0).any() or not np.isfinite(v).all() or (v < 0).any():
+        return None
+    session = np.searchsorted(phase_firsts, s, side="right") - 1 if len(phase_firsts) else np.zeros(len(s), int)
+    new_session = np.concatenate(([True], session[1:] != session[:-1]))
+    if (np.diff(v)[~new_session[1:]] < 0).any():
+        return None
+    bounds = np.flatnonzero(new_session)
+    ends = np.append(bounds[1:], len(s))
+    longest = int(np.argmax(ends - bounds))
+    a, b = bounds[longest], ends[longest]
+    if b - a < 3 or v[b - 1] <= 0 or v[b - 1] - v[a] < CLOCK_GROWTH * v[b - 1]:
+        return None
+    keep = ~new_session
+    per_step = np.diff(v)[keep[1:]] / np.diff(s)[keep[1:]]
+    carry = np.zeros(len(bounds))
+    carry[1:] = np.cumsum(v[ends[:-1] - 1])
+    wall = v + np.repeat(carry, ends - bounds)
+    return order, keep, per_step, wall
 
 
 # --- text and config files -------------------------------------------------

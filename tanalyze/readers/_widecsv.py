@@ -1,6 +1,7 @@
-"""Wide CSV (one column per metric, one row per logging event) → tidy points, in one streaming pass.
+"""Wide CSV (one column per metric, one row per logging event) → columns → tidy points.
 
-Used by every CSV logger reader. Rules, the same for all of them:
+Used by every CSV logger reader (and by the W&B chart export for its parsing).
+Rules, the same for all of them:
 
 * an empty cell (or ``None``/``null``/``NA``) is "not logged here" and yields no point;
   a literal ``nan``/``inf`` is a logged value and is kept;
@@ -8,7 +9,15 @@ Used by every CSV logger reader. Rules, the same for all of them:
   stray non-numbers in a numeric column are counted in a warning;
 * rows whose field count differs from the header (ragged rows, a cut-off last
   line) are skipped and counted; rows without a usable step likewise;
-* the file is read once, in chunks, with a BOM, CRLF and undecodable bytes tolerated.
+* a BOM, CRLF and undecodable bytes are tolerated.
+
+How it is fast: the file is read in blocks of whole lines (:data:`BLOCK_BYTES`).
+A block is checked with numpy (the commas of every line are counted, so ragged
+lines are found and cut out before parsing) and parsed by pandas' C parser,
+which types each column; only a column that holds text is looked at cell by
+cell. A block with a quote character (``"``: a quoted cell may hold a comma or a
+newline) is split by Python's csv module instead, which knows quoting; both
+give the same columns (tested).
 """
 
 from __future__ import annotations
@@ -27,25 +36,44 @@ from tanalyze.errors import FormatError
 from tanalyze.readers._tabular import MISSING_WORDS, NAN_WORDS, STEP_LIMIT, PointBuffer, name_list
 from tanalyze.readers.base import ReadWarning
 
-__all__ = ["WideCSV", "read_wide_csv", "sniff_header", "CHUNK_ROWS"]
+__all__ = ["WideCSV", "WideColumns", "read_wide_csv", "read_columns", "sniff_header", "BLOCK_BYTES",
+           "BATCH_NAMES", "COUNTER_NAMES"]
 
-CHUNK_ROWS = 50_000
-CHUNK_CELLS = 2_000_000
+#: Bytes parsed at a time (cut at a line end).
+BLOCK_BYTES = 32 * 1024 * 1024
 #: chooses the step column from the header: returns its index or None (row index is the step)
 StepChooser = Callable[[list[str]], int | None]
+#: Spellings of "not logged" handed to pandas (exact); other spellings end up as text and are matched in any case.
+_NA_CELLS = ["", "None", "none", "null", "NULL", "Null", "NA", "na", "N/A", "n/a", "<NA>"]
+
+#: Columns that count batches within an epoch (compared in lower case, whole name or the part after the last '/').
+BATCH_NAMES = frozenset({
+    "batch", "batches", "batch_idx", "batch_index", "batch_id", "batch_nb", "batch_num", "batch_no", "minibatch",
+    "mini_batch", "step_in_epoch", "steps_in_epoch", "iter_in_epoch", "iteration_in_epoch", "batch_in_epoch",
+    "it", "iter", "iters", "iteration", "iterations", "step", "steps", "i",
+})
+#: Columns that are counters (the step, the epoch, a batch index, a row index), never metrics.
+COUNTER_NAMES = frozenset({
+    *BATCH_NAMES, "global_step", "globalstep", "trainer/global_step", "_step", "epoch", "epochs", "num_updates",
+    "updates", "update", "index", "unnamed: 0", "total_timesteps", "timesteps", "timestep",
+})
 
 
 @dataclass
-class WideCSV:
-    """What one wide CSV yielded."""
+class WideColumns:
+    """A wide CSV parsed column by column (every array has one entry per kept row)."""
 
-    header: list[str]
-    points: PointBuffer
-    step_column: str | None
-    rows: int = 0
+    header: list[str]  # names made unique (``loss``, ``loss#2``; an empty name is ``column_<n>``)
+    raw_header: list[str]
+    rows: int
+    values: list[np.ndarray]  # float64
+    present: list[np.ndarray]  # the cell holds something (empty and None-like cells do not)
+    numeric: list[np.ndarray]  # the cell is a number (nan and inf included)
+    exact: dict[int, np.ndarray] = field(default_factory=dict)  # int64 where a column parsed as whole numbers
+    non_numeric: list[int] = field(default_factory=list)
+    examples: dict[int, str] = field(default_factory=dict)
     warnings: list[ReadWarning] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    text_columns: list[str] = field(default_factory=list)
+    file: str = ""
 
 
 def sniff_header(head: bytes) -> list[str] | None:
@@ -65,206 +93,299 @@ def sniff_header(head: bytes) -> list[str] | None:
     return fields if len(fields) >= 2 else None
 
 
-def read_wide_csv(
-    path: Path,
-    *,
-    choose_step: StepChooser,
-    epoch_names: tuple[str, ...] = ("epoch",),
-    ignore: frozenset[str] = frozenset(),
-    chunk_rows: int | None = None,
-) -> WideCSV:
-    """Read a wide CSV into points (one per non-empty numeric cell).
+# --- parsing -----------------------------------------------------------------------------------------------
 
-    ``choose_step`` picks the step column from the header (None: the row index
-    is the step). The first column named like ``epoch_names`` (any case) fills
-    the ``epoch`` column and is not a tag. Columns in ``ignore`` are neither tags nor reported.
-    Raises :class:`FormatError` when the file cannot be opened or has no header.
-    """
-    file = str(path)
+
+def read_columns(path: Path, *, block_bytes: int | None = None) -> WideColumns:
+    """Parse a wide CSV into columns (see the module doc). Raises :class:`FormatError` when the
+    file cannot be opened or has no header."""
     try:
         handle = open(path, "rb")
     except OSError as exc:
         raise FormatError(path, f"cannot be read: {exc.strerror or exc}") from exc
     with handle:
-        reader = csv.reader(io.TextIOWrapper(handle, encoding="utf-8-sig", errors="replace", newline=""),
-                            skipinitialspace=True)
-        header = _header(reader, path)
-        state = _State(header, choose_step(header), _find(header, epoch_names), ignore)
-        state.undecodable += sum(name.count("\ufffd") for name in header)
-        width = state.width
-        # Chunks hold at most CHUNK_CELLS cells, so a very wide file is read in fewer rows at a time.
-        chunk_rows = chunk_rows or max(1, min(CHUNK_ROWS, CHUNK_CELLS // max(width, 1)))
-        chunk: list[list[str]] = []
-        row_index = 0
-        csv_errors: list[int] = []
+        try:
+            return _Parser(path, handle, block_bytes or BLOCK_BYTES).run()
+        except OSError as exc:
+            raise FormatError(path, f"cannot be read: {exc.strerror or exc}") from exc
+
+
+class _Parser:
+    def __init__(self, path: Path, handle: io.BufferedReader, block_bytes: int) -> None:
+        self.path, self.handle, self.block_bytes = path, handle, block_bytes
+        self.file = str(path)
+        self.ragged: list[int] = []  # the first few line numbers
+        self.ragged_count = 0
+        self.last_ragged: int | None = None  # the line of the last record, when it was ragged
+        self.csv_errors: list[int] = []
+        self.undecodable = 0
+        self.rows = 0
+        self.width = 0
+        self.parts: list[list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]] = []
+        self.non_numeric: list[int] = []
+        self.examples: dict[int, str] = {}
+
+    def run(self) -> WideColumns:
+        header, rest, line = self._header(self.handle.read(self.block_bytes))
+        self.width = len(header)
+        self.parts = [[] for _ in range(self.width)]
+        self.non_numeric = [0] * self.width
+        ends_with_newline = True
+        for block, first_line in self._blocks(rest, line + 1):
+            ends_with_newline = block.endswith((b"\n", b"\r"))
+            self._block(block, first_line)
+        columns = self._columns(_unique_names(header), header)
+        if self.last_ragged is not None and not ends_with_newline:
+            columns.warnings.append(ReadWarning(self.file, "the last line is incomplete (file cut off?); skipped",
+                                                f"line {self.last_ragged}"))
+            if self.last_ragged in self.ragged:
+                self.ragged.remove(self.last_ragged)
+            self.ragged_count -= 1
+        if self.ragged_count:
+            columns.warnings.append(ReadWarning(
+                self.file, f"{self.ragged_count} row(s) have a different number of fields than the header "
+                f"({self.width}); skipped", _where(self.ragged, self.ragged_count), self.ragged_count))
+        if self.csv_errors:
+            columns.warnings.append(ReadWarning(self.file, f"{len(self.csv_errors)} line(s) could not be split as "
+                                                "CSV; skipped", _where(self.csv_errors), len(self.csv_errors)))
+        if self.undecodable:
+            columns.warnings.append(ReadWarning(self.file, f"{self.undecodable} byte(s) are not UTF-8; replaced",
+                                                count=self.undecodable))
+        return columns
+
+    # -- the header and the blocks --
+
+    def _header(self, data: bytes) -> tuple[list[str], bytes, int]:
+        """The header fields, the bytes after it, and the header's (last) line number."""
+        position, line = 0, 0
+        while True:
+            end = _record_end(data, position)
+            while end is None:  # a header longer than the block read so far
+                more = self.handle.read(self.block_bytes)
+                if not more:
+                    end = len(data)
+                    break
+                data += more
+                end = _record_end(data, position)
+            raw = data[position:end]
+            line += raw.count(b"\n") + 1
+            if raw.strip().strip(b"\xef\xbb\xbf"):
+                break
+            if end >= len(data):
+                raise FormatError(self.path, "empty file: no CSV header")
+            position = end + 1
+        if raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        text = raw.decode("utf-8", errors="replace")
+        self.undecodable += _bad_bytes(raw, text)
+        try:
+            fields = next(csv.reader([text.rstrip("\r\n")], skipinitialspace=True))
+        except (csv.Error, StopIteration) as exc:
+            raise FormatError(self.path, f"header is not CSV: {exc}", "line 1") from exc
+        return [f.strip() for f in fields], data[end + 1:], line
+
+    def _blocks(self, tail: bytes, first_line: int) -> Iterator[tuple[bytes, int]]:
+        """Blocks of whole records (cut after a newline outside quotes) and the line number each starts at."""
+        while True:
+            chunk = self.handle.read(self.block_bytes)
+            if not chunk:
+                if tail:
+                    yield tail, first_line
+                return
+            cut = _last_record_end(chunk, tail.count(b'"'))
+            if cut is None:  # no record ends in it yet: read on
+                tail += chunk
+                continue
+            if cut + 1 == len(chunk):
+                block, tail = (tail + chunk if tail else chunk), b""
+            else:
+                block = b"".join((tail, memoryview(chunk)[:cut + 1]))
+                tail = chunk[cut + 1:]
+            yield block, first_line
+            first_line += block.count(b"\n")
+
+    # -- one block --
+
+    def _block(self, block: bytes, first_line: int) -> None:
+        if not block.isascii():
+            self.undecodable += _bad_bytes(block, block.decode("utf-8", errors="replace"))
+        if b'"' in block:
+            self._quoted_block(block, first_line)
+            return
+        # Most blocks are well formed: parsed as they are, then checked. pandas refuses a line with too many
+        # fields; when no line has too many and the commas add up to (width - 1) per record, none has too few.
+        frame = self._parse_block(block)
+        if frame is not None and block.count(b",") == (self.width - 1) * len(frame):
+            self._take(frame)
+            self._ragged(np.empty(0, dtype=np.int64), last=False, any_record=bool(len(frame)))
+            return
+        arr = np.frombuffer(block, dtype=np.uint8)
+        separators = np.flatnonzero((arr == 10) | (arr == 44))  # one entry per cell: cheaper than two scans
+        at_newline = np.flatnonzero(arr[separators] == 10)
+        newlines = separators[at_newline]
+        if not block.endswith(b"\n"):
+            at_newline = np.append(at_newline, len(separators))
+            newlines = np.append(newlines, len(block))
+        ends = newlines
+        starts = np.concatenate(([0], newlines[:-1] + 1))
+        counts = np.diff(at_newline, prepend=-1) - 1  # commas between consecutive newlines
+        good = counts == self.width - 1
+        blank = np.zeros(len(ends), dtype=bool)
+        for index in (np.flatnonzero(~good) if self.width > 1 else range(len(ends))):
+            if not block[starts[index]:ends[index]].strip():
+                blank[index] = True
+        good &= ~blank
+        expected = int(good.sum())
+        if good.all():
+            body = block
+        else:
+            lengths = np.diff(np.append(starts, len(block)))
+            body = arr[np.repeat(good, lengths)].tobytes()
+        if expected:
+            frame = self._parse_block(body)
+            if frame is None or len(frame) != expected:  # not expected after the checks: csv then decides
+                self._quoted_block(block, first_line)
+                return
+            self._take(frame)
+        records = np.flatnonzero(~blank)
+        bad = np.flatnonzero(~good & ~blank)
+        self._ragged(bad + first_line, last=bool(len(records)) and bool(len(bad)) and bad[-1] == records[-1],
+                     any_record=bool(len(records)))
+
+    def _parse_block(self, body: bytes) -> pd.DataFrame | None:
+        """pandas' C parser on lines without quotes; None when it refuses them."""
+        try:
+            return pd.read_csv(
+                io.BytesIO(body), header=None, names=list(range(self.width)), index_col=False,
+                skipinitialspace=True, keep_default_na=False, na_values=_NA_CELLS, encoding="utf-8",
+                encoding_errors="replace", skip_blank_lines=True, low_memory=False, quoting=csv.QUOTE_NONE,
+            )
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError):
+            return None
+
+    def _take(self, frame: pd.DataFrame) -> None:
+        for index in range(self.width):
+            self._add(index, _column(frame[index]))
+        self.rows += len(frame)
+
+    def _quoted_block(self, block: bytes, first_line: int) -> None:
+        """A block split by the csv module (quoted cells), parsed cell by cell."""
+        text = block.decode("utf-8", errors="replace")
+        reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+        records: list[list[str]] = []
+        ragged: list[int] = []
+        last_line, last_was_ragged = None, False
         while True:
             try:
                 for fields in reader:
-                    if len(fields) != width:
+                    line = first_line + reader.line_num - 1
+                    if len(fields) != self.width:
                         if len(fields) > 1 or (fields and fields[0].strip()):  # not a blank line
-                            state.ragged.append(reader.line_num)
+                            ragged.append(line)
+                            last_line, last_was_ragged = line, True
                         continue
-                    chunk.append(fields)
-                    if len(chunk) >= chunk_rows:
-                        state.convert(chunk, row_index)
-                        row_index += len(chunk)
-                        chunk = []
+                    records.append(fields)
+                    last_line, last_was_ragged = line, False
                 break
             except csv.Error:
-                csv_errors.append(reader.line_num)
-        if chunk:
-            state.convert(chunk, row_index)
-            row_index += len(chunk)
-        last_line_complete = _ends_with_newline(handle)
-    result = state.result(file, row_index)
-    if state.ragged and not last_line_complete and state.ragged[-1] == reader.line_num:
-        result.warnings.append(ReadWarning(file, "the last line is incomplete (file cut off?); skipped",
-                                           f"line {reader.line_num}"))
-        state.ragged.pop()
-    if state.ragged:
-        result.warnings.append(ReadWarning(
-            file, f"{len(state.ragged)} row(s) have a different number of fields than the header "
-            f"({state.width}); skipped", _where(state.ragged), len(state.ragged)))
-    if csv_errors:
-        result.warnings.append(ReadWarning(file, f"{len(csv_errors)} line(s) could not be split as CSV; skipped",
-                                           _where(csv_errors), len(csv_errors)))
-    if state.undecodable:
-        result.warnings.append(ReadWarning(file, f"{state.undecodable} byte(s) are not UTF-8; replaced",
-                                           count=state.undecodable))
-    return result
+                self.csv_errors.append(first_line + reader.line_num - 1)
+        self._ragged(np.asarray(ragged, dtype=np.int64), last=last_was_ragged, any_record=last_line is not None)
+        if not records:
+            return
+        table = np.array(records, dtype=object)
+        for index in range(self.width):
+            values, present, numeric, _ = _parse(table[:, index])
+            self._add(index, (values, present, numeric, None, table[:, index]))
+        self.rows += len(records)
+
+    def _ragged(self, lines: np.ndarray, *, last: bool, any_record: bool) -> None:
+        """Count ragged records (their line numbers); ``last``: the block's last record was one."""
+        self.ragged_count += len(lines)
+        room = 5 - len(self.ragged)
+        if room > 0:
+            self.ragged.extend(int(n) for n in lines[:room])
+        if any_record:
+            self.last_ragged = int(lines[-1]) if last else None
+
+    def _add(self, index: int, parsed: tuple) -> None:
+        values, present, numeric, exact, cells = parsed
+        bad = present & ~numeric
+        count = int(bad.sum())
+        if count:
+            self.non_numeric[index] += count
+            if index not in self.examples:
+                self.examples[index] = str(cells[int(np.flatnonzero(bad)[0])]).strip()[:40]
+        self.parts[index].append((values, present, numeric, exact))
+
+    def _columns(self, names: list[str], header: list[str]) -> WideColumns:
+        values, present, numeric = [], [], []
+        exact: dict[int, np.ndarray] = {}
+        for index, parts in enumerate(self.parts):
+            if not parts:
+                values.append(np.empty(0))
+                present.append(np.empty(0, dtype=bool))
+                numeric.append(np.empty(0, dtype=bool))
+                continue
+            values.append(np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0])
+            present.append(np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1])
+            numeric.append(np.concatenate([p[2] for p in parts]) if len(parts) > 1 else parts[0][2])
+            if all(p[3] is not None for p in parts):
+                exact[index] = np.concatenate([p[3] for p in parts]) if len(parts) > 1 else parts[0][3]
+        return WideColumns(header=names, raw_header=header, rows=self.rows, values=values, present=present,
+                           numeric=numeric, exact=exact, non_numeric=self.non_numeric, examples=self.examples,
+                           file=self.file)
 
 
-def _ends_with_newline(handle: io.BufferedReader) -> bool:
-    try:
-        if handle.seek(0, io.SEEK_END) == 0:
-            return True
-        handle.seek(-1, io.SEEK_END)
-        return handle.read(1) in (b"\n", b"\r")
-    except OSError:
-        return True
+def _record_end(data: bytes, start: int) -> int | None:
+    """The newline that ends the record starting at ``start`` (outside quotes), None if not in ``data``."""
+    position = start
+    while True:
+        newline = data.find(b"\n", position)
+        if newline < 0:
+            return None
+        if data.count(b'"', start, newline) % 2 == 0:
+            return newline
+        position = newline + 1
 
 
-def _find(header: list[str], names: tuple[str, ...]) -> int | None:
-    lowered = [h.lower() for h in header]
-    for name in names:
-        if name in lowered:
-            return lowered.index(name)
+def _last_record_end(data: bytes, quotes_before: int = 0) -> int | None:
+    """The last newline in ``data`` that ends a record (an even number of quotes before it, counting
+    ``quotes_before`` from earlier bytes of the same record stretch), None if there is none."""
+    newline = data.rfind(b"\n")
+    if newline < 0 or (not quotes_before and b'"' not in data):
+        return newline if newline >= 0 else None
+    quotes = quotes_before + data.count(b'"', 0, newline)
+    while newline >= 0:
+        if quotes % 2 == 0:
+            return newline
+        previous = data.rfind(b"\n", 0, newline)
+        quotes -= data.count(b'"', previous + 1, newline)
+        newline = previous
     return None
 
 
-def _where(lines: list[int]) -> str:
-    return "line " + ", ".join(str(n) for n in lines[:5]) + (" …" if len(lines) > 5 else "")
+def _bad_bytes(raw: bytes, text: str) -> int:
+    """Undecodable bytes in ``raw`` (replaced by U+FFFD in ``text``), not counting a literal U+FFFD."""
+    return max(text.count("\ufffd") - raw.count(b"\xef\xbf\xbd"), 0)
 
 
-def _header(reader: Iterator[list[str]], path: Path) -> list[str]:
-    try:
-        for fields in reader:
-            if fields and any(f.strip() for f in fields):
-                return [f.strip() for f in fields]
-    except csv.Error as exc:
-        raise FormatError(path, f"header is not CSV: {exc}", "line 1") from exc
-    raise FormatError(path, "empty file: no CSV header")
-
-
-class _State:
-    """Per-column counters and the point buffer while chunks stream through."""
-
-    def __init__(self, header: list[str], step_index: int | None, epoch_index: int | None,
-                 ignore: frozenset[str]) -> None:
-        self.width = len(header)
-        self.names = _unique_names(header)
-        self.step_index = step_index
-        # the epoch column may be the step column too (Keras, YOLO: one row per epoch)
-        self.epoch_index = epoch_index
-        skip = {step_index, self.epoch_index}
-        self.value_indices = [i for i, name in enumerate(header) if i not in skip and name not in ignore]
-        self.numeric = np.zeros(self.width, dtype=np.int64)
-        self.non_numeric = np.zeros(self.width, dtype=np.int64)
-        self.example: dict[int, str] = {}
-        self.points = PointBuffer()
-        self.ragged: list[int] = []
-        self.bad_steps = 0
-        self.undecodable = 0
-        self.fractional_steps = 0
-
-    def convert(self, chunk: list[list[str]], first_row: int) -> None:
-        table = np.array(chunk, dtype=object)
-        rows = np.arange(first_row, first_row + len(chunk), dtype=np.int64)
-        if self.step_index is None:
-            steps = rows.copy()
-            usable = np.ones(len(rows), dtype=bool)
-        else:
-            raw_steps, _, _, undecodable = _parse(table[:, self.step_index])
-            self.undecodable += undecodable
-            with np.errstate(invalid="ignore"):
-                whole = np.isfinite(raw_steps) & (np.floor(raw_steps) == raw_steps) & (np.abs(raw_steps) < STEP_LIMIT)
-            self.bad_steps += int((~whole).sum())
-            self.fractional_steps += int((np.isfinite(raw_steps) & (np.floor(raw_steps) != raw_steps)).sum())
-            usable = whole
-            steps = np.where(whole, raw_steps, 0).astype(np.int64)
-        if self.epoch_index is not None:
-            epochs, _, _, undecodable = _parse(table[:, self.epoch_index])
-            self.undecodable += undecodable
-        else:
-            epochs = np.full(len(rows), math.nan)
-        if not self.value_indices:
-            return
-        # Every value column of the chunk parsed in one vectorised call (a per-column loop costs
-        # ~0.2 ms a column: minutes for a header of a million columns); arrays are (column, row).
-        indices = np.asarray(self.value_indices, dtype=np.int64)
-        block = table[:, indices]
-        values, present, numeric, undecodable = _parse(block.ravel(order="F"))
-        shape = (len(indices), len(rows))
-        values, present, numeric = values.reshape(shape), present.reshape(shape), numeric.reshape(shape)
-        self.undecodable += undecodable
-        bad = present & ~numeric
-        n_bad = bad.sum(axis=1)
-        for j in np.flatnonzero(n_bad).tolist():
-            index = int(indices[j])
-            self.non_numeric[index] += int(n_bad[j])
-            self.example.setdefault(index, str(block[np.flatnonzero(bad[j])[0], j]).strip()[:40])
-        self.numeric[indices] += numeric.sum(axis=1)
-        take = numeric & usable
-        columns, at = np.nonzero(take)  # column by column, rows in order: the order points are written in
-        if len(columns):
-            used = np.unique(columns)
-            codes = np.full(len(indices), -1, dtype=np.int64)
-            codes[used] = [self.points.code(self.names[int(indices[j])]) for j in used.tolist()]
-            self.points.add_coded(rows[at], codes[columns], steps[at], values[take], epochs[at])
-
-    def result(self, file: str, rows: int) -> WideCSV:
-        step_name = None if self.step_index is None else self.names[self.step_index]
-        out = WideCSV(header=self.names, points=self.points, step_column=step_name, rows=rows)
-        text = [i for i in self.value_indices if self.numeric[i] == 0 and self.non_numeric[i] > 0]
-        out.text_columns = [self.names[i] for i in text]
-        if text:
-            out.notes.append(f"non-numeric column(s) skipped: {name_list(out.text_columns)}")
-        for index in self.value_indices:
-            if self.numeric[index] and self.non_numeric[index]:
-                count = int(self.non_numeric[index])
-                out.warnings.append(ReadWarning(
-                    file, f"column {self.names[index]!r}: {count} cell(s) are not numbers "
-                    f"(e.g. {self.example[index]!r}); skipped", count=count))
-        if self.bad_steps:
-            kind = "not whole numbers" if self.fractional_steps == self.bad_steps else "empty, not a whole number or too large"
-            out.warnings.append(ReadWarning(
-                file, f"{self.bad_steps} row(s) have a step ({step_name!r}) that is {kind}; skipped",
-                count=self.bad_steps))
-        return out
-
-
-def _unique_names(header: list[str]) -> list[str]:
-    seen: dict[str, int] = {}
-    names = []
-    for position, name in enumerate(header, start=1):
-        name = name or f"column_{position}"
-        if name in seen:
-            seen[name] += 1
-            name = f"{name}#{seen[name]}"
-        else:
-            seen[name] = 1
-        names.append(name)
-    return names
+def _column(series: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """One parsed column: values, present, numeric, exact whole numbers (or None), the cells when text."""
+    kind = series.dtype.kind if isinstance(series.dtype, np.dtype) else "O"
+    n = len(series)
+    if kind == "i":
+        exact = series.to_numpy(dtype=np.int64)
+        everywhere = np.ones(n, dtype=bool)
+        return exact.astype(np.float64), everywhere, everywhere, exact, None
+    if kind in "uf":
+        values = series.to_numpy(dtype=np.float64)
+        present = ~np.isnan(values)
+        return values, present, present, None, None
+    missing = series.isna().to_numpy()
+    cells = np.array(series.astype(object).to_numpy(), dtype=object)
+    cells[missing] = ""
+    values, present, numeric, _ = _parse(np.asarray([str(c) for c in cells], dtype=object) if kind == "b" else cells)
+    return values, present, numeric, None, cells
 
 
 def _parse(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -292,3 +413,250 @@ def _parse(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
             elif word not in NAN_WORDS:
                 numeric[index] = False
     return values, present, numeric, undecodable
+
+
+def _unique_names(header: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    names = []
+    for position, name in enumerate(header, start=1):
+        name = name or f"column_{position}"
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}#{seen[name]}"
+        else:
+            seen[name] = 1
+        names.append(name)
+    return names
+
+
+def _where(lines: list[int], total: int | None = None) -> str:
+    total = len(lines) if total is None else total
+    return "line " + ", ".join(str(n) for n in lines[:5]) + (" …" if total > 5 else "")
+
+
+# --- columns → points ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class WideCSV:
+    """What one wide CSV yielded."""
+
+    header: list[str]
+    points: PointBuffer
+    step_column: str | None
+    rows: int = 0
+    warnings: list[ReadWarning] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    text_columns: list[str] = field(default_factory=list)
+    counters: list[str] = field(default_factory=list)
+    #: the batch column when the step was built from the epoch and a batch counter
+    batch_column: str | None = None
+
+
+def read_wide_csv(
+    path: Path,
+    *,
+    choose_step: StepChooser,
+    epoch_names: tuple[str, ...] = ("epoch",),
+    ignore: frozenset[str] = frozenset(),
+    block_bytes: int | None = None,
+) -> WideCSV:
+    """Read a wide CSV into points (one per non-empty numeric cell).
+
+    ``choose_step`` picks the step column from the header (None: the row index
+    is the step). The first column named like ``epoch_names`` (any case) fills
+    the ``epoch`` column and is not a tag. When the step column (or a column
+    named like a batch index) counts batches *within* an epoch, the step is built
+    from both (see :func:`_batch_steps`). Counter columns are never tags (see
+    :func:`_counters`). Columns in ``ignore`` are neither tags nor reported.
+    Raises :class:`FormatError` when the file cannot be opened or has no header.
+    """
+    file = str(path)
+    table = read_columns(path, block_bytes=block_bytes)
+    names = table.header
+    step_index = choose_step(table.raw_header)
+    epoch_index = _find(table.raw_header, epoch_names)
+    out = WideCSV(header=names, points=PointBuffer(), step_column=None, rows=table.rows, warnings=table.warnings)
+    steps, usable, bad_steps, fractional, used = _row_steps(table, step_index, epoch_index, out)
+    epochs = table.values[epoch_index] if epoch_index is not None else np.full(table.rows, math.nan)
+    if epoch_index is not None:
+        epochs = np.where(table.numeric[epoch_index], epochs, math.nan)
+    skip = set(used) | {epoch_index} | {i for i, name in enumerate(table.raw_header) if name in ignore}
+    counters = _counters(table, skip)
+    value_indices = [i for i in range(len(names)) if i not in skip and i not in counters]
+    _text_and_bad_cells(table, value_indices, out, file)
+    if counters:
+        out.counters = [names[i] for i in counters]
+        described = ", ".join(f"{names[i]!r} ({int(table.numeric[i].sum())} value(s))" for i in counters)
+        out.notes.append(f"counter column(s) not kept as metrics (step, epoch, batch or row indices): {described}")
+    if bad_steps:
+        step_name = out.step_column
+        kind = "not whole numbers" if fractional == bad_steps else "empty, not a whole number or too large"
+        out.warnings.append(ReadWarning(
+            file, f"{bad_steps} row(s) have a step ({step_name!r}) that is {kind}; skipped", count=bad_steps))
+    _melt(table, value_indices, steps, usable, epochs, out.points)
+    return out
+
+
+def _find(header: list[str], names: tuple[str, ...]) -> int | None:
+    lowered = [h.lower() for h in header]
+    for name in names:
+        if name in lowered:
+            return lowered.index(name)
+    return None
+
+
+def _whole(values: np.ndarray, numeric: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        return numeric & np.isfinite(values) & (np.floor(values) == values) & (np.abs(values) < STEP_LIMIT)
+
+
+def _row_steps(table: WideColumns, step_index: int | None, epoch_index: int | None, out: WideCSV
+               ) -> tuple[np.ndarray, np.ndarray, int, int, list[int]]:
+    """The step of every row, which rows have one, how many do not (and of those, how many are
+    fractions), and the columns used to make it."""
+    n = table.rows
+    if step_index is None and epoch_index is None:
+        return np.arange(n, dtype=np.int64), np.ones(n, dtype=bool), 0, 0, []
+    batch = _batch_column(table, step_index, epoch_index)
+    if batch is not None:
+        return _batch_steps(table, epoch_index, batch, out)
+    if step_index is None:
+        return np.arange(n, dtype=np.int64), np.ones(n, dtype=bool), 0, 0, []
+    out.step_column = table.header[step_index]
+    values, numeric = table.values[step_index], table.numeric[step_index]
+    whole = _whole(values, numeric)
+    exact = table.exact.get(step_index)
+    if exact is not None:
+        steps = exact
+        whole = np.abs(exact) < STEP_LIMIT
+    else:
+        steps = np.where(whole, values, 0).astype(np.int64)
+    bad = int((~whole).sum())
+    with np.errstate(invalid="ignore"):
+        fractional = int((numeric & np.isfinite(values) & (np.floor(values) != values)).sum())
+    return steps, whole, bad, fractional, [step_index]
+
+
+def _batch_column(table: WideColumns, step_index: int | None, epoch_index: int | None) -> int | None:
+    """The column that counts batches within an epoch, if there is one (see :func:`_batch_steps`)."""
+    if epoch_index is None:
+        return None
+    lowered = [h.lower() for h in table.raw_header]
+    last = [h.rsplit("/", 1)[-1] for h in lowered]
+    candidates = [step_index] if step_index is not None and step_index != epoch_index else []
+    candidates += [i for i, (a, b) in enumerate(zip(lowered, last, strict=True))
+                   if (a in BATCH_NAMES or b in BATCH_NAMES) and i not in (epoch_index, step_index)]
+    for index in candidates:
+        if _resets_every_epoch(table, index, epoch_index):
+            return index
+    return None
+
+
+def _resets_every_epoch(table: WideColumns, index: int, epoch_index: int) -> bool:
+    """Whether a counter goes back whenever the epoch changes, and only then (it counts within an epoch)."""
+    known = _whole(table.values[index], table.numeric[index]) & _whole(table.values[epoch_index],
+                                                                       table.numeric[epoch_index])
+    counter, epoch = table.values[index][known], table.values[epoch_index][known]
+    if len(counter) < 2:
+        return False
+    new_epoch = np.diff(epoch) != 0
+    back = np.diff(counter) < 0
+    changes = int(new_epoch.sum())
+    if not changes or counter.min() < 0:
+        return False
+    resets = int((back & new_epoch).sum())
+    return resets * 2 >= changes and int((back & ~new_epoch).sum()) * 10 <= max(resets, 1)
+
+
+def _batch_steps(table: WideColumns, epoch_index: int, batch: int, out: WideCSV
+                 ) -> tuple[np.ndarray, np.ndarray, int, int, list[int]]:
+    """step = epoch × batches per epoch + batch, with batches per epoch = the largest batch index + 1.
+
+    A 1-based batch counter (its smallest value is 1) is made 0-based first; the
+    epoch is used as written (1-based epochs then start at one epoch of steps). A
+    row with an epoch but no batch index (an end-of-epoch validation row) is put
+    at the last step of its epoch. When batches are logged every k-th batch, the
+    step is still increasing and unique, but counts logged batches up to the
+    largest seen, not every batch.
+    """
+    epoch_values, batch_values = table.values[epoch_index], table.values[batch]
+    epoch_ok = _whole(epoch_values, table.numeric[epoch_index]) & (epoch_values >= 0)
+    batch_ok = _whole(batch_values, table.numeric[batch])
+    smallest = int(batch_values[batch_ok].min())
+    base = 1 if smallest >= 1 else 0
+    per_epoch = int(batch_values[batch_ok].max()) - base + 1
+    epochs = np.where(epoch_ok, epoch_values, 0).astype(np.int64)
+    within = np.where(batch_ok, batch_values - base, per_epoch - 1).astype(np.int64)
+    steps = epochs * per_epoch + within
+    name, epoch_name = table.header[batch], table.header[epoch_index]
+    out.step_column = name
+    out.batch_column = name
+    end_of_epoch = int((epoch_ok & ~batch_ok).sum())
+    out.notes.append(
+        f"{name!r} counts batches within an epoch ({base}-based; {per_epoch} per epoch = the largest seen + 1): "
+        f"step = {epoch_name} × {per_epoch} + {name}{' - 1' if base else ''}; the epoch column holds {epoch_name!r}"
+        + (f"; {end_of_epoch} row(s) without a batch index placed at the last step of their epoch"
+           if end_of_epoch else ""))
+    no_epoch = int((~epoch_ok).sum())
+    if no_epoch:
+        out.warnings.append(ReadWarning(table.file, f"{no_epoch} row(s) have no usable epoch ({epoch_name!r}: "
+                                        "empty, negative or not a whole number) to place them; skipped",
+                                        count=no_epoch))
+    return steps, epoch_ok, 0, 0, [batch]
+
+
+def _counters(table: WideColumns, skip: set) -> list[int]:
+    """Columns that are counters, not metrics: named like a step, epoch or batch index (or a
+    pandas index column) and holding whole numbers only."""
+    out = []
+    for index, raw in enumerate(table.raw_header):
+        if index in skip:
+            continue
+        lowered = raw.lower()
+        named = lowered in COUNTER_NAMES or lowered.rsplit("/", 1)[-1] in COUNTER_NAMES
+        index_column = raw == "" and index == 0
+        if not (named or index_column):
+            continue
+        numeric = table.numeric[index]
+        if not numeric.any() or not _whole(table.values[index], numeric)[numeric].all():
+            continue
+        if index_column and not (np.diff(table.values[index][numeric]) > 0).all():
+            continue
+        out.append(index)
+    return out
+
+
+def _text_and_bad_cells(table: WideColumns, value_indices: list[int], out: WideCSV, file: str) -> None:
+    numeric_counts = {i: int(table.numeric[i].sum()) for i in value_indices}
+    text = [i for i in value_indices if numeric_counts[i] == 0 and table.non_numeric[i] > 0]
+    out.text_columns = [table.header[i] for i in text]
+    if text:
+        out.notes.append(f"non-numeric column(s) skipped: {name_list(out.text_columns)}")
+    for index in value_indices:
+        if numeric_counts[index] and table.non_numeric[index]:
+            count = table.non_numeric[index]
+            out.warnings.append(ReadWarning(
+                file, f"column {table.header[index]!r}: {count} cell(s) are not numbers "
+                f"(e.g. {table.examples[index]!r}); skipped", count=count))
+
+
+def _melt(table: WideColumns, value_indices: list[int], steps: np.ndarray, usable: np.ndarray, epochs: np.ndarray,
+          points: PointBuffer) -> None:
+    """The numeric cells of the value columns as points, row by row (the order they were written in)."""
+    if not value_indices or not table.rows:
+        return
+    kept = [i for i in value_indices if table.numeric[i].any()]
+    if not kept:
+        return
+    codes = np.asarray([points.code(table.header[i]) for i in kept], dtype=np.int64)
+    matrix = np.column_stack([table.values[i] for i in kept])
+    if usable.all() and all(table.numeric[i].all() for i in kept):  # dense: every cell is a point
+        n, k = matrix.shape
+        rows = np.repeat(np.arange(n, dtype=np.int64), k)
+        points.add_coded(rows, np.tile(codes, n), np.repeat(steps, k), matrix.ravel(), np.repeat(epochs, k))
+        return
+    take = np.column_stack([table.numeric[i] for i in kept])
+    take &= usable[:, None]
+    rows, columns = np.nonzero(take)  # row-major: the write order
+    points.add_coded(rows, codes[columns], steps[rows], matrix[take], epochs[rows])

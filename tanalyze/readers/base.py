@@ -43,7 +43,7 @@ import pandas as pd
 
 from tanalyze.schema import ScalarColumns, empty_histograms, empty_scalars
 
-__all__ = ["Reader", "ResumableReader", "FilePart", "RunData", "ReadWarning", "Restart", "HEAD_BYTES"]
+__all__ = ["Reader", "ResumableReader", "FilePart", "RunData", "ReadWarning", "Restart", "Phase", "HEAD_BYTES"]
 
 #: How many leading bytes of every file discovery hands to ``sniff``.
 HEAD_BYTES = 4096
@@ -82,13 +82,46 @@ class Restart:
         return {"step": self.step, "file": self.file, "detail": self.detail}
 
 
+@dataclass(frozen=True)
+class Phase:
+    """One training session of a run whose log holds several, on the run's one step axis.
+
+    A log that a second session was appended to (Keras ``CSVLogger(append=True)``
+    across two ``fit()`` calls, a second ``fit()`` into the same TensorBoard
+    folder) starts its steps over. Each session is a phase: its own steps are
+    shifted by ``offset`` so that it continues right after the previous phase
+    (``first_step``/``last_step`` are on the run's axis, after the shift; the
+    source wrote ``first_step - offset`` …). ``unit`` names what a step counts
+    in this source (``step``, ``epoch``, ``iteration``). A run with one session
+    has no phases.
+    """
+
+    index: int
+    first_step: int
+    last_step: int
+    offset: int = 0
+    file: str | None = None
+    detail: str = ""
+    unit: str = "step"
+
+    @property
+    def steps(self) -> int:
+        """How many steps the phase spans on the run's axis."""
+        return self.last_step - self.first_step + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "first_step": self.first_step, "last_step": self.last_step,
+                "offset": self.offset, "file": self.file, "detail": self.detail, "unit": self.unit}
+
+
 @dataclass
 class RunData:
     """One run as a reader returns it (mutable while the reader builds it).
 
     ``scalars`` is a tidy table; its ``run`` column is filled in by ``load``.
     ``name`` is set only when one file holds several runs (a W&B chart export):
-    it is appended to the run's folder name.
+    it is appended to the run's folder name. ``phases`` lists the sessions of a
+    log that holds several (see :class:`Phase`); empty for one session.
     """
 
     scalars: pd.DataFrame = field(default_factory=empty_scalars)
@@ -96,6 +129,7 @@ class RunData:
     hparams: Mapping[str, Any] = field(default_factory=dict)
     warnings: list[ReadWarning] = field(default_factory=list)
     restarts: list[Restart] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
     text: Mapping[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     name: str | None = None

@@ -117,10 +117,12 @@ class _WideCSVReader(Reader):
         wide = read_wide_csv(log, choose_step=self.choose_step, epoch_names=self.epoch_names)
         frame = wide.points.frame()
         frame = self.adjust(frame, run)
-        settled = settle_rewrites(frame, str(log))
+        settled = settle_rewrites(frame, str(log), unit=self._unit(wide))
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
+        run.phases.extend(settled.phases)
         run.warnings.extend(wide.warnings)
+        run.warnings.extend(settled.warnings)
         if self.step_name and self.step_name not in wide.header:
             fallback = f"{wide.step_column!r}" if wide.step_column else "the row number"
             run.warnings.append(ReadWarning(str(log), f"no {self.step_name!r} column, which this format always "
@@ -135,6 +137,12 @@ class _WideCSVReader(Reader):
     def adjust(self, frame: pd.DataFrame, run: RunData) -> pd.DataFrame:
         """Format-specific fix-ups of the points before last-write-wins (default: none)."""
         return frame
+
+    @staticmethod
+    def _unit(wide) -> str:
+        """What a step counts: ``epoch`` when the epoch column is the step (one row per epoch), else ``step``."""
+        column = (wide.step_column or "").lower()
+        return "epoch" if column in EPOCH_NAMES and wide.batch_column is None else "step"
 
     def no_log_note(self) -> str:
         return "a config file without the log beside it: no metrics"
@@ -220,11 +228,14 @@ class LightningCSVReader(_WideCSVReader):
         missing = frame["epoch"].isna().to_numpy()
         if not missing.any():
             return frame
-        known = frame.loc[~missing].drop_duplicates("step")
-        lookup = dict(zip(known["step"].to_numpy(), known["epoch"].to_numpy(), strict=True))
-        steps = frame["step"].to_numpy()[missing]
-        filled = np.array([lookup.get(s, np.nan) for s in steps], dtype=np.float64)
         epochs = frame["epoch"].to_numpy(dtype=np.float64, copy=True)
+        all_steps = frame["step"].to_numpy()
+        known_steps, first = np.unique(all_steps[~missing], return_index=True)
+        known_epochs = epochs[~missing][first]
+        steps = all_steps[missing]
+        at = np.clip(np.searchsorted(known_steps, steps), 0, max(len(known_steps) - 1, 0))
+        found = known_steps[at] == steps if len(known_steps) else np.zeros(len(steps), dtype=bool)
+        filled = np.where(found, known_epochs[at] if len(known_steps) else np.nan, np.nan)
         epochs[missing] = filled
         n_filled = int((~np.isnan(filled)).sum())
         if n_filled:
@@ -240,7 +251,7 @@ class LightningCSVReader(_WideCSVReader):
 
 def _late_start(frame: pd.DataFrame) -> str | None:
     """A note when the first logged step is far beyond the logging interval: a job resumed into a new folder."""
-    steps = np.unique(frame["step"].to_numpy())
+    steps = _distinct(frame["step"].to_numpy())
     if len(steps) < 3:
         return None
     interval = float(np.median(np.diff(steps)))
@@ -251,6 +262,14 @@ def _late_start(frame: pd.DataFrame) -> str | None:
     at_epoch = f" (epoch {epochs.iloc[0]:g})" if len(epochs) else ""
     return (f"starts at step {first}{at_epoch}: a job resumed from a checkpoint; its earlier steps are in "
             "another version folder, if kept")
+
+
+def _distinct(steps: np.ndarray) -> np.ndarray:
+    """The distinct steps, sorted (one pass when they are written in order, as they nearly always are)."""
+    ordered = steps if len(steps) < 2 or bool((steps[1:] >= steps[:-1]).all()) else np.sort(steps)
+    if not len(ordered):
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
 # --- Keras ---------------------------------------------------------------------------------

@@ -302,7 +302,7 @@ def test_large_csv_is_read_in_chunks(tmp_path, monkeypatch):
     path = tmp_path / "metrics.csv"
     rows = "".join(f"{i},{i / 1000},{'' if i % 3 else i}\n" for i in range(1, 2501))
     path.write_text("step,loss,val\n" + rows + "2500,0.0,\n")  # step 2500 written again at the end
-    monkeypatch.setattr(widecsv, "CHUNK_ROWS", 100)  # 26 chunks
+    monkeypatch.setattr(widecsv, "BLOCK_BYTES", 1000)  # ~30 blocks
     run = _read(GenericCSVReader(), path)
     loss = curve(run.scalars, "loss")
     assert len(loss) == 2500 and loss[1] == 0.001 and loss[1250] == 1.25 and loss[2500] == 0.0
