@@ -120,6 +120,9 @@ def cmd_runs(args: argparse.Namespace) -> int:
         _write_extras(out, logs, name, info, args.verbose)
         for restart in info.restarts:
             out.write(f"    restart at step {restart.step}: {safe_text(restart.detail)}\n")
+        for phase in info.phases:
+            out.write(f"    session {phase.index + 1} of {len(info.phases)}: steps {phase.first_step}-{phase.last_step}"
+                      f" ({safe_text(phase.detail)})\n")
         for note in info.notes:
             out.write(f"    note: {safe_text(note)}\n")
         for warning in info.warnings:

@@ -20,13 +20,19 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
      "progress": {...} | null, "gradients": {...} | null, "throughput": {...} | null,
      "resources": {...} | null,
      "findings": [{"code", "severity", "step", "step_end", "message", "recommendation", "evidence"}],
-     "warnings": [str], "role_details": {...}}
+     "warnings": [str], "role_details": {...},
+     "phase": {"index", "count", "first_step", "last_step", "steps", "total_steps", "unit", "reason", "note"} | null}
+
+A run whose log holds several training sessions (``RunInfo.phases``: a second
+``fit()`` appended to the same log) is judged on one of them: the last, when it
+has at least :data:`MIN_PHASE_STEPS` logged steps, else the longest. ``phase``
+says which and why, and the same sentence is the first of ``warnings``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +54,7 @@ from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs
+from tanalyze.readers.base import Phase
 from tanalyze.roles import Roles, resolve_roles, role_curve, sum_curves, tag_words
 from tanalyze.text import safe_text
 
@@ -59,6 +66,53 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_wit
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
 ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources")
+
+
+#: The last session of a run is judged when it has at least this many logged steps (else the longest one).
+MIN_PHASE_STEPS = 5
+
+
+@dataclass(frozen=True)
+class JudgedPhase:
+    """Which session of a multi-session run the diagnosis judged, and why (see the module doc)."""
+
+    index: int  # 0-based
+    count: int
+    first_step: int
+    last_step: int
+    steps: int  # logged steps in the phase
+    total_steps: int  # logged steps in the run
+    unit: str
+    reason: str
+
+    @property
+    def note(self) -> str:
+        """``judged phase 2 of 2 (steps 5-24, 20 of 25 epochs): the last session``."""
+        return (f"judged phase {self.index + 1} of {self.count} (steps {self.first_step}-{self.last_step}, "
+                f"{self.steps} of {self.total_steps} {self.unit}s): {self.reason}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "count": self.count, "first_step": self.first_step, "last_step": self.last_step,
+                "steps": self.steps, "total_steps": self.total_steps, "unit": self.unit, "reason": self.reason,
+                "note": self.note}
+
+
+def choose_phase(frame: pd.DataFrame, phases: Sequence[Phase]) -> JudgedPhase | None:
+    """The session to judge: the last with at least :data:`MIN_PHASE_STEPS` logged steps, else the longest."""
+    if len(phases) < 2 or frame.empty:
+        return None
+    steps = np.unique(frame["step"].to_numpy())
+    counts = [int(((steps >= p.first_step) & (steps <= p.last_step)).sum()) for p in phases]
+    last = len(phases) - 1
+    if counts[last] >= MIN_PHASE_STEPS:
+        index, reason = last, "the last session"
+    else:
+        index = int(np.argmax(counts))
+        reason = (f"the longest session (the last has only {counts[last]} logged "
+                  f"{phases[last].unit}{'' if counts[last] == 1 else 's'})")
+    phase = phases[index]
+    return JudgedPhase(index=index, count=len(phases), first_step=phase.first_step, last_step=phase.last_step,
+                       steps=counts[index], total_steps=len(steps), unit=phase.unit, reason=reason)
 
 
 @dataclass(frozen=True)
@@ -84,6 +138,8 @@ class RunDiagnosis:
     #: the curves as analysed (role → curve: losses, learning rate, gradient norm, throughput), kept so that
     #: plot() and the Jupyter display draw without the logs; not part of to_dict()
     curves: dict[str, Curve] = field(default_factory=dict, repr=False, compare=False)
+    #: the session judged when the run's log holds several (None: the whole run)
+    phase: JudgedPhase | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
@@ -110,6 +166,7 @@ class RunDiagnosis:
             "findings": [f.to_dict() for f in self.findings],
             "warnings": list(self.warnings),
             "role_details": self.role_details.to_dict() if self.role_details is not None else None,
+            "phase": self.phase.to_dict() if self.phase is not None else None,
         }
 
     def key_steps(self) -> dict[str, int]:
@@ -425,9 +482,10 @@ def diagnose_run(
     num_classes: int | None = None,
     thresholds: Thresholds | None = None,
     hparams: Mapping[str, Any] | None = None,
+    phases: Sequence[Phase] = (),
     **params: Mapping[str, Any],
 ) -> RunDiagnosis:
-    """Diagnose one run from its tidy table (rows of one run; every point is used).
+    """Diagnose one run from its tidy table (rows of one run; every point is used, or those of one session).
 
     Args:
         frame: tidy scalar rows of one run (``run, tag, step, value, wall_time``; ``epoch``/``rank`` used when present).
@@ -441,6 +499,7 @@ def diagnose_run(
         hparams: the run's configuration as read; its gradient-clipping value (``max_grad_norm``,
             ``gradient_clipping``, ``gradient_clip_val``, ``grad_clip`` …) is the gradient analyzer's ``max_norm``
             unless ``gradients={"max_norm": …}`` says otherwise.
+        phases: the run's sessions (``RunInfo.phases``); with several, one is judged (see the module doc).
         **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
             ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``
             (each a dict of that analyzer's keyword arguments).
@@ -460,9 +519,13 @@ def diagnose_run(
         if run is None:
             run = str(names[0])
     run = run or ""
+    judged = choose_phase(frame, phases)
+    if judged is not None:
+        steps = frame["step"].to_numpy()
+        frame = frame[(steps >= judged.first_step) & (steps <= judged.last_step)]
     curves = _curves_by_tag(frame)
     role_map = resolve_roles({tag: int(np.isfinite(c.values).sum()) for tag, c in curves.items()}, roles)
-    warnings = list(read_warnings) + list(role_map.warnings)
+    warnings = ([judged.note] if judged is not None else []) + list(read_warnings) + list(role_map.warnings)
     train = role_curve(curves, role_map, "train_loss")
     val = role_curve(curves, role_map, "val_loss")
     lr = role_curve(curves, role_map, "learning_rate")
@@ -558,6 +621,7 @@ def diagnose_run(
         role_details=role_map,
         loss_analysis=loss_analysis,
         curves=kept,
+        phase=judged,
     )
 
 
@@ -589,7 +653,7 @@ def diagnose(
         out[name] = diagnose_run(
             groups.get(name, empty), run=name, format=info.format, roles=roles, histograms=hist_groups.get(name),
             read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
-            hparams=info.hparams, **params,
+            hparams=info.hparams, phases=info.phases, **params,
         )
     return Diagnoses(compare_with_siblings(out))
 

@@ -20,7 +20,7 @@ from tanalyze.discover import Discovery, NotRead, RunSpec, discover
 from tanalyze.errors import FormatError
 from tanalyze.identity import RunPart, unique_names
 from tanalyze.parallel import Failure, ProgressCallback, map_runs
-from tanalyze.readers import ReadWarning, Restart, RunData, get_reader
+from tanalyze.readers import Phase, ReadWarning, Restart, RunData, get_reader
 from tanalyze.readers.base import ResumableReader
 from tanalyze.readers.pattern import UserPattern, read_with_pattern
 from tanalyze.schema import (
@@ -60,6 +60,8 @@ class RunInfo:
     text: Mapping[str, str] = field(default_factory=dict)
     #: Where a run written to several places came from (splits, add_scalars keys, twins); empty otherwise.
     sources: tuple[RunPart, ...] = ()
+    #: the training sessions of a log that holds several (see :class:`~tanalyze.readers.base.Phase`); () for one
+    phases: tuple[Phase, ...] = ()
 
     def __reduce__(self):
         # Read-only mappings do not pickle; runs cross process boundaries (worker pools, clusters).
@@ -76,6 +78,7 @@ class RunInfo:
             "hparams": dict(self.hparams),
             "warnings": [w.to_dict() for w in self.warnings],
             "restarts": [r.to_dict() for r in self.restarts],
+            "phases": [p.to_dict() for p in self.phases],
             "notes": list(self.notes),
             "sources": [p.to_dict() for p in self.sources],
         }
@@ -251,6 +254,7 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
             notes=tuple(part.notes),
             text=MappingProxyType(dict(part.text)),
             sources=sources,
+            phases=tuple(part.phases),
         )
         results.append(RunResult(info, scalars, histograms))
     return results
@@ -295,7 +299,8 @@ class Logs:
             tags, points, first, last = counts.get(name, (0, 0, None, None))
             steps = f"steps {first}-{last}" if points else "no points"
             extra = "".join(
-                f", {n} {what}" for n, what in ((len(info.warnings), "warning(s)"), (len(info.restarts), "restart(s)")) if n
+                f", {n} {what}" for n, what in ((len(info.warnings), "warning(s)"), (len(info.restarts), "restart(s)"),
+                                                (len(info.phases), "sessions")) if n
             )
             lines.append(f"  {safe_text(name, 60):<{width}}  {safe_text(info.format, 30)}, {tags} tag(s), "
                          f"{points:,} points, {steps}{extra}")

@@ -15,10 +15,13 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.cache.store import Chunked, StoredArrays
-from tanalyze.readers.base import FilePart, ReadWarning, Restart, RunData
+from tanalyze.readers.base import FilePart, Phase, ReadWarning, Restart, RunData
 from tanalyze.schema import ScalarColumns, empty_histograms
 
-__all__ = ["Uncacheable", "encode_part", "decode_part", "encode_runs", "decode_runs", "json_exact"]
+__all__ = ["Uncacheable", "encode_part", "decode_part", "encode_runs", "decode_runs", "json_exact", "CODEC_VERSION"]
+
+#: Part of every cache key: bump it whenever what an entry holds changes (2: runs carry their phases).
+CODEC_VERSION = 2
 
 
 class Uncacheable(ValueError):
@@ -177,6 +180,7 @@ def encode_runs(parts: list[RunData]) -> tuple[dict[str, np.ndarray], dict[str, 
             "hparams": hparams,
             "warnings": [w.to_dict() for w in part.warnings],
             "restarts": [r.to_dict() for r in part.restarts],
+            "phases": [p.to_dict() for p in part.phases],
             "text": text,
             "notes": list(part.notes),
             "name": part.name,
@@ -208,6 +212,7 @@ def decode_runs(arrays: Mapping[str, np.ndarray], body: Mapping[str, Any]) -> li
             hparams=run["hparams"],
             warnings=[ReadWarning(**w) for w in run["warnings"]],
             restarts=[Restart(**r) for r in run["restarts"]],
+            phases=[Phase(**p) for p in run["phases"]],
             text=run["text"],
             notes=list(run["notes"]),
             name=run["name"],

@@ -11,7 +11,14 @@ from typing import Any
 
 from tanalyze._fileio import open_fd, pread
 from tanalyze.cache import Cache
-from tanalyze.cache.codec import Uncacheable, decode_part, decode_runs, encode_part, encode_runs
+from tanalyze.cache.codec import (
+    CODEC_VERSION,
+    Uncacheable,
+    decode_part,
+    decode_runs,
+    encode_part,
+    encode_runs,
+)
 from tanalyze.cache.store import Entry
 from tanalyze.readers.base import FilePart, Reader, ResumableReader, RunData
 
@@ -50,7 +57,7 @@ def prefix_hashes(path: Path, end: int) -> list[str] | None:
 
 def _file_key(reader: Reader, path: Path) -> dict[str, Any]:
     return {"path": os.path.abspath(path), "reader": reader.name, "reader_version": reader.cache_version,
-            "tanalyze": _version()}
+            "tanalyze": _version(), "codec": CODEC_VERSION}
 
 
 def _stamp(stat: os.stat_result) -> dict[str, int]:
@@ -180,7 +187,7 @@ def _extended(reader: ResumableReader, lookup: _Lookup, parts: list[FilePart | O
 
 def _look_up(reader: Reader, files: list[Path], directory: Path, cache: Cache) -> _Lookup:
     key = {"files": [os.path.abspath(f) for f in files], "reader": reader.name,
-           "reader_version": reader.cache_version, "tanalyze": _version()}
+           "reader_version": reader.cache_version, "tanalyze": _version(), "codec": CODEC_VERSION}
     lookup = _Lookup(files, directory, key, _run_stamp(files, directory))
     found = cache.load("runs", key) if lookup.before is not None else None
     if found is None:

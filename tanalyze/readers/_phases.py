@@ -99,7 +99,7 @@ def _next_start(rows: np.ndarray, codes: np.ndarray, steps: np.ndarray, values: 
         return None
     skip_until = -1
     for index in candidates.tolist():
-        row = int(rows[index])
+        row = _first_row(rows, steps, relogged, int(rows[index]), int(steps[index]))
         if row <= skip_until:
             continue
         if values is not None:
@@ -109,6 +109,20 @@ def _next_start(rows: np.ndarray, codes: np.ndarray, steps: np.ndarray, values: 
                 continue
         return PhaseStart(row=row, high=int(high[index]), step=int(steps[index]))
     return None
+
+
+def _first_row(rows: np.ndarray, steps: np.ndarray, relogged: np.ndarray, row: int, back_to: int) -> int:
+    """The row a session starts at: ``row``, or earlier when the rows just before it log again only steps
+    at or below the one it went back to (a LearningRateMonitor row at step 0 before the first train row)."""
+    while True:
+        lo = int(np.searchsorted(rows, row, side="left"))
+        if lo == 0:
+            return row
+        previous = int(rows[lo - 1])
+        start = int(np.searchsorted(rows, previous, side="left"))
+        if previous != row - 1 or not relogged[start:lo].all() or int(steps[start:lo].max()) > back_to:
+            return row
+        row = previous
 
 
 def _event_rows(rows: np.ndarray, relogged: np.ndarray, row: int) -> np.ndarray:

@@ -253,7 +253,7 @@ def _settle_phases(frame: pd.DataFrame, file: str, unit: str) -> Settled:
         pieces.append(kept)
         where = str(piece["source"].iloc[0]) if "source" in piece.columns else file
         first, last = int(kept["step"].min()), int(kept["step"].max())
-        detail = (f"the first session: {unit}s {first}–{last}" if index == 0 else
+        detail = ("the first session" if index == 0 else
                   phase_detail(unit, starts[index - 1].high, starts[index - 1].step)
                   + (f"; its {unit}s shifted by {offset:+d} to follow the previous session" if offset else ""))
         out.phases.append(Phase(index=index, first_step=first, last_step=last, offset=offset, file=where,

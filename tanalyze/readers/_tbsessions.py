@@ -27,6 +27,15 @@ boundaries only. Why:
   back: it starts a tag at a step before that tag's last step so far (a notebook
   re-running its training cell, a resume inside one process). Otherwise (HF
   Trainer opening a second file for its final evaluation) it continues the session.
+* A session that goes back to the *start* is a new phase, not a restart: when
+  some tag's first step in it is below that tag's highest step so far and at or
+  below that tag's first step in the current phase (a second ``fit()`` into the
+  same folder: steps start over at 0), nothing is replaced. Its steps (and those
+  of the sessions after it in that phase) are shifted to continue after the
+  previous phase on one step axis; the rule is :mod:`._phases`. A session that
+  only repeats the values already logged at its steps, or that began before the
+  phase's last point was written (two writers at once), stays a replacement, and
+  a ``SessionLog.START`` is always a restart.
 * Within one session repeated or decreasing steps are kept in write order: they
   are real data points (YOLOv8 logs every batch's loss under step = epoch; HF
   Trainer logs ``train/epoch`` at its last step in both of its files). A note
@@ -41,6 +50,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from tanalyze.readers._phases import goes_back_to_start, phase_detail, phase_offset
+from tanalyze.readers.base import Phase
 
 __all__ = ["Session", "Merged", "merge_sessions"]
 
@@ -72,6 +84,7 @@ class Merged:
     restarts: list[tuple[int, str, str]]  # (step, file, detail)
     overlapping: list[str]  # files whose replaced points overlapped them in time
     repeated: dict[int, int]  # tag code -> points that repeat a step within their writer's sessions
+    phases: list[Phase] = field(default_factory=list)  # empty when the sessions make one phase
 
 
 def _goes_back(old: Session, new: Session) -> bool:
@@ -135,16 +148,74 @@ def _hist_arrays(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([r["code"] for r in rows], np.int64), np.array([r["step"] for r in rows], np.int64))
 
 
+def _starts_phase(phase: list[Session], new: Session, n_tags: int) -> tuple[int, int] | None:
+    """(the step a tag had reached, the step it went back to) when ``new`` starts a new phase after
+    the sessions of the current ``phase`` (see the module docstring), else None."""
+    if new.start_step is not None or not len(new.codes) or not phase:
+        return None
+    codes = np.concatenate([s.codes for s in phase])
+    steps = np.concatenate([s.steps for s in phase])
+    if not len(codes):
+        return None
+    high = np.full(n_tags, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(high, codes, steps)
+    first = np.full(n_tags, np.iinfo(np.int64).max, np.int64)
+    tags, at = np.unique(codes, return_index=True)
+    first[tags] = steps[at]
+    new_tags, new_at = np.unique(new.codes, return_index=True)
+    new_first = new.steps[new_at]
+    back = goes_back_to_start(new_first, high[new_tags], first[new_tags]) & np.isin(new_tags, tags)
+    if not back.any() or _repeats(codes, steps, np.concatenate([s.values for s in phase]), new):
+        return None
+    walls = np.concatenate([s.wall_times for s in phase])
+    new_walls = new.wall_times[np.isfinite(new.wall_times)]
+    walls = walls[np.isfinite(walls)]
+    if len(walls) and len(new_walls) and new_walls.min() < walls.max():
+        return None  # written while the phase was still being written: two writers at once, not a new session
+    index = int(np.flatnonzero(back)[0])
+    return int(high[new_tags[index]]), int(new_first[index])
+
+
+def _repeats(codes: np.ndarray, steps: np.ndarray, values: np.ndarray, new: Session) -> bool:
+    """Whether every point of ``new`` at a (tag, step) logged before has the value logged there last."""
+    old = pd.DataFrame({"c": codes, "s": steps, "v": values}).drop_duplicates(["c", "s"], keep="last")
+    merged = pd.DataFrame({"c": new.codes, "s": new.steps, "v": new.values}).merge(old, on=["c", "s"], how="inner",
+                                                                                   suffixes=("", "_old"))
+    if not len(merged):
+        return False
+    a, b = merged["v"].to_numpy(), merged["v_old"].to_numpy()
+    return bool(((a == b) | (np.isnan(a) & np.isnan(b))).all())
+
+
+def _all_steps(session: Session) -> np.ndarray:
+    hist_steps = np.array([r["step"] for r in session.histograms], np.int64)
+    return np.concatenate([session.steps, hist_steps]) if len(hist_steps) else session.steps
+
+
 def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Merged:
-    """Concatenate sessions in order, replacing what each later session logged again."""
+    """Concatenate sessions in order, replacing what each later session logged again (or starting a phase)."""
     kept: list[Session] = []
     restarts: list[tuple[int, str, str]] = []
     overlapping: list[str] = []
+    phase_of: list[int] = []  # per kept session
+    offsets: list[int] = [0]  # per phase
+    phase_starts: list[tuple[str, int, int]] = [("", 0, 0)]  # per phase: (file, high, back to)
     for session in sessions:
+        current = [s for s, p in zip(kept, phase_of, strict=True) if p == len(offsets) - 1]
+        back = _starts_phase(current, session, n_tags)
+        if back is not None:
+            last = max(int(_all_steps(s).max()) + offsets[p] for s, p in zip(kept, phase_of, strict=True)
+                       if len(_all_steps(s)))
+            offsets.append(phase_offset(last, int(_all_steps(session).min())))
+            phase_starts.append((session.file, *back))
+            kept.append(session)
+            phase_of.append(len(offsets) - 1)
+            continue
+        offset = offsets[-1]
         replaced = replaced_tags = 0
         first_replaced = _NEVER
         latest_replaced_wall = -np.inf
-        for old in kept:
+        for old in current:
             if old.writer == session.writer and session.start_step is None and not _goes_back(old, session):
                 continue  # one process writing on: its points are all real, like within one file
             drop = _superseded(old.codes, old.steps, session.codes, session.steps, session.start_step, n_tags)
@@ -166,17 +237,19 @@ def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Me
             old.histograms = [row for row, gone in zip(old.histograms, hist_drop.tolist(), strict=True) if not gone]
         if replaced:
             if session.start_step is not None:
-                detail = (f"{session.file}: a session restarted at step {session.start_step} (SessionLog.START); "
-                          f"{replaced:,} earlier point(s) of {replaced_tags} tag(s) replaced")
+                detail = (f"{session.file}: a session restarted at step {session.start_step + offset} "
+                          f"(SessionLog.START); {replaced:,} earlier point(s) of {replaced_tags} tag(s) replaced")
             else:
-                detail = (f"{session.file} logged {replaced_tags} tag(s) again from step {first_replaced}: "
+                detail = (f"{session.file} logged {replaced_tags} tag(s) again from step {first_replaced + offset}: "
                           f"{replaced:,} earlier point(s) replaced")
             new_walls = session.wall_times[np.isfinite(session.wall_times)]
             if len(new_walls) and new_walls.min() < latest_replaced_wall:
                 overlapping.append(session.file)
                 detail += "; the sessions overlap in time (two writers at once?)"
-            restarts.append((first_replaced, session.file, detail))
+            restarts.append((first_replaced + offset, session.file, detail))
         kept.append(session)
+        phase_of.append(len(offsets) - 1)
+    phases = _shift_phases(kept, phase_of, offsets, phase_starts)
     repeated: dict[int, int] = {}
     for writer in dict.fromkeys(s.writer for s in kept):
         mine = [s for s in kept if s.writer == writer]
@@ -198,4 +271,35 @@ def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Me
         restarts=restarts,
         overlapping=overlapping,
         repeated=repeated,
+        phases=phases,
     )
+
+
+def _shift_phases(kept: list[Session], phase_of: list[int], offsets: list[int],
+                  starts: list[tuple[str, int, int]]) -> list[Phase]:
+    """Move each later phase's sessions by its offset; describe the phases (none when there is one)."""
+    if len(offsets) == 1:
+        return []
+    for session, phase in zip(kept, phase_of, strict=True):
+        offset = offsets[phase]
+        if offset:
+            session.steps = session.steps + offset
+            session.histograms = [{**row, "step": row["step"] + offset} for row in session.histograms]
+    phases = []
+    for index, offset in enumerate(offsets):
+        steps = [_all_steps(s) for s, p in zip(kept, phase_of, strict=True) if p == index]
+        steps = [a for a in steps if len(a)]
+        if not steps:
+            continue
+        both = np.concatenate(steps)
+        first, last = int(both.min()), int(both.max())
+        files = [s.file for s, p in zip(kept, phase_of, strict=True) if p == index]
+        file, high, back = starts[index]
+        if index == 0:
+            detail = "the first session"
+        else:
+            detail = (phase_detail("step", high, back, f"a new session written to the same folder ({file})")
+                      + (f"; its steps shifted by {offset:+d} to follow the previous session" if offset else ""))
+        phases.append(Phase(index=len(phases), first_step=first, last_step=last, offset=offset,
+                            file=file or files[0], detail=detail))
+    return phases

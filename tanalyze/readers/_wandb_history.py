@@ -8,7 +8,9 @@ The tidy ``step`` is that training step when the run declared it with
 most rows; otherwise ``_step``. The choice is always stated in a note. Rows
 without the step key take the last value logged before them, as W&B's
 ``step_sync`` does. Steps that go back (a resumed run re-logging steps) become
-:class:`Restart` records and the later write wins.
+:class:`Restart` records and the later write wins; steps that go back to the
+start (a second training session logged into the same run) start a new
+:class:`Phase`, shifted to follow the previous one (the rule is :mod:`._phases`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tanalyze.readers.base import ReadWarning, Restart
+from tanalyze.readers._phases import find_phase_starts, phase_detail, phase_offset
+from tanalyze.readers.base import Phase, ReadWarning, Restart
 from tanalyze.schema import concat_frames, empty_histograms, empty_scalars, keep_last_write, scalar_frame
 
 __all__ = ["Sparse", "SparseBuilder", "History", "sparse_from_rows", "sparse_from_frame", "history_to_tidy", "system_to_tidy",
@@ -191,6 +194,7 @@ class History:
     notes: list[str] = field(default_factory=list)
     warnings: list[ReadWarning] = field(default_factory=list)
     restarts: list[Restart] = field(default_factory=list)
+    phases: list[Phase] = field(default_factory=list)
 
 
 def choose_step_key(sparse: Sparse, declared: str | None = None) -> str | None:
@@ -247,6 +251,7 @@ def history_to_tidy(sparse: Sparse, *, file: str, declared_step: str | None = No
         else:
             out.notes.append(f"{_name(file)}: step = logged '{key}' ({how}); W&B's _step counter is not used")
     wall = _per_row(sparse, "_timestamp", carry=False)
+    steps, out.phases = _phases(steps, _metric_rows(sparse), file, key)
 
     frames = []
     unplaced = 0
@@ -279,6 +284,40 @@ def history_to_tidy(sparse: Sparse, *, file: str, declared_step: str | None = No
     out.histograms = _histogram_frame(sparse, steps, wall)
     _skipped(sparse, file, out)
     return out
+
+
+def _phases(steps: np.ndarray, metric_rows: np.ndarray, file: str, key: str | None) -> tuple[np.ndarray, list[Phase]]:
+    """The rows' steps with later sessions shifted to follow earlier ones, and the sessions (see the module doc).
+
+    Only rows that log a metric count: a step key logged alone does not start a session.
+    """
+    rows = metric_rows[np.isfinite(steps[metric_rows]) & (np.abs(steps[metric_rows]) < 2.0**62)]
+    if len(rows) < 2:
+        return steps, []
+    row_steps = steps[rows].astype(np.int64)
+    starts, _ = find_phase_starts(rows, np.zeros(len(rows), np.int64), row_steps)
+    if not starts:
+        return steps, []
+    unit = f"{key!r}" if key else "the row number"
+    bounds = [0, *(int(np.searchsorted(rows, start.row)) for start in starts), len(rows)]
+    shifted = steps.copy()
+    phases: list[Phase] = []
+    previous_last: int | None = None
+    for index in range(len(bounds) - 1):
+        mine = row_steps[bounds[index]:bounds[index + 1]]
+        offset = 0 if previous_last is None else phase_offset(previous_last, int(mine.min()))
+        first_row = int(rows[bounds[index]])
+        end_row = int(rows[bounds[index + 1]]) if index + 1 < len(bounds) - 1 else len(steps)
+        shifted[first_row:end_row] += offset
+        first, last = int(mine.min()) + offset, int(mine.max()) + offset
+        detail = ("the first session" if index == 0 else
+                  phase_detail(unit, starts[index - 1].high, starts[index - 1].step,
+                               "a new training session logged into the same run")
+                  + (f"; its steps shifted by {offset:+d} to follow the previous session" if offset else ""))
+        phases.append(Phase(index=index, first_step=first, last_step=last, offset=offset, file=_name(file),
+                            detail=detail))
+        previous_last = last
+    return shifted, phases
 
 
 def _restarts(steps: np.ndarray, file: str, key: str | None) -> list[Restart]:
@@ -382,6 +421,7 @@ def combine(parts: Iterable[History]) -> History:
         out.notes.extend(part.notes)
         out.warnings.extend(part.warnings)
         out.restarts.extend(part.restarts)
+        out.phases.extend(part.phases)
         out.step_key = out.step_key or part.step_key
     out.scalars = concat_frames([s for s in scalars if len(s)])
     kept = [h for h in histograms if len(h)]

@@ -96,5 +96,7 @@ class Detectron2Reader(Reader):
         settled = settle_rewrites(points.frame(), str(log), unit="iteration")
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
+        run.phases.extend(settled.phases)
+        run.warnings.extend(settled.warnings)
         run.notes.extend(settled.notes)
         return [run]

@@ -146,6 +146,8 @@ class HFTrainerStateReader(Reader):
         settled = settle_rewrites(frame, str(path))
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
+        run.phases.extend(settled.phases)
+        run.warnings.extend(settled.warnings)
         run.notes.extend(settled.notes)
         if summary:
             run.hparams = {"summary": summary}

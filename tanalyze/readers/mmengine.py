@@ -266,6 +266,8 @@ class _Experiment:
         settled = settle_rewrites(frame, self.first_file, unit="iteration")
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
+        run.phases.extend(settled.phases)
+        run.warnings.extend(settled.warnings)
         run.notes.extend(settled.notes)
         self._notes(run, per_epoch, renamed, approximate, unkeyed, last_train, missing_steps)
 

@@ -76,7 +76,7 @@ def _offsets(values: list[int]) -> str:
 class TensorBoardReader(ResumableReader):
     name = "tensorboard"
     description = "TensorBoard event files (PyTorch, tensorboardX, TF2/Keras, HF Trainer, Lightning)"
-    cache_version = 1
+    cache_version = 2  # 2: sessions that start over are phases
 
     def sniff(self, path: Path, head: bytes) -> bool:
         """Files named like event files whose first record verifies; TensorBoard's own
@@ -214,6 +214,7 @@ class TensorBoardReader(ResumableReader):
             histograms=_histogram_frame(files, list(hist_tags), merged.histograms),
             hparams=hparams, warnings=warnings, text=text,
             restarts=[Restart(step, file, detail) for step, file, detail in merged.restarts],
+            phases=merged.phases,
             notes=_notes(skipped, merged.repeated, tag_names),
         )
         self._read_hparams_yaml(files, data)
@@ -224,7 +225,7 @@ class TensorBoardReader(ResumableReader):
     def extend(self, files: list[Path], runs: list[RunData], tails: list[FilePart]) -> list[RunData] | None:
         """The run with the scalars its last file gained appended, when they simply continue it.
 
-        That is: the run had no restarts and no notes, only the last file in
+        That is: the run had no restarts, phases or notes, only the last file in
         TensorBoard's order grew, and what it gained is scalars alone (no damage,
         session start, histogram, hparams, text or skipped summary) whose steps go on
         past every step of their tag. Then ``combine`` would append them as they are,
@@ -234,7 +235,7 @@ class TensorBoardReader(ResumableReader):
             return None
         run = runs[0]
         scalars = run.scalars
-        if run.restarts or run.notes or not isinstance(scalars, ScalarColumns):
+        if run.restarts or run.phases or run.notes or not isinstance(scalars, ScalarColumns):
             return None
         last = max(range(len(files)), key=lambda i: _file_order(Path(files[i])))
         if any(tail.meta.get("records") for i, tail in enumerate(tails) if i != last):

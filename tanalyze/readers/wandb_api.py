@@ -125,6 +125,7 @@ def _finish(data: RunData, history: History, n_rows: int, path: Path) -> None:
     data.notes.extend(history.notes)
     data.warnings.extend(history.warnings)
     data.restarts.extend(history.restarts)
+    data.phases.extend(history.phases)
     if n_rows == HISTORY_SAMPLE:
         data.notes.append(
             f"exactly {HISTORY_SAMPLE} rows: run.history() returns a sample of {HISTORY_SAMPLE} rows by default; "

@@ -135,6 +135,7 @@ def _read_run(files: list[Path]) -> RunData:
     data.notes.extend(history.notes)
     data.warnings.extend(history.warnings)
     data.restarts.extend(history.restarts)
+    data.phases.extend(history.phases)
     scalars = history.scalars
     data.histograms = history.histograms
 

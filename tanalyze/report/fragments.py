@@ -35,6 +35,7 @@ def render_logs_html(logs: Logs) -> str:
             "index": index, "name": name, "format": info.format, "files": len(info.files), "tags": tags,
             "points": points, "first": first, "last": last,
             "warnings": [w.to_dict() for w in info.warnings], "restarts": [r.to_dict() for r in info.restarts],
+            "phases": [p.to_dict() for p in info.phases],
         })
     context = {
         "style": Markup(STYLE),

@@ -278,6 +278,7 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
         "read_warnings": read_warnings,
         "notes": list(info.notes) if info else [],
         "restarts": [r.to_dict() for r in info.restarts] if info else [],
+        "phases": [p.to_dict() for p in info.phases] if info else [],
         "files": list(info.files) if info else [],
         "directory": info.directory if info else "",
     }

@@ -42,6 +42,7 @@ def run_dict(run: RunView) -> dict[str, Any]:
         "files": list(info.files) if info else [],
         "hparams": dict(info.hparams) if info else {},
         "restarts": [r.to_dict() for r in info.restarts] if info else [],
+        "phases": [p.to_dict() for p in info.phases] if info else [],
         "notes": list(info.notes) if info else [],
         "sources": [p.to_dict() for p in info.sources] if info else [],
         "read_warnings": [w.to_dict() for w in info.warnings] if info else [],

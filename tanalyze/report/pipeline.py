@@ -44,7 +44,7 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
         diagnosis = diagnose_run(
             result.scalars, run=info.name, format=info.format, roles=roles,
             histograms=result.histograms if result.has_histograms else None,
-            read_warnings=tuple(str(w) for w in info.warnings),
+            read_warnings=tuple(str(w) for w in info.warnings), phases=info.phases,
         )
         # Plain dicts instead of read-only mappings, so that the run can travel between processes.
         info = replace(info, hparams=dict(info.hparams), text=dict(info.text))

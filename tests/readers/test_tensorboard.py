@@ -29,6 +29,7 @@ OD_API = ("tfevents/Harry0415__TensorFlow-Object-Detection-API-implement/workspa
 DEEPSC = "tfevents/Battam1111__DeepSC/lightning_logs/version_0"
 HISTOGRAMS = "tfevents/ZeroToMax-ZYZ__study_tensorboard/runs/histogram_experiment"
 RERUN = "tfevents/ZeroToMax-ZYZ__study_tensorboard/runs/my_first_experiment"
+KERAS_TWO_FITS = "tfevents_keras_split/Nivesara__project_fashion_mnist/logs/cnn_1layer"
 YOLOV8 = "tfevents/Abonia1__YOLOv8-Fire-and-Smoke-Detection/runs/detect/train"
 YOLOV5 = "tfevents/483172__yolov5-custom_lego_dataset-2022-06-15/runs/train/exp"
 
@@ -141,28 +142,47 @@ def test_every_real_event_file_matches_tbparse(real_logs, tmp_path):
 def test_several_files_merge_like_tensorboard_not_like_tbparse(real_logs):
     """tbparse concatenates the files of a folder. We apply TensorBoard's rule: a later writer process that
     logs a tag again replaces the earlier points of that tag from its first step on (see _tbsessions).
-    Files of one process (same host and pid in the name) are one session and are all kept."""
+    Files of one process (same host and pid in the name) are one session and are all kept. A later process
+    that starts a tag over (at or below its first step, after the earlier points were written, with new
+    values) is a new phase instead: kept whole, shifted to follow the earlier points."""
     folders = sorted({p.parent for p in (real_logs / "tfevents").rglob("*tfevents*")})
-    merged_any = False
+    merged_any = phased_any = False
     for folder in folders:
         files = sorted(folder.glob("*tfevents*"), key=lambda p: int(p.name.split(".")[3]))
         if len(files) < 2:
             continue
-        expected: list[tuple[str, int, float, str]] = []  # (tag, step, value, writer)
+        done: list[tuple[str, int, float]] = []  # the points of earlier phases, on the run's axis
+        phase: list[tuple[str, int, float, str, float]] = []  # the current phase as logged: tag, step, value, writer, wall
+        offset = 0
         for path in files:
             writer = ".".join(path.name.split(".")[4:-1])
             points = tbparse_scalars(path)
-            for tag, first in points.groupby("tag", sort=False)["step"].first().items():
-                later_steps = set(points.loc[points["tag"] == tag, "step"])
-                expected = [row for row in expected if not (
+            firsts = points.groupby("tag", sort=False)["step"].first()
+            rows = [(str(t), int(s), float(v), writer, float(w)) for t, s, v, w in
+                    points[["tag", "step", "value", "wall_time"]].itertuples(index=False)]
+            earlier = {(t, s): v for t, s, v, _, _ in phase}
+            starts_over = any(
+                first < max(s for t, s, *_ in phase if t == tag) and first <= min(s for t, s, *_ in phase if t == tag)
+                for tag, first in firsts.items() if any(t == tag for t, *_ in phase))
+            repeats = all(earlier[(t, s)] == v for t, s, v, _, _ in rows if (t, s) in earlier)
+            after = not phase or min(w for *_, w in rows) >= max(w for *_, w in phase)
+            if phase and starts_over and not repeats and after:
+                done += [(t, s + offset, v) for t, s, v, _, _ in phase]
+                offset = max(s for _, s, _ in done) + 1 - min(s for _, s, *_ in rows)
+                phase = []
+                phased_any = True
+            for tag, first in firsts.items():
+                later_steps = {s for t, s, *_ in rows if t == tag}
+                phase = [row for row in phase if not (
                     row[0] == tag and row[3] != writer and (row[1] >= first or row[1] in later_steps))]
-            expected += [(str(t), int(s), float(v), writer) for t, s, v in points[["tag", "step", "value"]].itertuples(
-                index=False)]
+            phase += rows
+        expected = done + [(t, s + offset, v) for t, s, v, _, _ in phase]
         ours = read_one(*files).scalars
         got = sorted(zip(ours["tag"].astype(str), ours["step"].tolist(), ours["value"].tolist(), strict=True))
-        assert got == sorted(row[:3] for row in expected), folder
+        assert got == sorted(expected), folder
         merged_any |= len({".".join(path.name.split(".")[4:-1]) for path in files}) > 1
     assert merged_any, "the corpus should hold a folder written by two processes"
+    assert phased_any, "the corpus should hold a folder a second session was written to"
 
 
 def test_histograms_match_tbparse(real_logs):
@@ -290,15 +310,63 @@ def test_skipped_media_are_counted():
     assert len(run.scalars) == 650
 
 
-def test_rerun_in_the_same_folder_replaces_the_first_run():
+def test_rerun_in_the_same_folder_is_a_second_phase():
+    """A script run twice into one folder: the second run starts over at step 0. Both are kept, the
+    second shifted to follow the first on one step axis (it used to replace the first)."""
     first, second = sorted(real_log(RERUN).glob("*tfevents*"), key=lambda p: p.name.split(".")[3])
     run = read_one(first, second)
-    assert len(run.scalars) == 200
-    pd.testing.assert_frame_equal(run.scalars[["tag", "step", "value"]].astype({"tag": str}),
-                                  read_one(second).scalars[["tag", "step", "value"]].astype({"tag": str}))
+    assert len(run.scalars) == 400 and not run.restarts
+    alone = [read_one(f).scalars[["tag", "step", "value"]].astype({"tag": str}) for f in (first, second)]
+    assert alone[0]["step"].min() == 0 and alone[1]["step"].min() == 0 and alone[1]["step"].max() == 99
+    got = run.scalars[["tag", "step", "value"]].astype({"tag": str})
+    expected = pd.concat([alone[0], alone[1].assign(step=alone[1]["step"] + 100)], ignore_index=True)
+    key = ["tag", "step"]
+    pd.testing.assert_frame_equal(got.sort_values(key, ignore_index=True), expected.sort_values(key, ignore_index=True))
+    one, two = run.phases
+    assert (one.index, one.first_step, one.last_step, one.offset) == (0, 0, 99, 0)
+    assert (two.index, two.first_step, two.last_step, two.offset, two.file) == (1, 100, 199, 100, second.name)
+    assert two.detail.startswith("step went back from 99 to 0: a new session written to the same folder")
+
+
+def test_keras_fit_twice_into_one_log_dir_is_two_phases():
+    """Keras' TensorBoard callback over two fit() calls of one process (a real log): each fit writes new
+    train/ and validation/ files whose epochs start at 0 again."""
+    for part in ("train", "validation"):
+        files = sorted(real_log(f"{KERAS_TWO_FITS}/{part}").glob("*tfevents*"))
+        run = read_one(*files)
+        loss = curve(run.scalars, "epoch_loss")
+        assert loss["step"].tolist() == list(range(20)) and not run.restarts
+        assert [(p.first_step, p.last_step, p.offset) for p in run.phases] == [(0, 9, 0), (10, 19, 10)]
+    train = read_one(*sorted(real_log(f"{KERAS_TWO_FITS}/train").glob("*tfevents*")))
+    loss = curve(train.scalars, "epoch_loss").set_index("step")["value"]
+    # the second fit goes on from the first one's weights: its first epoch is no worse than the first fit's
+    assert loss[10] < loss[0] and loss[9] > loss[19]
+
+
+def test_a_later_session_that_only_repeats_earlier_values_is_no_phase(tmp_path):
+    write_scalars(tmp_path, "events.out.tfevents.1700000000.host.111.0", [("loss", 10.0 + s, s) for s in range(5)])
+    copy = write_scalars(tmp_path, "events.out.tfevents.1700000500.host.222.0",
+                         [("loss", 10.0 + s, s) for s in range(5)], start_time=1.8e9)
+    run = READER.read(sorted(tmp_path.glob("events*")))[0]
+    assert curve(run.scalars, "loss")["value"].tolist() == [10, 11, 12, 13, 14]
+    assert not run.phases and run.restarts[0].file == copy.name
+
+
+def test_a_session_starting_over_then_resuming_inside_it(tmp_path):
+    write_scalars(tmp_path, "events.out.tfevents.1700000000.host.111.0", [("loss", 1.0, s) for s in range(5)])
+    write_scalars(tmp_path, "events.out.tfevents.1700000500.host.222.0", [("loss", 2.0, s) for s in range(8)],
+                  start_time=1.8e9)
+    resumed = write_scalars(tmp_path, "events.out.tfevents.1700000900.host.333.0",
+                            [("loss", 3.0, s) for s in range(6, 10)], start_time=1.9e9)
+    run = READER.read(sorted(tmp_path.glob("events*")))[0]
+    loss = curve(run.scalars, "loss")
+    # phase 2 (offset 5) holds steps 5-12 of the second writer; the third resumes it from its step 6 (= 11)
+    assert loss["step"].tolist() == list(range(15))
+    assert loss["value"].tolist() == [1.0] * 5 + [2.0] * 6 + [3.0] * 4
+    assert [(p.first_step, p.last_step, p.offset) for p in run.phases] == [(0, 4, 0), (5, 14, 5)]
     [restart] = run.restarts
-    assert (restart.step, restart.file) == (0, second.name)
-    assert "200 earlier point(s) replaced" in restart.detail
+    assert (restart.step, restart.file) == (11, resumed.name)
+    assert "from step 11: 2 earlier point(s) replaced" in restart.detail
 
 
 # ---------------------------------------------------------------- restart and duplicate semantics
@@ -665,11 +733,19 @@ def test_load_and_parse_to_csv(tbx_file, tmp_path, capsys):
     assert "wrote 120 rows from 1 run(s)" in capsys.readouterr().err
 
 
-def test_runs_command_lists_restart_and_notes(real_logs, capsys):
+def test_runs_command_lists_sessions_restarts_and_notes(real_logs, capsys, tmp_path):
     assert main(["runs", str(real_logs / RERUN), "-q"]) == 0
     out = capsys.readouterr().out
-    assert "2 file(s), 2 tag(s), 200 points" in out
-    assert "restart at step 0: events.out.tfevents.1771596596.zyzkings.7880.0 logged 2 tag(s) again" in out
+    assert "2 file(s), 2 tag(s), 400 points" in out
+    assert "    session 1 of 2: steps 0-99 (the first session)\n" in out
+    assert ("    session 2 of 2: steps 100-199 (step went back from 99 to 0: a new session written to the same folder "
+            "(events.out.tfevents.1771596596.zyzkings.7880.0); its steps shifted by +100") in out
+    write_scalars(tmp_path, "events.out.tfevents.1700000000.host.111.0", [("loss", 10.0 + s, s) for s in range(10)])
+    write_scalars(tmp_path, "events.out.tfevents.1700000500.host.222.0", [("loss", 1.0, s) for s in range(5, 8)],
+                  start_time=1.8e9)
+    assert main(["runs", str(tmp_path), "-q", "--no-cache"]) == 0
+    assert "restart at step 5: events.out.tfevents.1700000500.host.222.0 logged 1 tag(s) again" in \
+        capsys.readouterr().out
 
 
 def test_runs_command_shows_hparams_histograms_and_used_yaml(capsys):
