@@ -12,12 +12,14 @@ Rules, the same for all of them:
 * a BOM, CRLF and undecodable bytes are tolerated.
 
 How it is fast: the file is read in blocks of whole lines (:data:`BLOCK_BYTES`).
-A block is checked with numpy (the commas of every line are counted, so ragged
-lines are found and cut out before parsing) and parsed by pandas' C parser,
-which types each column; only a column that holds text is looked at cell by
-cell. A block with a quote character (``"``: a quoted cell may hold a comma or a
-newline) is split by Python's csv module instead, which knows quoting; both
-give the same columns (tested).
+A block is parsed by pandas' C parser, which types each column (only a column
+that holds text is looked at cell by cell), and checked: pandas refuses a record
+with too many fields, and the commas must add up to one less than the header's
+fields per record, so none has too few. A block that fails the check has ragged
+lines: they are found with numpy (the commas of every line counted) and cut out
+before parsing again, or, when the block holds a quote character (a quoted cell
+may hold a comma or a newline), the block is split by Python's csv module,
+which knows quoting. All ways give the same columns (tested).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,15 +212,16 @@ class _Parser:
     def _block(self, block: bytes, first_line: int) -> None:
         if not block.isascii():
             self.undecodable += _bad_bytes(block, block.decode("utf-8", errors="replace"))
-        if b'"' in block:
-            self._quoted_block(block, first_line)
-            return
         # Most blocks are well formed: parsed as they are, then checked. pandas refuses a line with too many
-        # fields; when no line has too many and the commas add up to (width - 1) per record, none has too few.
+        # fields; when no line has too many and the commas add up to (width - 1) per record, none has too few
+        # (a comma inside a quoted cell makes the sum differ: such a block goes the careful way).
         frame = self._parse_block(block)
         if frame is not None and block.count(b",") == (self.width - 1) * len(frame):
             self._take(frame)
             self._ragged(np.empty(0, dtype=np.int64), last=False, any_record=bool(len(frame)))
+            return
+        if b'"' in block:
+            self._quoted_block(block, first_line)
             return
         arr = np.frombuffer(block, dtype=np.uint8)
         separators = np.flatnonzero((arr == 10) | (arr == 44))  # one entry per cell: cheaper than two scans
@@ -253,14 +257,16 @@ class _Parser:
                      any_record=bool(len(records)))
 
     def _parse_block(self, body: bytes) -> pd.DataFrame | None:
-        """pandas' C parser on lines without quotes; None when it refuses them."""
+        """pandas' C parser on whole records; None when it refuses them."""
         try:
-            return pd.read_csv(
-                io.BytesIO(body), header=None, names=list(range(self.width)), index_col=False,
-                skipinitialspace=True, keep_default_na=False, na_values=_NA_CELLS, encoding="utf-8",
-                encoding_errors="replace", skip_blank_lines=True, low_memory=False, quoting=csv.QUOTE_NONE,
-            )
-        except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError):
+            with warnings.catch_warnings():  # extra fields on the first line only warn (and are dropped): refused
+                warnings.simplefilter("error", pd.errors.ParserWarning)
+                return pd.read_csv(
+                    io.BytesIO(body), header=None, names=list(range(self.width)), index_col=False,
+                    skipinitialspace=True, keep_default_na=False, na_values=_NA_CELLS, encoding="utf-8",
+                    encoding_errors="replace", skip_blank_lines=True, low_memory=False,
+                )
+        except (pd.errors.ParserError, pd.errors.ParserWarning, pd.errors.EmptyDataError, ValueError):
             return None
 
     def _take(self, frame: pd.DataFrame) -> None:

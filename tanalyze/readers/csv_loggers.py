@@ -314,7 +314,10 @@ class YoloResultsReader(_WideCSVReader):
     """Ultralytics YOLOv5/v8 ``results.csv``: space-padded cells, one row per epoch.
 
     Tags keep their names (``metrics/mAP50(B)``); step = epoch as written
-    (0-based). ``args.yaml`` (v8), ``opt.yaml`` and ``hyp.yaml`` (v5) become hparams.
+    (0-based before Ultralytics 8.1, 1-based since). The ``time`` column of 8.1+
+    is seconds since the start: it becomes ``time/per_epoch`` and the wall time
+    (see :func:`~tanalyze.readers._tabular.derive_step_times`). ``args.yaml``
+    (v8), ``opt.yaml`` and ``hyp.yaml`` (v5) become hparams.
     """
 
     name = "yolo_csv"
@@ -338,7 +341,8 @@ class YoloResultsReader(_WideCSVReader):
     step_name = "epoch"
 
     def notes_for(self, header: list[str], step_column: str | None) -> list[str]:
-        return ["one row per epoch: step = epoch as written (0-based); the epoch column holds it too"]
+        # YOLOv5 and Ultralytics < 8.1 write 0-based epochs, 8.1 and later 1-based (with a cumulative ``time``)
+        return ["one row per epoch: step = epoch as written; the epoch column holds it too"]
 
 
 # --- any wide metrics CSV ------------------------------------------------------------------

@@ -10,6 +10,7 @@ beside it (the name of the newest checkpoint) is read into hparams.
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from tanalyze.readers._tabular import (
@@ -72,7 +73,7 @@ class Detectron2Reader(Reader):
         lines = JsonLines(log)
         points = PointBuffer()
         no_iteration = 0
-        skipped: set[str] = set()
+        skipped: Counter[str] = Counter()
         for row, record in lines:
             iteration = as_step(record.get("iteration"))
             if iteration is None:
@@ -83,14 +84,15 @@ class Detectron2Reader(Reader):
                     continue
                 if is_number(value):
                     points.add(row, key, iteration, float(value))
-                else:
-                    skipped.add(key)
+                elif value is not None:  # null: nothing logged here, like an empty CSV cell
+                    skipped[key] += 1
         run.warnings.extend(lines.warnings(str(log)))
         if no_iteration:
             run.warnings.append(ReadWarning(str(log), f"{no_iteration} line(s) have no whole-number 'iteration'; "
                                             "skipped", count=no_iteration))
         if skipped:
-            run.notes.append(f"non-numeric values skipped under: {name_list(sorted(skipped))}")
+            counted = [f"{key} ({count})" for key, count in sorted(skipped.items())]
+            run.notes.append(f"{sum(skipped.values())} non-numeric value(s) skipped under: {name_list(counted)}")
         if not len(points) and not run.warnings:
             run.warnings.append(ReadWarning(str(log), "no metric lines in the file"))
         settled = settle_rewrites(points.frame(), str(log), unit="iteration")

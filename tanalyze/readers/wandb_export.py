@@ -30,6 +30,7 @@ import pandas as pd
 
 from tanalyze.errors import FormatError
 from tanalyze.readers._wandb_history import STEP_KEYS, as_step
+from tanalyze.readers._widecsv import read_columns
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.schema import empty_scalars, scalar_frame
 
@@ -134,37 +135,33 @@ def _number(cell: str) -> float | None:
         return None
 
 
-def _step_value(cell: str) -> int | None:
-    """A step cell as an int; None for text, fractions, NaN, infinities and negative or huge numbers."""
-    number = _number(cell)
-    if number is None or not math.isfinite(number) or number != int(number) or not 0 <= number < 2**62:
-        return None
-    return int(number)
-
-
 def _read_chart(path: Path) -> list[RunData]:
-    rows = _rows(path)
-    header = next(rows, None)
-    if not header or len(header) < 2:
+    table = read_columns(path)
+    header = table.raw_header
+    if len(header) < 2:
         raise FormatError(path, "empty file or no columns", "line 1")
     columns = split_run_metric(header[1:])
     if columns is None:
         raise FormatError(path, "columns are not '<run> - <metric>'", "line 1")
     x_name = header[0]
-    body = list(rows)
-    ragged = [i for i, row in enumerate(body, start=2) if len(row) != len(header) and any(c.strip() for c in row)]
-    body = [row for row in body if len(row) == len(header)]
-    xs = [_step_value(row[0]) for row in body]
-    is_step = x_name in ("Step", "_step") or all(x is not None for x in xs)
+    x_values, x_numeric = table.values[0], table.numeric[0]
+    with np.errstate(invalid="ignore"):
+        whole = x_numeric & np.isfinite(x_values) & (np.floor(x_values) == x_values) & (x_values >= 0) & (
+            x_values < 2.0**62)
+    is_step = x_name in ("Step", "_step") or bool(whole.all())
     if x_name in _TIME_AXES or not is_step:
-        steps = np.arange(len(body), dtype=np.int64)
+        steps = np.arange(table.rows, dtype=np.int64)
+        valid_step = np.ones(table.rows, dtype=bool)
         x_note = f"the chart's x-axis was '{x_name}', not a step: points are numbered in row order"
+        bad_x = 0
     else:
-        steps = np.asarray([-1 if x is None else x for x in xs], dtype=np.int64)
+        exact = table.exact.get(0)
+        steps = exact if exact is not None else np.where(whole, x_values, -1).astype(np.int64)
+        valid_step = whole
         x_note = ("step = the chart's 'Step' axis, W&B's _step counter (one per wandb.log call), "
                   "which is not necessarily the training iteration") if x_name in ("Step", "_step") else (
                   f"step = the chart's x-axis '{x_name}'")
-    bad_x = int(sum(1 for x in xs if x is None)) if is_step and x_name not in _TIME_AXES else 0
+        bad_x = int((~whole).sum())
 
     # (run, metric, band) -> column index; duplicate headers get distinct run names.
     by_run: dict[str, dict[tuple[str, str], int]] = {}
@@ -185,60 +182,41 @@ def _read_chart(path: Path) -> list[RunData]:
         data.notes.append(f"W&B chart export: {x_note}")
         if run in renamed:
             data.warnings.append(ReadWarning(str(path), f"two runs are called {run.rsplit('#', 1)[0]!r}; this one is {run!r}"))
-        if ragged:
-            data.warnings.append(ReadWarning(str(path), f"{len(ragged)} row(s) with the wrong number of cells skipped",
-                                             f"line {ragged[0]}", count=len(ragged)))
+        data.warnings.extend(table.warnings)
         if bad_x:
             data.warnings.append(ReadWarning(str(path), f"{bad_x} row(s) without a usable step value skipped", count=bad_x))
-        data.scalars = _chart_points(path, body, steps, cells, data)
+        data.scalars = _chart_points(path, table, steps, valid_step, cells, data)
         out.append(data)
     return out
 
 
-def _column(body: list[list[str]], index: int, path: Path, label: str, data: RunData) -> tuple[np.ndarray, np.ndarray]:
-    """Values of one column and the mask of rows where it holds one (empty cells are not values)."""
-    values = np.full(len(body), np.nan)
-    present = np.zeros(len(body), dtype=bool)
-    bad = 0
-    for i, row in enumerate(body):
-        cell = row[index].strip()
-        if not cell:
-            continue
-        number = _number(cell)
-        if number is None:
-            bad += 1
-            continue
-        values[i], present[i] = number, True
-    if bad:
-        data.warnings.append(ReadWarning(str(path), f"{bad} non-numeric cell(s) in column {label!r} skipped", count=bad))
-    return values, present
-
-
-def _chart_points(path: Path, body: list[list[str]], steps: np.ndarray,
+def _chart_points(path: Path, table, steps: np.ndarray, valid_step: np.ndarray,
                   cells: dict[tuple[str, str], int], data: RunData) -> pd.DataFrame:
     tags: list[str] = []
     step_parts: list[np.ndarray] = []
     value_parts: list[np.ndarray] = []
-    valid_step = steps >= 0
     metrics = [m for (m, band) in cells if band == ""] + [m for (m, band) in cells if band and (m, "") not in cells]
     dropped_bands = []
     for metric in dict.fromkeys(metrics):
-        main = None
-        if (metric, "") in cells:
-            main = _column(body, cells[(metric, "")], path, metric, data)
+        main = cells.get((metric, ""))
         for band in ("", *_BANDS):
-            if (metric, band) not in cells:
+            index = cells.get((metric, band))
+            if index is None:
                 continue
-            values, present = main if band == "" and main is not None else _column(
-                body, cells[(metric, band)], path, metric + band, data)
-            present = present & valid_step
+            values, numeric = table.values[index], table.numeric[index]
+            bad = table.non_numeric[index]
+            if bad:
+                data.warnings.append(ReadWarning(str(path), f"{bad} non-numeric cell(s) in column "
+                                                 f"{metric + band!r} skipped", count=bad))
+            present = numeric & valid_step
             if band and main is not None:
-                same = np.array_equal(values[present], main[0][present], equal_nan=True) and np.array_equal(
-                    present, main[1] & valid_step)
+                main_present = table.numeric[main] & valid_step
+                same = np.array_equal(present, main_present) and np.array_equal(
+                    values[present], table.values[main][present], equal_nan=True)
                 if same:
                     dropped_bands.append(metric + band)
                     continue
-            tags.extend([metric + band] * int(present.sum()))
+            tags.append(metric + band)
             step_parts.append(steps[present])
             value_parts.append(values[present])
     if dropped_bands:
@@ -246,9 +224,15 @@ def _chart_points(path: Path, body: list[list[str]], steps: np.ndarray,
             f"{', '.join(dropped_bands)} equal the value at every step (the chart was not downsampled); not kept")
     elif any(t.endswith(_BANDS) for t in tags):
         data.notes.append("__MIN/__MAX tags are the band W&B drew around a downsampled line (min/max per bucket)")
-    if not tags:
+    if not any(len(part) for part in step_parts):
         return empty_scalars()
-    return scalar_frame(run="", tag=tags, step=np.concatenate(step_parts), value=np.concatenate(value_parts))
+    codes = np.concatenate([np.full(len(part), i, dtype=np.int64) for i, part in enumerate(step_parts)])
+    order = sorted(range(len(tags)), key=tags.__getitem__)
+    rank = np.empty(len(tags), dtype=np.int64)
+    rank[order] = np.arange(len(tags))
+    tag_column = pd.Categorical.from_codes(rank[codes], categories=[tags[i] for i in order])
+    return scalar_frame(run="", tag=pd.Series(tag_column), step=np.concatenate(step_parts),
+                        value=np.concatenate(value_parts))
 
 
 class WandbRunsTableReader(Reader):

@@ -309,3 +309,44 @@ def test_large_csv_is_read_in_chunks(tmp_path, monkeypatch):
     assert len(curve(run.scalars, "val")) == 833
     (restart,) = run.restarts
     assert restart.step == 2500
+
+
+def test_the_parse_paths_give_the_same_columns(tmp_path, monkeypatch):
+    """pandas on a clean block, numpy-checked lines around a ragged one, csv for quoted cells: one result."""
+    import tanalyze.readers._widecsv as widecsv
+
+    rows = [["1", "0.5", "", "warm"], ["2", "nan", "0.25", ""], ["3", "inf", "None", "x"], ["4", "-1e-3", "7", "y"],
+            ["5", "oops", "8", "z"]]
+    header = ["step", "loss", "val", "note"]
+
+    def text(quote: bool, ragged: bool) -> str:
+        cell = (lambda c: f'"{c}"') if quote else (lambda c: c)
+        lines = [",".join(cell(c) for c in header)] + [",".join(cell(c) for c in row) for row in rows]
+        if ragged:
+            lines.insert(3, "9,9,9,9,9")
+        return "\n".join(lines) + "\n"
+
+    variants = {
+        "plain": text(False, False), "quoted": text(True, False), "ragged": text(False, True),
+        "quoted ragged": text(True, True),
+        "comma in a quoted cell": text(False, False).replace("warm", '"warm, up"'),
+    }
+    results = {}
+    for name, body in variants.items():
+        path = tmp_path / name.replace(" ", "_") / "metrics.csv"
+        path.parent.mkdir()
+        path.write_text(body)
+        for block in (widecsv.BLOCK_BYTES, 16):  # one block, and a block per line or two
+            monkeypatch.setattr(widecsv, "BLOCK_BYTES", block)
+            (run,) = GenericCSVReader().read([path])
+            frame = run.scalars
+            values = ["nan" if math.isnan(v) else str(v) for v in frame["value"].tolist()]
+            results[(name, block)] = sorted(zip(frame["tag"].astype(str), frame["step"].tolist(), values, strict=True))
+            bad = [w.message for w in run.warnings if "not numbers" in w.message]
+            assert bad == ["column 'loss': 1 cell(s) are not numbers (e.g. 'oops'); skipped"], (name, block)
+            assert any("non-numeric column(s) skipped: note" in n for n in run.notes), (name, block)
+            ragged = [w for w in run.warnings if "different number of fields" in w.message]
+            assert [w.location for w in ragged] == (["line 4"] if "ragged" in name else []), (name, block)
+    expected = [("loss", 1, "0.5"), ("loss", 2, "nan"), ("loss", 3, "inf"), ("loss", 4, "-0.001"),
+                ("val", 2, "0.25"), ("val", 4, "7.0"), ("val", 5, "8.0")]
+    assert all(result == expected for result in results.values()), results

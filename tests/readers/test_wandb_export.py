@@ -117,7 +117,7 @@ def test_chart_bands_kept_when_downsampled_and_bad_cells_counted(tmp_path):
     assert points(logs, run_b, "loss") == [(20, 0.5), (30, 0.25)]
     warnings = [w.message for w in logs.runs[run_b].warnings]
     assert "1 non-numeric cell(s) in column 'loss' skipped" in warnings
-    assert "1 row(s) with the wrong number of cells skipped" in warnings
+    assert "1 row(s) have a different number of fields than the header (5); skipped" in warnings
 
 
 def test_chart_duplicate_run_names_are_told_apart(tmp_path):
