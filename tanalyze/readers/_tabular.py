@@ -52,6 +52,8 @@ def is_number(value: Any) -> bool:
 
 #: steps must fit the int64 step column
 STEP_LIMIT = 2**63 - 1024
+#: integers at or beyond this size do not fit a float64
+_FLOAT_INT = 2**1023 * (2 - 2**-52)
 
 
 def as_step(value: Any) -> int | None:
@@ -102,6 +104,32 @@ class PointBuffer:
         self._steps.append(step)
         self._values.append(value)
         self._epochs.append(epoch)
+
+    def add_record(self, row: int, step: int, record: Mapping[str, Any], skip: frozenset[str] | set[str] = frozenset(),
+                   epoch: float = math.nan) -> list[str]:
+        """Every number of a JSON record as a point at ``step`` (keys in ``skip`` left out); returns the keys
+        whose value is neither a number nor null (booleans, text, lists …), for the caller to count."""
+        codes, rows, tags, steps, values, epochs = (self._codes, self._rows, self._tags, self._steps, self._values,
+                                                    self._epochs)
+        other: list[str] = []
+        for key, value in record.items():
+            kind = type(value)
+            if kind is float or kind is int:
+                if key in skip:
+                    continue
+                if kind is int and not -_FLOAT_INT < value < _FLOAT_INT:
+                    value = math.inf if value > 0 else -math.inf  # beyond float64: an overflow, kept as one
+                code = codes.get(key)
+                if code is None:
+                    code = self.code(key)
+                rows.append(row)
+                tags.append(code)
+                steps.append(step)
+                values.append(value)
+                epochs.append(epoch)
+            elif value is not None and key not in skip:
+                other.append(key)
+        return other
 
     def add_arrays(
         self, rows: np.ndarray, tag: str, steps: np.ndarray, values: np.ndarray, epochs: np.ndarray
@@ -559,6 +587,9 @@ def load_config(path: Path) -> tuple[dict[str, Any] | None, ReadWarning | None]:
 
 # --- JSON lines ------------------------------------------------------------------
 
+#: Lines handed to one ``json.loads`` call (as an array): the per-call cost is paid once per batch.
+_JSON_BATCH = 4096
+
 
 class JsonLines:
     """The objects of a JSON-lines file, streamed one line at a time, counting what could not be read.
@@ -577,6 +608,7 @@ class JsonLines:
 
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         last_number, last_complete = 0, True
+        batch: list[tuple[int, bytes]] = []
         for number, raw in enumerate(_lines(self.path), start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
@@ -584,21 +616,45 @@ class JsonLines:
             stripped = raw.strip()
             if not stripped:
                 continue
-            try:
-                text = stripped.decode("utf-8")
-            except UnicodeDecodeError:
-                text = stripped.decode("utf-8", errors="replace")
-                self.undecodable_bytes += text.count("\ufffd")
-            try:
-                record = json.loads(text)
-            except (ValueError, RecursionError):  # RecursionError: nested too deep
-                self.bad_lines.append(number)
-                continue
-            if isinstance(record, dict):
-                yield number, record
-            else:
-                self.not_objects += 1
+            batch.append((number, stripped))
+            if len(batch) >= _JSON_BATCH:
+                yield from self._batch(batch)
+                batch = []
+        if batch:
+            yield from self._batch(batch)
         self.truncated_tail = bool(self.bad_lines) and self.bad_lines[-1] == last_number and not last_complete
+
+    def _batch(self, batch: list[tuple[int, bytes]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Many lines parsed by one ``json.loads`` (an array of them); line by line when that fails or
+        does not give one object per line."""
+        try:
+            records = json.loads(b"[" + b",".join(line for _, line in batch) + b"]")
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            records = None
+        if records is not None and len(records) == len(batch) and all(type(r) is dict for r in records):
+            for (number, _), record in zip(batch, records, strict=True):
+                yield number, record
+            return
+        for number, line in batch:
+            record = self._one(number, line)
+            if record is not None:
+                yield number, record
+
+    def _one(self, number: int, line: bytes) -> dict[str, Any] | None:
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError:
+            text = line.decode("utf-8", errors="replace")
+            self.undecodable_bytes += text.count("\ufffd")
+        try:
+            record = json.loads(text)
+        except (ValueError, RecursionError):  # RecursionError: nested too deep
+            self.bad_lines.append(number)
+            return None
+        if isinstance(record, dict):
+            return record
+        self.not_objects += 1
+        return None
 
     def warnings(self, file: str) -> list[ReadWarning]:
         out = []

@@ -55,7 +55,9 @@ BATCH_NAMES = frozenset({
     "mini_batch", "step_in_epoch", "steps_in_epoch", "iter_in_epoch", "iteration_in_epoch", "batch_in_epoch",
     "it", "iter", "iters", "iteration", "iterations", "step", "steps", "i",
 })
-#: Columns that are counters (the step, the epoch, a batch index, a row index), never metrics.
+#: Columns that are counters (the step, the epoch, a batch index, a row index), never metrics: an index says
+#: where a row is, not how training went. Progress counters (``samples_seen``, ``tokens_seen``,
+#: ``consumed_samples``) are kept as metrics: they measure the data consumed, and throughput can be read from them.
 COUNTER_NAMES = frozenset({
     *BATCH_NAMES, "global_step", "globalstep", "trainer/global_step", "_step", "epoch", "epochs", "num_updates",
     "updates", "update", "index", "unnamed: 0", "total_timesteps", "timesteps", "timestep",

@@ -27,6 +27,7 @@ from tanalyze.readers.base import Reader, ReadWarning, RunData
 __all__ = ["Detectron2Reader"]
 
 LOG_NAME = "metrics.json"
+_ITERATION = frozenset({"iteration"})
 CHECKPOINT_NAME = "last_checkpoint"
 
 
@@ -79,13 +80,8 @@ class Detectron2Reader(Reader):
             if iteration is None:
                 no_iteration += 1
                 continue
-            for key, value in record.items():
-                if key == "iteration":
-                    continue
-                if is_number(value):
-                    points.add(row, key, iteration, float(value))
-                elif value is not None:  # null: nothing logged here, like an empty CSV cell
-                    skipped[key] += 1
+            # null is "nothing logged here", like an empty CSV cell; text, booleans … are counted
+            skipped.update(points.add_record(row, iteration, record, _ITERATION))
         run.warnings.extend(lines.warnings(str(log)))
         if no_iteration:
             run.warnings.append(ReadWarning(str(log), f"{no_iteration} line(s) have no whole-number 'iteration'; "

@@ -45,6 +45,7 @@ _CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 _GLOBAL_STEP = re.compile(rb'"global_step"\s*:\s*(\d+)')
 #: top-level fields that describe the process, not the run
 _NOT_HPARAMS = frozenset({"log_history", "stateful_callbacks", "is_local_process_zero", "is_world_process_zero"})
+_STEP_EPOCH = frozenset({"step", "epoch"})
 _SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second"})
 MAX_STATE_BYTES = 2 * 1024**3
 
@@ -133,13 +134,7 @@ class HFTrainerStateReader(Reader):
                 derived[_kind(entry)] += 1
             epoch = entry.get("epoch")
             epoch = float(epoch) if is_number(epoch) else math.nan
-            for key, value in entry.items():
-                if key in ("step", "epoch"):
-                    continue
-                if is_number(value):
-                    points.add(index, key, step, float(value), epoch)
-                else:
-                    skipped_keys.add(key)
+            skipped_keys.update(points.add_record(index, step, entry, _STEP_EPOCH, epoch))  # null: not logged
             if _SUMMARY_KEYS & entry.keys():
                 summary = {k: v for k, v in entry.items() if k != "step"}
         frame = points.frame()
