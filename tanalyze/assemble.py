@@ -3,7 +3,8 @@
 Discovery (:mod:`tanalyze.identity`) decides which sources are one run; each is read by
 its own reader (through the cache, like any run). Here their tables become one: the
 parts' tags renamed as the writer meant them (``validation/epoch_loss``, ``Loss/val``),
-hparams, warnings, restarts and notes kept with the part they came from. Twins (the
+hparams, warnings, restarts and notes kept with the part they came from; the parts' sessions
+(phases) are the run's when the parts agree on them. Twins (the
 same run written by two sinks) are compared, not added twice: the preferred sink is
 read as the run unless another goes on to later steps, and a note says how they agree.
 """
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.identity import RunPart
-from tanalyze.readers.base import Restart, RunData
+from tanalyze.readers.base import Phase, Restart, RunData
 from tanalyze.schema import ScalarColumns, concat_frames, empty_scalars, keep_last_write
 
 __all__ = ["assemble", "Assembled"]
@@ -107,6 +108,7 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
     hparams: dict[str, object] = {}
     text: dict[str, str] = {}
     twin_frames: dict[str, list[pd.DataFrame]] = {}
+    part_phases: list[tuple[RunPart, list[Phase]]] = []
     for i, part in roles:
         for data in read[i]:
             joined.warnings.extend(data.warnings)
@@ -120,6 +122,8 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
             if len(data.histograms):
                 histograms.append(_renamed(data.histograms, part))
             joined.restarts.extend(Restart(r.step, r.file, _labelled(part, r.detail)) for r in data.restarts)
+            if data.phases:
+                part_phases.append((part, data.phases))
             joined.notes.extend(_labelled(part, note) for note in data.notes)
             text.update({part.rename(key): value for key, value in data.text.items()})
             joined.extra_files.extend(data.extra_files)
@@ -130,6 +134,9 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
             joined.notes.append(f"{dropped} point(s) logged at the same tag and step by two parts of the run; "
                                 "the later part's kept")
     joined.scalars = table
+    joined.phases, note = _joined_phases(part_phases)
+    if note:
+        joined.notes.append(note)
     if histograms:
         joined.histograms = concat_frames(histograms)
     joined.hparams = hparams
@@ -219,3 +226,17 @@ def _agreement(main: pd.DataFrame, twin: pd.DataFrame, pairs: list[tuple[str, st
     if agreeing == compared:
         return f"it agrees on all {compared:,} common points of {len(pairs)} tag(s){offset}"
     return f"it differs at {compared - agreeing:,} of {compared:,} common points{offset} (e.g. {example})"
+
+
+def _joined_phases(parts: list[tuple[RunPart, list[Phase]]]) -> tuple[list[Phase], str | None]:
+    """The run's sessions from its parts': those of the first part that has any (parts written by one job
+    start over together: Keras' train/ and validation/ files); a note when another part saw other sessions."""
+    if not parts:
+        return [], None
+    first_part, phases = parts[0]
+    spans = [(p.first_step, p.last_step, p.offset) for p in phases]
+    others = [part for part, mine in parts[1:] if [(p.first_step, p.last_step, p.offset) for p in mine] != spans]
+    if not others:
+        return list(phases), None
+    return list(phases), (f"the run's sessions are those of {_where(first_part)}; "
+                          + "; ".join(_where(part) for part in others) + " saw other sessions")

@@ -221,3 +221,16 @@ def test_lightning_reader_two_phases_with_lr_monitor_rows(tmp_path):
     assert curve(run.scalars, "train_loss").to_dict() == {0: 1.0, 1: 0.9, 2: 0.8, 3: 0.7}
     assert curve(run.scalars, "lr-Adam").to_dict() == {0: 0.1, 2: 0.1}
     assert [(p.first_step, p.last_step) for p in run.phases] == [(0, 1), (2, 3)]
+
+
+def test_keras_split_folders_of_two_fits_are_one_run_with_two_sessions():
+    from tests.conftest import real_log
+
+    logs = load(real_log("tfevents_keras_split/Nivesara__project_fashion_mnist/logs/cnn_1layer"), cache=False)
+    (info,) = logs.runs.values()
+    assert [(p.first_step, p.last_step, p.offset) for p in info.phases] == [(0, 9, 0), (10, 19, 10)]
+    frame = logs.scalars
+    for tag in ("train/epoch_loss", "validation/epoch_loss"):
+        assert curve(frame, tag).index.tolist() == list(range(20))
+    (d,) = diagnose(logs).values()
+    assert d.phase.note == "judged phase 2 of 2 (steps 10-19, 10 of 20 steps): the last session"
