@@ -113,7 +113,12 @@ def scalar_frame(
     for name, values in optional.items():
         if name not in OPTIONAL_COLUMNS:
             raise ValueError(f"unknown optional column {name!r}; known: {sorted(OPTIONAL_COLUMNS)}")
-        data[name] = pd.array(values, dtype=OPTIONAL_COLUMNS[name]) if name != "source" else pd.Categorical(values)
+        if name == "source":
+            data[name] = pd.Categorical(values)
+        elif OPTIONAL_COLUMNS[name] == "float64":  # a numpy column as it is (pd.array would copy it)
+            data[name] = np.asarray(values, dtype=np.float64)
+        else:
+            data[name] = pd.array(values, dtype=OPTIONAL_COLUMNS[name])
     return pd.DataFrame(data, copy=False)  # columns kept apart: consolidating them copies every float column
 
 

@@ -402,10 +402,9 @@ def derive_step_times(frame: pd.DataFrame, phases: Sequence[Phase] = (), unit: s
     codes = frame["tag"].cat.codes.to_numpy().astype(np.int64)
     steps = frame["step"].to_numpy()
     values = frame["value"].to_numpy()
-    wall = frame["wall_time"].to_numpy()
     firsts = np.asarray([p.first_step for p in phases], dtype=np.int64)
     notes: list[str] = []
-    drop: list[np.ndarray] = []
+    found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     renamed: dict[int, str] = {}
     for code in clocks:
         tag = categories[code]
@@ -413,16 +412,12 @@ def derive_step_times(frame: pd.DataFrame, phases: Sequence[Phase] = (), unit: s
         if new_tag in categories:
             continue
         positions = np.flatnonzero(codes == code)
-        found = _clock(steps[positions], values[positions], firsts)
-        if found is None:
+        clock = _clock(steps[positions], values[positions], firsts)
+        if clock is None:
             continue
-        order, keep, per_step, clock_wall = found
+        order, keep, per_step, clock_wall = clock
         positions = positions[order]
-        if renamed == {}:
-            values, wall = values.copy(), wall.copy()
-        values[positions[keep]] = per_step
-        _fill_wall(wall, steps, steps[positions], clock_wall)
-        drop.append(positions[~keep])
+        found.append((positions, keep, per_step, steps[positions], clock_wall))
         renamed[code] = new_tag
         notes.append(
             f"{tag!r} only grows: seconds since the start ({len(positions)} value(s)). Kept as the wall_time of the "
@@ -434,11 +429,17 @@ def derive_step_times(frame: pd.DataFrame, phases: Sequence[Phase] = (), unit: s
     names = [renamed.get(i, name) for i, name in enumerate(categories)]
     ordered = sorted(names)
     lookup = np.asarray([ordered.index(name) for name in names], dtype=np.int64)
-    table = frame.assign(tag=pd.Categorical.from_codes(lookup[codes], categories=ordered), value=values,
-                         wall_time=wall)
-    keep = np.ones(len(table), dtype=bool)
-    keep[np.concatenate(drop)] = False
-    return _take(table, keep), notes
+    dropped = np.sort(np.concatenate([positions[~keep] for positions, keep, *_ in found]))
+    keep_rows = np.ones(len(frame), dtype=bool)
+    keep_rows[dropped] = False
+    new_values, new_wall, new_steps = values[keep_rows], frame["wall_time"].to_numpy()[keep_rows], steps[keep_rows]
+    for positions, keep, per_step, clock_steps, clock_wall in found:
+        kept = positions[keep]
+        new_values[kept - np.searchsorted(dropped, kept)] = per_step  # where the kept rows moved to
+        _fill_wall(new_wall, new_steps, clock_steps, clock_wall)
+    new = {"tag": pd.Categorical.from_codes(lookup[codes[keep_rows]], categories=ordered), "value": new_values,
+           "wall_time": new_wall}
+    return _take(frame, keep_rows, new), notes
 
 
 def _fill_wall(wall: np.ndarray, steps: np.ndarray, clock_steps: np.ndarray, clock_wall: np.ndarray) -> None:
@@ -457,16 +458,22 @@ def _fill_wall(wall: np.ndarray, steps: np.ndarray, clock_steps: np.ndarray, clo
     wall[missing] = found[missing]
 
 
-def _take(frame: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
-    """The rows of ``frame`` where ``keep`` is true, column by column (categories kept as codes)."""
-    data = {}
+def _take(frame: pd.DataFrame, keep: np.ndarray, new: Mapping[str, Any]) -> pd.DataFrame:
+    """The rows of ``frame`` where ``keep`` is true, with the columns of ``new`` (already taken) put in
+    their place: column by column, numpy all the way (categories as codes), no block consolidation."""
+    data: dict[str, Any] = {}
     for name in frame.columns:
+        if name in new:
+            data[name] = new[name]
+            continue
         column = frame[name]
         if isinstance(column.dtype, pd.CategoricalDtype):
             data[name] = pd.Categorical.from_codes(column.cat.codes.to_numpy()[keep], dtype=column.dtype)
+        elif isinstance(column.dtype, np.dtype):
+            data[name] = column.to_numpy()[keep]
         else:
             data[name] = column.array[keep]
-    return pd.DataFrame(data)
+    return pd.DataFrame(data, copy=False)
 
 
 def _clock(steps: np.ndarray, values: np.ndarray, phase_firsts: np.ndarray
