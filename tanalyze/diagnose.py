@@ -520,9 +520,12 @@ def diagnose_run(
             run = str(names[0])
     run = run or ""
     judged = choose_phase(frame, phases)
-    if judged is not None:
+    if judged is not None:  # the curves (and histograms) of that session only
         steps = frame["step"].to_numpy()
         frame = frame[(steps >= judged.first_step) & (steps <= judged.last_step)]
+        if histograms is not None and len(histograms):
+            hist_steps = histograms["step"].to_numpy()
+            histograms = histograms[(hist_steps >= judged.first_step) & (hist_steps <= judged.last_step)]
     curves = _curves_by_tag(frame)
     role_map = resolve_roles({tag: int(np.isfinite(c.values).sum()) for tag, c in curves.items()}, roles)
     warnings = ([judged.note] if judged is not None else []) + list(read_warnings) + list(role_map.warnings)

@@ -104,11 +104,6 @@ class Phase:
     detail: str = ""
     unit: str = "step"
 
-    @property
-    def steps(self) -> int:
-        """How many steps the phase spans on the run's axis."""
-        return self.last_step - self.first_step + 1
-
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "first_step": self.first_step, "last_step": self.last_step,
                 "offset": self.offset, "file": self.file, "detail": self.detail, "unit": self.unit}
