@@ -127,12 +127,15 @@ class DetrReader(Reader):
         settled = settle_rewrites(points.frame(), str(path), unit="epoch")
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
+        run.phases.extend(settled.phases)
         run.notes.append("one record per epoch: step = epoch as written (0-based); train_* are epoch averages, "
                          "test_* the evaluation after the epoch")
         if len(sessions) > 1:
             listed = "; ".join(f"epochs {first}–{last} from line {line}" for line, first, last in sessions)
+            kept = ("each kept as a session, one after the other on the step axis" if settled.phases else
+                    "the later session's values replace the earlier ones where they overlap")
             run.notes.append(f"{len(sessions)} training sessions appended to this file ({listed}): the epochs start "
-                             "over, so the later session's values replace the earlier ones where they overlap")
+                             f"over; {kept}")
         run.notes.extend(settled.notes)
         if undefined:
             run.notes.append(f"{undefined} COCO stat(s) of -1 skipped (COCOeval's 'undefined': no ground truth in "

@@ -363,6 +363,7 @@ def _combine(launches: list[_Launch], run: RunData, files: list[Path]) -> None:
     settled = settle_rewrites(frame, first, unit="iteration")
     run.scalars = settled.frame
     run.restarts.extend(settled.restarts)
+    run.phases.extend(settled.phases)
     run.notes.extend(settled.notes)
     _notes(run, found, renamed, launches)
     if run.scalars.empty and not run.warnings:

@@ -39,13 +39,15 @@ def test_300_epoch_run_with_coco_stats_by_name():
 def test_two_sessions_appended_to_one_log():
     run = _read(real_log(MOQIXIS))
     frame = run.scalars
-    # the second session (lines 6-7, epochs 0-1) replaces the first (lines 1-5, epochs 0-4)
-    check(frame, "train_loss", {0: 4.12762659557747, 1: 3.007559477160542}, count=2)
-    check(frame, "test_coco_eval_bbox/AP", {0: 0.7292430729342911, 1: 0.7597355857037735}, count=2)
+    # the second session (lines 6-7, epochs 0-1) starts over: a new phase after the first (lines 1-5, epochs 0-4)
+    check(frame, "train_loss", {0: 4.234414317799276, 4: 2.571670105837736, 5: 4.12762659557747,
+                                6: 3.007559477160542}, count=7)
+    check(frame, "test_coco_eval_bbox/AP", {5: 0.7292430729342911, 6: 0.7597355857037735}, count=7)
     notes = notes_text(run)
     assert "2 training sessions appended to this file (epochs 0–4 from line 1; epochs 0–1 from line 6)" in notes
-    (restart,) = run.restarts
-    assert restart.step == 0 and "303 point(s) of the abandoned attempt after epoch 0 dropped" in restart.detail
+    assert not run.restarts
+    first, second = run.phases
+    assert (first.first_step, first.last_step, second.first_step, second.last_step, second.offset) == (0, 4, 5, 6, 5)
 
 
 def test_junk_cut_last_line_and_empty_file(tmp_path):
