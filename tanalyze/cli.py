@@ -164,7 +164,9 @@ def cmd_parse(args: argparse.Namespace) -> int:
     suffix = output.suffix.lower()
     frame = logs.scalars
     if suffix == ".csv":
-        frame.to_csv(output, index=False)
+        from tanalyze.csvout import write_csv
+
+        write_csv(frame, output)
     elif suffix == ".parquet":
         try:
             import pyarrow  # noqa: F401
