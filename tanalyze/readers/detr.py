@@ -128,6 +128,7 @@ class DetrReader(Reader):
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
         run.phases.extend(settled.phases)
+        run.warnings.extend(settled.warnings)
         run.notes.append("one record per epoch: step = epoch as written (0-based); train_* are epoch averages, "
                          "test_* the evaluation after the epoch")
         if len(sessions) > 1:

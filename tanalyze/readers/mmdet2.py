@@ -364,6 +364,7 @@ def _combine(launches: list[_Launch], run: RunData, files: list[Path]) -> None:
     run.scalars = settled.frame
     run.restarts.extend(settled.restarts)
     run.phases.extend(settled.phases)
+    run.warnings.extend(settled.warnings)
     run.notes.extend(settled.notes)
     _notes(run, found, renamed, launches)
     if run.scalars.empty and not run.warnings:

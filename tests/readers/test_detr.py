@@ -48,6 +48,8 @@ def test_two_sessions_appended_to_one_log():
     assert not run.restarts
     first, second = run.phases
     assert (first.first_step, first.last_step, second.first_step, second.last_step, second.offset) == (0, 4, 5, 6, 5)
+    assert run.phases[1].detail.startswith("epoch went back from 4 to 0: a new session appended to the log")
+    assert frame.loc[frame["tag"] == "train_loss", "epoch"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
 
 
 def test_junk_cut_last_line_and_empty_file(tmp_path):
