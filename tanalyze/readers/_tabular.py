@@ -201,7 +201,7 @@ class Settled:
     warnings: list[ReadWarning] = field(default_factory=list)
 
 
-def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step") -> Settled:
+def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step", increasing: bool = False) -> Settled:
     """Settle points in write order: sessions (phases), restarts, repeated writes, cumulative clocks.
 
     1. A tag going back to (or below) its first step starts a new session: a
@@ -218,11 +218,12 @@ def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step") -> Se
     3. A cumulative time column (seconds since the start) becomes time per step
        (see :func:`derive_step_times`).
 
-    ``unit`` is what a step counts in this source (``step``, ``epoch``, ``iteration``).
+    ``unit`` is what a step counts in this source (``step``, ``epoch``, ``iteration``). ``increasing``:
+    the caller knows that the rows' steps only increase (one step per row), so no tag logs a step twice.
     """
     if frame.empty or "_row" not in frame.columns:
         return Settled(frame.drop(columns="_row", errors="ignore"))
-    if not _may_relog(frame):
+    if increasing or not _may_relog(frame):
         out = Settled(frame.drop(columns="_row"))
     else:
         out = _settle_phases(frame, file, unit)
@@ -387,11 +388,13 @@ def derive_step_times(frame: pd.DataFrame, phases: Sequence[Phase] = (), unit: s
     session (phase), and most of its last value is growth, not a constant
     (``last - first >= 0.75 * last`` over its longest session: a per-step time
     that happens to creep up fails that). It is replaced by ``<tag>/per_<unit>``:
-    the difference between consecutive rows over the steps between them (the
-    first row of each session has no earlier value: counted in the note), and
-    its values become the ``wall_time`` of every point at its steps that has none
-    (seconds since the start, continued across sessions; not seconds since 1970).
-    Row order is kept.
+    the difference between consecutive rows over the steps between them, and for
+    the first row of each session its value over its step as written (the clock
+    and the steps both count from 0: Ultralytics' epoch 1 took ``time`` seconds; a
+    first row at step 0 has nothing to divide by and is dropped, counted in the
+    note). Its values become the ``wall_time`` of every point at its steps that
+    has none (seconds since the start, continued across sessions; not seconds
+    since 1970). Row order is kept.
     """
     if frame.empty or not isinstance(frame["tag"].dtype, pd.CategoricalDtype):
         return frame, []
@@ -402,7 +405,6 @@ def derive_step_times(frame: pd.DataFrame, phases: Sequence[Phase] = (), unit: s
     codes = frame["tag"].cat.codes.to_numpy().astype(np.int64)
     steps = frame["step"].to_numpy()
     values = frame["value"].to_numpy()
-    firsts = np.asarray([p.first_step for p in phases], dtype=np.int64)
     notes: list[str] = []
     found: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
     renamed: dict[int, str] = {}
@@ -412,20 +414,32 @@ def derive_step_times(frame: pd.DataFrame, phases: Sequence[Phase] = (), unit: s
         if new_tag in categories:
             continue
         positions = np.flatnonzero(codes == code)
-        clock = _clock(steps[positions], values[positions], firsts)
+        clock = _clock(steps[positions], values[positions], phases)
         if clock is None:
             continue
         order, keep, per_step, clock_wall = clock
         positions = positions[order]
         found.append((positions, keep, per_step, steps[positions], clock_wall))
         renamed[code] = new_tag
+        at_zero = int((~keep).sum())
         notes.append(
             f"{tag!r} only grows: seconds since the start ({len(positions)} value(s)). Kept as the wall_time of the "
-            f"points at its {unit}s and turned into {new_tag!r} (seconds per {unit} between consecutive rows); "
-            f"the first row of each session ({int((~keep).sum())}) has no earlier time to subtract"
+            f"points at its {unit}s and turned into {new_tag!r}: seconds per {unit} between consecutive rows, and for "
+            f"the first row of a session its time over its {unit} (both counted from 0)"
+            + (f"; {at_zero} first row(s) at {unit} 0 have nothing to divide by and are not kept" if at_zero else "")
         )
     if not renamed:
         return frame, []
+    if not any((~keep).any() for _, keep, *_ in found):  # every row kept: no table to copy
+        new_values, new_wall = values.copy(), frame["wall_time"].to_numpy(copy=True)
+        for positions, _, per_step, clock_steps, clock_wall in found:
+            new_values[positions] = per_step
+            _fill_wall(new_wall, steps, clock_steps, clock_wall)
+        names = [renamed.get(i, name) for i, name in enumerate(categories)]
+        ordered = sorted(names)
+        lookup = np.asarray([ordered.index(name) for name in names], dtype=np.int64)
+        return frame.assign(tag=pd.Categorical.from_codes(lookup[codes], categories=ordered), value=new_values,
+                            wall_time=new_wall), notes
     names = [renamed.get(i, name) for i, name in enumerate(categories)]
     ordered = sorted(names)
     lookup = np.asarray([ordered.index(name) for name in names], dtype=np.int64)
@@ -444,16 +458,10 @@ def derive_step_times(frame: pd.DataFrame, phases: Sequence[Phase] = (), unit: s
 
 def _fill_wall(wall: np.ndarray, steps: np.ndarray, clock_steps: np.ndarray, clock_wall: np.ndarray) -> None:
     """Set the wall time of every point at a step of the clock (sorted, distinct steps) that has none."""
-    ordered = len(steps) < 2 or bool((steps[1:] >= steps[:-1]).all())
-    if ordered:  # look up each distinct step once (points of one row share it)
-        heads = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))
-        distinct = steps[heads]
-    else:
-        distinct = steps
+    heads = np.flatnonzero(np.concatenate(([True], steps[1:] != steps[:-1])))  # runs of one step: one look-up each
+    distinct = steps[heads]
     at = np.clip(np.searchsorted(clock_steps, distinct), 0, len(clock_steps) - 1)
-    found = np.where(clock_steps[at] == distinct, clock_wall[at], np.nan)
-    if ordered:
-        found = np.repeat(found, np.diff(np.append(heads, len(steps))))
+    found = np.repeat(np.where(clock_steps[at] == distinct, clock_wall[at], np.nan), np.diff(np.append(heads, len(steps))))
     missing = np.isnan(wall)
     wall[missing] = found[missing]
 
@@ -476,7 +484,7 @@ def _take(frame: pd.DataFrame, keep: np.ndarray, new: Mapping[str, Any]) -> pd.D
     return pd.DataFrame(data, copy=False)
 
 
-def _clock(steps: np.ndarray, values: np.ndarray, phase_firsts: np.ndarray
+def _clock(steps: np.ndarray, values: np.ndarray, phases: Sequence[Phase]
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
     """(order by step, which sorted points get a per-step time, those times, the wall time of every sorted point)
     when the points are a cumulative clock, else None."""
@@ -486,7 +494,8 @@ def _clock(steps: np.ndarray, values: np.ndarray, phase_firsts: np.ndarray
     s, v = steps[order], values[order]
     if (np.diff(s) <= 0).any() or not np.isfinite(v).all() or (v < 0).any():
         return None
-    session = np.searchsorted(phase_firsts, s, side="right") - 1 if len(phase_firsts) else np.zeros(len(s), int)
+    firsts = np.asarray([p.first_step for p in phases], dtype=np.int64)
+    session = np.searchsorted(firsts, s, side="right") - 1 if len(firsts) else np.zeros(len(s), dtype=np.int64)
     new_session = np.concatenate(([True], session[1:] != session[:-1]))
     if (np.diff(v)[~new_session[1:]] < 0).any():
         return None
@@ -496,12 +505,19 @@ def _clock(steps: np.ndarray, values: np.ndarray, phase_firsts: np.ndarray
     a, b = bounds[longest], ends[longest]
     if b - a < 3 or v[b - 1] <= 0 or v[b - 1] - v[a] < CLOCK_GROWTH * v[b - 1]:
         return None
+    per_step = np.empty(len(s))
+    per_step[1:] = np.diff(v) / np.diff(s)
+    # a session's first row: its time over its step as the source wrote it (both counted from 0)
+    offsets = np.asarray([p.offset for p in phases], dtype=np.int64)
+    written = s[bounds] - (offsets[np.clip(session[bounds], 0, None)] if len(offsets) else 0)
     keep = ~new_session
-    per_step = np.diff(v)[keep[1:]] / np.diff(s)[keep[1:]]
+    divisible = written > 0
+    keep[bounds[divisible]] = True
+    per_step[bounds[divisible]] = v[bounds[divisible]] / written[divisible]
     carry = np.zeros(len(bounds))
     carry[1:] = np.cumsum(v[ends[:-1] - 1])
     wall = v + np.repeat(carry, ends - bounds)
-    return order, keep, per_step, wall
+    return order, keep, per_step[keep], wall
 
 
 # --- text and config files -------------------------------------------------

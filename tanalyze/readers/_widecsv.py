@@ -43,7 +43,7 @@ __all__ = ["WideCSV", "WideColumns", "read_wide_csv", "read_columns", "sniff_hea
            "BATCH_NAMES", "COUNTER_NAMES"]
 
 #: Bytes parsed at a time (cut at a line end).
-BLOCK_BYTES = 32 * 1024 * 1024
+BLOCK_BYTES = 64 * 1024 * 1024
 #: chooses the step column from the header: returns its index or None (row index is the step)
 StepChooser = Callable[[list[str]], int | None]
 #: Spellings of "not logged" handed to pandas (exact); other spellings end up as text and are matched in any case.
@@ -131,12 +131,12 @@ class _Parser:
         self.examples: dict[int, str] = {}
 
     def run(self) -> WideColumns:
-        header, rest, line = self._header(self.handle.read(self.block_bytes))
+        header, data, start, line = self._header(self.handle.read(self.block_bytes))
         self.width = len(header)
         self.parts = [[] for _ in range(self.width)]
         self.non_numeric = [0] * self.width
         ends_with_newline = True
-        for block, first_line in self._blocks(rest, line + 1):
+        for block, first_line in self._blocks(data, start, line + 1):
             ends_with_newline = block.endswith((b"\n", b"\r"))
             self._block(block, first_line)
         columns = self._columns(_unique_names(header), header)
@@ -160,8 +160,8 @@ class _Parser:
 
     # -- the header and the blocks --
 
-    def _header(self, data: bytes) -> tuple[list[str], bytes, int]:
-        """The header fields, the bytes after it, and the header's (last) line number."""
+    def _header(self, data: bytes) -> tuple[list[str], bytes, int, int]:
+        """The header fields, the bytes read, where the body starts in them, and the header's (last) line number."""
         position, line = 0, 0
         while True:
             end = _record_end(data, position)
@@ -187,27 +187,38 @@ class _Parser:
             fields = next(csv.reader([text.rstrip("\r\n")], skipinitialspace=True))
         except (csv.Error, StopIteration) as exc:
             raise FormatError(self.path, f"header is not CSV: {exc}", "line 1") from exc
-        return [f.strip() for f in fields], data[end + 1:], line
+        return [f.strip() for f in fields], data, end + 1, line
 
-    def _blocks(self, tail: bytes, first_line: int) -> Iterator[tuple[bytes, int]]:
-        """Blocks of whole records (cut after a newline outside quotes) and the line number each starts at."""
+    def _blocks(self, data: bytes, start: int, first_line: int) -> Iterator[tuple[bytes, int]]:
+        """Blocks of whole records (cut after a newline outside quotes) and the line number each starts at.
+
+        Bytes are copied once at most (the pieces of a block joined); a block's lines are counted only
+        when another block follows it.
+        """
+        pending: list[tuple[bytes, int, int]] = []  # pieces of the unfinished block: (bytes, start, end)
+        chunk, begin = data, start
+        previous: bytes | None = None
         while True:
-            chunk = self.handle.read(self.block_bytes)
+            if begin < len(chunk):
+                quotes = sum(b.count(b'"', s, e) for b, s, e in pending if b.find(b'"', s, e) >= 0)
+                cut = _last_record_end(chunk, begin, quotes)
+                if cut is None:  # no record ends in it yet: read on
+                    pending.append((chunk, begin, len(chunk)))
+                else:
+                    pending.append((chunk, begin, cut + 1))
+                    block = _joined(pending)
+                    pending = [(chunk, cut + 1, len(chunk))] if cut + 1 < len(chunk) else []
+                    if previous is not None:
+                        first_line += previous.count(b"\n")
+                    yield block, first_line
+                    previous = block
+            chunk, begin = self.handle.read(self.block_bytes), 0
             if not chunk:
-                if tail:
-                    yield tail, first_line
+                if pending:
+                    if previous is not None:
+                        first_line += previous.count(b"\n")
+                    yield _joined(pending), first_line
                 return
-            cut = _last_record_end(chunk, tail.count(b'"'))
-            if cut is None:  # no record ends in it yet: read on
-                tail += chunk
-                continue
-            if cut + 1 == len(chunk):
-                block, tail = (tail + chunk if tail else chunk), b""
-            else:
-                block = b"".join((tail, memoryview(chunk)[:cut + 1]))
-                tail = chunk[cut + 1:]
-            yield block, first_line
-            first_line += block.count(b"\n")
 
     # -- one block --
 
@@ -263,10 +274,13 @@ class _Parser:
         try:
             with warnings.catch_warnings():  # extra fields on the first line only warn (and are dropped): refused
                 warnings.simplefilter("error", pd.errors.ParserWarning)
+                # parsed in pieces (low_memory), a column may be typed differently in each: it is then text
+                # (objects), which _column reads cell by cell, exactly
+                warnings.simplefilter("ignore", pd.errors.DtypeWarning)
                 return pd.read_csv(
                     io.BytesIO(body), header=None, names=list(range(self.width)), index_col=False,
                     skipinitialspace=True, keep_default_na=False, na_values=_NA_CELLS, encoding="utf-8",
-                    encoding_errors="replace", skip_blank_lines=True, low_memory=False,
+                    encoding_errors="replace", skip_blank_lines=True,
                 )
         except (pd.errors.ParserError, pd.errors.ParserWarning, pd.errors.EmptyDataError, ValueError):
             return None
@@ -356,20 +370,29 @@ def _record_end(data: bytes, start: int) -> int | None:
         position = newline + 1
 
 
-def _last_record_end(data: bytes, quotes_before: int = 0) -> int | None:
-    """The last newline in ``data`` that ends a record (an even number of quotes before it, counting
+def _last_record_end(data: bytes, start: int = 0, quotes_before: int = 0) -> int | None:
+    """The last newline in ``data[start:]`` that ends a record (an even number of quotes before it, counting
     ``quotes_before`` from earlier bytes of the same record stretch), None if there is none."""
-    newline = data.rfind(b"\n")
-    if newline < 0 or (not quotes_before and b'"' not in data):
+    newline = data.rfind(b"\n", start)
+    if newline < 0 or (not quotes_before and data.find(b'"', start) < 0):
         return newline if newline >= 0 else None
-    quotes = quotes_before + data.count(b'"', 0, newline)
-    while newline >= 0:
+    quotes = quotes_before + data.count(b'"', start, newline)
+    while newline >= start:
         if quotes % 2 == 0:
             return newline
-        previous = data.rfind(b"\n", 0, newline)
-        quotes -= data.count(b'"', previous + 1, newline)
+        previous = data.rfind(b"\n", start, newline)
+        quotes -= data.count(b'"', max(previous + 1, start), newline)
         newline = previous
     return None
+
+
+def _joined(pieces: list[tuple[bytes, int, int]]) -> bytes:
+    """The pieces as one bytes object (the object itself when it is one whole piece)."""
+    if len(pieces) == 1:
+        data, start, end = pieces[0]
+        if start == 0 and end == len(data):
+            return data
+    return b"".join(memoryview(data)[start:end] for data, start, end in pieces)
 
 
 def _bad_bytes(raw: bytes, text: str) -> int:
@@ -459,6 +482,8 @@ class WideCSV:
     counters: list[str] = field(default_factory=list)
     #: the batch column when the step was built from the epoch and a batch counter
     batch_column: str | None = None
+    #: the steps of the rows that were read only increase (then no tag logs a step twice)
+    increasing: bool = False
 
 
 def read_wide_csv(
@@ -503,6 +528,8 @@ def read_wide_csv(
         out.warnings.append(ReadWarning(
             file, f"{bad_steps} row(s) have a step ({step_name!r}) that is {kind}; skipped", count=bad_steps))
     _melt(table, value_indices, steps, usable, epochs, out.points)
+    kept = steps[usable]
+    out.increasing = len(kept) < 2 or bool((kept[1:] > kept[:-1]).all())
     return out
 
 

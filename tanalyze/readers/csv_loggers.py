@@ -117,7 +117,7 @@ class _WideCSVReader(Reader):
         wide = read_wide_csv(log, choose_step=self.choose_step, epoch_names=self.epoch_names)
         frame = wide.points.frame()
         frame = self.adjust(frame, run)
-        settled = settle_rewrites(frame, str(log), unit=self._unit(wide))
+        settled = settle_rewrites(frame, str(log), unit=self._unit(wide), increasing=wide.increasing)
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
         run.phases.extend(settled.phases)

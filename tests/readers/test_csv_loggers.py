@@ -350,3 +350,18 @@ def test_the_parse_paths_give_the_same_columns(tmp_path, monkeypatch):
     expected = [("loss", 1, "0.5"), ("loss", 2, "nan"), ("loss", 3, "inf"), ("loss", 4, "-0.001"),
                 ("val", 2, "0.25"), ("val", 4, "7.0"), ("val", 5, "8.0")]
     assert all(result == expected for result in results.values()), results
+
+
+def test_a_text_cell_deep_in_a_large_numeric_column(tmp_path):
+    """pandas types a large file piece by piece: a column numeric in one piece and text in another is read
+    cell by cell, with the same values and counts as anywhere else."""
+    n = 300_000
+    lines = [f"{i},{i / 8},{'' if i % 7 else i}" for i in range(n)]
+    lines[250_000] = "250000,oops,nan"
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,loss,val\n" + "\n".join(lines) + "\n")
+    (run,) = GenericCSVReader().read([path])
+    loss, val = curve(run.scalars, "loss"), curve(run.scalars, "val")
+    assert len(loss) == n - 1 and loss[249_999] == 249_999 / 8 and loss[250_001] == 250_001 / 8
+    assert len(val) == len(range(0, n, 7)) + 1 and math.isnan(val[250_000]) and val[249_998] == 249_998
+    assert [w.message for w in run.warnings] == ["column 'loss': 1 cell(s) are not numbers (e.g. 'oops'); skipped"]

@@ -105,13 +105,13 @@ YOLO81 = ("epoch,time,train/box_loss,train/cls_loss,metrics/mAP50(B),val/box_los
 def test_ultralytics_cumulative_time_becomes_time_per_epoch_and_wall_time(tmp_path):
     run = read_csv(tmp_path, YOLO81, "results.csv", YoloResultsReader())
     per_epoch = curve(run.scalars, "time/per_epoch")
-    assert per_epoch.to_dict() == {2: 39.25, 3: 39.75, 4: 40.5, 5: 39.0}
+    assert per_epoch.to_dict() == {1: 41.5, 2: 39.25, 3: 39.75, 4: 40.5, 5: 39.0}  # epoch 1 took 41.5 s
     assert "time" not in set(run.scalars["tag"])
     box = run.scalars[run.scalars["tag"] == "train/box_loss"].set_index("step")["wall_time"]
     assert box.to_dict() == {1: 41.5, 2: 80.75, 3: 120.5, 4: 161.0, 5: 200.0}
     assert ("'time' only grows: seconds since the start (5 value(s)). Kept as the wall_time of the points at its "
-            "epochs and turned into 'time/per_epoch' (seconds per epoch between consecutive rows); the first row of "
-            "each session (1) has no earlier time to subtract") in run.notes
+            "epochs and turned into 'time/per_epoch': seconds per epoch between consecutive rows, and for the first "
+            "row of a session its time over its epoch (both counted from 0)") in run.notes
 
 
 def test_healthy_ultralytics_run_has_no_slowdown_finding(tmp_path):
