@@ -426,7 +426,12 @@ def _parse(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     Numbers are parsed in one vectorised pass; only the cells that did not parse
     (usually empty ones) are looked at as text.
     """
-    values = pd.to_numeric(pd.Series(cells, dtype=object), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+    try:
+        values = pd.to_numeric(pd.Series(cells, dtype=object), errors="coerce")
+    except OverflowError:  # a Python int beyond float64 among the cells (pandas typed a piece of them as numbers)
+        cells = np.array([str(c) for c in cells], dtype=object)
+        values = pd.to_numeric(pd.Series(cells, dtype=object), errors="coerce")
+    values = values.to_numpy(dtype=np.float64, na_value=np.nan)
     failed = np.flatnonzero(np.isnan(values))
     present = np.ones(len(cells), dtype=bool)
     numeric = np.ones(len(cells), dtype=bool)

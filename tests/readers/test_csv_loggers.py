@@ -365,3 +365,14 @@ def test_a_text_cell_deep_in_a_large_numeric_column(tmp_path):
     assert len(loss) == n - 1 and loss[249_999] == 249_999 / 8 and loss[250_001] == 250_001 / 8
     assert len(val) == len(range(0, n, 7)) + 1 and math.isnan(val[250_000]) and val[249_998] == 249_998
     assert [w.message for w in run.warnings] == ["column 'loss': 1 cell(s) are not numbers (e.g. 'oops'); skipped"]
+
+
+def test_an_integer_too_large_for_a_float_is_an_infinity_not_a_crash(tmp_path):
+    # pandas types a large file piece by piece: a piece may hold a Python int beyond float64 in an object column
+    lines = [f"{i},{i}" for i in range(300_000)]
+    lines[200_000] = "200000," + "9" * 400
+    path = tmp_path / "metrics.csv"
+    path.write_text("step,count\n" + "\n".join(lines) + "\n")
+    (run,) = GenericCSVReader().read([path])
+    count = curve(run.scalars, "count")
+    assert len(count) == 300_000 and count[200_000] == math.inf and count[199_999] == 199_999
