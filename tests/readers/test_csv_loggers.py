@@ -331,22 +331,27 @@ def test_the_parse_paths_give_the_same_columns(tmp_path, monkeypatch):
         "quoted ragged": text(True, True),
         "comma in a quoted cell": text(False, False).replace("warm", '"warm, up"'),
     }
+    variants["old Mac line ends"] = variants["plain"].replace("\n", "\r")
     results = {}
+    whole_file = widecsv._Parser._whole_file
     for name, body in variants.items():
         path = tmp_path / name.replace(" ", "_") / "metrics.csv"
         path.parent.mkdir()
-        path.write_text(body)
-        for block in (widecsv.BLOCK_BYTES, 16):  # one block, and a block per line or two
+        path.write_text(body, newline="")
+        for block, whole in ((widecsv.BLOCK_BYTES, True), (widecsv.BLOCK_BYTES, False), (16, False)):
+            # pandas on the whole file; one block; a block per line or two
             monkeypatch.setattr(widecsv, "BLOCK_BYTES", block)
+            monkeypatch.setattr(widecsv._Parser, "_whole_file", whole_file if whole else lambda *args: False)
             (run,) = GenericCSVReader().read([path])
             frame = run.scalars
             values = ["nan" if math.isnan(v) else str(v) for v in frame["value"].tolist()]
-            results[(name, block)] = sorted(zip(frame["tag"].astype(str), frame["step"].tolist(), values, strict=True))
+            results[(name, block, whole)] = sorted(zip(frame["tag"].astype(str), frame["step"].tolist(), values,
+                                                       strict=True))
             bad = [w.message for w in run.warnings if "not numbers" in w.message]
-            assert bad == ["column 'loss': 1 cell(s) are not numbers (e.g. 'oops'); skipped"], (name, block)
-            assert any("non-numeric column(s) skipped: note" in n for n in run.notes), (name, block)
+            assert bad == ["column 'loss': 1 cell(s) are not numbers (e.g. 'oops'); skipped"], (name, block, whole)
+            assert any("non-numeric column(s) skipped: note" in n for n in run.notes), (name, block, whole)
             ragged = [w for w in run.warnings if "different number of fields" in w.message]
-            assert [w.location for w in ragged] == (["line 4"] if "ragged" in name else []), (name, block)
+            assert [w.location for w in ragged] == (["line 4"] if "ragged" in name else []), (name, block, whole)
     expected = [("loss", 1, "0.5"), ("loss", 2, "nan"), ("loss", 3, "inf"), ("loss", 4, "-0.001"),
                 ("val", 2, "0.25"), ("val", 4, "7.0"), ("val", 5, "8.0")]
     assert all(result == expected for result in results.values()), results
