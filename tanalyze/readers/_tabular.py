@@ -24,7 +24,7 @@ import yaml
 
 from tanalyze.errors import FormatError
 from tanalyze.readers._phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
-from tanalyze.readers.base import Phase, ReadWarning, Restart
+from tanalyze.readers.base import Phase, ReadWarning, Restart, RunData
 from tanalyze.schema import keep_last_write, scalar_frame
 
 __all__ = [
@@ -199,6 +199,15 @@ class Settled:
     notes: list[str] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)
     warnings: list[ReadWarning] = field(default_factory=list)
+
+    def into(self, run: RunData) -> RunData:
+        """Hand the settled table and everything found on the way to ``run``."""
+        run.scalars = self.frame
+        run.restarts.extend(self.restarts)
+        run.phases.extend(self.phases)
+        run.warnings.extend(self.warnings)
+        run.notes.extend(self.notes)
+        return run
 
 
 def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step", increasing: bool = False) -> Settled:

@@ -92,9 +92,5 @@ class Detectron2Reader(Reader):
         if not len(points) and not run.warnings:
             run.warnings.append(ReadWarning(str(log), "no metric lines in the file"))
         settled = settle_rewrites(points.frame(), str(log), unit="iteration")
-        run.scalars = settled.frame
-        run.restarts.extend(settled.restarts)
-        run.phases.extend(settled.phases)
-        run.warnings.extend(settled.warnings)
-        run.notes.extend(settled.notes)
+        settled.into(run)
         return [run]

@@ -139,11 +139,7 @@ class HFTrainerStateReader(Reader):
                 summary = {k: v for k, v in entry.items() if k != "step"}
         frame = points.frame()
         settled = settle_rewrites(frame, str(path))
-        run.scalars = settled.frame
-        run.restarts.extend(settled.restarts)
-        run.phases.extend(settled.phases)
-        run.warnings.extend(settled.warnings)
-        run.notes.extend(settled.notes)
+        settled.into(run)
         if summary:
             run.hparams = {"summary": summary}
         for kind, count in sorted(derived.items()):

@@ -361,11 +361,7 @@ def _combine(launches: list[_Launch], run: RunData, files: list[Path]) -> None:
         frame["wall_time"] = np.asarray(walls, dtype=np.float64)[frame["_row"].to_numpy()]
     first = str(files[0]) if files else ""
     settled = settle_rewrites(frame, first, unit="iteration")
-    run.scalars = settled.frame
-    run.restarts.extend(settled.restarts)
-    run.phases.extend(settled.phases)
-    run.warnings.extend(settled.warnings)
-    run.notes.extend(settled.notes)
+    settled.into(run)
     _notes(run, found, renamed, launches)
     if run.scalars.empty and not run.warnings:
         run.warnings.append(ReadWarning(first, "no iteration was logged: every launch ended before its first "

@@ -264,11 +264,7 @@ class _Experiment:
                 points.add(row.order, tag, step, value, epoch)
         frame = points.frame()
         settled = settle_rewrites(frame, self.first_file, unit="iteration")
-        run.scalars = settled.frame
-        run.restarts.extend(settled.restarts)
-        run.phases.extend(settled.phases)
-        run.warnings.extend(settled.warnings)
-        run.notes.extend(settled.notes)
+        settled.into(run)
         self._notes(run, per_epoch, renamed, approximate, unkeyed, last_train, missing_steps)
 
     def _per_epoch(self, run: RunData) -> int | None:
