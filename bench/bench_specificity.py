@@ -25,12 +25,14 @@ import numpy as np
 import pandas as pd
 from scipy.ndimage import median_filter
 
-import tanalyze
-from tanalyze.curves import Curve
-from tanalyze.diagnose import diagnose_run
-from tanalyze.schema import scalar_frame
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's package, not an installed one
+
+import tanalyze  # noqa: E402
+from tanalyze.curves import Curve  # noqa: E402
+from tanalyze.diagnose import diagnose_run  # noqa: E402
+from tanalyze.schema import scalar_frame  # noqa: E402
+
 _spec = importlib.util.spec_from_file_location("hardcases_score", REPO / "bench" / "hardcases" / "score.py")
 score = importlib.util.module_from_spec(_spec)
 sys.modules["hardcases_score"] = score
@@ -52,7 +54,7 @@ def healthy_bases() -> list[tuple[str, dict[str, Curve]]]:
             if s.truth != "normal" or s.kind in SKIP_KINDS:
                 continue
             d = diagnoses[s.run]
-            curves = {role: c for role, c in d.curves.items() if role in ("train_loss", "val_loss", "learning_rate")}
+            curves = {role: c for role, c in d.curves.items() if role in ("train_loss", "train_loss_epoch", "val_loss", "learning_rate")}
             if "train_loss" in curves and len(curves["train_loss"].finite_part()) >= 20:
                 out.append((s.run, curves))
     return out
@@ -101,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     bases = healthy_bases()
     verdicts: Counter[str] = Counter()
     codes: Counter[str] = Counter()
+    info: Counter[str] = Counter()
     wrong: list[str] = []
     for i in range(args.runs):
         name, curves = bases[i % len(bases)]
@@ -112,6 +115,8 @@ def main(argv: list[str] | None = None) -> int:
             wrong.append(f"{name}#{i}: {d.verdict.label} ({d.verdict.confidence:.2f}) {d.verdict.reasons[0][:120]}")
         for code in {f.code for f in d.findings if str(f.severity) in ("warning", "error")}:
             codes[code] += 1
+        for code in {f.code for f in d.findings if str(f.severity) == "info"}:
+            info[code] += 1
     print(f"{args.runs} healthy runs from {len(bases)} real tiny trainings (recorded noise redrawn)")
     print("verdicts: " + ", ".join(f"{k} {v}" for k, v in verdicts.most_common()))
     print(f"problem verdicts: {sum(verdicts[p] for p in PROBLEMS)} (goal 0)")
@@ -120,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {code:24s} {n:4d}  {n / args.runs:.1%}")
     if not codes:
         print("  none")
+    print(f"WARNING/ERROR findings per healthy run: {sum(codes.values()) / args.runs:.3f} (goal <= 0.1)")
+    print("INFO findings per code (runs with one): "
+          + (", ".join(f"{c} {n / args.runs:.1%}" for c, n in info.most_common()) or "none"))
     for line in wrong[:20]:
         print("  " + line)
     return 0

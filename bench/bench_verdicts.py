@@ -23,9 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-import tanalyze
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # this checkout's package, not an installed one
+
+import tanalyze  # noqa: E402
+
 _spec = importlib.util.spec_from_file_location("hardcases_score", REPO / "bench" / "hardcases" / "score.py")
 score = importlib.util.module_from_spec(_spec)
 sys.modules["hardcases_score"] = score

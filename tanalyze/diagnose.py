@@ -576,9 +576,11 @@ def diagnose_run(
     if train is not None and adversarial is None and "train_loss" in role_map:
         parts = {t: curves[t] for t in role_map["train_loss"].components if t in curves}
         components = parts if len(parts) >= 2 else None
+    epoch_train = role_curve(curves, role_map, "train_loss_epoch") if train is not None else None
     verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
                            num_classes=num_classes, thresholds=thresholds or Thresholds(),
-                           adversarial=adversarial, components=components)
+                           adversarial=adversarial, components=components,
+                           epoch_train=epoch_train)
     early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
     progress = analyze_progress(main, epochs=epoch, **params.get("progress", {})) if main is not None else None
     eval_steps = val.steps if val is not None and val is not train else None
@@ -603,7 +605,8 @@ def diagnose_run(
         if result is not None:
             findings += result.findings
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
-    shown = (("train_loss", train), ("val_loss", val), ("learning_rate", lr), ("grad_norm", grad),
+    shown = (("train_loss", train), ("train_loss_epoch", epoch_train), ("val_loss", val), ("learning_rate", lr),
+             ("grad_norm", grad),
              ("throughput", role_curve(curves, role_map, "throughput")), ("step_time", role_curve(curves, role_map, "step_time")))
     kept = {role: curve for role, curve in shown if curve is not None}
     return RunDiagnosis(

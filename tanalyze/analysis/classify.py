@@ -173,7 +173,10 @@ def train_features(
     if n >= 5 * 20:
         rbx, rby = bin_medians(x, y, 20)
         earlier_low = np.minimum.accumulate(rby)[:-1]
-        climbs = rby[1:] - earlier_low
+        # a climb must last: the lower of two neighbouring stretch medians (a tenth of the run), so that one
+        # stretch caught by a burst of bad batches is not a rebound
+        held = np.minimum(rby[1:], np.append(rby[2:], rby[-1]))
+        climbs = held - earlier_low
         worst = int(np.argmax(climbs))
         rebound = float(climbs[worst]) if is_log else float(climbs[worst] / max(abs(head_y), 1e-12))
         rebound_step = int(rbx[worst + 1])
@@ -229,6 +232,7 @@ def classify_run(
     thresholds: Thresholds = Thresholds(),
     adversarial: tuple[Curve, Curve] | None = None,
     components: dict[str, Curve] | None = None,
+    epoch_train: Curve | None = None,
 ) -> Verdict:
     """The verdict for one run from its training and validation loss.
 
@@ -242,10 +246,13 @@ def classify_run(
     judged as a game (see :func:`_adversarial`), never as one loss that should fall.
     ``components`` — the training loss's parts when it is their sum (several heads, auxiliary
     losses): each part is judged as its own curve, so that one scale does not drown the others.
+    ``epoch_train`` — the per-epoch training loss logged beside a per-step ``train`` (Lightning's
+    ``train_loss_epoch``): the curve a practitioner reads for the trend, so a climb back or roughness of the
+    per-step curve counts as instability only when the epoch curve climbs back too.
     """
     if adversarial is not None:
         return _adversarial(*adversarial, divergence, thresholds)
-    verdict = _classify(train, val, divergence, overfitting, learning_rate, num_classes, thresholds)
+    verdict = _classify(train, val, divergence, overfitting, learning_rate, num_classes, thresholds, epoch_train)
     if components and len(components) >= 2 and verdict.label not in ("diverged", "insufficient_data"):
         verdict = _with_components(verdict, components, learning_rate, thresholds)
     return verdict
@@ -339,6 +346,7 @@ def _classify(
     learning_rate: Curve | None,
     num_classes: int | None,
     thresholds: Thresholds,
+    epoch_train: Curve | None = None,
 ) -> Verdict:
     """The verdict of one training loss (and its validation loss): see :func:`classify_run`."""
     th = thresholds
@@ -408,6 +416,12 @@ def _classify(
     evidence["lr_restarts"] = restarts
     unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence,
                                           restarts)
+    if unstable and main_role == "train" and set(evidence["unstable_by"]) <= {"roughness", "rebound"}:
+        smooth = _epoch_smooth(epoch_train, th)
+        if smooth is not None:
+            notes.append(f"{main.tag} is noisy from step to step, but {smooth}: not instability")
+            evidence["unstable_by_step_curve_only"] = evidence["unstable_by"]
+            unstable, why["unstable"] = [], []
     if unstable:
         scores["unstable"] = _shrink(max(unstable), data)
     under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence)
@@ -455,6 +469,22 @@ def _classify(
     return Verdict(label, round(float(confidence), 3), evidence, tuple(reasons), also, findings)
 
 
+def _epoch_smooth(epoch_train: Curve | None, th: Thresholds) -> str | None:
+    """Why the per-epoch training loss shows no instability (it fell and never climbed back
+    ``rebound_ratio`` above an earlier epoch), or None when it does or cannot tell (under 3 epochs)."""
+    if epoch_train is None:
+        return None
+    e = epoch_train.collapse_steps().finite_part()
+    if len(e) < 3 or not (e.values > 0).all():
+        return None
+    y = np.log(e.values)
+    climb = float(np.max(y[1:] - np.minimum.accumulate(y)[:-1]))
+    if y[-1] >= y[0] or climb >= np.log(th.rebound_ratio):
+        return None
+    return (f"its per-epoch loss {e.tag} fell from {e.values[0]:.4g} to {e.values[-1]:.4g} over {len(e)} epochs "
+            f"without climbing back more than {100 * np.expm1(max(climb, 0.0)):.0f}%")
+
+
 def _unstable(
     f: dict[str, Any], spikes: int, needed: int, val: Curve | None, th: Thresholds, evidence: dict[str, Any],
     lr_restarts: bool = False,
@@ -471,7 +501,9 @@ def _unstable(
         why.append(f"{spikes} loss spikes (unstable from {needed})")
         by.append("spikes")
     noise, rough, excess = f["noise"], f["roughness"], f["excess_roughness"]
-    swings = rough is None or excess is None or excess >= th.rough_excess  # no decrease at all, or the level swings
+    # no decrease at all, or the level swings; too short a curve to measure the swings (under 40 points): the
+    # noise must then outweigh the whole decrease (a short noisy mini-batch loss that clearly falls is normal)
+    swings = rough is None or (rough >= 1.0 if excess is None else excess >= th.rough_excess)
     if (f["log_space"] and noise is not None and noise >= th.rough_noise and (rough is None or rough >= th.rough_relative)
             and swings):
         scores.append(min(_past(noise, th.rough_noise), _past(rough or 1e9, th.rough_relative)))

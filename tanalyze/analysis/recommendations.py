@@ -63,6 +63,12 @@ CAUSES: dict[str, Cause] = {
         "Balance the two: lower the discriminator's learning rate or its steps per generator step, add a "
         "gradient penalty or spectral normalisation, label smoothing or instance noise.",
     ),
+    "val_plateau": Cause(
+        "Validation loss levelled off while the training loss kept falling",
+        "the model has learnt what generalises from this data; further steps fit the training set only",
+        "Nothing is wrong yet: keep the checkpoint at the validation minimum (early stopping), or spend the "
+        "remaining steps on more data, augmentation or regularisation.",
+    ),
     "overfitting": Cause(
         "Overfitting: validation loss rises while training loss falls",
         "too little data, too big a model, too many epochs, too little regularisation",

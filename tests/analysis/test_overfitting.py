@@ -56,13 +56,26 @@ def test_rising_train_loss_is_degradation_not_overfitting():
     assert not result.detected and "training loss rose" in result.reason
 
 
-def test_widening_gap_while_val_stalls():
+def test_widening_gap_while_val_stalls_for_long():
+    # 48 evaluations after the minimum (at sin(11) ~ -1) while the training loss halves: an established stall
+    steps = np.arange(1, 76)
+    val = np.concatenate([np.linspace(1.5, 0.75, 15), 0.75 + 0.004 * np.sin(np.arange(60))])
+    train = np.concatenate([np.linspace(1.5, 0.7, 15), np.linspace(0.68, 0.3, 60)])
+    result = analyze_overfitting(Curve.from_arrays(steps, val, "val"), Curve.from_arrays(steps, train, "train"))
+    assert result.detected and result.pattern == "widening_gap" and result.gap_trend == "growing"
+    assert result.points_after_min == 48 and 0.3 < result.confidence < 0.75
+    assert [f.code for f in result.findings] == ["overfitting"]
+
+
+def test_short_val_plateau_while_train_falls_is_information():
+    # the same shape with 13 evaluations after the minimum: flat is not a rise, and 13 is within patience
     steps = np.arange(1, 41)
     val = np.concatenate([np.linspace(1.5, 0.75, 15), 0.75 + 0.004 * np.sin(np.arange(25))])
     train = np.concatenate([np.linspace(1.5, 0.7, 15), np.linspace(0.68, 0.3, 25)])
     result = analyze_overfitting(Curve.from_arrays(steps, val, "val"), Curve.from_arrays(steps, train, "train"))
-    assert result.detected and result.pattern == "widening_gap" and result.gap_trend == "growing"
-    assert 0.3 < result.confidence < 0.75
+    assert not result.detected and result.pattern is None and "a plateau, not a rise" in result.reason
+    [finding] = result.findings
+    assert finding.code == "val_plateau" and str(finding.severity) == "info" and finding.step == 27
 
 
 def test_incomparable_losses_have_no_gap():
