@@ -303,6 +303,16 @@ def _epoch_curve(frame: pd.DataFrame, curves: Mapping[str, Curve], roles: Roles,
     return role_curve(curves, roles, "epoch")
 
 
+def epoch_starts(epoch: Curve | None) -> np.ndarray | None:
+    """The first logged step of every epoch after the first (where the whole epoch number goes up): where an
+    epoch's end-of-epoch work (validation, checkpoint, the loader's restart) shows as a pause."""
+    if epoch is None or len(epoch) < 2:
+        return None
+    e = epoch.collapse_steps().finite_part()
+    whole = np.floor(e.values + 1e-9)
+    return e.steps[1:][np.diff(whole) > 0] if len(e) >= 2 else None
+
+
 def _time_kind(tag: str, curve: Curve) -> str:
     """Unit of a step-time curve: from its name (ms / s), else by size (over 50 → milliseconds)."""
     words = set(tag_words(tag))
@@ -335,6 +345,7 @@ def _health(
     histograms: pd.DataFrame | None,
     params: Mapping[str, Mapping[str, Any]],
     eval_steps: np.ndarray | None = None,
+    epoch_steps: np.ndarray | None = None,
 ) -> tuple[GradientHealth | None, ThroughputResult | None, ResourceHealth | None]:
     """Gradient health, throughput and resources, from the roles that feed them (None when none exist)."""
     hist = histograms if histograms is not None and len(histograms) else None
@@ -350,6 +361,8 @@ def _health(
     options = dict(params.get("throughput", {}))
     if eval_steps is not None:
         options.setdefault("eval_steps", eval_steps)
+    if epoch_steps is not None and len(epoch_steps):
+        options.setdefault("epoch_steps", epoch_steps)
     tp = role_curve(curves, roles, "throughput")
     step_time = role_curve(curves, roles, "step_time")
     train = role_curve(curves, roles, "train_loss")
@@ -589,7 +602,8 @@ def diagnose_run(
         clip = DEFAULT_CLIP.get(format or "")
     if clip is not None and "max_norm" not in params.get("gradients", {}):
         params = {**params, "gradients": {**params.get("gradients", {}), "max_norm": clip}}
-    gradients, throughput, resources = _health(frame, curves, role_map, histograms, params, eval_steps)
+    gradients, throughput, resources = _health(frame, curves, role_map, histograms, params, eval_steps,
+                                               epoch_starts(epoch))
 
     loss_findings = list(loss_analysis.findings)
     if adversarial is not None:  # a GAN's losses swing by design: their spikes are information

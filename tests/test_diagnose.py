@@ -264,3 +264,26 @@ def test_diagnose_takes_a_path_as_check_does():
     assert list(by_path) == list(by_logs)
     name = next(iter(by_path))
     assert by_path[name].verdict.label == by_logs[name].verdict.label == "diverged"
+
+
+def test_pauses_at_epoch_starts_are_time_spent_not_stalls():
+    # 4 epochs of 150 steps logged every 5 steps at 0.5 s/step; each epoch after the first starts after a 30 s
+    # end-of-epoch pass (no validation curve is logged, only the epoch counter; 3 pauses: too few for a period)
+    from tanalyze.schema import scalar_frame
+
+    rng = np.random.default_rng(3)
+    steps = np.arange(5, 605, 5)
+    gaps = 2.5 * np.exp(rng.normal(0, 0.03, steps.size))
+    gaps[np.isin(steps, [155, 305, 455])] += 30.0
+    wall = 1000.0 + np.cumsum(gaps)
+    loss = 2.0 * np.exp(-steps / 300) + 0.1 + rng.normal(0, 0.01, steps.size)
+    frame = scalar_frame(run="r", tag=["train/loss"] * steps.size, step=steps, value=loss, wall_time=wall,
+                         epoch=(steps - 5) // 150)
+    d = diagnose_run(frame)
+    codes = {f.code: str(f.severity) for f in d.findings}
+    assert "throughput_stall" not in codes and codes["evaluation_time"] == "info"
+    [f] = [f for f in d.findings if f.code == "evaluation_time"]
+    assert f.evidence["steps"] == [155, 305, 455] and "epoch" in f.message
+    assert f.evidence["seconds"] == pytest.approx(3 * 30, rel=0.05)
+    assert f.evidence["share"] == pytest.approx(90 / (90 + 595 * 0.5), rel=0.05)
+    assert "evaluate less often" in f.message

@@ -355,8 +355,11 @@ def analyze_throughput(
     penalty_scale: float = 2.0,
     interval_means: bool = False,
     eval_steps: np.ndarray | None = None,
+    epoch_steps: np.ndarray | None = None,
     min_cost_seconds: float = 60.0,
     min_cost_share: float = 0.05,
+    min_finding_seconds: float = 1.0,
+    large_pause_share: float = 0.10,
 ) -> ThroughputResult:
     """Warm-up, steady-state level, stalls, periodic dips and lasting drops of one run's throughput.
 
@@ -382,9 +385,13 @@ def analyze_throughput(
     - cost: for time kinds, a stall, dip or drop finding is a ``warning`` only when the time it
       cost is at least ``min_cost_seconds`` and ``min_cost_share`` of the run's time after warm-up
       (a stall of milliseconds is information, not a problem);
-    - evaluations: with ``eval_steps`` (the steps of the validation curve), stalls whose logging
-      interval starts or ends at an evaluation step are the time spent evaluating: reported as an
-      ``evaluation_time`` information with its share of the wall time, not as stalls.
+    - evaluations and epochs: with ``eval_steps`` (the steps of the validation curve) or ``epoch_steps``
+      (the first step of each epoch), stalls whose logging interval starts or ends at one of them are the
+      time spent evaluating (or at the epoch's end: a validation pass, a checkpoint, the data loader's
+      restart); so are stalls that recur at one period when neither is known. They are reported as one
+      ``evaluation_time`` information with their share of the wall time (advice to evaluate less often
+      when it is at least ``large_pause_share``), never as a throughput stall;
+    - a stall that cost under ``min_finding_seconds`` in all (timing jitter) is no finding.
     """
     series = _series(curve, kind, wall_time_curve)
     kind_used = series.kind
@@ -430,8 +437,9 @@ def analyze_throughput(
         lost = None if seconds_factor is None else float((s_slow[i] - level[i]) * seconds_factor[i])
         stalls.append(Stall(int(s_steps[i]), float(s_values[i]), float(s_slow[i] / level[i]), lost))
     eval_pauses: list[Stall] = []
-    if eval_steps is not None and len(eval_steps) and stalls:
-        evals = np.unique(np.asarray(eval_steps, dtype=np.int64))
+    marks = [np.asarray(m, dtype=np.int64) for m in (eval_steps, epoch_steps) if m is not None and len(m)]
+    if marks and stalls:
+        evals = np.unique(np.concatenate(marks))
         at_eval = []
         for st in stalls:  # an evaluation at either end of the stall's interval [previous logged step, its step]
             i = int(np.searchsorted(s_steps, st.step))
@@ -440,7 +448,6 @@ def analyze_throughput(
             at_eval.append(j < evals.size and evals[j] <= st.step)
         eval_pauses = [st for st, hit in zip(stalls, at_eval, strict=True) if hit]
         stalls = [st for st, hit in zip(stalls, at_eval, strict=True) if not hit]
-    stall_lost = None if seconds_factor is None else float(sum(s.seconds_lost or 0.0 for s in stalls))
     run_seconds = float(np.sum(s_slow * seconds_factor)) if seconds_factor is not None else None
     # Rate kinds (samples/s …): seconds from the wall clock of the logged points, shared out by slowness.
     rate_seconds = None
@@ -514,7 +521,14 @@ def analyze_throughput(
     steady = _unslow(med, kind_used)
     stall_steps = {st.step for st in stalls}
     periodic_stalls = dips is not None and sum(d in stall_steps for d in dips.steps) >= 0.8 * dips.n_dips
-    if stalls:
+    pause_period = None
+    if periodic_stalls:  # pauses at one period (evaluation, checkpoint or epoch end): time spent, not stalls
+        pause_period = dips.period_steps  # type: ignore[union-attr]
+        eval_pauses = sorted(eval_pauses + stalls, key=lambda st: st.step)
+        stalls = []
+    stall_lost = None if seconds_factor is None else float(sum(s.seconds_lost or 0.0 for s in stalls))
+    # timing jitter: a stall that costs nothing is no finding (it stays in the result's stalls)
+    if stalls and not (stall_lost is not None and stall_lost < min_finding_seconds):
         worst = max(stalls, key=lambda st: st.times_median)
         lost_txt = ""
         if stall_lost is not None and seconds_factor is not None:
@@ -528,16 +542,15 @@ def analyze_throughput(
                 f"; {stall_lost:.1f} s lost in total ({stall_lost / total:.1%} of the time after warm-up)"
             )
         shown = ", ".join(str(st.step) for st in stalls[:8]) + (" …" if len(stalls) > 8 else "")
-        period_txt = f"; they recur every {dips.period_steps} steps" if periodic_stalls else ""  # type: ignore[union-attr]
         findings.append(
             Finding(
                 "throughput_stall",
                 Severity.WARNING if (len(stalls) > 1 or (stall_lost or 0) > 60)
                 and costly(stall_lost if stall_lost is not None else seconds_of(
                     float(sum((st.times_median - 1) * level[np.searchsorted(s_steps, st.step)] for st in stalls))))
-                and not periodic_stalls else Severity.INFO,
+                else Severity.INFO,
                 f"{len(stalls)} stall(s) at least {stall_factor:g}x slower than the steady "
-                f"{steady:.4g} {unit} (steps {shown}){period_txt}; worst at step {worst.step}: "
+                f"{steady:.4g} {unit} (steps {shown}); worst at step {worst.step}: "
                 f"{worst.value:.4g} {unit}, {worst.times_median:.1f}x the pace around it{lost_txt}.",
                 recommend("throughput_stall"),
                 step=stalls[0].step,
@@ -547,24 +560,30 @@ def analyze_throughput(
                     "seconds_lost": stall_lost,
                     "steady_median": steady,
                     "unit": unit,
-                    "period_steps": dips.period_steps if periodic_stalls else None,  # type: ignore[union-attr]
                 },
             )
         )
-    if eval_pauses:
-        eval_lost = None if seconds_factor is None else float(sum(st.seconds_lost or 0.0 for st in eval_pauses))
-        share = (f"; {eval_lost:.1f} s in all, {eval_lost / (run_seconds or 1):.1%} of the time after warm-up"
-                 if eval_lost is not None and run_seconds else "")
+    eval_lost = None if seconds_factor is None else float(sum(st.seconds_lost or 0.0 for st in eval_pauses))
+    if eval_pauses and not (eval_lost is not None and eval_lost < min_finding_seconds):
+        share = eval_lost / run_seconds if eval_lost is not None and run_seconds else None
+        share_txt = (f"; {eval_lost:.1f} s in all, {share:.1%} of the wall time after warm-up"
+                     if share is not None else "")
+        where = (f"every {pause_period} steps" if pause_period is not None and not marks
+                 else "at evaluation steps" if epoch_steps is None or not len(epoch_steps)
+                 else "at evaluation or epoch steps")
+        advice = (" A large share: evaluate less often (or on a subset, or asynchronously) to train faster."
+                  if share is not None and share >= large_pause_share else "")
         findings.append(
             Finding(
                 "evaluation_time",
                 Severity.INFO,
-                f"{len(eval_pauses)} pause(s) at evaluation steps (first at step {eval_pauses[0].step}): the time "
-                f"spent evaluating{share}.",
+                f"{len(eval_pauses)} pause(s) {where} (first at step {eval_pauses[0].step}): the time spent "
+                f"evaluating{share_txt}.{advice}",
                 recommend("evaluation_time"),
                 step=eval_pauses[0].step,
                 step_end=eval_pauses[-1].step,
-                evidence={"steps": [st.step for st in eval_pauses], "seconds": eval_lost},
+                evidence={"steps": [st.step for st in eval_pauses], "seconds": eval_lost, "share": share,
+                          "period_steps": pause_period},
             )
         )
     dip_steps = set(dips.steps) if dips is not None else set()

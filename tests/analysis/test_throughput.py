@@ -283,10 +283,39 @@ def test_periodic_stalls_are_one_finding_with_their_period():
     t[(steps % 250 == 0) & (steps > 0)] = 35_000.0
     r = analyze_throughput(curve(t, steps), kind="step_time_ms")
     assert r.dips.period_steps == 250 and r.dips.p_value < 0.001
-    assert codes(r) == ["throughput_stall"]
-    f = r.findings[0]
-    assert "every 250 steps" in f.message and f.evidence["period_steps"] == 250
-    assert len(r.stalls) == 20 and r.stall_seconds_lost == pytest.approx(20 * 34.5, rel=0.01)
+    # pauses at one period are time spent evaluating, information, not a throughput stall
+    assert codes(r) == ["evaluation_time"] and r.stalls == ()
+    [f] = r.findings
+    assert str(f.severity) == "info" and "every 250 steps" in f.message and f.evidence["period_steps"] == 250
+    assert len(f.evidence["steps"]) == 20 and f.evidence["seconds"] == pytest.approx(20 * 34.5, rel=0.01)
+    # 690 s of 20 x 34.5 s pauses in ~ 3,200 s: a large share, so the advice to evaluate less often
+    assert f.evidence["share"] == pytest.approx(690 / (690 + 501 * 0.5), rel=0.05)
+    assert "evaluate less often" in f.message
+
+
+def test_pauses_at_epoch_starts_are_evaluation_time_with_their_share():
+    # 5 epochs of 200 steps; each epoch's first logged interval holds a 20 s validation pass
+    steps = np.arange(0, 1000, 5)
+    t = step_times(n=steps.size, seed=21)
+    at_epoch = (steps % 200 == 0) & (steps > 0)
+    t[at_epoch] = 20.0 / 5  # mean seconds per step over the 5-step interval
+    r = analyze_throughput(curve(t, steps), kind="step_time_s", interval_means=True,
+                           epoch_steps=np.arange(200, 1000, 200))
+    [f] = r.findings
+    assert f.code == "evaluation_time" and str(f.severity) == "info" and "epoch" in f.message
+    assert f.evidence["steps"] == [200, 400, 600, 800]
+    assert f.evidence["seconds"] == pytest.approx(4 * (20 - 5 * 0.5), rel=0.05)
+    run = 5 * float(np.sum(t))
+    assert f.evidence["share"] == pytest.approx(f.evidence["seconds"] / run, rel=0.05)
+
+
+def test_a_stall_that_costs_nothing_is_no_finding():
+    # microsecond timing jitter: one interval 10x the pace of 1 us steps is a "stall" of 9 us
+    t = step_times(n=500, seed=22, level=1e-6)
+    t[250] = 1e-5
+    r = analyze_throughput(curve(t), kind="step_time_s")
+    assert [st.step for st in r.stalls] == [250] and r.stall_seconds_lost < 1e-4
+    assert "throughput_stall" not in codes(r)
 
 
 def test_a_faster_start_is_a_drop_not_warmup():
