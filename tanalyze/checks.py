@@ -341,7 +341,7 @@ def rule_throughput(run: RunSummary, baseline: Baseline | None, params: Mapping[
         kinds = sorted({r.throughput.kind for r in baseline.runs if r.throughput is not None})
         reason = f"baseline has no {run.throughput.kind} measurement" + (f" (it has {', '.join(kinds)})" if kinds else "")
         return RuleResult("throughput", Status.SKIP, reason, run.run)
-    from tanalyze.analysis.throughput import compare_throughput
+    from tanalyze.analysis.throughput_compare import compare_throughput
 
     comparison = compare_throughput(
         [r.curve() for r in reference],

@@ -47,7 +47,7 @@ def test_repr_is_one_line_per_run(slowed, throughput):
 def test_plot_draws_what_the_check_kept_without_recomputing(slowed, monkeypatch):
     import sys
 
-    import tanalyze.analysis.throughput as analysis
+    import tanalyze.analysis.throughput_compare as analysis
     import tanalyze.logs
 
     def boom(*args, **kwargs):

@@ -14,7 +14,7 @@ from tanalyze.analysis.gradients import _one_run
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.analysis.serial import autocorrelation_time, mann_whitney_p, quiet_numpy, rolling_median, thin
-from tanalyze.analysis.throughput import detect_warmup
+from tanalyze.analysis.throughput_series import detect_warmup
 from tanalyze.curves import Curve
 
 __all__ = [

@@ -1,33 +1,36 @@
-"""Throughput within a run (warm-up, steady level, drops, periodic dips, stalls) and against a baseline.
+"""Throughput within one run: warm-up, steady level, stalls, pauses to evaluate, periodic dips, lasting drops.
 
-Every throughput kind is turned into one internal orientation, *time per unit of
-work* ("slowness": seconds per step, or 1 / samples-per-second), so that "larger
-is worse" everywhere inside; results are reported back in the metric's own unit.
-Medians commute with this monotone transform, so a median ratio means the same
-in either orientation.
+Values are read through :mod:`tanalyze.analysis.throughput_series` (every kind as time per unit of
+work, "slowness", larger is worse). Comparing a run against a baseline is
+:mod:`tanalyze.analysis.throughput_compare`; its names are re-exported here for older imports.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.analysis.serial import (
     autocorrelation_time,
     binary_segmentation,
-    block_bootstrap_medians,
-    mann_whitney_p,
-    min_attainable_p,
     quiet_numpy,
     robust_sigma,
     rolling_median,
-    thin,
+)
+from tanalyze.analysis.throughput_compare import ThroughputComparison, compare_throughput
+from tanalyze.analysis.throughput_series import (
+    KINDS,
+    Series,
+    detect_warmup,
+    from_slowness,
+    read_series,
+    slowness_series,
+    to_slowness,
 )
 from tanalyze.curves import Curve
 
@@ -37,159 +40,12 @@ __all__ = [
     "ChangePoint",
     "PeriodicDips",
     "ThroughputResult",
-    "ThroughputComparison",
+    "ThroughputComparison",  # from throughput_compare
     "analyze_throughput",
-    "compare_throughput",
-    "detect_warmup",
-    "slowness_series",
+    "compare_throughput",  # from throughput_compare
+    "detect_warmup",  # from throughput_series
+    "slowness_series",  # from throughput_series
 ]
-
-
-@dataclass(frozen=True)
-class Kind:
-    unit: str
-    higher_is_better: bool
-    to_seconds: float | None  # factor turning one value into seconds (time kinds only)
-
-
-#: The throughput kinds: unit of the values, whether larger is better, seconds per unit.
-KINDS: dict[str, Kind] = {
-    "samples_per_s": Kind("samples/s", True, None),
-    "tokens_per_s": Kind("tokens/s", True, None),
-    "step_time_s": Kind("s/step", False, 1.0),
-    "step_time_ms": Kind("ms/step", False, 1e-3),
-    # derived from the wall-clock time between logged steps
-    "wall_time": Kind("s/step", False, 1.0),
-}
-
-
-def _kind(kind: str) -> Kind:
-    try:
-        return KINDS[kind]
-    except KeyError:
-        raise ValueError(f"unknown throughput kind {kind!r}; expected one of {sorted(KINDS)}") from None
-
-
-@dataclass(frozen=True)
-class _Series:
-    """Valid throughput points in the unit of ``kind``, their steps, and step gaps to the previous point."""
-
-    steps: np.ndarray
-    values: np.ndarray
-    gaps: np.ndarray
-    n_invalid: int
-    source: str
-    kind: str
-
-
-def _dedupe_last(steps: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Keep the last written value of each step (curves are sorted by step, write order kept)."""
-    if steps.size == 0:
-        return steps, values
-    last = np.r_[steps[1:] != steps[:-1], True]
-    return steps[last], values[last]
-
-
-def _from_wall_time(curve: Curve) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Seconds per step from wall-clock gaps between logged steps (or the values, if no wall times)."""
-    stamps = curve.wall_time
-    if np.isfinite(stamps).sum() < 2:
-        stamps = curve.values  # e.g. a `_runtime` / `_timestamp` curve
-    steps, stamps = _dedupe_last(curve.steps, stamps)
-    keep = np.isfinite(stamps)
-    dropped = int((~keep).sum())
-    steps, stamps = steps[keep], stamps[keep]
-    if steps.size < 2:
-        return np.array([], dtype=np.int64), np.array([]), np.array([]), dropped
-    dt = np.diff(stamps)
-    ds = np.diff(steps).astype(np.float64)
-    ok = (ds > 0) & (dt > 0)
-    dropped += int((~ok).sum())
-    return steps[1:][ok], dt[ok] / ds[ok], ds[ok], dropped
-
-
-def _series(curve: Curve | None, kind: str, wall_time_curve: Curve | None = None) -> _Series:
-    """The valid points of a throughput curve (finite and positive), or step times derived from wall time."""
-    _kind(kind)
-    if curve is not None and kind != "wall_time":
-        steps, values = _dedupe_last(curve.steps, curve.values)
-        ok = np.isfinite(values) & (values > 0)
-        steps, values = steps[ok], values[ok]
-        gaps = np.diff(steps).astype(np.float64)
-        # the first point's interval is unknown: assume the usual logging interval
-        gaps = np.r_[np.median(gaps) if gaps.size else 1.0, gaps] if steps.size else gaps
-        return _Series(steps, values, gaps, int((~ok).sum()), "values", kind)
-    source_curve = curve if curve is not None else wall_time_curve
-    if source_curve is None:
-        return _Series(np.array([], dtype=np.int64), np.array([]), np.array([]), 0, "none", "wall_time")
-    steps, values, gaps, dropped = _from_wall_time(source_curve)
-    return _Series(steps, values, gaps, dropped, f"wall-time gaps of {source_curve.tag!r}", "wall_time")
-
-
-def slowness_series(
-    curve: Curve | None, kind: str, wall_time_curve: Curve | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(steps, time-per-work)`` of a throughput curve: larger is slower for every kind."""
-    s = _series(curve, kind, wall_time_curve)
-    return s.steps, _slow(s.values, s.kind)
-
-
-def _slow(values: np.ndarray, kind: str) -> np.ndarray:
-    return 1.0 / values if KINDS[kind].higher_is_better else values
-
-
-def _slow_value(level: float, kind: str) -> float:
-    return 1.0 / level if KINDS[kind].higher_is_better else level
-
-
-def _unslow(slowness: float, kind: str) -> float:
-    return 1.0 / slowness if KINDS[kind].higher_is_better else slowness
-
-
-def detect_warmup(
-    slowness: np.ndarray,
-    *,
-    tolerance: float = 0.10,
-    window: int | None = None,
-    max_fraction: float = 0.5,
-) -> int:
-    """Index of the first point after warm-up (0 when there is none to see).
-
-    Warm-up ends at the first point ``i`` from which, for ``window`` consecutive
-    points, the forward rolling median over ``window`` points stays within
-    ``tolerance`` (relative) of the level that follows it (the median of the next
-    ``max(3·window, min(n/10, 1000))`` points). Comparing with the level that *follows* rather
-    than with the end of the run keeps a later lasting drop from being mistaken
-    for warm-up. Leading points that are themselves outside the band are skipped
-    too (a slow first iteration: compilation, autotuning, cold caches). Only
-    slowness counts: a start *faster* than what follows is not warm-up but the
-    first level of a drop. Never more than ``max_fraction`` of the points; a run
-    that never settles has no warm-up.
-    """
-    x = np.asarray(slowness, dtype=np.float64)
-    n = x.size
-    if n < 6:
-        return 0
-    w = int(window or min(50, max(3, n // 20)))
-    span = max(3 * w, min(n // 10, 1000))
-    limit = int(max_fraction * n)
-    head = x[: limit + span + w]  # warm-up is only looked for in the first max_fraction of points
-    forward = _forward_median(head, w)
-    level = _forward_median(head, span)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inside = forward / level - 1.0 <= tolerance  # one-sided: a fast start is not warm-up
-    settled = np.flatnonzero(np.convolve(inside.astype(np.int64), np.ones(w, dtype=np.int64), "valid") == w)
-    if settled.size == 0 or settled[0] > limit:
-        return 0
-    start = int(settled[0])
-    while start < limit and not x[start] / level[start] - 1.0 <= tolerance:
-        start += 1
-    return int(start)
-
-
-def _forward_median(x: np.ndarray, window: int) -> np.ndarray:
-    """Element i is the median of ``x[i : i + window]`` (the window shrinks at the end)."""
-    return pd.Series(x[::-1]).rolling(window, min_periods=1).median().to_numpy()[::-1]
 
 
 @dataclass(frozen=True)
@@ -255,7 +111,7 @@ class ThroughputResult(ResultMixin):
     findings: tuple[Finding, ...]
 
 
-def _empty(curve: Curve | None, kind: str, series: _Series, why: str) -> ThroughputResult:
+def _empty(curve: Curve | None, kind: str, series: Series, why: str) -> ThroughputResult:
     k = KINDS[kind]
     finding = Finding(
         "insufficient_data",
@@ -393,107 +249,188 @@ def analyze_throughput(
       when it is at least ``large_pause_share``), never as a throughput stall;
     - a stall that cost under ``min_finding_seconds`` in all (timing jitter) is no finding.
     """
-    series = _series(curve, kind, wall_time_curve)
-    kind_used = series.kind
-    k = KINDS[kind_used]
+    series = read_series(curve, kind, wall_time_curve)
     if series.values.size < 3:
-        return _empty(
-            curve or wall_time_curve,
-            kind_used,
-            series,
-            f"{series.values.size} valid point(s), need at least 3",
-        )
+        return _empty(curve or wall_time_curve, series.kind, series,
+                      f"{series.values.size} valid point(s), need at least 3")
+    pace = _pace(series, curve if curve is not None else wall_time_curve, warmup, warmup_tolerance, interval_means)
 
-    steps, values, gaps = series.steps, series.values, series.gaps
-    slow = _slow(values, kind_used)
+    def costly(seconds: float | None) -> bool:
+        """A time cost worth a warning (always, for rate kinds whose cost in seconds is unknown)."""
+        if seconds is None or pace.run_seconds is None:
+            return True
+        return seconds >= min_cost_seconds and seconds >= min_cost_share * pace.run_seconds
+
+    rel = np.log(pace.slow / pace.level)
+    stalls = [
+        Stall(int(pace.steps[i]), float(pace.values[i]), float(pace.slow[i] / pace.level[i]), pace.extra_seconds(i))
+        for i in np.flatnonzero(pace.slow >= stall_factor * pace.level)
+    ]
+    marks = [np.asarray(m, dtype=np.int64) for m in (eval_steps, epoch_steps) if m is not None and len(m)]
+    pauses, stalls = _split_pauses(stalls, pace.steps, marks)
+    slow_mask, dips = _periodic_dips(pace.steps, rel, dip_z, dip_min_slowdown, dip_min_count, dip_min_coverage,
+                                     dip_alpha)
+    c_steps, c_log = pace.steps[~slow_mask], np.log(pace.slow[~slow_mask])
+    change_points, final_slowness, tau = _level_changes(c_steps, c_log, penalty_scale, max_change_points, min_drop)
+    final_median = from_slowness(final_slowness if final_slowness is not None else pace.median, pace.kind)
+
+    stall_steps = {st.step for st in stalls}
+    period = None
+    if dips is not None and sum(d in stall_steps for d in dips.steps) >= 0.8 * dips.n_dips:
+        # pauses at one period (evaluation, checkpoint or epoch end): time spent, not stalls
+        period = dips.period_steps
+        pauses, stalls = sorted(pauses + stalls, key=lambda st: st.step), []
+    stall_lost = None if pace.seconds_factor is None else float(sum(st.seconds_lost or 0.0 for st in stalls))
+
+    findings: list[Finding] = []
+    # timing jitter: a stall that costs nothing is no finding (it stays in the result's stalls)
+    if stalls and not (stall_lost is not None and stall_lost < min_finding_seconds):
+        findings.append(_stall_finding(pace, stalls, stall_lost, stall_factor, interval_means, costly))
+    pause_finding = _pause_finding(pace, pauses, period, bool(marks), epoch_steps, min_finding_seconds,
+                                   large_pause_share)
+    if pause_finding is not None:
+        findings.append(pause_finding)
+    dip_steps = set(dips.steps) if dips is not None else set()
+    dips_at_pauses = bool(pauses) and len(dip_steps & {st.step for st in pauses}) >= 0.8 * len(dip_steps)
+    if dips is not None and period is None and not dips_at_pauses:
+        findings.append(_dip_finding(pace, dips, costly))
+    findings += _drop_findings(pace, change_points, c_steps, c_log, min_drop, costly)
+
+    p25, p75 = np.percentile(pace.values, [25, 75])
+    return ThroughputResult(
+        tag=(curve or wall_time_curve).tag,  # type: ignore[union-attr]
+        kind=pace.kind,
+        unit=pace.unit,
+        higher_is_better=KINDS[pace.kind].higher_is_better,
+        source=series.source,
+        n_points=int(series.values.size),
+        n_invalid=series.n_invalid,
+        warmup_end_step=int(pace.steps[0]),
+        n_warmup_points=pace.start,
+        steady_median=pace.steady,
+        steady_p25=float(p25),
+        steady_p75=float(p75),
+        steady_cv=float(robust_sigma(pace.slow) / pace.median) if pace.median > 0 else None,
+        final_median=float(final_median),
+        autocorrelation_time=float(tau),
+        stalls=tuple(stalls),
+        stall_seconds_lost=stall_lost,
+        change_points=tuple(_in_unit(change_points, pace.kind)),
+        dips=dips,
+        findings=tuple(findings),
+    )
+
+
+@dataclass(frozen=True)
+class _Pace:
+    """One run's pace after warm-up (as slowness) and what turns extra slowness into seconds."""
+
+    kind: str
+    unit: str
+    start: int  # warm-up points dropped
+    steps: np.ndarray
+    slow: np.ndarray
+    gaps: np.ndarray
+    values: np.ndarray
+    level: np.ndarray  # the local level: a centred rolling median, so a stall is judged against the pace around it
+    median: float
+    seconds_factor: np.ndarray | None  # seconds per unit of slowness at each point (time kinds)
+    run_seconds: float | None  # the time after warm-up
+    rate_seconds: float | None  # rate kinds: seconds per unit of slowness, from the wall clock
+    source_values: bool  # the values are the logged pace (not wall-clock gaps)
+
+    @property
+    def steady(self) -> float:
+        return from_slowness(self.median, self.kind)
+
+    def extra_seconds(self, i: int) -> float | None:
+        """Seconds point ``i`` took beyond the local pace (time kinds only)."""
+        if self.seconds_factor is None:
+            return None
+        return float((self.slow[i] - self.level[i]) * self.seconds_factor[i])
+
+    def seconds_of(self, extra_slowness: float) -> float | None:
+        """Seconds taken by extra slowness summed over points (rate kinds: from the wall clock)."""
+        return None if self.rate_seconds is None else float(extra_slowness * self.rate_seconds)
+
+
+def _pace(series: Series, source_curve: Curve | None, warmup: int | str | None, warmup_tolerance: float,
+          interval_means: bool) -> _Pace:
+    """The points after warm-up, their local level and their time in seconds."""
+    kind = series.kind
+    slow = to_slowness(series.values, kind)
     if warmup == "auto":
         start = detect_warmup(slow, tolerance=warmup_tolerance)
     elif warmup is None:
         start = 0
     else:
-        start = int(np.searchsorted(steps, int(warmup), side="left"))
+        start = int(np.searchsorted(series.steps, int(warmup), side="left"))
     start = min(start, slow.size - 1)
-    s_steps, s_slow, s_gaps, s_values = steps[start:], slow[start:], gaps[start:], values[start:]
-    med = float(np.median(s_slow))
-    sigma = robust_sigma(s_slow)
-    per_point_seconds = k.to_seconds
+    steps, s_slow, gaps = series.steps[start:], slow[start:], series.gaps[start:]
+    per_point_seconds = KINDS[kind].to_seconds
     seconds_factor = None
     if per_point_seconds is not None:
         is_gap_total = series.source != "values" or interval_means
-        seconds_factor = per_point_seconds * (s_gaps if is_gap_total else np.ones_like(s_gaps))
-
-    findings: list[Finding] = []
-
-    # local level: a centred rolling median, so stalls and dips are judged against
-    # the pace around them even when the level changes during the run
-    level = rolling_median(s_slow, max(11, min(101, s_slow.size // 20 * 2 + 1)))
-    rel = np.log(s_slow / level)
-    rel_sigma = robust_sigma(rel)
-
-    # --- stalls
-    stall_mask = s_slow >= stall_factor * level
-    stalls = []
-    for i in np.flatnonzero(stall_mask):
-        lost = None if seconds_factor is None else float((s_slow[i] - level[i]) * seconds_factor[i])
-        stalls.append(Stall(int(s_steps[i]), float(s_values[i]), float(s_slow[i] / level[i]), lost))
-    eval_pauses: list[Stall] = []
-    marks = [np.asarray(m, dtype=np.int64) for m in (eval_steps, epoch_steps) if m is not None and len(m)]
-    if marks and stalls:
-        evals = np.unique(np.concatenate(marks))
-        at_eval = []
-        for st in stalls:  # an evaluation at either end of the stall's interval [previous logged step, its step]
-            i = int(np.searchsorted(s_steps, st.step))
-            previous = int(s_steps[i - 1]) if i > 0 else st.step - 1
-            j = int(np.searchsorted(evals, previous, side="left"))
-            at_eval.append(j < evals.size and evals[j] <= st.step)
-        eval_pauses = [st for st, hit in zip(stalls, at_eval, strict=True) if hit]
-        stalls = [st for st, hit in zip(stalls, at_eval, strict=True) if not hit]
+        seconds_factor = per_point_seconds * (gaps if is_gap_total else np.ones_like(gaps))
     run_seconds = float(np.sum(s_slow * seconds_factor)) if seconds_factor is not None else None
     # Rate kinds (samples/s …): seconds from the wall clock of the logged points, shared out by slowness.
     rate_seconds = None
-    source_curve = curve if curve is not None else wall_time_curve
     if run_seconds is None and source_curve is not None:
-        stamps = source_curve.wall_time[np.isin(source_curve.steps, s_steps)]
+        stamps = source_curve.wall_time[np.isin(source_curve.steps, steps)]
         stamps = stamps[np.isfinite(stamps)]
         if stamps.size >= 2 and np.ptp(stamps) > 0:
             run_seconds = float(np.ptp(stamps))
             rate_seconds = run_seconds / float(np.sum(s_slow))
+    level = rolling_median(s_slow, max(11, min(101, s_slow.size // 20 * 2 + 1)))
+    return _Pace(kind, KINDS[kind].unit, int(start), steps, s_slow, gaps, series.values[start:], level,
+                 float(np.median(s_slow)), seconds_factor, run_seconds, rate_seconds, series.source == "values")
 
-    def seconds_of(extra_slowness: float) -> float | None:
-        """Seconds taken by extra slowness summed over points (rate kinds: from the wall clock)."""
-        return None if rate_seconds is None else float(extra_slowness * rate_seconds)
 
-    def costly(seconds: float | None) -> bool:
-        """A time cost worth a warning (always, for rate kinds whose cost in seconds is unknown)."""
-        if seconds is None or run_seconds is None:
-            return True
-        return seconds >= min_cost_seconds and seconds >= min_cost_share * run_seconds
+def _split_pauses(stalls: list[Stall], steps: np.ndarray, marks: list[np.ndarray]) -> tuple[list[Stall], list[Stall]]:
+    """(pauses, other stalls): a stall whose logging interval [previous logged step, its step] holds an
+    evaluation or epoch start of ``marks`` is time spent evaluating."""
+    if not marks or not stalls:
+        return [], stalls
+    evals = np.unique(np.concatenate(marks))
+    at_eval = []
+    for st in stalls:
+        i = int(np.searchsorted(steps, st.step))
+        previous = int(steps[i - 1]) if i > 0 else st.step - 1
+        j = int(np.searchsorted(evals, previous, side="left"))
+        at_eval.append(j < evals.size and evals[j] <= st.step)
+    return ([st for st, hit in zip(stalls, at_eval, strict=True) if hit],
+            [st for st, hit in zip(stalls, at_eval, strict=True) if not hit])
 
-    # --- dips (slow outliers, including stalls) and their period
+
+def _periodic_dips(steps: np.ndarray, rel: np.ndarray, dip_z: float, dip_min_slowdown: float, dip_min_count: int,
+                   dip_min_coverage: float, dip_alpha: float) -> tuple[np.ndarray, PeriodicDips | None]:
+    """The slow outliers (log slowness over the local level, robust z) and their period, if they have one."""
+    rel_sigma = robust_sigma(rel)
     z = rel / rel_sigma if rel_sigma > 0 else np.where(rel > 0, np.inf, 0.0)
     slow_mask = (rel >= math.log1p(dip_min_slowdown)) & (z >= dip_z)
-    dips = None
-    period = _find_period(
-        s_steps[slow_mask], s_steps, min_dips=dip_min_count, min_coverage=dip_min_coverage, alpha=dip_alpha
+    period = _find_period(steps[slow_mask], steps, min_dips=dip_min_count, min_coverage=dip_min_coverage,
+                          alpha=dip_alpha)
+    if period is None:
+        return slow_mask, None
+    p, phase, coverage, hits, p_dips = period
+    hit_rel = rel[np.isin(steps, hits)]
+    return slow_mask, PeriodicDips(
+        period_steps=int(p),
+        phase=int(phase),
+        n_dips=int(hits.size),
+        coverage=float(coverage),
+        steps=tuple(int(h) for h in hits),
+        median_slowdown_pct=float(np.expm1(np.median(hit_rel)) * 100),
+        p_value=p_dips,
     )
-    if period is not None:
-        p, phase, coverage, hits, p_dips = period
-        hit_rel = rel[np.isin(s_steps, hits)]
-        dips = PeriodicDips(
-            period_steps=int(p),
-            phase=int(phase),
-            n_dips=int(hits.size),
-            coverage=float(coverage),
-            steps=tuple(int(h) for h in hits),
-            median_slowdown_pct=float(np.expm1(np.median(hit_rel)) * 100),
-            p_value=p_dips,
-        )
 
-    # --- lasting changes of level
-    keep = ~slow_mask
-    c_steps, c_log = s_steps[keep], np.log(s_slow[keep])
+
+def _level_changes(c_steps: np.ndarray, c_log: np.ndarray, penalty_scale: float, max_change_points: int,
+                   min_drop: float) -> tuple[list[ChangePoint], float | None, float]:
+    """Lasting changes of the log slowness (outliers removed), the last level's slowness (None without a
+    change) and the autocorrelation time of the residuals. ChangePoint levels are slowness here."""
     change_points: list[ChangePoint] = []
-    final_median = _unslow(med, kind_used)
+    final = None
     # residuals about a wide rolling median: removes level changes, keeps short-range dependence
     resid = c_log - rolling_median(c_log, 101)
     tau = autocorrelation_time(resid)
@@ -501,169 +438,121 @@ def analyze_throughput(
         cuts, tau = _segment(c_log, resid, tau, penalty_scale, max_change_points, min_drop)
         if cuts is not None:
             bounds = [0, *cuts, c_log.size]
-            levels = [
-                float(np.exp(np.median(c_log[a:b]))) for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-            ]
+            levels = [float(np.exp(np.median(c_log[a:b]))) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
             for j, cut in enumerate(cuts[:max_change_points]):
                 before, after = levels[j], levels[j + 1]
-                change_points.append(
-                    ChangePoint(
-                        step=int(c_steps[cut]),
-                        before=_unslow(before, kind_used),
-                        after=_unslow(after, kind_used),
-                        slowdown_pct=float((after / before - 1) * 100),
-                    )
-                )
-            final_median = _unslow(levels[-1], kind_used)
+                change_points.append(ChangePoint(step=int(c_steps[cut]), before=before, after=after,
+                                                 slowdown_pct=float((after / before - 1) * 100)))
+            final = levels[-1]
+    return change_points, final, tau
 
-    # --- findings
-    unit = k.unit
-    steady = _unslow(med, kind_used)
-    stall_steps = {st.step for st in stalls}
-    periodic_stalls = dips is not None and sum(d in stall_steps for d in dips.steps) >= 0.8 * dips.n_dips
-    pause_period = None
-    if periodic_stalls:  # pauses at one period (evaluation, checkpoint or epoch end): time spent, not stalls
-        pause_period = dips.period_steps  # type: ignore[union-attr]
-        eval_pauses = sorted(eval_pauses + stalls, key=lambda st: st.step)
-        stalls = []
-    stall_lost = None if seconds_factor is None else float(sum(s.seconds_lost or 0.0 for s in stalls))
-    # timing jitter: a stall that costs nothing is no finding (it stays in the result's stalls)
-    if stalls and not (stall_lost is not None and stall_lost < min_finding_seconds):
-        worst = max(stalls, key=lambda st: st.times_median)
-        lost_txt = ""
-        if stall_lost is not None and seconds_factor is not None:
-            # time after warm-up: exact for interval totals; for sampled step times, each
-            # logged pace stands for its whole interval and a stall's extra time counts once
-            if series.source != "values" or interval_means:
-                total = float(np.sum(s_slow * seconds_factor))
-            else:
-                total = float(np.sum(level * s_gaps) * per_point_seconds) + stall_lost  # type: ignore[operator]
-            lost_txt = (
-                f"; {stall_lost:.1f} s lost in total ({stall_lost / total:.1%} of the time after warm-up)"
-            )
-        shown = ", ".join(str(st.step) for st in stalls[:8]) + (" …" if len(stalls) > 8 else "")
-        findings.append(
-            Finding(
-                "throughput_stall",
-                Severity.WARNING if (len(stalls) > 1 or (stall_lost or 0) > 60)
-                and costly(stall_lost if stall_lost is not None else seconds_of(
-                    float(sum((st.times_median - 1) * level[np.searchsorted(s_steps, st.step)] for st in stalls))))
-                else Severity.INFO,
-                f"{len(stalls)} stall(s) at least {stall_factor:g}x slower than the steady "
-                f"{steady:.4g} {unit} (steps {shown}); worst at step {worst.step}: "
-                f"{worst.value:.4g} {unit}, {worst.times_median:.1f}x the pace around it{lost_txt}.",
-                recommend("throughput_stall"),
-                step=stalls[0].step,
-                step_end=stalls[-1].step,
-                evidence={
-                    "steps": [st.step for st in stalls],
-                    "seconds_lost": stall_lost,
-                    "steady_median": steady,
-                    "unit": unit,
-                },
-            )
-        )
-    eval_lost = None if seconds_factor is None else float(sum(st.seconds_lost or 0.0 for st in eval_pauses))
-    if eval_pauses and not (eval_lost is not None and eval_lost < min_finding_seconds):
-        share = eval_lost / run_seconds if eval_lost is not None and run_seconds else None
-        share_txt = (f"; {eval_lost:.1f} s in all, {share:.1%} of the wall time after warm-up"
-                     if share is not None else "")
-        where = (f"every {pause_period} steps" if pause_period is not None and not marks
-                 else "at evaluation steps" if epoch_steps is None or not len(epoch_steps)
-                 else "at evaluation or epoch steps")
-        advice = (" A large share: evaluate less often (or on a subset, or asynchronously) to train faster."
-                  if share is not None and share >= large_pause_share else "")
-        findings.append(
-            Finding(
-                "evaluation_time",
-                Severity.INFO,
-                f"{len(eval_pauses)} pause(s) {where} (first at step {eval_pauses[0].step}): the time spent "
-                f"evaluating{share_txt}.{advice}",
-                recommend("evaluation_time"),
-                step=eval_pauses[0].step,
-                step_end=eval_pauses[-1].step,
-                evidence={"steps": [st.step for st in eval_pauses], "seconds": eval_lost, "share": share,
-                          "period_steps": pause_period},
-            )
-        )
-    dip_steps = set(dips.steps) if dips is not None else set()
-    dips_at_eval = bool(eval_pauses) and dips is not None and len(dip_steps & {st.step for st in eval_pauses}) >= \
-        0.8 * len(dip_steps)
-    if dips is not None and not periodic_stalls and not dips_at_eval:
-        hit = np.isin(s_steps, np.array(sorted(dip_steps)))
-        if seconds_factor is not None:
-            dip_cost = float(np.sum((s_slow[hit] - level[hit]) * seconds_factor[hit]))
+
+def _stall_finding(pace: _Pace, stalls: list[Stall], stall_lost: float | None, stall_factor: float,
+                   interval_means: bool, costly: Callable[[float | None], bool]) -> Finding:
+    worst = max(stalls, key=lambda st: st.times_median)
+    lost_txt = ""
+    if stall_lost is not None and pace.seconds_factor is not None:
+        # time after warm-up: exact for interval totals; for sampled step times, each
+        # logged pace stands for its whole interval and a stall's extra time counts once
+        if not pace.source_values or interval_means:
+            total = float(np.sum(pace.slow * pace.seconds_factor))
         else:
-            dip_cost = seconds_of(float(np.sum(s_slow[hit] - level[hit])))
-        findings.append(
-            Finding(
-                "throughput_dips",
-                Severity.WARNING if dips.median_slowdown_pct >= 25 and costly(dip_cost) else Severity.INFO,
-                f"Throughput dips every {dips.period_steps} steps ({dips.n_dips} dips, first at step "
-                f"{dips.steps[0]}): those steps are {_slower(dips.median_slowdown_pct)} (median) than the "
-                f"steady {steady:.4g} {unit}.",
-                recommend("throughput_dips"),
-                step=dips.steps[0],
-                step_end=dips.steps[-1],
-                evidence={"period_steps": dips.period_steps, "phase": dips.phase, "steps": list(dips.steps)},
-            )
-        )
-    first_level = change_points[0].before if change_points else None
-    for cp in change_points:
-        # a drop is slower than before AND than the first steady level: the end of a
-        # fast episode (back to the usual pace) is not a drop
-        vs_first = (_slow_value(cp.after, kind_used) / _slow_value(first_level, kind_used) - 1) * 100
+            total = float(np.sum(pace.level * pace.gaps) * KINDS[pace.kind].to_seconds) + stall_lost  # type: ignore[operator]
+        lost_txt = f"; {stall_lost:.1f} s lost in total ({stall_lost / total:.1%} of the time after warm-up)"
+    shown = ", ".join(str(st.step) for st in stalls[:8]) + (" …" if len(stalls) > 8 else "")
+    cost = stall_lost if stall_lost is not None else pace.seconds_of(
+        float(sum((st.times_median - 1) * pace.level[np.searchsorted(pace.steps, st.step)] for st in stalls)))
+    warn = (len(stalls) > 1 or (stall_lost or 0) > 60) and costly(cost)
+    return Finding(
+        "throughput_stall",
+        Severity.WARNING if warn else Severity.INFO,
+        f"{len(stalls)} stall(s) at least {stall_factor:g}x slower than the steady "
+        f"{pace.steady:.4g} {pace.unit} (steps {shown}); worst at step {worst.step}: "
+        f"{worst.value:.4g} {pace.unit}, {worst.times_median:.1f}x the pace around it{lost_txt}.",
+        recommend("throughput_stall"),
+        step=stalls[0].step,
+        step_end=stalls[-1].step,
+        evidence={"steps": [st.step for st in stalls], "seconds_lost": stall_lost, "steady_median": pace.steady,
+                  "unit": pace.unit},
+    )
+
+
+def _pause_finding(pace: _Pace, pauses: list[Stall], period: int | None, marked: bool,
+                   epoch_steps: np.ndarray | None, min_seconds: float, large_share: float) -> Finding | None:
+    """The time spent in pauses at evaluations, epoch starts or one period, as a share of the wall time."""
+    if not pauses:
+        return None
+    lost = None if pace.seconds_factor is None else float(sum(st.seconds_lost or 0.0 for st in pauses))
+    if lost is not None and lost < min_seconds:
+        return None
+    share = lost / pace.run_seconds if lost is not None and pace.run_seconds else None
+    share_txt = f"; {lost:.1f} s in all, {share:.1%} of the wall time after warm-up" if share is not None else ""
+    where = (f"every {period} steps" if period is not None and not marked
+             else "at evaluation steps" if epoch_steps is None or not len(epoch_steps)
+             else "at evaluation or epoch steps")
+    advice = (" A large share: evaluate less often (or on a subset, or asynchronously) to train faster."
+              if share is not None and share >= large_share else "")
+    return Finding(
+        "evaluation_time",
+        Severity.INFO,
+        f"{len(pauses)} pause(s) {where} (first at step {pauses[0].step}): the time spent "
+        f"evaluating{share_txt}.{advice}",
+        recommend("evaluation_time"),
+        step=pauses[0].step,
+        step_end=pauses[-1].step,
+        evidence={"steps": [st.step for st in pauses], "seconds": lost, "share": share, "period_steps": period},
+    )
+
+
+def _dip_finding(pace: _Pace, dips: PeriodicDips, costly: Callable[[float | None], bool]) -> Finding:
+    hit = np.isin(pace.steps, np.array(dips.steps))
+    extra = pace.slow[hit] - pace.level[hit]
+    cost = float(np.sum(extra * pace.seconds_factor[hit])) if pace.seconds_factor is not None else \
+        pace.seconds_of(float(np.sum(extra)))
+    return Finding(
+        "throughput_dips",
+        Severity.WARNING if dips.median_slowdown_pct >= 25 and costly(cost) else Severity.INFO,
+        f"Throughput dips every {dips.period_steps} steps ({dips.n_dips} dips, first at step "
+        f"{dips.steps[0]}): those steps are {_slower(dips.median_slowdown_pct)} (median) than the "
+        f"steady {pace.steady:.4g} {pace.unit}.",
+        recommend("throughput_dips"),
+        step=dips.steps[0],
+        step_end=dips.steps[-1],
+        evidence={"period_steps": dips.period_steps, "phase": dips.phase, "steps": list(dips.steps)},
+    )
+
+
+def _drop_findings(pace: _Pace, slow_changes: list[ChangePoint], c_steps: np.ndarray, c_log: np.ndarray,
+                   min_drop: float, costly: Callable[[float | None], bool]) -> list[Finding]:
+    """A finding per lasting slowdown (``slow_changes``: levels as slowness) that is also ``min_drop`` slower
+    than the first steady level (the end of a fast episode, back to the usual pace, is not a drop)."""
+    findings = []
+    first = slow_changes[0].before if slow_changes else None
+    for raw, cp in zip(slow_changes, _in_unit(slow_changes, pace.kind), strict=True):
+        vs_first = (raw.after / first - 1) * 100  # type: ignore[operator]
         if cp.slowdown_pct < min_drop * 100 or vs_first < min_drop * 100:
             continue
-        later = c_steps >= cp.step
-        extra = float(np.sum(np.exp(c_log[later]) - _slow_value(cp.before, kind_used)))
-        drop_cost = extra * float(np.median(seconds_factor)) if seconds_factor is not None else seconds_of(extra)
-        findings.append(
-            Finding(
-                "throughput_drop",
-                Severity.WARNING if cp.slowdown_pct >= 25 and costly(drop_cost) else Severity.INFO,
-                f"Throughput dropped at step {cp.step}: {cp.before:.4g} → {cp.after:.4g} {unit} "
-                f"({cp.slowdown_pct:.0f}% more time per unit of work), and stayed there"
-                + (
-                    f" ({vs_first:.0f}% slower than the first steady level)."
-                    if cp is not change_points[0]
-                    else "."
-                ),
-                recommend("throughput_drop"),
-                step=cp.step,
-                evidence={
-                    "before": cp.before,
-                    "after": cp.after,
-                    "slowdown_pct": cp.slowdown_pct,
-                    "slowdown_vs_first_level_pct": vs_first,
-                    "unit": unit,
-                },
-            )
-        )
+        extra = float(np.sum(np.exp(c_log[c_steps >= cp.step]) - raw.before))
+        cost = extra * float(np.median(pace.seconds_factor)) if pace.seconds_factor is not None else \
+            pace.seconds_of(extra)
+        findings.append(Finding(
+            "throughput_drop",
+            Severity.WARNING if cp.slowdown_pct >= 25 and costly(cost) else Severity.INFO,
+            f"Throughput dropped at step {cp.step}: {cp.before:.4g} → {cp.after:.4g} {pace.unit} "
+            f"({cp.slowdown_pct:.0f}% more time per unit of work), and stayed there"
+            + (f" ({vs_first:.0f}% slower than the first steady level)." if raw is not slow_changes[0] else "."),
+            recommend("throughput_drop"),
+            step=cp.step,
+            evidence={"before": cp.before, "after": cp.after, "slowdown_pct": cp.slowdown_pct,
+                      "slowdown_vs_first_level_pct": vs_first, "unit": pace.unit},
+        ))
+    return findings
 
-    p25, p75 = np.percentile(s_values, [25, 75])
-    return ThroughputResult(
-        tag=(curve or wall_time_curve).tag,  # type: ignore[union-attr]
-        kind=kind_used,
-        unit=unit,
-        higher_is_better=k.higher_is_better,
-        source=series.source,
-        n_points=int(values.size),
-        n_invalid=series.n_invalid,
-        warmup_end_step=int(s_steps[0]),
-        n_warmup_points=int(start),
-        steady_median=steady,
-        steady_p25=float(p25),
-        steady_p75=float(p75),
-        steady_cv=float(sigma / med) if med > 0 else None,
-        final_median=float(final_median),
-        autocorrelation_time=float(tau),
-        stalls=tuple(stalls),
-        stall_seconds_lost=stall_lost,
-        change_points=tuple(change_points),
-        dips=dips,
-        findings=tuple(findings),
-    )
+
+def _in_unit(slow_changes: list[ChangePoint], kind: str) -> list[ChangePoint]:
+    """Change points with their levels in the metric's own unit."""
+    return [ChangePoint(cp.step, from_slowness(cp.before, kind), from_slowness(cp.after, kind), cp.slowdown_pct)
+            for cp in slow_changes]
 
 
 def _segment(
@@ -724,244 +613,3 @@ def _merge_small_changes(x: np.ndarray, cuts: list[int], min_change: float) -> l
     return cuts
 
 
-# ---------------------------------------------------------------------------------------------- comparison
-
-
-@dataclass(frozen=True)
-class ThroughputComparison(ResultMixin):
-    """Candidate against baseline throughput, ready for a CI status.
-
-    Levels are in ``unit``; ``ratio`` = candidate / baseline median in that unit;
-    ``slowdown_pct`` > 0 means the candidate needs more time per unit of work
-    (whatever the kind); ``ci_low``/``ci_high`` bound the time-per-work ratio.
-    """
-
-    kind: str
-    unit: str
-    higher_is_better: bool
-    verdict: str  # "regression" | "improvement" | "no_change" | "inconclusive"
-    reason: str  # why this verdict, with the numbers
-    message: str  # one line for a CI log: the verdict and its reason
-    baseline_median: float | None
-    candidate_median: float | None
-    ratio: float | None
-    change_pct: float | None  # (ratio - 1) × 100, in the metric's own direction
-    slowdown_pct: float | None  # time-per-work change in %, + = slower
-    p_value: float | None  # two-sided Mann–Whitney U on thinned samples (max over baseline runs)
-    ci_low: float | None  # bootstrap CI of the time-per-work ratio candidate/baseline
-    ci_high: float | None
-    ci_level: float
-    n_baseline: int  # points after warm-up, all baseline runs
-    n_candidate: int
-    n_baseline_effective: int  # after thinning by the autocorrelation time
-    n_candidate_effective: int
-    thinning_stride: int
-    baseline_run_medians: tuple[float, ...]
-    baseline_band: tuple[float, float] | None  # min/max run median (≥ 2 baseline runs), in unit
-    min_change: float
-    alpha: float
-    method: str
-    findings: tuple[Finding, ...]
-
-
-def _steady(curve: Curve, kind: str, warmup: int | float | str | None, tolerance: float) -> np.ndarray:
-    series = _series(curve, kind)
-    slow = _slow(series.values, kind)
-    if slow.size == 0:
-        return slow
-    if warmup == "auto":
-        start = detect_warmup(slow, tolerance=tolerance)
-    elif warmup is None:
-        start = 0
-    elif isinstance(warmup, float) and 0 <= warmup < 1:
-        start = int(warmup * slow.size)
-    else:
-        start = int(np.searchsorted(series.steps, int(warmup), side="left"))
-    return slow[start:]
-
-
-@quiet_numpy
-def compare_throughput(
-    baseline: Sequence[Curve] | Curve,
-    candidate: Curve,
-    *,
-    kind: str,
-    min_change: float = 0.15,
-    alpha: float = 0.002,
-    warmup: int | float | str | None = "auto",
-    warmup_tolerance: float = 0.10,
-    min_points: int = 10,
-    ci_level: float = 0.99,
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> ThroughputComparison:
-    """Is the candidate's steady-state throughput slower (or faster) than the baseline's?
-
-    The rule, after dropping each run's warm-up (``"auto"``, a step, a fraction of
-    the points in [0, 1) as a float, or ``None``):
-
-    1. fewer than ``min_points`` points on a side, or too few independent samples
-       for any rank test to reach ``alpha`` → ``inconclusive``;
-    2. the median time per unit of work changed by less than ``min_change``
-       (default 15%: training steps are noisier than micro-benchmarks; asv flags at
-       its default ``--factor 1.1``) → ``no_change``;
-    3. with two or more baseline runs, a candidate median inside the band of the
-       baseline run medians is run-to-run noise → ``no_change``; outside it, the
-       p-value is the largest of the tests against each baseline run (the
-       candidate must differ from every one of them);
-    4. otherwise ``regression``/``improvement`` when the change is statistically
-       clear: Mann–Whitney U p < ``alpha`` (asv's ``is_different`` uses the same
-       test and p < 0.002) **and** the moving-block bootstrap ``ci_level`` interval of
-       the median ratio excludes 1; else ``inconclusive``.
-
-    Consecutive step times are autocorrelated, which makes a rank test on raw
-    points far too confident. Each series is therefore thinned to every
-    ``ceil(τ)``-th point (τ = the larger integrated autocorrelation time of the
-    two sides), and the bootstrap resamples blocks of length ``ceil(τ)``. The
-    bootstrap uses a fixed ``seed``: the same inputs give the same verdict.
-    """
-    k = _kind(kind)
-    baselines = [baseline] if isinstance(baseline, Curve) else list(baseline)
-    base_runs = [_steady(c, kind, warmup, warmup_tolerance) for c in baselines]
-    base_runs = [r for r in base_runs if r.size]
-    cand = _steady(candidate, kind, warmup, warmup_tolerance)
-    n_base = int(sum(r.size for r in base_runs))
-    n_cand = int(cand.size)
-    method = (
-        "medians after warm-up; Mann-Whitney U on samples thinned by the integrated autocorrelation time; "
-        f"moving-block bootstrap {ci_level:.0%} CI of the median ratio"
-        + ("; baseline-run band as noise floor" if len(base_runs) > 1 else "")
-    )
-
-    def result(verdict: str, reason: str, **kw) -> ThroughputComparison:
-        fields = dict(
-            kind=kind,
-            unit=k.unit,
-            higher_is_better=k.higher_is_better,
-            verdict=verdict,
-            reason=reason,
-            message=f"throughput {verdict.replace('_', ' ')}: {reason}",
-            baseline_median=None,
-            candidate_median=None,
-            ratio=None,
-            change_pct=None,
-            slowdown_pct=None,
-            p_value=None,
-            ci_low=None,
-            ci_high=None,
-            ci_level=ci_level,
-            n_baseline=n_base,
-            n_candidate=n_cand,
-            n_baseline_effective=0,
-            n_candidate_effective=0,
-            thinning_stride=1,
-            baseline_run_medians=(),
-            baseline_band=None,
-            min_change=min_change,
-            alpha=alpha,
-            method=method,
-            findings=(),
-        )
-        fields.update(kw)
-        return ThroughputComparison(**fields)
-
-    if n_base == 0 or n_cand == 0:
-        return result(
-            "inconclusive", f"no valid points after warm-up (baseline {n_base}, candidate {n_cand})"
-        )
-
-    pooled = np.concatenate(base_runs)
-    base_med = float(np.median(pooled))
-    cand_med = float(np.median(cand))
-    time_ratio = cand_med / base_med
-    base_level, cand_level = _unslow(base_med, kind), _unslow(cand_med, kind)
-    run_meds = tuple(_unslow(float(np.median(r)), kind) for r in base_runs)
-    band = (min(run_meds), max(run_meds)) if len(run_meds) > 1 else None
-    common = dict(
-        baseline_median=base_level,
-        candidate_median=cand_level,
-        ratio=cand_level / base_level,
-        change_pct=(cand_level / base_level - 1) * 100,
-        slowdown_pct=(time_ratio - 1) * 100,
-        baseline_run_medians=run_meds,
-        baseline_band=band,
-    )
-
-    tau = max([autocorrelation_time(r) for r in base_runs] + [autocorrelation_time(cand)])
-    stride = max(1, math.ceil(tau))
-    base_thin = np.concatenate([thin(r, stride) for r in base_runs])
-    cand_thin = thin(cand, stride)
-    common.update(
-        n_baseline_effective=int(base_thin.size),
-        n_candidate_effective=int(cand_thin.size),
-        thinning_stride=stride,
-    )
-    if len(base_runs) > 1:
-        # several baseline runs: the candidate must differ from every one of them,
-        # so the reported p is the least significant of the per-run tests
-        p = max(mann_whitney_p(thin(r, stride), cand_thin) for r in base_runs)
-    else:
-        p = mann_whitney_p(base_thin, cand_thin)
-    common["p_value"] = p
-
-    boots_b = block_bootstrap_medians(base_runs, block=stride, n_boot=n_boot, seed=seed)
-    boots_c = block_bootstrap_medians([cand], block=stride, n_boot=n_boot, seed=seed + 1)
-    ratios = boots_c / boots_b
-    tail = (1 - ci_level) / 2
-    lo, hi = (float(v) for v in np.quantile(ratios, [tail, 1 - tail]))
-    common.update(ci_low=lo, ci_high=hi)
-
-    change_txt = (
-        f"candidate median {cand_level:.4g} {k.unit} vs baseline {base_level:.4g} {k.unit} "
-        f"({(time_ratio - 1) * 100:+.1f}% time per unit of work)"
-    )
-    if n_cand < min_points or n_base < min_points:
-        return result(
-            "inconclusive",
-            f"too few points after warm-up (baseline {n_base}, candidate {n_cand}; need {min_points}); {change_txt}",
-            **common,
-        )
-    if min_attainable_p(base_thin.size, cand_thin.size) >= alpha:
-        return result(
-            "inconclusive",
-            f"only {base_thin.size} and {cand_thin.size} roughly independent samples (thinned every {stride}): "
-            f"no rank test could reach p < {alpha:g}; {change_txt}",
-            **common,
-        )
-    slower = time_ratio >= 1 + min_change
-    faster = time_ratio <= 1 / (1 + min_change)
-    if not (slower or faster):
-        return result("no_change", f"change below {min_change:.0%}: {change_txt}", **common)
-    if band is not None and band[0] <= cand_level <= band[1]:
-        return result(
-            "no_change",
-            f"candidate inside the band of baseline run medians [{band[0]:.4g}, {band[1]:.4g}] {k.unit}: {change_txt}",
-            **common,
-        )
-    clear = p < alpha and (lo > 1 if slower else hi < 1)
-    if not clear:
-        return result(
-            "inconclusive",
-            f"{change_txt}, but not statistically clear (p = {p:.2g}, {ci_level:.0%} CI of the ratio {lo:.3f}-{hi:.3f})",
-            **common,
-        )
-    verdict = "regression" if slower else "improvement"
-    reason = f"{change_txt}; p = {p:.2g} < {alpha:g}, {ci_level:.0%} CI of the time ratio {lo:.3f}-{hi:.3f}"
-    findings: tuple[Finding, ...] = ()
-    if slower:
-        findings = (
-            Finding(
-                "throughput_regression",
-                Severity.ERROR,
-                f"Throughput regressed: {reason}.",
-                recommend("throughput_regression"),
-                evidence={
-                    "baseline_median": base_level,
-                    "candidate_median": cand_level,
-                    "unit": k.unit,
-                    "slowdown_pct": (time_ratio - 1) * 100,
-                    "p_value": p,
-                },
-            ),
-        )
-    return result(verdict, reason, findings=findings, **common)
