@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tanalyze.analysis.gradients import _one_run
+from tanalyze.analysis.gradient_layers import require_one_run
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.analysis.serial import autocorrelation_time, mann_whitney_p, quiet_numpy, rolling_median, thin
@@ -321,7 +321,7 @@ def _attention(curve: Curve, *, collapse_fraction: float, persist: int) -> Atten
 
 def _histogram_curves(frame: pd.DataFrame) -> list[Curve]:
     """Mean per step (sum / num) of each histogram tag, as curves."""
-    _one_run(frame, "attention_histograms")
+    require_one_run(frame, "attention_histograms")
     curves = []
     for tag, part in frame.groupby("tag", sort=True):
         part = part.sort_values("step", kind="stable").drop_duplicates("step", keep="last")
