@@ -409,9 +409,14 @@ def _classify(
             scores["overfitting"] = overfitting.confidence
             why["overfitting"].append(overfitting.reason)
 
-    spikes = len(divergence.spikes)
+    # A spike gone at the next logged point is one bad batch (a corrupted sample, a rare long sequence);
+    # instability shows as spikes the optimiser needs several points to recover from, or never does.
+    fin = main.collapse_steps().finite_part().steps
+    blips = sum(1 for sp in divergence.spikes if sp.end_step is not None
+                and np.count_nonzero((fin >= sp.onset_step) & (fin < sp.end_step)) <= 1)
+    spikes = len(divergence.spikes) - blips
     needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
-    evidence.update(spikes=spikes, spikes_needed=needed)
+    evidence.update(spikes=spikes, spikes_needed=needed, one_point_spikes=blips)
     restarts = lr_restarts(learning_rate)
     evidence["lr_restarts"] = restarts
     unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence,
@@ -498,7 +503,7 @@ def _unstable(
     evidence["unstable_by"] = by = []
     if spikes >= needed:
         scores.append(_past(spikes, needed))
-        why.append(f"{spikes} loss spikes (unstable from {needed})")
+        why.append(f"{spikes} loss spikes lasting more than one logged point (unstable from {needed})")
         by.append("spikes")
     noise, rough, excess = f["noise"], f["roughness"], f["excess_roughness"]
     # no decrease at all, or the level swings; too short a curve to measure the swings (under 40 points): the

@@ -82,3 +82,16 @@ def test_falling_end_under_an_annealed_learning_rate_is_not_underfitting():
     assert classify_run(curve, learning_rate=constant).label == "underfitting"
     verdict = classify_run(curve, learning_rate=annealed)
     assert verdict.label == "normal" and verdict.evidence["lr_end_over_peak"] < 0.01
+
+
+@pytest.mark.parametrize(("width", "label"), [(1, "normal"), (4, "unstable")])
+def test_one_point_spikes_are_bad_batches_lasting_ones_instability(width, label):
+    # 8 spikes of 10x in 1,000 steps: gone at the next logged point (bad batches), or lasting 4 points
+    rng = np.random.default_rng(5)
+    steps = np.arange(1000)
+    loss = (2.0 * np.exp(-steps / 250) + 0.3) * np.exp(rng.normal(0, 0.03, steps.size))
+    for at in range(100, 900, 100):
+        loss[at : at + width] *= 10
+    verdict = classify_run(Curve.from_arrays(steps, loss, "train/loss"))
+    assert verdict.label == label
+    assert verdict.evidence["one_point_spikes"] == (8 if width == 1 else 0)
