@@ -456,6 +456,11 @@ def _classify(
         near = [0.0]
         if overfitting is not None and overfitting.rise_rel and overfitting.rise_rel > 0:
             near.append(min(0.9, overfitting.rise_rel / 0.05))
+            # the validation loss sits above its minimum beyond its noise band at most later evaluations, but
+            # the rise failed the persistence test or the training loss rose with it: less sure it is normal
+            if (overfitting.share_above or 0) >= 0.5 and overfitting.band is not None \
+                    and np.log1p(overfitting.rise_rel) > overfitting.band:
+                near.append(0.6)
         near.append(min(0.9, spikes / needed))
         if noise is not None:
             rough = f["roughness"] if f["roughness"] is not None else 1e9
