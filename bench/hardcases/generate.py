@@ -693,6 +693,58 @@ def run_eval_pauses() -> dict[str, dict[str, Any]]:
 
 
 @register
+def run_val_plateau() -> dict[str, dict[str, Any]]:
+    name = "val_plateau"
+    sg.seed_all(31)
+    train, val = teacher(10000, 2000, seed=31, noise=0.2)
+    model = sg.mlp(16, 128, 2, 4)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1)
+    tb = TB(fresh(name))
+    classifier_loop(model=model, opt=opt, train_xy=train, val_xy=val, steps=3000, batch=64, eval_every=200, log=tb,
+                    seed=31, log_every=5)
+    s = tb.close()
+    return {name: label("normal", kind="val_plateau", fmt="tensorboard", logger=TB_LOGGER, train_tag="train/loss",
+                        val_tag="val/loss", train=s["train/loss"], val=s["val/loss"],
+                        why="an MLP with weight decay on 10000 points with 20% label noise, evaluated 15 times: the "
+                            "validation loss levels off at the noise floor while the noisy training loss keeps "
+                            "drifting down; flat is not a rise (the later steps gain nothing, nothing is wrong)")}
+
+
+@register
+def run_epoch_pauses() -> dict[str, dict[str, Any]]:
+    name = "epoch_pauses"
+    sg.seed_all(32)
+    train, _ = teacher(3200, 10, seed=32)
+    _, big = teacher(10, 200000, seed=32)
+    model = sg.mlp(16, 64, 2, 4)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    tb = TB(fresh(name))
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*train), batch_size=64, shuffle=True,
+                                         generator=torch.Generator().manual_seed(32))
+    step = 0
+    for epoch in range(4):  # 50 steps an epoch; at each epoch's end a slow pass over a large set (no curve logged)
+        for x, y in loader:
+            step += 1
+            loss = F.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if step % 2 == 0:
+                tb("train/loss", loss.item(), step)
+                tb("epoch", float(epoch), step)
+        with torch.no_grad():
+            for _ in range(8):
+                for chunk in big[0].split(4096):
+                    model(chunk)
+    s = tb.close()
+    return {name: label("normal", kind="epoch_pauses", fmt="tensorboard", logger=TB_LOGGER, train_tag="train/loss",
+                        val_tag=None, train=s["train/loss"], epoch_steps=50,
+                        why="a healthy train-only run over 4 epochs of a DataLoader that runs a slow pass over a large "
+                            "set at the end of every epoch (no validation curve logged, the epoch counter is): three "
+                            "pauses in wall time at the epoch starts, time spent evaluating, not throughput stalls")}
+
+
+@register
 def run_val_nan() -> dict[str, dict[str, Any]]:
     name = "val_nan"
     sg.seed_all(19)

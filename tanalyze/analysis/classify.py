@@ -429,7 +429,8 @@ def _classify(
             unstable, why["unstable"] = [], []
     if unstable:
         scores["unstable"] = _shrink(max(unstable), data)
-    under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence)
+    under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence,
+                                               _val_levelled(val, th) if main_role == "train" else False)
     if num_classes is None and main_role == "train":
         plateau = chance_plateau(main, val, th)
         if plateau is not None:
@@ -553,11 +554,29 @@ def _unstable(
     return scores, why
 
 
+def _val_levelled(val: Curve | None, th: Thresholds) -> bool:
+    """The validation loss has stopped improving: over the last ``end_share`` of its span its median is not
+    ``still_falling_rel`` / 2 below the best evaluation before (more steps would not help validation)."""
+    if val is None:
+        return False
+    v = val.collapse_steps().finite_part()
+    if len(v) < 4:
+        return False
+    start = v.steps[-1] - th.end_share * (v.steps[-1] - v.steps[0])
+    before, end = v.values[v.steps < start], v.values[v.steps >= start]
+    if len(before) == 0 or len(end) < 2:
+        return False
+    best = float(np.min(before))
+    return float(np.median(end)) >= best - abs(best) * th.still_falling_rel / 2
+
+
 def _underfitting(
     f: dict[str, Any], tag: str, learning_rate: Curve | None, num_classes: int | None, th: Thresholds,
-    evidence: dict[str, Any],
+    evidence: dict[str, Any], val_levelled: bool = False,
 ) -> tuple[list[float], list[str]]:
-    """Confidences and reasons of every underfitting criterion met (no decrease, not converged, chance level)."""
+    """Confidences and reasons of every underfitting criterion met (no decrease, not converged, chance level).
+    A training loss still falling while the validation loss has levelled off (``val_levelled``) is not
+    "not converged": further steps would fit the training set only."""
     scores: list[float] = []
     why: list[str] = []
     change = f["change"]
@@ -570,6 +589,7 @@ def _underfitting(
             evidence["lr_end_over_peak"] = annealed
     resumed = first is not None and first > 0 and first > th.resumed_share * last
     evidence["resumed"] = resumed
+    evidence["val_levelled"] = val_levelled
     if change > -th.min_decrease:
         strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
         direction = "rose" if change > 0 else "fell only"
@@ -582,7 +602,7 @@ def _underfitting(
         why.append(text)
     elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share and (
         annealed is None or annealed > th.annealed_lr
-    ):
+    ) and not val_levelled:
         scores.append(0.5 + 0.3 * min(1.0, (f["end_share"] - th.still_falling_share) / th.still_falling_share))
         why.append(
             f"{tag} is still falling steadily: {100 * f['end_drop_rel']:.0f}% over the last "

@@ -283,6 +283,7 @@ def analyze_divergence(
     restart_margin: int = 100,
     lr_reduction: float = 3.0,
     max_spike_findings: int = 5,
+    end_spike_points: int = 3,
     min_abs_share: float = 0.02,
     min_quanta: float = 3.0,
     onset_factor: float = 2.0,
@@ -308,6 +309,8 @@ def analyze_divergence(
         restart_margin: the restart advice resumes at least this many steps before the onset.
         lr_reduction: the suggested learning rate is the one at the onset divided by this.
         max_spike_findings: spikes beyond this many (largest first) are summarised in one finding.
+        end_spike_points: a spike not back by the end of the log with at most this many points after its onset
+            is information (whether it recovers cannot be seen yet), not a warning.
         min_abs_share: a spike or explosion must also rise by this share of the loss's starting level (the
             median of its first 3 % of points) in the loss's own units: near zero, ratios of tiny values are noise.
         min_quanta: and by this many rounding steps when the values are rounded (see :func:`quantum`).
@@ -434,7 +437,7 @@ def analyze_divergence(
         )
 
     findings = _findings(curve.tag, divergence, spikes, nonfinite_idx.size, first_nonfinite, terminal_start,
-                         steps, max_spike_findings)
+                         steps, max_spike_findings, end_spike_points)
     return DivergenceResult(
         tag=curve.tag,
         points=len(loss),
@@ -529,6 +532,7 @@ def _findings(
     terminal_start: int | None,
     steps: np.ndarray,
     max_spike_findings: int,
+    end_spike_points: int = 3,
 ) -> tuple[Finding, ...]:
     out: list[Finding] = []
     if divergence is not None:
@@ -567,7 +571,11 @@ def _findings(
                     if s.grad_norm_lead_steps is not None and s.grad_norm_lead_steps > 0 else "")
             # a spike that came back within a tenth of the run is a bad batch now and then: information
             quick = s.recovery_steps is not None and s.recovery_steps <= 0.1 * max(span, 1)
-            severity = Severity.INFO if quick else Severity.WARNING
+            # at the very end of the log (its last few points): whether it recovers cannot be seen yet
+            at_end = s.recovery_steps is None and s.points <= end_spike_points
+            if at_end:
+                rec = f"in the last {s.points} point(s) of the log: whether it recovers cannot be seen"
+            severity = Severity.INFO if quick or at_end else Severity.WARNING
             out.append(
                 Finding("loss_spike", severity,
                         f"{tag} spiked at step {s.onset_step} from {s.baseline:.4g} to {s.peak_value:.4g} ({size}"

@@ -286,7 +286,8 @@ def analyze_throughput(
     # timing jitter: a stall that costs nothing is no finding (it stays in the result's stalls)
     if stalls and not (stall_lost is not None and stall_lost < min_finding_seconds):
         findings.append(_stall_finding(pace, stalls, stall_lost, stall_factor, interval_means, costly))
-    pause_finding = _pause_finding(pace, pauses, period, bool(marks), epoch_steps, min_finding_seconds,
+    pause_finding = _pause_finding(pace, pauses, period, bool(marks), eval_steps is not None and len(eval_steps) > 0,
+                                   epoch_steps, min_finding_seconds,
                                    large_pause_share)
     if pause_finding is not None:
         findings.append(pause_finding)
@@ -477,7 +478,7 @@ def _stall_finding(pace: _Pace, stalls: list[Stall], stall_lost: float | None, s
     )
 
 
-def _pause_finding(pace: _Pace, pauses: list[Stall], period: int | None, marked: bool,
+def _pause_finding(pace: _Pace, pauses: list[Stall], period: int | None, marked: bool, has_evals: bool,
                    epoch_steps: np.ndarray | None, min_seconds: float, large_share: float) -> Finding | None:
     """The time spent in pauses at evaluations, epoch starts or one period, as a share of the wall time."""
     if not pauses:
@@ -487,9 +488,10 @@ def _pause_finding(pace: _Pace, pauses: list[Stall], period: int | None, marked:
         return None
     share = lost / pace.run_seconds if lost is not None and pace.run_seconds else None
     share_txt = f"; {lost:.1f} s in all, {share:.1%} of the wall time after warm-up" if share is not None else ""
+    by_epoch = epoch_steps is not None and len(epoch_steps) > 0
     where = (f"every {period} steps" if period is not None and not marked
-             else "at evaluation steps" if epoch_steps is None or not len(epoch_steps)
-             else "at evaluation or epoch steps")
+             else "at evaluation steps or epoch starts" if by_epoch and has_evals
+             else "at epoch starts" if by_epoch else "at evaluation steps")
     advice = (" A large share: evaluate less often (or on a subset, or asynchronously) to train faster."
               if share is not None and share >= large_share else "")
     return Finding(

@@ -95,3 +95,16 @@ def test_one_point_spikes_are_bad_batches_lasting_ones_instability(width, label)
     verdict = classify_run(Curve.from_arrays(steps, loss, "train/loss"))
     assert verdict.label == label
     assert verdict.evidence["one_point_spikes"] == (8 if width == 1 else 0)
+
+
+@pytest.mark.parametrize(("val_end", "label"), [(0.55, "normal"), (0.40, "underfitting")])
+def test_still_falling_is_not_converged_only_while_validation_still_improves(val_end, label):
+    # the training loss still falls steadily (a third of its fall in the last 30%); the validation loss has
+    # levelled off at 0.55
+    # (nothing more to gain from more steps) or keeps falling to 0.40 (train longer)
+    steps = np.arange(1, 1001)
+    train = 1.5 - steps / 1000 + 0.2 * np.exp(-steps / 50)
+    v_steps = np.arange(100, 1001, 100)
+    val = np.concatenate([[0.9, 0.7, 0.6, 0.56, 0.55, 0.55, 0.56], np.linspace(0.55, val_end, 3)])
+    verdict = classify_run(Curve.from_arrays(steps, train, "train/loss"), Curve.from_arrays(v_steps, val, "val/loss"))
+    assert verdict.label == label and verdict.evidence["val_levelled"] == (label == "normal")

@@ -129,3 +129,18 @@ def test_a_log_ending_in_a_huge_blow_up_is_a_divergence_but_a_small_last_jump_is
     values[-1] = 5.0
     result = analyze_divergence(Curve.from_arrays(steps, values, "loss"))
     assert result.divergence is None and result.spikes[0].end_step is None and result.spikes[0].onset_step == 49
+
+
+@pytest.mark.parametrize(("after", "severity"), [(1, "info"), (6, "warning")])
+def test_a_spike_in_the_last_points_of_a_log_is_not_yet_a_warning(after, severity):
+    # a 3x spike, then 30% above the trend to the end: in the last 2 points it cannot be judged; 7 points on,
+    # it has not come back
+    rng = np.random.default_rng(4)
+    n = 500
+    loss = (1.0 + np.exp(-np.arange(n) / 80)) * np.exp(rng.normal(0, 0.02, n))
+    loss[n - 1 - after] *= 3
+    loss[n - after:] *= 1.3
+    result = analyze_divergence(Curve.from_arrays(np.arange(n), loss, "loss"))
+    spikes = [f for f in result.findings if f.code == "loss_spike"]
+    assert spikes and str(spikes[0].severity) == severity
+    assert ("whether it recovers cannot be seen" in spikes[0].message) == (severity == "info")

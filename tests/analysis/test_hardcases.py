@@ -89,7 +89,29 @@ def test_rounded_losses_near_zero_are_not_spikes(diagnosed):
 def test_evaluation_pauses_are_information(diagnosed):
     d = _run(diagnosed, "eval_pauses")
     codes = {f.code: f.severity for f in d.findings}
-    assert codes.get("evaluation_time") == "info" and codes.get("throughput_stall", "info") == "info"
+    assert codes.get("evaluation_time") == "info" and "throughput_stall" not in codes
+    [f] = [f for f in d.findings if f.code == "evaluation_time"]
+    period = LABELS["eval_pauses"]["eval_period"]  # the pause ends at the first logged step after an evaluation
+    assert f.evidence["steps"] and all((step - 1) % period < 5 for step in f.evidence["steps"])
+    assert 0 < f.evidence["share"] < 1 and "of the wall time" in f.message
+
+
+def test_epoch_end_pauses_are_time_spent_with_their_share(diagnosed):
+    # no validation curve: the pauses are found at the epoch starts the epoch counter marks
+    d = _run(diagnosed, "epoch_pauses")
+    assert d.verdict.label == "normal"
+    codes = {f.code: f.severity for f in d.findings}
+    assert codes == {"evaluation_time": "info"}
+    [f] = d.findings
+    per_epoch = LABELS["epoch_pauses"]["epoch_steps"]
+    assert [(step - 1) // per_epoch for step in f.evidence["steps"]] == [1, 2, 3] and "epoch starts" in f.message
+    assert f.evidence["share"] > 0.5 and "evaluate less often" in f.message
+
+
+def test_flat_validation_while_training_drifts_down_is_a_plateau_not_overfitting(diagnosed):
+    d = _run(diagnosed, "val_plateau")
+    assert d.verdict.label == "normal" and d.overfitting is None
+    assert not [f for f in d.findings if str(f.severity) in ("warning", "error")]
 
 
 def test_clipped_fine_tune_has_no_gradient_warning(diagnosed):
