@@ -42,7 +42,7 @@ def summarize_path(
     from tanalyze.diagnose import diagnose
 
     diagnoses = diagnose(path, roles=dict(roles) if roles else None)
-    return [summarize_run(path.run(name), d.to_dict(), fmt=path.runs[name].format) for name, d in diagnoses.items()]
+    return [summarize_run(path.scalars_of(name), d.to_dict(), fmt=path.runs[name].format) for name, d in diagnoses.items()]
 
 
 def load_baseline(

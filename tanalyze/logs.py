@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from fnmatch import fnmatchcase
@@ -384,11 +385,17 @@ class Logs:
         ax.legend(loc="best", fontsize="small")
         return ax
 
-    def run(self, name: str) -> pd.DataFrame:
-        """The scalar rows of one run."""
+    def scalars_of(self, name: str) -> pd.DataFrame:
+        """The scalar rows of one run (``logs.runs[name]`` is what is known about it besides its points)."""
         if name not in self.runs:
             raise KeyError(f"no run {name!r}; runs: {', '.join(self.runs)}")
         return self.scalars[self.scalars["run"] == name]
+
+    def run(self, name: str) -> pd.DataFrame:
+        """Deprecated name of :meth:`scalars_of` (``logs.runs[name]`` is a ``RunInfo``, this a table)."""
+        warnings.warn("Logs.run(name) is deprecated and will be removed in the next release; use "
+                      "Logs.scalars_of(name)", DeprecationWarning, stacklevel=2)
+        return self.scalars_of(name)
 
     def series(self, run: str, tag: str) -> pd.Series:
         """One curve as a Series of values indexed by step."""

@@ -32,7 +32,7 @@ def test_make_logs_builds_one_run_per_kind():
     logs, truths = make_logs(n_steps=200)
     assert list(logs.runs) == [f"{k}-{i}" for i, k in enumerate(KINDS)] == list(truths)
     assert set(logs.scalars["run"].unique()) == set(logs.runs)
-    assert curves_of(logs.run("normal-0"))["train/loss"].steps.size == 200
+    assert curves_of(logs.scalars_of("normal-0"))["train/loss"].steps.size == 200
 
 
 def test_bad_arguments_are_named():

@@ -60,6 +60,15 @@ def test_select_by_name_and_pattern_keeps_only_those_runs(throughput):
         throughput.select("nope")
 
 
+def test_scalars_of_is_one_runs_rows_and_the_old_name_warns(throughput):
+    rows = throughput.scalars_of("control_a")
+    assert set(rows["run"].astype(str)) == {"control_a"} and len(rows) == 2400
+    with pytest.raises(KeyError, match="no run 'nope'; runs: baseline, control_a"):
+        throughput.scalars_of("nope")
+    with pytest.warns(DeprecationWarning, match=r"use Logs.scalars_of\(name\)"):
+        assert throughput.run("control_a").equals(rows)
+
+
 def test_plot_overlays_a_tag_with_raw_and_smoothed_lines(throughput):
     ax = throughput.plot("perf/samples_per_sec", ["baseline", "slow_loader"])
     labelled = [line for line in ax.get_lines() if not line.get_label().startswith("_")]

@@ -49,7 +49,7 @@ def test_jobs_2_equals_jobs_1_on_generated_runs(sweep):
     assert len(serial.runs) == 10 and len(serial.scalars) == 10 * 60 * 3
     assert list(serial.runs) == sorted(serial.runs)  # discovery order, whatever order workers finished in
     assert_same_logs(serial, parallel)
-    run = serial.run("lr2/run05")
+    run = serial.scalars_of("lr2/run05")
     assert run["step"].tolist()[:3] == [0, 0, 0] and run["step"].iloc[-1] == 59
 
 

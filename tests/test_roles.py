@@ -179,8 +179,8 @@ def test_roles_of_real_runs_as_read(relative, expected):
     from tests.conftest import real_log
 
     logs = tanalyze.load(real_log(relative))
-    [name] = [n for n in logs.runs if len(logs.run(n))]
-    roles = resolve_roles(logs.run(name))
+    [name] = [n for n in logs.runs if len(logs.scalars_of(n))]
+    roles = resolve_roles(logs.scalars_of(name))
     assert roles.tags() == expected
     if relative.startswith("hf_trainer_state"):  # the run summary is one point: not a throughput curve
         assert any("summary" in r.reason for r in roles.rejected["throughput"])

@@ -37,7 +37,7 @@ def _find(logs, key: str, label: dict) -> str:
     folder = (SAMPLE_RUNS / key).resolve()
     names = [n for n, info in logs.runs.items()
              if Path(info.directory).resolve() == folder or folder in Path(info.directory).resolve().parents]
-    with_points = [n for n in names if len(logs.run(n))]
+    with_points = [n for n in names if len(logs.scalars_of(n))]
     if not with_points:
         found = f"runs {names} without points" if names else "no run"
         pytest.fail(f"{key}: the labelled sample run was not read ({found}; format {label.get('format')!r})")
@@ -45,7 +45,7 @@ def _find(logs, key: str, label: dict) -> str:
     if len(exact) == 1 and len(with_points) > 1:  # the labelled folder is itself a run (sub-folders labelled apart)
         return exact[0]
     if len(with_points) > 1:
-        tagged = [n for n in with_points if label.get("train_loss_tag") in set(logs.run(n)["tag"].astype(str))]
+        tagged = [n for n in with_points if label.get("train_loss_tag") in set(logs.scalars_of(n)["tag"].astype(str))]
         with_points = tagged or with_points
     assert len(with_points) == 1, f"{key}: several runs could be this label: {with_points}"
     return with_points[0]
@@ -63,7 +63,7 @@ def test_sample_run(key, diagnosed):
     label = LABELS[key]
     name = _find(logs, key, label)
     d = diagnoses[name]
-    tags = set(logs.run(name)["tag"].astype(str))
+    tags = set(logs.scalars_of(name)["tag"].astype(str))
     if label.get("train_loss_tag") in tags:
         assert d.roles.get("train_loss") == label["train_loss_tag"], d.role_details.to_dict()
     if label.get("val_loss_tag") in tags:

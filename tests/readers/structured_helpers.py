@@ -27,7 +27,7 @@ def only_run(logs: Logs):
     """The single run of a load, with its scalar rows."""
     assert len(logs.runs) == 1, list(logs.runs)
     (name, info), = logs.runs.items()
-    return name, info, logs.run(name)
+    return name, info, logs.scalars_of(name)
 
 
 def check_points(series: pd.Series, expected: dict[int, float], count: int) -> None:

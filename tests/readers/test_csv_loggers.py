@@ -43,7 +43,7 @@ def test_lightning_sparse_rows_share_steps():
 def test_lightning_resumed_version_folder_is_its_own_run():
     logs = load(real_log(f"{LIGHTNING}/0Xero7__slm_training/lightning_logs"))
     assert sorted(logs.runs) == ["version_0", "version_12", "version_3", "version_5"]
-    v5 = logs.run("version_5")
+    v5 = logs.scalars_of("version_5")
     check_points(curve(v5, "train_loss_step"),
                  {140749: 3.708270311355591, 168899: 3.7356536388397217, 196999: 3.913863182067871}, 1126)
     check_points(curve(v5, "val_loss"), {154813: 3.5629003047943115, 197035: 3.604208469390869}, 4)
@@ -52,7 +52,7 @@ def test_lightning_resumed_version_folder_is_its_own_run():
     assert logs.runs["version_5"].restarts == ()
     assert "starts at step 140749 (epoch 10): a job resumed from a checkpoint" in logs.runs["version_5"].notes[0]
     assert not any("starts at step" in n for n in logs.runs["version_0"].notes)
-    v12 = logs.run("version_12")
+    v12 = logs.scalars_of("version_12")
     check_points(curve(v12, "train_loss_step"),
                  {49: 9.796794891357422, 16049: 5.73740816116333, 32049: 5.512516975402832}, 641)
     assert logs.runs["version_12"].hparams["lr"] == 5.0e-06
@@ -60,7 +60,7 @@ def test_lightning_resumed_version_folder_is_its_own_run():
     assert all(".ipynb_checkpoints" not in f for f in logs.runs["version_12"].files)
     # a version folder with only hparams.yaml ({}): a run without points, saying why
     v3 = logs.runs["version_3"]
-    assert logs.run("version_3").empty and v3.hparams == {}
+    assert logs.scalars_of("version_3").empty and v3.hparams == {}
     (warning,) = v3.warnings
     assert warning.file.endswith("version_3/hparams.yaml") and "no metrics.csv" in warning.message
 

@@ -133,7 +133,7 @@ def test_per_rank_files_are_one_run_with_a_rank_column(tmp_path):
     write(tmp_path / "other" / "run.log", DS_STEP.format(s=1, rank=0, step=10, skipped=0, lr=0.5))
     logs = load(tmp_path)
     assert sorted(logs.runs) == ["job", "other"]
-    job = logs.run("job")
+    job = logs.scalars_of("job")
     assert job["rank"].dtype == "Int64"
     assert sorted(job[job["tag"] == "lr"]["rank"].tolist()) == [0, 0, 1, 1, 2, 2]
     by_rank = job[(job["tag"] == "lr") & (job["step"] == 20)].set_index("rank")["value"]
@@ -152,4 +152,4 @@ def test_numbered_rank_files_need_a_rank_zero(tmp_path):
         f"{tmp_path.name}/slurm-42.out",
         f"{tmp_path.name}/train",
     ]
-    assert points(logs.run(f"{tmp_path.name}/train"), "lr") == 2
+    assert points(logs.scalars_of(f"{tmp_path.name}/train"), "lr") == 2

@@ -35,7 +35,7 @@ def _runs(path):
 def test_fixture_stores_written_by_mlflow(store):
     logs, names = _runs(FIXTURES / store)
     assert sorted(names) == ["lr-0.1", "lr-0.3"]  # named by mlflow.runName; one experiment: no prefix
-    slow, fast = logs.run(names["lr-0.1"]), logs.run(names["lr-0.3"])
+    slow, fast = logs.scalars_of(names["lr-0.1"]), logs.scalars_of(names["lr-0.3"])
     check(slow, "train/loss", LOSS_01, count=20)  # a nested key ('train/loss': a sub-folder in the file store)
     check(fast, "train/loss", LOSS_03, count=20)
     nan = fast[(fast["tag"] == "train/loss") & (fast["step"] == 7)]["value"]
@@ -54,15 +54,15 @@ def test_file_store_and_sqlite_agree():
     a, _ = _runs(FIXTURES / "file_store")
     b, _ = _runs(FIXTURES / "sqlite")
     for name in ("lr-0.1", "lr-0.3"):
-        left = a.run(f"file_store/{name}")[["tag", "step", "value", "wall_time"]].sort_values(["tag", "step"])
-        right = b.run(f"sqlite/{name}")[["tag", "step", "value", "wall_time"]].sort_values(["tag", "step"])
+        left = a.scalars_of(f"file_store/{name}")[["tag", "step", "value", "wall_time"]].sort_values(["tag", "step"])
+        right = b.scalars_of(f"sqlite/{name}")[["tag", "step", "value", "wall_time"]].sort_values(["tag", "step"])
         assert left.reset_index(drop=True).equals(right.reset_index(drop=True))
 
 
 def test_real_pytorch_mnist_store():
     logs, names = _runs(real_log(VLADIMIR))
     assert len(names) == 3  # runs without a name are named by their id
-    run = logs.run(names["58a829e452164bf99b1d4fd228830189"])
+    run = logs.scalars_of(names["58a829e452164bf99b1d4fd228830189"])
     # metrics/train_loss: '1642780912552 4.152586936950684 938'
     check(run, "train_loss", {938: 4.152586936950684, 1138: 4.1293745040893555}, count=100)
     assert run[(run["tag"] == "train_loss") & (run["step"] == 938)]["wall_time"].iloc[0] == 1642780912.552
@@ -75,9 +75,9 @@ def test_real_pytorch_mnist_store():
 def test_real_keras_autolog_store_and_the_tensorboard_artifacts_beside(real_logs):
     logs, names = _runs(real_log(SAUL))
     assert len(names) == 5
-    run = logs.run(names["cee1d5e1975f4c66b0624ec6c27183bc"])
+    run = logs.scalars_of(names["cee1d5e1975f4c66b0624ec6c27183bc"])
     check(run, "loss", {0: 0.525877833366394, 1: 0.3430648744106293}, count=2)
-    single = logs.run(names["e1147646c9194aeb9b9d16ab348d67c2"])
+    single = logs.scalars_of(names["e1147646c9194aeb9b9d16ab348d67c2"])
     check(single, "roc-auc", {0: 0.6883023977279663}, count=1)
     assert logs.runs[names["e1147646c9194aeb9b9d16ab348d67c2"]].hparams == {"dropout": 0.1, "hidden-units": 32}
     # the whole corpus folder: the MLflow runs, plus the TensorBoard logs saved as artifacts (their own runs)
@@ -97,7 +97,7 @@ def test_metrics_without_step_repeated_steps_junk_and_cut_lines(tmp_path):
     write(run / "metrics" / "empty", "")
     write(run / "params" / "opt", "adam")
     logs, names = _runs(store)
-    frame = logs.run(names["r"])
+    frame = logs.scalars_of(names["r"])
     check(frame, "acc", {0: 0.5, 1: 0.6, 2: 0.7}, count=3)
     check(frame, "loss", {1: 3.0, 2: 1.5}, count=2)  # 2.0 then 1.5 at step 2: the last write wins
     info = logs.runs[names["r"]]

@@ -52,7 +52,7 @@ def test_a_glob_takes_files_before_the_readers(tmp_path):
     forced = UserPattern(r"^iter (?P<step>\d+): loss (?P<my_loss>\S+),", "a/*.log")
     logs = load(tmp_path, patterns=[forced])
     assert logs.runs["a"].format == "pattern" and logs.runs["b"].format == "nanogpt"
-    check(logs.run("a"), "my_loss", {1: 2.0, 2: 1.0}, count=2)
+    check(logs.scalars_of("a"), "my_loss", {1: 2.0, 2: 1.0}, count=2)
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ def test_resumed_runs_record_their_restart_step(logs, run):
     info = logs.runs[run]
     assert [r.step for r in info.restarts] == [LABELS[run]["restart_step"]]
     # last write wins: each (tag, step) once
-    frame = logs.run(run)
+    frame = logs.scalars_of(run)
     loss = frame[frame["tag"] == LABELS[run]["train_loss_tag"]]
     assert not loss["step"].duplicated().any()
 
@@ -32,4 +32,4 @@ def test_truncated_file_keeps_every_complete_record_and_says_where_it_was_cut(lo
     assert "file ends inside a record" in warning.message
     assert warning.file.endswith(label["truncated_file"])  # names the file ...
     assert warning.location == f"byte {label['intact_bytes']:,}"  # ... and where the intact part ends
-    assert len(logs.run(run)) == label["intact_records"] - 1  # every complete record but the file-version header
+    assert len(logs.scalars_of(run)) == label["intact_records"] - 1  # every complete record but the file-version header

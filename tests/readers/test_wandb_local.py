@@ -303,7 +303,7 @@ def test_console_only_run_folder(real_logs):
     assert info.hparams["_summary"]["iter"] == 2400  # final values stay hparams: the console has the curves
     assert any("last exception: KeyboardInterrupt" in n for n in info.notes)
     crashed = logs.runs["wandb/run-20241022_232419-18kjtmnl"]
-    assert len(logs.run("wandb/run-20241022_232419-18kjtmnl")) == 0
+    assert len(logs.scalars_of("wandb/run-20241022_232419-18kjtmnl")) == 0
     assert any("TypeError" in n for n in crashed.notes)
 
 
