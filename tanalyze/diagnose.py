@@ -55,7 +55,15 @@ from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs
 from tanalyze.readers.base import Phase
-from tanalyze.roles import Roles, resolve_roles, role_curve, sum_curves, tag_words
+from tanalyze.roles import (
+    Roles,
+    memory_unit,
+    resolve_roles,
+    role_curve,
+    step_time_unit,
+    sum_curves,
+    tag_words,
+)
 from tanalyze.text import safe_text
 
 if TYPE_CHECKING:
@@ -313,31 +321,6 @@ def epoch_starts(epoch: Curve | None) -> np.ndarray | None:
     return e.steps[1:][np.diff(whole) > 0] if len(e) >= 2 else None
 
 
-def _time_kind(tag: str, curve: Curve) -> str:
-    """Unit of a step-time curve: from its name (ms / s), else by size (over 50 → milliseconds)."""
-    words = set(tag_words(tag))
-    if words & {"ms", "millis", "milliseconds"}:
-        return "step_time_ms"
-    if words & {"s", "sec", "secs", "seconds"}:
-        return "step_time_s"
-    finite = curve.values[np.isfinite(curve.values)]
-    return "step_time_ms" if finite.size and np.median(finite) > 50 else "step_time_s"
-
-
-def _memory_unit(tag: str, curve: Curve) -> str:
-    """Unit of a GPU-memory curve: from its name, else by size (W&B's memoryAllocated is a percentage)."""
-    words = set(tag_words(tag))
-    if "allocated" in words and "system" in words or words & {"percent", "pct", "util", "utilization"}:
-        return "percent"
-    for unit, names in (("GiB", {"gib"}), ("GB", {"gb", "g"}), ("MiB", {"mib"}), ("MB", {"mb", "m"}),
-                        ("bytes", {"bytes", "byte"})):
-        if words & names:
-            return unit
-    finite = curve.values[np.isfinite(curve.values)]
-    peak = float(np.max(finite)) if finite.size else 0.0
-    return "bytes" if peak > 1e6 else ("MiB" if peak > 200 else "GiB")
-
-
 def _health(
     frame: pd.DataFrame,
     curves: Mapping[str, Curve],
@@ -374,7 +357,7 @@ def _health(
         throughput = analyze_throughput(seconds, kind="step_time_s", **options)
     elif step_time is not None:
         options.setdefault("interval_means", "elapsed" in tag_words(step_time.tag))
-        throughput = analyze_throughput(step_time, kind=_time_kind(step_time.tag, step_time), **options)
+        throughput = analyze_throughput(step_time, kind=step_time_unit(step_time.tag, step_time), **options)
     elif train is not None and np.isfinite(train.wall_time).sum() >= 3 and len(roles["train_loss"].components) == 1:
         throughput = analyze_throughput(None, kind="wall_time", wall_time_curve=train, **options)
 
@@ -394,7 +377,7 @@ def _health(
     if memory is not None or attention or by_rank:
         options = dict(params.get("resources", {}))
         if memory is not None:
-            options.setdefault("memory_unit", _memory_unit(memory.tag, memory))
+            options.setdefault("memory_unit", memory_unit(memory.tag, memory))
         resources = analyze_resources(gpu_memory=memory, attention_entropy=attention,
                                       attention_histograms=hist, step_time_by_rank=by_rank, **options)
     return gradients, throughput, resources

@@ -35,7 +35,8 @@ import pandas as pd
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 
-__all__ = ["ROLES", "RoleAssignment", "Rejected", "Roles", "resolve_roles", "role_curve", "sum_curves", "tag_words"]
+__all__ = ["ROLES", "RoleAssignment", "Rejected", "Roles", "memory_unit", "resolve_roles", "role_curve", "step_time_unit",
+           "sum_curves", "tag_words"]
 
 #: Every role, with what it means.
 ROLES: Mapping[str, str] = MappingProxyType(  # read-only view of the role table
@@ -546,6 +547,31 @@ def resolve_roles(
         losses_comparable=comparable,
         adversarial=adversarial,
     )
+
+
+def step_time_unit(tag: str, curve: Curve) -> str:
+    """Unit of a step-time curve: from its name (ms / s), else by size (over 50 → milliseconds)."""
+    words = set(tag_words(tag))
+    if words & {"ms", "millis", "milliseconds"}:
+        return "step_time_ms"
+    if words & {"s", "sec", "secs", "seconds"}:
+        return "step_time_s"
+    finite = curve.values[np.isfinite(curve.values)]
+    return "step_time_ms" if finite.size and np.median(finite) > 50 else "step_time_s"
+
+
+def memory_unit(tag: str, curve: Curve) -> str:
+    """Unit of a GPU-memory curve: from its name, else by size (W&B's memoryAllocated is a percentage)."""
+    words = set(tag_words(tag))
+    if "allocated" in words and "system" in words or words & {"percent", "pct", "util", "utilization"}:
+        return "percent"
+    for unit, names in (("GiB", {"gib"}), ("GB", {"gb", "g"}), ("MiB", {"mib"}), ("MB", {"mb", "m"}),
+                        ("bytes", {"bytes", "byte"})):
+        if words & names:
+            return unit
+    finite = curve.values[np.isfinite(curve.values)]
+    peak = float(np.max(finite)) if finite.size else 0.0
+    return "bytes" if peak > 1e6 else ("MiB" if peak > 200 else "GiB")
 
 
 def role_curve(curves: Mapping[str, Curve], roles: Roles, role: str) -> Curve | None:

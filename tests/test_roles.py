@@ -3,7 +3,7 @@ import pytest
 
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
-from tanalyze.roles import ROLES, resolve_roles, role_curve, tag_words
+from tanalyze.roles import ROLES, memory_unit, resolve_roles, role_curve, step_time_unit, tag_words
 from tanalyze.schema import scalar_frame
 
 # Tag sets as real frameworks write them (from the public logs this project is tested on).
@@ -184,3 +184,25 @@ def test_roles_of_real_runs_as_read(relative, expected):
     assert roles.tags() == expected
     if relative.startswith("hf_trainer_state"):  # the run summary is one point: not a throughput curve
         assert any("summary" in r.reason for r in roles.rejected["throughput"])
+
+
+@pytest.mark.parametrize(("tag", "values", "unit"), [
+    ("train/step_time_ms", [12.0, 13.0], "step_time_ms"),
+    ("perf/iter_seconds", [900.0, 950.0], "step_time_s"),  # the name wins over the size
+    ("time/iteration", [120.0, 130.0], "step_time_ms"),  # unnamed: over 50 reads as milliseconds
+    ("time/iteration", [0.4, 0.5], "step_time_s"),
+])
+def test_step_time_unit_from_the_name_else_the_size(tag, values, unit):
+    assert step_time_unit(tag, Curve.from_arrays(np.arange(len(values)), np.array(values), tag)) == unit
+
+
+@pytest.mark.parametrize(("tag", "values", "unit"), [
+    ("system/gpu.0.memoryAllocated", [40.0, 41.0], "percent"),  # W&B's is a share of the card
+    ("gpu/mem_mib", [9000.0], "MiB"),
+    ("gpu/mem_gb", [9.5], "GB"),
+    ("gpu/memory", [3.2e9], "bytes"),
+    ("gpu/memory", [7000.0], "MiB"),
+    ("gpu/memory", [7.5], "GiB"),
+])
+def test_memory_unit_from_the_name_else_the_size(tag, values, unit):
+    assert memory_unit(tag, Curve.from_arrays(np.arange(len(values)), np.array(values), tag)) == unit
