@@ -96,7 +96,7 @@ def render_run_html(
     name = str(d.get("run") or "run")
     if isinstance(scalars, Logs):
         info = info or scalars.runs.get(name)
-        frame = scalars.run(name) if name in scalars.runs else scalars.scalars.iloc[0:0]
+        frame = scalars.scalars_of(name) if name in scalars.runs else scalars.scalars.iloc[0:0]
     elif scalars is not None:
         frame = scalars[scalars["run"] == name] if "run" in scalars.columns and (scalars["run"] == name).any() else scalars
     else:
