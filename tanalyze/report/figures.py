@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
 from tanalyze.curves import debiased_ema as ema
+from tanalyze.report.chartdata import early_stop_step, spike_points
 from tanalyze.report.downsample import m4
 from tanalyze.report.model import ROLE_TITLES, RunView, Series, number
 from tanalyze.report.svgaxes import AxisSpec, compact, layer, log_label, matplotlib_ticks, prepare
@@ -332,7 +333,7 @@ class FigureMaker:
             onset_step = number(overfitting["onset_step"])
             ax.axvline(onset_step, color=ONSET, linestyle="--", linewidth=1.1)
             keys.append(("onset", f"overfitting onset {onset_step:,.0f}"))
-        stop = _early_stop_step(d.get("early_stopping"))
+        stop = early_stop_step(d.get("early_stopping"))
         if stop is not None:
             ax.axvline(stop, color=EARLY, linestyle=":", linewidth=1.3)
             keys.append(("early", f"early stop {stop:,.0f}"))
@@ -342,7 +343,7 @@ class FigureMaker:
             ax.plot([stats["best_step"]], [stats["best"]], marker="*", markersize=9, color=BEST,
                     markeredgecolor="white", markeredgewidth=0.6, linestyle="none", zorder=5)
             keys.append(("best", f"best val {stats['best']:.4g} at {stats['best_step']:,}"))
-        spikes, peaks = _spikes(d.get("spikes"))
+        spikes, peaks = spike_points(d.get("spikes"))
         train = series.get("train_loss") or val
         if spikes.size and train is not None:
             idx = np.clip(np.searchsorted(train.steps, spikes), 0, len(train.steps) - 1)
@@ -618,30 +619,6 @@ def _common_grid(curves: Sequence[Series], smoothing: float, columns: int) -> tu
         ok = np.isfinite(s)
         rows.append(np.interp(grid, c.steps[ok], s[ok]))
     return grid, np.vstack(rows)
-
-
-def _early_stop_step(early: Any) -> float | None:
-    if not isinstance(early, Mapping):
-        return None
-    for key in ("stop_step", "would_stop_step", "stopped_step", "step"):
-        value = number(early.get(key))
-        if value is not None:
-            return value
-    return None
-
-
-def _spikes(spikes: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Steps of the spikes (their peak) and their peak values (NaN when the diagnosis gives none)."""
-    steps, peaks = [], []
-    for spike in spikes or []:
-        if isinstance(spike, Mapping):
-            step, peak = number(spike.get("step")), number(spike.get("peak_value"))
-        else:
-            step, peak = number(spike), None
-        if step is not None and np.isfinite(step):
-            steps.append(step)
-            peaks.append(np.nan if peak is None else peak)
-    return np.asarray(steps, dtype=np.float64), np.asarray(peaks, dtype=np.float64)
 
 
 def _band(gradients: Any) -> tuple[float, float] | None:

@@ -22,6 +22,8 @@ from markupsafe import Markup, escape
 
 from tanalyze.analysis.recommendations import CAUSES
 from tanalyze.parallel import ProgressCallback
+from tanalyze.report.assets import PAGE_STYLE, SCRIPT, STYLE
+from tanalyze.report.chartdata import chart_columns, run_chart
 from tanalyze.report.downsample import METHOD
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.groups import _flatten
@@ -32,8 +34,9 @@ from tanalyze.text import safe_text
 __all__ = ["render_html", "iter_html", "render_run_fragment", "csp_for", "json_for_script", "SCRIPT", "STYLE"]
 
 TEMPLATES = Path(__file__).parent / "templates"
-SCRIPT = (TEMPLATES / "report.js").read_text(encoding="utf-8")
-STYLE = (TEMPLATES / "report.css").read_text(encoding="utf-8")
+#: Over this many runs, runs' static (SVG) figures are left out: the page's script draws each run's charts from
+#: its embedded data when its section is shown, which keeps a 2,000-run page small and quick to open.
+STATIC_FIGURES_MAX_RUNS = 200
 
 VERDICT_TEXT = {
     "normal": ("\u2713", "normal"),
@@ -239,7 +242,8 @@ def _details(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None], findings: list[dict[str, Any]]) -> dict[str, Any]:
+def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None], findings: list[dict[str, Any]],
+                 chart: Mapping[str, Any] | None = None) -> dict[str, Any]:
     d = run.diagnosis
     info = run.info
     loss, aux = figures
@@ -252,6 +256,9 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
         "anchor": run.anchor,
         "index": run.index,
         "name": run.name,
+        # the interactive chart's data, as JSON text safe inside a non-executable <script> element
+        "chart_json": Markup(json_for_script(chart)) if chart else None,
+        "has_aux": bool(chart and chart.get("aux")),
         "format": run.format,
         "verdict": run.verdict,
         "confidence": d["verdict"].get("confidence"),
@@ -387,10 +394,10 @@ def iter_html(
     figures = FigureMaker(smoothing=data.smoothing)
     findings = {run.index: _findings(run) for run in data.runs}
     rows = [_summary_row(run, findings[run.index]) for run in data.runs]
-    runs = []
+    runs: Iterator[dict[str, Any]] | list[dict[str, Any]] = []
+    static = len(data.runs) <= STATIC_FIGURES_MAX_RUNS
     if sections:
-        drawn = run_figures(data.runs, figures, jobs=jobs, progress=progress)
-        runs = [_run_context(run, pair, findings[run.index]) for run, pair in zip(data.runs, drawn, strict=True)]
+        runs = _run_contexts(data, figures, findings, static=static, charts=not fragment, jobs=jobs, progress=progress)
     context = {
         "fragment": fragment,
         "title": data.title,
@@ -407,14 +414,34 @@ def iter_html(
         "not_read": data.not_read[:NOT_READ_ROWS],
         "not_read_more": max(0, len(data.not_read) - NOT_READ_ROWS),
         "smoothing": data.smoothing,
+        "static_figures": static,
+        "static_max": STATIC_FIGURES_MAX_RUNS,
+        "chart_settings": Markup(json_for_script({"smoothing": data.smoothing})),
         "downsample_method": METHOD,
         "compare_max": COMPARE_MAX_LINES,
-        "style": Markup(STYLE),
+        "style": Markup(STYLE if fragment else PAGE_STYLE),
         "script": Markup(SCRIPT),
         "csp": csp_for(SCRIPT) if csp and not fragment else None,
         "data_json": Markup(json_for_script(embed_json)) if embed_json is not None and not fragment else None,
     }
     return _environment().get_template("report.html.j2").generate(**context)
+
+
+def _run_contexts(data: ReportData, figures: FigureMaker, findings: Mapping[int, list[dict[str, Any]]], *,
+                  static: bool, charts: bool, jobs: int | None,
+                  progress: ProgressCallback | None) -> Iterator[dict[str, Any]]:
+    """Each run's section context, in order (a generator: the page is written as they come)."""
+    columns = chart_columns(len(data.runs))
+    if static:
+        drawn: Iterator[tuple[Rendered | None, Rendered | None]] = run_figures(
+            data.runs, figures, jobs=jobs, progress=progress)
+    else:
+        drawn = iter([(None, None)] * len(data.runs))
+    for done, (run, pair) in enumerate(zip(data.runs, drawn, strict=True), start=1):
+        chart = run_chart(run, columns) if charts else None
+        yield _run_context(run, pair, findings[run.index], chart)
+        if progress is not None and not static:
+            progress(done, len(data.runs), f"render {run.name}")
 
 
 def render_run_fragment(data: ReportData, index: int = 1) -> str:

@@ -17,8 +17,9 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 
 from tanalyze.parallel import ProgressCallback
+from tanalyze.report.chartdata import aux_roles
 from tanalyze.report.figures import FigureMaker, Rendered
-from tanalyze.report.model import AUX_ROLES, RunView
+from tanalyze.report.model import RunView
 
 __all__ = ["run_figures", "draw", "worker_maker", "fork_context", "default_workers", "MIN_RUNS_FOR_WORKERS"]
 
@@ -28,14 +29,6 @@ MIN_RUNS_FOR_WORKERS = 8
 RunFigures = tuple[Rendered | None, Rendered | None]
 
 _MAKER: FigureMaker | None = None  # one per worker process, so its figures are reused across runs
-
-
-def aux_roles(run: RunView) -> list[str]:
-    """The small panels a run gets: its learning rate, gradient norm, throughput (or step time) …"""
-    roles = [r for r in AUX_ROLES if r in run.series]
-    if "throughput" in roles and "step_time" in roles:
-        roles.remove("step_time")
-    return roles
 
 
 def draw(maker: FigureMaker, run: RunView) -> RunFigures:

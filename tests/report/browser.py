@@ -57,9 +57,10 @@ def _run(page: Path, *extra: str, timeout: float = 180) -> subprocess.CompletedP
         )
 
 
-def load(page: Path) -> PageRun:
-    """The DOM after the page's scripts ran, and what the page logged to the console."""
-    done = _run(page, "--dump-dom")
+def load(page: Path, *extra: str) -> PageRun:
+    """The DOM after the page's scripts ran, and what the page logged to the console (``extra``: more flags,
+    e.g. ``--window-size=1280,4000`` so that more of the page is in view)."""
+    done = _run(page, *extra, "--dump-dom")
     if "<html" not in done.stdout:
         pytest.fail(f"Chromium did not return a DOM (exit {done.returncode}): {done.stderr[-2000:]}")
     console = [m.group(1) for m in _CONSOLE.finditer(done.stderr)]

@@ -74,5 +74,28 @@ def raw_scripts(html: str) -> list[tuple[str, str]]:
     return re.findall(r"(<script\b[^>]*>)(.*?)</script>", html, flags=re.S | re.I)
 
 
+def json_scripts(html: str) -> dict[str, str]:
+    """Element id → exact content of every non-executable JSON data element (``type="application/json"``)."""
+    return {m.group(1): m.group(2) for m in re.finditer(
+        r'<script type="application/json" id="([^"]*)">(.*?)</script>', html, flags=re.S)}
+
+
+def script_kinds(html: str) -> list[str]:
+    """Each script element as the page writes it: ``json:<id>`` for a data element (run charts numbered
+    ``json:run-N-chart``), ``code`` for the one executable script."""
+    out = []
+    for tag, _ in raw_scripts(html):
+        found = re.fullmatch(r'<script type="application/json" id="([^"]*)">', tag)
+        out.append("json:" + found.group(1) if found else ("code" if tag == "<script>" else tag))
+    return out
+
+
+def expected_scripts(runs_with_charts: int) -> list[str]:
+    """The script elements of a report page: one chart-data element per run with curves (in its section),
+    the report JSON, the chart settings, and the one script the CSP allows."""
+    return ([f"json:run-{i}-chart" for i in range(1, runs_with_charts + 1)]
+            + ["json:tanalyze-data", "json:tz-chart-settings", "code"])
+
+
 def sha256_source(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"

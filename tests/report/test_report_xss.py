@@ -20,7 +20,7 @@ from tanalyze.report import build_report, report_dict
 from tanalyze.report.html import render_html
 from tests.report import browser
 from tests.report.fakes import curves, diagnosis, frame_for, info, logs_of
-from tests.report.htmlcheck import parse, raw_scripts
+from tests.report.htmlcheck import expected_scripts, json_scripts, parse, raw_scripts, script_kinds
 
 RUN = "document.title='EXE'+'CUTED';document.documentElement.setAttribute('data-'+'pwned','1')"
 PAYLOADS = [
@@ -91,8 +91,11 @@ def test_no_payload_reaches_the_html_unescaped(pages, kind):
         assert payload not in html
     assert "EXECUTED" not in html
     doc = parse(html)
-    scripts = raw_scripts(html)
-    assert [tag for tag, _ in scripts] == ['<script type="application/json" id="tanalyze-data">', "<script>"]
+    # the report JSON, each run's chart data (JSON, never markup), the chart settings, and one script
+    assert script_kinds(html) == expected_scripts(html.count('<section class="run"'))
+    for key, body in json_scripts(html).items():
+        assert "<" not in body and ">" not in body and "\u2028" not in body, key  # no way out of the element
+        json.loads(body)
     for element in doc.iter():
         assert element.tag not in {"iframe", "object", "embed", "base", "form", "img", "link", "meta"} or (
             element.tag == "meta" and "javascript" not in str(element.attrs))
@@ -100,7 +103,7 @@ def test_no_payload_reaches_the_html_unescaped(pages, kind):
             assert not key.startswith("on"), (element.tag, key, value)
             if key in ("href", "xlink:href"):
                 assert value.startswith("#"), value
-    assert len(doc.find_all("script")) == 2
+    assert sum(1 for e in doc.find_all("script") if e.attrs.get("type") != "application/json") == 1
     assert not any(e.tag in ("script", "foreignobject") for svg in doc.find_all("svg") for e in svg.iter())
 
 
@@ -155,3 +158,23 @@ def test_the_csp_alone_would_block_a_payload(pages, tmp_path):
     result = browser.load(page)
     assert "EXECUTED" not in result.dom
     assert any("Content Security Policy" in line for line in result.console)
+
+
+def test_chart_data_carries_payloads_as_json_strings(pages, data):
+    """Each run's chart data names its run and tags exactly, as JSON strings in a non-executable element."""
+    charts = {k: json.loads(v) for k, v in json_scripts(pages["csp"]).items() if k.endswith("-chart")}
+    assert len(charts) == len(data.runs)
+    for run in data.runs:
+        chart = charts[f"{run.anchor}-chart"]
+        assert chart["run"] == run.name
+        assert [s["tag"] for s in chart["loss"]["series"]] == [run.series["train_loss"].tag, run.series["val_loss"].tag]
+
+
+def test_charts_drawn_from_payload_data_execute_nothing(pages, tmp_path):
+    """Every run's interactive chart drawn (a tall window puts all in view): names and tags stay text."""
+    page = tmp_path / "xss-charts.html"
+    page.write_text(pages["csp"], encoding="utf-8")
+    result = browser.load(page, "--window-size=1280,12000")
+    assert result.dom.count('data-drawn="1"') == 4
+    assert "EXECUTED" not in result.dom and "data-pwned" not in result.dom
+    assert not [line for line in result.console if "Content Security Policy" in line or "Uncaught" in line]

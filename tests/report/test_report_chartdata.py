@@ -1,0 +1,85 @@
+"""The interactive charts' data: downsampled lines that keep every extreme, markers from the diagnosis,
+no non-finite number, compact enough for thousands of runs; and the vendored uPlot as pinned."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import numpy as np
+
+from tanalyze.report import build_report
+from tanalyze.report.assets import SCRIPT, UPLOT_DIR, UPLOT_JS, UPLOT_VERSION
+from tanalyze.report.chartdata import COLUMNS, COLUMNS_MANY, DIGITS, chart_columns, decode_steps, run_chart
+from tanalyze.report.html import json_for_script
+from tests.report.fakes import curves, diagnosis, frame_for, info, logs_of
+
+
+def _view(kind: str, n: int = 20_000):
+    name = f"r-{kind}"
+    data = build_report(logs_of({name: (frame_for(name, curves(kind, n=n, seed=3)), info(name))}),
+                        {name: diagnosis(name, kind)})
+    return data.runs[0]
+
+
+def test_lines_are_downsampled_but_keep_the_extremes():
+    run = _view("normal")
+    chart = run_chart(run, COLUMNS)
+    train = next(s for s in chart["loss"]["series"] if s["key"] == "train")
+    train["x"] = decode_steps(train["dx"])
+    full = run.series["train_loss"]
+    assert len(train["x"]) == len(train["y"]) <= 4 * COLUMNS < len(full.steps)
+    assert train["x"][0] == int(full.steps[0]) and train["x"][-1] == int(full.steps[-1])
+    assert max(train["y"]) == float(f"{full.values.max():.{DIGITS}g}")  # M4 keeps the highest point
+    assert min(train["y"]) == float(f"{full.values.min():.{DIGITS}g}")
+    assert train["x"] == sorted(train["x"])
+    val = next(s for s in chart["loss"]["series"] if s["key"] == "val")
+    assert decode_steps(val["dx"]) == run.series["val_loss"].steps.tolist()  # short lines come whole
+
+
+def test_markers_come_from_the_diagnosis():
+    diverged = run_chart(_view("diverged"))
+    marks = {m["kind"]: m["step"] for m in diverged["loss"]["marks"]}
+    assert marks == {"diverged": 10500, "blowup": 10400, "early": 7500}
+    assert diverged["loss"]["spikes"] == {"x": [5000.0], "y": [1.9]}
+    assert diverged["loss"]["log"] is True  # the explosion spans decades
+    overfit = run_chart(_view("overfitting"))
+    assert {m["kind"]: m["step"] for m in overfit["loss"]["marks"]} == {"onset": 6000, "early": 7500}
+    val = overfit["loss"]["series"][1]
+    i = int(np.argmin(val["y"]))
+    assert overfit["loss"]["best"] == [decode_steps(val["dx"])[i], val["y"][i]]
+    assert [p["role"] for p in overfit["aux"]] == ["learning_rate", "grad_norm", "throughput"]
+
+
+def test_non_finite_points_are_left_out_and_the_json_is_strict():
+    chart = run_chart(_view("diverged"))
+    text = json_for_script(chart)  # allow_nan=False: raises on NaN or inf
+    train = chart["loss"]["series"][0]
+    assert all(np.isfinite(train["y"]))
+    assert "<" not in text and ">" not in text
+
+
+def test_many_runs_use_fewer_columns_and_stay_small():
+    assert chart_columns(10) == COLUMNS and chart_columns(2000) == COLUMNS_MANY
+    size = len(json_for_script(run_chart(_view("normal", n=200_000), chart_columns(2000))))
+    assert size < 7_000  # 2,000 runs' chart data under 14 MB, however long the runs
+
+
+def test_no_curve_no_chart():
+    name = "empty"
+    data = build_report(logs_of({name: (frame_for(name, {}), info(name))}), {name: diagnosis(name, "normal")})
+    assert run_chart(data.runs[0]) is None
+
+
+def test_vendored_uplot_is_the_pinned_release_with_its_licence():
+    assert UPLOT_JS.startswith(f"/*! https://github.com/leeoniya/uPlot (v{UPLOT_VERSION}) */")
+    licence = (UPLOT_DIR / "LICENSE").read_text(encoding="utf-8")
+    assert licence.startswith("The MIT License (MIT)") and "Leon Sorokin" in licence
+    notes = (UPLOT_DIR / "VENDORED.md").read_text(encoding="utf-8")
+    assert f"**{UPLOT_VERSION}**" in notes
+    for name in ("uPlot.iife.min.js", "uPlot.min.css", "LICENSE"):
+        digest = hashlib.sha256((UPLOT_DIR / name).read_bytes()).hexdigest()
+        assert re.search(rf"`{re.escape(name)}` {digest}", notes), f"{name} differs from the vendored release"
+    assert UPLOT_JS in SCRIPT and "innerHTML" not in SCRIPT.replace(UPLOT_JS, "")  # our code sets text only
+    json.loads(json_for_script({"ok": True}))
