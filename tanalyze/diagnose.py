@@ -69,7 +69,11 @@ from tanalyze.text import safe_text
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_with_siblings"]
+__all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_with_siblings", "ANALYSIS_VERSION"]
+
+#: Bump when what any analyzer concludes from the same points changes: cached results of older versions
+#: are then not used (the results cache also keys by the tanalyze version).
+ANALYSIS_VERSION = "1"
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).

@@ -16,7 +16,9 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
+from tanalyze.analysis.results import to_jsonable
 from tanalyze.cache import Cache, resolve_cache
+from tanalyze.cache.results import files_stamp, load_results, results_key, save_results
 from tanalyze.discover import RunSpec, discover
 from tanalyze.errors import InputError
 from tanalyze.logs import failed_result, read_run
@@ -30,28 +32,59 @@ __all__ = ["report_paths"]
 
 
 
+def _spec_files(spec: RunSpec) -> tuple[list[str], str]:
+    files = [f for part in spec.part_specs() for f in part.files]
+    return files, spec.directory
+
+
+def _cached_diagnoses(spec: RunSpec, roles: Mapping[str, Any] | None,
+                      cache: Cache | None) -> tuple[list[Any] | None, Any]:
+    """The diagnoses the results cache holds for this run's files as they are now (None: not cached),
+    and what to store them under."""
+    if cache is None:
+        return None, None
+    from tanalyze.diagnose import ANALYSIS_VERSION
+
+    files, directory = _spec_files(spec)
+    key = results_key(spec.name, spec.format, files, directory, analysis=ANALYSIS_VERSION,
+                      options={"roles": dict(roles) if roles else None, "parts": len(spec.parts)})
+    stamp = files_stamp(files, directory)  # before reading: a file growing meanwhile is seen next time
+    return load_results(cache, key, stamp), (key, stamp)
+
+
 def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: FigureMaker | None,
              cache: Cache | None = None, error: str | None = None) -> list[RunView]:
     """Read, diagnose, summarise and draw one discovered run (a file may hold several). With ``error``
-    (its reading failed in a worker), the run is shown with no points and that error as its warning."""
+    (its reading failed in a worker), the run is shown with no points and that error as its warning.
+    Diagnoses come from the results cache when the run's files did not change since they were made."""
     from tanalyze.diagnose import diagnose_run
 
     position, spec = task
     views = []
+    cached, store = (None, None) if error is not None else _cached_diagnoses(spec, roles, cache)
     results = [failed_result(spec, error)] if error is not None else read_run(spec, cache=cache)
+    if cached is not None and len(cached) != len(results):
+        cached = None
+    made = []
     for part, result in enumerate(results):
         info = result.info
-        diagnosis = diagnose_run(
-            result.scalars, run=info.name, format=info.format, roles=roles,
-            histograms=result.histograms if result.has_histograms else None,
-            read_warnings=tuple(str(w) for w in info.warnings), phases=info.phases,
-        )
+        if cached is not None:
+            diagnosis = cached[part]
+        else:
+            diagnosis = to_jsonable(diagnose_run(
+                result.scalars, run=info.name, format=info.format, roles=roles,
+                histograms=result.histograms if result.has_histograms else None,
+                read_warnings=tuple(str(w) for w in info.warnings), phases=info.phases,
+            ).to_dict())
+            made.append(diagnosis)
         # Plain dicts instead of read-only mappings, so that the run can travel between processes.
         info = replace(info, hparams=dict(info.hparams), text=dict(info.text))
         # A provisional index unique in the report: figure ids are salted with it.
         view = _run_view(position * 1000 + part + 1, RunSource(info.name, result.scalars, info, diagnosis))
         figures = parallel.draw(maker, view) if maker is not None else None
         views.append(replace(view, figures=figures))
+    if cached is None and store is not None:
+        save_results(cache, *store, made)
     return views
 
 

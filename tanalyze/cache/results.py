@@ -1,0 +1,72 @@
+"""The results cache: a run's analysis results (JSON), kept until its files change.
+
+A report of runs that did not change since the last one need not diagnose them
+again: each run's results are stored under ``DIR/v1/results/`` keyed by what
+they depend on (the run's files and format, the options of the analysis, the
+analysis version and the tanalyze version), with the *stamp* of its files when
+they were read (size, ``mtime_ns`` and hashes of their first and last bytes,
+the folder's mtime, as for parsed files). An entry whose stamp differs from the
+files now is not used: that run is analysed again and its entry rewritten, so a
+run that grew is re-analysed and the others are served from here.
+
+Entries hold JSON only (no pickle: nothing in a cache folder is ever run as code);
+a damaged or foreign entry reads as "not cached".
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tanalyze.cache import Cache
+from tanalyze.cache.reading import prefix_hashes
+
+__all__ = ["results_key", "files_stamp", "load_results", "save_results", "KIND"]
+
+#: The folder of the results cache inside a cache's layout.
+KIND = "results"
+
+
+def results_key(name: str, fmt: str, files: Sequence[str], directory: str, *, analysis: str,
+                options: Mapping[str, Any]) -> dict[str, Any]:
+    """What a run's results depend on besides its files' bytes (those are the stamp)."""
+    from tanalyze._version import __version__
+
+    return {"run": name, "format": fmt, "files": sorted(os.path.abspath(f) for f in files),
+            "directory": os.path.abspath(directory), "analysis": analysis, "tanalyze": __version__,
+            "options": dict(options)}
+
+
+def files_stamp(files: Sequence[str], directory: str) -> dict[str, Any] | None:
+    """Size, mtime and end hashes of each file and the folder's mtime; None when one cannot be read."""
+    stamps: dict[str, Any] = {}
+    try:
+        for f in files:
+            stat = os.stat(f)
+            stamps[os.path.abspath(f)] = [stat.st_size, stat.st_mtime_ns, prefix_hashes(Path(f), stat.st_size)]
+        folder = os.stat(directory).st_mtime_ns
+    except OSError:
+        return None
+    return {"files": stamps, "folder_mtime_ns": folder}
+
+
+def load_results(cache: Cache, key: Mapping[str, Any], stamp: Mapping[str, Any] | None) -> list[Any] | None:
+    """The results stored for ``key`` when the files still have ``stamp``; None otherwise."""
+    if stamp is None:
+        return None
+    entry = cache.load(KIND, dict(key))
+    if entry is None or entry.header.get("stamp") != stamp:
+        return None
+    results = entry.header.get("results")
+    return results if isinstance(results, list) else None
+
+
+def save_results(cache: Cache, key: Mapping[str, Any], stamp: Mapping[str, Any] | None, results: list[Any]) -> bool:
+    """Store ``results`` (JSON-ready values) for ``key`` at ``stamp``; False when not stored."""
+    if stamp is None:
+        return False
+    return cache.save(KIND, dict(key), {"none": np.zeros(0, dtype=np.int8)}, {"stamp": dict(stamp), "results": results})

@@ -1,0 +1,104 @@
+"""The results cache: a report over unchanged runs diagnoses none of them again; a run that grew is
+re-analysed, alone; another analysis (roles, version) or a damaged entry means analysing again."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+
+import pytest
+
+from tanalyze.cache import Cache
+from tanalyze.report import report_dict, report_paths
+from tests.conftest import SAMPLE_RUNS
+
+DIAGNOSE = importlib.import_module("tanalyze.diagnose")  # the module (``tanalyze.diagnose`` is the function)
+RUNS = ("normal_nanogpt", "diverged_nanogpt", "unstable_nanogpt")
+
+
+@pytest.fixture
+def runs(tmp_path):
+    root = tmp_path / "runs"
+    for name in RUNS:
+        source = SAMPLE_RUNS / name
+        if not source.is_dir():
+            pytest.fail(f"{source} is missing from the checkout")
+        shutil.copytree(source, root / name)
+    return root
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """The names of the runs diagnose_run was called for (the report pipeline imports it when it runs)."""
+    seen: list[str] = []
+    real = DIAGNOSE.diagnose_run
+
+    def counting(frame, **kwargs):
+        seen.append(kwargs["run"])
+        return real(frame, **kwargs)
+
+    monkeypatch.setattr(DIAGNOSE, "diagnose_run", counting)
+    return seen
+
+
+def _report(root, cache, **options):
+    data = report_paths([root], jobs=1, cache=cache, **options)
+    out = report_dict(data)
+    out.pop("generated_at")
+    return data, out
+
+
+def test_unchanged_runs_are_not_diagnosed_again(runs, tmp_path, calls):
+    cache = Cache(str(tmp_path / "cache"))
+    _, cold = _report(runs, cache)
+    assert sorted(calls) == sorted(RUNS)
+    calls.clear()
+    _, warm = _report(runs, cache)
+    assert calls == []
+    assert json.dumps(warm, sort_keys=True) == json.dumps(cold, sort_keys=True)  # the same report, verdicts and all
+
+
+def test_a_run_that_grew_is_the_only_one_reanalysed(runs, tmp_path, calls):
+    cache = Cache(str(tmp_path / "cache"))
+    before, _ = _report(runs, cache)
+    calls.clear()
+    with open(runs / "normal_nanogpt" / "train.log", "a", encoding="utf-8") as log:
+        for i in range(510, 560, 10):
+            log.write(f"iter {i}: loss 0.4000, time 15.00ms, mfu 54.00%\n")
+    after, _ = _report(runs, cache)
+    assert calls == ["normal_nanogpt"]
+    grown = {r.name: r for r in after.runs}["normal_nanogpt"]
+    old = {r.name: r for r in before.runs}["normal_nanogpt"]
+    assert grown.summary["last_step"] == 550 and old.summary["last_step"] == 500
+    assert grown.diagnosis["roles"] == old.diagnosis["roles"]
+    calls.clear()
+    _report(runs, cache)
+    assert calls == []  # and its new results are cached in turn
+
+
+def test_other_roles_or_analysis_version_mean_analysing_again(runs, tmp_path, calls, monkeypatch):
+    cache = Cache(str(tmp_path / "cache"))
+    _report(runs, cache)
+    calls.clear()
+    _report(runs, cache, roles={"train_loss": "train/loss"})
+    assert sorted(calls) == sorted(RUNS)
+    calls.clear()
+    monkeypatch.setattr(DIAGNOSE, "ANALYSIS_VERSION", "test-next")
+    _report(runs, cache)
+    assert sorted(calls) == sorted(RUNS)
+
+
+def test_a_damaged_entry_is_not_cached_and_no_cache_means_always(runs, tmp_path, calls):
+    cache = Cache(str(tmp_path / "cache"))
+    _report(runs, cache)
+    entries = list((tmp_path / "cache" / "v1" / "results").rglob("*.arrays"))
+    assert len(entries) == len(RUNS)
+    for entry in entries:
+        entry.write_bytes(entry.read_bytes()[:20])
+    calls.clear()
+    _report(runs, cache)
+    assert sorted(calls) == sorted(RUNS)
+    calls.clear()
+    _report(runs, False)
+    assert sorted(calls) == sorted(RUNS)
