@@ -20,7 +20,7 @@ from tanalyze.report.downsample import m4
 from tanalyze.report.model import AUX_ROLES, LOSS_ROLES, ROLE_TITLES, RunView, Series, number
 from tanalyze.text import safe_text
 
-__all__ = ["run_chart", "chart_columns", "decode_steps", "early_stop_step", "spike_points", "aux_roles", "DIGITS", "COLUMNS"]
+__all__ = ["run_chart", "chart_columns", "decode_steps", "early_stop_step", "spike_points", "aux_roles", "DIGITS", "COLUMNS", "STATIC_FIGURES_MAX_RUNS"]
 
 #: Significant digits kept of each drawn value (more than a chart can show, a third of the bytes of full floats).
 DIGITS = 6
@@ -30,6 +30,9 @@ COLUMNS = 360
 COLUMNS_MANY = 40
 DIGITS_MANY = 4
 MANY_RUNS = 200
+#: Over this many runs, runs' static (SVG) figures are left out: the page's script draws each run's charts from
+#: its embedded data when its section is shown, which keeps a 2,000-run page small and quick to open.
+STATIC_FIGURES_MAX_RUNS = MANY_RUNS
 #: Roles whose panels are smoothed like the loss (the others, e.g. the learning rate, are schedules).
 SMOOTHED_AUX = ("grad_norm", "throughput", "step_time", "gpu_memory")
 LOG_ROLES = ("learning_rate", "grad_norm", "loss_scale")

@@ -23,7 +23,7 @@ from markupsafe import Markup, escape
 from tanalyze.analysis.recommendations import CAUSES
 from tanalyze.parallel import ProgressCallback
 from tanalyze.report.assets import PAGE_STYLE, SCRIPT, STYLE
-from tanalyze.report.chartdata import chart_columns, run_chart
+from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS, chart_columns, run_chart
 from tanalyze.report.downsample import METHOD
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.groups import _flatten
@@ -34,9 +34,6 @@ from tanalyze.text import safe_text
 __all__ = ["render_html", "iter_html", "render_run_fragment", "csp_for", "json_for_script", "SCRIPT", "STYLE"]
 
 TEMPLATES = Path(__file__).parent / "templates"
-#: Over this many runs, runs' static (SVG) figures are left out: the page's script draws each run's charts from
-#: its embedded data when its section is shown, which keeps a 2,000-run page small and quick to open.
-STATIC_FIGURES_MAX_RUNS = 200
 
 VERDICT_TEXT = {
     "normal": ("\u2713", "normal"),
@@ -256,9 +253,7 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
         "anchor": run.anchor,
         "index": run.index,
         "name": run.name,
-        # the interactive chart's data, as JSON text safe inside a non-executable <script> element
-        "chart_json": Markup(json_for_script(chart)) if chart else None,
-        "has_aux": bool(chart and chart.get("aux")),
+        "has_chart": bool(chart),
         "format": run.format,
         "verdict": run.verdict,
         "confidence": d["verdict"].get("confidence"),
@@ -396,8 +391,18 @@ def iter_html(
     rows = [_summary_row(run, findings[run.index]) for run in data.runs]
     runs: Iterator[dict[str, Any]] | list[dict[str, Any]] = []
     static = len(data.runs) <= STATIC_FIGURES_MAX_RUNS
+    charts: list[str] = []  # each run's chart data as JSON, gathered while its section is written
     if sections:
-        runs = _run_contexts(data, figures, findings, static=static, charts=not fragment, jobs=jobs, progress=progress)
+        runs = _run_contexts(data, figures, findings, static=static, charts=None if fragment else charts, jobs=jobs,
+                             progress=progress)
+
+    def charts_json() -> Markup:
+        """Every run's chart data and the settings, as JSON safe inside the page's one data element for charts
+        (one element: thousands of small script elements cost a browser seconds to parse)."""
+        body = ",".join(charts)
+        settings = json_for_script({"smoothing": data.smoothing})
+        return Markup(f'{{"settings":{settings},"runs":{{{body}}}}}')
+
     context = {
         "fragment": fragment,
         "title": data.title,
@@ -416,7 +421,7 @@ def iter_html(
         "smoothing": data.smoothing,
         "static_figures": static,
         "static_max": STATIC_FIGURES_MAX_RUNS,
-        "chart_settings": Markup(json_for_script({"smoothing": data.smoothing})),
+        "charts_json": charts_json,
         "downsample_method": METHOD,
         "compare_max": COMPARE_MAX_LINES,
         "style": Markup(STYLE if fragment else PAGE_STYLE),
@@ -428,9 +433,10 @@ def iter_html(
 
 
 def _run_contexts(data: ReportData, figures: FigureMaker, findings: Mapping[int, list[dict[str, Any]]], *,
-                  static: bool, charts: bool, jobs: int | None,
+                  static: bool, charts: list[str] | None, jobs: int | None,
                   progress: ProgressCallback | None) -> Iterator[dict[str, Any]]:
-    """Each run's section context, in order (a generator: the page is written as they come)."""
+    """Each run's section context, in order (a generator: the page is written as they come). Each run's chart
+    data is added to ``charts`` (``"anchor":{...}`` JSON members; None: no charts, as in Jupyter)."""
     columns = chart_columns(len(data.runs))
     if static:
         drawn: Iterator[tuple[Rendered | None, Rendered | None]] = run_figures(
@@ -438,7 +444,9 @@ def _run_contexts(data: ReportData, figures: FigureMaker, findings: Mapping[int,
     else:
         drawn = iter([(None, None)] * len(data.runs))
     for done, (run, pair) in enumerate(zip(data.runs, drawn, strict=True), start=1):
-        chart = run_chart(run, columns) if charts else None
+        chart = run_chart(run, columns) if charts is not None else None
+        if chart is not None and charts is not None:
+            charts.append(f'"{run.anchor}":{json_for_script(chart)}')
         yield _run_context(run, pair, findings[run.index], chart)
         if progress is not None and not static:
             progress(done, len(data.runs), f"render {run.name}")

@@ -25,6 +25,7 @@ from tanalyze.logs import failed_result, read_run
 from tanalyze.parallel import Failure, ProgressCallback, map_runs
 from tanalyze.readers.pattern import resolve_patterns
 from tanalyze.report import parallel
+from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS
 from tanalyze.report.figures import FigureMaker
 from tanalyze.report.model import ReportData, RunSource, RunView, _run_view, _unique_names, assemble
 
@@ -89,9 +90,10 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
 
 
 def _process_task(task: tuple[int, RunSpec], *, roles: Mapping[str, Any] | None, smoothing: float,
-                  cache: Cache | None) -> list[RunView]:
-    """The per-run task mapped over worker processes (one figure maker per worker process, reused across runs)."""
-    return _process(task, roles, parallel.worker_maker(smoothing), cache)
+                  cache: Cache | None, static: bool = True) -> list[RunView]:
+    """The per-run task mapped over worker processes (one figure maker per worker process, reused across runs).
+    ``static=False``: no static figures (a report of many runs; its page draws charts from data)."""
+    return _process(task, roles, parallel.worker_maker(smoothing) if static else None, cache)
 
 
 def report_paths(
@@ -153,14 +155,15 @@ def report_paths(
 def _map(tasks: list[tuple[int, RunSpec]], roles: Mapping[str, Any] | None, smoothing: float,
          jobs: int | None, progress: ProgressCallback | None, cache: Cache | None,
          client: Any) -> list[list[RunView]]:
-    task = partial(_process_task, roles=roles, smoothing=smoothing, cache=cache)
+    static = len(tasks) <= STATIC_FIGURES_MAX_RUNS
+    task = partial(_process_task, roles=roles, smoothing=smoothing, cache=cache, static=static)
     results = map_runs(task, tasks, [spec.name for _, spec in tasks], jobs=jobs, client=client,
                        progress=progress, preload=("tanalyze.report.pipeline",))
     maker = None
     out = []
     for item, result in zip(tasks, results, strict=True):
         if isinstance(result, Failure):
-            maker = maker or parallel.worker_maker(smoothing)
+            maker = maker or (parallel.worker_maker(smoothing) if static else None)
             result = _process(item, roles, maker, error=result.error)
         out.append(result)
     return out

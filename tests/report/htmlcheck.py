@@ -81,8 +81,8 @@ def json_scripts(html: str) -> dict[str, str]:
 
 
 def script_kinds(html: str) -> list[str]:
-    """Each script element as the page writes it: ``json:<id>`` for a data element (run charts numbered
-    ``json:run-N-chart``), ``code`` for the one executable script."""
+    """Each script element as the page writes it: ``json:<id>`` for a data element, ``code`` for the one
+    executable script."""
     out = []
     for tag, _ in raw_scripts(html):
         found = re.fullmatch(r'<script type="application/json" id="([^"]*)">', tag)
@@ -90,11 +90,8 @@ def script_kinds(html: str) -> list[str]:
     return out
 
 
-def expected_scripts(runs_with_charts: int) -> list[str]:
-    """The script elements of a report page: one chart-data element per run with curves (in its section),
-    the report JSON, the chart settings, and the one script the CSP allows."""
-    return ([f"json:run-{i}-chart" for i in range(1, runs_with_charts + 1)]
-            + ["json:tanalyze-data", "json:tz-chart-settings", "code"])
+#: The script elements of a report page: the report JSON, every run's chart data (one element), the one script.
+PAGE_SCRIPTS = ["json:tanalyze-data", "json:tz-charts", "code"]
 
 
 def sha256_source(text: str) -> str:

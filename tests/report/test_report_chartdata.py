@@ -83,3 +83,26 @@ def test_vendored_uplot_is_the_pinned_release_with_its_licence():
         assert re.search(rf"`{re.escape(name)}` {digest}", notes), f"{name} differs from the vendored release"
     assert UPLOT_JS in SCRIPT and "innerHTML" not in SCRIPT.replace(UPLOT_JS, "")  # our code sets text only
     json.loads(json_for_script({"ok": True}))
+
+
+def test_over_the_static_limit_sections_have_charts_from_data_only(monkeypatch):
+    """Many runs: no static figure per run (the page stays small); each run's chart data is in the page."""
+    import tanalyze.report.html as page
+    from tests.report.htmlcheck import json_scripts
+
+    names = [f"r{k}" for k in range(3)]
+    data = build_report(logs_of({n: (frame_for(n, curves("normal", n=500, seed=k)), info(n)) for k, n in enumerate(names)}),
+                        {n: diagnosis(n, "normal") for n in names})
+    monkeypatch.setattr(page, "STATIC_FIGURES_MAX_RUNS", 2)
+    html = page.render_html(data, jobs=1)
+    sections = html[html.index('<section class="run"'):html.index("<footer>")]
+    assert "<svg" not in sections and sections.count("static-off") == 3
+    assert "static figures are left out" in html[html.index("<footer>"):]
+    charts = json.loads(json_scripts(html)["tz-charts"])["runs"]
+    assert sorted(charts) == ["run-1", "run-2", "run-3"]
+    monkeypatch.setattr(page, "STATIC_FIGURES_MAX_RUNS", 200)
+    assert parse_svg_count(page.render_html(data, jobs=1)) >= 3
+
+
+def parse_svg_count(html: str) -> int:
+    return html[html.index('<section class="run"'):html.index("<footer>")].count("<svg")

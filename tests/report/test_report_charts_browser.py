@@ -15,6 +15,7 @@ from tanalyze.report import build_report, report_dict
 from tanalyze.report.html import render_html
 from tests.report import browser
 from tests.report.fakes import curves, diagnosis, frame_for, info, logs_of
+from tests.report.htmlcheck import json_scripts
 
 pytestmark = pytest.mark.slow  # a real browser
 
@@ -167,7 +168,9 @@ def test_static_figures_remain_for_readers_without_scripts():
     html = render_html(data, embed_json=report_dict(data))
     section = html[html.index('<section class="run" id="run-1"'):html.index('<section class="run" id="run-2"')]
     assert "<svg" in section  # the static figure is in the page
-    assert 'id="run-1-chart"' in section  # and the data the script draws from, as JSON
+    charts = json.loads(json_scripts(html)["tz-charts"])
+    assert set(charts["runs"]) == {"run-1", "run-2"}  # and the data the script draws from, as JSON
+    assert charts["settings"] == {"smoothing": 0.6}
 
 
 def test_page_works_with_no_network(tmp_path):

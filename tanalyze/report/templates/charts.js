@@ -10,8 +10,14 @@
     diverged: ["#991b1b", []], blowup: ["#991b1b", [2, 3]], onset: ["#b45309", [6, 4]], early: ["#7c3aed", [2, 3]]
   };
   var SPIKE = "#dc2626", BEST = "#15803d", GREY = "#1f2937";
-  var settingsNode = document.getElementById("tz-chart-settings");
-  var settings = settingsNode ? JSON.parse(settingsNode.textContent) : {};
+  var dataNode = document.getElementById("tz-charts");
+  if (!dataNode) { return; }
+  var all = null;  // every run's chart data, parsed on the first draw
+  function chartData() {
+    if (all === null) { all = JSON.parse(dataNode.textContent); }
+    return all;
+  }
+  var settings = chartData().settings || {};
   var state = { smoothing: typeof settings.smoothing === "number" ? settings.smoothing : 0.6 };
   var charts = [];  // every drawn chart: {u, build} so that smoothing changes redraw all of them
   var sliders = [];
@@ -248,10 +254,9 @@
 
   function drawRun(section) {
     if (!section || section.getAttribute("data-drawn")) { return null; }
-    var node = document.getElementById(section.id + "-chart");
-    if (!node) { return null; }
+    var d = chartData().runs[section.id];
+    if (!d) { return null; }
     section.setAttribute("data-drawn", "1");
-    var d = JSON.parse(node.textContent);
     var sync = section.id;
     var made = null;
     var lossFig = section.querySelector("figure.fig-loss");
