@@ -20,7 +20,8 @@ from tanalyze.report.downsample import m4
 from tanalyze.report.model import AUX_ROLES, LOSS_ROLES, ROLE_TITLES, RunView, Series, number
 from tanalyze.text import safe_text
 
-__all__ = ["run_chart", "chart_columns", "decode_steps", "early_stop_step", "spike_points", "aux_roles", "DIGITS", "COLUMNS", "STATIC_FIGURES_MAX_RUNS"]
+__all__ = ["run_chart", "chart_columns", "decode_steps", "early_stop_step", "spike_points", "aux_roles", "DIGITS", "COLUMNS", "STATIC_FIGURES_MAX_RUNS",
+           "explosion_cap", "blowup_step"]
 
 #: Significant digits kept of each drawn value (more than a chart can show, a third of the bytes of full floats).
 DIGITS = 6
@@ -77,6 +78,56 @@ def spike_points(spikes: Any) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(steps, dtype=np.float64), np.asarray(peaks, dtype=np.float64)
 
 
+def explosion_cap(before: Sequence[np.ndarray], everything: Sequence[np.ndarray], log: bool) -> tuple[float, float] | None:
+    """(cap, highest value) when a blow-up reaches far beyond the part of the run worth reading, else None.
+
+    The cap leaves three decades (log) or twice the range (linear) above the
+    highest value before the blow-up.
+    """
+    pre = np.concatenate([v[np.isfinite(v)] for v in before]) if before else np.empty(0)
+    full = np.concatenate([v[np.isfinite(v)] for v in everything]) if everything else np.empty(0)
+    if pre.size < 5 or full.size == 0:
+        return None
+    top_pre, top = float(pre.max()), float(full.max())
+    if log and top_pre > 0:
+        cap = top_pre * 1e3
+    else:
+        cap = top_pre + 2 * max(top_pre - float(pre.min()), abs(top_pre) * 0.1, 1e-12)
+    return (cap, top) if top > cap else None
+
+
+def blowup_step(diagnosis: Mapping[str, Any]) -> float | None:
+    """Where a diverged run's loss started to blow up (None when it did not diverge)."""
+    divergence = diagnosis.get("divergence")
+    if not isinstance(divergence, Mapping):
+        return None
+    onset, step = number(divergence.get("onset_step")), number(divergence.get("step"))
+    return onset if onset is not None else step
+
+
+def _caps(run: RunView, loss: Mapping[str, Series]) -> dict[str, float] | None:
+    """The y-axis caps (log and linear) that keep a blow-up from flattening the rest of the run."""
+    start = blowup_step(run.diagnosis)
+    if start is None:
+        return None
+    before = [s.values[s.steps < start] for s in loss.values()]
+    everything = [s.values for s in loss.values()]
+    out = {}
+    for name, log in (("log", True), ("linear", False)):
+        found = explosion_cap(before, everything, log)
+        if found is not None:
+            out[name], out["top"] = float(f"{found[0]:.4g}"), float(f"{found[1]:.4g}")
+    return out or None
+
+
+def _nonfinite(loss: Mapping[str, Series]) -> list[float]:
+    """Steps where a loss was NaN or infinite (at most 200, evenly picked), drawn as crosses along the top."""
+    steps = np.unique(np.concatenate([s.steps[~s.finite] for s in loss.values()]))
+    if len(steps) > 200:
+        steps = steps[np.linspace(0, len(steps) - 1, 200).astype(int)]
+    return [int(x) for x in steps.tolist()]
+
+
 def _round(values: np.ndarray, digits: int = DIGITS) -> list[float]:
     return [float(f"{v:.{digits}g}") for v in values.tolist()]
 
@@ -120,6 +171,10 @@ def _marks(run: RunView) -> list[dict[str, Any]]:
         onset = number(divergence.get("onset_step"))
         if onset is not None and onset != step:
             out.append({"kind": "blowup", "step": onset, "label": f"blow-up onset {onset:,.0f}"})
+        restart = divergence.get("restart")
+        resume = number(restart.get("resume_at_or_before_step")) if isinstance(restart, Mapping) else None
+        if resume is not None:
+            out.append({"kind": "resume", "step": resume, "label": f"resume at or before {resume:,.0f}"})
     overfitting = d.get("overfitting")
     if isinstance(overfitting, Mapping) and number(overfitting.get("onset_step")) is not None:
         onset = number(overfitting["onset_step"])
@@ -164,6 +219,8 @@ def run_chart(run: RunView, columns: int = COLUMNS) -> dict[str, Any] | None:
             "marks": _marks(run),
             "spikes": _spikes(run, loss),
             "best": _best(loss.get("val_loss")),
+            "cap": _caps(run, loss),
+            "nonfinite": _nonfinite(loss),
         }
     panels = []
     for role in aux:

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
 from tanalyze.curves import debiased_ema as ema
-from tanalyze.report.chartdata import early_stop_step, spike_points
+from tanalyze.report.chartdata import blowup_step, early_stop_step, explosion_cap, spike_points
 from tanalyze.report.downsample import m4
 from tanalyze.report.model import ROLE_TITLES, RunView, Series, number
 from tanalyze.report.svgaxes import AxisSpec, compact, layer, log_label, matplotlib_ticks, prepare
@@ -294,7 +294,7 @@ class FigureMaker:
                                          marker=marker, markersize=3)
             log = _log_scale([s.values for _, s, _ in curves])
             self._style_axes(ax, log=log, xlabel="step", ylabel="loss" + (" (log scale)" if log else ""))
-            start = _blowup_step(run.diagnosis)
+            start = blowup_step(run.diagnosis)
             if start is not None:
                 _cap_explosion(ax, [s.values[s.steps < start] for _, s, _ in curves], [s.values for _, s, _ in curves], log)
             keys += self._markers(ax, run, dict((role, s) for role, s, _ in curves))
@@ -439,9 +439,9 @@ class FigureMaker:
             self._style_axes(ax, log=log, xlabel="step", ylabel=safe_text(tag, 40) + (" (log)" if log else ""))
             before = []
             for run, smooth in zip(runs, values, strict=True):
-                start = _blowup_step(run.diagnosis)
+                start = blowup_step(run.diagnosis)
                 before.append(smooth if start is None else smooth[run.series[role].steps < start])
-            if any(_blowup_step(r.diagnosis) is not None for r in runs):
+            if any(blowup_step(r.diagnosis) is not None for r in runs):
                 _cap_explosion(ax, before, values, log)
             fig.subplots_adjust(left=0.11, right=0.985, top=0.96, bottom=0.15)
             alt = f"{ROLE_TITLES.get(role, role)} '{safe_text(tag, 80)}' of {len(runs)} runs"
@@ -497,32 +497,13 @@ def _empty_axes(ax) -> None:
     ax.autoscale_view()
 
 
-def _blowup_step(diagnosis: Mapping[str, Any]) -> float | None:
-    """Where a diverged run's loss started to blow up (None when it did not diverge)."""
-    divergence = diagnosis.get("divergence")
-    if not isinstance(divergence, Mapping):
-        return None
-    onset, step = number(divergence.get("onset_step")), number(divergence.get("step"))
-    return onset if onset is not None else step
-
-
 def _cap_explosion(ax, before: Sequence[np.ndarray], everything: Sequence[np.ndarray], log: bool) -> None:
-    """Keep the y-axis on the part of the run worth reading when a blow-up reaches far beyond it.
-
-    The cap leaves three decades (log) or twice the range (linear) above the
-    highest value before the blow-up; the text says how far the curve went.
-    """
-    pre = np.concatenate([v[np.isfinite(v)] for v in before]) if before else np.empty(0)
-    full = np.concatenate([v[np.isfinite(v)] for v in everything]) if everything else np.empty(0)
-    if pre.size < 5 or full.size == 0:
+    """Keep the y-axis on the part of the run worth reading when a blow-up reaches far beyond it
+    (see :func:`~tanalyze.report.chartdata.explosion_cap`); the text says how far the curve went."""
+    found = explosion_cap(before, everything, log)
+    if found is None:
         return
-    top_pre, top = float(pre.max()), float(full.max())
-    if log and top_pre > 0:
-        cap = top_pre * 1e3
-    else:
-        cap = top_pre + 2 * max(top_pre - float(pre.min()), abs(top_pre) * 0.1, 1e-12)
-    if top <= cap:
-        return
+    cap, top = found
     ax.set_ylim(ax.get_ylim()[0], cap)
     ax.text(0.01, 0.985, f"\u2191 off the scale above: up to {top:.3g}", transform=ax.transAxes, ha="left",
             va="top", fontsize=7.5, color=DIVERGED, zorder=7,

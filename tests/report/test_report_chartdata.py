@@ -41,7 +41,13 @@ def test_lines_are_downsampled_but_keep_the_extremes():
 def test_markers_come_from_the_diagnosis():
     diverged = run_chart(_view("diverged"))
     marks = {m["kind"]: m["step"] for m in diverged["loss"]["marks"]}
-    assert marks == {"diverged": 10500, "blowup": 10400, "early": 7500}
+    assert marks == {"diverged": 10500, "blowup": 10400, "resume": 10000, "early": 7500}
+    run = _view("diverged")
+    train = run.series["train_loss"]
+    assert diverged["loss"]["nonfinite"] == train.steps[~train.finite].tolist()  # the 5 NaN steps at the end
+    cap = diverged["loss"]["cap"]  # the blow-up to 1e4 is cut at 3 decades above the loss before it (log axis)
+    before = train.values[(train.steps < 10400) & train.finite]
+    assert cap["log"] == float(f"{before.max() * 1e3:.4g}") and cap["top"] == float(f"{np.nanmax(train.values):.4g}")
     assert diverged["loss"]["spikes"] == {"x": [5000.0], "y": [1.9]}
     assert diverged["loss"]["log"] is True  # the explosion spans decades
     overfit = run_chart(_view("overfitting"))

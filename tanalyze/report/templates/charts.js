@@ -7,7 +7,8 @@
   if (!root || typeof uPlot === "undefined") { return; }
   var COLORS = { train: "#2563eb", val: "#ea580c" };
   var MARKS = {
-    diverged: ["#991b1b", []], blowup: ["#991b1b", [2, 3]], onset: ["#b45309", [6, 4]], early: ["#7c3aed", [2, 3]]
+    diverged: ["#991b1b", []], blowup: ["#991b1b", [2, 3]], onset: ["#b45309", [6, 4]], early: ["#7c3aed", [2, 3]],
+    resume: ["#15803d", [2, 3]]
   };
   var SPIKE = "#dc2626", BEST = "#15803d", GREY = "#1f2937";
   var dataNode = document.getElementById("tz-charts");
@@ -143,6 +144,15 @@
         else { ctx.moveTo(px - r, py - r); ctx.lineTo(px + r, py - r); ctx.lineTo(px, py + r); ctx.closePath(); }
         ctx.fill();
       }
+      ctx.strokeStyle = MARKS.diverged[0];
+      ctx.lineWidth = 1.2 * dpr;
+      (spec.nonfinite || []).forEach(function (step) {
+        var px = u.valToPos(step, "x", true), py = b.top + 5 * dpr, r = 3 * dpr;
+        ctx.beginPath();
+        ctx.moveTo(px - r, py - r); ctx.lineTo(px + r, py + r);
+        ctx.moveTo(px + r, py - r); ctx.lineTo(px - r, py + r);
+        ctx.stroke();
+      });
       var sp = spec.spikes;
       if (sp) {
         for (var i = 0; i < sp.x.length; i++) {
@@ -171,12 +181,29 @@
       box.setAttribute("data-readout-step", String(u.data[0][idx]));
     }
 
+    function capOf() { return spec.cap ? spec.cap[log ? "log" : "linear"] : undefined; }
+
+    function yScale() {
+      // a blow-up far beyond the rest of the run is cut at the cap (as the static figure does), and said so
+      var cap = capOf(), scale = log ? { distr: 3 } : {};
+      if (cap !== undefined) {
+        scale.range = function (u, min, max) {
+          var r = log ? uPlot.rangeLog(min, Math.min(max, cap), 10, true) : uPlot.rangeNum(min, Math.min(max, cap), 0.1, true);
+          return r;
+        };
+      }
+      capNote.textContent = cap !== undefined ? "\u2191 off the scale above: up to " + fmt(spec.cap.top) : "";
+      return scale;
+    }
+
+    var capNote = el("span", "tz-cap");
+    toolbar.appendChild(capNote);
     var u = null;
     function build() {
       var width = Math.max(200, spec.width ? spec.width() : (host.clientWidth || box.clientWidth || 600));
       var opts = {
         width: width, height: spec.height, series: series(),
-        scales: { x: { time: false }, y: log ? { distr: 3 } : {} },
+        scales: { x: { time: false }, y: yScale() },
         axes: [{ stroke: "#6b7280", grid: { stroke: "#eef0f3" }, size: 34, values: ticks(fmtStep) },
                { stroke: "#6b7280", grid: { stroke: "#eef0f3" }, size: 58, values: ticks(fmtTick) }],
         legend: { show: spec.legend !== false, live: true },
@@ -243,7 +270,7 @@
                smooth: s.dx.length >= 60 };
     });
     return { run: d.run, lines: lines, log: d.loss.log, marks: d.loss.marks, spikes: d.loss.spikes,
-             best: d.loss.best, height: 300, sync: sync };
+             best: d.loss.best, cap: d.loss.cap, nonfinite: d.loss.nonfinite, height: 300, sync: sync };
   }
 
   function auxSpec(d, p, sync) {
