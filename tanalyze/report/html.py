@@ -240,7 +240,7 @@ def _details(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None], findings: list[dict[str, Any]],
-                 chart: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                 chart: Mapping[str, Any] | None = None, *, details: bool = True) -> dict[str, Any]:
     d = run.diagnosis
     info = run.info
     loss, aux = figures
@@ -273,7 +273,7 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
         # one or two small panels fit under the loss chart when the findings beside it are long
         "aux_beside": bool(aux) and aux.columns <= 2 and len(findings) >= 2,
         "findings": findings,
-        "details": _details(d),
+        "details": _details(d) if details else [],
         "analysis_warnings": [short(w, 1000) for w in d["warnings"]],
         "config": _config_rows(info.hparams if info else {}),
         "text": text,
@@ -385,6 +385,11 @@ def iter_html(
     processes drawing figures (None: automatic, 1: this process only).
     ``sections=False`` leaves out each run's section (its figures and findings):
     the summary of many runs that Jupyter shows, quick to draw and small.
+
+    Over :data:`~tanalyze.report.chartdata.STATIC_FIGURES_MAX_RUNS` runs the page is a large report: no
+    static figure per run (the script draws each run's charts from compact data when shown), no dump of
+    each run's diagnosis details and no embedded JSON (both are in the JSON file); findings, their evidence
+    and every number of the summary stay.
     """
     figures = FigureMaker(smoothing=data.smoothing)
     findings = {run.index: _findings(run) for run in data.runs}
@@ -427,7 +432,8 @@ def iter_html(
         "style": Markup(STYLE if fragment else PAGE_STYLE),
         "script": Markup(SCRIPT),
         "csp": csp_for(SCRIPT) if csp and not fragment else None,
-        "data_json": Markup(json_for_script(embed_json)) if embed_json is not None and not fragment else None,
+        # a large report leaves its JSON to the JSON file (``--json``): the page stays small
+        "data_json": Markup(json_for_script(embed_json)) if embed_json is not None and not fragment and static else None,
     }
     return _environment().get_template("report.html.j2").generate(**context)
 
@@ -447,7 +453,7 @@ def _run_contexts(data: ReportData, figures: FigureMaker, findings: Mapping[int,
         chart = run_chart(run, columns) if charts is not None else None
         if chart is not None and charts is not None:
             charts.append(f'"{run.anchor}":{json_for_script(chart)}')
-        yield _run_context(run, pair, findings[run.index], chart)
+        yield _run_context(run, pair, findings[run.index], chart, details=static)
         if progress is not None and not static:
             progress(done, len(data.runs), f"render {run.name}")
 

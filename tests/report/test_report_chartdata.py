@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 
-from tanalyze.report import build_report
+from tanalyze.report import build_report, report_dict
 from tanalyze.report.assets import SCRIPT, UPLOT_DIR, UPLOT_JS, UPLOT_VERSION
 from tanalyze.report.chartdata import COLUMNS, COLUMNS_MANY, DIGITS, chart_columns, decode_steps, run_chart
 from tanalyze.report.html import json_for_script
@@ -100,14 +100,16 @@ def test_over_the_static_limit_sections_have_charts_from_data_only(monkeypatch):
     data = build_report(logs_of({n: (frame_for(n, curves("normal", n=500, seed=k)), info(n)) for k, n in enumerate(names)}),
                         {n: diagnosis(n, "normal") for n in names})
     monkeypatch.setattr(page, "STATIC_FIGURES_MAX_RUNS", 2)
-    html = page.render_html(data, jobs=1)
+    html = page.render_html(data, jobs=1, embed_json=report_dict(data))
     sections = html[html.index('<section class="run"'):html.index("<footer>")]
     assert "<svg" not in sections and sections.count("static-off") == 3
     assert "static figures are left out" in html[html.index("<footer>"):]
+    assert "<h3>Early stopping</h3>" not in sections and 'id="tanalyze-data"' not in html  # in the JSON file instead
     charts = json.loads(json_scripts(html)["tz-charts"])["runs"]
     assert sorted(charts) == ["run-1", "run-2", "run-3"]
     monkeypatch.setattr(page, "STATIC_FIGURES_MAX_RUNS", 200)
-    assert parse_svg_count(page.render_html(data, jobs=1)) >= 3
+    small = page.render_html(data, jobs=1, embed_json=report_dict(data))
+    assert parse_svg_count(small) >= 3 and "<h3>Early stopping</h3>" in small and 'id="tanalyze-data"' in small
 
 
 def parse_svg_count(html: str) -> int:
