@@ -210,13 +210,11 @@ def main() -> int:
         print(f"writing {args.runs} runs x {args.scalars:,} scalars with tensorboardX to {root.relative_to(HERE.parent)}")
         write_data(root, args.runs, args.scalars)
 
-    import functools
     import tempfile
 
     from tanalyze.report.parallel import default_workers
 
-    global print
-    print = functools.partial(print, flush=True)  # noqa: A001 - progress shows while the bench runs
+    sys.stdout.reconfigure(line_buffering=True)  # lines show while the bench runs, also into a file
     cache = Path(tempfile.mkdtemp(prefix="tz-bench-cache-"))  # new and empty: the first report is cold
     try:
         ours = time_report(root, out, args.jobs, cache)
