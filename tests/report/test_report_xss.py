@@ -170,6 +170,7 @@ def test_chart_data_carries_payloads_as_json_strings(pages, data):
         assert [s["tag"] for s in chart["loss"]["series"]] == [run.series["train_loss"].tag, run.series["val_loss"].tag]
 
 
+@pytest.mark.slow
 def test_charts_drawn_from_payload_data_execute_nothing(pages, tmp_path):
     """Every run's interactive chart drawn (a tall window puts all in view): names and tags stay text."""
     page = tmp_path / "xss-charts.html"
