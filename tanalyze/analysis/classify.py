@@ -590,16 +590,16 @@ def _underfitting(
     resumed = first is not None and first > 0 and first > th.resumed_share * last
     evidence["resumed"] = resumed
     evidence["val_levelled"] = val_levelled
-    if change > -th.min_decrease:
+    if change > -th.min_decrease and resumed:
+        # The fall happened before this log began: a flat curve here is a plateau, not evidence of underfitting.
+        evidence["flat_after_late_start"] = (f"{tag} changed {_percent(abs(change))} {_levels(f)}; the log starts "
+                                             f"at step {first}, so the fall before it is unknown")
+    elif change > -th.min_decrease:
         strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
         direction = "rose" if change > 0 else "fell only"
-        text = (f"{tag} {direction} {_percent(abs(change))} {_levels(f)} "
-                f"(needs a {100 * th.min_decrease:.0f}% decrease)")
-        if resumed:  # the fast early fall happened before this log began: weaker evidence
-            strength *= 0.5
-            text += f"; the log starts at step {first}, so the fall before it is unknown"
         scores.append(0.5 + 0.45 * strength)
-        why.append(text)
+        why.append(f"{tag} {direction} {_percent(abs(change))} {_levels(f)} "
+                   f"(needs a {100 * th.min_decrease:.0f}% decrease)")
     elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share and (
         annealed is None or annealed > th.annealed_lr
     ) and not val_levelled:

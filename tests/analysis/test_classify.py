@@ -50,6 +50,18 @@ def test_flat_loss_is_underfitting_and_chance_level_is_named():
     assert verdict.findings[0].code == "underfitting"
 
 
+def test_a_flat_log_that_starts_late_is_a_plateau_not_underfitting():
+    # a log continuing a run at step 140,000: the fall happened before it began
+    rng = np.random.default_rng(1)
+    steps = np.arange(140_000, 150_000, 50)
+    loss = 3.70 * np.exp(0.01 * rng.standard_normal(steps.size))
+    verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    assert verdict.label == "normal"
+    assert "the log starts at step 140000" in verdict.evidence["flat_after_late_start"]
+    from_start = classify_run(Curve.from_arrays(steps - 140_000, loss, "loss"))
+    assert from_start.label == "underfitting"  # the same curve from step 0 never fell
+
+
 def test_still_falling_steadily_is_not_converged():
     steps = np.arange(30)
     loss = 2.0 - 0.04 * steps  # falls 60 % and is still falling at the same pace
