@@ -58,6 +58,7 @@ class TextStats:
     encoding: str = "utf-8"
     incomplete_last_line: str | None = None
     incomplete_last_line_no: int = 0
+    bytes_read: int = 0  # the file offset reading got to
 
     def notes(self) -> list[str]:
         """Plain-language notes for the repairs that happened."""
@@ -88,8 +89,8 @@ class Chunk:
     """
 
     __slots__ = (
-        "text", "first_line", "incomplete", "_raw", "_raw_bytes", "_lines", "_cursor_pos", "_cursor_line", "_cursor_byte",
-        "_bytes_exact", "_bytes",
+        "text", "first_line", "incomplete", "stop", "_raw", "_raw_bytes", "_lines", "_cursor_pos", "_cursor_line",
+        "_cursor_byte", "_bytes_exact", "_bytes",
     )
 
     def __init__(
@@ -105,6 +106,9 @@ class Chunk:
         self.text = text
         self.first_line = first_line
         self.incomplete = incomplete
+        #: The file offset right after this chunk when it ends with the file's own line break (a point a
+        #: later read can start from); None for a piece of a long line and for what follows the last line break.
+        self.stop: int | None = None
         self._raw = raw
         self._raw_bytes = raw_bytes  # the UTF-8 bytes with bare CRs, decoded only if a line number is asked
         self._lines = lines
@@ -154,6 +158,11 @@ class Chunk:
             self._cursor_line += self._source().count("\n", self._cursor_pos, pos)
         self._cursor_pos = pos
         return self._cursor_line
+
+    def after_carriage_return(self, pos: int) -> bool:
+        """Whether the line holding ``pos`` began at a bare carriage return (a redraw on the same physical line)."""
+        start = self.text.rfind("\n", 0, pos)
+        return start >= 0 and self.redraws and self._source()[start] == "\r"
 
     def line_start(self, pos: int) -> int:
         return self.text.rfind("\n", 0, pos) + 1
@@ -257,29 +266,40 @@ def _encoding_for(head: bytes) -> str:
     return "utf-8"
 
 
-def iter_chunks(path: str | os.PathLike[str], stats: TextStats, chunk_chars: int = CHUNK_CHARS) -> Iterator[Chunk]:
+def iter_chunks(path: str | os.PathLike[str], stats: TextStats, chunk_chars: int = CHUNK_CHARS, *, start: int = 0,
+                line: int = 1) -> Iterator[Chunk]:
     """Yield cleaned chunks of whole lines from ``path``, counting repairs into ``stats``.
 
     A last line without a line end (a job killed mid-write, or a file that just
     lacks the final newline) comes last, on its own, as a chunk with
     ``incomplete=True`` (and a ``\\n`` appended so line patterns apply); it is
     also kept in ``stats.incomplete_last_line`` for the caller to judge.
+
+    ``start`` (with ``line``, the physical line number there) reads on from a
+    line start of a UTF-8 file that an earlier read stopped at (a chunk's ``stop``).
     """
     with open(path, "rb") as handle:
+        if start:
+            handle.seek(start)
+            stats.encoding = "utf-8"
+            yield from _utf8_chunks(handle, b"", stats, chunk_chars, line, start)
+            return
         head = handle.read(4)
         encoding = _encoding_for(head)
         stats.encoding = encoding
         if encoding == "utf-8":
+            offset = 0
             if head.startswith(b"\xef\xbb\xbf"):
-                head = head[3:]
-            yield from _utf8_chunks(handle, head, stats, chunk_chars)
+                head, offset = head[3:], 3
+            yield from _utf8_chunks(handle, head, stats, chunk_chars, line, offset)
         else:
             yield from _decoded_chunks(handle, head, encoding, stats, chunk_chars)
 
 
-def _utf8_chunks(handle, head: bytes, stats: TextStats, chunk_bytes: int) -> Iterator[Chunk]:
+def _utf8_chunks(handle, head: bytes, stats: TextStats, chunk_bytes: int, line: int = 1,
+                 offset: int = 0) -> Iterator[Chunk]:
+    """``offset``: the file offset of ``head``'s first byte (chunks that end a line get their ``stop``)."""
     pending = head
-    line = 1
     in_long_line = False
     eof = False
     while not eof:
@@ -299,16 +319,20 @@ def _utf8_chunks(handle, head: bytes, stats: TextStats, chunk_bytes: int) -> Ite
                 cut = _utf8_boundary(data, chunk_bytes) or chunk_bytes
                 chunk = _clean_utf8(data[:cut], stats, line)
                 data = data[cut:]
+                offset += cut
                 line += chunk.physical_lines
                 yield chunk
                 continue
             in_long_line = False
             piece, data = (data, b"") if cut == len(data) - 1 else (data[: cut + 1], data[cut + 1 :])
             chunk = _clean_utf8(piece, stats, line)
+            offset += len(piece)
+            chunk.stop = offset
             line += chunk.physical_lines
             stats.lines += chunk.physical_lines
             yield chunk
         pending = data
+    stats.bytes_read = offset + len(pending)
     if pending:
         chunk = _clean_utf8(pending, stats, line)
         text = chunk.text
@@ -326,6 +350,7 @@ def _utf8_chunks(handle, head: bytes, stats: TextStats, chunk_bytes: int) -> Ite
 def _decoded_chunks(handle, head: bytes, encoding: str, stats: TextStats, chunk_chars: int) -> Iterator[Chunk]:
     """Non-UTF-8 files (UTF-16 with a byte-order mark): decode first, then clean the text."""
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    stats.bytes_read = len(head)
     pending = ""
     data = head
     line = 1
@@ -335,6 +360,7 @@ def _decoded_chunks(handle, head: bytes, encoding: str, stats: TextStats, chunk_
     while not eof:
         block = handle.read(_READ_BYTES)
         eof = not block
+        stats.bytes_read += len(block)
         data += block
         text = decoder.decode(data, final=eof)
         if "\ufffd" in text:

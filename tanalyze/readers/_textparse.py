@@ -9,9 +9,8 @@ same tools, so each format module only says what its lines look like:
   that goes back is a resumed job (:class:`~tanalyze.readers.base.Restart`);
 - lines that look like metrics (a format's keyword) but that no rule read are
   counted, with up to three examples, instead of being lost silently;
-- :func:`parse_path`, the driver: reads the file chunk by chunk, feeds the
-  parser, notes tracebacks and the cleaning that happened, and returns a
-  :class:`ParsedFile`.
+- resuming: a parser's state as JSON (:meth:`TextParser.snapshot`) for the
+  driver in :mod:`._textparts`, which reads a file chunk by chunk, in parts.
 """
 
 from __future__ import annotations
@@ -19,13 +18,11 @@ from __future__ import annotations
 import calendar
 import datetime
 import functools
-import gc
 import heapq
 import math
 import re
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,9 +30,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from tanalyze.errors import FormatError
 from tanalyze.readers._batch import repeated
-from tanalyze.readers._lines import Chunk, TextStats, iter_chunks
+from tanalyze.readers._lines import Chunk, TextStats
 from tanalyze.readers.base import ReadWarning, Restart
 from tanalyze.schema import keep_last_write
 
@@ -46,8 +42,6 @@ __all__ = [
     "Rows",
     "TextParser",
     "ParsedFile",
-    "parse_path",
-    "parse_files",
     "dedupe",
     "ordered_matches",
     "require",
@@ -283,6 +277,24 @@ def _append(column: array, items: Iterable) -> None:
         column.extend(items)
 
 
+#: (part column, Rows attribute, array typecode) of every row column.
+_COLUMNS = (("tag", "tags", "i"), ("step", "steps", "q"), ("value", "values", "d"), ("epoch", "epochs", "d"),
+            ("rank", "ranks", "q"), ("wall", "walls", "d"))
+_TYPES = {"i": np.int32, "q": np.int64, "d": np.float64}
+
+
+def _copy(column: array, dtype: type, start: int) -> np.ndarray:
+    """Rows ``start:`` of an ``array`` column as a numpy array of their own (the column may grow on)."""
+    return np.frombuffer(column, dtype=dtype)[start:].copy() if len(column) else np.empty(0, dtype)
+
+
+def _array(typecode: str, column: np.ndarray) -> array:
+    """A numpy column as an ``array`` of ``typecode``."""
+    out = array(typecode)
+    out.frombytes(np.ascontiguousarray(column, dtype=_TYPES[typecode]).tobytes())
+    return out
+
+
 def _is_default(value: float, default: float) -> bool:
     return value == default or (value != value and default != default)  # NaN defaults
 
@@ -294,7 +306,7 @@ class Rows:
     a value for them (a Megatron log never pays for an epoch column).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, base: int = 0) -> None:
         self._codes: dict[str, int] = {}
         self.tag_names: list[str] = []
         self.tags = array("i")
@@ -304,9 +316,75 @@ class Rows:
         self.ranks: array | None = None
         self.walls: array | None = None
         self.out_of_range = 0  # rows skipped: a step or rank beyond 64 bits
+        #: The index in the file of the first row held here (rows before it were read by an earlier part).
+        self.base = base
+        #: Rows before this index in the file are not changed in place: a new value is kept in ``patches``.
+        self.frozen = base
+        self.patches: dict[int, float] = {}
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    @property
+    def total(self) -> int:
+        """How many rows the file has so far, those of earlier parts included."""
+        return self.base + len(self.steps)
+
+    def set_value(self, index: int, value: float) -> None:
+        """Give row ``index`` (counted in the whole file) a new value: in place, or as a patch for the
+        part that holds it when that part is already read (:func:`apply_patches`)."""
+        if index < self.frozen:
+            self.patches[index] = value
+        else:
+            self.values[index - self.base] = value
+
+    def freeze(self) -> None:
+        """Keep the rows held so far as they are: later changes to them become patches."""
+        self.frozen = self.total
+
+    def columns(self, start: int = 0) -> dict[str, np.ndarray]:
+        """The rows from ``start`` (an index into those held here) as numpy arrays, copied: ``tag`` (codes
+        into ``tag_names``), ``step``, ``value`` and the optional ``epoch``, ``rank``, ``wall`` that exist."""
+        out = {"tag": _copy(self.tags, np.int32, start), "step": _copy(self.steps, np.int64, start),
+               "value": _copy(self.values, np.float64, start)}
+        for name, column, dtype in (("epoch", self.epochs, np.float64), ("rank", self.ranks, np.int64),
+                                    ("wall", self.walls, np.float64)):
+            if column is not None:
+                out[name] = _copy(column, dtype, start)
+        return out
+
+    @classmethod
+    def from_columns(cls, tag_names: Sequence[str], columns: dict[str, np.ndarray], base: int = 0) -> Rows:
+        """Rows holding ``columns`` (as :meth:`columns` gives them; ``tag`` codes index ``tag_names``)."""
+        rows = cls(base)
+        rows.tag_names = list(tag_names)
+        rows._codes = {tag: code for code, tag in enumerate(rows.tag_names)}
+        for name, attribute, typecode in _COLUMNS:
+            column = columns.get(name)
+            if column is not None:
+                setattr(rows, attribute, _array(typecode, column))
+        return rows
+
+    def reorder(self, start: int, order: np.ndarray) -> None:
+        """Put the rows held from ``start`` on in ``order`` (indices into them)."""
+        for _, attribute, typecode in _COLUMNS:
+            column = getattr(self, attribute)
+            if column is not None:
+                view = np.frombuffer(column, dtype=_TYPES[typecode])[start:]
+                view[:] = view[order]
+                del view  # releases the column, which may grow again
+
+    def append_rows(self, other: Rows) -> None:
+        """Add the rows of ``other`` after these (its tags coded as here)."""
+        n = len(other)
+        if not n:
+            return
+        remap = np.array(self.codes(other.tag_names), dtype=np.int32)
+        codes = remap[np.frombuffer(other.tags, dtype=np.int32)]
+        self._extend(n, _array("i", codes), other.steps, other.values,
+                     other.epochs if other.epochs is not None else NAN,
+                     other.ranks if other.ranks is not None else -1,
+                     other.walls if other.walls is not None else NAN)
 
     def code(self, tag: str) -> int:
         code = self._codes.get(tag)
@@ -581,6 +659,55 @@ class TextParser:
             self._marked = set()
         self._parsed_before = self.parsed_lines
 
+    # -- resuming (see _textparts) --------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """What the parser knows at a line boundary, as JSON values in new containers: enough to read on
+        from there (:meth:`restore`) and to finish. Subclasses add their own fields to it.
+
+        Rows, restarts and hparams are not in it: the driver takes them from their lists (they only grow).
+        """
+        return {
+            "anchors": [[rank, step] for rank, step in sorted(self._last_anchor.items())],
+            "last_step": self._last_step,
+            "parsed_lines": self.parsed_lines,
+            "unparsed": self._unparsed,
+            "examples": [[line, text] for line, text in self._unparsed_examples],
+            "cut_last_line": list(self._cut_last_line) if self._cut_last_line is not None else None,
+            "last_line_read": self._last_line_read,
+            "out_of_range": self.rows.out_of_range,
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take up the state :meth:`snapshot` gave (on a new parser of the same file)."""
+        self._last_anchor = {int(rank): int(step) for rank, step in state["anchors"]}
+        self._last_step = state["last_step"]
+        self.parsed_lines = self._parsed_before = state["parsed_lines"]
+        self._unparsed = state["unparsed"]
+        self._unparsed_examples = [(line, text) for line, text in state["examples"]]
+        cut = state["cut_last_line"]
+        self._cut_last_line = (cut[0], cut[1]) if cut is not None else None
+        self._last_line_read = state["last_line_read"]
+        self.rows.out_of_range = state["out_of_range"]
+
+    def aux_columns(self) -> dict[str, array]:
+        """The parser's own columns that grow with the file (one value per logging event …), by name: kept
+        with the rows of each part (:mod:`._textparts`). None by default."""
+        return {}
+
+    def load_aux(self, columns: dict[str, np.ndarray]) -> None:
+        """Take up the columns :meth:`aux_columns` gave, for a whole file."""
+
+    def absorb(self, other: TextParser) -> None:
+        """Take in ``other``, the parser of the next file of the same job (stdout after stderr), read and
+        closed on its own: its rows after these, its counts added, so that one ``finish`` covers both."""
+        self.rows.append_rows(other.rows)
+        self.rows.out_of_range += other.rows.out_of_range
+        self.restarts.extend(other.restarts)
+        self.warnings.extend(other.warnings)
+        self.notes.extend(other.notes)
+        for key, value in other.hparams.items():
+            self.hparams.setdefault(key, value)
+
     def close_file(self, stats: TextStats) -> None:
         if self._unparsed:
             examples = "; ".join(f"line {n}: {short(text)!r}" for n, text in self._unparsed_examples)
@@ -604,111 +731,6 @@ class TextParser:
             )
         elif self._last_line_read and stats.incomplete_last_line is not None:
             self.notes.append("the last line has no line break; it was complete and was read")
-
-
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
-_EXCEPTION = re.compile(
-    r"^(?:\[rank\d+\]:\s*)?((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure))(?::[ \t]*([^\n]*))?$",
-    re.M,
-)
-
-
-class _Tracebacks:
-    """Counts tracebacks and remembers the last exception line after one."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.last: str | None = None
-
-    def scan(self, chunk: Chunk) -> None:
-        if not self.count and not chunk.contains("Traceback"):
-            return
-        text = chunk.text
-        found = len(_TRACEBACK.findall(text))
-        self.count += found
-        if self.count:
-            for m in _EXCEPTION.finditer(text):
-                self.last = m.group(1) + (f": {m.group(2).strip()}" if m.group(2) else "")
-
-    def note(self) -> str | None:
-        if not self.count:
-            return None
-        tail = f"; last exception: {short(self.last, 200)}" if self.last else ""
-        return f"{self.count} Python traceback(s) in the log{tail}"
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while lines are parsed.
-
-    Parsing allocates millions of short-lived strings, tuples and match objects
-    and makes no reference cycles, so reference counting frees them all; left
-    running, the collector would walk every live object of the process again and
-    again (a sixth of the time to read a 100 MB log). Restored on exit.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def parse_files(paths: list[Path], parser: TextParser) -> ParsedFile:
-    """Read ``paths`` (one job's files, in order) chunk by chunk with one ``parser``.
-
-    A file that cannot be opened raises ``FormatError``; notes about cleaning
-    and tracebacks are prefixed with the file name when there are several files.
-    """
-    notes: list[str] = []
-    for path in paths:
-        parser.start_file(path)
-        stats = TextStats()
-        tracebacks = _Tracebacks()
-        try:
-            with _collector_paused():
-                for chunk in iter_chunks(path, stats):
-                    parser.feed(chunk)
-                    parser.end_chunk(chunk)
-                    tracebacks.scan(chunk)
-        except OSError as exc:
-            raise FormatError(path, f"cannot read: {exc.strerror or exc}") from exc
-        parser.close_file(stats)
-        file_notes = stats.notes()
-        traceback_note = tracebacks.note()
-        if traceback_note:
-            file_notes.append(traceback_note)
-        other = stats.lines - parser.parsed_lines
-        if other > 0:
-            file_notes.append(
-                f"{other:,} of {stats.lines:,} line(s) carry no metrics (banners, INFO logs, progress bars) "
-                "and were skipped"
-            )
-        prefix = f"{path.name}: " if len(paths) > 1 else ""
-        notes.extend(prefix + note for note in file_notes)
-    parser.finish()
-    if parser.rows.out_of_range:
-        count = parser.rows.out_of_range
-        parser.warnings.append(ReadWarning(
-            ", ".join(str(p) for p in paths),
-            f"{count:,} point(s) skipped: their step or rank does not fit in 64 bits (garbled digits?)", count=count))
-    notes = parser.notes + notes
-    return ParsedFile(
-        path=paths[0],
-        family=parser.family,
-        rows=parser.rows,
-        notes=notes,
-        warnings=parser.warnings,
-        restarts=parser.restarts,
-        hparams=parser.hparams,
-    )
-
-
-def parse_path(path: Path, parser: TextParser) -> ParsedFile:
-    """Read one file with ``parser`` (see :func:`parse_files`)."""
-    return parse_files([path], parser)
 
 
 def dedupe(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:

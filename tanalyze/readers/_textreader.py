@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from tanalyze.readers import _textparts
 from tanalyze.readers._lines import TEXT_SUFFIXES, looks_like_text, sniff_window
-from tanalyze.readers._textparse import ParsedFile, TextParser, dedupe, parse_files
-from tanalyze.readers.base import Reader, ReadWarning, RunData
+from tanalyze.readers._textparse import ParsedFile, TextParser, dedupe
+from tanalyze.readers.base import FilePart, ReadWarning, ResumableReader, RunData
 from tanalyze.schema import concat_frames, empty_scalars
 
 __all__ = ["TextReader", "is_console_candidate", "rank_layout", "runs_from_parsed"]
@@ -154,10 +156,14 @@ def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None) ->
     return RunData(scalars=frame, hparams=hparams, warnings=warnings, restarts=restarts, notes=notes)
 
 
-class TextReader(Reader):
-    """A console-log format: subclasses set ``name``, ``description``, ``parser`` and ``detect``."""
+class TextReader(ResumableReader):
+    """A console-log format: subclasses set ``name``, ``description``, ``parser`` and ``detect``.
+
+    Resumable (see :mod:`._textparts`): a log that grew is read on from its last line break.
+    """
 
     parser: ClassVar[type[TextParser]]
+    cache_version = 2
 
     def detect(self, window: str) -> bool:  # pragma: no cover - every subclass overrides
         raise NotImplementedError
@@ -170,11 +176,19 @@ class TextReader(Reader):
     def group(self, files: list[Path]) -> list[list[Path]]:
         return _group_files(files)
 
-    def read(self, files: list[Path]) -> list[RunData]:
-        files = list(files)
+    def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
+        path = Path(path)
+        return _textparts.read_part(path, self.parser(path), start, state)
+
+    def join_parts(self, head: FilePart, tail: FilePart) -> FilePart:
+        return _textparts.join(head, tail)
+
+    def combine(self, files: list[Path], parts: list[FilePart]) -> list[RunData]:
+        files = [Path(f) for f in files]
         ranks = rank_layout(files) if len(files) > 1 or _RANK_WORD.search(files[0].name) else None
         if ranks:
-            parsed = [parse_files([f], self.parser(f)) for f in sorted(files, key=lambda f: ranks[f])]
+            by_file = dict(zip(files, parts, strict=True))
+            parsed = [_textparts.finish_parts([f], [by_file[f]], self.parser) for f in sorted(files, key=ranks.get)]
         else:
-            parsed = [parse_files(files, self.parser(files[0]))]
+            parsed = [_textparts.finish_parts(files, parts, self.parser)]
         return [runs_from_parsed(parsed, ranks)]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tanalyze.readers import get_readers
 from tanalyze.readers._lines import sniff_window
-from tanalyze.readers._textparse import parse_path
+from tanalyze.readers._textparts import parse_path
 from tanalyze.readers._textreader import TextReader, runs_from_parsed
 from tanalyze.readers.base import RunData
 from tanalyze.readers.generic_text import GenericTextParser

@@ -22,8 +22,12 @@ from __future__ import annotations
 
 import math
 import re
+from array import array
 from itertools import islice
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from tanalyze.readers._batch import floats, interleave, rising
 from tanalyze.readers._lines import Chunk
@@ -58,6 +62,7 @@ THROUGHPUT = re.compile(
     re.M,
 )
 _EQ_PAIR = re.compile(rf"([A-Za-z][\w /]*?)=\s*({NUMBER})")
+_THROUGHPUT = ("latency", "tflops", "samples_per_second", "time_per_sequence")
 
 
 def _wall(text: str, start: int) -> float:
@@ -94,6 +99,17 @@ _ENGINE_LINE = re.compile(
 _STAMP, _RANK, _STEP, _SKIPPED, _LR, _EPOCH, _MICRO, _GLOBAL, _OLD_STEP = range(9)
 _TIMER_FIELDS = slice(9, 13)
 _TIMER_LINE_TAGS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "MemAllocated (GB)", "MaxMemAllocated (GB)")
+
+
+def _occurrences(text: str, literal: str) -> list[int]:
+    """Where ``literal`` occurs in ``text``, in order."""
+    out: list[int] = []
+    find = text.find
+    at = find(literal)
+    while at >= 0:
+        out.append(at)
+        at = find(literal, at + 1)
+    return out
 
 
 def _step_line_start(text: str, index: int) -> int:
@@ -168,8 +184,16 @@ class DeepSpeedEngineLines:
         self._pending_wall = NAN
         self._overflow_total = 0
         self._overflow_at_end = 0
-        self._last_flush: tuple[int, int, int, int] | None = None  # step, rank, row of skips, row of scale
+        # step, rank, row of skips, row of scale (rows counted in the file), skips counted
+        self._last_flush: tuple[int, int, int, int, float] | None = None
         self._ds_timer_shapes = _TimerShapes()
+        self._row_positions: list[np.ndarray] | None = None  # see _place
+
+    def _place(self, positions: list[int], counts: list[int] | int) -> None:
+        """Note where in the chunk the rows just added were written (``counts`` rows for each line), when the
+        host parser reads line kinds apart and puts the chunk's rows back in line order afterwards."""
+        if self._row_positions is not None:
+            self._row_positions.append(np.repeat(np.asarray(positions, np.int64), counts))
 
     def _on_ds_step(self, m: re.Match[str], chunk: Chunk) -> None:
         text = chunk.text
@@ -228,10 +252,18 @@ class DeepSpeedEngineLines:
 
     def _ds_usual(self, chunk: Chunk, step_lines: list[tuple[str, ...]], timer_lines: list[tuple[str, ...]]) -> int:
         """Lines matched by ``_ENGINE_LINE``: all at once when they allow it, else one by one."""
-        if step_lines and not self._ds_steps_at_once(step_lines):
-            self._ds_steps_one_by_one(chunk, step_lines)
-        if timer_lines and not self._ds_timers_at_once(timer_lines):
-            self._ds_timers_one_by_one(timer_lines)
+        if step_lines:
+            positions = _occurrences(chunk.text, ", skipped=")  # one in each step line, which all matched
+            if self._ds_steps_at_once(step_lines):
+                self._place(positions, 2)
+            else:
+                self._place(positions, self._ds_steps_one_by_one(chunk, step_lines))
+        if timer_lines:
+            positions = _occurrences(chunk.text, ", RunningAvgSamplesPerSec=")
+            if self._ds_timers_at_once(timer_lines):
+                self._place(positions, len(_TIMER_LINE_TAGS))
+            else:
+                self._place(positions, self._ds_timers_one_by_one(timer_lines))
         return len(step_lines) + len(timer_lines)
 
     def _ds_steps_at_once(self, lines: list[tuple[str, ...]]) -> bool:
@@ -256,8 +288,10 @@ class DeepSpeedEngineLines:
         self._last_anchor[rank] = self._last_step = steps[-1]  # type: ignore[attr-defined]
         return True
 
-    def _ds_steps_one_by_one(self, chunk: Chunk, lines: list[tuple[str, ...]]) -> None:
+    def _ds_steps_one_by_one(self, chunk: Chunk, lines: list[tuple[str, ...]]) -> list[int]:
+        """The lines one by one; how many rows each gave."""
         rows = self.rows  # type: ignore[attr-defined]
+        counts: list[int] = []
         last_anchor = self._last_anchor  # type: ignore[attr-defined]
         names: list[str] = []
         values: list[float] = []
@@ -288,16 +322,19 @@ class DeepSpeedEngineLines:
                 steps.append(step)
                 ranks.append(rank)
                 walls.append(wall)
+                counts.append(1)
                 continue
             names.extend((prefix + "skipped", prefix + "lr"))
             values.extend((float(skipped), lr))
             steps.extend((step, step))
             ranks.extend((rank, rank))
             walls.extend((wall, wall))
+            counts.append(2)
         if latest is not None:
             self._last_step = latest  # type: ignore[attr-defined]
         if names:
             rows.extend(rows.codes(names), steps, values, rank=ranks, wall=walls)
+        return counts
 
     def _ds_timers_at_once(self, lines: list[tuple[str, ...]]) -> bool:
         """Timer lines of one engine with rising steps and numeric fields; False (nothing read) otherwise."""
@@ -319,8 +356,10 @@ class DeepSpeedEngineLines:
         self._ds_timer_engine, self._ds_last_timer = 0, steps[-1]
         return True
 
-    def _ds_timers_one_by_one(self, lines: list[tuple[str, ...]]) -> None:
+    def _ds_timers_one_by_one(self, lines: list[tuple[str, ...]]) -> list[int]:
+        """The lines one by one; how many rows each gave."""
         rows = self.rows  # type: ignore[attr-defined]
+        counts: list[int] = []
         names: list[str] = []
         values: list[float] = []
         steps: list[int] = []
@@ -341,14 +380,17 @@ class DeepSpeedEngineLines:
             try:
                 numbers = [float(v) for v in line[_TIMER_FIELDS]]
             except ValueError:
+                counts.append(0)
                 continue
             prefix = f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else ""
             names.extend(_TIMER_LINE_TAGS if not prefix else [prefix + t for t in _TIMER_LINE_TAGS])
             values.extend(numbers)
             steps.extend((step,) * 4)
             walls.extend((parse_timestamp(stamp),) * 4)
+            counts.append(4)
         if names:
             rows.extend(rows.codes(names), steps, values, wall=walls)
+        return counts
 
     def _ds_any(self, chunk: Chunk) -> int:
         """Step and timer lines of any shape, found by their literal parts."""
@@ -360,6 +402,8 @@ class DeepSpeedEngineLines:
         ranks: list[int] = []
         walls: list[float] = []
         lines = 0
+        positions: list[int] = []
+        counts: list[int] = []
         last_anchor = self._last_anchor  # type: ignore[attr-defined]
         latest = None
         for m in DS_STEP.finditer(text):
@@ -390,12 +434,16 @@ class DeepSpeedEngineLines:
             steps.extend([step] * count)
             ranks.extend([rank] * count)
             walls.extend([wall] * count)
+            positions.append(pos)
+            counts.append(count)
             lines += 1
         if latest is not None:
             self._last_step = latest  # type: ignore[attr-defined]
         if names:
             rows.extend(rows.codes(names), steps, values, rank=ranks, wall=walls)
+            self._place(positions, counts)
         names, values, steps, walls = [], [], [], []
+        positions, counts = [], []
         shapes = self._ds_timer_shapes
         for m in DS_TIMER.finditer(text):
             pos = m.start()
@@ -420,9 +468,12 @@ class DeepSpeedEngineLines:
             values.extend(numbers)
             steps.extend([step] * len(tags))
             walls.extend([wall] * len(tags))
+            positions.append(pos)
+            counts.append(len(tags))
             lines += 1
         if names:
             rows.extend(rows.codes(names), steps, values, wall=walls)
+            self._place(positions, counts)
         return lines
 
     def _on_ds_timer(self, m: re.Match[str], chunk: Chunk) -> None:
@@ -459,26 +510,61 @@ class DeepSpeedEngineLines:
         last = self._last_flush
         if last is not None and last[:2] == (step, rank) and last[3] >= 0:
             # a second flush at the same step (two line kinds carry it): add up, keep the newest scale
-            rows.values[last[2]] += self._pending_skips
+            skips = last[4] + self._pending_skips
+            rows.set_value(last[2], skips)
             if self._pending_scale is not None:
-                rows.values[last[3]] = self._pending_scale
+                rows.set_value(last[3], self._pending_scale)
+            self._last_flush = (*last[:4], skips)
         else:
-            rows.add("overflow_skips", step, float(self._pending_skips), rank=rank, wall=self._pending_wall)
-            scale_row = -1
+            skips = float(self._pending_skips)
+            rows.add("overflow_skips", step, skips, rank=rank, wall=self._pending_wall)
+            skips_row, scale_row = rows.total - 1, -1
             if self._pending_scale is not None:
                 rows.add("loss_scale", step, self._pending_scale, rank=rank, wall=self._pending_wall)
-                scale_row = len(rows) - 1
-            self._last_flush = (step, rank, len(rows) - 1 - (scale_row >= 0), scale_row)
+                scale_row = rows.total - 1
+            self._last_flush = (step, rank, skips_row, scale_row, skips)
         self._pending_skips = 0
         self._pending_scale = None
 
-    def _finish_deepspeed(self) -> list[str]:
-        notes = []
+    def _flush_at_end(self) -> None:
+        """Overflow messages after the last logged step: counted at it."""
         if self._pending_skips:
-            self._overflow_at_end = self._pending_skips
+            self._overflow_at_end += self._pending_skips
             step = self.current_step(default=0)  # type: ignore[attr-defined]
             last = self._last_flush
             self._flush_overflows(step, last[1] if last is not None and last[0] == step else -1)
+
+    _DS_STATE = ("_ds_last_step", "_ds_engine", "_ds_engines", "_ds_last_timer", "_ds_timer_engine", "_ds_grad_accum",
+                 "_pending_scale", "_pending_skips", "_pending_wall", "_overflow_total", "_overflow_at_end")
+
+    def _ds_snapshot(self) -> dict[str, Any]:
+        state = {name: getattr(self, name) for name in self._DS_STATE}
+        state["_last_flush"] = list(self._last_flush) if self._last_flush is not None else None
+        return state
+
+    def _ds_restore(self, state: dict[str, Any]) -> None:
+        for name in self._DS_STATE:
+            setattr(self, name, state[name])
+        last = state["_last_flush"]
+        self._last_flush = tuple(last) if last is not None else None  # type: ignore[assignment]
+
+    def _ds_absorb(self, other: DeepSpeedEngineLines, offset: int) -> None:
+        """The engine lines of the next file (its rows were appended after row ``offset``): overflow messages
+        left at the end of this file are counted at its last step first, as a file's end would."""
+        self._overflow_total += other._overflow_total
+        self._overflow_at_end += other._overflow_at_end
+        self._ds_engines = max(self._ds_engines, other._ds_engines)
+        if other._ds_grad_accum is not None:
+            self._ds_grad_accum = other._ds_grad_accum
+        self._pending_scale, self._pending_skips = other._pending_scale, other._pending_skips
+        self._pending_wall = other._pending_wall
+        last = other._last_flush
+        self._last_flush = None if last is None else (last[0], last[1], last[2] + offset,
+                                                      last[3] + offset if last[3] >= 0 else -1, last[4])
+
+    def _finish_deepspeed(self) -> list[str]:
+        notes = []
+        self._flush_at_end()
         if self._overflow_total:
             tail = (
                 f" ({self._overflow_at_end} after the last logged step, counted at it)" if self._overflow_at_end else ""
@@ -539,7 +625,8 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
         self._ppo_batches: int | None = None
         self._ppo_inner = 1
         self._eval_rows = 0
-        self._throughput: list[tuple[float, float, float, float]] = []
+        # the four numbers of each per-micro-batch throughput line, a column each
+        self._throughput: dict[str, array] = {name: array("d") for name in _THROUGHPUT}
 
     # -- DeepSpeed-Chat evaluation ---------------------------------------------------------------
     def _on_eval_header(self, m: re.Match[str], chunk: Chunk) -> None:
@@ -614,14 +701,55 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
 
     def _on_throughput(self, m: re.Match[str], chunk: Chunk) -> None:
         self.mark(chunk, m.start())
-        self._throughput.append(tuple(float(g) for g in m.groups()))  # type: ignore[arg-type]
+        for column, value in zip(self._throughput.values(), m.groups(), strict=True):
+            column.append(float(value))
+
+    _STATE = ("_eval_epoch", "_epochs_begun", "_epoch_batches", "_batch_kind", "_ppo_step", "_ppo_batches",
+              "_ppo_inner", "_eval_rows")
+
+    def snapshot(self) -> dict[str, Any]:
+        state = super().snapshot()
+        state.update(deepspeed=self._ds_snapshot(), generic=self._generic_snapshot(),
+                     chat={name: getattr(self, name) for name in self._STATE})
+        return state
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self._ds_restore(state["deepspeed"])
+        self._generic_restore(state["generic"])
+        for name in self._STATE:
+            setattr(self, name, state["chat"][name])
+
+    def aux_columns(self) -> dict[str, array]:
+        return self._throughput
+
+    def load_aux(self, columns: dict[str, np.ndarray]) -> None:
+        for name, column in columns.items():
+            self._throughput[name] = array("d", np.asarray(column, np.float64).tobytes())
+
+    def absorb(self, other: TextParser) -> None:
+        assert isinstance(other, DeepSpeedParser)
+        self._flush_at_end()
+        offset = self.rows.total
+        super().absorb(other)
+        self._ds_absorb(other, offset)
+        self._generic_absorb(other)
+        for name, column in other._throughput.items():
+            self._throughput[name].extend(column)
+        self._eval_rows += other._eval_rows
+        self._ppo_inner = max(self._ppo_inner, other._ppo_inner)
+        self._epochs_begun += other._epochs_begun
+        for name in ("_epoch_batches", "_ppo_batches", "_eval_epoch", "_ppo_step"):
+            if getattr(other, name) is not None:
+                setattr(self, name, getattr(other, name))
 
     def finish(self) -> None:
         notes = self._finish_deepspeed()
-        if self._throughput:
+        throughput = list(zip(*self._throughput.values(), strict=True))
+        if throughput:
             accum = self._ds_grad_accum or 1.0
-            by_step: dict[int, tuple[float, float, float, float]] = {}
-            for index, values in enumerate(self._throughput, start=1):
+            by_step: dict[int, tuple[float, ...]] = {}
+            for index, values in enumerate(throughput, start=1):
                 by_step[math.ceil(index / accum - 1e-9)] = values  # the last micro-batch of a step wins
             for step, (latency, tflops, samples, per_seq) in by_step.items():
                 self.rows.add_pairs(
@@ -629,7 +757,7 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
                 )
             source = "the timer lines" if self._ds_grad_accum else "assumed, no timer lines"
             notes.append(
-                f"{len(self._throughput):,} per-micro-batch throughput line(s) ('Model Parameters: …') carry no step: "
+                f"{len(throughput):,} per-micro-batch throughput line(s) ('Model Parameters: …') carry no step: "
                 f"step = ceil(line count / gradient accumulation {accum:g} ({source})); the last micro-batch of "
                 f"each step is kept ({len(by_step):,} step(s))"
             )

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from tanalyze.readers._lines import Chunk
 from tanalyze.readers._textparse import NAN, NUMBER, TextParser, require, to_float
@@ -79,6 +80,22 @@ class GenericRules:
         self._kv_epoch_seen = False
         self._mmengine = False
         self._meter_epoch: int | None = None
+
+    _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen", "_kv_seen",
+                      "_kv_epoch_seen", "_mmengine", "_meter_epoch")
+
+    def _generic_snapshot(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._GENERIC_STATE}
+
+    def _generic_restore(self, state: dict[str, Any]) -> None:
+        for name in self._GENERIC_STATE:
+            setattr(self, name, state[name])
+
+    def _generic_absorb(self, other: GenericRules) -> None:
+        """The next file's shapes: what was seen in either (its positions go on from the later one)."""
+        for name in self._GENERIC_STATE:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(self, name, (mine or theirs) if isinstance(mine, bool) else (theirs if theirs is not None else mine))
 
     # helpers the host parser has (TextParser)
     def _taken(self, chunk: Chunk, pos: int) -> bool:
@@ -241,6 +258,18 @@ class GenericTextParser(GenericRules, TextParser):
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._init_generic()
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), "generic": self._generic_snapshot()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self._generic_restore(state["generic"])
+
+    def absorb(self, other: TextParser) -> None:
+        assert isinstance(other, GenericTextParser)
+        super().absorb(other)
+        self._generic_absorb(other)
 
     def finish(self) -> None:
         self.notes[:0] = self._generic_notes()

@@ -25,6 +25,9 @@ import math
 import re
 from array import array
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from tanalyze.readers._lines import Chunk
 from tanalyze.readers._textparse import NAN, TextParser, config_value, to_float
@@ -44,6 +47,7 @@ BANNER = re.compile(
     r" = ([\d,]+)"
 )
 ARGS_START = re.compile(r"TrainingArguments\(\n")
+ARGS_END = re.compile(r"^\)$", re.M)
 ARG = re.compile(r"^([a-z_][a-z0-9_]*)=([^\n]*?),?$", re.M)
 METRICS_HEADER = re.compile(r"\*\*\*\*\* (\w+) metrics \*\*\*\*\*[ \t]*\n")
 METRIC_KV = re.compile(r"(?:[^\n>]*>>)?[ \t]+([A-Za-z_][\w./-]*)[ \t]+=[ \t]+([^\n]*?)[ \t]*\n")
@@ -52,6 +56,7 @@ _BANNER_SPAN = 4000
 BAR_AFTER = re.compile(r"\s{0,200}?[ \d]{0,2}\d%\|[^|\n]{0,100}\| *(\d+)/(\d+) \[")
 _DURATION = re.compile(r"^(\d+):(\d\d):(\d\d(?:\.\d+)?)$")
 _STEP_KEYS = ("step", "global_step")
+_NUMPY = {"b": np.int8, "d": np.float64, "q": np.int64}
 
 
 def parse_dict_literal(text: str) -> tuple[dict[str, float], int]:
@@ -145,16 +150,26 @@ def _kind(values: dict[str, float], raw: str) -> int:
 class _Events:
     """One logging event per dict, in compact arrays: its rows are written at once, their step later."""
 
+    TYPES = {"kind": "b", "epoch": "d", "line": "q", "step": "q", "bar": "q", "start": "q"}
+
     def __init__(self) -> None:
         self.kind = array("b")
         self.epoch = array("d")
         self.line = array("q")
         self.step = array("q")  # the dict's own 'step' key, else _NO_STEP until derived
         self.bar = array("q")  # N of the progress bar redrawn right after the dict, else -1
-        self.start = array("q")  # first row of the event in Rows
+        self.start = array("q")  # first row of the event, counted in the file
 
     def __len__(self) -> int:
         return len(self.kind)
+
+    def columns(self) -> dict[str, array]:
+        return {name: getattr(self, name) for name in self.TYPES}
+
+    def add(self, kind: int, epoch: float, line: int, step: int, bar: int, start: int) -> None:
+        for column, value in ((self.kind, kind), (self.epoch, epoch), (self.line, line), (self.step, step),
+                              (self.bar, bar), (self.start, start)):
+            column.append(value)
 
 
 class HFConsoleParser(TextParser):
@@ -172,10 +187,23 @@ class HFConsoleParser(TextParser):
         self._in_args = False
         self._args: dict[str, str] = {}
         self._non_numeric = 0
+        self._block_open = False  # a metrics block ended the chunk: its lines may go on in the next one
+        self._banner_left = 0  # characters of a banner's span past the chunk, to read in the next one
+        self._pending: list | None = None  # the event of a dict that ended the chunk, its bar maybe in the next
 
     def feed(self, chunk: Chunk) -> None:
-        """Dicts in one loop; the rare structure lines (banner, argument dump, metrics blocks) by literal search."""
+        """Dicts in one loop; the rare structure lines (banner, argument dump, metrics blocks) by literal search.
+
+        What a line starts may go on in the next chunk (a metrics block, a banner, the bar redrawn after a
+        dict that ends the chunk): it is picked up there, so that where chunks (and parts) begin changes nothing.
+        """
         text = chunk.text
+        if self._pending is not None:
+            self._settle_pending(text)
+        if self._block_open:
+            self._read_block(chunk, 0)
+        if self._banner_left:
+            self._read_banner(text, 0, self._banner_left)
         events = self._events
         positions = self._dict_positions
         rows = self.rows
@@ -183,7 +211,7 @@ class HFConsoleParser(TextParser):
         tags: list[str] = []
         values_out: list[float] = []
         epochs: list[float] = []
-        first_row = len(rows)
+        first_row = rows.total
         self._dicts_in_chunk = 0
         for m in DICT.finditer(text):
             self._dicts_in_chunk += 1
@@ -220,19 +248,20 @@ class HFConsoleParser(TextParser):
             if kind == TRAIN:
                 self._last_epoch = epoch if epoch == epoch else self._last_epoch
                 self._last_given = step if step != _NO_STEP else self._last_given
-            bar = BAR_AFTER.match(text, m.end()) if redraws and _cleared_before(text, pos) else None
-            if bar is not None:
-                self._bar_totals[bar.group(2)] = self._bar_totals.get(bar.group(2), 0) + 1
-            events.kind.append(kind)
             if abs(epoch) >= _EPOCH_LIMIT:  # inf, or absurd: steps come from usable epochs only (NaN is never >=)
                 self._bad_epochs += 1
-                events.epoch.append(NAN)
+                kept_epoch = NAN
             else:
-                events.epoch.append(epoch)
-            events.line.append(line)
-            events.step.append(step)
-            events.bar.append(int(bar.group(1)) if bar is not None and len(bar.group(1)) < 18 else -1)
-            events.start.append(first_row + len(values_out))
+                kept_epoch = epoch
+            event = (kind, kept_epoch, line, step, -1, first_row + len(values_out))
+            if redraws and _cleared_before(text, pos) and chunk.after_carriage_return(pos):
+                # tqdm.write cleared the bar for this dict: the bar redrawn right after it has its step
+                if text[m.end():].isspace():  # ... in the next chunk
+                    self._pending = [*event, text[m.end():]]
+                else:
+                    self._add_event(event, BAR_AFTER.match(text, m.end()))
+            else:
+                events.add(*event)
             tags.extend(values)
             values_out.extend(values.values())
             epochs.extend([epoch] * len(values))
@@ -247,6 +276,22 @@ class HFConsoleParser(TextParser):
                 self._read_block(chunk, m.end())
         if self._in_args or chunk.contains("TrainingArguments("):
             self._read_arguments(text)
+
+    def _add_event(self, event: tuple, bar: re.Match[str] | None) -> None:
+        """Record a dict's event with the step of the bar drawn after it (None: no bar)."""
+        if bar is not None:
+            self._bar_totals[bar.group(2)] = self._bar_totals.get(bar.group(2), 0) + 1
+        kind, epoch, line, step, _, start = event
+        self._events.add(kind, epoch, line, step, int(bar.group(1)) if bar is not None and len(bar.group(1)) < 18
+                         else -1, start)
+
+    def _settle_pending(self, text: str = "") -> None:
+        """The event of the dict that ended the last chunk, with the bar at the start of ``text`` (the next
+        chunk; none when the file ended)."""
+        pending, self._pending = self._pending, None
+        assert pending is not None
+        *event, gap = pending
+        self._add_event(tuple(event), BAR_AFTER.match(gap + text[:4096]) if text else None)
 
     _dicts_in_chunk = 0
     _bad_steps = 0
@@ -267,12 +312,16 @@ class HFConsoleParser(TextParser):
             self.parsed_lines += len(positions)
         super().end_chunk(chunk)
 
-    def _read_banner(self, text: str, start: int) -> None:
-        for m in BANNER.finditer(text, start, start + _BANNER_SPAN):
+    def _read_banner(self, text: str, start: int, span: int = _BANNER_SPAN) -> None:
+        """The banner's counts in the ``span`` characters after ``start`` (what is past the chunk, in the next)."""
+        stop = start + span
+        for m in BANNER.finditer(text, start, stop):
             name, value = m.group(1), int(m.group(2).replace(",", ""))
             self._banner.setdefault(name, value) if name == "Num examples" else self._banner.__setitem__(name, value)
             if name == "Number of trainable parameters":
-                break
+                self._banner_left = 0
+                return
+        self._banner_left = max(0, stop - len(text))
 
     def _read_arguments(self, text: str) -> None:
         start = 0
@@ -282,19 +331,20 @@ class HFConsoleParser(TextParser):
                 if m is None:
                     return
                 self._in_args, start = True, m.end()
-            end = text.find("\n)\n", start - 1)
-            for arg in ARG.finditer(text, start, end + 1 if end >= 0 else len(text)):
+            end = ARGS_END.search(text, start)
+            for arg in ARG.finditer(text, start, end.start() if end is not None else len(text)):
                 self._args.setdefault(arg.group(1), arg.group(2))
-            if end < 0:
+            if end is None:
                 return  # the dump goes on in the next chunk
-            self._in_args, start = False, end + 3
+            self._in_args, start = False, end.end() + 1
 
     def _read_block(self, chunk: Chunk, pos: int) -> None:
-        """The ``  key = value`` lines right after a '***** … metrics *****' line."""
+        """The ``  key = value`` lines right after a '***** … metrics *****' line (to the next chunk if need be)."""
         text = chunk.text
         while True:
             m = METRIC_KV.match(text, pos)
             if m is None:
+                self._block_open = pos >= len(text)
                 return
             self.mark(chunk, pos)
             value = _metric_value(m.group(2))
@@ -307,6 +357,61 @@ class HFConsoleParser(TextParser):
     def start_file(self, path: Path) -> None:
         super().start_file(path)
         self._in_args = False
+
+    # -- resuming ---------------------------------------------------------------------------------------
+    _COUNTS = ("_trainings", "_in_args", "_non_numeric", "_bad_steps", "_bad_epochs", "_last_epoch", "_last_given",
+               "_block_open", "_banner_left")
+
+    def snapshot(self) -> dict[str, Any]:
+        state = super().snapshot()
+        state["hf"] = {
+            **{name: getattr(self, name) for name in self._COUNTS},
+            "bar_totals": dict(self._bar_totals), "finals": [[epoch, dict(values)] for epoch, values in self._finals],
+            "blocks": [list(block) for block in self._blocks], "banner": dict(self._banner), "args": dict(self._args),
+            "pending": list(self._pending) if self._pending is not None else None,
+        }
+        return state
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        hf = state["hf"]
+        for name in self._COUNTS:
+            setattr(self, name, hf[name])
+        self._bar_totals = dict(hf["bar_totals"])
+        self._finals = [(epoch, dict(values)) for epoch, values in hf["finals"]]
+        self._blocks = [(key, value, line) for key, value, line in hf["blocks"]]
+        self._banner, self._args = dict(hf["banner"]), dict(hf["args"])
+        self._pending = list(hf["pending"]) if hf["pending"] is not None else None
+
+    def aux_columns(self) -> dict[str, array]:
+        return self._events.columns()
+
+    def load_aux(self, columns: dict[str, np.ndarray]) -> None:
+        for name, typecode in _Events.TYPES.items():
+            setattr(self._events, name, array(typecode, np.asarray(columns[name], _NUMPY[typecode]).tobytes()))
+
+    def absorb(self, other: TextParser) -> None:
+        """The next file's dicts and banner: steps are derived over both (the banner is on stderr, dicts on stdout)."""
+        assert isinstance(other, HFConsoleParser)
+        for parser in (self, other):
+            if parser._pending is not None:
+                parser._settle_pending()
+        offset = self.rows.total
+        super().absorb(other)
+        for name, column in other._events.columns().items():
+            getattr(self._events, name).extend(column if name != "start" else array("q", (s + offset for s in column)))
+        for total, count in other._bar_totals.items():
+            self._bar_totals[total] = self._bar_totals.get(total, 0) + count
+        self._finals.extend(other._finals)
+        self._blocks.extend(other._blocks)
+        for name, value in other._banner.items():
+            self._banner.setdefault(name, value) if name == "Num examples" else self._banner.__setitem__(name, value)
+        for name, value in other._args.items():
+            self._args.setdefault(name, value)
+        self._trainings += other._trainings
+        self._non_numeric += other._non_numeric
+        self._bad_steps += other._bad_steps
+        self._bad_epochs += other._bad_epochs
 
     # -- steps ----------------------------------------------------------------------------------------
     def _arg_int(self, name: str) -> int | None:
@@ -361,6 +466,8 @@ class HFConsoleParser(TextParser):
         return max(1, round((run[-1] - run[0]) * spe / (len(run) - 1))), True
 
     def finish(self) -> None:
+        if self._pending is not None:
+            self._settle_pending()
         events = self._events
         if not len(events) and not self._blocks:
             self._hparams()

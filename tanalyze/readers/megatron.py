@@ -25,6 +25,9 @@ import re
 from bisect import bisect_left
 from itertools import repeat
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 from tanalyze.readers._batch import rising
 from tanalyze.readers._fields import FieldShape, LineShapes, field_pairs, fields_into
@@ -100,7 +103,10 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             self._feed_fast(chunk)
 
     def _feed_fast(self, chunk: Chunk) -> None:
-        """The same rows as the ordered path, each dense line kind read in one tight loop or all at once."""
+        """The same rows as the ordered path, each dense line kind read in one tight loop or all at once,
+        then put back in the order of their lines (so that where a chunk begins changes nothing)."""
+        first = len(self.rows)
+        self._row_positions = []
         iterations = self._iterations_at_once(chunk)
         if iterations is None:
             self._iteration_fields.forget()
@@ -111,8 +117,23 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         self._previous_iteration = self._last_iteration
         self._validations_fast(chunk)
         for m in MEMORY.finditer(chunk.text):  # a literal start: as quick as a test for it
+            before = self.rows.total
             self._on_memory(m, chunk)
+            self._place([m.start()], self.rows.total - before)
         self.parsed_lines += self._ds_fast(chunk)
+        self._in_line_order(first)
+
+    def _in_line_order(self, first: int) -> None:
+        """Put the rows added from ``first`` in the order of the lines they came from."""
+        placed, self._row_positions = self._row_positions, None
+        assert placed is not None
+        if len(placed) < 2:
+            return
+        positions = np.concatenate(placed)
+        if len(positions) != len(self.rows) - first:
+            return  # rows were skipped (steps beyond 64 bits): left as read
+        if len(positions) and not (positions[1:] >= positions[:-1]).all():
+            self.rows.reorder(first, np.argsort(positions, kind="stable"))
 
     def _iterations_at_once(self, chunk: Chunk) -> tuple[list[int], list[int]] | None:
         """(positions, steps) of the chunk's iteration lines, read at once; None (nothing read) when
@@ -138,6 +159,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             return None
         if not self._iterations_seen:
             self._first_iteration(matches[0])
+        self._place(positions, len(shape.tags))
         self._last_iteration = steps[-1]
         self.anchor(steps[-1], None, 0)
         self.parsed_lines += len(steps)
@@ -153,6 +175,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         walls: list[tuple[int, int, float]] = []
         positions: list[int] = []
         iteration_steps: list[int] = []
+        counts: list[int] = []
         bad, tags, shapes = self._bad_values, self._iteration_tags, self._iteration_shapes
         for m in ITERATION.finditer(text):
             pos = m.start()
@@ -165,6 +188,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
                 self._first_iteration(m)
             start = len(values)
             count = shapes.read(rest, names, values, bad, tags)
+            counts.append(count)
             steps.extend([step] * count)
             if "]" in text[pos - 4 : pos]:
                 walls.append((start, count, self._iteration_wall(text, pos)))
@@ -180,6 +204,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             for start, count, wall in walls:
                 wall_column[start : start + count] = [wall] * count
         rows.extend(rows.codes(names), steps, values, wall=wall_column)
+        self._place(positions, counts)
         if iteration_steps:
             self.anchor(iteration_steps[-1], None, 0)
         self.parsed_lines += len(positions)
@@ -208,6 +233,7 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             self.rows.extend_lines(shape.tags, steps, values)
         except OverflowError:
             return False
+        self._place(starts, len(shape.tags))
         self.parsed_lines += len(steps)
         return True
 
@@ -220,6 +246,8 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         before = self._previous_iteration
         index, n = 0, len(positions)
         lines = 0
+        placed: list[int] = []
+        counts: list[int] = []
         for m in TIMERS.finditer(text):
             pos = m.start()
             while index < n and positions[index] < pos:
@@ -229,16 +257,45 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
                 continue  # setup timers come before training
             count = self._timer_shapes.read(m.group(1), names, values, self._bad_values, self._timer_tags)
             steps.extend([step] * count)
+            placed.append(pos)
+            counts.append(count)
             lines += 1
         self.rows.extend(self.rows.codes(names), steps, values)
+        self._place(placed, counts)
         self.parsed_lines += lines
 
     _previous_iteration: int | None = None
 
     def _first_iteration(self, m: re.Match[str]) -> None:
         self._iterations_seen = True
-        if self.hparams.get("train_iters") is None:  # the dump says None when set by samples
-            self.hparams["train_iters"] = int(m.group(2))
+        self._train_iters = int(m.group(2))  # the hparam when the dump has none (see finish)
+
+    _train_iters: int | None = None
+    _STATE = ("_iterations_seen", "_validations", "_last_iteration", "_previous_iteration", "_train_iters")
+
+    def snapshot(self) -> dict[str, Any]:
+        state = super().snapshot()
+        state.update(deepspeed=self._ds_snapshot(), bad_values=self._bad_values[0],
+                     megatron={name: getattr(self, name) for name in self._STATE})
+        return state
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self._ds_restore(state["deepspeed"])
+        self._bad_values[0] = state["bad_values"]
+        for name in self._STATE:
+            setattr(self, name, state["megatron"][name])
+
+    def absorb(self, other: TextParser) -> None:
+        assert isinstance(other, MegatronParser)
+        self._flush_at_end()
+        offset = self.rows.total
+        super().absorb(other)
+        self._ds_absorb(other, offset)
+        self._bad_values[0] += other._bad_values[0]
+        self._validations += other._validations
+        if self._train_iters is None:
+            self._train_iters = other._train_iters
 
     @staticmethod
     def _iteration_wall(text: str, pos: int) -> float:
@@ -289,6 +346,8 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         names: list[str] = []
         values: list[float] = []
         steps: list[int] = []
+        positions: list[int] = []
+        counts: list[int] = []
         for m in VALIDATION.finditer(chunk.text):
             read = self._validation(m)
             if read is None:
@@ -297,7 +356,10 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             names.extend(read[1])
             values.extend(read[2])
             steps.extend([read[0]] * len(read[1]))
+            positions.append(m.start())
+            counts.append(len(read[1]))
         self.rows.extend(self.rows.codes(names), steps, values)
+        self._place(positions, counts)
 
     def _validation(self, m: re.Match[str]) -> tuple[int, list[str], list[float]] | None:
         """(step, tags, values) of a validation line, counted as read; None when it has no field."""
@@ -332,6 +394,8 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             self.rows.add_pairs(pairs, int(m.group(1)), rank=rank)
 
     def finish(self) -> None:
+        if self._train_iters is not None and self.hparams.get("train_iters") is None:
+            self.hparams["train_iters"] = self._train_iters  # the dump says None when set by samples
         notes = self._finish_deepspeed()
         if self._bad_values[0]:
             notes.append(f"{self._bad_values[0]:,} field value(s) that are empty or not numbers were skipped")

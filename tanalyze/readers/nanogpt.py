@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from tanalyze.readers._lines import Chunk
 from tanalyze.readers._textparse import NUMBER, TextParser, to_float
@@ -71,6 +72,20 @@ class NanoGPTParser(TextParser):
         pairs.extend(self._extra(m.group(6)))
         self.mark(chunk, m.start())
         self.rows.add_pairs(pairs, int(m.group(1)))
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), "mfu_sentinels": self._mfu_sentinels, "units": sorted(self._units)}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self._mfu_sentinels = state["mfu_sentinels"]
+        self._units = set(state["units"])
+
+    def absorb(self, other: TextParser) -> None:
+        assert isinstance(other, NanoGPTParser)
+        super().absorb(other)
+        self._mfu_sentinels += other._mfu_sentinels
+        self._units |= other._units
 
     def finish(self) -> None:
         notes = []

@@ -36,7 +36,8 @@ from pathlib import Path
 
 from tanalyze.errors import ConfigError, InputError
 from tanalyze.readers._lines import Chunk, sniff_window
-from tanalyze.readers._textparse import MAX_EXAMPLES, NAN, TextParser, parse_path, short, to_float
+from tanalyze.readers._textparse import MAX_EXAMPLES, NAN, TextParser, short, to_float
+from tanalyze.readers._textparts import parse_path
 from tanalyze.readers._textreader import TextReader, is_console_candidate, rank_layout, runs_from_parsed
 from tanalyze.readers.base import ReadWarning, RunData
 
