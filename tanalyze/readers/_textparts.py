@@ -124,12 +124,14 @@ def read_part(path: Path, parser: TextParser, start: int = 0, state: Mapping[str
     if state is not None and state.get("reread"):
         start, state, whole = 0, None, start > 0
     line, stats, tracebacks = 1, TextStats(), _Tracebacks()
+    settled = True
     if start and state is not None:
         line = state["line"]
         stats = TextStats(**state["stats"])
         tracebacks = _Tracebacks(*state["tracebacks"])
         parser.restore(state["parser"])
         parser.rows.base = parser.rows.frozen = state["rows"]
+        settled = not parser.finish_changes_rows()
     mark: _Mark | None = None
     offset = start
     counted = _counts(stats)  # the counts at the last line end (the next chunk is cleaned before it is seen)
@@ -154,6 +156,7 @@ def read_part(path: Path, parser: TextParser, start: int = 0, state: Mapping[str
         mark = _mark(parser, offset, line, _counts(stats), tracebacks)
     assert mark is not None
     part = _main_part(parser, mark)
+    part.meta["settled"] = settled  # whether finishing the file as it was before would have added no row
     if reread:
         part.state["reread"] = True
     if whole:
@@ -261,7 +264,7 @@ def join(head: FilePart, tail: FilePart) -> FilePart:
         if name.startswith(AUX):
             columns[name] = np.concatenate([head.columns[name], tail.columns[name]])
     meta = {"base": a["base"], "tags": tags, "restarts": [*a["restarts"], *b["restarts"]],
-            "hparams": _merged_hparams(a["hparams"], b["hparams"]), "patches": patches}
+            "hparams": _merged_hparams(a["hparams"], b["hparams"]), "patches": patches, "settled": a["settled"]}
     return FilePart(end=tail.end, columns=columns, meta=meta, state=tail.state, tail=tail.tail)
 
 
@@ -313,8 +316,13 @@ def _file_notes(parser: TextParser, stats: TextStats, tracebacks: _Tracebacks) -
     return notes
 
 
-def finish_parts(paths: list[Path], parts: list[FilePart], make_parser: Callable[[Path], TextParser]) -> ParsedFile:
-    """One job's files (``paths``, in order: stderr before stdout) from their parts, each read from byte 0."""
+def finish_parts(paths: list[Path], parts: list[FilePart], make_parser: Callable[[Path], TextParser],
+                 hparams: Mapping[str, Any] | None = None) -> ParsedFile:
+    """One job's files (``paths``, in order: stderr before stdout) from their parts, each read from byte 0.
+
+    (Given a part read on from a later point, and the ``hparams`` of the run up to there, it gives what the
+    rows of that part add to the run, with the notes and warnings of the whole file: see ``TextReader.extend``.)
+    """
     parsers: list[TextParser] = []
     counts: list[tuple[TextStats, _Tracebacks] | None] = []
     for path, part in zip(paths, parts, strict=True):
@@ -325,6 +333,8 @@ def finish_parts(paths: list[Path], parts: list[FilePart], make_parser: Callable
             counts.append(None)
         else:
             counts.append(_load(parser, part))
+    if hparams is not None:
+        parsers[0].hparams = _merged_hparams(hparams, parsers[0].hparams)
     return _finish(paths, parsers, counts)
 
 

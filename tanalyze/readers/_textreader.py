@@ -21,11 +21,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+import pandas as pd
+
 from tanalyze.readers import _textparts
 from tanalyze.readers._lines import TEXT_SUFFIXES, looks_like_text, sniff_window
-from tanalyze.readers._textparse import ParsedFile, TextParser, dedupe
+from tanalyze.readers._textparse import ParsedFile, TextParser, dedupe, duplicated_rows
 from tanalyze.readers.base import FilePart, ReadWarning, ResumableReader, RunData
-from tanalyze.schema import concat_frames, empty_scalars
+from tanalyze.schema import ScalarColumns, concat_frames, empty_scalars
 
 __all__ = ["TextReader", "is_console_candidate", "rank_layout", "runs_from_parsed"]
 
@@ -124,15 +127,63 @@ def _group_files(files: list[Path]) -> list[list[Path]]:
     return sorted(groups, key=lambda g: str(g[0]))
 
 
-def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None) -> RunData:
-    """Combine the parsed files of one run: concatenate, apply last-write-wins, gather notes."""
+#: How the note about points replaced by a later write ends (``extend`` leaves such runs to ``combine``).
+REPLACED = "were replaced by the later write (last write wins)"
+
+
+def _scalar_columns(parsed: ParsedFile) -> ScalarColumns | None:
+    """The rows of one file as arrays, when they need no column beyond tag, step, value and wall time."""
+    rows = parsed.rows
+    n = len(rows)
+    if rows.ranks is not None and n and (np.frombuffer(rows.ranks, dtype=np.int64) >= 0).any():
+        return None
+    if rows.epochs is not None and n and not np.isnan(np.frombuffer(rows.epochs, dtype=np.float64)).all():
+        return None
+    if not n:
+        return ScalarColumns(rows.tag_names, np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0),
+                             np.empty(0))
+    walls = np.frombuffer(rows.walls, dtype=np.float64) if rows.walls is not None else np.full(n, np.nan)
+    return ScalarColumns(rows.tag_names, np.frombuffer(rows.tags, dtype=np.int32),
+                         np.frombuffer(rows.steps, dtype=np.int64), np.frombuffer(rows.values, dtype=np.float64), walls)
+
+
+def _deduped(columns: ScalarColumns) -> tuple[ScalarColumns, int]:
+    duplicated = duplicated_rows(columns.codes, columns.step)
+    if duplicated is None:
+        return columns, 0
+    keep = ~duplicated
+    return ScalarColumns(columns.tags, columns.codes[keep], columns.step[keep], columns.value[keep],
+                         columns.wall_time[keep]), int(duplicated.sum())
+
+
+def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None, *, as_columns: bool = False) -> RunData:
+    """Combine the parsed files of one run: concatenate, apply last-write-wins, gather notes.
+
+    ``as_columns``: the scalars as :class:`~tanalyze.schema.ScalarColumns` when one file's rows need no
+    other column (see ``ResumableReader.combine``), else a table.
+    """
     several = len(parsed) > 1
-    frames = []
-    for part in parsed:
-        rank = ranks.get(part.path) if ranks else None
-        frames.append(part.rows.frame(rank=rank, source=part.path.name if several and ranks else None))
-    frame = concat_frames(frames) if frames else empty_scalars()
-    frame, dropped = dedupe(frame)
+    columns = _scalar_columns(parsed[0]) if as_columns and len(parsed) == 1 and not ranks else None
+    scalars: pd.DataFrame | ScalarColumns
+    if columns is not None:
+        scalars, dropped = _deduped(columns)
+    else:
+        frames = []
+        for part in parsed:
+            rank = ranks.get(part.path) if ranks else None
+            frames.append(part.rows.frame(rank=rank, source=part.path.name if several and ranks else None))
+        scalars, dropped = dedupe(concat_frames(frames) if frames else empty_scalars())
+    run = _run_info(parsed, ranks, empty=not len(scalars))
+    run.scalars = scalars
+    if dropped:
+        why = "after a restart" if run.restarts else "twice at the same step"
+        run.notes.append(f"{dropped:,} point(s) logged {why} {REPLACED}")
+    return run
+
+
+def _run_info(parsed: list[ParsedFile], ranks: dict[Path, int] | None, empty: bool) -> RunData:
+    """Everything of the run but its scalars: notes, warnings, restarts and hparams of its files."""
+    several = len(parsed) > 1
     notes: list[str] = []
     if ranks:
         notes.append(f"{len(ranks)} per-rank log file(s) read as one run; the rank column tells them apart")
@@ -144,16 +195,13 @@ def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None) ->
         notes.extend(prefix + note for note in part.notes)
         for key, value in part.hparams.items():
             hparams.setdefault(key, value)
-    if frame.empty and not warnings:
+    if empty and not warnings:
         names = ", ".join(str(part.path) for part in parsed)
         family = parsed[0].family if parsed else "console"
         warnings.append(
             ReadWarning(names, f"no {family} metric line could be read from this file (empty, binary or another format)")
         )
-    if dropped:
-        why = "after a restart" if restarts else "twice at the same step"
-        notes.append(f"{dropped:,} point(s) logged {why} were replaced by the later write (last write wins)")
-    return RunData(scalars=frame, hparams=hparams, warnings=warnings, restarts=restarts, notes=notes)
+    return RunData(hparams=hparams, warnings=warnings, restarts=restarts, notes=notes)
 
 
 class TextReader(ResumableReader):
@@ -191,4 +239,83 @@ class TextReader(ResumableReader):
             parsed = [_textparts.finish_parts([f], [by_file[f]], self.parser) for f in sorted(files, key=ranks.get)]
         else:
             parsed = [_textparts.finish_parts(files, parts, self.parser)]
-        return [runs_from_parsed(parsed, ranks)]
+        return [runs_from_parsed(parsed, ranks, as_columns=True)]
+
+    def extend(self, files: list[Path], runs: list[RunData], tails: list[FilePart]) -> list[RunData] | None:
+        """The run of one log with the lines it gained, when they simply continue it: no restart, no change
+        to earlier rows, no hparams, rows whose steps go on past every step of their tag, and a format whose
+        ``finish`` adds or moves no row (not HF's console, whose steps are derived from the whole log; not
+        DeepSpeed's with throughput lines or overflow messages pending). Anything else returns None and the
+        run is combined again from its files' parts (still read only from where they stopped)."""
+        if len(files) != 1 or len(runs) != 1 or _RANK_WORD.search(Path(files[0]).name):
+            return None
+        run, tail = runs[0], tails[0]
+        if not tail.meta:  # the file did not grow
+            return runs
+        meta = tail.meta
+        if meta.get("whole") or not meta.get("settled") or meta["restarts"] or meta["hparams"] or meta["patches"]:
+            return None
+        if run.restarts or any(note.endswith(REPLACED) for note in run.notes) or "state" in tail.tail:
+            return None
+        path = Path(files[0])
+        parser = self.parser(path)
+        new = _textparts.finish_parts([path], [tail], self.parser, hparams=run.hparams)
+        parser.restore(tail.state["parser"])
+        if parser.finish_changes_rows() or new.restarts:
+            return None
+        scalars = _appended(run.scalars, new)
+        if scalars is None:
+            return None
+        extended = _run_info([new], None, empty=not len(scalars))
+        extended.scalars = scalars
+        return [extended]
+
+
+def _appended(old: pd.DataFrame | ScalarColumns, new: ParsedFile) -> pd.DataFrame | ScalarColumns | None:
+    """``old`` followed by the rows of ``new`` when they go on past every step of their tag (and rank), so that
+    no write replaces another; None otherwise, or when the rows need a column ``old`` lacks."""
+    if isinstance(old, ScalarColumns):
+        columns = _scalar_columns(new)
+        if columns is None:
+            return None
+        index = {tag: code for code, tag in enumerate(old.tags)}
+        remap = np.array([index.setdefault(tag, len(index)) for tag in columns.tags], dtype=np.int32)
+        codes = remap[columns.codes] if len(columns.codes) else columns.codes
+        steps = [chunk for chunk in old.column_chunks("step")]
+        if not _continues(old.codes, None, steps, codes, None, columns.step):
+            return None
+        return old.appended(tuple(index), codes, columns.step, columns.value, columns.wall_time)
+    frame = new.rows.frame()
+    if set(frame.columns) - set(old.columns) or not len(old):
+        return None  # a column the run had not (epochs or ranks that begin now): combined again
+    for name in set(old.columns) - set(frame.columns):
+        frame[name] = pd.array([pd.NA] * len(frame), dtype=old[name].dtype) if name == "rank" else np.nan
+    frame = frame[list(old.columns)]
+    tags = list(dict.fromkeys([*old["tag"].cat.categories, *frame["tag"].cat.categories]))
+    codes = [pd.Categorical(f["tag"], categories=tags).codes.astype(np.int64) for f in (old, frame)]
+    ranks = [f["rank"].to_numpy(dtype=np.int64, na_value=-1) if "rank" in f else None for f in (old, frame)]
+    if not _continues(codes[0], ranks[0], [old["step"].to_numpy()], codes[1], ranks[1], frame["step"].to_numpy()):
+        return None
+    return concat_frames([old, frame])
+
+
+def _continues(old_codes: np.ndarray, old_ranks: np.ndarray | None, old_steps: list[np.ndarray], codes: np.ndarray,
+               ranks: np.ndarray | None, steps: np.ndarray) -> bool:
+    """Whether the new steps of each tag (and rank) rise and start past its last step before."""
+    if not len(steps):
+        return True
+    span = int(max(ranks.max() if ranks is not None else -1, old_ranks.max() if old_ranks is not None else -1)) + 2
+    groups = codes.astype(np.int64) * span + (ranks + 1 if ranks is not None else 0)
+    order = np.argsort(groups, kind="stable")
+    grouped, ordered = groups[order], steps[order]
+    same = grouped[1:] == grouped[:-1]
+    if not np.all(ordered[1:][same] > ordered[:-1][same]):
+        return False
+    highest = max((int(chunk.max()) for chunk in old_steps if len(chunk)), default=None)
+    if highest is None or int(ordered.min()) > highest:  # the usual tail: past every step so far
+        return True
+    old_groups = old_codes.astype(np.int64) * span + (old_ranks + 1 if old_ranks is not None else 0)
+    last = np.full(int(max(old_groups.max(), grouped.max())) + 1, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last, old_groups, np.concatenate(old_steps))
+    firsts = np.flatnonzero(np.concatenate(([True], ~same)))
+    return bool(np.all(ordered[firsts] > last[grouped[firsts]]))

@@ -707,10 +707,13 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
     _STATE = ("_eval_epoch", "_epochs_begun", "_epoch_batches", "_batch_kind", "_ppo_step", "_ppo_batches",
               "_ppo_inner", "_eval_rows")
 
+    _throughput_before = 0  # throughput lines of the parts before this one
+
     def snapshot(self) -> dict[str, Any]:
         state = super().snapshot()
         state.update(deepspeed=self._ds_snapshot(), generic=self._generic_snapshot(),
-                     chat={name: getattr(self, name) for name in self._STATE})
+                     chat={name: getattr(self, name) for name in self._STATE},
+                     throughput=self._throughput_before + len(self._throughput["latency"]))
         return state
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -719,11 +722,16 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
         self._generic_restore(state["generic"])
         for name in self._STATE:
             setattr(self, name, state["chat"][name])
+        self._throughput_before = state["throughput"]
+
+    def finish_changes_rows(self) -> bool:
+        return bool(self._pending_skips) or self._throughput_before + len(self._throughput["latency"]) > 0
 
     def aux_columns(self) -> dict[str, array]:
         return self._throughput
 
     def load_aux(self, columns: dict[str, np.ndarray]) -> None:
+        self._throughput_before = 0
         for name, column in columns.items():
             self._throughput[name] = array("d", np.asarray(column, np.float64).tobytes())
 

@@ -383,6 +383,9 @@ class HFConsoleParser(TextParser):
         self._banner, self._args = dict(hf["banner"]), dict(hf["args"])
         self._pending = list(hf["pending"]) if hf["pending"] is not None else None
 
+    def finish_changes_rows(self) -> bool:
+        return True  # steps are derived from the whole log
+
     def aux_columns(self) -> dict[str, array]:
         return self._events.columns()
 

@@ -286,6 +286,9 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
         for name in self._STATE:
             setattr(self, name, state["megatron"][name])
 
+    def finish_changes_rows(self) -> bool:
+        return bool(self._pending_skips)
+
     def absorb(self, other: TextParser) -> None:
         assert isinstance(other, MegatronParser)
         self._flush_at_end()
