@@ -270,9 +270,12 @@ def _tagged(matches: Iterator[re.Match[str]], index: int, kind: str) -> Iterator
 
 
 def _append(column: array, items: Iterable) -> None:
-    """Append ``items`` to ``column``: a list in one pass (``extend`` grows the array item by item)."""
+    """Append ``items`` to ``column``: a list in one pass, a numpy array as its bytes (``extend`` grows the
+    array item by item)."""
     if type(items) is list:
         column.fromlist(items)
+    elif isinstance(items, np.ndarray):
+        column.frombytes(np.ascontiguousarray(items, dtype=_TYPES[column.typecode]).tobytes())
     else:
         column.extend(items)
 
@@ -455,8 +458,8 @@ class Rows:
         _append(self.values, values)
 
     def extend_lines(
-        self, tags: Sequence[str], steps: Sequence[int], values: list[float], walls: Sequence[float] | None = None,
-        rank: int = -1,
+        self, tags: Sequence[str], steps: Sequence[int], values: list[float] | np.ndarray,
+        walls: Sequence[float] | None = None, rank: int = -1,
     ) -> None:
         """Append lines that all carry ``tags`` in this order: a step (and wall time) per line,
         ``values`` line after line. The columns are built as arrays, without a list per column.
@@ -644,20 +647,27 @@ class TextParser:
         self._cut_candidates = []
         if self.lookalike is not None and self.may_have_lookalikes(chunk):
             seen: set[int] = set()
-            for m in self.lookalike.finditer(chunk.text):
-                start = chunk.text.rfind("\n", 0, m.start()) + 1
-                if start in marked or start in seen:
-                    continue
-                seen.add(start)
-                if chunk.incomplete:
-                    self._cut_last_line = (chunk.first_line, chunk.line_at(start))
-                    continue
-                self._unparsed += 1
-                if len(self._unparsed_examples) < MAX_EXAMPLES:
-                    self._unparsed_examples.append((chunk.line_of(start), chunk.line_at(start)))
+            ranges = self.scan_ranges if self.scan_ranges is not None else [(0, len(chunk.text))]
+            for low, high in ranges:
+                for m in self.lookalike.finditer(chunk.text, low, high):
+                    start = chunk.text.rfind("\n", 0, m.start()) + 1
+                    if start in marked or start in seen:
+                        continue
+                    seen.add(start)
+                    if chunk.incomplete:
+                        self._cut_last_line = (chunk.first_line, chunk.line_at(start))
+                        continue
+                    self._unparsed += 1
+                    if len(self._unparsed_examples) < MAX_EXAMPLES:
+                        self._unparsed_examples.append((chunk.line_of(start), chunk.line_at(start)))
         if marked:
             self._marked = set()
+        self.scan_ranges = None
         self._parsed_before = self.parsed_lines
+
+    #: Where in the chunk look-alike lines may be left unread (set in ``feed`` by parsers that read some
+    #: spans of lines at once, whose lines are not marked one by one); None: the whole chunk.
+    scan_ranges: list[tuple[int, int]] | None = None
 
     # -- resuming (see _textparts) --------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -738,6 +748,21 @@ class TextParser:
             self.notes.append("the last line has no line break; it was complete and was read")
 
 
+def _repeats_in_order(group: np.ndarray, steps: np.ndarray, longest: int = 64) -> bool:
+    """False when no (group, step) can repeat, proven in a few passes: the usual log writes steps in order,
+    each step's rows next to each other; then a repeat would be two rows of one step and one group at most
+    ``longest`` rows apart. True: maybe (the caller looks for repeats the long way)."""
+    if len(steps) < 2 or (steps[1:] < steps[:-1]).any():
+        return True
+    changes = np.flatnonzero(steps[1:] != steps[:-1])
+    bounds = np.concatenate(([0], changes + 1, [len(steps)]))
+    run = int(np.diff(bounds).max())
+    if run > longest:
+        return True
+    return any((group[distance:] == group[:-distance])[steps[distance:] == steps[:-distance]].any()
+               for distance in range(1, run))
+
+
 def duplicated_rows(codes: np.ndarray, steps: np.ndarray, ranks: np.ndarray | None = None) -> np.ndarray | None:
     """Which rows a later row with the same (tag code, step[, rank]) replaces (last write wins); None when
     none is. The key columns are packed into one integer when their ranges allow: the same answer as
@@ -753,6 +778,8 @@ def duplicated_rows(codes: np.ndarray, steps: np.ndarray, ranks: np.ndarray | No
         duplicated = pd.DataFrame({"c": codes, "s": steps, "r": shifted}).duplicated(keep="last").to_numpy()
         return duplicated if duplicated.any() else None
     group = codes * rank_span + shifted
+    if not _repeats_in_order(group, steps):
+        return None
     if int(group.max()) < 2**15:
         # usual case, no step logged twice: steps rise within every (tag, rank). A stable sort of
         # small integers is a radix sort, much cheaper than hashing every key.

@@ -1,5 +1,7 @@
 """nanoGPT console logs: the real ``output.log`` files of W&B runs (read through parse_console_file)."""
 
+import pandas as pd
+
 from tanalyze.readers.console import parse_console_file
 from tanalyze.readers.nanogpt import NanoGPTReader
 from tests.conftest import real_log
@@ -76,3 +78,42 @@ def test_restarted_run_and_cut_iteration_line(tmp_path):
     (warning,) = run.warnings
     assert "iter 8: loss 2.1000, time 9" in warning.message
     assert points(run.scalars, "time_ms") == 8
+
+
+IRREGULAR = (
+    "iter 0: loss 4.0000, time 100.00ms, mfu -100.00%\n"
+    "step 0: train loss 4.1, val loss 4.2\n"
+    "step 1: not an evaluation\n"
+    "iter 1: loss 3.5000 BPC, time 50.00ms, mfu 7.00%\n"
+    "iter 2: loss 1_0, time 50.00ms, mfu 7.00%\n"
+    "iter 3: loss 3.0000, time 50.00 ms, mfu 7.10%, lr 0.001\n"
+    "iter 4: loss nan, time 50.00ms, mfu 7.10%\n"
+    "iter 5: loss INF, time 50.00ms, mfu 7.10%\n"
+    "iter 2: loss 2.0000, time 50.00ms, mfu 7.10%\n"
+    "iter 99999999999999999999: loss 2.0000, time 50.00ms, mfu 7.10%\n"
+    "iter 6: loss 2.9"
+)
+
+
+def test_spans_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, real_logs):
+    """The usual lines are read span by span; the same rows, notes and warnings as line by line."""
+    from tanalyze.readers.nanogpt import NanoGPTParser
+    from tests.readers.test_text_resume import _nanogpt
+
+    files = sorted(real_logs.glob("wandb_local/*nanoGPT/wandb/*/files/output.log"))
+    files += [write(tmp_path / "irregular.log", IRREGULAR), write(tmp_path / "resumed.log", _nanogpt(300)),
+              write(tmp_path / "usual.log", "".join(f"iter {i}: loss {1 + i / 1e4:.4f}, time 30.25ms, mfu 40.00%\n"
+                                                    for i in range(5000)))]
+    for path in files:
+        (at_once,) = NanoGPTReader().read([path])
+        monkeypatch.setattr(NanoGPTParser, "line_by_line", True)
+        (by_line,) = NanoGPTReader().read([path])
+        monkeypatch.setattr(NanoGPTParser, "line_by_line", False)
+        pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True)
+        assert (at_once.notes, at_once.warnings, at_once.restarts) == (by_line.notes, by_line.warnings,
+                                                                       by_line.restarts), path
+    (irregular,) = NanoGPTReader().read([files[-3]])
+    unread, cut, overflow = (w.message for w in irregular.warnings)
+    assert unread.startswith("3 line(s) look like nanogpt metrics") and "loss 1_0" in unread and "INF" in unread
+    assert "iter 6: loss 2.9" in cut and overflow.startswith("3 point(s) skipped")
+    assert [r.step for r in irregular.restarts] == [2]

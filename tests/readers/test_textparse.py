@@ -43,6 +43,23 @@ def test_dedupe_is_keep_last_write(seed, with_rank):
     pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True))
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_dedupe_of_rows_in_step_order_is_keep_last_write(seed):
+    """Steps written in order, a few rows each (the usual log): repeats close together are found quickly."""
+    rng = np.random.default_rng(seed)
+    steps = np.sort(rng.integers(0, 400, 3000))
+    tags = rng.choice(["loss", "lr", "acc"], len(steps))
+    frame = pd.DataFrame({"run": pd.Categorical([""] * len(steps)), "tag": pd.Categorical(tags), "step": steps,
+                          "value": rng.normal(size=len(steps)), "wall_time": np.full(len(steps), np.nan)})
+    expected, expected_dropped = keep_last_write(frame, keys=("tag", "step"))
+    got, dropped = dedupe(frame)
+    assert dropped == expected_dropped > 0
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True))
+    distinct = frame.drop_duplicates(["tag", "step"], keep="last").reset_index(drop=True)
+    untouched, none = dedupe(distinct)
+    assert none == 0 and untouched is distinct
+
+
 def test_dedupe_without_duplicates_returns_the_frame_untouched():
     frame = Rows()
     frame.add("loss", 1, 0.5)

@@ -1,0 +1,224 @@
+"""Realistic synthetic console logs of each text format, for the benchmarks (written once, reused).
+
+Each is modelled on the real logs of its format in ``../shared/real_logs``: the
+banners, argument or config dumps and noise lines real jobs print, evaluation
+lines at their usual interval, and the odd line the parser has to care about
+(fp16 overflow messages, ``mfu -100.00%`` before nanoGPT has measured, tqdm
+redraws with ``\\r``). Numbers come from a seeded generator: the same file each time.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+__all__ = ["MAKERS"]
+
+
+def _write(path: Path, megabytes: int, head: str, block: Callable[[int], str]) -> None:
+    """``head``, then ``block(i)`` for i = 0, 1, … until the file holds ``megabytes`` MiB."""
+    target = megabytes << 20
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        out.write(head)
+        written, index = len(head), 0
+        while written < target:
+            text = block(index)
+            out.write(text)
+            written += len(text.encode())
+            index += 1
+
+
+def make_megatron(path: Path, megabytes: int) -> None:
+    """Megatron-DeepSpeed: argument dump, DeepSpeed step/timer lines, iteration, timer and validation lines,
+    NCCL chatter, checkpoint messages (the ``random_ltd`` logs of microsoft/Megatron-DeepSpeed)."""
+    rng = random.Random(0)
+    head = "------------------------ arguments ------------------------\n" + "".join(
+        f"  argument_{i} {'.' * (40 - len(str(i)))} {rng.choice(['None', 'True', '0.1', '1024'])}\n" for i in range(2700)
+    ) + "-------------------- end of arguments ---------------------\n"
+
+    def block(index: int) -> str:
+        iteration = 10 * (index + 1)
+        lr = 3e-4 * min(1.0, iteration / 2000)
+        loss = 11.0 * (iteration + 100) ** -0.15 + rng.random() * 0.05
+        text = (
+            f"[2022-10-31 10:59:51,434] [INFO] [logging.py:68:log_dist] [Rank 0] step={iteration}, skipped=0, "
+            f"lr=[{lr}, {lr}], mom=[(0.9, 0.95), (0.9, 0.95)]\n"
+            f"[2022-10-31 10:59:51,436] [INFO] [timer.py:198:stop] 0/{iteration}, RunningAvgSamplesPerSec="
+            f"{428 + rng.random()}, CurrSamplesPerSec={431 + rng.random()}, MemAllocated=1.64GB, MaxMemAllocated=7.01GB\n"
+            f" iteration {iteration:>8}/  171661 | consumed samples: {iteration * 256:>12} | consumed tokens: "
+            f"{iteration * 524288:>12} | elapsed time per iteration (ms): {480 + rng.random() * 20:.1f} | "
+            f"learning rate: {lr:.3E} | global batch size:   256 | lm loss: {loss:.6E} | loss scale: 2048.0 | "
+            f"grad norm: {1 + rng.random():.3f} | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+            f"time (ms) | forward-compute: {260 + rng.random():.2f} | backward-compute: {191 + rng.random():.2f} | "
+            f"backward-embedding-all-reduce: 0.01 | optimizer: {14 + rng.random():.2f} | batch-generator: 9.85\n"
+        )
+        if iteration % 100 == 0:
+            text += (
+                "-" * 95 + "\n"
+                f" validation loss at iteration {iteration} | lm loss value: {loss + 0.1:.6E} | "
+                f"lm loss PPL: {2.718 ** (loss + 0.1):.6E} | \n" + "-" * 95 + "\n"
+            )
+        if rng.random() < 0.5:
+            text += f"azwus2f200000DQ:22480:24741 [4] NCCL INFO Channel {rng.randrange(32)}/32 :    0\n"
+        if iteration % 1000 == 0:
+            text += f"saving checkpoint at iteration {iteration:>7} to /checkpoints\n"
+        return text
+
+    _write(path, megabytes, head, block)
+
+
+def make_hf(path: Path, megabytes: int) -> None:
+    """A Hugging Face Trainer console capture: tqdm bars redrawn with ``\\r``, training dicts, INFO lines,
+    evaluation bars and dicts (the SLURM captures of Nicolassalvan/mti881-projet2)."""
+    rng = random.Random(1)
+    total = 1_000_000
+    head = ("***** Running training *****\n  Num examples = 1,000,000\n  Num Epochs = 100\n"
+            f"  Total optimization steps = {total:,}\n  Number of trainable parameters = 124,439,808\n")
+
+    def block(index: int) -> str:
+        parts = []
+        for k in range(10):
+            step = index * 10 + k + 1
+            pct = step * 100 // total
+            parts.append(f"\r{pct:3d}%|{'█' * (pct // 10):<10}| {step}/{total} [1:02:03<10:11:12,  {20 + rng.random():.2f}it/s]")
+        step = index * 10 + 10
+        epoch = step / (total / 100)
+        parts.append(
+            f"\n{{'loss': {2 * rng.random():.4f}, 'grad_norm': {rng.random() * 3}, "
+            f"'learning_rate': {5e-5 * (1 - step / total)}, 'epoch': {epoch:.2f}}}\n"
+        )
+        if step % 1000 == 0:
+            parts.append("[INFO|trainer.py:3984] 2025-04-13 01:53:07,703 >> Saving model checkpoint to out/ckpt\n")
+            parts.append("".join(f"\r{i * 10:3d}%|#####     | {i}/10 [00:00<00:00]\x1b[A" for i in range(11)))
+            parts.append(
+                f"\n{{'eval_loss': {rng.random()}, 'eval_accuracy': {rng.random()}, 'eval_runtime': 3.2, "
+                f"'eval_samples_per_second': 900.1, 'epoch': {epoch:.2f}}}\n"
+            )
+        return "".join(parts)
+
+    _write(path, megabytes, head, block)
+
+
+def make_nanogpt(path: Path, megabytes: int) -> None:
+    """nanoGPT's ``train.py`` with ``log_interval = 1``: its startup lines, an evaluation and a checkpoint every
+    2,000 iterations, ``mfu -100.00%`` for the first five, a torch warning now and then (karpathy/nanoGPT
+    consoles captured by W&B in druidowm/nanoGPT and jackokeefe11/nanoGPT)."""
+    rng = random.Random(2)
+    head = (
+        "Overriding config with config/train_gpt2.py:\n# config for training GPT-2 (124M)\nwandb_log = True\n"
+        "batch_size = 12\nblock_size = 1024\ngradient_accumulation_steps = 5 * 8\nmax_iters = 600000\n"
+        "tokens per iteration will be: 491,520\nInitializing from OpenAI GPT-2 weights: gpt2\n"
+        "loading weights from pretrained gpt: gpt2\nforcing vocab_size=50257, block_size=1024, bias=True\n"
+        "number of parameters: 123.65M\nnum decayed parameter tensors: 50, with 124,318,464 parameters\n"
+        "num non-decayed parameter tensors: 98, with 121,344 parameters\nusing fused AdamW: True\n"
+        "compiling the model... (takes a ~minute)\n"
+    )
+
+    def block(index: int) -> str:
+        lines = []
+        for iteration in range(index * 100, index * 100 + 100):
+            loss = 11.0 * (iteration + 100) ** -0.12 + rng.random() * 0.1
+            if iteration % 2000 == 0:
+                lines.append(f"step {iteration}: train loss {loss:.4f}, val loss {loss + 0.02 + rng.random() * 0.01:.4f}\n")
+                if iteration:
+                    lines.append("saving checkpoint to out\n")
+            mfu = "-100.00" if iteration < 5 else f"{40 + rng.random() * 5:.2f}"
+            time = 22640.22 if iteration == 0 else 300 + rng.random() * 20
+            lines.append(f"iter {iteration}: loss {loss:.4f}, time {time:.2f}ms, mfu {mfu}%\n")
+            if iteration % 50_000 == 7:
+                lines.append("/usr/lib/python3/torch/_inductor/compile_fx.py:140: UserWarning: TensorFloat32 tensor "
+                             "cores for float32 matrix multiplication available but not enabled.\n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
+def make_deepspeed(path: Path, megabytes: int) -> None:
+    """DeepSpeed-Chat step-1 fine-tuning: the launcher's lines, the engine's step and timer lines every 10
+    steps, fp16 overflow messages (many while the loss scale settles, a few later), a perplexity evaluation
+    and an epoch banner every 460 micro-batches (microsoft/DeepSpeedExamples' training_log_output)."""
+    rng = random.Random(3)
+    head = (
+        "cmd = deepspeed main.py --data_path Dahoas/rm-static --model_name_or_path facebook/opt-1.3b "
+        "--per_device_train_batch_size 8 --gradient_accumulation_steps 2 --zero_stage 2 --deepspeed\n"
+        "[2023-04-18 01:40:09,216] [INFO] [launch.py:229:main] WORLD INFO DICT: {'localhost': [0, 1, 2, 3, 4, 5, 6, 7]}\n"
+        "[2023-04-18 01:40:09,216] [INFO] [launch.py:235:main] nnodes=1, num_local_procs=8, node_rank=0\n"
+        "[2023-04-18 01:40:14,390] [INFO] [comm.py:586:init_distributed] Initializing TorchBackend in DeepSpeed "
+        "with backend nccl\n***** Running training *****\n"
+    )
+    state = {"skipped": 0}
+
+    def stamp(step: int, extra: int) -> str:
+        seconds = 6000 + step * 0.75 + extra * 0.003
+        return f"[2023-04-18 {int(seconds // 3600) % 24:02d}:{int(seconds // 60) % 60:02d}:{int(seconds) % 60:02d},{extra:03d}]"
+
+    def block(index: int) -> str:
+        lines = []
+        epoch, micro = divmod(index * 20, 460)
+        if micro == 0:
+            lines.append(f"***** Evaluating perplexity, Epoch {epoch}/16 *****\nppl: {2 + 4000 / (index + 1):.6f}\n")
+            lines.append(f"Beginning of Epoch {epoch + 1}/16, Total Micro Batches 460\n")
+        step = 10 * (index + 1)
+        overflows = (rng.random() < 0.6) if index < 30 else (rng.random() < 0.03)
+        if overflows:
+            state["skipped"] += 1
+            scale = 2 ** (16 - min(index, 8))
+            lines.append(f"{stamp(step, 1)} [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+                         f"Skipping step. Attempted loss scale: {scale}, reducing to {scale // 2}\n")
+        lr = 9.65e-6 * (1 - step / 1e7)
+        lines.append(f"{stamp(step, 414)} [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, "
+                     f"skipped={state['skipped']}, lr=[{lr}, {lr}], mom=[(0.9, 0.95), (0.9, 0.95)]\n")
+        lines.append(f"{stamp(step, 442)} [INFO] [timer.py:199:stop] epoch={epoch}/micro_step={micro + 20}/"
+                     f"global_step={step}, RunningAvgSamplesPerSec={171 + rng.random()}, "
+                     f"CurrSamplesPerSec={171 + rng.random()}, MemAllocated=3.96GB, MaxMemAllocated=22.95GB\n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
+def make_text(path: Path, megabytes: int) -> None:
+    """An MMDetection 2 text log (what the generic reader reads): the environment and config dump, then
+    ``Epoch [e][i/791]`` meter lines every 50 iterations, checkpoint and COCO evaluation lines after each
+    epoch (masati91/ELTD's work_dirs)."""
+    rng = random.Random(4)
+    head = "2021-04-22 14:17:51,316 - mmdet - INFO - Environment info:\n" + "-" * 60 + "\n" + "".join(
+        f"config_key_{i} = dict(type='Value{i}', setting={rng.random():.4f})\n" for i in range(200)
+    )
+    batches = 791
+
+    def block(index: int) -> str:
+        epoch, rest = divmod(index, 16)
+        epoch += 1
+        lines = []
+        if rest < 15:
+            i = (rest + 1) * 50
+            loss = 300 * (index + 1) ** -0.3
+            lines.append(
+                f"2021-04-22 14:{index // 60 % 60:02d}:{index % 60:02d},659 - mmdet - INFO - Epoch [{epoch}][{i}/{batches}]\t"
+                f"lr: {1e-3 * min(1, index / 100):.3e}, eta: {20 + index % 3}:{index % 60:02d}:27, time: "
+                f"{0.25 + rng.random() * 0.2:.3f}, data_time: {0.01 + rng.random() * 0.1:.3f}, memory: 2490, loss_cls: "
+                f"{loss * 0.2:.4f}, loss_conf: {loss * 0.3:.4f}, loss_xy: {loss * 0.4:.4f}, loss_wh: {loss * 0.1:.4f}, "
+                f"loss: {loss:.4f}, grad_norm: {1000 * rng.random():.4f}\n"
+            )
+        else:
+            lines.append(f"2021-04-22 15:00:00,000 - mmdet - INFO - Saving checkpoint at {epoch} epochs\n")
+            lines.append("2021-04-22 15:00:30,000 - mmdet - INFO - Evaluating bbox...\n")
+            lines.append("".join(
+                f" Average Precision  (AP) @[ IoU=0.50:0.95 | area= {area:>6} | maxDets=100 ] = {rng.random():.3f}\n"
+                for area in ("all", "small", "medium", "large")))
+            lines.append(f"2021-04-22 15:00:34,365 - mmdet - INFO - Epoch(val) [{epoch}][{batches}]\tbbox_mAP: "
+                         f"{rng.random():.4f}, bbox_mAP_50: {rng.random():.4f}\n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
+#: Each text reader's name and the maker of its log.
+MAKERS: dict[str, Callable[[Path, int], None]] = {
+    "megatron": make_megatron,
+    "hf_console": make_hf,
+    "deepspeed": make_deepspeed,
+    "nanogpt": make_nanogpt,
+    "text": make_text,
+}

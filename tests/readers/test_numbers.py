@@ -1,0 +1,49 @@
+"""Many numbers read at once: bit for bit what ``float()`` reads, token by token."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tanalyze.readers._numbers import parse_numbers
+
+
+def one_by_one(text: str) -> np.ndarray | None:
+    try:
+        return np.array([float(token) for token in text.split(" ")], dtype=np.float64)
+    except ValueError:
+        return None
+
+
+def assert_same(text: str) -> None:
+    got, expected = parse_numbers(text), one_by_one(text)
+    if expected is None:
+        assert got is None, text
+    else:
+        assert got is not None and got.tobytes() == expected.tobytes(), text  # NaN and -0.0 included
+
+
+@pytest.mark.parametrize("text", [
+    "1", "-0", "-0.0", "+5", ".5", "5.", "-.5", "00012.50", "2490 0.555 -3.25", "123456789012345", "1234567890123456",
+    "0.000000000000001", "0.0000000000000001", "nan -inf Infinity 1_000 ९", "1.5e-05 2E+3", "-", ".", "1.2.3", "1-2",
+    "1  2", " 1", "1 ", "", "x", "0x10", "1e", "12.34ms",
+])
+def test_tokens_of_every_kind(text):
+    assert_same(text)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from([*"0123456789.-+eE_x ", "nan", "inf", "12.5", "-0"]), min_size=1, max_size=40).map("".join))
+def test_any_text(text):
+    assert_same(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=80),
+       st.sampled_from(["repr", "%.4f", "%.2f", "%.17f", "%.6E", "%g", "%d"]))
+def test_numbers_as_trainers_print_them(values, form):
+    if form == "%d":
+        values = [v for v in values if np.isfinite(v)] or [0.0]
+    assert_same(" ".join(repr(v) if form == "repr" else form % v for v in values))
