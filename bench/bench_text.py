@@ -239,7 +239,7 @@ def naive_nanogpt(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
-DS_OVERFLOW = re.compile(rf"Skipping step\. Attempted loss scale: ({NUMBER}), reducing to ({NUMBER})")
+DS_OVERFLOW = re.compile(rf"Skipping step\. Attempted loss scale: ({NUMBER})(?:, reducing to ({NUMBER}))?")
 DS_CHAT_TIMER = re.compile(r"global_step=(\d+), (.*)")
 DS_PPL = re.compile(rf"ppl: ({NUMBER})")
 
@@ -278,7 +278,7 @@ def naive_deepspeed(path: Path) -> int:
             m = DS_OVERFLOW.search(line)
             if m:
                 skips += 1
-                scale = float(m.group(2))
+                scale = float(m.group(2) or m.group(1))
                 continue
             m = DS_PPL.match(line)
             if m:

@@ -136,8 +136,9 @@ def make_nanogpt(path: Path, megabytes: int) -> None:
 
 def make_deepspeed(path: Path, megabytes: int) -> None:
     """DeepSpeed-Chat step-1 fine-tuning: the launcher's lines, the engine's step and timer lines every 10
-    steps, fp16 overflow messages (many while the loss scale settles, a few later), a perplexity evaluation
-    and an epoch banner every 460 micro-batches (microsoft/DeepSpeedExamples' training_log_output)."""
+    steps, fp16 overflow messages (many while the loss scale settles, then two every 100 steps as in the real
+    log), a perplexity evaluation and an epoch banner every 460 micro-batches (microsoft/DeepSpeedExamples'
+    training_log_output)."""
     rng = random.Random(3)
     head = (
         "cmd = deepspeed main.py --data_path Dahoas/rm-static --model_name_or_path facebook/opt-1.3b "
@@ -160,11 +161,14 @@ def make_deepspeed(path: Path, megabytes: int) -> None:
             lines.append(f"***** Evaluating perplexity, Epoch {epoch}/16 *****\nppl: {2 + 4000 / (index + 1):.6f}\n")
             lines.append(f"Beginning of Epoch {epoch + 1}/16, Total Micro Batches 460\n")
         step = 10 * (index + 1)
-        overflows = (rng.random() < 0.6) if index < 30 else (rng.random() < 0.03)
-        if overflows:
-            state["skipped"] += 1
-            scale = 2 ** (16 - min(index, 8))
-            lines.append(f"{stamp(step, 1)} [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+        # the loss scale settles in the first steps, then grows back every 100 steps (the scale window
+        # DeepSpeed-Chat sets) and overflows at once: a message with hysteresis, then one that reduces it
+        if (index < 30 and rng.random() < 0.6) or index % 10 == 5:
+            state["skipped"] += 2
+            scale = 2 ** (16 - min(index, 8) // 2)
+            lines.append(f"{stamp(step, 1)} [INFO] [loss_scaler.py:188:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+                         f"Skipping step. Attempted loss scale: {scale}, but hysteresis is 2. Reducing hysteresis to 1\n")
+            lines.append(f"{stamp(step, 2)} [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
                          f"Skipping step. Attempted loss scale: {scale}, reducing to {scale // 2}\n")
         lr = 9.65e-6 * (1 - step / 1e7)
         lines.append(f"{stamp(step, 414)} [INFO] [logging.py:96:log_dist] [Rank 0] step={step}, "

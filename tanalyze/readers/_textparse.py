@@ -44,6 +44,7 @@ __all__ = [
     "ParsedFile",
     "dedupe",
     "ordered_matches",
+    "tagged_matches",
     "require",
     "required_literal",
     "parse_timestamp",
@@ -139,8 +140,10 @@ _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 def parse_timestamps(texts: Sequence[str]) -> list[float]:
     """:func:`parse_timestamp` of every text, the same floats; stamps of the usual
     ``YYYY-MM-DD HH:MM:SS,mmm`` shape are computed together with numpy."""
+    if len(texts) < 64:  # numpy's fixed costs outweigh what it saves
+        return list(map(parse_timestamp, texts))
     joined = "".join(texts)
-    if not texts or len(joined) != 23 * len(texts) or not joined.isascii():
+    if len(joined) != 23 * len(texts) or not joined.isascii():
         return list(map(parse_timestamp, texts))
     chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(len(texts), 23)
     digits = chars[:, _STAMP_DIGITS].astype(np.int64) - ord("0")
@@ -246,22 +249,80 @@ def required_literal(pattern: re.Pattern[str]) -> str | None:
     return "".join(out) if len(out) >= 3 else None
 
 
-def ordered_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]]) -> Iterator[tuple[str, re.Match[str]]]:
-    """Matches of several patterns over one text, in order of position, each with its kind.
+def ordered_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], start: int = 0,
+                    end: int | None = None) -> Iterator[tuple[str, re.Match[str]]]:
+    """Matches of several patterns over one text (or ``text[start:end]``), in order of position, each with its kind.
 
-    Every pattern scans the whole text in C (``finditer``); merging keeps the
+    Every pattern scans the whole text in C (:func:`matches_of`); merging keeps the
     order the lines were written in, which stateful formats need. A pattern that
     cannot match the text (its :func:`required_literal` is absent, or what it
     :func:`require` s is not found) is not run.
     """
-    iterators = [_tagged(pattern.finditer(text), index, kind) for index, (pattern, kind) in enumerate(patterns)
-                 if _may_match(pattern, text)]
-    if len(iterators) == 1:
-        for _, _, kind, match in iterators[0]:
-            yield kind, match
-        return
-    for _, _, kind, match in heapq.merge(*iterators):
+    for _, _, kind, match in tagged_matches(text, patterns, start, end):
         yield kind, match
+
+
+def tagged_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], start: int = 0,
+                   end: int | None = None) -> Iterator[tuple[int, int, str, re.Match[str]]]:
+    """:func:`ordered_matches` as (position, index of the pattern, kind, match)."""
+    end = len(text) if end is None else end
+    span = text if (start, end) == (0, len(text)) else text[start:end]
+    lines = _LineStarts(text)
+    iterators = [_tagged(matches_of(pattern, text, start, end, lines), index, kind)
+                 for index, (pattern, kind) in enumerate(patterns) if _may_match(pattern, span)]
+    if len(iterators) == 1:
+        yield from iterators[0]
+        return
+    yield from heapq.merge(*iterators)
+
+
+class _LineStarts:
+    """The text after a line break (made once, when a pattern needs it): see :func:`matches_of`."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._body: str | None = None
+
+    @property
+    def body(self) -> str:
+        if self._body is None:
+            self._body = "\n" + self.text
+        return self._body
+
+
+_SHORT = 1 << 14  # characters: a text this short is scanned as it is (no copy of it after a line break)
+
+
+@functools.cache
+def _after_break(pattern: re.Pattern[str]) -> re.Pattern[str] | None:
+    """A multiline pattern that begins with ``^``, begun with a line break instead; None for any other."""
+    source = pattern.pattern
+    if not pattern.flags & re.M or not source.startswith("^") or _top_level_alternation(source):
+        return None
+    return re.compile("\n" + source[1:], pattern.flags)
+
+
+def matches_of(pattern: re.Pattern[str], text: str, start: int = 0, end: int | None = None,
+               lines: _LineStarts | None = None) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text, start, end)``, quicker for a pattern anchored at line starts (``^`` with
+    ``re.M``): the engine tries such a pattern at every character, but the same pattern after a line break
+    starts with a literal, which it finds at C speed; each line found is then matched as the pattern itself
+    would (same Match objects, and, as ``finditer``, none overlapping the one before)."""
+    end = len(text) if end is None else end
+    form = _after_break(pattern) if end - start > _SHORT else None
+    if form is None:
+        yield from pattern.finditer(text, start, end)
+        return
+    body = (lines or _LineStarts(text)).body
+    last = start
+    for candidate in form.finditer(body, start, end + 1):
+        at = candidate.start()  # the line break before the line, in body: the line's start in text
+        if at < last:
+            continue
+        found = pattern.match(text, at, end)
+        if found is not None:
+            last = found.end() if found.end() > at else at + 1
+            yield found
 
 
 def _tagged(matches: Iterator[re.Match[str]], index: int, kind: str) -> Iterator[tuple[int, int, str, re.Match[str]]]:
@@ -367,6 +428,13 @@ class Rows:
             if column is not None:
                 setattr(rows, attribute, _array(typecode, column))
         return rows
+
+    def truncate(self, length: int) -> None:
+        """Keep the first ``length`` rows held here (take back what was added after)."""
+        for _, attribute, _ in _COLUMNS:
+            column = getattr(self, attribute)
+            if column is not None:
+                del column[length:]
 
     def reorder(self, start: int, order: np.ndarray) -> None:
         """Put the rows held from ``start`` on in ``order`` (indices into them)."""
@@ -647,27 +715,30 @@ class TextParser:
         self._cut_candidates = []
         if self.lookalike is not None and self.may_have_lookalikes(chunk):
             seen: set[int] = set()
-            ranges = self.scan_ranges if self.scan_ranges is not None else [(0, len(chunk.text))]
-            for low, high in ranges:
-                for m in self.lookalike.finditer(chunk.text, low, high):
-                    start = chunk.text.rfind("\n", 0, m.start()) + 1
-                    if start in marked or start in seen:
-                        continue
-                    seen.add(start)
-                    if chunk.incomplete:
-                        self._cut_last_line = (chunk.first_line, chunk.line_at(start))
-                        continue
-                    self._unparsed += 1
-                    if len(self._unparsed_examples) < MAX_EXAMPLES:
-                        self._unparsed_examples.append((chunk.line_of(start), chunk.line_at(start)))
+            ranges = self.scan_ranges if self.scan_ranges is not None else [(0, len(chunk.text), self.lookalike)]
+            found = (m for low, high, lookalikes in ranges
+                     for lookalike in (lookalikes if isinstance(lookalikes, tuple) else (lookalikes,))
+                     for m in matches_of(lookalike, chunk.text, low, high))
+            for m in found:
+                start = chunk.text.rfind("\n", 0, m.start()) + 1
+                if start in marked or start in seen:
+                    continue
+                seen.add(start)
+                if chunk.incomplete:
+                    self._cut_last_line = (chunk.first_line, chunk.line_at(start))
+                    continue
+                self._unparsed += 1
+                if len(self._unparsed_examples) < MAX_EXAMPLES:
+                    self._unparsed_examples.append((chunk.line_of(start), chunk.line_at(start)))
         if marked:
             self._marked = set()
         self.scan_ranges = None
         self._parsed_before = self.parsed_lines
 
-    #: Where in the chunk look-alike lines may be left unread (set in ``feed`` by parsers that read some
-    #: spans of lines at once, whose lines are not marked one by one); None: the whole chunk.
-    scan_ranges: list[tuple[int, int]] | None = None
+    #: Where in the chunk look-alike lines may be left unread, and the look-alike pattern(s) to find them there
+    #: (set in ``feed`` by parsers that read some spans of lines at once, whose lines are not marked one by
+    #: one); None: the whole chunk, with ``lookalike``.
+    scan_ranges: list[tuple[int, int, re.Pattern[str] | tuple[re.Pattern[str], ...]]] | None = None
 
     # -- resuming (see _textparts) --------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 import re
 from array import array
+from bisect import bisect_right
+from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,15 @@ import numpy as np
 
 from tanalyze.readers._batch import floats, interleave, rising
 from tanalyze.readers._lines import Chunk
-from tanalyze.readers._textparse import NAN, NUMBER, TextParser, parse_timestamp, parse_timestamps, to_float
+from tanalyze.readers._textparse import (
+    NAN,
+    NUMBER,
+    TextParser,
+    parse_timestamp,
+    parse_timestamps,
+    tagged_matches,
+    to_float,
+)
 from tanalyze.readers._textreader import TextReader
 from tanalyze.readers.generic_text import GenericRules
 
@@ -101,20 +111,21 @@ _TIMER_FIELDS = slice(9, 13)
 _TIMER_LINE_TAGS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "MemAllocated (GB)", "MaxMemAllocated (GB)")
 
 
-def _occurrences(text: str, literal: str) -> list[int]:
-    """Where ``literal`` occurs in ``text``, in order."""
+def _occurrences(text: str, literal: str, start: int, end: int) -> list[int]:
+    """Where ``literal`` occurs in ``text[start:end]``, in order."""
     out: list[int] = []
     find = text.find
-    at = find(literal)
+    at = find(literal, start, end)
     while at >= 0:
         out.append(at)
-        at = find(literal, at + 1)
+        at = find(literal, at + 1, end)
     return out
 
 
-def _step_line_start(text: str, index: int) -> int:
-    """Where the ``index``-th step line that ``_ENGINE_LINE`` finds in ``text`` starts (to name a restart's line)."""
-    steps = (m for m in _ENGINE_LINE.finditer(text) if m.group(_RANK + 1))
+def _step_line_start(text: str, index: int, start: int, end: int) -> int:
+    """Where the ``index``-th step line that ``_ENGINE_LINE`` finds in ``text[start:end]`` starts (to name a
+    restart's line)."""
+    steps = (m for m in _ENGINE_LINE.finditer(text, start, end) if m.group(_RANK + 1))
     return next(islice(steps, index, None)).start()
 
 
@@ -189,11 +200,34 @@ class DeepSpeedEngineLines:
         self._ds_timer_shapes = _TimerShapes()
         self._row_positions: list[np.ndarray] | None = None  # see _place
 
-    def _place(self, positions: list[int], counts: list[int] | int) -> None:
+    def _in_line_order(self, first: int) -> None:
+        """Put the rows added from ``first`` (since ``_row_positions`` was set to a list) in the order of the
+        lines they came from: the line kinds read apart come back as they were written."""
+        placed, self._row_positions = self._row_positions, None
+        assert placed is not None
+        if len(placed) < 2:
+            return
+        positions = np.concatenate(placed)
+        rows = self.rows  # type: ignore[attr-defined]
+        if len(positions) != len(rows) - first:
+            return  # rows were skipped (steps beyond 64 bits): left as read
+        if len(positions) and not (positions[1:] >= positions[:-1]).all():
+            order = np.argsort(positions, kind="stable")
+            rows.reorder(first, order)
+            last = self._last_flush
+            if last is not None and last[2] >= rows.base + first:  # the overflow rows moved too
+                moved = np.empty_like(order)
+                moved[order] = np.arange(len(order))
+                offset = rows.base + first
+                self._last_flush = (last[0], last[1], offset + int(moved[last[2] - offset]),
+                                    offset + int(moved[last[3] - offset]) if last[3] >= 0 else -1, last[4])
+
+    def _place(self, positions: list[int], counts: list[int] | int, before: bool = False) -> None:
         """Note where in the chunk the rows just added were written (``counts`` rows for each line), when the
-        host parser reads line kinds apart and puts the chunk's rows back in line order afterwards."""
+        host parser reads line kinds apart and puts the chunk's rows back in line order afterwards
+        (``before``: rows that go before those of the line at each position)."""
         if self._row_positions is not None:
-            self._row_positions.append(np.repeat(np.asarray(positions, np.int64), counts))
+            self._row_positions.append(np.repeat(np.asarray(positions, np.int64) * 2 - before, counts))
 
     def _on_ds_step(self, m: re.Match[str], chunk: Chunk) -> None:
         text = chunk.text
@@ -235,36 +269,176 @@ class DeepSpeedEngineLines:
         return None
 
     def _ds_fast(self, chunk: Chunk) -> int:
-        """Every step and timer line of a chunk without overflow messages.
+        """Every step and timer line of a chunk without overflow messages (see :meth:`_ds_span`)."""
+        return self._ds_span(chunk, 0, len(chunk.text))[0]
 
-        The same rows as ``_on_ds_step``/``_on_ds_timer``; returns how many lines were read.
-        When every such line has the usual shape, one findall reads them all.
+    #: whether the step lines read by ``_ds_any`` are marked (for a host parser that looks for lines it left
+    #: unread; those of the usual shape need not be: see ``_UNUSUAL_LOOKALIKES``)
+    _mark_engine_lines = False
+
+    _read_at_once: tuple = ()
+
+    def _ds_span(self, chunk: Chunk, start: int, end: int, strict: bool = False) -> tuple[int, bool]:
+        """Every step and timer line of ``chunk.text[start:end]`` (and, with ``_overflows_in_spans``, the overflow
+        messages among them; without, there must be none).
+
+        The same rows as ``_on_ds_step``/``_on_ds_timer`` (and ``_on_ds_overflow``); returns how many lines
+        were read (and not marked), and whether all had the usual shape (then one findall read them all);
+        (-1, False) when overflow messages go with lines of other shapes: nothing read, for the caller to read
+        line by line.
         """
-        steps_seen, timers_seen = chunk.count(", skipped="), chunk.count(", RunningAvgSamplesPerSec=")
+        text = chunk.text
+        steps_seen = text.count(", skipped=", start, end)
+        timers_seen = text.count(", RunningAvgSamplesPerSec=", start, end)
+        overflowing = self._overflows_in_spans and (self._pending_skips or text.find("Skipping step", start, end) >= 0)
         if not steps_seen and not timers_seen:
-            return 0
-        found = _ENGINE_LINE.findall(chunk.text)
+            self._read_at_once = ([], [], [], [])
+            return (-1, False) if overflowing else (0, True)
+        found = _ENGINE_LINE.findall(text, start, end)
         step_lines = [line for line in found if line[_RANK]]
         timer_lines = [line for line in found if not line[_RANK]] if timers_seen else []
         if len(step_lines) == steps_seen and len(timer_lines) == timers_seen:
-            return self._ds_usual(chunk, step_lines, timer_lines)
-        return self._ds_any(chunk)
+            read = self._ds_usual(chunk, step_lines, timer_lines, start, end, strict)
+            return (read, True) if read is not None else (-1, False)
+        if overflowing or strict:
+            return -1, False  # overflow messages among lines of other shapes: for the caller, line by line
+        return self._ds_any(chunk, start, end), False
 
-    def _ds_usual(self, chunk: Chunk, step_lines: list[tuple[str, ...]], timer_lines: list[tuple[str, ...]]) -> int:
-        """Lines matched by ``_ENGINE_LINE``: all at once when they allow it, else one by one."""
-        if step_lines:
-            positions = _occurrences(chunk.text, ", skipped=")  # one in each step line, which all matched
-            if self._ds_steps_at_once(step_lines):
-                self._place(positions, 2)
+    def _ds_usual(self, chunk: Chunk, step_lines: list[tuple[str, ...]], timer_lines: list[tuple[str, ...]],
+                  start: int, end: int, strict: bool = False) -> int | None:
+        """Lines matched by ``_ENGINE_LINE``: all at once when they allow it, else one by one. With overflow
+        messages among them (``_overflows_in_spans``), or ``strict``, all at once or None (nothing read: the
+        caller reads every line on its own); what was read at once is then in ``_read_at_once``."""
+        text = chunk.text
+        overflows = list(DS_OVERFLOW.finditer(text, start, end)) if self._overflows_in_spans else []
+        step_positions = _occurrences(text, ", skipped=", start, end) if step_lines else []
+        timer_positions = _occurrences(text, ", RunningAvgSamplesPerSec=", start, end) if timer_lines else []
+        self._read_at_once = (step_positions, step_lines, timer_positions, timer_lines)
+        if strict or overflows or self._pending_skips:
+            saved = self._engine_state()
+            if not ((not step_lines or self._ds_steps_at_once(step_lines))
+                    and (not timer_lines or self._ds_timers_at_once(timer_lines))):
+                self._engine_state(saved)
+                return None
+            self._place(step_positions, 2)
+            self._place(timer_positions, len(_TIMER_LINE_TAGS))
+            self._flush_in_span(chunk, overflows, step_lines, step_positions, timer_lines, timer_positions)
+        else:
+            if step_lines:
+                if self._ds_steps_at_once(step_lines):
+                    self._place(step_positions, 2)
+                else:
+                    self._place(step_positions, self._ds_steps_one_by_one(chunk, step_lines, start, end))
+            if timer_lines:
+                if self._ds_timers_at_once(timer_lines):
+                    self._place(timer_positions, len(_TIMER_LINE_TAGS))
+                else:
+                    self._place(timer_positions, self._ds_timers_one_by_one(timer_lines))
+        return len(step_lines) + len(timer_lines)  # all read (a look-alike scan needs no mark of theirs)
+
+    #: whether overflow messages are read with the step and timer lines around them (a host parser whose
+    #: other line kinds do not count them)
+    _overflows_in_spans = False
+
+    def _engine_state(self, saved: tuple | None = None) -> tuple:
+        """What reading step and timer lines at once changes (to take it back); restores ``saved`` if given."""
+        rows = self.rows  # type: ignore[attr-defined]
+        if saved is not None:
+            (length, anchors, last_step), fields = saved[0], saved[1]
+            rows.truncate(length)
+            self._last_anchor.clear()  # type: ignore[attr-defined]
+            self._last_anchor.update(anchors)  # type: ignore[attr-defined]
+            self._last_step = last_step  # type: ignore[attr-defined]
+            for name, value in fields.items():
+                setattr(self, name, value)
+            return saved
+        fields = {name: getattr(self, name) for name in ("_ds_engine", "_ds_last_step", "_ds_timer_engine",
+                                                          "_ds_last_timer", "_ds_grad_accum")}
+        return (len(rows), dict(self._last_anchor), self._last_step), fields  # type: ignore[attr-defined]
+
+    def _flush_in_span(self, chunk: Chunk, overflows: list[re.Match[str]], step_lines: list[tuple[str, ...]],
+                       step_positions: list[int], timer_lines: list[tuple[str, ...]], timer_positions: list[int]) -> None:
+        """The overflow messages of a span read at once: those before each step or timer line counted at it, as
+        ``_on_ds_overflow`` then ``_on_ds_step``/``_on_ds_timer`` (``_flush_overflows``) count them, their rows
+        added together; those after the span's last such line wait for the next one."""
+        text = chunk.text
+        marked = self._marked  # type: ignore[attr-defined]
+        self._overflow_total += len(overflows)
+
+        def target(pos: int) -> tuple[int, int, int] | None:
+            """(position, step, rank) of the first step or timer line after ``pos``."""
+            at_step, at_timer = bisect_right(step_positions, pos), bisect_right(timer_positions, pos)
+            if at_step < len(step_positions) and (at_timer == len(timer_positions)
+                                                  or step_positions[at_step] < timer_positions[at_timer]):
+                line = step_lines[at_step]
+                return step_positions[at_step], int(line[_STEP]), int(line[_RANK])
+            if at_timer < len(timer_positions):
+                line = timer_lines[at_timer]
+                return timer_positions[at_timer], int(line[_GLOBAL] or line[_OLD_STEP]), -1
+            return None
+
+        groups: list[list] = []  # [target, messages]
+        if self._pending_skips:
+            groups.append([target(-1), []])
+        for m in overflows:
+            marked.add(text.rfind("\n", 0, m.start()) + 1)
+            where = target(m.start())
+            if groups and groups[-1][0] == where:
+                groups[-1][1].append(m)
             else:
-                self._place(positions, self._ds_steps_one_by_one(chunk, step_lines))
-        if timer_lines:
-            positions = _occurrences(chunk.text, ", RunningAvgSamplesPerSec=")
-            if self._ds_timers_at_once(timer_lines):
-                self._place(positions, len(_TIMER_LINE_TAGS))
+                groups.append([where, [m]])
+        rows = self.rows  # type: ignore[attr-defined]
+        base = rows.total
+        tags: list[str] = []
+        steps: list[int] = []
+        values: list[float] = []
+        ranks: list[int] = []
+        walls: list[float] = []
+        targets: list[int] = []
+        counts: list[int] = []
+        last = self._last_flush
+        for where, messages in groups:
+            count = len(messages) + self._pending_skips  # those from before the span: in the first group only
+            if messages:
+                m = messages[-1]
+                attempted = to_float(m.group(1))
+                reduced = to_float(m.group(2)) if m.group(2) else None
+                scale = reduced if reduced is not None else attempted
+                wall = _wall(text, text.rfind("\n", 0, m.start()) + 1)
             else:
-                self._place(positions, self._ds_timers_one_by_one(timer_lines))
-        return len(step_lines) + len(timer_lines)
+                scale, wall = self._pending_scale, self._pending_wall
+            if where is None:  # no logged step after them in the span: they wait
+                self._pending_skips, self._pending_scale, self._pending_wall = count, scale, wall
+                break
+            position, step, rank = where
+            if last is not None and last[:2] == (step, rank) and last[3] >= 0:
+                skips = last[4] + count  # a second count at the same step: added up (see _flush_overflows)
+                for row, value in ((last[2], skips), (last[3], scale)):
+                    if value is None:
+                        continue
+                    if row >= base:
+                        values[row - base] = value
+                    else:
+                        rows.set_value(row, value)
+                last = (*last[:4], skips)
+            else:
+                added = [("overflow_skips", float(count))] + ([("loss_scale", scale)] if scale is not None else [])
+                for tag, value in added:
+                    tags.append(tag)
+                    steps.append(step)
+                    values.append(value)
+                    ranks.append(rank)
+                    walls.append(wall)
+                last = (step, rank, base + len(tags) - len(added), base + len(tags) - 1 if scale is not None else -1,
+                        float(count))
+                targets.append(position)
+                counts.append(len(added))
+            self._pending_skips, self._pending_scale = 0, None
+        self._last_flush = last
+        if tags:
+            rank_column: int | list[int] = ranks if any(r != -1 for r in ranks) else -1
+            rows.extend(rows.codes(tags), steps, values, rank=rank_column, wall=walls)
+        self._place(targets, counts, before=True)
 
     def _ds_steps_at_once(self, lines: list[tuple[str, ...]]) -> bool:
         """Step lines of one rank and one engine with rising steps and numeric lr; False (nothing read) otherwise."""
@@ -288,7 +462,7 @@ class DeepSpeedEngineLines:
         self._last_anchor[rank] = self._last_step = steps[-1]  # type: ignore[attr-defined]
         return True
 
-    def _ds_steps_one_by_one(self, chunk: Chunk, lines: list[tuple[str, ...]]) -> list[int]:
+    def _ds_steps_one_by_one(self, chunk: Chunk, lines: list[tuple[str, ...]], start: int, end: int) -> list[int]:
         """The lines one by one; how many rows each gave."""
         rows = self.rows  # type: ignore[attr-defined]
         counts: list[int] = []
@@ -310,7 +484,8 @@ class DeepSpeedEngineLines:
             if not self._ds_engine:
                 previous = last_anchor.get(rank)
                 if previous is not None and step < previous:
-                    self.anchor(step, chunk, _step_line_start(chunk.text, index), rank=rank)  # type: ignore[attr-defined]
+                    at = _step_line_start(chunk.text, index, start, end)
+                    self.anchor(step, chunk, at, rank=rank)  # type: ignore[attr-defined]
                 last_anchor[rank] = step
                 latest = step
             prefix = f"engine{self._ds_engine}/" if self._ds_engine else ""
@@ -392,8 +567,8 @@ class DeepSpeedEngineLines:
             rows.extend(rows.codes(names), steps, values, wall=walls)
         return counts
 
-    def _ds_any(self, chunk: Chunk) -> int:
-        """Step and timer lines of any shape, found by their literal parts."""
+    def _ds_any(self, chunk: Chunk, start: int, end: int) -> int:
+        """Step and timer lines of any shape in ``chunk.text[start:end]``, found by their literal parts."""
         text = chunk.text
         rows = self.rows  # type: ignore[attr-defined]
         names: list[str] = []
@@ -406,7 +581,7 @@ class DeepSpeedEngineLines:
         counts: list[int] = []
         last_anchor = self._last_anchor  # type: ignore[attr-defined]
         latest = None
-        for m in DS_STEP.finditer(text):
+        for m in DS_STEP.finditer(text, start, end):
             pos = m.start()
             rank = _rank(text, pos)
             step = int(m.group(1))
@@ -436,7 +611,10 @@ class DeepSpeedEngineLines:
             walls.extend([wall] * count)
             positions.append(pos)
             counts.append(count)
-            lines += 1
+            if self._mark_engine_lines:
+                self.mark(chunk, pos)  # type: ignore[attr-defined]
+            else:
+                lines += 1
         if latest is not None:
             self._last_step = latest  # type: ignore[attr-defined]
         if names:
@@ -445,10 +623,10 @@ class DeepSpeedEngineLines:
         names, values, steps, walls = [], [], [], []
         positions, counts = [], []
         shapes = self._ds_timer_shapes
-        for m in DS_TIMER.finditer(text):
+        for m in DS_TIMER.finditer(text, start, end):
             pos = m.start()
-            start = text.rfind("\n", 0, pos) + 1
-            step = self._timer_step(text, start, pos)
+            line = text.rfind("\n", 0, pos) + 1
+            step = self._timer_step(text, line, pos)
             if step is None:
                 continue
             if step == self._ds_last_timer:
@@ -463,7 +641,7 @@ class DeepSpeedEngineLines:
                 tags, numbers = [t for t, _ in read], [v for _, v in read]
             if not tags:
                 continue
-            wall = _wall(text, start)
+            wall = _wall(text, line)
             names.extend(tags)
             values.extend(numbers)
             steps.extend([step] * len(tags))
@@ -612,6 +790,114 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
         (THROUGHPUT, "throughput"),
         *GenericRules.generic_patterns,
     )
+    _other_patterns = tuple(pair for pair in patterns if pair[1] not in ("ds_step", "ds_timer", "ds_overflow"))
+
+    #: read every line on its own (the engine's step and timer lines are read span by span otherwise); for tests
+    line_by_line = False
+    _mark_engine_lines = True  # the look-alike scan needs to know them read
+    _overflows_in_spans = True
+
+    def feed(self, chunk: Chunk) -> None:
+        """Lines of the kinds that are not the engine's step and timer lines (overflow messages, evaluations,
+        RLHF steps …) are read one by one, in order; the step and timer lines between them span by span,
+        each span at once (their rows put back in line order): the same rows as every line on its own."""
+        if self.line_by_line:
+            super().feed(chunk)
+            return
+        text = chunk.text
+        others = list(_by_line(text, tagged_matches(text, self._other_patterns)))
+        if self._chunk_at_once(chunk, others):
+            return
+        start = 0
+        ranges: list[tuple[int, int, re.Pattern[str]]] = []
+        for line, matches in others:
+            self._engine_lines(chunk, start, line, ranges)
+            end = text.find("\n", line) + 1 or len(text)
+            self._one_by_one(chunk, line, end, matches)
+            ranges.append((line, end, self.lookalike))
+            start = end
+        self._engine_lines(chunk, start, len(text), ranges)
+        self.scan_ranges = ranges
+
+    def _chunk_at_once(self, chunk: Chunk, others: list[tuple[int, list[tuple[int, int, str, re.Match[str]]]]]
+                       ) -> bool:
+        """Every step and timer line and overflow message of the chunk at once, and the lines of other kinds
+        one by one, each with the step and gradient accumulation of its place (the only engine state those
+        kinds read; they change none): when all engine lines have the usual shape and the other lines only
+        such kinds. False (nothing read) otherwise: the chunk is read span by span."""
+        if any(kind not in _READERS_OF_THE_STEP for _, group in others for _, _, kind, _ in group):
+            return False
+        text = chunk.text
+        first_row = len(self.rows)
+        step_before, accum_before = self._last_step, self._ds_grad_accum
+        self._row_positions = []
+        read, _ = self._ds_span(chunk, 0, len(text), strict=True)
+        if read < 0:
+            self._row_positions = None
+            return False
+        self.parsed_lines += read
+        step_end, accum_end = self._last_step, self._ds_grad_accum
+        step_positions, step_lines, timer_positions, timer_lines = self._read_at_once
+        steps = [int(line[_STEP]) for line in step_lines]
+        accums = [(pos, int(line[_MICRO]) / int(line[_GLOBAL])) for pos, line in zip(timer_positions, timer_lines,
+                                                                                         strict=True)
+                  if line[_EPOCH] == "0" and line[_GLOBAL] and int(line[_GLOBAL])]
+        accum_at = [pos for pos, _ in accums]
+        handlers = self._handlers
+        counts: list[int] = []
+        for line, matches in others:
+            before = bisect_right(step_positions, line)
+            self._last_step = steps[before - 1] if before else step_before
+            before = bisect_right(accum_at, line)
+            self._ds_grad_accum = accums[before - 1][1] if before else accum_before
+            rows = self.rows.total
+            for _, _, kind, m in matches:  # in order, and no engine line among them (they were all read)
+                handlers[kind](m, chunk)
+            counts.append(self.rows.total - rows)
+        self._place([line for line, _ in others], counts)
+        self._last_step, self._ds_grad_accum = step_end, accum_end
+        self._in_line_order(first_row)
+        self.scan_ranges = [(line, text.find("\n", line) + 1 or len(text), self.lookalike) for line, _ in others]
+        self.scan_ranges.append((0, len(text), _UNUSUAL_LOOKALIKES))
+        return True
+
+    def _one_by_one(self, chunk: Chunk, start: int, end: int,
+                    others: list[tuple[int, int, str, re.Match[str]]] = (),  # type: ignore[assignment]
+                    engine: bool = True) -> None:
+        """The lines of ``text[start:end]``: their matches of the other kinds (found already) and of the
+        engine's (unless ``engine`` is False), in order, as the line-by-line reading handles them."""
+        text = chunk.text
+        kinds = len(self.deepspeed_patterns)  # first in ``patterns``: the others' indices come after
+        found = [(m.start(), index, kind, m) for index, (pattern, kind) in enumerate(self.deepspeed_patterns)
+                 for m in pattern.finditer(text, start, end)] if engine else []
+        found += [(pos, index + kinds, kind, m) for pos, index, kind, m in others]
+        handlers = self._handlers
+        for _, _, kind, m in sorted(found, key=lambda match: match[:2]):
+            handlers[kind](m, chunk)
+
+    def _engine_lines(self, chunk: Chunk, start: int, end: int, ranges: list) -> None:
+        """The step and timer lines and overflow messages of ``text[start:end]`` (no other kind of line there):
+        at once, or line by line when some have another shape."""
+        if start >= end:
+            return
+        rows = self.rows
+        first_row = len(rows)
+        self._row_positions = []
+        read, usual = self._ds_span(chunk, start, end)
+        if read < 0:
+            self._row_positions = None
+            self._one_by_one(chunk, start, end)
+            ranges.append((start, end, self.lookalike))
+            return
+        self.parsed_lines += read
+        self._in_line_order(first_row)
+        if not usual:
+            ranges.append((start, end, self.lookalike))
+        elif any(chunk.text.find(word, start, end) >= 0 for word in self._unusual_words):
+            ranges.append((start, end, _UNUSUAL_LOOKALIKES))
+
+    _unusual_words = ("OVERFLOW!", "Overflow detected", "ppl:", "chosen", "epoch: ", "average reward score",
+                      "Model Parameters:", "|E2E latency")
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -785,6 +1071,35 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
             notes.append(f"{self._ppo_inner} PPO epochs per step: the last one's losses are kept")
         self.notes[:0] = notes + self._generic_notes()
 
+
+#: The kinds of lines (DeepSpeed-Chat's and the generic ones) that read no engine state but the step and the
+#: gradient accumulation, and change none: no anchor, no overflow count (see ``DeepSpeedParser._chunk_at_once``).
+_READERS_OF_THE_STEP = frozenset({"eval_header", "begin_epoch", "ppl", "chosen", "chosen_last", "epoch_loss", "reward",
+                                  "e2e", "throughput", "eval_meter", "summary", "pair_line"})
+
+
+def _by_line(text: str, matches: Iterator[tuple[int, int, str, re.Match[str]]]
+             ) -> Iterator[tuple[int, list[tuple[int, int, str, re.Match[str]]]]]:
+    """``matches`` (in order) grouped by the line that holds them: (start of the line, its matches)."""
+    line, group = -1, []
+    for found in matches:
+        at = text.rfind("\n", 0, found[0]) + 1
+        if at != line and group:
+            yield line, group
+            group = []
+        line = at
+        group.append(found)
+    if group:
+        yield line, group
+
+
+#: The look-alikes of DeepSpeedParser but the step line's: where every step line was read at once (each
+#: ", skipped=" of the span is in a step line that was), only these can be left unread. Two patterns, each
+#: of which the engine finds quickly (a literal start, or a line start: see ``matches_of``).
+_UNUSUAL_LOOKALIKES = (
+    re.compile(r"OVERFLOW!|Overflow detected"),
+    re.compile(r"^(?:ppl:|chosen|epoch: \d+\|step:|average reward score|Model Parameters:|\|E2E latency)", re.M),
+)
 
 _LAUNCHER = ("deepspeed.launcher.launch", "[launch.py:", "DeepSpeed info: version=")
 

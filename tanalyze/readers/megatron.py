@@ -27,8 +27,6 @@ from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tanalyze.readers._batch import rising
 from tanalyze.readers._fields import FieldShape, LineShapes, field_pairs, fields_into
 from tanalyze.readers._lines import Chunk
@@ -122,18 +120,6 @@ class MegatronParser(DeepSpeedEngineLines, TextParser):
             self._place([m.start()], self.rows.total - before)
         self.parsed_lines += self._ds_fast(chunk)
         self._in_line_order(first)
-
-    def _in_line_order(self, first: int) -> None:
-        """Put the rows added from ``first`` in the order of the lines they came from."""
-        placed, self._row_positions = self._row_positions, None
-        assert placed is not None
-        if len(placed) < 2:
-            return
-        positions = np.concatenate(placed)
-        if len(positions) != len(self.rows) - first:
-            return  # rows were skipped (steps beyond 64 bits): left as read
-        if len(positions) and not (positions[1:] >= positions[:-1]).all():
-            self.rows.reorder(first, np.argsort(positions, kind="stable"))
 
     def _iterations_at_once(self, chunk: Chunk) -> tuple[list[int], list[int]] | None:
         """(positions, steps) of the chunk's iteration lines, read at once; None (nothing read) when

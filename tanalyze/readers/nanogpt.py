@@ -77,14 +77,14 @@ class NanoGPTParser(TextParser):
         text = chunk.text
         body = "\n" + text  # every line now starts after a line break: one pattern finds them all
         start = 0
-        by_line: list[tuple[int, int]] = []
+        by_line: list[tuple[int, int, re.Pattern[str]]] = []
         evals = [EVAL.match(text, m.start()) for m in _EVAL_AFTER_BREAK.finditer(body)]  # body's m.start() is
         self._stray_steps = body.count("\nstep ") > len(evals)                          # the line's start in text
         for m in [*evals, None]:
             end = m.start() if m is not None else len(text)
             if start < end and not self._span_at_once(body, start, end):
                 self._span_by_line(chunk, start, end)
-                by_line.append((start, end))
+                by_line.append((start, end, self.lookalike))
             if m is not None:
                 self._on_eval(m, chunk)
                 start = m.end() + 1

@@ -2,6 +2,7 @@
 
 import calendar
 
+import pandas as pd
 import pytest
 
 from tanalyze import load
@@ -153,3 +154,61 @@ def test_numbered_rank_files_need_a_rank_zero(tmp_path):
         f"{tmp_path.name}/train",
     ]
     assert points(logs.scalars_of(f"{tmp_path.name}/train"), "lr") == 2
+
+
+def _sft_like(steps: int) -> str:
+    """Step and timer lines with overflow messages before some steps, between a step's lines and after the
+    last one, an evaluation every few steps, a line of a generic shape and a look-alike left unread."""
+    out = []
+    for i in range(1, steps + 1):
+        stamp = f"[2023-04-18 02:{i // 60 % 60:02d}:{i % 60:02d},{i % 1000:03d}]"
+        if i % 7 in (0, 1):
+            out.append(f"{stamp} [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+                       f"Attempted loss scale: {2 ** (16 - i % 5)}, reducing to {2 ** (15 - i % 5)}\n")
+        out.append(f"{stamp} [INFO] [logging.py:96:log_dist] [Rank 0] step={i * 10}, skipped={i // 7}, "
+                   f"lr=[{1e-5 * i}, {1e-5 * i}], mom=[(0.9, 0.95), (0.9, 0.95)]\n")
+        if i % 11 == 0:
+            out.append(f"{stamp} [INFO] [stage_1_and_2.py:1770:step] [deepspeed] OVERFLOW! Rank 0 Skipping step. "
+                       "Attempted loss scale: 4096, but hysteresis is 2. Reducing hysteresis to 1\n")
+        out.append(f"{stamp} [INFO] [timer.py:199:stop] epoch=0/micro_step={i * 20}/global_step={i * 10}, "
+                   f"RunningAvgSamplesPerSec={170 + i / 100}, CurrSamplesPerSec={171 + i / 50}, MemAllocated=3.96GB, "
+                   "MaxMemAllocated=22.95GB\n")
+        if i % 23 == 0:
+            out.append(f"***** Evaluating perplexity, Epoch {i // 23}/9 *****\nppl: {100 / i}\n"
+                       f"Beginning of Epoch {i // 23 + 1}/9, Total Micro Batches 460\n")
+        if i == 50:
+            out.append("val_loss: 1.25 | val_acc: 0.5\nstep=3, skipped= garbled\n")
+    out.append("[2023-04-18 03:00:00,000] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] OVERFLOW! Rank 0 "
+               "Skipping step. Attempted loss scale: 1024, reducing to 512\n")
+    return "".join(out)
+
+
+def test_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, real_logs):
+    """Step and timer lines (and the overflow messages among them) are read a chunk or a span at once; the
+    same rows, notes and warnings as reading every line on its own, on the real logs and on a made one."""
+    from tanalyze.readers._textparts import read_part
+    from tanalyze.readers.deepspeed import DeepSpeedParser
+
+    files = sorted((real_logs / "deepspeed_text_log").rglob("*.log"))
+    files += [real_logs / "other_text/microsoft__DeepSpeedExamples/data_efficiency/vit_finetuning/out/cifar/training.log",
+              write(tmp_path / "sft.log", _sft_like(400))]
+    for path in files:
+        (at_once,) = DeepSpeedReader().read([path])
+        monkeypatch.setattr(DeepSpeedParser, "line_by_line", True)
+        (by_line,) = DeepSpeedReader().read([path])
+        monkeypatch.setattr(DeepSpeedParser, "line_by_line", False)
+        pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True)
+        assert (at_once.notes, at_once.warnings, at_once.restarts) == (by_line.notes, by_line.warnings,
+                                                                       by_line.restarts), path
+    sft = files[-1]
+    for size in (2048, 8192):  # chunks that end between overflow messages and the step they count at
+        part = read_part(sft, DeepSpeedParser(sft), chunk_chars=size)
+        assert part.columns["step"].tolist() == DeepSpeedReader().read_part(sft).columns["step"].tolist()
+    frame = by_line.scalars[by_line.scalars["tag"] == "overflow_skips"]
+    skips = dict(zip(zip(frame["step"], frame["rank"].fillna(-1), strict=True), frame["value"], strict=True))
+    # before a step line: counted at it (its rank); between it and its timer line: at the timer line (no rank);
+    # after the last line: at the last step, with the message before it
+    assert skips[(10, 0)] == 1 and skips[(110, -1)] == 1 and skips[(4000, 0)] == 2
+    assert sum(skips.values()) == 152 and len(skips) == 151  # every message counted once
+    (unread,) = by_line.warnings
+    assert "step=3, skipped= garbled" in unread.message
