@@ -9,15 +9,15 @@ of them in one C pass) divided by ``10**f`` for ``f`` digits after the dot. With
 ``m < 2**53`` both operands are exact doubles and IEEE division rounds the one
 operation correctly, so the result is the correctly rounded value of the
 decimal, which is what ``float()`` gives (the fast path of Clinger's algorithm).
-Other tokens (``nan``, ``inf``, more digits, ``1_000`` …) are read by ``float()``
-itself; a text with exponents (``1.5e-05``) is read token by token, in C.
+Other tokens (``1.5e-05``, ``nan``, ``inf``, more digits, ``1_000`` …) are read by
+``float()`` itself; a text made mostly of exponents is read token by token, in C.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["parse_numbers"]
+__all__ = ["parse_numbers", "parse_some_numbers"]
 
 _POW10 = 10.0 ** np.arange(23)  # exact doubles
 _SHAPE_BYTES = b"0123456789.-+ "
@@ -29,13 +29,36 @@ _MAX_DIGITS = 15  # 10**15 < 2**53: the mantissa is an exact double
 def parse_numbers(text: str) -> np.ndarray | None:
     """``[float(t) for t in text.split(" ")]`` as a float64 array (the same numbers, bit for bit), or None
     when a token is not a number (an empty token included)."""
-    if not text:
-        return None
+    numbers, valid = parse_some_numbers(text)
+    return numbers if valid.all() else None
+
+
+def parse_some_numbers(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """``float(t)`` of each token of ``text.split(" ")`` (NaN where it raises) and which tokens are numbers."""
+    parsed = _parse(text) if text else None
+    if parsed is not None:
+        return parsed
+    tokens = text.split(" ")
+    out = np.full(len(tokens), np.nan)
+    valid = np.zeros(len(tokens), dtype=bool)
+    for index, token in enumerate(tokens):
+        try:
+            out[index] = float(token)
+            valid[index] = True
+        except ValueError:
+            pass
+    return out, valid
+
+
+def _parse(text: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The numbers of ``text`` and which tokens are numbers; None to read it token by token instead (a text
+    that is not ASCII, or has an empty token, or mostly exponents and a token that is not a number)."""
     try:
         raw = text.encode("ascii")
     except UnicodeEncodeError:
-        return _one_by_one(text)
-    if b"e" in raw or b"E" in raw:  # exponents: as quick one by one, in C
+        return None
+    exponents = raw.count(b"e") + raw.count(b"E")
+    if exponents > len(raw) // 16:  # mostly numbers with exponents: all read one by one, in C
         return _one_by_one(text)
     chars = np.frombuffer(raw, dtype=np.uint8)
     starts, ends = _bounds(chars)
@@ -101,20 +124,22 @@ def _mantissas(raw: bytes, chars: np.ndarray, starts: np.ndarray, ends: np.ndarr
 
 
 def _finish(out: np.ndarray, m: np.ndarray, negative: np.ndarray, odd: np.ndarray, text: str, starts: np.ndarray,
-            ends: np.ndarray) -> np.ndarray | None:
+            ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The signs (a negative zero keeps its sign) and the tokens of another shape, read by ``float()``."""
     out[negative & (m == 0)] = -0.0
+    valid = np.ones(len(out), dtype=bool)
     for token in np.flatnonzero(odd).tolist():
         try:
             out[token] = float(text[starts[token]:ends[token]])
         except ValueError:
-            return None
-    return out
+            out[token], valid[token] = np.nan, False
+    return out, valid
 
 
-def _one_by_one(text: str) -> np.ndarray | None:
-    """Each token read by numpy (which calls ``float()`` on it)."""
+def _one_by_one(text: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each token read by numpy (which calls ``float()`` on it); None when one is not a number."""
     try:
-        return np.array(text.split(" "), dtype=np.float64)
+        numbers = np.array(text.split(" "), dtype=np.float64)
     except ValueError:
         return None
+    return numbers, np.ones(len(numbers), dtype=bool)

@@ -22,7 +22,7 @@ import heapq
 import math
 import re
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,6 +45,7 @@ __all__ = [
     "dedupe",
     "ordered_matches",
     "tagged_matches",
+    "matches_by_line",
     "require",
     "required_literal",
     "parse_timestamp",
@@ -176,13 +177,14 @@ _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 _QUANTIFIERS = frozenset("?*+{")
 
 
-#: Patterns that cannot match where a cheaper pattern finds nothing (see :func:`require`).
-_NECESSARY: dict[re.Pattern[str], re.Pattern[str]] = {}
+#: Patterns that cannot match where a cheaper pattern (or test) finds nothing (see :func:`require`).
+_NECESSARY: dict[re.Pattern[str], re.Pattern[str] | Callable[[str], bool]] = {}
 
 
-def require(pattern: re.Pattern[str], necessary: re.Pattern[str]) -> re.Pattern[str]:
+def require(pattern: re.Pattern[str], necessary: re.Pattern[str] | Callable[[str], bool]) -> re.Pattern[str]:
     """Declare that every match of ``pattern`` contains a match of ``necessary`` (a pattern that starts with
-    a literal, which the engine finds quickly): chunks where ``necessary`` finds nothing skip ``pattern``."""
+    a literal, which the engine finds quickly; or a test of the text): chunks where ``necessary`` finds nothing
+    skip ``pattern``."""
     _NECESSARY[pattern] = necessary
     return pattern
 
@@ -192,7 +194,9 @@ def _may_match(pattern: re.Pattern[str], text: str) -> bool:
     if literal is not None and literal not in text:
         return False
     necessary = _NECESSARY.get(pattern)
-    return necessary is None or necessary.search(text) is not None
+    if necessary is None:
+        return True
+    return necessary(text) if callable(necessary) else necessary.search(text) is not None
 
 
 def _top_level_alternation(source: str) -> bool:
@@ -323,6 +327,21 @@ def matches_of(pattern: re.Pattern[str], text: str, start: int = 0, end: int | N
         if found is not None:
             last = found.end() if found.end() > at else at + 1
             yield found
+
+
+def matches_by_line(text: str, matches: Iterator[tuple[int, int, str, re.Match[str]]]
+             ) -> Iterator[tuple[int, list[tuple[int, int, str, re.Match[str]]]]]:
+    """``matches`` (in order) grouped by the line that holds them: (start of the line, its matches)."""
+    line, group = -1, []
+    for found in matches:
+        at = text.rfind("\n", 0, found[0]) + 1
+        if at != line and group:
+            yield line, group
+            group = []
+        line = at
+        group.append(found)
+    if group:
+        yield line, group
 
 
 def _tagged(matches: Iterator[re.Match[str]], index: int, kind: str) -> Iterator[tuple[int, int, str, re.Match[str]]]:
@@ -504,7 +523,7 @@ class Rows:
                 return
             for i in range(n):
                 self.extend([codes[i]], [steps[i]], [values[i]], *(
-                    given[i] if isinstance(given, (list, array)) else given for given in (epoch, rank, wall)))
+                    given[i] if isinstance(given, (list, array, np.ndarray)) else given for given in (epoch, rank, wall)))
 
     def _extend(self, n: int, codes, steps, values, epoch, rank, wall) -> None:
         for name, typecode, given, default in (
@@ -513,7 +532,7 @@ class Rows:
             ("walls", "d", wall, NAN),
         ):
             column = getattr(self, name)
-            if isinstance(given, (list, array)):
+            if isinstance(given, (list, array, np.ndarray)):
                 if column is None:
                     column = self._optional(name, typecode, default)
                 _append(column, given)

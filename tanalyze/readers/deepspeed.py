@@ -24,7 +24,6 @@ import math
 import re
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from tanalyze.readers._textparse import (
     NAN,
     NUMBER,
     TextParser,
+    matches_by_line,
     parse_timestamp,
     parse_timestamps,
     tagged_matches,
@@ -407,8 +407,9 @@ class DeepSpeedEngineLines:
                 wall = _wall(text, text.rfind("\n", 0, m.start()) + 1)
             else:
                 scale, wall = self._pending_scale, self._pending_wall
+            self._pending_wall = wall  # as _on_ds_overflow leaves it, counted or not
             if where is None:  # no logged step after them in the span: they wait
-                self._pending_skips, self._pending_scale, self._pending_wall = count, scale, wall
+                self._pending_skips, self._pending_scale = count, scale
                 break
             position, step, rank = where
             if last is not None and last[:2] == (step, rank) and last[3] >= 0:
@@ -805,7 +806,7 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
             super().feed(chunk)
             return
         text = chunk.text
-        others = list(_by_line(text, tagged_matches(text, self._other_patterns)))
+        others = list(matches_by_line(text, tagged_matches(text, self._other_patterns)))
         if self._chunk_at_once(chunk, others):
             return
         start = 0
@@ -1076,21 +1077,6 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
 #: gradient accumulation, and change none: no anchor, no overflow count (see ``DeepSpeedParser._chunk_at_once``).
 _READERS_OF_THE_STEP = frozenset({"eval_header", "begin_epoch", "ppl", "chosen", "chosen_last", "epoch_loss", "reward",
                                   "e2e", "throughput", "eval_meter", "summary", "pair_line"})
-
-
-def _by_line(text: str, matches: Iterator[tuple[int, int, str, re.Match[str]]]
-             ) -> Iterator[tuple[int, list[tuple[int, int, str, re.Match[str]]]]]:
-    """``matches`` (in order) grouped by the line that holds them: (start of the line, its matches)."""
-    line, group = -1, []
-    for found in matches:
-        at = text.rfind("\n", 0, found[0]) + 1
-        if at != line and group:
-            yield line, group
-            group = []
-        line = at
-        group.append(found)
-    if group:
-        yield line, group
 
 
 #: The look-alikes of DeepSpeedParser but the step line's: where every step line was read at once (each

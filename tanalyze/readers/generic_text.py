@@ -16,11 +16,25 @@ No framework prints these, many scripts do:
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
+
 from tanalyze.readers._lines import Chunk
-from tanalyze.readers._textparse import NAN, NUMBER, TextParser, require, to_float
+from tanalyze.readers._numbers import parse_some_numbers
+from tanalyze.readers._textparse import (
+    NAN,
+    NUMBER,
+    TextParser,
+    matches_by_line,
+    require,
+    tagged_matches,
+    to_float,
+)
 from tanalyze.readers._textreader import TextReader
 
 __all__ = ["GenericRules", "GenericTextParser", "GenericTextReader", "detect_generic"]
@@ -31,11 +45,30 @@ _UNIT = r"(?:[a-zA-Z]{1,3}\b|%)?"
 METER = re.compile(
     r"Epoch(?:\((?P<mode>\w+)\)|:)?[ \t]*\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\](?P<rest>[^\n]*)"
 )
+_PROGRESS = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]")
+
+
+_PROGRESS_AFTER_BRACKET = re.compile(r"\]\[\s*\d+\s*/\s*\d+\s*\]")
+
+
+def _named_progress(text: str) -> bool:
+    """Whether a ``[i/n]`` of ``text`` follows a name (a letter, or a mode's ``)``, maybe then ``:`` and blanks):
+    what every evaluation meter line has (MMDetection's "Epoch [1][50/791]" has not: a ``]`` comes first)."""
+    if len(_PROGRESS.findall(text)) == len(_PROGRESS_AFTER_BRACKET.findall(text)):
+        return False  # each right after a "]" (the training meters' usual shape)
+    for m in _PROGRESS.finditer(text):
+        before = text[max(0, m.start() - 64):m.start()].rstrip(" \t")
+        before = before[:-1] if before.endswith(":") else before
+        if before and (before[-1] == ")" or "a" <= before[-1].lower() <= "z"):
+            return True
+    return False
+
+
 EVAL_METER = require(re.compile(
     r"^(?P<pre>[^\n]*?)(?P<name>\b[A-Za-z]+)(?:\((?P<mode>\w+)\))?:?[ \t]*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]"
     r"(?P<rest>[^\n]*)$",
     re.M,
-), re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]"))
+), _named_progress)
 SUMMARY = re.compile(r"^ \* (Acc@1 [^\n]*)$", re.M)
 _METER_PAIR = re.compile(rf"([A-Za-z@][\w@/.-]*(?: [A-Za-z@][\w@/.-]*)*)\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
 _COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]*):\s+(\S+)")
@@ -249,15 +282,95 @@ class GenericTextParser(GenericRules, TextParser):
     """Console logs of custom loops (meters, epoch blocks, key-value lines)."""
 
     family = "text"
+    # (a progress bar's line, with "12%|", is no look-alike; the test for it follows the keyword, so that only
+    # lines that begin with one are looked at)
     lookalike = re.compile(
-        r"^(?![^\n]*\d%\|)[ \t]*(?:Epoch|Train|Training|Valid|Validation|Val|Test)\b[^\n]*?[:=|][ \t]*[-+]?\.?\d",
+        r"^[ \t]*(?:Epoch|Train|Training|Valid|Validation|Val|Test)\b(?![^\n]*\d%\|)[^\n]*?[:=|][ \t]*[-+]?\.?\d",
         re.M | re.I,
     )
     patterns = GenericRules.generic_patterns
+    #: read every line on its own (the meter lines of a chunk are read at once otherwise); for tests
+    line_by_line = False
+    _other_patterns = tuple(pair for pair in patterns if pair[1] != "meter")
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._init_generic()
+
+    def feed(self, chunk: Chunk) -> None:
+        if self.line_by_line or not self._meters_at_once(chunk):
+            super().feed(chunk)
+
+    def _meters_at_once(self, chunk: Chunk) -> bool:
+        """The training meter lines of the chunk read at once, and its lines of other kinds one by one, each
+        with the meter state of its place (those kinds read it and change none of it): the same rows as line by
+        line. False (nothing read) when that cannot be: no training meter, a line of a kind that sets the step
+        (epoch headers, key-value lines), a meter on a line of another kind, or a step that goes back."""
+        text = chunk.text
+        if not chunk.contains("Epoch"):
+            return False
+        others = list(matches_by_line(text, tagged_matches(text, self._other_patterns)))
+        if any(kind in _SETS_THE_STEP for _, group in others for _, _, kind, _ in group):
+            return False
+        taken = {line for line, _ in others}
+        lines: list[int] = []
+        fields: list[tuple[str, ...]] = []
+        for m in METER.finditer(text):
+            line = text.rfind("\n", 0, m.start()) + 1
+            if line in taken:
+                return False
+            groups = m.groups()
+            if groups[0] and groups[0].lower() != "train":  # an evaluation: read as the other lines, at its place
+                others.append((line, [(m.start(), -1, "meter", m)]))
+            else:
+                lines.append(line)
+                fields.append(groups)
+        meters = _Meters.read(lines, fields) if fields else None
+        if meters is None:
+            return False
+        previous = self._last_anchor.get(-1)
+        steps = meters.steps[meters.read]
+        if len(steps) and ((previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any()):
+            return False  # a restart: recorded with its line
+        rows = self.rows
+        first = len(rows)
+        rows.extend(meters.codes(rows), meters.pair_steps, meters.values, epoch=meters.pair_epochs)
+        positions = [meters.pair_positions]
+        before = (self._meter_seen, self._meter_batches, self._meter_epoch, self._mmengine, self._last_step)
+        positions += self._other_lines(chunk, sorted(others, key=lambda other: other[0]), meters, before)
+        self._marked.update(meters.lines[meters.read].tolist())
+        self._mmengine = self._mmengine or bool(meters.train.any())
+        if len(steps):
+            last = np.flatnonzero(meters.read)[-1]
+            self._meter_seen = True
+            self._meter_batches, self._meter_epoch = int(meters.batches[last]), int(meters.epochs[last])
+            self.anchor(int(steps[-1]), None, 0)
+        placed = np.concatenate(positions)
+        if len(placed) and (placed[1:] < placed[:-1]).any():
+            rows.reorder(first, np.argsort(placed, kind="stable"))
+        return True
+
+    def _other_lines(self, chunk: Chunk, others: list, meters: _Meters, before: tuple) -> list[np.ndarray]:
+        """The lines of other kinds, in order, each read with the meter state at its place; where their rows go."""
+        seen, batches, epoch, mmengine, step = before
+        read = np.flatnonzero(meters.read)
+        at = meters.lines[read]
+        train_at = meters.lines[meters.train]
+        handlers = self._handlers
+        positions = []
+        for line, matches in others:
+            last = bisect_right(at, line) - 1  # the last meter line read before this one
+            self._meter_seen = seen or last >= 0
+            self._meter_batches = int(meters.batches[read[last]]) if last >= 0 else batches
+            self._meter_epoch = int(meters.epochs[read[last]]) if last >= 0 else epoch
+            self._last_step = int(meters.steps[read[last]]) if last >= 0 else step
+            self._mmengine = mmengine = mmengine or bool(len(train_at) and train_at[0] < line)
+            count = len(self.rows)
+            for _, _, kind, m in matches:
+                handlers[kind](m, chunk)
+            mmengine = self._mmengine  # an evaluation meter of MMEngine says so
+            positions.append(np.full(len(self.rows) - count, line, dtype=np.int64))
+        return positions
 
     def snapshot(self) -> dict[str, Any]:
         return {**super().snapshot(), "generic": self._generic_snapshot()}
@@ -273,6 +386,58 @@ class GenericTextParser(GenericRules, TextParser):
 
     def finish(self) -> None:
         self.notes[:0] = self._generic_notes()
+
+
+#: The kinds of lines that set the step (an anchor): a chunk with one is read line by line.
+_SETS_THE_STEP = frozenset({"epoch_header", "kv_step"})
+
+
+class _Meters:
+    """The training meter lines of a chunk, read at once: per line its step, epoch, batches and whether it was
+    read (a pair with a number); per pair its tag, value, step, epoch and line."""
+
+    def __init__(self) -> None:
+        self.tags: list[str] = []
+
+    @classmethod
+    def read(cls, lines: list[int], fields: list[tuple[str, ...]]) -> _Meters | None:
+        """From each line's start and METER's groups (mode, epoch, index, batches, rest); None when a number
+        does not fit 64 bits (read line by line)."""
+        made = cls()
+        columns = list(zip(*fields, strict=True))
+        names: list[str] = []
+        raws: list[str] = []
+        counts: list[int] = []
+        for rest in columns[4]:
+            pairs = _METER_PAIR.findall(rest) if "(" in rest and ":" not in rest else _COLON_PAIR.findall(rest)
+            counts.append(len(pairs))
+            names.extend(map(itemgetter(0), pairs))
+            raws.extend(map(itemgetter(1), pairs))
+        numbers = [list(map(int, column)) for column in columns[1:4]]
+        if max(max(column) for column in numbers) >= 2**31:
+            return None  # steps that might not fit 64 bits: read line by line (which counts them)
+        epochs, indices, batches = (np.array(column, dtype=np.int64) for column in numbers)
+        modes = columns[0]
+        made.train = (np.array([(mode or "").lower() == "train" for mode in modes], dtype=bool) if any(modes)
+                      else np.zeros(len(fields), dtype=bool))
+        made.steps = np.where(made.train, (epochs - 1) * batches, epochs * batches) + indices
+        made.epochs, made.batches, made.lines = epochs, batches, np.asarray(lines, dtype=np.int64)
+        # to_float of each value: float() of it without its commas (thousands separators, a trailing comma)
+        values, valid = parse_some_numbers(" ".join(raws).replace(",", "")) if raws else (np.empty(0), np.empty(0, bool))
+        counts_array = np.asarray(counts, dtype=np.int64)
+        line_of_pair = np.repeat(np.arange(len(fields)), counts_array)
+        made.read = np.bincount(line_of_pair[valid], minlength=len(fields)) > 0
+        made.values = values[valid]
+        made.tags = [name for name, ok in zip(names, valid.tolist(), strict=True) if ok]
+        made.pair_steps = made.steps[line_of_pair[valid]]
+        made.pair_epochs = made.epochs[line_of_pair[valid]].astype(np.float64)
+        made.pair_positions = made.lines[line_of_pair[valid]]
+        return made
+
+    def codes(self, rows) -> np.ndarray:
+        """The tags' codes in ``rows`` (new tags coded in order of first appearance, as ``Rows.codes`` does)."""
+        found, names = pd.factorize(np.array(self.tags, dtype=object))
+        return np.array(rows.codes(list(names)), dtype=np.int32)[found] if len(found) else np.empty(0, np.int32)
 
 
 _MMENGINE = re.compile(r" - mmengine - INFO - Epoch\(\w+\) +\[")

@@ -1,5 +1,6 @@
 """Console logs of custom training loops: epoch blocks, progress meters, key-value lines."""
 
+import pandas as pd
 import pytest
 
 from tanalyze.readers.generic_text import GenericTextReader
@@ -84,3 +85,49 @@ def test_key_value_lines_with_a_step(tmp_path, line, step, expected):
 def test_random_text_is_not_a_training_log(tmp_path):
     path = write(tmp_path / "README.txt", "Version: 2\nEpoch of the dinosaurs: 65\nSee the docs.\n")
     assert not GenericTextReader().sniff(path, path.read_bytes())
+
+
+MIXED_METERS = (
+    "2021-04-22 14:17:51,316 - mmdet - INFO - Environment info:\n"
+    "2021-04-22 14:18:34,659 - mmdet - INFO - Epoch [1][50/791]\tlr: 1.220e-04, eta: 1 day, 9:17:16, time: 0.555, "
+    "data_time: 0.113, memory: 2490, loss_cls: 401.4800, loss: 15066.5946, grad_norm: 37179.7770\n"
+    "2021-04-22 14:18:51,583 - mmdet - INFO - Epoch [1][100/791]\tlr: 1.445e-04, eta: 23:52:47, time: 0.338, "
+    "data_time: 0.011, memory: 1,490, loss_cls: nan, loss: 1837.6349, grad_norm: 8144.2638\n"
+    "Epoch(val) [1][5/66]  eta: 0:00:05  time: 0.1104  data_time: 0.0034  memory: 1114\n"
+    "Epoch(val) [1][66/66]  coco/bbox_mAP: 0.0010  coco/bbox_mAP_50: 0.0030  data_time: 0.0033  time: 0.1086\n"
+    "Epoch(train)  [2][ 5/44]  lr: 3.0e-04  eta: 0:01:14  time: 0.4280  loss: 1.6934\n"
+    "Epoch: [2][ 10/391]\tTime 0.208 (0.212)\tLoss 3.4360e+00 (3.4360e+00)\tAcc@1  10.94 ( 10.94)\n"
+    "Test: [ 10/100]\tTime  0.103 ( 0.103)\tLoss 3.1000e+00 (3.1000e+00)\tAcc@1  18.00 ( 18.00)\n"
+    " * Acc@1 18.000 Acc@5 45.000\n"
+    "Epoch: [2][ 20/391]\tTime 0.208 (0.212)\tLoss 3.2000e+00 (3.3000e+00)\tAcc@1  12.00 ( 11.00)\n"
+    "Epoch [3][50/791]\tlr: x, eta: 1:00:00\n"
+    "Epoch [3][60/791]\tlr: 1e-3, loss: 0.5\n"
+)
+
+
+def test_meters_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, real_logs):
+    """Training meter lines are read a chunk at once, the other lines one by one at their place: the same
+    rows, notes and warnings as every line on its own, on the real logs and on meters of every shape."""
+    from tanalyze.readers.generic_text import GenericTextParser
+    from tests.readers.test_text_resume import _generic
+
+    files = [p for folder in ("mmdet2_json", "other_text", "crash_logs") for p in sorted((real_logs / folder).rglob("*"))
+             if p.suffix in (".log", ".txt")]
+    files += [write(tmp_path / "mixed.log", MIXED_METERS), write(tmp_path / "meters.log", _generic(40, blocks=False)),
+              write(tmp_path / "blocks.log", _generic(5))]
+    for path in files:
+        (at_once,) = GenericTextReader().read([path])
+        monkeypatch.setattr(GenericTextParser, "line_by_line", True)
+        (by_line,) = GenericTextReader().read([path])
+        monkeypatch.setattr(GenericTextParser, "line_by_line", False)
+        frames = [run.scalars.frame("x") if hasattr(run.scalars, "frame") else run.scalars for run in (at_once, by_line)]
+        pd.testing.assert_frame_equal(*frames, check_exact=True)
+        assert (at_once.notes, at_once.warnings, at_once.restarts) == (by_line.notes, by_line.warnings,
+                                                                       by_line.restarts), path
+    (mixed,) = GenericTextReader().read([files[-3]])
+    frame = mixed.scalars.frame("x") if hasattr(mixed.scalars, "frame") else mixed.scalars
+    check(frame, "memory", {841: 2490, 891: 1490})  # "1,490": a thousands separator
+    check(frame, "coco/bbox_mAP", {1582: 0.001})  # MMEngine's evaluation, at the end of the meters' epoch
+    check(frame, "val/Acc@5", {792: 45.0})  # the ImageNet example's summary, at the last step
+    assert [r.step for r in mixed.restarts] == [49]  # MMEngine's epoch 2 after MMDetection's epoch 1
+    assert "'Epoch [3][50/791]\\tlr: x, eta: 1:00:00'" in mixed.warnings[0].message  # no number in it
