@@ -23,6 +23,10 @@ _POW10 = 10.0 ** np.arange(23)  # exact doubles
 _SHAPE_BYTES = b"0123456789.-+ "
 _OTHER = np.ones(256, dtype=bool)
 _OTHER[list(_SHAPE_BYTES)] = False
+# ASCII characters float() never takes (it takes digits, signs, dots, exponents, underscores between digits
+# and the letters of nan, inf and infinity): a token with one is no number, without asking float()
+_NEVER = np.zeros(256, dtype=bool)
+_NEVER[[c for c in range(128) if chr(c) not in "0123456789.+-eE_nNaAiIfFtTyY \t\n\r\x0b\x0c"]] = True
 _MAX_DIGITS = 15  # 10**15 < 2**53: the mantissa is an exact double
 
 
@@ -64,9 +68,9 @@ def _parse(text: str) -> tuple[np.ndarray, np.ndarray] | None:
     starts, ends = _bounds(chars)
     if starts is None:
         return None
-    m, frac, odd = _mantissas(raw, chars, starts, ends)
+    m, frac, odd, never = _mantissas(raw, chars, starts, ends)
     out = m / _POW10[frac]
-    return _finish(out, m, chars[starts] == 45, odd, text, starts, ends)
+    return _finish(out, m, chars[starts] == 45, odd, never, text, starts, ends)
 
 
 def _bounds(chars: np.ndarray) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
@@ -86,14 +90,16 @@ def _token_of(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
 
 
 def _mantissas(raw: bytes, chars: np.ndarray, starts: np.ndarray, ends: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For tokens ``[+-]digits[.digits]``: the digits as an integer, how many follow the dot, and which tokens
-    are of another shape (their integer is 0: to be read otherwise)."""
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For tokens ``[+-]digits[.digits]``: the digits as an integer, how many follow the dot, which tokens are
+    of another shape (their integer is 0: to be read otherwise) and which of those cannot be numbers."""
     n = len(starts)
     odd = np.zeros(n, dtype=bool)
+    never = np.zeros(n, dtype=bool)
     other = raw.translate(None, _SHAPE_BYTES)
     if other:
         odd[np.unique(_token_of(np.flatnonzero(_OTHER[chars]), starts))] = True
+        never[np.unique(_token_of(np.flatnonzero(_NEVER[chars]), starts))] = True
     first = chars[starts]
     signed = (first == 45) | (first == 43)
     dots = np.flatnonzero(chars == 46)
@@ -113,22 +119,25 @@ def _mantissas(raw: bytes, chars: np.ndarray, starts: np.ndarray, ends: np.ndarr
     work = raw
     if odd.any():
         copy = chars.copy()
-        for token in np.flatnonzero(odd).tolist():
-            copy[starts[token]:ends[token]] = 48  # "000…": an integer to the reader below, set apart
+        spaces = chars == 32
+        copy[odd[np.cumsum(spaces)] & ~spaces] = 48  # "000…": an integer to the reader below, set apart
         work = copy.tobytes()
         frac[odd] = 0
     m = np.fromstring(work.replace(b".", b""), dtype=np.int64, sep=" ")
     if len(m) != n:  # cannot happen with the checks above; read them all one by one then
         m, frac, odd = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
-    return m, frac, odd
+        never[:] = False
+    return m, frac, odd, never
 
 
-def _finish(out: np.ndarray, m: np.ndarray, negative: np.ndarray, odd: np.ndarray, text: str, starts: np.ndarray,
-            ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The signs (a negative zero keeps its sign) and the tokens of another shape, read by ``float()``."""
+def _finish(out: np.ndarray, m: np.ndarray, negative: np.ndarray, odd: np.ndarray, never: np.ndarray, text: str,
+            starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The signs (a negative zero keeps its sign) and the tokens of another shape, read by ``float()`` (but
+    those with a character it never takes)."""
     out[negative & (m == 0)] = -0.0
-    valid = np.ones(len(out), dtype=bool)
-    for token in np.flatnonzero(odd).tolist():
+    valid = ~never
+    out[never] = np.nan
+    for token in np.flatnonzero(odd & ~never).tolist():
         try:
             out[token] = float(text[starts[token]:ends[token]])
         except ValueError:

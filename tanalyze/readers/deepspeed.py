@@ -20,6 +20,7 @@ per-micro-batch throughput lines (``Model Parameters: 0.331 B, Latency: 0.14s, â
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from array import array
@@ -111,15 +112,14 @@ _TIMER_FIELDS = slice(9, 13)
 _TIMER_LINE_TAGS = ("RunningAvgSamplesPerSec", "CurrSamplesPerSec", "MemAllocated (GB)", "MaxMemAllocated (GB)")
 
 
+@functools.cache
+def _literal(literal: str) -> re.Pattern[str]:
+    return re.compile(re.escape(literal))
+
+
 def _occurrences(text: str, literal: str, start: int, end: int) -> list[int]:
-    """Where ``literal`` occurs in ``text[start:end]``, in order."""
-    out: list[int] = []
-    find = text.find
-    at = find(literal, start, end)
-    while at >= 0:
-        out.append(at)
-        at = find(literal, at + 1, end)
-    return out
+    """Where ``literal`` occurs in ``text[start:end]``, in order (found in C, not one ``find`` at a time)."""
+    return list(map(re.Match.start, _literal(literal).finditer(text, start, end)))
 
 
 def _step_line_start(text: str, index: int, start: int, end: int) -> int:

@@ -15,8 +15,10 @@ No framework prints these, many scripts do:
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
+from itertools import chain, compress
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -48,13 +50,13 @@ METER = re.compile(
 _PROGRESS = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]")
 
 
-_PROGRESS_AFTER_BRACKET = re.compile(r"\]\[\s*\d+\s*/\s*\d+\s*\]")
+_PROGRESS_NOT_AFTER_BRACKET = re.compile(r"(?<!\])\[\s*\d+\s*/\s*\d+\s*\]")
 
 
 def _named_progress(text: str) -> bool:
     """Whether a ``[i/n]`` of ``text`` follows a name (a letter, or a mode's ``)``, maybe then ``:`` and blanks):
     what every evaluation meter line has (MMDetection's "Epoch [1][50/791]" has not: a ``]`` comes first)."""
-    if len(_PROGRESS.findall(text)) == len(_PROGRESS_AFTER_BRACKET.findall(text)):
+    if _PROGRESS_NOT_AFTER_BRACKET.search(text) is None:
         return False  # each right after a "]" (the training meters' usual shape)
     for m in _PROGRESS.finditer(text):
         before = text[max(0, m.start() - 64):m.start()].rstrip(" \t")
@@ -312,19 +314,21 @@ class GenericTextParser(GenericRules, TextParser):
         others = list(matches_by_line(text, tagged_matches(text, self._other_patterns)))
         if any(kind in _SETS_THE_STEP for _, group in others for _, _, kind, _ in group):
             return False
-        taken = {line for line, _ in others}
-        lines: list[int] = []
-        fields: list[tuple[str, ...]] = []
-        for m in METER.finditer(text):
-            line = text.rfind("\n", 0, m.start()) + 1
-            if line in taken:
-                return False
-            groups = m.groups()
-            if groups[0] and groups[0].lower() != "train":  # an evaluation: read as the other lines, at its place
-                others.append((line, [(m.start(), -1, "meter", m)]))
-            else:
-                lines.append(line)
-                fields.append(groups)
+        matches = list(METER.finditer(text))
+        starts = _line_starts(text, list(map(re.Match.start, matches)))
+        if not {line for line, _ in others}.isdisjoint(starts):
+            return False  # a meter on a line of another kind
+        groups = list(map(re.Match.groups, matches))
+        if any(map(itemgetter(0), groups)):  # modes: evaluations are read as the other lines, at their place
+            lines, fields = [], []
+            for line, m, found in zip(starts, matches, groups, strict=True):
+                if found[0] and found[0].lower() != "train":
+                    others.append((line, [(m.start(), -1, "meter", m)]))
+                else:
+                    lines.append(line)
+                    fields.append(found)
+        else:
+            lines, fields = starts, groups
         meters = _Meters.read(lines, fields) if fields else None
         if meters is None:
             return False
@@ -392,12 +396,68 @@ class GenericTextParser(GenericRules, TextParser):
 _SETS_THE_STEP = frozenset({"epoch_header", "kv_step"})
 
 
+def _line_starts(text: str, positions: list[int]) -> list[int]:
+    """Where the line of each position (in order) starts."""
+    if not positions:
+        return []
+    if len(positions) < 64 or not text.isascii():
+        return [text.rfind("\n", 0, pos) + 1 for pos in positions]
+    breaks = np.flatnonzero(np.frombuffer(text.encode("ascii"), dtype=np.uint8) == 10)
+    before = np.searchsorted(breaks, np.asarray(positions), side="right")
+    return np.where(before > 0, breaks[np.maximum(before - 1, 0)] + 1, 0).tolist()
+
+
+def _pairs(rests: tuple[str, ...]) -> tuple[list[str], list[str], list[int], list[str] | None]:
+    """The (name, raw value) pairs of each meter line's rest, as ``_meter_pairs`` finds them: names, raw values,
+    how many each line has, and the names of every line when they are the same. When every line has the pairs
+    of the first, and only blanks between them, the lines are matched against that shape in C; otherwise
+    each line is searched for its pairs."""
+    shape = _shape_of(rests[0])
+    if shape is not None:
+        names = list(shape[1])
+        found = list(map(_shape_pattern(*shape).fullmatch, rests))
+        if all(found):
+            raws = list(chain.from_iterable(map(re.Match.groups, found)))
+            return names * len(rests), raws, [len(names)] * len(rests), names
+    names, raws, counts = [], [], []
+    for rest in rests:
+        pairs = _METER_PAIR.findall(rest) if "(" in rest and ":" not in rest else _COLON_PAIR.findall(rest)
+        counts.append(len(pairs))
+        names.extend(map(itemgetter(0), pairs))
+        raws.extend(map(itemgetter(1), pairs))
+    return names, raws, counts, None
+
+
+def _shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
+    """The text before the first pair of ``rest`` and the names of its pairs (found by ``_COLON_PAIR``), when only
+    blanks come between pairs and after the last; None otherwise. A rest with that text first, those names and
+    blanks between their values (:func:`_shape_pattern`) has exactly those pairs: no name can begin in blanks,
+    and the text before the first name is the same."""
+    if "(" in rest and ":" not in rest:
+        return None  # "name value (average)" meters: another reading
+    pairs = list(_COLON_PAIR.finditer(rest))
+    if not pairs:
+        return None
+    gaps = [rest[a.end():b.start()] for a, b in zip(pairs, pairs[1:], strict=False)] + [rest[pairs[-1].end():]]
+    if any(gap.strip() for gap in gaps):
+        return None
+    return rest[:pairs[0].start()], tuple(m.group(1) for m in pairs)
+
+
+@functools.lru_cache(maxsize=64)
+def _shape_pattern(before: str, names: tuple[str, ...]) -> re.Pattern[str]:
+    """A rest of that shape (to match whole), capturing the raw values."""
+    body = r"\s+".join(re.escape(name) + r":\s+(\S+)" for name in names)
+    return re.compile(re.escape(before) + body + r"\s*")
+
+
 class _Meters:
     """The training meter lines of a chunk, read at once: per line its step, epoch, batches and whether it was
     read (a pair with a number); per pair its tag, value, step, epoch and line."""
 
     def __init__(self) -> None:
         self.tags: list[str] = []
+        self.shape: tuple[list[str], np.ndarray] | None = None  # the names of every line, which values are read
 
     @classmethod
     def read(cls, lines: list[int], fields: list[tuple[str, ...]]) -> _Meters | None:
@@ -405,14 +465,7 @@ class _Meters:
         does not fit 64 bits (read line by line)."""
         made = cls()
         columns = list(zip(*fields, strict=True))
-        names: list[str] = []
-        raws: list[str] = []
-        counts: list[int] = []
-        for rest in columns[4]:
-            pairs = _METER_PAIR.findall(rest) if "(" in rest and ":" not in rest else _COLON_PAIR.findall(rest)
-            counts.append(len(pairs))
-            names.extend(map(itemgetter(0), pairs))
-            raws.extend(map(itemgetter(1), pairs))
+        names, raws, counts, same = _pairs(columns[4])
         numbers = [list(map(int, column)) for column in columns[1:4]]
         if max(max(column) for column in numbers) >= 2**31:
             return None  # steps that might not fit 64 bits: read line by line (which counts them)
@@ -428,7 +481,8 @@ class _Meters:
         line_of_pair = np.repeat(np.arange(len(fields)), counts_array)
         made.read = np.bincount(line_of_pair[valid], minlength=len(fields)) > 0
         made.values = values[valid]
-        made.tags = [name for name, ok in zip(names, valid.tolist(), strict=True) if ok]
+        made.tags = names if valid.all() else list(compress(names, valid.tolist()))
+        made.shape = (same, valid) if same else None
         made.pair_steps = made.steps[line_of_pair[valid]]
         made.pair_epochs = made.epochs[line_of_pair[valid]].astype(np.float64)
         made.pair_positions = made.lines[line_of_pair[valid]]
@@ -436,6 +490,10 @@ class _Meters:
 
     def codes(self, rows) -> np.ndarray:
         """The tags' codes in ``rows`` (new tags coded in order of first appearance, as ``Rows.codes`` does)."""
+        if self.shape is not None:  # every line has the same names: coded once
+            names, valid = self.shape
+            codes = np.tile(np.array(rows.codes(names), dtype=np.int32), len(valid) // len(names))
+            return codes[valid] if not valid.all() else codes
         found, names = pd.factorize(np.array(self.tags, dtype=object))
         return np.array(rows.codes(list(names)), dtype=np.int32)[found] if len(found) else np.empty(0, np.int32)
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanalyze.readers._numbers import parse_numbers
+from tanalyze.readers._numbers import parse_numbers, parse_some_numbers
 
 
 def one_by_one(text: str) -> np.ndarray | None:
@@ -35,9 +35,24 @@ def test_tokens_of_every_kind(text):
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.lists(st.sampled_from([*"0123456789.-+eE_x ", "nan", "inf", "12.5", "-0"]), min_size=1, max_size=40).map("".join))
+@given(st.lists(st.sampled_from([*"0123456789.-+eE_x:%,() ", "nan", "inf", "Infinity", "12.5", "-0", "٣"]),
+                min_size=1, max_size=40).map("".join))
 def test_any_text(text):
     assert_same(text)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(["0.555", "1.220e-04", "23:52:47", "1", "2490", "nan", "x", "-0.0", "1_0", "12."]),
+                min_size=1, max_size=60))
+def test_some_numbers_read_where_others_are_not(tokens):
+    values, valid = parse_some_numbers(" ".join(tokens))
+    for token, value, ok in zip(tokens, values.tolist(), valid.tolist(), strict=True):
+        try:
+            expected = float(token)
+        except ValueError:
+            assert not ok and np.isnan(value), token
+        else:
+            assert ok and np.float64(value).tobytes() == np.float64(expected).tobytes(), token
 
 
 @settings(max_examples=500, deadline=None)
