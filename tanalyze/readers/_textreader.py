@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -281,8 +281,8 @@ def _appended(old: pd.DataFrame | ScalarColumns, new: ParsedFile) -> pd.DataFram
         index = {tag: code for code, tag in enumerate(old.tags)}
         remap = np.array([index.setdefault(tag, len(index)) for tag in columns.tags], dtype=np.int32)
         codes = remap[columns.codes] if len(columns.codes) else columns.codes
-        steps = [chunk for chunk in old.column_chunks("step")]
-        if not _continues(old.codes, None, steps, codes, None, columns.step):
+        steps = list(old.column_chunks("step"))
+        if not _continues(lambda: old.codes, None, steps, codes, None, columns.step):
             return None
         return old.appended(tuple(index), codes, columns.step, columns.value, columns.wall_time)
     frame = new.rows.frame()
@@ -294,14 +294,16 @@ def _appended(old: pd.DataFrame | ScalarColumns, new: ParsedFile) -> pd.DataFram
     tags = list(dict.fromkeys([*old["tag"].cat.categories, *frame["tag"].cat.categories]))
     codes = [pd.Categorical(f["tag"], categories=tags).codes.astype(np.int64) for f in (old, frame)]
     ranks = [f["rank"].to_numpy(dtype=np.int64, na_value=-1) if "rank" in f else None for f in (old, frame)]
-    if not _continues(codes[0], ranks[0], [old["step"].to_numpy()], codes[1], ranks[1], frame["step"].to_numpy()):
+    if not _continues(lambda: codes[0], ranks[0], [old["step"].to_numpy()], codes[1], ranks[1],
+                      frame["step"].to_numpy()):
         return None
     return concat_frames([old, frame])
 
 
-def _continues(old_codes: np.ndarray, old_ranks: np.ndarray | None, old_steps: list[np.ndarray], codes: np.ndarray,
-               ranks: np.ndarray | None, steps: np.ndarray) -> bool:
-    """Whether the new steps of each tag (and rank) rise and start past its last step before."""
+def _continues(old_codes: Callable[[], np.ndarray], old_ranks: np.ndarray | None, old_steps: list[np.ndarray],
+               codes: np.ndarray, ranks: np.ndarray | None, steps: np.ndarray) -> bool:
+    """Whether the new steps of each tag (and rank) rise and start past its last step before (the old codes
+    are only asked for when a new step is not past every old one)."""
     if not len(steps):
         return True
     span = int(max(ranks.max() if ranks is not None else -1, old_ranks.max() if old_ranks is not None else -1)) + 2
@@ -314,7 +316,7 @@ def _continues(old_codes: np.ndarray, old_ranks: np.ndarray | None, old_steps: l
     highest = max((int(chunk.max()) for chunk in old_steps if len(chunk)), default=None)
     if highest is None or int(ordered.min()) > highest:  # the usual tail: past every step so far
         return True
-    old_groups = old_codes.astype(np.int64) * span + (old_ranks + 1 if old_ranks is not None else 0)
+    old_groups = old_codes().astype(np.int64) * span + (old_ranks + 1 if old_ranks is not None else 0)
     last = np.full(int(max(old_groups.max(), grouped.max())) + 1, np.iinfo(np.int64).min, np.int64)
     np.maximum.at(last, old_groups, np.concatenate(old_steps))
     firsts = np.flatnonzero(np.concatenate(([True], ~same)))
