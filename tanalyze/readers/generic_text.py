@@ -50,7 +50,8 @@ METER = re.compile(
 _PROGRESS = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]")
 
 
-_PROGRESS_NOT_AFTER_BRACKET = re.compile(r"(?<!\])\[\s*\d+\s*/\s*\d+\s*\]")
+#: (the look-behind after the "[": a pattern that begins with a literal is searched for fast)
+_PROGRESS_NOT_AFTER_BRACKET = re.compile(r"\[(?<!\]\[)\s*\d+\s*/\s*\d+\s*\]")
 
 
 def _named_progress(text: str) -> bool:
