@@ -22,7 +22,7 @@ import heapq
 import math
 import re
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -638,6 +638,11 @@ class TextParser:
     lookalike: ClassVar[re.Pattern[str] | None] = None
     #: (pattern, kind) pairs; the default ``feed`` calls ``self._on_<kind>(match, chunk)`` in line order.
     patterns: ClassVar[tuple[tuple[re.Pattern[str], str], ...]] = ()
+    #: Attributes a subclass sets while reading (counts, the last step seen …) that ``finish`` uses, with how
+    #: :meth:`absorb` takes the next file's value: ``"sum"`` (counts), ``"union"`` (sets), ``"last"`` (the
+    #: later file's unless None). Kept by :meth:`snapshot` and :meth:`restore`, so that a log read in parts
+    #: finishes as one read whole. JSON values (numbers, strings, None, lists, dicts with string keys) or sets.
+    state_fields: ClassVar[Mapping[str, str]] = {}
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -775,6 +780,7 @@ class TextParser:
             "cut_last_line": list(self._cut_last_line) if self._cut_last_line is not None else None,
             "last_line_read": self._last_line_read,
             "out_of_range": self.rows.out_of_range,
+            "fields": {name: _json_state(getattr(self, name)) for name in self.state_fields},
         }
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -788,6 +794,8 @@ class TextParser:
         self._cut_last_line = (cut[0], cut[1]) if cut is not None else None
         self._last_line_read = state["last_line_read"]
         self.rows.out_of_range = state["out_of_range"]
+        for name, value in state["fields"].items():
+            setattr(self, name, set(value) if isinstance(getattr(self, name), set) else value)
 
     def finish_changes_rows(self) -> bool:
         """Whether :meth:`finish`, in the current state, would add rows or change rows read (then a log that
@@ -812,6 +820,14 @@ class TextParser:
         self.notes.extend(other.notes)
         for key, value in other.hparams.items():
             self.hparams.setdefault(key, value)
+        for name, how in self.state_fields.items():
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if how == "sum":
+                setattr(self, name, mine + theirs)
+            elif how == "union":
+                setattr(self, name, mine | theirs)
+            elif theirs is not None:
+                setattr(self, name, theirs)
 
     def close_file(self, stats: TextStats) -> None:
         if self._unparsed:
@@ -836,6 +852,17 @@ class TextParser:
             )
         elif self._last_line_read and stats.incomplete_last_line is not None:
             self.notes.append("the last line has no line break; it was complete and was read")
+
+
+def _json_state(value: Any) -> Any:
+    """A state field as a JSON value in a new container (a set as a sorted list)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if isinstance(value, (list, tuple)):
+        return [_json_state(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _json_state(item) for key, item in value.items()}
+    return value
 
 
 def _repeats_in_order(group: np.ndarray, steps: np.ndarray, longest: int = 64) -> bool:

@@ -49,6 +49,8 @@ class FairseqParser(TextParser):
     lookalike = re.compile(rf"^{_PREFIX}(?:epoch \d+[:|  ]|\{{\"epoch\")", re.M)
     patterns = ((INNER, "inner"), (SUMMARY, "summary"), (JSON_LINE, "json"))
 
+    state_fields = {"_not_numbers": "sum", "_kinds": "union"}
+
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._not_numbers = 0

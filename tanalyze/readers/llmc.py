@@ -70,6 +70,9 @@ class LlmcParser(TextParser):
         (HELLASWAG_LINE, "hellaswag"),
     )
 
+    state_fields = {"_unset_zscores": "sum", "_unknown_keys": "union", "_main_lines": "sum",
+                    "_console_lines": "sum", "_total_steps": "last"}
+
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._unset_zscores = 0

@@ -39,6 +39,9 @@ class ModdedNanoGPTParser(TextParser):
     lookalike = re.compile(r"^step:\d+", re.M)
     patterns = ((STEP_LINE, "step"), (PEAK_MEMORY, "memory"))
 
+    state_fields = {"_not_measured": "sum", "_other_values": "sum", "_repeated_timings": "sum",
+                    "_last_train_step": "last"}
+
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._not_measured = 0

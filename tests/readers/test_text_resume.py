@@ -13,11 +13,15 @@ import pytest
 import tanalyze
 from tanalyze.cache import Cache
 from tanalyze.readers import _textparts, get_reader, get_readers
+from tanalyze.readers._textparts import parse_path
+from tanalyze.readers._textreader import runs_from_parsed
 from tanalyze.readers.base import HEAD_BYTES, FilePart
-from tanalyze.readers.console import CONSOLE_READERS
+from tanalyze.readers.console import console_readers
 from tests.readers.text_helpers import write
 
-TEXT_READERS = {reader_class.name for reader_class in CONSOLE_READERS}
+TEXT_READERS = {reader.name for reader in console_readers()}
+#: Console formats with no log of a real run in the corpus (fairseq: its tests use fixtures reproducing public lines).
+NO_REAL_LOG = frozenset({"fairseq"})
 
 
 def _json(value) -> str:
@@ -53,7 +57,7 @@ def _line_starts(data: bytes) -> list[int]:
 
 #: The corpus folders that hold console logs (the others hold event files, CSV, JSON …).
 CONSOLE_FOLDERS = ("crash_logs", "deepspeed_text_log", "hf_text_log", "llmc_logs", "megatron_text_log", "mmdet2_json",
-                   "other_text")
+                   "modded_nanogpt_logs", "other_text")
 
 
 @functools.cache
@@ -77,7 +81,7 @@ def test_every_real_console_log_read_on_from_a_cut_equals_reading_it_whole(real_
     (each place as is, mid-line, and at the next line start), as if the job were still writing it, and
     read on at all of them in turn."""
     logs = _real_text_logs(real_logs)
-    assert {name for name, _ in logs} == TEXT_READERS and len(logs) >= 25
+    assert {name for name, _ in logs} == TEXT_READERS - NO_REAL_LOG and len(logs) >= 25
     scratch = tmp_path / "train.log"
     for name, path in logs:
         reader = get_reader(name)
@@ -88,6 +92,28 @@ def test_every_real_console_log_read_on_from_a_cut_equals_reading_it_whole(real_
         for cut in cuts:
             assert_same_part(resumed(reader, scratch, data, [cut], scratch), whole, f"{path} cut at {cut}")
         assert_same_part(resumed(reader, scratch, data, cuts, scratch), whole, f"{path} cut at {cuts}")
+
+
+def _fairseq_fixtures() -> list[tuple[str, Path]]:
+    folder = Path(__file__).resolve().parents[1] / "fixtures" / "fairseq"
+    return [("fairseq", path) for path in sorted(folder.rglob("*.log"))]
+
+
+def test_a_parser_restored_from_its_snapshot_finishes_as_the_parser_that_read_the_file(real_logs):
+    """What ``finish`` uses (counts, the total step count of a header, units …) survives the snapshot: the run
+    combined from a part (finished by a new parser given the part's state) equals the run of the one parser
+    that read the whole file and finished it."""
+    logs = [*_real_text_logs(real_logs), *_fairseq_fixtures()]
+    assert {name for name, _ in logs} == TEXT_READERS
+    for name, path in logs:
+        reader = get_reader(name)
+        (combined,) = reader.read([path])
+        whole = runs_from_parsed([parse_path(path, reader.parser(path))], None)
+        a, b = (frame.drop(columns="run").astype({"tag": str}) for frame in (combined.scalars, whole.scalars))
+        pd.testing.assert_frame_equal(a, b, check_exact=True, obj=str(path))  # tags coded in another order
+        assert (combined.notes, combined.hparams) == (whole.notes, whole.hparams), path
+        assert [w.to_dict() for w in combined.warnings] == [w.to_dict() for w in whole.warnings], path
+        assert combined.restarts == whole.restarts, path
 
 
 def test_parts_do_not_depend_on_where_chunks_begin(real_logs):
