@@ -315,8 +315,123 @@ def naive_text(path: Path) -> int:
     return len(frame)
 
 
+LLMC_STEP = re.compile(r"step\s+(\d+)/(\d+) \| loss (\S+) \(([^)]*)\)\| norm (\S+) \(([^)]*)\)\| lr (\S+)(.*)")
+LLMC_TAIL = re.compile(r"\| (\S+) ms \| (\S+)% \w+ MFU \| (\S+) tok/s")
+LLMC_VAL = re.compile(r"val loss (\S+)")
+LLMC_HELLASWAG = re.compile(r"HellaSwag: \d+/\d+ = (\S+)")
+
+
+def naive_llmc(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+
+    def add(tag: str, step: int, value: float) -> None:
+        tags.append(tag)
+        steps.append(step)
+        values.append(value)
+
+    step = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = LLMC_STEP.match(line)
+            if m:
+                step = int(m.group(1))
+                add("train/loss", step, float(m.group(3)))
+                if m.group(4) != "+nanz":
+                    add("loss_zscore", step, float(m.group(4)[:-1]))
+                add("grad_norm", step, float(m.group(5)))
+                if m.group(6) != "+nanz":
+                    add("norm_zscore", step, float(m.group(6)[:-1]))
+                add("lr", step, float(m.group(7)))
+                tail = LLMC_TAIL.search(m.group(8))
+                if tail:
+                    for tag, text in zip(("time_ms", "mfu", "tok_per_s"), tail.groups(), strict=True):
+                        add(tag, step, float(text))
+                continue
+            m = LLMC_VAL.match(line)
+            if m:
+                add("val/loss", step, float(m.group(1)))
+                continue
+            m = LLMC_HELLASWAG.match(line)
+            if m:
+                add("hellaswag/acc", step, float(m.group(1)))
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
+MODDED_STEP = re.compile(r"step:(\d+)/(\d+) (.*)")
+MODDED_FIELD = re.compile(rf"(\w+):({NUMBER})(ms)?")
+
+
+def naive_modded_nanogpt(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    last_train = None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = MODDED_STEP.match(line)
+            if not m:
+                continue
+            step = int(m.group(1))
+            validation = "val_loss:" in m.group(3)
+            for name, text, ms in MODDED_FIELD.findall(m.group(3)):
+                if validation and ms and step == last_train:
+                    continue  # the train line of this step gave its timings
+                tags.append(name + ("_ms" if ms else ""))
+                steps.append(step)
+                values.append(float(text))
+            if not validation:
+                last_train = step
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
+FAIRSEQ_INNER = re.compile(r"(\S+ \S+) \| INFO \| train_inner \| epoch (\d+):\s+(\d+) / (\d+) (.*)")
+FAIRSEQ_SUMMARY = re.compile(r"(\S+ \S+) \| INFO \| (train|valid) \| epoch (\d+) \| (.*)")
+FAIRSEQ_STAMP = "%Y-%m-%d %H:%M:%S"
+
+
+def naive_fairseq(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
+    epochs: list[float] = []
+
+    def add(section: str, pairs: list[tuple[str, str]], wall: float, epoch: float) -> None:
+        record = dict(pairs)
+        step = int(record.pop("num_updates"))
+        for key, text in record.items():
+            tags.append(f"{section}/{key}")
+            steps.append(step)
+            values.append(float(text))
+            walls.append(wall)
+            epochs.append(epoch)
+
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = FAIRSEQ_INNER.match(line)
+            if m:
+                wall = datetime.strptime(m.group(1), FAIRSEQ_STAMP).replace(tzinfo=UTC).timestamp()
+                pairs = [tuple(item.strip().split("=", 1)) for item in m.group(5).split(",")]
+                epoch = int(m.group(2)) - 1 + int(m.group(3)) / int(m.group(4))
+                add("train_inner", pairs, wall, epoch)  # type: ignore[arg-type]
+                continue
+            m = FAIRSEQ_SUMMARY.match(line)
+            if m:
+                wall = datetime.strptime(m.group(1), FAIRSEQ_STAMP).replace(tzinfo=UTC).timestamp()
+                segments = [s.strip() for s in m.group(4).split("|")]
+                section = "train"
+                if segments[0].startswith("valid on"):
+                    section, segments = segments[0].split("'")[1], segments[1:]
+                add(section, [tuple(s.rsplit(" ", 1)) for s in segments], wall, float(m.group(3)))  # type: ignore[misc]
+    frame = _frame(tags, steps, values, walls)
+    frame["epoch"] = np.asarray(epochs)
+    return len(frame)
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
-         "text": naive_text}
+         "text": naive_text, "llmc": naive_llmc, "modded_nanogpt": naive_modded_nanogpt, "fairseq": naive_fairseq}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 
@@ -346,7 +461,7 @@ def main() -> int:
     parser.add_argument("--only", action="append", choices=list(MAKERS), help="just this format (repeatable)")
     args = parser.parse_args()
     DATA.mkdir(parents=True, exist_ok=True)
-    print(f"{'reader':<11}{'MB':>6} {'ours s':>7} {'naive s':>8} {'ours MB/s':>10} {'naive MB/s':>11} {'ratio':>7} "
+    print(f"{'reader':<15}{'MB':>6} {'ours s':>7} {'naive s':>8} {'ours MB/s':>10} {'naive MB/s':>11} {'ratio':>7} "
           f"{'tuned MB/s':>11}  points ours / naive")
     worst = math.inf
     for name, make in MAKERS.items():
@@ -365,7 +480,7 @@ def main() -> int:
         tuned = f"{size / _time(TUNED[name], path, args.repeat)[0]:>11.1f}" if name in TUNED else f"{'-':>11}"
         ratio = naive_s / ours_s
         worst = min(worst, ratio)
-        print(f"{name:<11}{size:>6.1f} {ours_s:>7.2f} {naive_s:>8.2f} {size / ours_s:>10.1f} {size / naive_s:>11.1f} "
+        print(f"{name:<15}{size:>6.1f} {ours_s:>7.2f} {naive_s:>8.2f} {size / ours_s:>10.1f} {size / naive_s:>11.1f} "
               f"{ratio:>6.2f}x {tuned}  {ours_n:,} / {naive_n:,}")
     print(f"slowest reader: {worst:.2f}x the naive loop (goal: at least 2x)")
     return 0

@@ -218,6 +218,86 @@ def make_text(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_llmc(path: Path, megabytes: int) -> None:
+    """llm.c ``train_gpt2cu`` console (a SLURM ``.log``): the parameter table, then one step line per update with
+    z-scores once the window is full, ``val loss`` every 250 steps and a HellaSwag line after it (the SLURM logs
+    of HectorFCardenas/llm.c)."""
+    rng = random.Random(5)
+    head = "Multi-GPU support is disabled. Using a single GPU.\n+" + "-" * 23 + "+" + "-" * 52 + "+\n" + "".join(
+        f"| parameter {i:<11} | {rng.choice(['5000', 'dev/data/fineweb10B', '0.0006', '1'])!s:<50} |\n"
+        for i in range(40)) + "num_parameters: 124475904 => bytes: 248951808\n=> setting grad_accum_steps=1\n"
+
+    def block(index: int) -> str:
+        lines = []
+        for step in range(index * 250 + 1, index * 250 + 251):
+            loss = 11.0 * (step + 100) ** -0.12 + rng.random() * 0.1
+            zl = "+nanz" if step < 128 else f"{rng.random() * 4 - 2:+.2f}z"
+            zn = "+nanz" if step < 128 else f"{rng.random() * 4 - 2:+.2f}z"
+            lines.append(f"step {step:>4}/1000000 | loss {loss:.6f} ({zl})| norm {rng.random() + 0.3:.4f} ({zn})| "
+                         f"lr {6e-4 * min(1, step / 700):.2e} | {4100 + rng.random() * 200:.2f} ms | "
+                         f"{30 + rng.random() * 3:.1f}% bf16 MFU | {120000 + rng.random() * 5000:.0f} tok/s\n")
+        lines.append(f"val loss {loss + 0.05:.6f}\nHellaSwag: {2400 + index % 600}/10042 = "
+                     f"{(2400 + index % 600) / 10042:.6f}\n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
+def make_modded_nanogpt(path: Path, megabytes: int) -> None:
+    """A modded-nanogpt speedrun log: the training script's source and ``nvidia-smi`` on top, then a line per
+    step (``train_time``/``step_avg`` only, as the later records write) and a validation line every 125 steps
+    (KellerJordan/modded-nanogpt's records)."""
+    rng = random.Random(6)
+    head = "".join(f"    x = model.block_{i}(x)  # print(f'step:{{step}}/{{num_iterations}} val_loss:{{v}}')\n"
+                   for i in range(600)) + "=" * 100 + "\n| NVIDIA-SMI 550.90.07 |\n" + "=" * 100 + "\n"
+
+    def block(index: int) -> str:
+        lines = []
+        for step in range(index * 125 + 1, index * 125 + 126):
+            lines.append(f"step:{step}/5820000 train_time:{step * 222 + rng.randrange(100)}ms "
+                         f"step_avg:{222 + rng.random():.2f}ms\n")
+        lines.append(f"step:{step}/5820000 val_loss:{3 + 8 * (step + 1) ** -0.3:.6f} train_time:{step * 222 + 200}ms "
+                     f"step_avg:{223 + rng.random():.2f}ms\n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
+def make_fairseq(path: Path, megabytes: int) -> None:
+    """fairseq-train's console with ``--log-format simple --log-interval 100``: INFO lines of the trainer, an
+    interval record every 100 updates, then per epoch a validation and the epoch averages (the train.log of
+    a fairseq NAT model, as in tests/fixtures/fairseq)."""
+    rng = random.Random(7)
+    head = "".join(f"2023-06-13 17:2{i // 60 % 10}:{i % 60:02d} | INFO | fairseq_cli.train | Namespace(arg_{i}=...)\n"
+                   for i in range(300))
+    fields = ("nll_loss", "glat_accu", "word_ins", "length", "ppl", "wps", "ups", "wpb", "bsz")
+
+    def stamp(index: int, second: int) -> str:
+        return f"2023-06-{13 + index // 1440:02d} {index // 60 % 24:02d}:{index % 60:02d}:{second:02d}"
+
+    def block(index: int) -> str:
+        epoch = index + 1
+        lines = [f"{stamp(index, 0)} | INFO | fairseq.trainer | begin training epoch {epoch}\n"]
+        for i in range(28):
+            updates = index * 2820 + (i + 1) * 100
+            values = ", ".join(f"{name}={rng.random() * 10:.4g}" for name in fields)
+            lines.append(f"{stamp(index, i + 1)} | INFO | train_inner | epoch {epoch:03d}:    {i * 100 + 85:>3} / 2820 "
+                         f"loss={3 + rng.random():.3f}, {values}, num_updates={updates}, lr={1.5e-4 * rng.random():.6g}, "
+                         f"gnorm={rng.random():.3f}, clip=0, loss_scale=32768, train_wall=48, gb_free=10.2, wall={updates}\n")
+        updates = (index + 1) * 2820
+        lines.append(f"{stamp(index, 40)} | INFO | fairseq_cli.train | begin validation on \"valid\" subset\n")
+        lines.append(f"{stamp(index, 43)} | INFO | valid | epoch {epoch:03d} | valid on 'valid' subset | loss "
+                     f"{12 + rng.random():.3f} | nll_loss 11.546 | ppl 6550.94 | bleu {29 + rng.random():.2f} | wps 88225 | "
+                     f"wpb 21176.3 | bsz 666.3 | num_updates {updates} | best_bleu 30.53\n")
+        lines.append(f"{stamp(index, 50)} | INFO | fairseq_cli.train | end of epoch {epoch} (average epoch stats below)\n")
+        lines.append(f"{stamp(index, 50)} | INFO | train | epoch {epoch:03d} | loss {3 + rng.random():.3f} | nll_loss 1.23 | "
+                     f"ppl 8.82 | wps 106814 | ups 1.77 | wpb 60411 | bsz 2157.9 | num_updates {updates} | lr 0.00015753 | "
+                     "gnorm 0.485 | clip 0 | loss_scale 32768 | train_wall 260 | wall 0\n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -225,4 +305,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "deepspeed": make_deepspeed,
     "nanogpt": make_nanogpt,
     "text": make_text,
+    "llmc": make_llmc,
+    "modded_nanogpt": make_modded_nanogpt,
+    "fairseq": make_fairseq,
 }

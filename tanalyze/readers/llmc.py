@@ -30,7 +30,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+
 from tanalyze.readers._lines import Chunk
+from tanalyze.readers._spans import Shape, SpanParser
 from tanalyze.readers._textparse import NUMBER, TextParser, to_float
 from tanalyze.readers._textreader import TextReader
 
@@ -57,9 +60,24 @@ _TAIL_FIELDS = (
     (re.compile(rf"^({NUMBER}) tok/s$"), "tok_per_s"),
 )
 _ZSCORE = re.compile(rf"^({NUMBER})z$")
+_F = r"[^ \t\n|()%]+"
+_Z = r"[-+.0-9eE]+"  # a z-score computed ('+nanz' has the other shape)
+_TAIL = rf" \| {_F} ms \| {_F}% bf16 MFU \| {_F}) tok/s(?=\n)"
+_TAIL_SEPARATORS = (" ms | ", "% bf16 MFU | ", " | ")
+#: The step line of train_gpt2.cu (bf16), with its z-scores or before they are computed ('(+nanz)'), read span
+#: by span at once (see ._spans); 'val loss', 'HellaSwag' and other metric lines cut the spans.
+_SHAPES = (
+    Shape(re.compile(rf"\nstep +(\d+/\d+ \| loss {_F} \({_Z}z\)\| norm {_F} \({_Z}z\)\| lr {_F}{_TAIL}"),
+          ("/", " | loss ", "z)| norm ", "z)| lr ", " (", *_TAIL_SEPARATORS), 10),
+    Shape(re.compile(rf"\nstep +(\d+/\d+ \| loss {_F} \(\+nanz\)\| norm {_F} \(\+nanz\)\| lr {_F}{_TAIL}"),
+          ("/", " | loss ", " (+nanz)| norm ", " (+nanz)| lr ", *_TAIL_SEPARATORS), 8),
+)
+_SHAPE_TAGS = (("train/loss", "loss_zscore", "grad_norm", "norm_zscore", "lr", "time_ms", "mfu", "tok_per_s"),
+               ("train/loss", "grad_norm", "lr", "time_ms", "mfu", "tok_per_s"))
+_BREAKERS = re.compile(r"\n(?:val loss |HellaSwag: |s:\d|step[ \t]+\d+/\d+:)")
 
 
-class LlmcParser(TextParser):
+class LlmcParser(SpanParser, TextParser):
     family = "llm.c"
     lookalike = re.compile(r"^(?:s:\d+ |step[ \t]+\d+/\d+[ |:]|val loss )", re.M)
     patterns = (
@@ -80,6 +98,32 @@ class LlmcParser(TextParser):
         self._main_lines = 0
         self._console_lines = 0
         self._total_steps: int | None = None
+
+    span_prefix = "step"
+    span_shapes = _SHAPES
+    span_breakers = _BREAKERS
+    span_breaker_words = ("\nval loss ", "\nHellaSwag: ", "\ns:", ": train loss ")
+
+    def feed(self, chunk: Chunk) -> None:
+        if "\ns:" in chunk.text or chunk.text.startswith("s:"):
+            self.line_by_line_chunk(chunk)  # main.log records anchor steps too: every line in its place
+            return
+        super().feed(chunk)
+
+    def line_by_line_chunk(self, chunk: Chunk) -> None:
+        TextParser.feed(self, chunk)
+        self.scan_ranges = None
+
+    def span_rows(self, grid: np.ndarray, shape: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
+        if grid[:, :2].max() >= 2**53 or (shape == 0 and np.isnan(grid[:, 3:6:2]).any()):
+            return None  # digits int() reads exactly, or a z-score 'nan' (skipped and counted): line by line
+        return _SHAPE_TAGS[shape], grid[:, 0].astype(np.int64), grid[:, 2:].ravel()
+
+    def span_done(self, grid: np.ndarray, shape: int, steps: np.ndarray) -> None:
+        self._total_steps = int(grid[-1, 1])
+        self._console_lines += len(steps)
+        if shape == 1:
+            self._unset_zscores += 2 * len(steps)
 
     # main.log --------------------------------------------------------------------------
     def _on_main(self, m: re.Match[str], chunk: Chunk) -> None:

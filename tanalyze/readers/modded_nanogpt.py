@@ -22,7 +22,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+
 from tanalyze.readers._lines import Chunk
+from tanalyze.readers._spans import Shape, SpanParser
 from tanalyze.readers._textparse import NUMBER, TextParser, to_float
 from tanalyze.readers._textreader import TextReader
 
@@ -32,9 +35,20 @@ STEP_LINE = re.compile(r"^step:(\d+)/(\d+)((?: [A-Za-z_]\w*:[^\s:]+)+)[ \t]*$", 
 _FIELD = re.compile(rf"^([A-Za-z_]\w*):({NUMBER})(ms)?$")
 PEAK_MEMORY = re.compile(r"^peak memory allocated: (\d+) MiB reserved: (\d+) MiB[ \t]*$", re.M)
 TAGS = {"train_loss": "train/loss", "val_loss": "val/loss", "train_time": "train_time_ms", "step_avg": "step_avg_ms"}
+_F = r"[^ \t\n:]+"
+#: The train line as the speedrun prints it (with the train loss, as the early records do, or without), read
+#: span by span at once (see ._spans); lines that cut the spans: validation lines and the peak memory line.
+_SHAPES = (
+    Shape(re.compile(rf"\nstep:(\d+/\d+ train_time:{_F}ms step_avg:{_F})ms(?=\n)"),
+          ("/", " train_time:", "ms step_avg:"), 4),
+    Shape(re.compile(rf"\nstep:(\d+/\d+ train_loss:{_F} train_time:{_F}ms step_avg:{_F})ms(?=\n)"),
+          ("/", " train_loss:", " train_time:", "ms step_avg:"), 5),
+)
+_SHAPE_TAGS = (("train_time_ms", "step_avg_ms"), ("train/loss", "train_time_ms", "step_avg_ms"))
+_BREAKERS = re.compile(r"\n(?:step:\d+/\d+ val_loss:|peak memory )")
 
 
-class ModdedNanoGPTParser(TextParser):
+class ModdedNanoGPTParser(SpanParser, TextParser):
     family = "modded-nanogpt"
     lookalike = re.compile(r"^step:\d+", re.M)
     patterns = ((STEP_LINE, "step"), (PEAK_MEMORY, "memory"))
@@ -48,6 +62,20 @@ class ModdedNanoGPTParser(TextParser):
         self._other_values = 0
         self._repeated_timings = 0
         self._last_train_step: int | None = None
+
+    span_prefix = "step:"
+    span_shapes = _SHAPES
+    span_breakers = _BREAKERS
+    span_breaker_words = (" val_loss:", "\npeak memory ")
+
+    def span_rows(self, grid: np.ndarray, shape: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
+        if np.isnan(grid).any() or grid[:, :2].max() >= 2**53:
+            return None  # 'nanms' (skipped and counted), or digits int() reads exactly: line by line
+        return _SHAPE_TAGS[shape], grid[:, 0].astype(np.int64), grid[:, 2:].ravel()
+
+    def span_done(self, grid: np.ndarray, shape: int, steps: np.ndarray) -> None:
+        self._last_train_step = int(steps[-1])
+        self.hparams["num_iterations"] = int(grid[-1, 1])
 
     def _on_step(self, m: re.Match[str], chunk: Chunk) -> None:
         step = int(m.group(1))
