@@ -10,10 +10,13 @@ of them in one C pass) divided by ``10**f`` for ``f`` digits after the dot. With
 operation correctly, so the result is the correctly rounded value of the
 decimal, which is what ``float()`` gives (the fast path of Clinger's algorithm).
 Other tokens (``1.5e-05``, ``nan``, ``inf``, more digits, ``1_000`` …) are read by
-``float()`` itself; a text made mostly of exponents is read token by token, in C.
+``float()`` itself; a text with exponents is read by numpy's own reader in one C pass (it rounds as
+``float()`` does; tested), or token by token when that refuses a token.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 
@@ -62,6 +65,10 @@ def _parse(text: str) -> tuple[np.ndarray, np.ndarray] | None:
     except UnicodeEncodeError:
         return None
     exponents = raw.count(b"e") + raw.count(b"E")
+    if exponents and b"(" not in raw:  # numbers with exponents among them: numpy's reader, float()'s rounding
+        numbers = _in_c(text, raw.count(b" ") + 1)
+        if numbers is not None:
+            return numbers, np.ones(len(numbers), dtype=bool)
     if exponents > len(raw) // 16:  # mostly numbers with exponents: all read one by one, in C
         return _one_by_one(text)
     chars = np.frombuffer(raw, dtype=np.uint8)
@@ -137,12 +144,33 @@ def _finish(out: np.ndarray, m: np.ndarray, negative: np.ndarray, odd: np.ndarra
     out[negative & (m == 0)] = -0.0
     valid = ~never
     out[never] = np.nan
-    for token in np.flatnonzero(odd & ~never).tolist():
+    tokens = np.flatnonzero(odd & ~never)
+    if len(tokens) > 8:  # all at once, each by float() in C; one by one below when one is not a number
+        try:
+            out[tokens] = np.array([text[a:b] for a, b in zip(starts[tokens].tolist(), ends[tokens].tolist(),
+                                                               strict=True)], dtype=np.float64)
+            return out, valid
+        except ValueError:
+            pass
+    for token in tokens.tolist():
         try:
             out[token] = float(text[starts[token]:ends[token]])
         except ValueError:
             out[token], valid[token] = np.nan, False
     return out, valid
+
+
+def _in_c(text: str, tokens: int) -> np.ndarray | None:
+    """``text``'s ``tokens`` numbers read by numpy in one C pass (correctly rounded, as ``float()``); None when
+    a token is not a number to it (numpy then warns: taken as an error here) or is empty (numpy skips it).
+    It takes ``nan(…)``, which ``float()`` does not: the caller keeps such text away."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            numbers = np.fromstring(text, dtype=np.float64, sep=" ")
+        except (ValueError, DeprecationWarning):
+            return None
+    return numbers if len(numbers) == tokens else None
 
 
 def _one_by_one(text: str) -> tuple[np.ndarray, np.ndarray] | None:

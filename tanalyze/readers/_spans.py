@@ -32,11 +32,17 @@ _NUMBER = re.compile(NUMBER)
 
 class Shape(NamedTuple):
     """One usual line: ``pattern`` matches it after its line break, up to (not over) the next, with all its
-    fields in one group; replacing each of ``separators`` (in order) by a space leaves ``width`` fields."""
+    fields in one group; replacing each of ``separators`` (in order) by a space leaves ``width`` fields.
+
+    With ``parts``, the pattern has one group per part instead, each with its own (separators, width): a
+    column printed otherwise (``1.71e-04`` among fixed-point numbers) is then parsed on its own, and the
+    fields are the parts' fields in order (``separators`` and ``width`` are unused).
+    """
 
     pattern: re.Pattern[str]
     separators: tuple[str, ...]
     width: int
+    parts: tuple[tuple[tuple[str, ...], int], ...] = ()
 
 
 def spans(body: str, breakers: re.Pattern[str], words: tuple[str, ...], start: int = 0, end: int | None = None
@@ -101,17 +107,29 @@ def _read_group(body: str, ranges: list[tuple[int, int]], counts: list[int], pre
             *_read_group(body, ranges[half:], counts[half:], prefix, shapes)]
 
 
-def _grid(found: list[str], shape: Shape) -> np.ndarray | None:
+def _grid(found: list, shape: Shape) -> np.ndarray | None:
     """The fields of lines found with ``shape`` as a (lines, width) grid; None when one is not a NUMBER."""
+    if not shape.parts:
+        return _fields(found, shape.separators, shape.width)
+    columns = []
+    for index, (separators, width) in enumerate(shape.parts):
+        grid = _fields([groups[index] for groups in found], separators, width)
+        if grid is None:
+            return None
+        columns.append(grid)
+    return np.hstack(columns)
+
+
+def _fields(found: list[str], separators: tuple[str, ...], width: int) -> np.ndarray | None:
     joined = " ".join(found)
-    for separator in shape.separators:
+    for separator in separators:
         joined = joined.replace(separator, " ")
-    if joined.count(" ") != shape.width * len(found) - 1:
+    if joined.count(" ") != width * len(found) - 1:
         return None
     if any(c in joined for c in "_nN") and not all(map(_NUMBER.fullmatch, joined.split(" "))):
         return None  # float() takes "1_0" and "INF", a NUMBER does not
     numbers = parse_numbers(joined)
-    return None if numbers is None else numbers.reshape(len(found), shape.width)
+    return None if numbers is None else numbers.reshape(len(found), width)
 
 
 def read_span(body: str, start: int, end: int, prefix: str, shapes: tuple[Shape, ...]

@@ -16,6 +16,7 @@ Every console format shares the same rules, implemented once here:
 from __future__ import annotations
 
 import re
+from array import array
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -26,8 +27,9 @@ import pandas as pd
 
 from tanalyze.readers import _textparts
 from tanalyze.readers._lines import TEXT_SUFFIXES, looks_like_text, sniff_window
+from tanalyze.readers._phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
 from tanalyze.readers._textparse import ParsedFile, TextParser, dedupe, duplicated_rows
-from tanalyze.readers.base import FilePart, ReadWarning, ResumableReader, RunData
+from tanalyze.readers.base import FilePart, Phase, ReadWarning, ResumableReader, RunData
 from tanalyze.schema import ScalarColumns, concat_frames, empty_scalars
 
 __all__ = ["TextReader", "is_console_candidate", "rank_layout", "runs_from_parsed"]
@@ -156,13 +158,60 @@ def _deduped(columns: ScalarColumns) -> tuple[ScalarColumns, int]:
                          columns.wall_time[keep]), int(duplicated.sum())
 
 
+def _phases(parsed: ParsedFile) -> list[Phase]:
+    """Sessions appended to one job's log (its steps go back to its first step: see ``._phases``): each
+    later one shifted, in ``parsed``'s rows, to follow the one before on one step axis; the restarts that
+    were such go-backs are dropped from ``parsed.restarts``. Looked for only when a step went back."""
+    rows = parsed.rows
+    if not parsed.restarts or not len(rows):
+        return []
+    codes = np.frombuffer(rows.tags, dtype=np.int32)
+    steps = np.frombuffer(rows.steps, dtype=np.int64)
+    values = np.frombuffer(rows.values, dtype=np.float64)
+    starts, limited = find_phase_starts(np.arange(len(steps)), codes, steps, values)
+    if not starts:
+        return []
+    shifted = steps.copy()
+    bounds = [0, *(start.row for start in starts), len(steps)]
+    phases: list[Phase] = []
+    previous_last: int | None = None
+    for index in range(len(bounds) - 1):
+        piece = shifted[bounds[index]:bounds[index + 1]]
+        offset = 0 if previous_last is None else phase_offset(previous_last, int(piece.min()))
+        piece += offset
+        detail = ("the first session" if index == 0 else
+                  phase_detail("step", starts[index - 1].high, starts[index - 1].step)
+                  + (f"; its steps shifted by {offset:+d} to follow the previous session" if offset else ""))
+        phases.append(Phase(index=index, first_step=int(piece.min()), last_step=int(piece.max()), offset=offset,
+                            file=parsed.path.name, detail=detail))
+        previous_last = int(piece.max())
+    rows.steps = array("q", shifted.tobytes())
+    # the go-back each phase begins with is no restart: the first one (in order) to a step among the first
+    # rows of the phase (its main line's step, which may follow an evaluation logged at the step before)
+    restarts, at = list(parsed.restarts), 0
+    for index in range(1, len(starts) + 1):
+        opening = set(steps[bounds[index]:bounds[index] + 64].tolist())
+        found = next((i for i in range(at, len(restarts)) if restarts[i].step in opening), None)
+        if found is not None:
+            del restarts[found]
+            at = found
+    parsed.restarts = restarts
+    if limited:
+        parsed.warnings.append(ReadWarning(str(parsed.path), f"steps went back to the start more than {PHASE_LIMIT} "
+                                           f"times: the first {PHASE_LIMIT + 1} sessions are phases, later go-backs "
+                                           "are restarts (the later write wins)"))
+    return phases
+
+
 def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None, *, as_columns: bool = False) -> RunData:
-    """Combine the parsed files of one run: concatenate, apply last-write-wins, gather notes.
+    """Combine the parsed files of one run: concatenate, keep appended sessions as phases (one file, or one
+    job's stdout and stderr), apply last-write-wins, gather notes.
 
     ``as_columns``: the scalars as :class:`~tanalyze.schema.ScalarColumns` when one file's rows need no
     other column (see ``ResumableReader.combine``), else a table.
     """
     several = len(parsed) > 1
+    phases = _phases(parsed[0]) if len(parsed) == 1 and not ranks else []
     columns = _scalar_columns(parsed[0]) if as_columns and len(parsed) == 1 and not ranks else None
     scalars: pd.DataFrame | ScalarColumns
     if columns is not None:
@@ -175,6 +224,7 @@ def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None, *,
         scalars, dropped = dedupe(concat_frames(frames) if frames else empty_scalars())
     run = _run_info(parsed, ranks, empty=not len(scalars))
     run.scalars = scalars
+    run.phases = phases
     if dropped:
         why = "after a restart" if run.restarts else "twice at the same step"
         run.notes.append(f"{dropped:,} point(s) logged {why} {REPLACED}")
@@ -255,7 +305,7 @@ class TextReader(ResumableReader):
         meta = tail.meta
         if meta.get("whole") or not meta.get("settled") or meta["restarts"] or meta["hparams"] or meta["patches"]:
             return None
-        if run.restarts or any(note.endswith(REPLACED) for note in run.notes) or "state" in tail.tail:
+        if run.restarts or run.phases or any(note.endswith(REPLACED) for note in run.notes) or "state" in tail.tail:
             return None
         path = Path(files[0])
         parser = self.parser(path)

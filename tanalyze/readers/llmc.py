@@ -62,19 +62,23 @@ _TAIL_FIELDS = (
 _ZSCORE = re.compile(rf"^({NUMBER})z$")
 _F = r"[^ \t\n|()%]+"
 _Z = r"[-+.0-9eE]+"  # a z-score computed ('+nanz' has the other shape)
-_TAIL = rf" \| {_F} ms \| {_F}% bf16 MFU \| {_F}) tok/s(?=\n)"
-_TAIL_SEPARATORS = (" ms | ", "% bf16 MFU | ", " | ")
+_HEAD = rf"\nstep +(\d+/\d+ \| loss {_F} \({_Z}z\)\| norm {_F} \({_Z})z\)\| lr ({_F}) \| "
+_HEAD_NANZ = rf"\nstep +(\d+/\d+ \| loss {_F} \(\+nanz\)\| norm {_F}) \(\+nanz\)\| lr ({_F}) \| "
+_TAIL = rf"({_F} ms \| {_F}% bf16 MFU \| {_F}) tok/s(?=\n)"
+_TAIL_PART = ((" ms | ", "% bf16 MFU | "), 3)
 #: The step line of train_gpt2.cu (bf16), with its z-scores or before they are computed ('(+nanz)'), read span
-#: by span at once (see ._spans); 'val loss', 'HellaSwag' and other metric lines cut the spans.
+#: by span at once (see ._spans; the learning rate, printed with an exponent, parsed apart); 'val loss',
+#: 'HellaSwag' and other metric lines cut the spans.
 _SHAPES = (
-    Shape(re.compile(rf"\nstep +(\d+/\d+ \| loss {_F} \({_Z}z\)\| norm {_F} \({_Z}z\)\| lr {_F}{_TAIL}"),
-          ("/", " | loss ", "z)| norm ", "z)| lr ", " (", *_TAIL_SEPARATORS), 10),
-    Shape(re.compile(rf"\nstep +(\d+/\d+ \| loss {_F} \(\+nanz\)\| norm {_F} \(\+nanz\)\| lr {_F}{_TAIL}"),
-          ("/", " | loss ", " (+nanz)| norm ", " (+nanz)| lr ", *_TAIL_SEPARATORS), 8),
+    Shape(re.compile(_HEAD + _TAIL), (), 0, ((("/", " | loss ", "z)| norm ", " ("), 6), ((), 1), _TAIL_PART)),
+    Shape(re.compile(_HEAD_NANZ + _TAIL), (), 0, ((("/", " | loss ", " (+nanz)| norm "), 4), ((), 1), _TAIL_PART)),
 )
 _SHAPE_TAGS = (("train/loss", "loss_zscore", "grad_norm", "norm_zscore", "lr", "time_ms", "mfu", "tok_per_s"),
                ("train/loss", "grad_norm", "lr", "time_ms", "mfu", "tok_per_s"))
-_BREAKERS = re.compile(r"\n(?:val loss |HellaSwag: |s:\d|step[ \t]+\d+/\d+:)")
+_BREAKERS = re.compile(r"\n(?:val loss |HellaSwag: |s:\d|step[ \t]+\d+/\d+:|=> setting grad_accum_steps=)")
+#: printed by train_gpt2 before its first step: a console log that died before any step line still has it, and
+#: a session appended to a log begins with it
+_BANNER = re.compile(r"^=> setting grad_accum_steps=\d+$", re.M)
 
 
 class LlmcParser(SpanParser, TextParser):
@@ -86,6 +90,7 @@ class LlmcParser(SpanParser, TextParser):
         (OLD_STEP_LINE, "old_step"),
         (VAL_LINE, "val"),
         (HELLASWAG_LINE, "hellaswag"),
+        (_BANNER, "banner"),
     )
 
     state_fields = {"_unset_zscores": "sum", "_unknown_keys": "union", "_main_lines": "sum",
@@ -102,7 +107,7 @@ class LlmcParser(SpanParser, TextParser):
     span_prefix = "step"
     span_shapes = _SHAPES
     span_breakers = _BREAKERS
-    span_breaker_words = ("\nval loss ", "\nHellaSwag: ", "\ns:", ": train loss ")
+    span_breaker_words = ("\nval loss ", "\nHellaSwag: ", "\ns:", ": train loss ", "\n=> setting grad_accum_steps=")
 
     def feed(self, chunk: Chunk) -> None:
         if "\ns:" in chunk.text or chunk.text.startswith("s:"):
@@ -187,6 +192,10 @@ class LlmcParser(SpanParser, TextParser):
         self._console_lines += 1
         self.rows.add_pairs([("val/loss", float(m.group(1)))], self.current_step(0))
 
+    def _on_banner(self, m: re.Match[str], chunk: Chunk) -> None:
+        """A (new) session starts: its first 'val loss' comes before any step line, at step 0."""
+        self._last_step = None
+
     def _on_hellaswag(self, m: re.Match[str], chunk: Chunk) -> None:
         self.mark(chunk, m.start())
         self._console_lines += 1
@@ -209,8 +218,6 @@ class LlmcParser(SpanParser, TextParser):
         self.notes[:0] = notes
 
 
-#: printed by train_gpt2 before its first step: a console log that died before any step line still has it
-_BANNER = re.compile(r"^=> setting grad_accum_steps=\d+$", re.M)
 
 
 def detect_llmc(window: str) -> bool:

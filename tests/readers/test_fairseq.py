@@ -81,9 +81,10 @@ def test_junk_lines_restart_and_empty_file(tmp_path):
             "hello\n"
             "| epoch 001:     10 / 100 loss=1.9, num_updates=10\n")
     run = _read(write(tmp_path / "train.log", text))
-    check(run.scalars, "train_inner/loss", {10: 1.9, 20: 1.5}, count=2)
-    (restart,) = run.restarts
-    assert restart.step == 10
+    # back to its first update: a new session appended (a phase), shifted to follow the first one
+    check(run.scalars, "train_inner/loss", {10: 2.0, 20: 1.5, 21: 1.9}, count=3)
+    assert [(p.first_step, p.last_step, p.offset) for p in run.phases] == [(10, 20, 0), (21, 21, 11)]
+    assert run.restarts == []
     (warning,) = run.warnings
     assert "1 line(s) look like fairseq metrics but could not be read" in warning.message
     (empty,) = FairseqReader().read([write(tmp_path / "empty.log", b"")])

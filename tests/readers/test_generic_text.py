@@ -128,6 +128,9 @@ def test_meters_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypa
     frame = mixed.scalars.frame("x") if hasattr(mixed.scalars, "frame") else mixed.scalars
     check(frame, "memory", {841: 2490, 891: 1490})  # "1,490": a thousands separator
     check(frame, "coco/bbox_mAP", {1582: 0.001})  # MMEngine's evaluation, at the end of the meters' epoch
-    check(frame, "val/Acc@5", {792: 45.0})  # the ImageNet example's summary, at the last step
-    assert [r.step for r in mixed.restarts] == [49]  # MMEngine's epoch 2 after MMDetection's epoch 1
+    # MMEngine's epoch 2 (step 49) after MMDetection's epoch 1 (from step 841): back below the first step, so a
+    # new session (phase), shifted to follow the first (its last step 1582): +1534
+    assert [(p.first_step, p.last_step, p.offset) for p in mixed.phases] == [(841, 1582, 0), (1583, 3967, 1534)]
+    assert mixed.restarts == []
+    check(frame, "val/Acc@5", {792 + 1534: 45.0})  # the ImageNet example's summary, at the last step
     assert "'Epoch [3][50/791]\\tlr: x, eta: 1:00:00'" in mixed.warnings[0].message  # no number in it

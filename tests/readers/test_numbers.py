@@ -62,3 +62,33 @@ def test_numbers_as_trainers_print_them(values, form):
     if form == "%d":
         values = [v for v in values if np.isfinite(v)] or [0.0]
     assert_same(" ".join(repr(v) if form == "repr" else form % v for v in values))
+
+
+def test_text_with_exponents_read_in_one_pass_equals_float_of_each_token():
+    import random
+
+    rng = random.Random(1)
+    tokens = []
+    for _ in range(20000):
+        kind = rng.randrange(4)
+        if kind == 0:
+            tokens.append(f"{rng.uniform(-1, 1) * 10 ** rng.randrange(-300, 300):.{rng.randrange(0, 20)}e}")
+        elif kind == 1:
+            tokens.append(repr(rng.random() * 10 ** rng.randrange(-20, 20)))
+        elif kind == 2:
+            tokens.append(f"{rng.uniform(-1e6, 1e6):.{rng.randrange(0, 18)}f}")
+        else:
+            tokens.append(rng.choice(["nan", "-inf", "Infinity", "-0.0", "+5", "5.", "-.5", "1E5", "+1.5e+07"]))
+    numbers = parse_numbers(" ".join(tokens))
+    expected = np.array([float(t) for t in tokens])
+    assert numbers is not None and np.array_equal(numbers, expected, equal_nan=True)
+    assert (np.signbit(numbers) == np.signbit(expected)).all()
+    # tokens numpy's reader takes and float() does not, or the other way round: read as float() reads them
+    for odd in ("nan(1)", "1_0", "1e5x", "1,5"):
+        numbers, valid = parse_some_numbers(f"1.5e-3 {odd} 2")
+        try:
+            value = float(odd)
+        except ValueError:
+            value = None
+        assert valid.tolist() == [True, value is not None, True], odd
+        assert numbers[0] == 1.5e-3 and numbers[2] == 2.0 and (value is None or numbers[1] == value)

@@ -95,9 +95,10 @@ def test_spans_read_at_once_equal_every_line_read_on_its_own(name, parser, text,
                 by_line.notes, by_line.warnings, by_line.restarts, by_line.hparams), path
         at_once_runs.append(at_once)
     irregular = at_once_runs[-1]
-    restarts, warnings = {"modded_nanogpt": ([1701, 2000, 1], ["1 line(s) look like", "2 point(s) skipped"]),
-                          "llmc": ([2000, 1], ["the last line ends without a line break"])}[name]
+    restarts, warnings = {"modded_nanogpt": ([1701, 2000], ["1 line(s) look like", "2 point(s) skipped"]),
+                          "llmc": ([2000], ["the last line ends without a line break"])}[name]
     assert [r.step for r in irregular.restarts] == restarts
+    assert [p.offset > 0 for p in irregular.phases] == [False, True]  # the session appended at the end
     assert [w.message[: len(start)] for w, start in zip(irregular.warnings, warnings, strict=True)] == warnings
     assert len(irregular.scalars) > 6000
 
