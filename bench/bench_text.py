@@ -4,7 +4,8 @@
     python bench/bench_text.py --mb 20          # smaller, quicker
     python bench/bench_text.py --only nanogpt   # one format
 
-One realistic synthetic log per text format is written once (see ``text_logs.py``:
+One realistic synthetic log per console format (Megatron, HF console, DeepSpeed, nanoGPT, the generic
+reader's MMDetection-style meters, llm.c, modded-nanogpt, fairseq) is written once (see ``text_logs.py``:
 banners, dumps, noise and evaluation lines as real logs of the format have).
 Each is read, in the same run, by:
 

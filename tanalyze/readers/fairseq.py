@@ -55,6 +55,7 @@ class FairseqParser(TextParser):
         super().__init__(path)
         self._not_numbers = 0
         self._kinds: set[str] = set()
+        self._names: dict[tuple[str, str], str] = {}  # (section, key) -> tag, made once
 
     @staticmethod
     def _prefix(m: re.Match[str]) -> tuple[float, str | None]:
@@ -69,14 +70,21 @@ class FairseqParser(TextParser):
             return  # not marked: the look-alike scan counts it as unreadable
         wall, _ = self._prefix(m)
         pairs = []
+        names = self._names
         for key, text in values.items():
             if key in _NOT_TAGS:
                 continue
-            number = to_float(text)
-            if number is None:
-                self._not_numbers += 1
-                continue
-            pairs.append((f"{section}/{key}", number))
+            try:
+                number = float(text)  # the usual value; to_float for the rest (thousands separators …)
+            except ValueError:
+                number = to_float(text)
+                if number is None:
+                    self._not_numbers += 1
+                    continue
+            tag = names.get((section, key))
+            if tag is None:
+                tag = names[(section, key)] = f"{section}/{key}"
+            pairs.append((tag, number))
         self.mark(chunk, m.start())
         if inner:
             self.anchor(step, chunk, m.start())
