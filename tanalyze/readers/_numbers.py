@@ -10,8 +10,8 @@ of them in one C pass) divided by ``10**f`` for ``f`` digits after the dot. With
 operation correctly, so the result is the correctly rounded value of the
 decimal, which is what ``float()`` gives (the fast path of Clinger's algorithm).
 Other tokens (``1.5e-05``, ``nan``, ``inf``, more digits, ``1_000`` …) are read by
-``float()`` itself; a text with exponents is read by numpy's own reader in one C pass (it rounds as
-``float()`` does; tested), or token by token when that refuses a token.
+``float()`` itself (many at once); a text made mostly of exponents is read by numpy's own reader in one C
+pass (it rounds as ``float()`` does; tested), or token by token when that refuses a token.
 """
 
 from __future__ import annotations
@@ -65,11 +65,10 @@ def _parse(text: str) -> tuple[np.ndarray, np.ndarray] | None:
     except UnicodeEncodeError:
         return None
     exponents = raw.count(b"e") + raw.count(b"E")
-    if exponents and b"(" not in raw:  # numbers with exponents among them: numpy's reader, float()'s rounding
-        numbers = _in_c(text, raw.count(b" ") + 1)
+    if exponents > len(raw) // 16:  # mostly numbers with exponents: numpy's reader (float()'s rounding), in C
+        numbers = _in_c(text, raw.count(b" ") + 1) if b"(" not in raw else None
         if numbers is not None:
             return numbers, np.ones(len(numbers), dtype=bool)
-    if exponents > len(raw) // 16:  # mostly numbers with exponents: all read one by one, in C
         return _one_by_one(text)
     chars = np.frombuffer(raw, dtype=np.uint8)
     starts, ends = _bounds(chars)

@@ -85,7 +85,7 @@ def test_text_with_exponents_read_in_one_pass_equals_float_of_each_token():
     assert (np.signbit(numbers) == np.signbit(expected)).all()
     # tokens numpy's reader takes and float() does not, or the other way round: read as float() reads them
     for odd in ("nan(1)", "1_0", "1e5x", "1,5"):
-        numbers, valid = parse_some_numbers(f"1.5e-3 {odd} 2")
+        numbers, valid = parse_some_numbers(f"1.5e-3 {odd} 2e0")
         try:
             value = float(odd)
         except ValueError:
