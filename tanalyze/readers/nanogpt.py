@@ -122,7 +122,7 @@ class NanoGPTParser(TextParser):
             return False
         grid = numbers.reshape(lines, width)
         steps = grid[:, 0]
-        if steps[-1] >= 2**53:
+        if steps.max() >= 2**53:
             return False  # read exactly by int(), line by line
         steps = steps.astype(np.int64)
         previous = self._last_anchor.get(-1)
