@@ -19,6 +19,7 @@ from tanalyze._version import __version__
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.baseline import Baseline, RunSummary
 from tanalyze.errors import ConfigError
+from tanalyze.runstatus import FAILED_STATUSES
 from tanalyze.text import safe_text
 
 if TYPE_CHECKING:
@@ -181,6 +182,8 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "divergence": {},
     # Unstable and diverged runs fail; overfitting/underfitting are worth a look but not a red build.
     "verdict": {"fail_on": ["unstable", "diverged"], "warn_on": ["overfitting", "underfitting"]},
+    # A run that stopped before its end fails: crashed, out of memory, killed, a distributed hang.
+    "run_status": {"fail_on": sorted(FAILED_STATUSES)},
     # 5% worse than the baseline; with several baseline seeds the seed band widens the threshold.
     "validation_loss": {"tolerance": 0.05, "which": "best"},
     # asv's defaults: a change counts when the median moved by a factor (here 15% slower,
@@ -294,6 +297,26 @@ def rule_verdict(run: RunSummary, baseline: Baseline | None, params: Mapping[str
     return RuleResult("verdict", status, message, run.run, value=label, threshold={"fail_on": fail_on, "warn_on": warn_on})
 
 
+def rule_run_status(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
+    """The run did not stop early: a crashed, out-of-memory, killed or hung (distributed timeout) run fails."""
+    status = run.diagnosis.get("status")
+    if not isinstance(status, Mapping) or status.get("status") in (None, "unknown"):
+        return RuleResult("run_status", Status.SKIP, "how the run ended is not known (no console log, exit "
+                          "record or end marker)", run.run, value="unknown")
+    label = str(status["status"])
+    reason = str(status.get("reason", ""))
+    evidence = status.get("evidence") or []
+    where = ""
+    if evidence and isinstance(evidence[0], Mapping):
+        first = evidence[0]
+        where = f" ({first.get('file')}" + (f":{first['line']}" if first.get("line") is not None else "") + ")"
+    fail_on = list(params.get("fail_on", []))
+    message = f"{label}: {reason}{where}"
+    result = Status.FAIL if label in fail_on else Status.PASS
+    return RuleResult("run_status", result, message, run.run, value=label, threshold={"fail_on": fail_on},
+                      details=dict(status))
+
+
 def rule_validation_loss(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
     """Best (or final) validation loss not worse than the baseline by more than a tolerance."""
     which = params.get("which", "best")
@@ -384,6 +407,7 @@ RULES: dict[str, Rule] = {
     "nonfinite_loss": rule_nonfinite_loss,
     "divergence": rule_divergence,
     "verdict": rule_verdict,
+    "run_status": rule_run_status,
     "validation_loss": rule_validation_loss,
     "throughput": rule_throughput,
     "gradient_health": _findings_rule("gradient_health", "gradients"),

@@ -15,6 +15,7 @@ from tanalyze._version import __version__
 from tanalyze.errors import InputError, TanalyzeError
 from tanalyze.logs import Logs, load
 from tanalyze.readers.pattern import UserPattern
+from tanalyze.runstatus import RunStatus, is_console_log, run_status
 from tanalyze.text import safe_text
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -108,6 +109,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         run_tags = tags[tags["run"] == name]
         points = int(run_tags["points"].sum()) if len(run_tags) else 0
         out.write(f"{safe_text(name)}  [{info.format}]  {len(info.files)} file(s), {len(run_tags)} tag(s), {points:,} points\n")
+        _write_status(out, info.status)
         if args.verbose:
             for file in info.files:
                 out.write(f"    file  {safe_text(file)}\n")
@@ -130,6 +132,10 @@ def cmd_runs(args: argparse.Namespace) -> int:
     shown_not_read = logs.not_read if args.verbose else logs.not_read[:_NOT_READ_SHOWN]
     for item in shown_not_read:
         out.write(f"not read: {safe_text(item.path)}: {safe_text(item.reason)}\n")
+        if is_console_log(item.path):  # a console log with no metrics still says how its job ended
+            status = run_status([item.path])
+            if status.status != "unknown":
+                _write_status(out, status)
     if len(logs.not_read) > len(shown_not_read):
         out.write(f"… {len(logs.not_read) - len(shown_not_read)} more not read (--verbose lists every one)\n")
     n_warn = sum(len(i.warnings) for i in logs.runs.values())
@@ -141,6 +147,17 @@ def cmd_runs(args: argparse.Namespace) -> int:
         f"{n_warn} warning(s), {len(logs.unrecognized)} file(s) not recognised{unreadable}\n"
     )
     return EXIT_OK
+
+
+def _write_status(out, status: RunStatus | None) -> None:
+    """How a run ended, and the first line of evidence (file:line: the line)."""
+    if status is None:
+        return
+    out.write(f"    status: {status.status.upper()}  {safe_text(status.reason, 300)}\n")
+    if status.frame:
+        out.write(f"      at {safe_text(status.frame, 300)}\n")
+    for evidence in status.evidence[:1]:
+        out.write(f"      {safe_text(str(evidence), 400)}\n")
 
 
 def _write_extras(out, logs: Logs, name: str, info, verbose: bool) -> None:
@@ -281,6 +298,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         also = f"; also {', '.join(d.verdict.also)}" if d.verdict.also else ""
         out.write(f"{safe_text(name)}  [{safe_text(d.format or '?')}]  {d.verdict.label.upper()} "
                   f"(confidence {d.verdict.confidence:.2f}{also})\n")
+        _write_status(out, d.status)
         steps = ", ".join(f"{k} {v}" for k, v in d.key_steps().items())
         if steps:
             out.write(f"    key steps: {steps}\n")

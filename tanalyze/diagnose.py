@@ -64,6 +64,7 @@ from tanalyze.roles import (
     sum_curves,
     tag_words,
 )
+from tanalyze.runstatus import RunStatus
 from tanalyze.text import safe_text
 
 if TYPE_CHECKING:
@@ -152,6 +153,8 @@ class RunDiagnosis:
     curves: dict[str, Curve] = field(default_factory=dict, repr=False, compare=False)
     #: the session judged when the run's log holds several (None: the whole run)
     phase: JudgedPhase | None = None
+    #: how the run ended, from its console logs, W&B exit record and file times (None: not looked at)
+    status: RunStatus | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
@@ -179,6 +182,7 @@ class RunDiagnosis:
             "warnings": list(self.warnings),
             "role_details": self.role_details.to_dict() if self.role_details is not None else None,
             "phase": self.phase.to_dict() if self.phase is not None else None,
+            "status": self.status.to_dict() if self.status is not None else None,
         }
 
     def key_steps(self) -> dict[str, int]:
@@ -483,6 +487,7 @@ def diagnose_run(
     thresholds: Thresholds | None = None,
     hparams: Mapping[str, Any] | None = None,
     phases: Sequence[Phase] = (),
+    status: RunStatus | None = None,
     **params: Mapping[str, Any],
 ) -> RunDiagnosis:
     """Diagnose one run from its tidy table (rows of one run; every point is used, or those of one session).
@@ -500,6 +505,7 @@ def diagnose_run(
             ``gradient_clipping``, ``gradient_clip_val``, ``grad_clip`` …) is the gradient analyzer's ``max_norm``
             unless ``gradients={"max_norm": …}`` says otherwise.
         phases: the run's sessions (``RunInfo.phases``); with several, one is judged (see the module doc).
+        status: how the run ended (``RunInfo.status``), carried into the result as it is.
         **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
             ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``
             (each a dict of that analyzer's keyword arguments).
@@ -629,6 +635,7 @@ def diagnose_run(
         loss_analysis=loss_analysis,
         curves=kept,
         phase=judged,
+        status=status,
     )
 
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tanalyze.errors import InputError, NoLogsError
 from tanalyze.identity import RunPart, Source, identify
 from tanalyze.readers import HEAD_BYTES, Reader, get_readers
 from tanalyze.readers.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
+from tanalyze.runstatus.scan import is_console_log
 
 __all__ = ["RunSpec", "Discovery", "NotRead", "discover"]
 
@@ -66,6 +67,9 @@ class RunSpec:
     files: tuple[str, ...]
     pattern: str | None = None  # the user regex, for runs of format "pattern"
     parts: tuple[RunPart, ...] = ()  # set when the run was written to several places (see tanalyze.identity)
+    #: console logs no reader claims in the run's folder or the nearest folder above it that has some
+    #: (stdout/stderr a batch system kept): read for the run's status only
+    consoles: tuple[str, ...] = ()
 
     def part_specs(self) -> tuple[RunSpec, ...]:
         """One spec per part of a joined run (each read by its own reader); the spec itself otherwise."""
@@ -250,6 +254,7 @@ def discover(
                 parts=parts,
             )
         )
+    runs = _with_consoles(runs, unrecognized, root)
     if not runs:
         detail = ""
         if unrecognized:
@@ -268,6 +273,32 @@ def discover(
         skipped_dirs=tuple(skipped),
         errors=tuple(errors),
     )
+
+
+def _with_consoles(runs: list[RunSpec], unrecognized: list[str], root: Path) -> list[RunSpec]:
+    """Each run with the unclaimed console logs beside it or in the nearest folder above it, up to ``root``."""
+    by_folder: dict[Path, list[str]] = defaultdict(list)
+    for file in unrecognized:
+        if is_console_log(file):
+            by_folder[Path(file).parent].append(file)
+    if not by_folder:
+        return runs
+    top = root if root.is_dir() else root.parent
+    out = []
+    for run in runs:
+        folder = Path(run.directory)
+        if any(is_console_log(f) for f in run.files):  # its own console speaks for it
+            out.append(run)
+            continue
+        while True:
+            if folder in by_folder:
+                run = replace(run, consoles=tuple(sorted(by_folder[folder])))
+                break
+            if folder == top or folder.parent == folder or not _within(folder, top):
+                break
+            folder = folder.parent
+        out.append(run)
+    return out
 
 
 def _within(directory: Path, root: Path) -> bool:

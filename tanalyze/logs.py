@@ -24,6 +24,8 @@ from tanalyze.parallel import Failure, ProgressCallback, map_runs
 from tanalyze.readers import Phase, ReadWarning, Restart, RunData, get_reader
 from tanalyze.readers.base import ResumableReader
 from tanalyze.readers.pattern import UserPattern, read_with_pattern
+from tanalyze.runstatus import RunStatus, run_status
+from tanalyze.runstatus.model import UNKNOWN
 from tanalyze.schema import (
     ScalarColumns,
     concat_frames,
@@ -63,6 +65,8 @@ class RunInfo:
     sources: tuple[RunPart, ...] = ()
     #: the training sessions of a log that holds several (see :class:`~tanalyze.readers.base.Phase`); () for one
     phases: tuple[Phase, ...] = ()
+    #: how the run ended (finished, crashed, oom, killed, nccl_timeout, running, unknown) with its evidence
+    status: RunStatus = UNKNOWN
 
     def __reduce__(self):
         # Read-only mappings do not pickle; runs cross process boundaries (worker pools, clusters).
@@ -82,6 +86,7 @@ class RunInfo:
             "phases": [p.to_dict() for p in self.phases],
             "notes": list(self.notes),
             "sources": [p.to_dict() for p in self.sources],
+            "status": self.status.to_dict(),
         }
 
 
@@ -229,6 +234,8 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
         parts = read
     results = []
     for part in parts:
+        files = tuple(dict.fromkeys((*spec.files, *(str(p) for p in part.extra_files))))
+        status = _status(files, spec, run_format, part.hparams)
         name = spec.name if part.name is None else f"{spec.name}/{part.name}"
         if part.title and part.name is None:
             parent = name.rpartition("/")[0]
@@ -248,7 +255,7 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
             name=name,
             format=run_format,
             directory=spec.directory,
-            files=tuple(dict.fromkeys((*spec.files, *(str(p) for p in part.extra_files)))),
+            files=files,
             hparams=MappingProxyType(dict(part.hparams)),
             warnings=tuple(part.warnings),
             restarts=tuple(part.restarts),
@@ -256,9 +263,18 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
             text=MappingProxyType(dict(part.text)),
             sources=sources,
             phases=tuple(part.phases),
+            status=status,
         )
         results.append(RunResult(info, scalars, histograms))
     return results
+
+
+def _status(files: tuple[str, ...], spec: RunSpec, run_format: str, hparams: Mapping[str, Any]) -> RunStatus:
+    """The run's status from the tails of its console logs, its W&B exit record and its files' times."""
+    try:
+        return run_status(files, consoles=spec.consoles, run_format=run_format, hparams=hparams)
+    except (OSError, ValueError) as exc:  # a status is never worth losing the run's points
+        return RunStatus("unknown", f"could not read the run's files for its status: {exc}")
 
 
 @dataclass(frozen=True, eq=False)  # tables do not compare with ==; a Logs is equal to itself only

@@ -47,7 +47,7 @@ SIGNATURES = {
     "read_run": ["spec", "*cache"],
     "diagnose": ["logs", "*roles", "*num_classes", "*thresholds", "**params"],
     "diagnose_run": ["frame", "*run", "*format", "*roles", "*histograms", "*read_warnings", "*num_classes",
-                     "*thresholds", "*hparams", "*phases", "**params"],
+                     "*thresholds", "*hparams", "*phases", "*status", "**params"],
     "resolve_roles": ["source", "overrides"],
     "check": ["candidate", "*baseline", "*config", "*roles", "*progress", "*jobs", "*cache", "*client"],
     "Logs.select": ["runs"],

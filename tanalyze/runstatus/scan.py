@@ -1,0 +1,333 @@
+"""Scanners for a run's status: each reads only a bounded piece of one source.
+
+- :func:`scan_console` reads the last :data:`TAIL_BYTES` of a console log (stdout/stderr as a batch
+  system keeps it, W&B's ``output.log``, an HF / Lightning / llm.c console) and returns the
+  :class:`~tanalyze.runstatus.model.Signal` s in it, with line numbers.
+- :func:`wandb_exit` takes what the W&B reader already found (``hparams["_wandb"]``).
+- :func:`run_status` puts a run's sources together and calls the pure classifier.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tanalyze.runstatus.model import Evidence, RunStatus, Signal, WandbExit, classify
+
+__all__ = ["TAIL_BYTES", "is_console_log", "scan_console", "wandb_exit", "run_status"]
+
+#: How much of the end of a console log is read (a traceback, an end marker, a cancel line fit easily).
+TAIL_BYTES = 128 * 1024
+#: Line numbers are counted only when the part before the tail is at most this long (else None).
+_COUNT_LINES_UP_TO = 64 * 1024 * 1024
+#: A line shown as evidence is cut to this many characters (around what matched).
+_SHOWN = 240
+
+_CONSOLE_SUFFIXES = {".log", ".out", ".err", ".txt"}
+_CONSOLE_NAMES = re.compile(r"^(stdout|stderr|output|console|slurm-[\w.-]+|train|log)$", re.IGNORECASE)
+
+#: Formats whose console log prints an end marker when training completes: without it, the run was stopped.
+END_MARKER_FORMATS = frozenset({"hf_console", "llmc", "megatron", "detectron2", "fairseq"})
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_RANK_PREFIX = re.compile(r"^(?:\[(?:rank|Rank)\s*\d+\]:?\s?|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?)")
+
+_FINISHED = [
+    (re.compile(r"['\"]train_runtime['\"]\s*:|^\s*train_runtime\s*="), "HF Trainer printed its final train_runtime"),
+    (re.compile(r"`?Trainer\.fit`? stopped"), "Lightning: Trainer.fit stopped"),
+    (re.compile(r"total average iteration time"), "llm.c printed its final timing"),
+    (re.compile(r"after training is done"), "Megatron: after training is done"),
+    (re.compile(r"Overall training speed: \d+ iterations"), "detectron2 printed its overall training speed"),
+    (re.compile(r"done training in [\d.]+ seconds"), "fairseq: done training"),
+    (re.compile(r"\d+ epochs completed in [\d.]+ hours"), "Ultralytics: epochs completed"),
+    (re.compile(r"^peak memory (?:allocated|consumption)"), "modded-nanogpt printed its final peak memory"),
+]
+_LAST_STEP = re.compile(r"^\s*step\s+(\d+)\s*/\s*(\d+)\b")
+_STARTED = re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*|^\s*\|\s*Name\s*\|\s*Type\s*\|"
+                      r"|^\s*\d+\s+Trainable params|^GPU available: ")
+_KILLED = [
+    (re.compile(r"\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*"), "slurm"),
+    (re.compile(r"^(?:.*line \d+:\s+\d+\s+)?(Killed|Terminated)(?:\s|$)"), "signal"),
+    (re.compile(r"Received (\d+) death signal, shutting down workers"), "elastic"),
+    (re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID"), "elastic"),
+    (re.compile(r"PBS: job killed: (\w+)|TERM_(RUNLIMIT|PREEMPT|OWNER|MEMLIMIT)"), "batch"),
+]
+_OOM = re.compile(
+    r"CUDA out of memory|HIP out of memory|OutOfMemoryError|can't allocate memory|\bout of memory\b"
+    r"|oom[-_]kill|Out of memory: Killed process|RESOURCE_EXHAUSTED|OOM when allocating|std::bad_alloc"
+    r"|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED|^MemoryError\b", re.IGNORECASE)
+_ALLOCATION = [
+    re.compile(r"Tried to allocate ([\d.]+ ?[KMGT]i?B)"),
+    re.compile(r"you tried to allocate (\d+) bytes"),
+    re.compile(r"OOM when allocating tensor with shape\s*\[([^\]]*)\]"),
+]
+_ALLOCATING_LINE = re.compile(r"allocat\w* ([\d.]+ ?[KMGT]i?B(?: for [\w ]+)?)", re.IGNORECASE)
+_NCCL = re.compile(
+    r"Watchdog caught collective operation timeout|collective operation timeout|ProcessGroupNCCL.*(?:timeout|abort)"
+    r"|NCCL (?:error|timeout|communicator was aborted)|\bnccl\w*Error\b|RuntimeError: NCCL|DistBackendError"
+    r"|Timed out waiting \d+ms for (?:recv|send) operation|DistNetworkError|DistStoreError"
+    r"|Connection closed by peer|heartbeat monitor|NCCL_TIMEOUT", re.IGNORECASE)
+_FATAL = [
+    (re.compile(r"\[CUDA ERROR\] at file (\S+?):?$|\[CUDA ERROR\]"), "CUDA error"),
+    (re.compile(r"\[cuBLAS ERROR\]:?\s*(.*)"), "cuBLAS error"),
+    (re.compile(r"Assertion .* failed"), "assertion failed"),
+    (re.compile(r"terminate called after throwing an instance of '([^']+)'"), "C++ exception"),
+    (re.compile(r"Fatal Python error: (.+)"), "fatal Python error"),
+    (re.compile(r"Segmentation fault|received signal SIGSEGV"), "SIGSEGV"),
+    (re.compile(r"Aborted \(core dumped\)|^Aborted$"), "SIGABRT"),
+    (re.compile(r"Bus error \(core dumped\)|Illegal instruction \(core dumped\)"), "signal"),
+]
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$')
+_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::\s?(.*))?$")
+_NOT_EXCEPTION = ("During handling", "The above exception", "Traceback")
+
+
+def is_console_log(path: str | os.PathLike[str]) -> bool:
+    """True for a file that looks like a run's console output (``*.log``, ``*.out``, ``*.err``, ``stdout`` …)."""
+    p = Path(path)
+    if p.name.startswith("events.out.tfevents"):
+        return False
+    return p.suffix.lower() in _CONSOLE_SUFFIXES or bool(_CONSOLE_NAMES.match(p.stem)) and not p.suffix
+
+
+def _tail(path: Path, size: int) -> tuple[list[str], int | None]:
+    """The last lines of a file (at most ``TAIL_BYTES``) and the 1-based number of the first one (None: not counted)."""
+    start = max(0, size - TAIL_BYTES)
+    with open(path, "rb") as handle:
+        first_line: int | None = 1
+        if start:
+            if start <= _COUNT_LINES_UP_TO:
+                count, left = 0, start
+                while left:
+                    chunk = handle.read(min(left, 1 << 20))
+                    if not chunk:
+                        break
+                    count += chunk.count(b"\n")
+                    left -= len(chunk)
+                first_line = count + 1
+            else:
+                first_line = None
+        handle.seek(start)
+        data = handle.read(TAIL_BYTES)
+    text = data.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if start and lines:  # the first piece is the end of a line cut by the window
+        lines = lines[1:]
+        first_line = first_line + 1 if first_line is not None else None
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines, first_line
+
+
+def _clean(line: str) -> str:
+    line = _ANSI.sub("", line).rstrip("\r")
+    if "\r" in line:  # a progress bar redrawn with bare carriage returns: what is on screen is the last part
+        parts = [p for p in line.split("\r") if p.strip()]
+        line = parts[-1] if parts else ""
+    return _RANK_PREFIX.sub("", line)
+
+
+def _shown(line: str, match: re.Match[str] | None = None) -> str:
+    if len(line) <= _SHOWN:
+        return line.strip()
+    start = max(0, (match.start() if match else 0) - 40)
+    return line[start:start + _SHOWN].strip() + " …"
+
+
+def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
+    """The status signals in the tail of one console log, in file order. An unreadable file gives none."""
+    file = Path(path)
+    try:
+        lines, first = _tail(file, file.stat().st_size)
+    except OSError:
+        return []
+    name = str(path)
+    signals: list[Signal] = []
+    cleaned = [_clean(line) for line in lines]
+    in_failures = False  # torch elastic's "Failures:" block lists other ranks, not the root cause
+    index = 0
+    while index < len(cleaned):
+        line = cleaned[index]
+        number = None if first is None else first + index
+        if line.startswith("Failures:"):
+            in_failures = True
+        elif line.startswith("Root Cause"):
+            in_failures = False
+        signal, skip = _line_signal(cleaned, index, name, number, in_failures)
+        if signal is not None:
+            signals.append(signal)
+        index += 1 + skip
+    return signals
+
+
+def _line_signal(lines: list[str], index: int, name: str, number: int | None,
+                 in_failures: bool) -> tuple[Signal | None, int]:
+    line = lines[index]
+    if not line.strip():
+        return None, 0
+    if _TRACEBACK.search(line):
+        return _traceback(lines, index, name, number)
+    for pattern, detail in _FINISHED:
+        if pattern.search(line):
+            return Signal("finished", Evidence(name, number, _shown(line)), detail), 0
+    last_step = _LAST_STEP.search(line)
+    if last_step and last_step.group(1) == last_step.group(2) and int(last_step.group(1)) > 0:
+        return Signal("finished", Evidence(name, number, _shown(line, last_step)),
+                      f"reached its last step ({last_step.group(1)}/{last_step.group(2)})"), 0
+    if _NCCL.search(line):
+        return Signal("nccl", Evidence(name, number, _shown(line, _NCCL.search(line))),
+                      "a collective operation timed out or failed (distributed hang)"), 0
+    oom = _OOM.search(line)
+    if oom:
+        return _oom(lines, index, name, number, line, oom), 0
+    for pattern, what in _FATAL:
+        found = pattern.search(line)
+        if found:
+            return _fatal(lines, index, name, number, line, found, what)
+    if not in_failures:
+        for pattern, source in _KILLED:
+            found = pattern.search(line)
+            if found:
+                return Signal("killed", Evidence(name, number, _shown(line, found)), _killed_detail(found, source)), 0
+    if _STARTED.search(line):
+        return Signal("started", Evidence(name, number, _shown(line)), "training started"), 0
+    return None, 0
+
+
+def _killed_detail(found: re.Match[str], source: str) -> str:
+    groups = [g for g in found.groups() if g]
+    if source == "slurm":
+        return f"cancelled by SLURM ({groups[0].lower()})" if groups else "cancelled by SLURM"
+    if source == "elastic":
+        return f"the launcher received signal {' '.join(groups)}"
+    if source == "batch":
+        return f"stopped by the batch system ({groups[0].lower()})" if groups else "stopped by the batch system"
+    return "killed by a signal" if found.group(1) == "Killed" else "terminated (SIGTERM)"
+
+
+def _oom(lines: list[str], index: int, name: str, number: int | None, line: str, found: re.Match[str]) -> Signal:
+    allocation = ""
+    for pattern in _ALLOCATION:
+        got = pattern.search(line)
+        if got:
+            allocation = got.group(1) + (" bytes" if got.group(1).isdigit() else "")
+            break
+    if not allocation:  # llm.c and others print what they allocate just before it fails
+        for before in reversed(lines[max(0, index - 5):index]):
+            got = _ALLOCATING_LINE.search(before)
+            if got:
+                allocation = got.group(1)
+                break
+    shown = line
+    if len(line.strip()) < 20 and index:  # "out of memory" on its own line: show what came with it
+        shown = f"{lines[index - 1].strip()} {line.strip()}"
+    exception = _EXCEPTION.match(line.strip())
+    kind = "host" if re.search(r"can't allocate memory|^MemoryError|oom[-_]kill|Killed process|bad_alloc", line,
+                               re.IGNORECASE) else "device" if re.search(r"CUDA|HIP|cuda|CUBLAS", shown) else ""
+    detail = {"host": "host out of memory", "device": "GPU out of memory"}.get(kind, "out of memory")
+    return Signal("oom", Evidence(name, number, _shown(shown, found)), detail,
+                  exception=exception.group(1) if exception and exception.group(2) is not None else "",
+                  allocation=allocation)
+
+
+def _fatal(lines: list[str], index: int, name: str, number: int | None, line: str, found: re.Match[str],
+           what: str) -> tuple[Signal, int]:
+    detail = what
+    if what == "CUDA error" and index + 1 < len(lines) and lines[index + 1].strip():
+        message = lines[index + 1].strip()  # llm.c prints the message on the next line
+        if _OOM.search(message):
+            oom = _oom(lines, index + 1, name, None if number is None else number + 1, message, _OOM.search(message))
+            return oom, 1
+        detail = f"CUDA error: {message}"
+        line = f"{line.strip()} {message}"
+    elif found.groups() and found.group(1):
+        detail = f"{what}: {found.group(1)}"
+    elif what == "assertion failed":
+        detail = _shown(line[found.start():])
+    return Signal("fatal", Evidence(name, number, _shown(line, found)), detail, exception=what), 0
+
+
+def _traceback(lines: list[str], index: int, name: str, number: int | None) -> tuple[Signal | None, int]:
+    """The exception line that ends the traceback starting at ``index``, with its last frame."""
+    frame = ""
+    for offset in range(index + 1, min(len(lines), index + 400)):
+        text = lines[offset]
+        got = _FRAME.match(text)
+        if got:
+            frame = f'{got.group(1)}:{got.group(2)} in {got.group(3).strip()}'
+            continue
+        if not text.strip() or text[:1].isspace() or text.startswith(_NOT_EXCEPTION):
+            if text.startswith("Traceback"):
+                return None, offset - index - 1  # a chained traceback follows: that one ends the story
+            continue
+        exception = _EXCEPTION.match(text.strip())
+        if exception is None:
+            continue
+        at = None if number is None else number + (offset - index)
+        kind_name, message = exception.group(1), (exception.group(2) or "").strip()
+        evidence = Evidence(name, at, _shown(text))
+        if kind_name.endswith("KeyboardInterrupt"):
+            return Signal("killed", evidence, "interrupted (KeyboardInterrupt)", exception=kind_name, frame=frame), \
+                offset - index
+        if _OOM.search(text):
+            oom = _oom(lines, offset, name, at, text, _OOM.search(text))
+            return Signal("oom", evidence, oom.detail, exception=kind_name, frame=frame,
+                          allocation=oom.allocation), offset - index
+        if _NCCL.search(text):
+            return Signal("nccl", evidence, "a collective operation timed out or failed (distributed hang)",
+                          exception=kind_name, frame=frame), offset - index
+        reason = f"{kind_name}: {message}" if message else kind_name
+        return Signal("traceback", evidence, _shown(reason), exception=kind_name, frame=frame), offset - index
+    return None, 0
+
+
+def wandb_exit(hparams: Mapping[str, Any], files: Iterable[str]) -> WandbExit | None:
+    """The W&B exit record the W&B reader found (``hparams["_wandb"]``); None for a run without a .wandb log."""
+    info = hparams.get("_wandb")
+    record = next((f for f in files if f.endswith(".wandb")), None)
+    if not isinstance(info, Mapping) or record is None:
+        return None
+    code = info.get("exit_code")
+    runtime = info.get("runtime_s")
+    return WandbExit(record, code if isinstance(code, int) and not isinstance(code, bool) else None,
+                     float(runtime) if isinstance(runtime, int | float) and not isinstance(runtime, bool) else None)
+
+
+def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format: str = "",
+               hparams: Mapping[str, Any] | None = None, now: float | None = None) -> RunStatus:
+    """How a run ended, from its console logs (its own text files and ``consoles`` beside it),
+    its W&B exit record and its files' modification times (``now`` defaults to the clock)."""
+    import time
+
+    files = list(files)
+    texts = list(dict.fromkeys([f for f in files if is_console_log(f)] + list(consoles)))
+    newest, newest_file = None, ""
+    for f in dict.fromkeys(files + texts):
+        try:
+            mtime = os.stat(f).st_mtime
+        except OSError:
+            continue
+        if newest is None or mtime > newest:
+            newest, newest_file = mtime, f
+    signals: list[Signal] = []
+    by_time = sorted(texts, key=lambda f: _mtime(f))
+    for f in by_time:  # the console written last speaks last
+        signals.extend(scan_console(f))
+    started = any(s.kind == "started" for s in signals)
+    decisive = [s for s in signals if s.kind != "started"]
+    if signals and signals[-1].kind == "started":  # a new session began after what ended the last one
+        decisive = []
+    return classify(decisive, wandb=wandb_exit(hparams or {}, files), newest_mtime=newest,
+                    newest_file=newest_file, now=time.time() if now is None else now,
+                    expects_end_marker=run_format in END_MARKER_FORMATS or started)
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,161 @@
+"""Run status: exact statuses of jobs that really crashed, ran out of memory, were killed or hung,
+and of the real crash / distributed logs of the corpus."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tanalyze.logs import load
+from tanalyze.runstatus import Evidence, RunStatus, Signal, WandbExit, classify, run_status, scan_console
+from tests.conftest import real_log
+
+CRASHES = Path(__file__).resolve().parents[1] / "fixtures" / "crashes"
+LATER = time.time() + 10 * 86400  # long after the fixtures were written: nothing counts as running
+
+
+@pytest.mark.parametrize(
+    ("job", "status", "exception", "line", "allocation"),
+    [
+        ("lightning_finished", "finished", "", 17, ""),
+        ("lightning_crashed", "crashed", "ValueError", 91, ""),
+        ("lightning_host_oom", "oom", "RuntimeError", 92, "17179869184 bytes"),
+        ("wandb_crashed", "crashed", "RuntimeError", 35, ""),
+        ("gloo_timeout", "nccl_timeout", "", 20, ""),
+    ],
+)
+def test_console_of_a_real_job(job, status, exception, line, allocation):
+    got = run_status([str(CRASHES / job / "train.log")], now=LATER)
+    assert got.status == status
+    assert got.evidence[0].line == line
+    assert got.evidence[0].file.endswith(f"{job}/train.log")
+    if exception:
+        assert got.exception == exception
+    assert got.allocation == allocation
+
+
+def test_traceback_gives_exception_and_last_frame():
+    got = run_status([str(CRASHES / "lightning_crashed" / "train.log")], now=LATER)
+    assert got.reason == "ValueError: loss went bad at step 25"
+    assert got.frame.endswith("lightning_crashed/job.py:21 in training_step")
+    assert got.evidence[0].text == "ValueError: loss went bad at step 25"
+
+
+def test_gloo_timeout_names_the_timed_out_collective():
+    got = run_status([str(CRASHES / "gloo_timeout" / "train.log")], now=LATER)
+    assert "Timed out waiting 5000ms for recv operation" in got.evidence[0].text
+    # the launcher's summary lists rank 1's SIGTERM among the failures: not what ended the job
+    assert got.status != "killed"
+
+
+def test_killed_job_without_end_marker_is_killed_once_quiet_and_running_while_it_grows():
+    log = str(CRASHES / "lightning_killed" / "train.log")
+    assert run_status([log], now=LATER).status == "killed"
+    assert run_status([log], now=os.stat(log).st_mtime + 10).status == "running"
+
+
+def _aged_copy(tmp_path: Path, job: str) -> Path:
+    target = tmp_path / job
+    shutil.copytree(CRASHES / job, target)
+    old = time.time() - 86400
+    for path in target.rglob("*"):
+        os.utime(path, (old, old))
+    return target
+
+
+@pytest.mark.parametrize(
+    ("job", "status"),
+    [("lightning_finished", "finished"), ("lightning_crashed", "crashed"), ("lightning_host_oom", "oom"),
+     ("lightning_killed", "killed"), ("wandb_crashed", "crashed"), ("wandb_killed", "killed")],
+)
+def test_load_attaches_the_status_to_each_run(tmp_path, job, status):
+    logs = load(_aged_copy(tmp_path, job), cache=False)
+    (info,) = logs.runs.values()
+    assert info.status.status == status
+    assert info.to_dict()["status"]["status"] == status
+
+
+def test_wandb_exit_record_alone_decides(tmp_path):
+    folder = _aged_copy(tmp_path, "wandb_crashed")
+    (folder / "train.log").unlink()  # no console: the run record's exit code speaks
+    (info,) = load(folder, cache=False).runs.values()
+    assert info.status.status == "crashed"
+    assert info.status.reason.startswith("W&B recorded exit code 1")
+    assert info.status.evidence[0].file.endswith(".wandb")
+    folder = _aged_copy(tmp_path, "wandb_killed")
+    (folder / "train.log").unlink()
+    (info,) = load(folder, cache=False).runs.values()
+    assert info.status.status == "killed"
+    assert "no exit record" in info.status.reason
+
+
+@pytest.mark.parametrize(
+    ("relative", "status", "line", "detail"),
+    [
+        ("crash_logs/HectorFCardenas__llm.c/gpt2_train.11672072.log", "oom", 63, "39612 MiB for activations"),
+        ("crash_logs/HectorFCardenas__llm.c/gpt2_train.11672087.log", "oom", 63, "39612 MiB for activations"),
+        ("crash_logs/HectorFCardenas__llm.c/gpt2_train.11672096.log", "oom", 63, "39612 MiB for activations"),
+        ("crash_logs/HectorFCardenas__llm.c/gpt2_train.11672255.log", "killed", 976, "cancelled by SLURM (time limit)"),
+        ("crash_logs/HectorFCardenas__llm.c/gpt2_train.11673594.log", "crashed", 1, "Assertion `total_batch_size"),
+        ("crash_logs/HectorFCardenas__llm.c/gpt2_train.11678978.log", "crashed", 68, "CUDA error: misaligned address"),
+        ("crash_logs/HectorFCardenas__llm.c/gpt2_train.11679004.log", "crashed", 69, "cuBLAS error: 13"),
+        ("crash_logs/HectorFCardenas__llm.c/gpt2_train.11679010.log", "killed", 168, "cancelled by SLURM (time limit)"),
+        ("crash_logs/HectorFCardenas__llm.c/gpt2_train.11679031.log", "killed", 16463, "cancelled by SLURM"),
+        ("llmc_logs/HectorFCardenas__llm.c/gpt2_train.11672114.log", "killed", 824, "cancelled by SLURM (time limit)"),
+        ("llmc_logs/HectorFCardenas__llm.c/gpt2_train.11685414.log", "finished", 19800, "last step (19560/19560)"),
+        ("distributed_logs/Foo1szz__verl/train.out", "crashed", 969, "RayTaskError(ActorUnavailableError)"),
+        ("distributed_logs/HEISENYAN__openvla-oft/slurm.out", "killed", 3915, "cancelled by SLURM"),
+        ("crash_logs/MinhwaCho__hyphae_yolov7/wandb/run-20240111_171811-jb3cut2s/files/output.log", "crashed", 92,
+         "Exception: Dataset not found."),
+    ],
+)
+def test_real_logs_exact_status(relative, status, line, detail):
+    path = real_log(relative)
+    got = run_status([str(path)], run_format="llmc" if "llm.c" in relative else "", now=LATER)
+    assert (got.status, got.evidence[0].line) == (status, line)
+    assert detail in got.reason + " " + got.allocation
+
+
+def test_real_crashed_wandb_run_loaded(real_logs):
+    logs = load(real_logs / "crash_logs" / "MinhwaCho__hyphae_yolov7", cache=False)
+    (info,) = logs.runs.values()
+    assert info.status.status == "crashed"
+    assert info.status.exception == "Exception"
+    assert info.status.frame.endswith("utils/general.py:173 in check_dataset")
+
+
+def test_tail_is_bounded_and_line_numbers_exact(tmp_path):
+    log = tmp_path / "train.log"
+    lines = [f"step {i} loss 1.0" for i in range(40000)]  # ~700 kB: more than the tail read
+    lines += ["Traceback (most recent call last):", '  File "train.py", line 9, in <module>',
+              "    main()", "KeyError: 'labels'"]
+    log.write_text("\n".join(lines) + "\n")
+    (signal,) = scan_console(log)
+    assert (signal.kind, signal.exception, signal.evidence.line) == ("traceback", "KeyError", 40004)
+    assert signal.frame == "train.py:9 in <module>"
+
+
+def test_unreadable_or_binary_console_gives_no_signal(tmp_path):
+    assert scan_console(tmp_path / "missing.log") == []
+    junk = tmp_path / "junk.log"
+    junk.write_bytes(bytes(range(256)) * 100)
+    assert all(isinstance(s, Signal) for s in scan_console(junk))
+
+
+def test_classifier_last_event_decides_and_oom_before_a_kill_is_oom():
+    def sig(kind, line, **kw):
+        return Signal(kind, Evidence("x.log", line, kind), **kw)
+
+    assert classify([sig("traceback", 10, exception="ValueError"), sig("finished", 50)]).status == "finished"
+    assert classify([sig("finished", 10), sig("killed", 50)]).status == "killed"
+    assert classify([sig("oom", 40, allocation="2.00 GiB"), sig("killed", 45)]).status == "oom"
+    assert classify([sig("oom", 40), sig("traceback", 60, exception="RuntimeError")]).status == "oom"
+    assert classify([sig("nccl", 30), sig("traceback", 60, exception="x.ChildFailedError")]).status == "nccl_timeout"
+    assert classify([], wandb=WandbExit("r.wandb", 137)).status == "killed"
+    assert classify([], wandb=WandbExit("r.wandb", 0)).status == "finished"
+    assert classify([]) == RunStatus("unknown", classify([]).reason)
+    assert classify([], newest_mtime=100.0, newest_file="a.log", now=150.0).status == "running"
