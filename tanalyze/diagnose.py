@@ -667,7 +667,7 @@ def diagnose(
         out[name] = diagnose_run(
             groups.get(name, empty), run=name, format=info.format, roles=roles, histograms=hist_groups.get(name),
             read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
-            hparams=info.hparams, phases=info.phases, **params,
+            hparams=info.hparams, phases=info.phases, status=info.status, **params,
         )
     return Diagnoses(compare_with_siblings(out))
 

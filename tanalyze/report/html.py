@@ -29,6 +29,7 @@ from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.groups import _flatten
 from tanalyze.report.model import LOSS_ROLES, VERDICTS, ReportData, RunView, number
 from tanalyze.report.parallel import draw, run_figures
+from tanalyze.runstatus import STATUSES
 from tanalyze.text import safe_text
 
 __all__ = ["render_html", "iter_html", "render_run_fragment", "csp_for", "json_for_script", "SCRIPT", "STYLE"]
@@ -211,7 +212,15 @@ def _summary_row(run: RunView, findings: list[dict[str, Any]]) -> dict[str, Any]
         "findings": len(findings),
         "worst": _worst(findings),
         "codes": " ".join(sorted({f["code"] for f in findings})),
+        **_status_cell(d.get("status")),
     }
+
+
+def _status_cell(status: Any) -> dict[str, Any]:
+    """How the run ended, for the summary table: the status and its reason (empty when not known)."""
+    if not isinstance(status, Mapping) or status.get("status") not in STATUSES or status["status"] == "unknown":
+        return {"status": None, "status_reason": ""}
+    return {"status": str(status["status"]), "status_reason": str(status.get("reason", ""))}
 
 
 def _config_rows(hparams: Mapping[str, Any]) -> list[tuple[str, str]]:

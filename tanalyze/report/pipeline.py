@@ -70,12 +70,13 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
     for part, result in enumerate(results):
         info = result.info
         if cached is not None:
-            diagnosis = cached[part]
+            # how the run ended depends on the clock too (a run still being written): never from the cache
+            diagnosis = {**cached[part], "status": to_jsonable(info.status.to_dict())}
         else:
             diagnosis = to_jsonable(diagnose_run(
                 result.scalars, run=info.name, format=info.format, roles=roles,
                 histograms=result.histograms if result.has_histograms else None,
-                read_warnings=tuple(str(w) for w in info.warnings), phases=info.phases,
+                read_warnings=tuple(str(w) for w in info.warnings), phases=info.phases, status=info.status,
             ).to_dict())
             made.append(diagnosis)
         # Plain dicts instead of read-only mappings, so that the run can travel between processes.

@@ -159,3 +159,49 @@ def test_classifier_last_event_decides_and_oom_before_a_kill_is_oom():
     assert classify([], wandb=WandbExit("r.wandb", 0)).status == "finished"
     assert classify([]) == RunStatus("unknown", classify([]).reason)
     assert classify([], newest_mtime=100.0, newest_file="a.log", now=150.0).status == "running"
+
+
+def test_report_json_and_summary_table_show_the_status(tmp_path):
+    import json
+
+    import jsonschema
+
+    import tanalyze
+    from tanalyze.cli import main
+
+    folder = tmp_path / "runs"
+    for job in ("lightning_crashed", "lightning_finished"):
+        _aged_copy(folder, job)
+    out_html, out_json = tmp_path / "r.html", tmp_path / "r.json"
+    assert main(["report", str(folder), "-o", str(out_html), "--json", str(out_json), "-q", "--no-cache",
+                 "-j", "1"]) == 0
+    report = json.loads(out_json.read_text())
+    schema = json.loads((Path(tanalyze.__file__).parent / "schemas" / "report.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(report)
+    status = {r["run"].split("/")[0]: r["status"] for r in report["runs"]}
+    assert status["lightning_crashed"]["status"] == "crashed"
+    assert status["lightning_crashed"]["exception"] == "ValueError"
+    assert status["lightning_crashed"]["evidence"][0]["line"] == 91
+    assert status["lightning_finished"]["status"] == "finished"
+    html = out_html.read_text()
+    assert 'data-status="crashed"' in html and 'data-status="finished"' in html
+    broken = json.loads(json.dumps(report))
+    broken["runs"][0]["status"]["status"] = "exploded"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema).validate(broken)
+
+
+def test_check_fails_a_crashed_candidate_with_the_reason(tmp_path, capsys):
+    from tanalyze.cli import main
+
+    folder = _aged_copy(tmp_path, "lightning_host_oom")
+    code = main(["check", str(folder), "--no-cache", "-j", "1"])
+    out = capsys.readouterr().out
+    assert code == 1
+    line = next(x for x in out.splitlines() if "run_status" in x)
+    assert "FAIL" in line and "oom: host out of memory (failed allocation: 17179869184 bytes)" in line
+    assert "train.log:92" in line
+    folder = _aged_copy(tmp_path, "lightning_finished")
+    main(["check", str(folder), "--no-cache", "-j", "1"])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "run_status" in x)
+    assert "PASS" in line and "finished" in line
