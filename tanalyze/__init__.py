@@ -6,6 +6,7 @@
 >>> tanalyze.from_frame(df)                     # Logs from a DataFrame: tbparse, W&B history, MLflow, wide
 >>> tanalyze.diagnose(logs)                     # verdict, key steps and findings per run
 >>> tanalyze.check("runs/new", baseline="runs/old")   # the CI gate's rules: pass / warn / fail / skip
+>>> tanalyze.run_status(["slurm-123.out"])      # how a job ended: finished, crashed, oom, killed, ...
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tanalyze.frames import from_frame
 from tanalyze.logs import Logs, RunInfo, load, read_run
 from tanalyze.readers import Phase, ReadWarning, Restart
 from tanalyze.roles import Roles, resolve_roles
+from tanalyze.runstatus import RunStatus, run_status
 
 __all__ = [
     "__version__",
@@ -49,4 +51,6 @@ __all__ = [
     "Roles",
     "check",
     "CheckReport",
+    "RunStatus",
+    "run_status",
 ]

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tanalyze._version import __version__
-from tanalyze.errors import InputError, TanalyzeError
+from tanalyze.errors import InputError, NoLogsError, TanalyzeError
 from tanalyze.logs import Logs, load
 from tanalyze.readers.pattern import UserPattern
 from tanalyze.runstatus import RunStatus, is_console_log, run_status
@@ -101,8 +101,34 @@ def _add_engine(parser: argparse.ArgumentParser) -> None:
 _NOT_READ_SHOWN = 10
 
 
+#: Console logs whose status ``tanalyze runs`` shows when a path holds no run at all.
+_CONSOLES_SHOWN = 200
+
+
+def _console_statuses(path: str) -> None:
+    """How the jobs of the console logs under ``path`` ended, for a path no reader finds metrics in
+    (a job that crashed before its first step leaves only its console)."""
+    root = Path(path)
+    if root.is_file():
+        found = [root] if is_console_log(root) else []
+    else:
+        found = []
+        for folder, _, names in os.walk(root):
+            found.extend(Path(folder) / n for n in sorted(names) if is_console_log(n))
+            if len(found) >= _CONSOLES_SHOWN:
+                break
+    for file in found[:_CONSOLES_SHOWN]:
+        status = run_status([str(file)])
+        sys.stdout.write(f"{safe_text(file)}  [console, no metrics]\n")
+        _write_status(sys.stdout, status)
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
-    logs = _load(args)
+    try:
+        logs = _load(args)
+    except NoLogsError:
+        _console_statuses(args.path)
+        raise
     tags = logs.tag_summary()
     out = sys.stdout
     for name, info in logs.runs.items():

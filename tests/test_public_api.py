@@ -26,6 +26,8 @@ EXPECTED = {
     "Roles",
     "check",
     "CheckReport",
+    "RunStatus",
+    "run_status",
 }
 
 
@@ -45,6 +47,7 @@ SIGNATURES = {
     "from_frame": ["frame", "*run", "*step"],
     "discover": ["path", "*formats", "*patterns", "*join"],
     "read_run": ["spec", "*cache"],
+    "run_status": ["files", "*consoles", "*run_format", "*hparams", "*now"],
     "diagnose": ["logs", "*roles", "*num_classes", "*thresholds", "**params"],
     "diagnose_run": ["frame", "*run", "*format", "*roles", "*histograms", "*read_warnings", "*num_classes",
                      "*thresholds", "*hparams", "*phases", "*status", "**params"],

@@ -205,3 +205,17 @@ def test_check_fails_a_crashed_candidate_with_the_reason(tmp_path, capsys):
     main(["check", str(folder), "--no-cache", "-j", "1"])
     line = next(x for x in capsys.readouterr().out.splitlines() if "run_status" in x)
     assert "PASS" in line and "finished" in line
+
+
+def test_runs_cli_shows_status_of_runs_and_of_consoles_without_metrics(tmp_path, capsys):
+    from tanalyze.cli import main
+
+    folder = _aged_copy(tmp_path, "lightning_killed")
+    assert main(["runs", str(folder), "--no-cache", "-j", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "status: KILLED  the log ends without the end marker" in out
+    gloo = _aged_copy(tmp_path, "gloo_timeout")
+    assert main(["runs", str(gloo), "--no-cache"]) == 2  # no metrics: still an error, but the status is shown
+    captured = capsys.readouterr()
+    assert "status: NCCL_TIMEOUT" in captured.out and "train.log:20:" in captured.out
+    assert "no training logs found" in captured.err
