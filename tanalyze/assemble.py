@@ -121,7 +121,7 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
             frames.append(_renamed(_table(data.scalars), part))
             if len(data.histograms):
                 histograms.append(_renamed(data.histograms, part))
-            joined.restarts.extend(Restart(r.step, r.file, _labelled(part, r.detail)) for r in data.restarts)
+            joined.restarts.extend(Restart(r.step, r.file, _labelled(part, r.detail), r.until) for r in data.restarts)
             if data.phases:
                 part_phases.append((part, data.phases))
             joined.notes.extend(_labelled(part, note) for note in data.notes)

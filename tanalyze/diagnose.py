@@ -48,13 +48,14 @@ from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.resources import ResourceHealth, analyze_resources
+from tanalyze.analysis.restarts import Boundary, RestartCost, analyze_restarts
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
 from tanalyze.analysis.siblings import SiblingSummary, compare_siblings, folder_of
 from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs
-from tanalyze.readers.base import Phase
+from tanalyze.readers.base import Phase, Restart
 from tanalyze.roles import (
     Roles,
     memory_unit,
@@ -155,6 +156,8 @@ class RunDiagnosis:
     phase: JudgedPhase | None = None
     #: how the run ended, from its console logs, W&B exit record and file times (None: not looked at)
     status: RunStatus | None = None
+    #: what its restarts and sessions cost in wall time and steps redone (None: it has none)
+    restarts: RestartCost | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
@@ -183,6 +186,7 @@ class RunDiagnosis:
             "role_details": self.role_details.to_dict() if self.role_details is not None else None,
             "phase": self.phase.to_dict() if self.phase is not None else None,
             "status": self.status.to_dict() if self.status is not None else None,
+            "restarts": self.restarts.to_dict() if self.restarts is not None else None,
         }
 
     def key_steps(self) -> dict[str, int]:
@@ -488,6 +492,7 @@ def diagnose_run(
     hparams: Mapping[str, Any] | None = None,
     phases: Sequence[Phase] = (),
     status: RunStatus | None = None,
+    restarts: Sequence[Restart] = (),
     **params: Mapping[str, Any],
 ) -> RunDiagnosis:
     """Diagnose one run from its tidy table (rows of one run; every point is used, or those of one session).
@@ -506,6 +511,7 @@ def diagnose_run(
             unless ``gradients={"max_norm": …}`` says otherwise.
         phases: the run's sessions (``RunInfo.phases``); with several, one is judged (see the module doc).
         status: how the run ended (``RunInfo.status``), carried into the result as it is.
+        restarts: the run's resumes (``RunInfo.restarts``); with ``phases``, what they cost in time and steps.
         **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
             ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``
             (each a dict of that analyzer's keyword arguments).
@@ -525,6 +531,7 @@ def diagnose_run(
         if run is None:
             run = str(names[0])
     run = run or ""
+    restart_cost = _restart_cost(frame, restarts, phases)
     judged = choose_phase(frame, phases)
     if judged is not None:  # the curves (and histograms) of that session only
         steps = frame["step"].to_numpy()
@@ -608,7 +615,7 @@ def diagnose_run(
                      or (f.code == "loss_spike" and f.step in {sp.onset_step for sp in val_spikes})]
     if overfitting is not None:
         findings += overfitting.findings
-    for result in (early, progress, gradients, throughput, resources):
+    for result in (early, progress, gradients, throughput, resources, restart_cost):
         if result is not None:
             findings += result.findings
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
@@ -636,7 +643,17 @@ def diagnose_run(
         curves=kept,
         phase=judged,
         status=status,
+        restarts=restart_cost,
     )
+
+
+def _restart_cost(frame: pd.DataFrame, restarts: Sequence[Restart], phases: Sequence[Phase]) -> RestartCost | None:
+    """What the run's resumes cost, from all its points (every session, before one is chosen to judge)."""
+    boundaries = [Boundary(r.step, "restart", r.until, r.detail) for r in restarts]
+    boundaries += [Boundary(p.first_step, "session", None, p.detail) for p in phases if p.index > 0]
+    if not boundaries or not len(frame):
+        return None
+    return analyze_restarts(frame["step"].to_numpy(), frame["wall_time"].to_numpy(dtype=np.float64), boundaries)
 
 
 def diagnose(
@@ -667,7 +684,8 @@ def diagnose(
         out[name] = diagnose_run(
             groups.get(name, empty), run=name, format=info.format, roles=roles, histograms=hist_groups.get(name),
             read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
-            hparams=info.hparams, phases=info.phases, status=info.status, **params,
+            hparams=info.hparams, phases=info.phases, status=info.status, restarts=info.restarts,
+            **params,
         )
     return Diagnoses(compare_with_siblings(out))
 

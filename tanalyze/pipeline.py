@@ -52,7 +52,7 @@ def _diagnosed(spec: RunSpec, cache: Cache | None, options: Mapping[str, Any]) -
         diagnosis = diagnose_run(result.scalars, run=info.name, format=info.format,
                                  histograms=result.histograms if result.has_histograms else None,
                                  read_warnings=tuple(str(w) for w in info.warnings), hparams=info.hparams,
-                                 phases=info.phases, status=info.status,
+                                 phases=info.phases, status=info.status, restarts=info.restarts,
                                  **options)
         out.append((result, diagnosis))
     return out
@@ -69,7 +69,7 @@ def _failed_diagnosis(spec: RunSpec, error: str, options: Mapping[str, Any]):
     result = failed_result(spec, error)
     diagnosis = diagnose_run(result.scalars, run=spec.name, format=spec.format,
                              read_warnings=tuple(str(w) for w in result.info.warnings), phases=result.info.phases,
-                             status=result.info.status, **options)
+                             status=result.info.status, restarts=result.info.restarts, **options)
     return result.info, diagnosis
 
 

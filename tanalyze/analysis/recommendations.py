@@ -197,6 +197,12 @@ CAUSES: dict[str, Cause] = {
         "a change in model, data or hyper-parameters",
         "Diff the configs of both runs and bisect the change.",
     ),
+    "restarts_time_lost": Cause(
+        "Wall time and steps lost to restarts",
+        "pre-emption, crashes or time limits with checkpoints far apart; slow requeueing",
+        "Checkpoint more often (the steps redone per restart are at most the checkpoint interval), save on "
+        "SIGTERM before a time limit or pre-emption, and fix what made the job stop (see its run status).",
+    ),
     "insufficient_data": Cause(
         "Not enough data to judge",
         "the run is too short or the needed curve was not logged",

@@ -339,6 +339,7 @@ def _settle(frame: pd.DataFrame, file: str, unit: str) -> Settled:
         start = int(steps[in_event].min())
         end = int(steps[in_event].max())
         earlier = keep & (rows < event[0]) & (steps >= start)
+        until = int(steps[earlier].max()) if earlier.any() else None
         replaced, identical = _compare(frame, earlier, in_event)
         orphans = int(earlier.sum()) - replaced
         keep &= ~earlier
@@ -351,7 +352,7 @@ def _settle(frame: pd.DataFrame, file: str, unit: str) -> Settled:
         if orphans:
             detail += f", {orphans} point(s) of the abandoned attempt after {unit} {start} dropped"
         where = str(frame["source"].iloc[int(np.argmax(rows == event[0]))]) if "source" in frame.columns else file
-        restarts.append(Restart(step=start, file=where, detail=detail))
+        restarts.append(Restart(step=start, file=where, detail=detail, until=until))
     kept, dropped = keep_last_write(frame.loc[keep].reset_index(drop=True), keys=("tag", "step"))
     if dropped:
         notes.append(f"{dropped} point(s) were logged twice at one {unit} within a restart; the later write was kept")

@@ -81,7 +81,7 @@ class Merged:
     wall_times: np.ndarray
     values: np.ndarray
     histograms: list[dict[str, Any]]
-    restarts: list[tuple[int, str, str]]  # (step, file, detail)
+    restarts: list[tuple[int, str, str, int]]  # (step, file, detail, the abandoned attempt's highest step)
     overlapping: list[str]  # files whose replaced points overlapped them in time
     repeated: dict[int, int]  # tag code -> points that repeat a step within their writer's sessions
     phases: list[Phase] = field(default_factory=list)  # empty when the sessions make one phase
@@ -195,7 +195,7 @@ def _all_steps(session: Session) -> np.ndarray:
 def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Merged:
     """Concatenate sessions in order, replacing what each later session logged again (or starting a phase)."""
     kept: list[Session] = []
-    restarts: list[tuple[int, str, str]] = []
+    restarts: list[tuple[int, str, str, int]] = []
     overlapping: list[str] = []
     phase_of: list[int] = []  # per kept session
     offsets: list[int] = [0]  # per phase
@@ -214,6 +214,7 @@ def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Me
         offset = offsets[-1]
         replaced = replaced_tags = 0
         first_replaced = _NEVER
+        last_replaced = -_NEVER
         latest_replaced_wall = -np.inf
         for old in current:
             if old.writer == session.writer and session.start_step is None and not _goes_back(old, session):
@@ -228,6 +229,7 @@ def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Me
             replaced_tags += len(np.unique(old.codes[drop])) + len(np.unique(hist_codes[hist_drop]))
             steps = np.concatenate([old.steps[drop], hist_steps[hist_drop]])
             first_replaced = min(first_replaced, int(steps.min()))
+            last_replaced = max(last_replaced, int(steps.max()))
             walls = old.wall_times[drop]
             if len(walls) and np.isfinite(walls).any():
                 latest_replaced_wall = max(latest_replaced_wall, float(np.nanmax(walls)))
@@ -246,7 +248,7 @@ def merge_sessions(sessions: list[Session], n_tags: int, n_hist_tags: int) -> Me
             if len(new_walls) and new_walls.min() < latest_replaced_wall:
                 overlapping.append(session.file)
                 detail += "; the sessions overlap in time (two writers at once?)"
-            restarts.append((first_replaced + offset, session.file, detail))
+            restarts.append((first_replaced + offset, session.file, detail, last_replaced + offset))
         kept.append(session)
         phase_of.append(len(offsets) - 1)
     phases = _shift_phases(kept, phase_of, offsets, phase_starts)

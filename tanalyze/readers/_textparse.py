@@ -712,6 +712,7 @@ class TextParser:
                     step=step,
                     file=self.file,
                     detail=f"step {step} logged again after step {previous}{who}{at}; the later values are kept",
+                    until=previous,
                 )
             )
 

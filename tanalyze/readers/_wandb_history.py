@@ -327,7 +327,8 @@ def _restarts(steps: np.ndarray, file: str, key: str | None) -> list[Restart]:
     previous = None
     for value in finite:
         if previous is not None and value < previous and value <= high:
-            restarts.append(Restart(int(value), file, f"'{key}' went back from {int(high)} to {int(value)} (resumed run)"))
+            restarts.append(Restart(int(value), file, f"'{key}' went back from {int(high)} to {int(value)} (resumed run)",
+                                    int(high)))
         high = max(high, value)
         previous = value
     return restarts

@@ -77,9 +77,14 @@ class Restart:
     step: int
     file: str | None = None
     detail: str = ""
+    #: the highest step the abandoned attempt had logged (None: not known); ``until - step`` steps were redone
+    until: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"step": self.step, "file": self.file, "detail": self.detail}
+        out: dict[str, Any] = {"step": self.step, "file": self.file, "detail": self.detail}
+        if self.until is not None:
+            out["until"] = self.until
+        return out
 
 
 @dataclass(frozen=True)

@@ -213,7 +213,7 @@ class TensorBoardReader(ResumableReader):
             scalars=_scalar_columns(tag_names, merged.codes, merged.steps, merged.values, merged.wall_times),
             histograms=_histogram_frame(files, list(hist_tags), merged.histograms),
             hparams=hparams, warnings=warnings, text=text,
-            restarts=[Restart(step, file, detail) for step, file, detail in merged.restarts],
+            restarts=[Restart(step, file, detail, until) for step, file, detail, until in merged.restarts],
             phases=merged.phases,
             notes=_notes(skipped, merged.repeated, tag_names),
         )

@@ -1,0 +1,68 @@
+"""Restarts as time lost: exact costs on a TensorBoard run really resumed three times, and on a real log."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tanalyze import diagnose, load
+from tanalyze.analysis.restarts import Boundary, analyze_restarts, format_duration
+
+RESUMED = Path(__file__).resolve().parents[1] / "fixtures" / "restarts"
+
+
+@pytest.fixture(scope="module")
+def resumed():
+    logs = load(RESUMED, cache=False)
+    (name,) = logs.runs
+    return logs, diagnose(logs)[name]
+
+
+def test_three_resumes_cost_the_queue_waits_plus_the_redone_work(resumed):
+    logs, d = resumed
+    (info,) = logs.runs.values()
+    assert [(r.step, r.until) for r in info.restarts] == [(3050, 3400), (7050, 7800), (10050, 10500)]
+    cost = d.restarts
+    assert cost.restarts == 3
+    assert cost.steps_redone == 350 + 750 + 450
+    assert cost.seconds_per_step == pytest.approx(0.5)
+    # waits 3,600 + 7,200 + 1,800 s and 400 + 800 + 500 steps of 0.5 s computed twice
+    assert [e.lost_s for e in cost.events] == pytest.approx([3800.0, 7600.0, 2050.0])
+    assert cost.time_lost_s == pytest.approx(13450.0)
+    assert cost.summary == "3 restarts, 3.7 h lost, 1,550 steps redone"
+    (finding,) = [f for f in d.findings if f.code == "restarts_time_lost"]
+    assert finding.severity == "warning"
+    assert finding.message.startswith("3 restarts, 3.7 h lost, 1,550 steps redone (")
+    assert finding.evidence["events"][1]["step"] == 7050
+    assert d.to_dict()["restarts"]["time_lost_s"] == pytest.approx(13450.0)
+
+
+def test_real_resumed_mmengine_run_redid_ten_steps(real_logs):
+    folder = real_logs / "mmengine_logs" / "hwh12345678900123__event-yolo"
+    logs = load(folder, cache=False)
+    found = {name: d.restarts for name, d in diagnose(logs).items() if d.restarts is not None}
+    assert len(found) == 1
+    (cost,) = found.values()
+    assert (cost.restarts, cost.steps_redone, cost.events[0].step) == (1, 10, 1325)
+
+
+def test_sessions_cost_their_downtime_and_no_steps():
+    steps = np.array([0, 10, 20, 30, 40, 50])
+    wall = np.array([0.0, 10.0, 20.0, 620.0, 630.0, 640.0])  # 10 min between the sessions, 1 s per step
+    cost = analyze_restarts(steps, wall, [Boundary(30, "session")])
+    assert (cost.restarts, cost.steps_redone) == (1, 0)
+    assert cost.time_lost_s == pytest.approx(590.0)
+
+
+def test_without_wall_time_only_steps_are_counted():
+    cost = analyze_restarts(np.arange(0, 100, 10), np.full(10, np.nan), [Boundary(50, "restart", until=80)])
+    assert (cost.time_lost_s, cost.steps_redone) == (None, 30)
+    assert cost.summary == "1 restart, 30 steps redone"
+    assert analyze_restarts(np.arange(3), np.zeros(3), []) is None
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(45, "45 s"), (750, "12.5 min"), (18720, "5.2 h"), (3 * 86400, "3.0 d")])
+def test_durations_read_as_people_say_them(seconds, text):
+    assert format_duration(seconds) == text
