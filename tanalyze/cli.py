@@ -76,6 +76,16 @@ def _connect(args: argparse.Namespace) -> None:
             raise InputError(f"cannot reach the Dask scheduler at {args.scheduler}: {exc}") from None
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
 def _jobs(text: str) -> int:
     try:
         value = int(text)
@@ -256,6 +266,55 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK if report.passed else EXIT_FAILED
 
 
+def cmd_watch(args: argparse.Namespace) -> int:
+    """Follow the logs under PATH: print each new finding once; stop with the check's code when --until holds."""
+    import json
+    import shlex
+    import subprocess
+    import time
+
+    from tanalyze.watch import Watcher, parse_until, until_holds
+
+    try:
+        until = parse_until(args.until) if args.until else None
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    command = shlex.split(args.on_finding) if args.on_finding else None
+    cache = False if args.no_cache else (args.cache_dir or True)
+    watcher = Watcher(args.path, cache=cache, roles=_parse_roles(args.role) or None, formats=args.format or None)
+    reported = []
+    started = time.monotonic()
+    out = sys.stdout
+    while True:
+        for event in watcher.poll():
+            reported.append(event)
+            if args.json:
+                out.write(json.dumps(event.to_dict(), allow_nan=False) + "\n")
+            else:
+                step = f"step {event.step}" if event.step is not None else "-"
+                out.write(f"{event.severity.upper():<7} {safe_text(event.run, 80)}  {step:<12} {event.code}: "
+                          f"{safe_text(event.message, 400)}\n")
+            out.flush()
+            if command:
+                env = dict(os.environ, TANALYZE_FINDING=json.dumps(event.to_dict(), allow_nan=False),
+                           TANALYZE_RUN=event.run, TANALYZE_CODE=event.code, TANALYZE_SEVERITY=event.severity,
+                           TANALYZE_MESSAGE=event.message)
+                try:
+                    subprocess.run(command, env=env, check=False, timeout=60)
+                except (OSError, subprocess.TimeoutExpired) as exc:
+                    sys.stderr.write(f"tanalyze watch: --on-finding {safe_text(args.on_finding)}: {exc}\n")
+        if until is not None and until_holds(until, watcher, reported):
+            from tanalyze.check_output import format_text
+            from tanalyze.check_runner import check
+
+            report = check(watcher.logs, config=args.config, roles=_parse_roles(args.role), jobs=1, cache=cache)
+            sys.stderr.write(format_text(report))
+            return EXIT_OK if report.passed else EXIT_FAILED
+        if args.timeout is not None and time.monotonic() - started >= args.timeout:
+            return EXIT_OK
+        time.sleep(args.interval)
+
+
 def cmd_baseline_save(args: argparse.Namespace) -> int:
     from tanalyze.baseline import Baseline
     from tanalyze.check_runner import summarize_path
@@ -428,6 +487,26 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     _add_engine(check)
     check.set_defaults(handler=cmd_check)
+
+    watch = sub.add_parser(
+        "watch", help="follow growing logs: print each new finding once (a line each), stop when --until holds")
+    watch.add_argument("path", help="a log file or a folder of runs (need not exist yet)")
+    watch.add_argument("--interval", type=_seconds, default=5.0, metavar="S", help="seconds between looks (default 5)")
+    watch.add_argument("--json", action="store_true", help="one JSON object per finding and line (for machines)")
+    watch.add_argument("--on-finding", metavar="CMD",
+                       help="run CMD for each new finding, with TANALYZE_FINDING (JSON), TANALYZE_RUN, TANALYZE_CODE, "
+                       "TANALYZE_SEVERITY and TANALYZE_MESSAGE in its environment (no shell: use sh -c '...' for one)")
+    watch.add_argument("--until", metavar="COND",
+                       help="stop when COND holds and exit with the check's code (0 pass, 1 fail): ended (no run still "
+                       "growing), failed (a run crashed, ran out of memory, was killed or hung, or an error finding), "
+                       "finding:CODE, status:NAME")
+    watch.add_argument("--timeout", type=_seconds, metavar="S", help="stop after S seconds (exit 0)")
+    watch.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
+    watch.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
+    watch.add_argument("--config", help="the check's config for --until (default: ./tanalyze.toml, ./pyproject.toml)")
+    watch.add_argument("--cache-dir", metavar="DIR", help="the incremental cache (default: $TANALYZE_CACHE_DIR)")
+    watch.add_argument("--no-cache", action="store_true", help="read every log in full at every look")
+    watch.set_defaults(handler=cmd_watch)
 
     baseline = sub.add_parser("baseline", help="save a baseline for 'tanalyze check'")
     baseline_sub = baseline.add_subparsers(dest="baseline_command", required=True, metavar="ACTION")
