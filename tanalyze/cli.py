@@ -86,6 +86,16 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text}")
+    return value
+
+
 def _jobs(text: str) -> int:
     try:
         value = int(text)
@@ -286,6 +296,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     started = time.monotonic()
     out = sys.stdout
     while True:
+        cpu = time.process_time()
         for event in watcher.poll():
             reported.append(event)
             if args.json:
@@ -312,7 +323,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
             return EXIT_OK if report.passed else EXIT_FAILED
         if args.timeout is not None and time.monotonic() - started >= args.timeout:
             return EXIT_OK
-        time.sleep(args.interval)
+        # Looking again costs what reading and diagnosing the grown runs cost (more as a run grows): the
+        # pause stretches so that watching takes at most --cpu-budget of one core.
+        cost = time.process_time() - cpu
+        pause = max(args.interval, cost * (1 / args.cpu_budget - 1))
+        if args.timeout is not None:
+            pause = min(pause, max(0.0, args.timeout - (time.monotonic() - started)))
+        time.sleep(pause)
 
 
 def cmd_baseline_save(args: argparse.Namespace) -> int:
@@ -501,6 +518,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "growing), failed (a run crashed, ran out of memory, was killed or hung, or an error finding), "
                        "finding:CODE, status:NAME")
     watch.add_argument("--timeout", type=_seconds, metavar="S", help="stop after S seconds (exit 0)")
+    watch.add_argument("--cpu-budget", type=_share, default=0.05, metavar="F",
+                       help="the most of one core watching may take (default 0.05): looks are spaced out as the "
+                       "runs grow and each look costs more")
     watch.add_argument("--format", action="append", metavar="NAME", help="only use this reader (repeatable)")
     watch.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
     watch.add_argument("--config", help="the check's config for --until (default: ./tanalyze.toml, ./pyproject.toml)")
