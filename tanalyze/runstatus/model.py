@@ -102,14 +102,16 @@ _SIGNAL_EXITS = {137: "SIGKILL", 143: "SIGTERM", -9: "SIGKILL", -15: "SIGTERM"}
 
 
 def classify(signals: Sequence[Signal], *, wandb: WandbExit | None = None, newest_mtime: float | None = None,
-             newest_file: str = "", now: float | None = None, expects_end_marker: bool = False) -> RunStatus:
+             newest_file: str = "", now: float | None = None, expects_end_marker: bool = False,
+             last_line: Evidence | None = None) -> RunStatus:
     """The status of a run from its console ``signals`` (in file order), its W&B exit record and file times.
 
     The console's last event decides: an end marker → finished; a cancel or kill → killed (oom when an
     out-of-memory line comes just before); a traceback or crash → the worst of what follows the last end
     marker (a distributed timeout, then out of memory, then the exception). Without console events the
     W&B exit code decides; without either, a file changed in the last :data:`RUNNING_WITHIN_S` means
-    running, and a log whose format prints an end marker (``expects_end_marker``) that has none was killed.
+    running, and a log whose format prints an end marker (``expects_end_marker``) that has none was killed
+    (``last_line``, the console's last line, is then the evidence).
     """
     recent = newest_mtime is not None and now is not None and now - newest_mtime < RUNNING_WITHIN_S
     if signals:
@@ -123,9 +125,10 @@ def classify(signals: Sequence[Signal], *, wandb: WandbExit | None = None, newes
     if recent:
         return RunStatus("running", f"{newest_file or 'a file'} changed {now - newest_mtime:.0f} s ago",
                          (Evidence(newest_file, None, "modified recently"),))
-    if expects_end_marker and newest_file:
+    if expects_end_marker and (last_line is not None or newest_file):
+        evidence = last_line if last_line is not None else Evidence(newest_file, None, "no end marker")
         return RunStatus("killed", "the log ends without the end marker its format prints (killed, pre-empted "
-                         "or out of time)", (Evidence(newest_file, None, "no end marker"),))
+                         "or out of time)", (evidence,))
     return UNKNOWN
 
 

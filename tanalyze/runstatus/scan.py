@@ -53,6 +53,7 @@ _KILLED = [
     (re.compile(r"^(?:.*line \d+:\s+\d+\s+)?(Killed|Terminated)(?:\s|$)"), "signal"),
     (re.compile(r"Received (\d+) death signal, shutting down workers"), "elastic"),
     (re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID"), "elastic"),
+    (re.compile(r"\b[Rr]eceived (?:signal )?(SIGTERM|SIGINT|SIGKILL|SIGHUP|SIGUSR1|SIGUSR2|SIGQUIT)\b"), "received"),
     (re.compile(r"PBS: job killed: (\w+)|TERM_(RUNLIMIT|PREEMPT|OWNER|MEMLIMIT)"), "batch"),
 ]
 _OOM = re.compile(
@@ -204,6 +205,8 @@ def _killed_detail(found: re.Match[str], source: str) -> str:
         return f"cancelled by SLURM ({groups[0].lower()})" if groups else "cancelled by SLURM"
     if source == "elastic":
         return f"the launcher received signal {' '.join(groups)}"
+    if source == "received":
+        return f"the job received {groups[0]}"
     if source == "batch":
         return f"stopped by the batch system ({groups[0].lower()})" if groups else "stopped by the batch system"
     return "killed by a signal" if found.group(1) == "Killed" else "terminated (SIGTERM)"
@@ -321,9 +324,23 @@ def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format
     decisive = [s for s in signals if s.kind != "started"]
     if signals and signals[-1].kind == "started":  # a new session began after what ended the last one
         decisive = []
+    expects = run_format in END_MARKER_FORMATS or started
     return classify(decisive, wandb=wandb_exit(hparams or {}, files), newest_mtime=newest,
-                    newest_file=newest_file, now=time.time() if now is None else now,
-                    expects_end_marker=run_format in END_MARKER_FORMATS or started)
+                    newest_file=newest_file, now=time.time() if now is None else now, expects_end_marker=expects,
+                    last_line=_last_line(by_time[-1]) if expects and not decisive and by_time else None)
+
+
+def _last_line(path: str) -> Evidence | None:
+    """The last non-empty line of a console log (what it ended on), with its number."""
+    try:
+        lines, first = _tail(Path(path), os.stat(path).st_size)
+    except OSError:
+        return None
+    for index in range(len(lines) - 1, -1, -1):
+        text = _clean(lines[index]).strip()
+        if text:
+            return Evidence(path, None if first is None else first + index, _shown(text))
+    return None
 
 
 def _mtime(path: str) -> float:

@@ -113,11 +113,44 @@ def test_wandb_exit_record_alone_decides(tmp_path):
          "Exception: Dataset not found."),
     ],
 )
-def test_real_logs_exact_status(relative, status, line, detail):
+def test_real_logs_exact_status_of_crashes_and_distributed_jobs(relative, status, line, detail):
     path = real_log(relative)
     got = run_status([str(path)], run_format="llmc" if "llm.c" in relative else "", now=LATER)
     assert (got.status, got.evidence[0].line) == (status, line)
     assert detail in got.reason + " " + got.allocation
+
+
+MEGATRON = "megatron_text_log/microsoft__Megatron-DeepSpeed/examples/"
+
+
+@pytest.mark.parametrize(
+    ("relative", "fmt", "status", "line", "detail"),
+    [
+        (MEGATRON + "random_ltd/log/gpt3-0.125B-tokendropping-graduallyIncrease-lr-3.0e-4-baseline.log", "megatron",
+         "killed", 3225, "the job received SIGTERM"),
+        (MEGATRON + "random_ltd/log/gpt3-0.125B-tokendropping-graduallyIncrease-lr-3.0e-4.log", "megatron",
+         "killed", 4684, "the job received SIGTERM"),
+        (MEGATRON + "MoE/log/gpt3-0.125B-tokendropping-graduallyIncrease-lr-3.0e-4.log", "megatron",
+         "killed", 2753, "ends without the end marker"),
+        ("hf_text_log/Jaong__Checkpoint-of-CPT/cmd.txt", "hf_console", "finished", 457, "train_runtime"),
+        ("wandb_local/jackokeefe11__nanoGPT/wandb/run-20240216_065242-ibal0bht/files/output.log", "", "oom", 46,
+         "48.00 MiB"),
+        ("wandb_local/druidowm__nanoGPT/wandb/run-20241022_232419-18kjtmnl/files/output.log", "", "crashed", 102,
+         "BackendCompilerFailed"),
+        ("wandb_local/druidowm__nanoGPT/wandb/run-20241012_160630-jqe8zy9r/files/output.log", "", "killed", 2594,
+         "KeyboardInterrupt"),
+        ("modded_nanogpt_logs/KellerJordan__modded-nanogpt/records/track_2_medium", "", "finished", None,
+         "peak memory"),
+    ],
+)
+def test_real_logs_exact_status_of_other_formats(relative, fmt, status, line, detail):
+    path = real_log(relative)
+    files = sorted(str(p) for p in path.rglob("*.txt"))[:1] if path.is_dir() else [str(path)]
+    got = run_status(files, run_format=fmt, now=LATER)
+    assert got.status == status
+    if line is not None:
+        assert got.evidence[0].line == line
+    assert detail in got.reason + " " + got.allocation + " " + got.evidence[0].text
 
 
 def test_real_crashed_wandb_run_loaded(real_logs):
