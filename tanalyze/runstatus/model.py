@@ -141,6 +141,9 @@ def _from_console(signals: list[Signal]) -> RunStatus:
         oom = [s for s in since_end if s.kind == "oom" and _near(s, last)]
         if oom:
             return _oom(oom[-1], extra=(last.evidence,))
+        hung = [s for s in since_end if s.kind == "nccl" and _near(s, last, 500)]
+        if hung:  # a hung collective, then the batch system or the launcher killed what was left
+            return RunStatus("nccl_timeout", hung[0].detail, (hung[0].evidence, last.evidence))
         return RunStatus("killed", last.detail or "killed", (last.evidence,))
     episode = _after_last(signals, ("finished", "killed"))
     nccl = [s for s in episode if s.kind == "nccl"]

@@ -38,6 +38,8 @@ _RANK_PREFIX = re.compile(r"^(?:\[(?:rank|Rank)\s*\d+\]:?\s?|\(\w+ pid=\d+(?:, i
 _FINISHED = [
     (re.compile(r"['\"]train_runtime['\"]\s*:|^\s*train_runtime\s*="), "HF Trainer printed its final train_runtime"),
     (re.compile(r"`?Trainer\.fit`? stopped"), "Lightning: Trainer.fit stopped"),
+    (re.compile(r"Signaling Trainer to stop"), "Lightning: early stopping ended the training"),
+    (re.compile(r"^Training completed\. Do not forget to share your model"), "HF Trainer: training completed"),
     (re.compile(r"total average iteration time"), "llm.c printed its final timing"),
     (re.compile(r"after training is done"), "Megatron: after training is done"),
     (re.compile(r"Overall training speed: \d+ iterations"), "detectron2 printed its overall training speed"),
@@ -52,7 +54,8 @@ _KILLED = [
     (re.compile(r"\*\*\* (?:JOB|STEP) [\w.]+ ON \S+ CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*"), "slurm"),
     (re.compile(r"^(?:.*line \d+:\s+\d+\s+)?(Killed|Terminated)(?:\s|$)"), "signal"),
     (re.compile(r"Received (\d+) death signal, shutting down workers"), "elastic"),
-    (re.compile(r"Signal (\d+) \((SIG\w+)\) received by PID"), "elastic"),
+    (re.compile(r"Signal (\d+) \((SIG(?:TERM|KILL|INT|HUP|USR1|USR2|QUIT|XCPU))\) received by PID"), "elastic"),
+    (re.compile(r"[Rr]equeu?ing job|job was requeued"), "requeued"),
     (re.compile(r"\b[Rr]eceived (?:signal )?(SIGTERM|SIGINT|SIGKILL|SIGHUP|SIGUSR1|SIGUSR2|SIGQUIT)\b"), "received"),
     (re.compile(r"PBS: job killed: (\w+)|TERM_(RUNLIMIT|PREEMPT|OWNER|MEMLIMIT)"), "batch"),
 ]
@@ -77,7 +80,8 @@ _FATAL = [
     (re.compile(r"Assertion .* failed"), "assertion failed"),
     (re.compile(r"terminate called after throwing an instance of '([^']+)'"), "C++ exception"),
     (re.compile(r"Fatal Python error: (.+)"), "fatal Python error"),
-    (re.compile(r"Segmentation fault|received signal SIGSEGV"), "SIGSEGV"),
+    (re.compile(r"Segmentation fault|received signal SIGSEGV|Signal 11 \(SIGSEGV\) received by PID"), "SIGSEGV"),
+    (re.compile(r"Signal 6 \(SIGABRT\) received by PID"), "SIGABRT"),
     (re.compile(r"Aborted \(core dumped\)|^Aborted$"), "SIGABRT"),
     (re.compile(r"Bus error \(core dumped\)|Illegal instruction \(core dumped\)"), "signal"),
 ]
@@ -205,6 +209,8 @@ def _killed_detail(found: re.Match[str], source: str) -> str:
         return f"cancelled by SLURM ({groups[0].lower()})" if groups else "cancelled by SLURM"
     if source == "elastic":
         return f"the launcher received signal {' '.join(groups)}"
+    if source == "requeued":
+        return "pre-empted and requeued by the batch system"
     if source == "received":
         return f"the job received {groups[0]}"
     if source == "batch":

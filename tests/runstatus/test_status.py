@@ -252,3 +252,43 @@ def test_runs_cli_shows_status_of_runs_and_of_consoles_without_metrics(tmp_path,
     captured = capsys.readouterr()
     assert "status: NCCL_TIMEOUT" in captured.out and "train.log:20:" in captured.out
     assert "no training logs found" in captured.err
+
+
+def test_watchdog_timeout_then_abort_and_cancel_is_a_distributed_hang(tmp_path):
+    # the shape of a torchrun job whose NCCL watchdog fired: the rank aborts (SIGABRT), the launcher reports
+    # it as the root cause, then the batch system cancels the job
+    log = tmp_path / "slurm-42.out"
+    log.write_text(
+        "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=1201, OpType=ALLREDUCE, NumelIn=1, Timeout(ms)=600000) ran for 600046 milliseconds "
+        "before timing out.\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "Root Cause (first observed failure):\n[0]:\n  exitcode  : -6 (pid: 812)\n"
+        "  traceback : Signal 6 (SIGABRT) received by PID 812\n"
+        "slurmstepd: error: *** JOB 42 ON node1 CANCELLED AT 2024-01-01T00:00:00 ***\n")
+    got = run_status([str(log)], now=LATER)
+    assert got.status == "nccl_timeout"
+    assert got.evidence[0].line == 1 and "Watchdog caught collective operation timeout" in got.evidence[0].text
+
+
+@pytest.mark.parametrize(
+    ("tail", "status", "reason"),
+    [
+        ("Epoch 7: val_loss did not improve. Signaling Trainer to stop.\n", "finished", "early stopping"),
+        ("Training completed. Do not forget to share your model on huggingface.co/models =)\n", "finished",
+         "training completed"),
+        ("slurmstepd: error: Detected 1 oom_kill event in StepId=7.0. Some of your processes may have been killed "
+         "by the cgroup out-of-memory handler.\nslurmstepd: error: *** JOB 7 ON n1 CANCELLED AT 2024-01-01T00:00:00 "
+         "***\n", "oom", "host out of memory"),
+        ("[rank: 0] Received SIGTERM: 15\nRequeing job 123...\n", "killed", "requeued"),
+        ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\nRoot Cause (first observed failure):\n"
+         "[0]:\n  exitcode  : -9 (pid: 9)\n  traceback : Signal 9 (SIGKILL) received by PID 9\n", "killed",
+         "SIGKILL"),
+    ],
+)
+def test_common_endings(tmp_path, tail, status, reason):
+    log = tmp_path / "job.out"
+    log.write_text("step 1 loss 2.0\nstep 2 loss 1.9\n" + tail)
+    got = run_status([str(log)], now=LATER)
+    assert got.status == status
+    assert reason in got.reason
