@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 __all__ = ["STATUSES", "FAILED_STATUSES", "Evidence", "Signal", "WandbExit", "RunStatus", "classify"]
@@ -123,8 +124,9 @@ def classify(signals: Sequence[Signal], *, wandb: WandbExit | None = None, newes
         if status is not None:
             return status
     if recent:
-        return RunStatus("running", f"{newest_file or 'a file'} changed {now - newest_mtime:.0f} s ago",
-                         (Evidence(newest_file, None, "modified recently"),))
+        stamp = datetime.fromtimestamp(newest_mtime, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return RunStatus("running", f"still being written: {newest_file or 'a file'} changed in the last "
+                         f"{RUNNING_WITHIN_S / 60:.0f} min", (Evidence(newest_file, None, f"modified {stamp}"),))
     if expects_end_marker and (last_line is not None or newest_file):
         evidence = last_line if last_line is not None else Evidence(newest_file, None, "no end marker")
         return RunStatus("killed", "the log ends without the end marker its format prints (killed, pre-empted "
