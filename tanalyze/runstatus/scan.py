@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,41 @@ def _shown(line: str, match: re.Match[str] | None = None) -> str:
     return line[start:start + _SHOWN].strip() + " …"
 
 
+#: Words one of which every line that can be a signal holds (lower case): the tail is searched for them in
+#: one pass each, and only the lines holding one go through the patterns (most lines of a log hold none).
+_KEYWORDS = (
+    "traceback", "train_runtime", "trainer.fit", "signaling trainer", "training completed", "total average iteration",
+    "after training is done", "overall training speed", "done training", "epochs completed", "peak memory",
+    "cancelled", "killed", "terminated", "death signal", "received", "pbs: job", "term_", "reque", "of memory", "memoryerror",
+    "oom", "alloc", "resource_exhausted", "nccl", "collective", "processgroup", "timed out", "distbackend",
+    "distnetwork", "diststore", "closed by peer", "heartbeat", "cuda error", "cublas", "assertion",
+    "terminate called", "fatal python", "segmentation", "sigsegv", "sigabrt", "aborted", "bus error",
+    "illegal instruction", "running training", "| name", "trainable params", "gpu available", "failures:",
+    "root cause", "keyboardinterrupt",
+)
+
+
+def _candidates(lines: list[str]) -> list[int]:
+    """The indices of the lines that hold a keyword, or look like ``step N/M``, in order."""
+    text = "\n".join(lines).lower()
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+    found: set[int] = set()
+    for word in _KEYWORDS:
+        at = text.find(word)
+        while at != -1:
+            index = bisect_right(starts, at) - 1
+            found.add(index)
+            at = text.find(word, starts[index + 1] if index + 1 < len(starts) else len(text))
+    for i, line in enumerate(lines):  # llm.c-style "step N/M": a candidate only when it is the last step
+        if line.lstrip()[:4] == "step" and "/" in line:
+            got = _LAST_STEP.search(line)
+            if got and got.group(1) == got.group(2):
+                found.add(i)
+    return sorted(found)
+
+
 def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
     """The status signals in the tail of one console log, in file order. An unreadable file gives none."""
     file = Path(path)
@@ -154,8 +190,10 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
     signals: list[Signal] = []
     cleaned = [_clean(line) for line in lines]
     in_failures = False  # torch elastic's "Failures:" block lists other ranks, not the root cause
-    index = 0
-    while index < len(cleaned):
+    next_free = 0  # lines a traceback already took are not looked at again
+    for index in _candidates(cleaned):
+        if index < next_free:
+            continue
         line = cleaned[index]
         number = None if first is None else first + index
         if line.startswith("Failures:"):
@@ -165,8 +203,26 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
         signal, skip = _line_signal(cleaned, index, name, number, in_failures)
         if signal is not None:
             signals.append(signal)
-        index += 1 + skip
+        next_free = index + 1 + skip
     return signals
+
+
+#: Lower-case words without which a family of patterns cannot match: the costly patterns run only on lines
+#: that hold one (a log's long lines, e.g. TensorFlow's cost-model dumps, would otherwise dominate).
+_GUARDS = {
+    "finished": ("train_runtime", "trainer.fit", "signaling trainer", "training completed", "total average",
+                 "after training", "overall training", "done training", "epochs completed", "peak memory"),
+    "nccl": ("nccl", "collective", "processgroup", "timed out", "dist", "closed by peer", "heartbeat"),
+    "oom": ("memory", "oom", "alloc", "resource_exhausted", "memoryerror"),
+    "fatal": ("error", "assert", "terminate called", "fatal", "segment", "sigsegv", "sigabrt", "aborted",
+              "bus error", "illegal"),
+    "killed": ("cancel", "killed", "terminated", "signal", "received", "pbs", "term_", "reque"),
+    "started": ("running training", "name", "trainable", "gpu available"),
+}
+
+
+def _may(low: str, family: str) -> bool:
+    return any(word in low for word in _GUARDS[family])
 
 
 def _line_signal(lines: list[str], index: int, name: str, number: int | None,
@@ -174,31 +230,35 @@ def _line_signal(lines: list[str], index: int, name: str, number: int | None,
     line = lines[index]
     if not line.strip():
         return None, 0
-    if _TRACEBACK.search(line):
+    if "Traceback" in line and _TRACEBACK.search(line):
         return _traceback(lines, index, name, number)
-    for pattern, detail in _FINISHED:
-        if pattern.search(line):
-            return Signal("finished", Evidence(name, number, _shown(line)), detail), 0
-    last_step = _LAST_STEP.search(line)
+    low = line.lower()
+    if _may(low, "finished"):
+        for pattern, detail in _FINISHED:
+            if pattern.search(line):
+                return Signal("finished", Evidence(name, number, _shown(line)), detail), 0
+    last_step = _LAST_STEP.search(line) if "step" in low else None
     if last_step and last_step.group(1) == last_step.group(2) and int(last_step.group(1)) > 0:
         return Signal("finished", Evidence(name, number, _shown(line, last_step)),
                       f"reached its last step ({last_step.group(1)}/{last_step.group(2)})"), 0
-    if _NCCL.search(line):
-        return Signal("nccl", Evidence(name, number, _shown(line, _NCCL.search(line))),
+    nccl = _NCCL.search(line) if _may(low, "nccl") else None
+    if nccl:
+        return Signal("nccl", Evidence(name, number, _shown(line, nccl)),
                       "a collective operation timed out or failed (distributed hang)"), 0
-    oom = _OOM.search(line)
+    oom = _OOM.search(line) if _may(low, "oom") else None
     if oom:
         return _oom(lines, index, name, number, line, oom), 0
-    for pattern, what in _FATAL:
-        found = pattern.search(line)
-        if found:
-            return _fatal(lines, index, name, number, line, found, what)
-    if not in_failures:
+    if _may(low, "fatal"):
+        for pattern, what in _FATAL:
+            found = pattern.search(line)
+            if found:
+                return _fatal(lines, index, name, number, line, found, what)
+    if not in_failures and _may(low, "killed"):
         for pattern, source in _KILLED:
             found = pattern.search(line)
             if found:
                 return Signal("killed", Evidence(name, number, _shown(line, found)), _killed_detail(found, source)), 0
-    if _STARTED.search(line):
+    if _may(low, "started") and _STARTED.search(line):
         return Signal("started", Evidence(name, number, _shown(line)), "training started"), 0
     return None, 0
 
