@@ -18,7 +18,7 @@ from tanalyze.analysis.results import to_jsonable
 from tanalyze.diagnose import RunDiagnosis, diagnose
 from tanalyze.errors import NoLogsError
 from tanalyze.logs import Logs, load
-from tanalyze.runstatus import FAILED_STATUSES
+from tanalyze.runstatus import FAILED_STATUSES, following
 
 __all__ = ["WatchEvent", "Watcher", "UNTIL", "parse_until", "until_holds"]
 
@@ -69,7 +69,8 @@ class Watcher:
     def poll(self) -> list[WatchEvent]:
         """Read what grew, re-diagnose the runs whose points or status changed; the events not reported yet."""
         try:
-            logs = load(self.path, cache=self.cache, jobs=1, formats=self.formats)
+            with following():  # a log that changed a moment ago is a run still being written
+                logs = load(self.path, cache=self.cache, jobs=1, formats=self.formats)
         except NoLogsError:
             return []  # nothing written yet
         self.logs = logs

@@ -13,7 +13,14 @@ from tanalyze.runstatus.model import (
            WandbExit,
            classify,
 )
-from tanalyze.runstatus.scan import TAIL_BYTES, is_console_log, run_status, scan_console, wandb_exit
+from tanalyze.runstatus.scan import (
+           TAIL_BYTES,
+           following,
+           is_console_log,
+           run_status,
+           scan_console,
+           wandb_exit,
+)
 
 __all__ = ["FAILED_STATUSES", "STATUSES", "Evidence", "RunStatus", "Signal", "WandbExit", "classify",
-           "TAIL_BYTES", "is_console_log", "run_status", "scan_console", "wandb_exit"]
+           "TAIL_BYTES", "following", "is_console_log", "run_status", "scan_console", "wandb_exit"]

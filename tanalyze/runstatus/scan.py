@@ -12,13 +12,33 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_right
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from tanalyze.runstatus.model import Evidence, RunStatus, Signal, WandbExit, classify
+from tanalyze.runstatus.model import RUNNING_WITHIN_S, Evidence, RunStatus, Signal, WandbExit, classify
 
-__all__ = ["TAIL_BYTES", "is_console_log", "scan_console", "wandb_exit", "run_status"]
+__all__ = ["TAIL_BYTES", "following", "is_console_log", "scan_console", "wandb_exit", "run_status"]
+
+_FOLLOWING: ContextVar[bool] = ContextVar("tanalyze_following_live_runs", default=False)
+
+
+@contextmanager
+def following() -> Iterator[None]:
+    """Within this block the runs read are being followed as they are written (``tanalyze watch``): a file
+    changed in the last minutes is taken as a run still running, whatever else its folder holds.
+
+    Outside it a recent change alone does not say "running": logs copied or checked out a moment ago
+    look just as fresh. There a run is running only when its files show a writer at work — the newest
+    changed recently while others of the run were last written well before (a live run's configuration
+    and first files stay as old as the run)."""
+    token = _FOLLOWING.set(True)
+    try:
+        yield
+    finally:
+        _FOLLOWING.reset(token)
 
 #: How much of the end of a console log is read (a traceback, an end marker, a cancel line fit easily).
 TAIL_BYTES = 128 * 1024
@@ -374,7 +394,7 @@ def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format
 
     files = list(files)
     texts = list(dict.fromkeys([f for f in files if is_console_log(f)] + list(consoles)))
-    newest, newest_file = None, ""
+    newest, newest_file, oldest = None, "", None
     for f in dict.fromkeys(files + texts):
         try:
             mtime = os.stat(f).st_mtime
@@ -382,6 +402,8 @@ def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format
             continue
         if newest is None or mtime > newest:
             newest, newest_file = mtime, f
+        oldest = mtime if oldest is None else min(oldest, mtime)
+    live = _FOLLOWING.get() or (newest is not None and oldest is not None and newest - oldest >= RUNNING_WITHIN_S)
     signals: list[Signal] = []
     by_time = sorted(texts, key=lambda f: _mtime(f))
     for f in by_time:  # the console written last speaks last
@@ -391,7 +413,7 @@ def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format
     if signals and signals[-1].kind == "started":  # a new session began after what ended the last one
         decisive = []
     expects = run_format in END_MARKER_FORMATS or started
-    return classify(decisive, wandb=wandb_exit(hparams or {}, files), newest_mtime=newest,
+    return classify(decisive, wandb=wandb_exit(hparams or {}, files), newest_mtime=newest if live else None,
                     newest_file=newest_file, now=time.time() if now is None else now, expects_end_marker=expects,
                     last_line=_last_line(by_time[-1]) if expects and not decisive and by_time else None)
 

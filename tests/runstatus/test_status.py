@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from tanalyze.logs import load
-from tanalyze.runstatus import Evidence, RunStatus, Signal, WandbExit, classify, run_status, scan_console
+from tanalyze.runstatus import (
+    Evidence,
+    RunStatus,
+    Signal,
+    WandbExit,
+    classify,
+    following,
+    run_status,
+    scan_console,
+)
 from tests.conftest import real_log
 
 CRASHES = Path(__file__).resolve().parents[1] / "fixtures" / "crashes"
@@ -55,7 +64,20 @@ def test_gloo_timeout_names_the_timed_out_collective():
 def test_killed_job_without_end_marker_is_killed_once_quiet_and_running_while_it_grows():
     log = str(CRASHES / "lightning_killed" / "train.log")
     assert run_status([log], now=LATER).status == "killed"
-    assert run_status([log], now=os.stat(log).st_mtime + 10).status == "running"
+    with following():  # tanalyze watch: a log that changed a moment ago is being written
+        assert run_status([log], now=os.stat(log).st_mtime + 10).status == "running"
+
+
+def test_a_fresh_copy_of_a_killed_run_is_not_running(tmp_path):
+    # logs copied or checked out a moment ago all look fresh: without a writer at work, the log decides
+    log = tmp_path / "train.log"
+    log.write_bytes((CRASHES / "lightning_killed" / "train.log").read_bytes())
+    assert run_status([str(log)]).status == "killed"
+    config = tmp_path / "hparams.yaml"
+    config.write_text("lr: 0.1\n")
+    old = os.stat(log).st_mtime - 3600  # a live run: its configuration as old as the run, its log growing
+    os.utime(config, (old, old))
+    assert run_status([str(log), str(config)]).status == "running"
 
 
 def _aged_copy(tmp_path: Path, job: str) -> Path:
