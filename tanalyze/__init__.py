@@ -7,6 +7,7 @@
 >>> tanalyze.diagnose(logs)                     # verdict, key steps and findings per run
 >>> tanalyze.check("runs/new", baseline="runs/old")   # the CI gate's rules: pass / warn / fail / skip
 >>> tanalyze.run_status(["slurm-123.out"])      # how a job ended: finished, crashed, oom, killed, ...
+>>> tanalyze.sweep("runs/lr_sweep")              # many runs as one experiment: what drives the result
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tanalyze.logs import Logs, RunInfo, load, read_run
 from tanalyze.readers import Phase, ReadWarning, Restart
 from tanalyze.roles import Roles, resolve_roles
 from tanalyze.runstatus import RunStatus, run_status
+from tanalyze.sweeps import sweep
 
 __all__ = [
     "__version__",
@@ -53,4 +55,5 @@ __all__ = [
     "CheckReport",
     "RunStatus",
     "run_status",
+    "sweep",
 ]

@@ -427,6 +427,32 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from tanalyze.config import load_config
+    from tanalyze.diagnose import diagnose
+    from tanalyze.sweeps import sweep, sweep_dict
+
+    roles = {**load_config(args.config).roles, **_parse_roles(args.role)}
+    logs = _load(args)
+    diagnoses = diagnose(logs, roles=roles or None)
+    result = sweep(logs, metric=args.metric, higher=args.higher, target=args.target, diagnoses=diagnoses)
+    out = sys.stdout
+    for line in result.summary_lines():
+        out.write(safe_text(line, 600) + "\n")
+    if not result.experiments:
+        out.write(f"no sweep found among {len(logs.runs)} run(s): an experiment is at least 4 runs that logged "
+                  "the same tags and differ in a setting other than the seed\n")
+    if args.json:
+        from tanalyze.report.jsonout import dumps
+
+        try:
+            Path(args.json).write_text(dumps(sweep_dict(result, str(args.path))), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{args.json}: cannot write: {exc}") from exc
+        sys.stderr.write(f"wrote {len(result.experiments)} experiment(s) to {safe_text(str(args.json))}\n")
+    return EXIT_OK
+
+
 def cmd_cache(args: argparse.Namespace) -> int:
     from tanalyze.cache import Cache, default_cache_dir
 
@@ -538,6 +564,23 @@ def build_parser() -> argparse.ArgumentParser:
     save.add_argument("-q", "--quiet", action="store_true", help="no progress output")
     _add_engine(save)
     save.set_defaults(handler=cmd_baseline_save)
+
+    sweep = sub.add_parser("sweep", help="many runs as one experiment: what drives the metric, the best configuration")
+    _add_input(sweep)
+    sweep.add_argument("--metric", metavar="TAG",
+                       help="the tag to compare runs by (default: each run's validation loss); its direction is "
+                       "inferred from its name (accuracy, mAP, F1, BLEU … higher is better)")
+    direction = sweep.add_mutually_exclusive_group()
+    direction.add_argument("--higher-better", dest="higher", action="store_const", const=True, default=None,
+                           help="the metric improves upward (overrides the inferred direction)")
+    direction.add_argument("--lower-better", dest="higher", action="store_const", const=False,
+                           help="the metric improves downward (overrides the inferred direction)")
+    sweep.add_argument("--target", choices=("final", "best"), default="final",
+                       help="score each run by its last value (default) or the best it reached")
+    sweep.add_argument("--role", action="append", metavar="ROLE=TAG", help="use TAG for ROLE, e.g. val_loss=eval/loss")
+    sweep.add_argument("--config", help="config file with role overrides")
+    sweep.add_argument("--json", metavar="FILE", help="write the experiments as JSON (schema tanalyze.sweep/1)")
+    sweep.set_defaults(handler=cmd_sweep)
 
     cache = sub.add_parser("cache", help="show or clear the incremental cache of parsed logs")
     cache.add_argument("cache_command", choices=("info", "clear"), metavar="ACTION",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tanalyze._display import register
 from tanalyze.report import render_diagnoses_html, render_run_html
 from tanalyze.report.fragments import render_check_html, render_logs_html
+from tanalyze.report.sweep import render_sweep_html
 
 #: Diagnoses of at most this many runs show each run's section in Jupyter; more show the summary only.
 REPR_SECTIONS_UP_TO = 3
@@ -13,3 +14,4 @@ register("Logs", render_logs_html)
 register("RunDiagnosis", render_run_html)
 register("Diagnoses", lambda diagnoses: render_diagnoses_html(diagnoses, sections=len(diagnoses) <= REPR_SECTIONS_UP_TO))
 register("CheckReport", render_check_html)
+register("SweepResult", render_sweep_html)

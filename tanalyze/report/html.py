@@ -29,6 +29,7 @@ from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.groups import _flatten
 from tanalyze.report.model import LOSS_ROLES, VERDICTS, ReportData, RunView, number
 from tanalyze.report.parallel import draw, run_figures
+from tanalyze.report.sweep import sweep_context
 from tanalyze.runstatus import STATUSES
 from tanalyze.text import safe_text
 
@@ -430,6 +431,7 @@ def iter_html(
         "omitted_sections": 0 if sections else len(data.runs),
         "compare": _compare(data, figures) if not fragment or len(data.runs) > 1 else [],
         "groups": _groups(data, figures),
+        "experiments": sweep_context(data.experiments),
         "not_read": data.not_read[:NOT_READ_ROWS],
         "not_read_more": max(0, len(data.not_read) - NOT_READ_ROWS),
         "smoothing": data.smoothing,

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from tanalyze.analysis.results import to_jsonable
+from tanalyze.analysis.sweep import experiment_dict
 from tanalyze.report.model import ReportData, RunView
 
 __all__ = ["SCHEMA_ID", "report_dict", "run_dict", "dumps"]
@@ -63,6 +64,7 @@ def report_dict(data: ReportData) -> dict[str, Any]:
             {"label": g.label, "reason": g.reason, "runs": [names[i] for i in g.runs]} for g in data.groups
         ],
         "not_read": [n.to_dict() for n in data.not_read],
+        "experiments": [experiment_dict(e) for e in data.experiments],
     }
 
 

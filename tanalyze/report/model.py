@@ -8,6 +8,7 @@ comes from every logged point.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -147,6 +148,7 @@ class ReportData:
     groups: tuple[Any, ...] = field(default=())  # SeedGroup, see groups.py
     version: str = ""
     not_read: tuple[Any, ...] = ()  # NotRead: files under the inputs that are in no run, with why
+    experiments: tuple[Any, ...] = ()  # Experiment (analysis/sweep.py): sweeps among the runs, see report/sweep.py
 
     def verdict_counts(self) -> list[tuple[str, int]]:
         counts = {label: 0 for label in VERDICTS}
@@ -335,4 +337,7 @@ def assemble(
         runs=tuple(final),
         version=__version__,
     )
-    return replace(data, groups=tuple(seed_groups(data.runs)))
+    from tanalyze.report.sweep import experiments_of
+
+    label = ", ".join(os.path.basename(os.path.normpath(i)) for i in data.inputs) or None
+    return replace(data, groups=tuple(seed_groups(data.runs)), experiments=experiments_of(data.runs, label))
