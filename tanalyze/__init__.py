@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from tanalyze._version import __version__
+from tanalyze.analysis.sweep import SweepResult
 
 # Imported eagerly so that the function `diagnose` shadows its submodule `tanalyze.diagnose`
 # (analysis modules import scipy on first use, so this stays cheap).
@@ -56,4 +57,5 @@ __all__ = [
     "RunStatus",
     "run_status",
     "sweep",
+    "SweepResult",
 ]

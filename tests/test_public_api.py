@@ -28,6 +28,8 @@ EXPECTED = {
     "CheckReport",
     "RunStatus",
     "run_status",
+    "sweep",
+    "SweepResult",
 }
 
 
@@ -68,8 +70,11 @@ SIGNATURES = {
     "CheckReport.counts": [],
     "CheckReport.by_run": [],
     "CheckReport.to_dict": [],
+    "sweep": ["logs", "*metric", "*higher", "*target", "*diagnoses"],
+    "SweepResult.plot": ["experiment"],
+    "SweepResult.summary_lines": [],
 }
-DISPLAYED = ("Logs", "RunDiagnosis", "Diagnoses", "CheckReport")
+DISPLAYED = ("Logs", "RunDiagnosis", "Diagnoses", "CheckReport", "SweepResult")
 
 
 def _resolve(dotted: str):

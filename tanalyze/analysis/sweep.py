@@ -243,6 +243,7 @@ class SweepResult(ResultMixin):
         return len(self.experiments)
 
     def summary_lines(self) -> list[str]:
+        """Every experiment's lines for a terminal (see :meth:`Experiment.summary_lines`), then what was left out."""
         lines = [line for e in self.experiments for line in e.summary_lines()]
         return lines + [f"not analysed: {s}" for s in self.skipped]
 
@@ -324,7 +325,6 @@ def _varying(runs: Sequence[SweepRun]) -> tuple[list[str], dict[str, list[Hparam
     kept: list[str] = []
     columns: dict[str, list[HparamValue]] = {}
     constant: dict[str, HparamValue] = {}
-    by_partition: dict[tuple[int, ...], str] = {}
     aliases: dict[str, list[str]] = defaultdict(list)
     for key in sorted(values, key=lambda k: (k in seeds, "folder name" in sources[k] and len(sources[k]) == 1, k)):
         if key in seeds:
@@ -342,15 +342,21 @@ def _varying(runs: Sequence[SweepRun]) -> tuple[list[str], dict[str, list[Hparam
         if len(distinct) == n and n >= MIN_EXPERIMENT_RUNS and all(isinstance(v, str) for v in column):
             notes.append(f"{key}: a different text on every run (a name, not a setting); left out")
             continue
-        partition = _partition(column)
-        if partition in by_partition:
-            first = by_partition[partition]
-            aliases[first].append(key)
-            sources[first] |= sources[key]
-            if [_fmt(v) for v in columns[first]] != [_fmt(v) for v in column]:
-                notes.append(f"{key} changes together with {first} on every run: their effects cannot be told apart")
+        folder_only = sources[key] == {"folder name"}
+        if folder_only and kept and _partition(list(zip(*(columns[k] for k in kept), strict=True))) == \
+                _partition(column) and len(kept) > 1:
+            notes.append(f"{key} (in the run names) numbers the configurations of the logged settings; not a setting")
             continue
-        by_partition[partition] = key
+        partition = _partition(column)
+        same = next((k for k in kept if _partition(columns[k]) == partition
+                     and ([_fmt(v) for v in columns[k]] == [_fmt(v) for v in column] or folder_only)), None)
+        if same is not None:  # one setting under two names (logged and in the folder name, say)
+            aliases[same].append(key)
+            sources[same] |= sources[key]
+            continue
+        confounded = next((k for k in kept if _partition(columns[k]) == partition), None)
+        if confounded is not None and len(distinct) <= 6:
+            notes.append(f"{key} changes together with {confounded} on every run: their effects cannot be told apart")
         kept.append(key)
         columns[key] = column
     return kept, columns, sources, aliases, {s: values[s] for s in seeds}, constant, notes
@@ -414,7 +420,10 @@ def _welch(a: Sequence[float], b: Sequence[float]) -> float | None:
         return 0.0 if np.mean(a) != np.mean(b) else 1.0
     from scipy.stats import ttest_ind
 
-    return float(ttest_ind(a, b, equal_var=False).pvalue)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # nearly equal values: scipy warns, the p-value stands
+        p = float(ttest_ind(a, b, equal_var=False).pvalue)
+    return p if math.isfinite(p) else 1.0
 
 
 # --------------------------------------------------------------------------- the analysis
@@ -527,7 +536,10 @@ def _experiment(name: str, runs: Sequence[SweepRun], metric: str, higher: bool, 
             means = {level: scored[[t == level for t in text]].mean() for level in set(text)}
             order = {level: i for i, level in enumerate(sorted(means, key=lambda lv: (means[lv], lv)))}
             features[:, j] = [order[t] for t in text]
-    importance = hparam_importance(keys, features, scored, numeric)
+    config_of = {c: i for i, c in enumerate(dict.fromkeys(tuple(_fmt(columns[k][i]) for k in keys)
+                                                       for i in range(len(runs))))}
+    groups_of = np.asarray([config_of[tuple(_fmt(columns[k][i]) for k in keys)] for i in range(len(runs))])
+    importance = hparam_importance(keys, features, scored, numeric, groups_of)
     ranked = [imp.key for imp in importance]
     keys = ranked or keys  # configurations are written most important setting first
 
@@ -563,7 +575,7 @@ def _experiment(name: str, runs: Sequence[SweepRun], metric: str, higher: bool, 
         if by_forest != by_perm:
             cautions.append(f"the forest ranks {by_forest} first but shuffling hurts most on {by_perm}: "
                             "the two top settings are close")
-    if not seeds and all(len(g.runs) == 1 for g in groups):
+    if all(len(g.runs) == 1 for g in groups):
         cautions.append("one run per configuration: no seed noise to compare differences against")
 
     best = _best(groups, keys, columns, scored, higher)
