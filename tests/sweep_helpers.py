@@ -63,7 +63,7 @@ def sweep_frame(configs: int, seeds: int, points: int = 40, seed: int = 0) -> pd
     ``lr`` drives, ``wd`` matters a little, ``drop`` does nothing; ``configs`` configurations × ``seeds``."""
     rng = np.random.default_rng(seed)
     lrs = np.geomspace(1e-4, 1e-2, 10)
-    grid = list(itertools.product(lrs, (0.0, 0.05, 0.1, 0.2, 0.3), (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)))
+    grid = list(itertools.product(lrs, (0.0, 0.05, 0.1, 0.2, 0.3), np.round(np.linspace(0, 0.45, 10), 2)))
     rng.shuffle(grid)
     frames = []
     for lr, wd, drop in grid[:configs]:
