@@ -683,10 +683,14 @@ def analyse_sweep(
     return SweepResult(tuple(experiments), tuple(skipped))
 
 
-def experiment_dict(experiment: Experiment, *, band_points: bool = True) -> dict[str, Any]:
-    """An experiment as the report's JSON ``experiments[]`` item (bands as lists unless ``band_points`` is off)."""
+#: Configurations whose band goes into the JSON (the best ones; the others' bands are null), to keep it small.
+JSON_BANDS = 30
+
+
+def experiment_dict(experiment: Experiment, *, bands: int = JSON_BANDS) -> dict[str, Any]:
+    """An experiment as the report's JSON ``experiments[]`` item: the best ``bands`` configurations with their band
+    as lists, the others with ``band: null``."""
     out = experiment.to_dict()
-    if not band_points:
-        for group in out["groups"]:
-            group["band"] = None
+    for group in out["groups"][bands:]:
+        group["band"] = None
     return to_jsonable(out)

@@ -173,3 +173,13 @@ def test_display_escapes_names_from_logs_and_plot_draws():
     import matplotlib.pyplot as plt
 
     plt.close(figure)
+
+
+def test_json_keeps_the_bands_of_the_best_configurations_only(sample):
+    from tanalyze.analysis.sweep import experiment_dict
+
+    [e] = sample.experiments
+    out = experiment_dict(e, bands=2)
+    assert [g["band"] is None for g in out["groups"]] == [False, False] + [True] * 10
+    assert out["groups"][0]["band"]["median"][0] == pytest.approx(float(e.groups[0].band.median[0]))
+    json.dumps(out, allow_nan=False)  # strict JSON: non-finite numbers are strings
