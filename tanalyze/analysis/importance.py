@@ -151,6 +151,8 @@ def hparam_importance(
             perm_std += drops.std(axis=1) / len(folds)
     omega = np.asarray([_omega_squared(features[:, j], ranks, numeric[j]) for j in range(k)])
     score = _normalised(perm_mean)
+    if not score.any():  # no shuffle hurt held-out predictions: the forests' impurity is all there is to rank by
+        score = _normalised(forest_imp)
     out = []
     for j, key in enumerate(keys):
         rho = p = None

@@ -322,6 +322,7 @@ def _varying(runs: Sequence[SweepRun]) -> tuple[list[str], dict[str, list[Hparam
     names = [r.name for r in runs]
     n = len(runs)
     notes: list[str] = []
+    sparse: list[str] = []
     kept: list[str] = []
     columns: dict[str, list[HparamValue]] = {}
     constant: dict[str, HparamValue] = {}
@@ -331,7 +332,7 @@ def _varying(runs: Sequence[SweepRun]) -> tuple[list[str], dict[str, list[Hparam
             continue
         by_run = values[key]
         if len(by_run) < n / 2:
-            notes.append(f"{key}: known for {len(by_run)} of {n} runs only; left out")
+            sparse.append(key)
             continue
         column = _column(by_run, names)
         distinct = {_fmt(v) for v in column}
@@ -359,6 +360,9 @@ def _varying(runs: Sequence[SweepRun]) -> tuple[list[str], dict[str, list[Hparam
             notes.append(f"{key} changes together with {confounded} on every run: their effects cannot be told apart")
         kept.append(key)
         columns[key] = column
+    if sparse:
+        notes.append(f"{len(sparse)} setting(s) known for fewer than half of the runs, left out: "
+                     + ", ".join(sparse[:8]) + (" …" if len(sparse) > 8 else ""))
     return kept, columns, sources, aliases, {s: values[s] for s in seeds}, constant, notes
 
 
@@ -571,7 +575,10 @@ def _experiment(name: str, runs: Sequence[SweepRun], metric: str, higher: bool, 
     if len(runs) < MIN_RUNS or len(groups) < MIN_CONFIGS:
         cautions.append(f"only {len(runs)} runs in {len(groups)} configurations: the importance ranking is a rough "
                         f"guide (at least {MIN_RUNS} runs in {MIN_CONFIGS} configurations make it steadier)")
-    if len(importance) >= 2:
+    if importance and all(i.permutation <= 0 for i in importance):
+        cautions.append("shuffling no setting made predictions on held-out configurations worse: the settings do "
+                        "not predict the metric beyond seed noise here, and the ranking falls back to impurity")
+    elif len(importance) >= 2:
         by_forest = max(importance, key=lambda i: i.forest).key
         by_perm = max(importance, key=lambda i: i.permutation).key
         if by_forest != by_perm:
@@ -666,11 +673,11 @@ def analyse_sweep(
         if run.metric_tag is not None:
             by_tags[run.tags].append(run)
     experiments = []
+    small: list[str] = []
     for index, members in enumerate(sorted(by_tags.values(), key=lambda m: (-len(m), m[0].name)), start=1):
         title = _experiment_name(members, index, name)
         if len(members) < MIN_EXPERIMENT_RUNS:
-            skipped.append(f"{title}: {len(members)} run(s) with this tag set (at least {MIN_EXPERIMENT_RUNS} "
-                           "make an experiment)")
+            small.append(f"{title} ({len(members)})")
             continue
         tags = {r.metric_tag for r in members}
         tag = metric or (sorted(tags)[0] if tags else "")
@@ -680,6 +687,9 @@ def analyse_sweep(
             skipped.append(result)
         else:
             experiments.append(result)
+    if small:
+        skipped.append(f"{len(small)} group(s) of fewer than {MIN_EXPERIMENT_RUNS} runs logging the same tags: "
+                       + ", ".join(small[:6]) + (" …" if len(small) > 6 else ""))
     return SweepResult(tuple(experiments), tuple(skipped))
 
 

@@ -183,3 +183,18 @@ def test_json_keeps_the_bands_of_the_best_configurations_only(sample):
     assert [g["band"] is None for g in out["groups"]] == [False, False] + [True] * 10
     assert out["groups"][0]["band"]["median"][0] == pytest.approx(float(e.groups[0].band.median[0]))
     json.dumps(out, allow_nan=False)  # strict JSON: non-finite numbers are strings
+
+
+@pytest.mark.real_logs
+def test_a_real_wandb_sweep_export_groups_seeds_and_drops_summaries():
+    """A W&B runs export of a nanoGPT ablation: 16 configurations × 4 seeds, config columns beside summaries."""
+    from tests.conftest import real_log
+
+    folder = real_log("wandb_csv_export/Lucas-longxutang__Comp3242_Group_Project_nanoGPT/training_records")
+    [e] = tanalyze.sweep(folder).experiments
+    assert (len(e.runs), len(e.groups), e.seed_keys) == (64, 16, ("seed",))
+    assert all(len(g.runs) == 4 for g in e.groups)
+    keys = {h.key for h in e.hparams}
+    assert {"block_size", "n_head", "pos_encoding", "norm_type"} <= keys and "seed" not in keys
+    assert not any(k.startswith("_") or k.startswith("val") for k in keys)  # W&B internals and summaries
+    assert any("known for fewer than half of the runs" in c for c in e.cautions)
