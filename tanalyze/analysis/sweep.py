@@ -570,7 +570,6 @@ def _experiment(name: str, runs: Sequence[SweepRun], metric: str, higher: bool, 
         ))
     groups.sort(key=lambda g: (-g.final_mean if higher else g.final_mean, g.label))
 
-
     cautions = list(notes)
     if len(runs) < MIN_RUNS or len(groups) < MIN_CONFIGS:
         cautions.append(f"only {len(runs)} runs in {len(groups)} configurations: the importance ranking is a rough "
@@ -582,8 +581,8 @@ def _experiment(name: str, runs: Sequence[SweepRun], metric: str, higher: bool, 
         by_forest = max(importance, key=lambda i: i.forest).key
         by_perm = max(importance, key=lambda i: i.permutation).key
         if by_forest != by_perm:
-            cautions.append(f"the forest ranks {by_forest} first but shuffling hurts most on {by_perm}: "
-                            "the two top settings are close")
+            cautions.append(f"impurity ranks {by_forest} first, held-out permutation {by_perm}: impurity favours "
+                            "settings with many values; the ranking follows the permutation")
     if all(len(g.runs) == 1 for g in groups):
         cautions.append("one run per configuration: no seed noise to compare differences against")
 
