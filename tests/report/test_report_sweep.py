@@ -39,7 +39,7 @@ def test_report_json_holds_the_experiment_and_matches_the_schema(data):
 
 def test_report_page_has_the_sweep_section(data):
     html = render_report_html(data)
-    assert 'id="sweeps"' in html and "What drives it" in html and "all 9 runs with lr ≥ 0.3" in html
+    assert 'id="sweeps"' in html and "What drives it" in html and "lr=0.001, eval_batch_size=" in html
     assert "<polyline" in html  # the bands
 
 
