@@ -56,6 +56,13 @@ def _renamed(frame: pd.DataFrame, part: RunPart) -> pd.DataFrame:
     return frame.assign(tag=renamed)
 
 
+def _ranked(frame: pd.DataFrame, part: RunPart) -> pd.DataFrame:
+    """A per-rank writer's rows with its ``rank`` (identity rule 5)."""
+    if part.rank is None or frame.empty:
+        return frame
+    return frame.assign(rank=pd.array(np.full(len(frame), part.rank), dtype="Int64"))
+
+
 def _sinks(parts: Sequence[RunPart]) -> list[list[int]]:
     """Part indices grouped by sink: the parts read as the run first, then each twin format."""
     main = [i for i, p in enumerate(parts) if p.kind != "twin"]
@@ -94,10 +101,10 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
             part = parts[i]
             if index == chosen and part.kind == "twin":
                 part = RunPart(part.format, part.directory, part.files, "main", part.label.removeprefix("twin: "),
-                               part.tag_prefix, part.tag_suffix, part.pattern)
+                               part.tag_prefix, part.tag_suffix, part.pattern, part.rank)
             elif index != chosen and part.kind != "twin":
                 part = RunPart(part.format, part.directory, part.files, "twin", f"twin: {part.label or part.format}",
-                               part.tag_prefix, part.tag_suffix, part.pattern)
+                               part.tag_prefix, part.tag_suffix, part.pattern, part.rank)
             roles.append((i, part))
     roles.sort(key=lambda item: (item[1].kind == "twin", item[0]))
     ordered = tuple(part for _, part in roles)
@@ -118,7 +125,7 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
                 twin_frames.setdefault(part.label, []).append(_table(data.scalars))
                 joined.extra_files.extend(data.extra_files)
                 continue
-            frames.append(_renamed(_table(data.scalars), part))
+            frames.append(_ranked(_renamed(_table(data.scalars), part), part))
             if len(data.histograms):
                 histograms.append(_renamed(data.histograms, part))
             joined.restarts.extend(Restart(r.step, r.file, _labelled(part, r.detail), r.until) for r in data.restarts)
@@ -129,7 +136,8 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
             joined.extra_files.extend(data.extra_files)
     table = concat_frames(frames) if frames else empty_scalars()
     if len(table):
-        table, dropped = keep_last_write(table, keys=("tag", "step"))
+        per_rank = any(p.rank is not None for p in ordered)
+        table, dropped = keep_last_write(table, keys=("tag", "step", "rank") if per_rank else ("tag", "step"))
         if dropped:
             joined.notes.append(f"{dropped} point(s) logged at the same tag and step by two parts of the run; "
                                 "the later part's kept")

@@ -21,7 +21,8 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
      "resources": {...} | null,
      "findings": [{"code", "severity", "step", "step_end", "message", "recommendation", "evidence"}],
      "warnings": [str], "role_details": {...},
-     "phase": {"index", "count", "first_step", "last_step", "steps", "total_steps", "unit", "reason", "note"} | null}
+     "phase": {"index", "count", "first_step", "last_step", "steps", "total_steps", "unit", "reason", "note"} | null,
+     "ranks": {"ranks": [...], "straggler", "stopped": [...], "disagreement", "findings"} | null}  # several ranks
 
 A run whose log holds several training sessions (``RunInfo.phases``: a second
 ``fit()`` appended to the same log) is judged on one of them: the last, when it
@@ -46,6 +47,7 @@ from tanalyze.analysis.early_stopping import EarlyStoppingResult, simulate_early
 from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
+from tanalyze.analysis.ranks import RankAnalysis, analyze_ranks
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.resources import ResourceHealth, analyze_resources
 from tanalyze.analysis.restarts import Boundary, RestartCost, analyze_restarts
@@ -75,11 +77,12 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_wit
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "2"
+ANALYSIS_VERSION = "3"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses)
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
-ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources")
+ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources",
+                   "ranks")
 
 
 #: The last session of a run is judged when it has at least this many logged steps (else the longest one).
@@ -158,6 +161,8 @@ class RunDiagnosis:
     status: RunStatus | None = None
     #: what its restarts and sessions cost in wall time and steps redone (None: it has none)
     restarts: RestartCost | None = None
+    #: the ranks of a distributed run compared (None: one rank, or no ``rank`` column)
+    ranks: RankAnalysis | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
@@ -187,6 +192,7 @@ class RunDiagnosis:
             "phase": self.phase.to_dict() if self.phase is not None else None,
             "status": self.status.to_dict() if self.status is not None else None,
             "restarts": self.restarts.to_dict() if self.restarts is not None else None,
+            "ranks": to_jsonable(self.ranks),
         }
 
     def key_steps(self) -> dict[str, int]:
@@ -393,6 +399,35 @@ def _health(
         resources = analyze_resources(gpu_memory=memory, attention_entropy=attention,
                                       attention_histograms=hist, step_time_by_rank=by_rank, **options)
     return gradients, throughput, resources
+
+
+def _rank_analysis(frame: pd.DataFrame, main: Curve | None, step_time: Curve | None,
+                   params: Mapping[str, Mapping[str, Any]]) -> RankAnalysis | None:
+    """The ranks of a run with a ``rank`` column compared on its main loss (and step-time tag, in seconds).
+
+    Without a loss, the tag with most points tells which rank stopped early or lags (not whether values agree).
+    """
+    if "rank" not in frame.columns:
+        return None
+    rows = frame[frame["rank"].notna() & (frame["rank"] >= 0)]
+    if rows["rank"].nunique() < 2:
+        return None
+    tag = main.tag if main is not None else str(rows["tag"].value_counts().index[0])
+    grouped = {int(r): group for r, group in rows.groupby("rank", observed=True)}
+    by_rank = {r: Curve.from_frame(g, tag) for r, g in grouped.items()}
+    by_rank = {r: c for r, c in by_rank.items() if len(c.steps)}
+    step_times = None
+    if step_time is not None:
+        scale = 1e-3 if step_time_unit(step_time.tag, step_time) == "step_time_ms" else 1.0
+        step_times = {}
+        for r, g in grouped.items():
+            curve = Curve.from_frame(g, step_time.tag)
+            if len(curve.steps):
+                step_times[r] = Curve(curve.tag, curve.steps, curve.values * scale, curve.wall_time)
+    if len(by_rank) < 2:
+        return None
+    options = {"check_disagreement": main is not None, **params.get("ranks", {})}
+    return analyze_ranks(by_rank, step_time_by_rank=step_times, **options)
 
 
 def _align_validation(
@@ -605,6 +640,10 @@ def diagnose_run(
     gradients, throughput, resources = _health(frame, curves, role_map, histograms, params, eval_steps,
                                                epoch_starts(epoch))
 
+    ranks = _rank_analysis(frame, main, role_curve(curves, role_map, "step_time"), params)
+    if ranks is not None and ranks.straggler is not None and resources is not None:  # one straggler finding
+        resources = replace(resources, findings=tuple(f for f in resources.findings if f.code != "straggler_rank"))
+
     loss_findings = list(loss_analysis.findings)
     if adversarial is not None:  # a GAN's losses swing by design: their spikes are information
         loss_findings = [replace(f, severity=Severity.INFO) if f.code == "loss_spike" else f for f in loss_findings]
@@ -615,7 +654,7 @@ def diagnose_run(
                      or (f.code == "loss_spike" and f.step in {sp.onset_step for sp in val_spikes})]
     if overfitting is not None:
         findings += overfitting.findings
-    for result in (early, progress, gradients, throughput, resources, restart_cost):
+    for result in (early, progress, gradients, throughput, resources, restart_cost, ranks):
         if result is not None:
             findings += result.findings
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
@@ -638,6 +677,7 @@ def diagnose_run(
         resources=resources,
         findings=tuple(findings),
         warnings=tuple(warnings),
+        ranks=ranks,
         role_details=role_map,
         loss_analysis=loss_analysis,
         curves=kept,

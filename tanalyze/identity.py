@@ -27,9 +27,13 @@ writers spread one run over several sources. The rules, in the order they apply
    run (the framework's own structured record first, see :data:`PRECEDENCE`, unless a
    twin goes on to later steps); the others are listed with it and compared, not added
    twice.
+5. **Per-rank writers** — one TensorBoard writer per process of a distributed job writes
+   sibling folders named by the rank (``rank_0/``, ``rank1/``, ``worker_0/``, ``node0_rank1/`` …):
+   two or more such siblings with distinct ranks, holding only event files with the same tags,
+   are one run (their parent folder) with a ``rank`` column; tags keep their names.
 
 A run is named by its folder relative to the path given (the path's own name when the
-run is the path itself). ``join=False`` turns rules 1–4 off: one run per folder and
+run is the path itself). ``join=False`` turns rules 1–5 off: one run per folder and
 format, as folders are laid out.
 """
 
@@ -69,6 +73,9 @@ _EVAL_NAMED = re.compile(r"eval(?:_.+)?")  # Estimator: eval/ and eval_<name>/
 _TIMESTAMP = re.compile(r"\d{9,11}\.\d+")  # str(time.time()): add_hparams' sub-run folder
 _KERAS_TAG = re.compile(r"(epoch|batch|evaluation)_")
 _HPARAMS_PREFIX = "_hparams_/"
+#: A folder named by the rank of the process that wrote it: rank_0, rank1, worker-0, node0_rank1, gpu_3 …
+_RANK_FOLDER = re.compile(
+    r"(?:node[_-]?\d+[_-])?(?:rank|worker|proc|process|gpu|local_rank)[_-]?(\d+)", re.IGNORECASE)
 
 
 @dataclass
@@ -87,8 +94,9 @@ class RunPart:
     """One source of a run written to several places, and how its tags join the run's.
 
     ``kind`` is ``main`` (read as the run), ``split``, ``add_scalars``, ``hparams`` (joined
-    into the run, tags renamed to ``tag_prefix + tag + tag_suffix``) or ``twin`` (the same
-    run written by another sink: read, compared and listed, its points not added).
+    into the run, tags renamed to ``tag_prefix + tag + tag_suffix``), ``rank`` (one process's
+    writer: its rows get ``rank``) or ``twin`` (the same run written by another sink: read,
+    compared and listed, its points not added).
     """
 
     format: str
@@ -99,6 +107,7 @@ class RunPart:
     tag_prefix: str = ""
     tag_suffix: str = ""
     pattern: str | None = None
+    rank: int | None = None  # the process that wrote this part (kind ``rank``)
 
     def rename(self, tag: str) -> str:
         return f"{self.tag_prefix}{tag}{self.tag_suffix}"
@@ -110,6 +119,7 @@ class RunPart:
             "files": list(self.files),
             "kind": self.kind,
             "label": self.label,
+            **({"rank": self.rank} if self.rank is not None else {}),
         }
 
 
@@ -120,6 +130,7 @@ class _Member:
     label: str = ""
     prefix: str = ""
     suffix: str = ""
+    rank: int | None = None
 
 
 @dataclass
@@ -145,6 +156,7 @@ class IdentifiedRun:
                 tag_prefix=m.prefix,
                 tag_suffix=m.suffix,
                 pattern=m.source.pattern,
+                rank=m.rank,
             )
             for m in self.members
         )
@@ -165,6 +177,7 @@ def identify(
         for index, source in enumerate(sources):
             by_dir[source.directory].append(index)
         _join_hparams(sources, by_dir, owner)
+        _join_ranks(sources, by_dir, owner)
         _join_add_scalars(root, sources, by_dir, owner)  # before splits: tensorboardX nests keys as Loss/train/
         _join_splits(sources, by_dir, owner)
 
@@ -193,6 +206,23 @@ def _join_hparams(sources: Sequence[Source], by_dir: dict[Path, list[int]], owne
         source = sources[indices[0]]
         if directory.parent in by_dir and any(t.startswith(_HPARAMS_PREFIX) for t in source.tags):
             owner[indices[0]] = (directory.parent, _Member(source, "hparams", "hparams sub-run (add_hparams)"))
+
+
+def _join_ranks(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
+    """Rule 5: sibling per-rank event-file folders with the same tags are one run with a ``rank`` column."""
+    children: dict[Path, list[tuple[int, int]]] = defaultdict(list)
+    for directory, indices in by_dir.items():
+        match = _RANK_FOLDER.fullmatch(directory.name)
+        if match and _is_tensorboard_only(sources, indices) and indices[0] not in owner:
+            children[directory.parent].append((int(match.group(1)), indices[0]))
+    for parent, found in children.items():
+        ranks = [rank for rank, _ in found]
+        tag_sets = {frozenset(t for t in sources[i].tags if not t.startswith(_HPARAMS_PREFIX)) for _, i in found}
+        if len(found) < 2 or len(set(ranks)) != len(ranks) or len(tag_sets) != 1 or not next(iter(tag_sets)):
+            continue
+        for rank, index in found:
+            label = f"rank {rank} ({sources[index].directory.name})"
+            owner[index] = (parent, _Member(sources[index], "rank", label, rank=rank))
 
 
 def _join_splits(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:

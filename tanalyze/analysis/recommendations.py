@@ -192,6 +192,18 @@ CAUSES: dict[str, Cause] = {
         "a slower or throttled device, uneven data sharding, a busy host",
         "Check that rank's device and host; balance the data; replace the slow node.",
     ),
+    "rank_stopped": Cause(
+        "A rank stopped logging before the others",
+        "that process crashed (out of memory, a bad node) or hangs in a collective",
+        "Read that rank's own log and exit code; set a collective timeout (NCCL_ASYNC_ERROR_HANDLING, "
+        "TORCH_NCCL_BLOCKING_WAIT) so a lost rank stops the job instead of hanging it.",
+    ),
+    "rank_metrics_unsynced": Cause(
+        "Each rank logs its own metric",
+        "the logged value is one rank's shard, not reduced across ranks",
+        "All-reduce the metric before logging (dist.all_reduce(..., op=AVG), self.log(..., sync_dist=True), "
+        "accelerator.reduce/gather) or log from rank 0 the reduced value.",
+    ),
     "validation_regression": Cause(
         "Validation loss worse than the baseline",
         "a change in model, data or hyper-parameters",

@@ -1,0 +1,90 @@
+"""Per-rank TensorBoard writers of one distributed job are one run with a ``rank`` column (identity rule 5).
+
+The fixtures in tests/fixtures/distributed/ were written by really running 2-process torch DDP
+jobs (gloo, CPU): see generate.py and TRUTH.json there.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+import tanalyze
+
+DISTRIBUTED = Path(__file__).parent / "fixtures" / "distributed"
+TRUTH = json.loads((DISTRIBUTED / "TRUTH.json").read_text())
+
+
+def _load(path: Path) -> tanalyze.Logs:
+    return tanalyze.load(path, cache=False)
+
+
+@pytest.mark.parametrize("case", sorted(TRUTH["cases"]))
+def test_rank_folders_are_one_run_with_a_rank_column(case):
+    truth = TRUTH["cases"][case]
+    logs = _load(DISTRIBUTED / case)
+    assert list(logs.runs) == [case]
+    info = logs.runs[case]
+    assert sorted((p.kind, p.rank) for p in info.sources) == [("rank", r) for r in truth["ranks"]]
+    frame = logs.scalars
+    assert str(frame["rank"].dtype) == "Int64"
+    assert sorted(frame["rank"].unique().tolist()) == truth["ranks"]
+    assert set(frame["tag"].astype(str)) == {"loss", "step_time"}  # tags keep their names
+    last = frame[frame["tag"] == "loss"].groupby("rank")["step"].max().to_dict()
+    stopped = truth["stopped"]
+    for rank in truth["ranks"]:
+        expected = stopped["last_step"] if stopped and stopped["rank"] == rank else truth["steps"] - 1
+        assert last[rank] == expected
+    counts = frame.groupby(["tag", "rank"]).size()
+    assert counts[("loss", 0)] == truth["steps"]  # every point of each rank kept (no de-duplication across ranks)
+    assert "rank 0 (rank_0); rank 1 (rank_1)" in "\n".join(info.notes)
+
+
+def _copy_as(tmp_path: Path, names: list[str], case: str = "ddp_straggler") -> Path:
+    job = tmp_path / "job"
+    for rank, name in enumerate(names):
+        shutil.copytree(DISTRIBUTED / case / f"rank_{rank}", job / name)
+    return job
+
+
+@pytest.mark.parametrize("names", [["rank0", "rank1"], ["worker_0", "worker_1"], ["node0_rank0", "node0_rank1"],
+                                   ["RANK-0", "RANK-1"]])
+def test_other_rank_folder_names(tmp_path, names):
+    logs = _load(_copy_as(tmp_path, names))
+    assert list(logs.runs) == ["job"]
+    assert sorted(logs.scalars["rank"].unique().tolist()) == [0, 1]
+
+
+def test_folders_that_are_not_one_job_stay_separate(tmp_path):
+    # one rank folder alone, and two that repeat a rank number, are not joined
+    logs = _load(_copy_as(tmp_path, ["rank_0"]))
+    assert list(logs.runs) == ["rank_0"] and "rank" not in logs.scalars.columns
+    logs = _load(_copy_as(tmp_path / "b", ["node0_rank0", "node1_rank0"]))
+    assert sorted(logs.runs) == ["node0_rank0", "node1_rank0"]
+    # different tags: two different jobs that happen to be named by rank
+    job = _copy_as(tmp_path / "c", ["rank_0"])
+    shutil.copytree(Path(__file__).parent / "fixtures" / "layouts" / "torch_add_scalars" / "runs" / "mlp" / "Loss_val",
+                    job / "rank_1")
+    assert sorted(_load(job).runs) == ["rank_0", "rank_1"]
+
+
+def test_no_join_keeps_one_run_per_rank_folder():
+    logs = tanalyze.load(DISTRIBUTED / "ddp_straggler", cache=False, join=False)
+    assert sorted(logs.runs) == ["rank_0", "rank_1"]
+
+
+@pytest.mark.parametrize("case, code", [("ddp_straggler", "straggler_rank"), ("ddp_stopped_rank", "rank_stopped")])
+def test_diagnose_names_the_rank_and_keeps_the_verdict_of_the_mean(case, code):
+    logs = _load(DISTRIBUTED / case)
+    diagnosis = tanalyze.diagnose(logs)[case]
+    findings = {f.code: f for f in diagnosis.findings}
+    assert findings[code].severity == "warning" and "Rank 1 " in findings[code].message
+    assert findings["rank_metrics_unsynced"].severity == "info"
+    assert sum(f.code == "straggler_rank" for f in diagnosis.findings) == (code == "straggler_rank")  # said once
+    assert diagnosis.verdict.label == "normal"  # the mean of the ranks' losses falls: the run learns
+    as_json = diagnosis.to_dict()["ranks"]
+    assert [r["rank"] for r in as_json["ranks"]] == [0, 1]
+    assert any("points of one step are averaged" in w for w in diagnosis.warnings)
