@@ -7,6 +7,7 @@ jobs (gloo, CPU): see generate.py and TRUTH.json there.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -88,3 +89,19 @@ def test_diagnose_names_the_rank_and_keeps_the_verdict_of_the_mean(case, code):
     as_json = diagnosis.to_dict()["ranks"]
     assert [r["rank"] for r in as_json["ranks"]] == [0, 1]
     assert any("points of one step are averaged" in w for w in diagnosis.warnings)
+
+
+def test_report_has_a_line_per_rank_naming_the_straggler_and_the_stopped_rank():
+    from tanalyze.report import build_report, report_dict
+    from tanalyze.report.html import render_html
+
+    logs = _load(DISTRIBUTED)
+    data = build_report(logs, tanalyze.diagnose(logs), generated_at="2024-05-01T12:00:00Z")
+    html = render_html(data, embed_json=report_dict(data))
+    lines = re.findall(r'<p class="evidence ranks">(.*?)</p>', html)
+    assert len(lines) == 2
+    stopped, straggler = (re.sub(r"<[^>]+>", "", line) for line in lines)  # runs in name order
+    assert re.fullmatch(r"Ranks: rank 0 [\d.]+ ms/step · rank 1 [\d.]+ ms/step \(stopped at step 14\)", stopped)
+    m = re.fullmatch(r"Ranks: rank 0 ([\d.]+) ms/step · rank 1 ([\d.]+) ms/step "
+                     r"\(straggler: the others wait (\d+)% of a step\)", straggler)
+    assert m and float(m.group(2)) > 10 * float(m.group(1)) and 50 < int(m.group(3)) < 100

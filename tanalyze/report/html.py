@@ -249,6 +249,28 @@ def _details(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
+def _rank_rows(d: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One entry per rank of a distributed run: its step time, last step, and whether it is the straggler
+    or stopped early (from the diagnosis' ``ranks``; empty for a run of one rank)."""
+    ranks = d.get("ranks")
+    if not isinstance(ranks, Mapping) or not ranks.get("ranks"):
+        return []
+    straggler = ranks.get("straggler") if isinstance(ranks.get("straggler"), Mapping) else {}
+    stopped = {s.get("rank") for s in ranks.get("stopped") or () if isinstance(s, Mapping)}
+    rows = []
+    for r in ranks["ranks"]:
+        seconds = r.get("step_seconds")
+        rows.append({
+            "rank": r.get("rank"),
+            "ms": seconds * 1000 if isinstance(seconds, int | float) else None,
+            "last_step": r.get("last_step"),
+            "straggler": straggler.get("rank") == r.get("rank"),
+            "wait_share": straggler.get("wait_share"),
+            "stopped": r.get("rank") in stopped,
+        })
+    return rows
+
+
 def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None], findings: list[dict[str, Any]],
                  chart: Mapping[str, Any] | None = None, *, details: bool = True) -> dict[str, Any]:
     d = run.diagnosis
@@ -269,6 +291,7 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
         "confidence": d["verdict"].get("confidence"),
         "evidence": d["verdict"].get("evidence"),
         "reasons": [short(r, 600) for r in (d["verdict"].get("reasons") or []) if r],
+        "ranks": _rank_rows(d),
         "points": run.points,
         "tags": run.tags,
         "first_step": run.summary.get("first_step"),
