@@ -191,6 +191,9 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     "throughput": {"min_change": 0.15, "alpha": 0.002},
     "gradient_health": {},
     "loss_progress": {},
+    # a distributed run: a straggler that makes the others wait more than 10% of each step warns
+    # (a slow node, not a broken model); a rank that stopped logging before the others fails.
+    "ranks": {"max_wait_share": 0.10},
 }
 
 
@@ -382,6 +385,31 @@ def rule_throughput(run: RunSummary, baseline: Baseline | None, params: Mapping[
     )
 
 
+def rule_ranks(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
+    """A distributed run's ranks: none stopped before the others (fail), no costly straggler (warn)."""
+    ranks = run.diagnosis.get("ranks")
+    if not isinstance(ranks, Mapping) or not ranks.get("ranks"):
+        return RuleResult("ranks", Status.SKIP, "not a run of several ranks (no rank column)", run.run)
+    limit = float(params.get("max_wait_share", 0.10))
+    stopped = [s for s in ranks.get("stopped") or () if isinstance(s, Mapping)]
+    if stopped:
+        first = stopped[0]
+        return RuleResult(
+            "ranks", Status.FAIL,
+            f"rank {first.get('rank')} stopped logging at step {first.get('last_step')}, the others go on to step "
+            f"{first.get('others_last_step')}" + (f" (+{len(stopped) - 1} more)" if len(stopped) > 1 else ""),
+            run.run, value=len(stopped), threshold=0, details={"stopped": stopped})
+    straggler = ranks.get("straggler")
+    if isinstance(straggler, Mapping):
+        share = float(straggler.get("wait_share") or 0.0)
+        message = (f"rank {straggler.get('rank')} is a straggler: the other ranks wait {share:.0%} of each step "
+                   f"for it (limit {limit:.0%})")
+        status = Status.WARN if share > limit else Status.PASS
+        return RuleResult("ranks", status, message, run.run, value=share, threshold=limit, details=dict(straggler))
+    return RuleResult("ranks", Status.PASS, f"{len(ranks['ranks'])} ranks, no straggler, none stopped early",
+                      run.run, value=0.0, threshold=limit)
+
+
 def _findings_rule(name: str, section: str) -> Rule:
     def rule(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
         result = run.diagnosis.get(section)
@@ -412,6 +440,7 @@ RULES: dict[str, Rule] = {
     "throughput": rule_throughput,
     "gradient_health": _findings_rule("gradient_health", "gradients"),
     "loss_progress": _findings_rule("loss_progress", "progress"),
+    "ranks": rule_ranks,
 }
 
 

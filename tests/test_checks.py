@@ -154,3 +154,8 @@ def test_throughput_rule_skips_when_kinds_differ():
     result = status_of(run_checks([throughput_run("cand", 75.0, seed=2)], base), "throughput")
     assert result.status is Status.SKIP
     assert "no samples_per_s measurement (it has tokens_per_s)" in result.message
+
+
+def test_ranks_rule_skips_a_run_of_one_rank():
+    result = status_of(run_checks([summary()], None), "ranks")
+    assert result.status is Status.SKIP and "several ranks" in result.message

@@ -105,3 +105,21 @@ def test_report_has_a_line_per_rank_naming_the_straggler_and_the_stopped_rank():
     m = re.fullmatch(r"Ranks: rank 0 ([\d.]+) ms/step · rank 1 ([\d.]+) ms/step "
                      r"\(straggler: the others wait (\d+)% of a step\)", straggler)
     assert m and float(m.group(2)) > 10 * float(m.group(1)) and 50 < int(m.group(3)) < 100
+
+
+@pytest.mark.parametrize("case, status, fragment", [
+    ("ddp_straggler", "warn", "rank 1 is a straggler: the other ranks wait"),
+    ("ddp_stopped_rank", "fail", "rank 1 stopped logging at step 14, the others go on to step 39"),
+])
+def test_check_rule_ranks(case, status, fragment):
+    from tanalyze.baseline import summarize_run
+    from tanalyze.checks import CheckPolicy, run_checks
+
+    logs = _load(DISTRIBUTED / case)
+    summary = summarize_run(logs.scalars_of(case), tanalyze.diagnose(logs)[case].to_dict(), fmt="tensorboard")
+    (result,) = [r for r in run_checks([summary], None).rules if r.name == "ranks"]
+    assert result.status == status and fragment in result.message
+    if case == "ddp_straggler":  # a looser limit lets the same straggler pass
+        policy = CheckPolicy.from_config({"ranks": {"max_wait_share": 0.9}})
+        (result,) = [r for r in run_checks([summary], None, policy).rules if r.name == "ranks"]
+        assert result.status == "pass" and result.threshold == 0.9
