@@ -35,12 +35,10 @@ def test_rank_folders_are_one_run_with_a_rank_column(case):
     assert sorted(frame["rank"].unique().tolist()) == truth["ranks"]
     assert set(frame["tag"].astype(str)) == {"loss", "step_time"}  # tags keep their names
     last = frame[frame["tag"] == "loss"].groupby("rank")["step"].max().to_dict()
-    stopped = truth["stopped"]
-    for rank in truth["ranks"]:
-        expected = stopped["last_step"] if stopped and stopped["rank"] == rank else truth["steps"] - 1
-        assert last[rank] == expected
+    assert last == {int(r): step for r, step in truth["last_steps"].items()}
     counts = frame.groupby(["tag", "rank"]).size()
-    assert counts[("loss", 0)] == truth["steps"]  # every point of each rank kept (no de-duplication across ranks)
+    for rank in truth["ranks"]:  # every point of each rank kept (no de-duplication across ranks)
+        assert counts[("loss", rank)] == counts[("step_time", rank)] == truth["last_steps"][str(rank)] + 1
     assert "rank 0 (rank_0); rank 1 (rank_1)" in "\n".join(info.notes)
 
 
@@ -101,7 +99,8 @@ def test_report_has_a_line_per_rank_naming_the_straggler_and_the_stopped_rank():
     lines = re.findall(r'<p class="evidence ranks">(.*?)</p>', html)
     assert len(lines) == 2
     stopped, straggler = (re.sub(r"<[^>]+>", "", line) for line in lines)  # runs in name order
-    assert re.fullmatch(r"Ranks: rank 0 [\d.]+ ms/step · rank 1 [\d.]+ ms/step \(stopped at step 14\)", stopped)
+    last = TRUTH["cases"]["ddp_stopped_rank"]["stopped"]["last_step"]
+    assert re.fullmatch(rf"Ranks: rank 0 [\d.]+ ms/step · rank 1 [\d.]+ ms/step \(stopped at step {last}\)", stopped)
     m = re.fullmatch(r"Ranks: rank 0 ([\d.]+) ms/step · rank 1 ([\d.]+) ms/step "
                      r"\(straggler: the others wait (\d+)% of a step\)", straggler)
     assert m and float(m.group(2)) > 10 * float(m.group(1)) and 50 < int(m.group(3)) < 100
@@ -109,7 +108,8 @@ def test_report_has_a_line_per_rank_naming_the_straggler_and_the_stopped_rank():
 
 @pytest.mark.parametrize("case, status, fragment", [
     ("ddp_straggler", "warn", "rank 1 is a straggler: the other ranks wait"),
-    ("ddp_stopped_rank", "fail", "rank 1 stopped logging at step 14, the others go on to step 39"),
+    ("ddp_stopped_rank", "fail", "rank 1 stopped logging at step {last_step}, the others go on to step "
+                                 "{others_last_step}"),
 ])
 def test_check_rule_ranks(case, status, fragment):
     from tanalyze.baseline import summarize_run
@@ -118,7 +118,8 @@ def test_check_rule_ranks(case, status, fragment):
     logs = _load(DISTRIBUTED / case)
     summary = summarize_run(logs.scalars_of(case), tanalyze.diagnose(logs)[case].to_dict(), fmt="tensorboard")
     (result,) = [r for r in run_checks([summary], None).rules if r.name == "ranks"]
-    assert result.status == status and fragment in result.message
+    stopped = TRUTH["cases"][case]["stopped"]
+    assert result.status == status and fragment.format(**(stopped or {})) in result.message
     if case == "ddp_straggler":  # a looser limit lets the same straggler pass
         policy = CheckPolicy.from_config({"ranks": {"max_wait_share": 0.9}})
         (result,) = [r for r in run_checks([summary], None, policy).rules if r.name == "ranks"]

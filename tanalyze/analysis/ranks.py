@@ -174,7 +174,7 @@ def _stopped(stats: list[RankStats], by_rank: Mapping[int, Curve]) -> list[Stopp
             continue
         steps = np.unique(by_rank[s.rank].steps)
         interval = int(np.median(np.diff(steps))) if steps.size > 1 else 1
-        if furthest - s.last_step <= interval:  # one logging interval short: the writer's last flush
+        if furthest - s.last_step < interval:  # short of the others by less than one of its logging intervals
             continue
         others = [o for o in stats if o.rank != s.rank]
         last = max(others, key=lambda o: (o.last_step, o.last_wall_time or 0.0))

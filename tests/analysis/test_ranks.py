@@ -49,13 +49,22 @@ def test_stopped_rank():
     truth = TRUTH["cases"]["ddp_stopped_rank"]
     result = analyze_ranks(_per_rank("ddp_stopped_rank", "loss"),
                            step_time_by_rank=_per_rank("ddp_stopped_rank", "step_time"))
+    stopped = truth["stopped"]  # the killed rank's last step on disk, and the other rank's (it died in the all-reduce)
     assert [(s.rank, s.last_step, s.others_last_step) for s in result.stopped] == [
-        (truth["stopped"]["rank"], truth["stopped"]["last_step"], truth["steps"] - 1)]
+        (stopped["rank"], stopped["last_step"], stopped["others_last_step"])]
     assert result.stopped[0].seconds_before_others > 0
     assert result.straggler is None  # both ranks equally fast while both ran
     finding = next(f for f in result.findings if f.code == "rank_stopped")
-    assert finding.severity == Severity.WARNING and finding.step == truth["stopped"]["last_step"]
-    assert "Rank 1 stopped logging at step 14" in finding.message
+    assert finding.severity == Severity.WARNING and finding.step == stopped["last_step"]
+    assert f"Rank 1 stopped logging at step {stopped['last_step']}" in finding.message
+
+
+def test_a_rank_one_logging_interval_short_is_stopped_and_ranks_that_end_together_are_not():
+    loss, wall = np.linspace(2.0, 1.0, 30), np.arange(30.0)
+    together = {0: _curve(loss, wall), 1: _curve(loss, wall)}
+    assert analyze_ranks(together).stopped == ()
+    short = {0: _curve(loss, wall), 1: _curve(loss[:29], wall[:29])}
+    assert [(s.rank, s.last_step, s.others_last_step) for s in analyze_ranks(short).stopped] == [(1, 28, 29)]
 
 
 def test_each_rank_logging_its_own_loss_is_found():
