@@ -29,8 +29,8 @@ writers spread one run over several sources. The rules, in the order they apply
    twice.
 5. **Per-rank writers** — one TensorBoard writer per process of a distributed job writes
    sibling folders named by the rank (``rank_0/``, ``rank1/``, ``worker_0/``, ``node0_rank1/`` …):
-   two or more such siblings with distinct ranks, holding only event files with the same tags,
-   are one run (their parent folder) with a ``rank`` column; tags keep their names.
+   two or more such siblings with distinct ranks, holding only event files with tags in common
+   (rank 0 may log more), are one run (their parent folder) with a ``rank`` column; tags keep their names.
 
 A run is named by its folder relative to the path given (the path's own name when the
 run is the path itself). ``join=False`` turns rules 1–5 off: one run per folder and
@@ -217,8 +217,10 @@ def _join_ranks(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner:
             children[directory.parent].append((int(match.group(1)), indices[0]))
     for parent, found in children.items():
         ranks = [rank for rank, _ in found]
-        tag_sets = {frozenset(t for t in sources[i].tags if not t.startswith(_HPARAMS_PREFIX)) for _, i in found}
-        if len(found) < 2 or len(set(ranks)) != len(ranks) or len(tag_sets) != 1 or not next(iter(tag_sets)):
+        tag_sets = [frozenset(t for t in sources[i].tags if not t.startswith(_HPARAMS_PREFIX)) for _, i in found]
+        shared = frozenset.intersection(*tag_sets) if tag_sets else frozenset()
+        # the same metrics (rank 0 often logs a few more: evaluation, learning rate)
+        if len(found) < 2 or len(set(ranks)) != len(ranks) or not shared:
             continue
         for rank, index in found:
             label = f"rank {rank} ({sources[index].directory.name})"

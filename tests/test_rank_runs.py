@@ -124,3 +124,15 @@ def test_check_rule_ranks(case, status, fragment):
         policy = CheckPolicy.from_config({"ranks": {"max_wait_share": 0.9}})
         (result,) = [r for r in run_checks([summary], None, policy).rules if r.name == "ranks"]
         assert result.status == "pass" and result.threshold == 0.9
+
+
+def test_rank_0_logging_more_tags_is_still_one_run(tmp_path):
+    # rank 0 alone also logs the add_scalars 'Loss' key folder's tag: rank_0 gets the extra events file
+    job = _copy_as(tmp_path, ["rank_0", "rank_1"])
+    extra = next((Path(__file__).parent / "fixtures" / "layouts" / "torch_add_scalars" / "runs" / "mlp").glob("events*"))
+    shutil.copy(extra, job / "rank_0" / extra.name)
+    logs = _load(job)
+    assert list(logs.runs) == ["job"]
+    frame = logs.scalars
+    rank0_tags = set(frame[frame["rank"] == 0]["tag"].astype(str))
+    assert {"loss", "step_time"} < rank0_tags and set(frame[frame["rank"] == 1]["tag"].astype(str)) == {"loss", "step_time"}
