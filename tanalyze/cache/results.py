@@ -25,7 +25,7 @@ import numpy as np
 from tanalyze.cache import Cache
 from tanalyze.cache.reading import prefix_hashes
 
-__all__ = ["results_key", "files_stamp", "load_results", "save_results", "KIND"]
+__all__ = ["results_key", "files_stamp", "load_results", "save_results", "load_entry", "KIND"]
 
 #: The folder of the results cache inside a cache's layout.
 KIND = "results"
@@ -54,19 +54,29 @@ def files_stamp(files: Sequence[str], directory: str) -> dict[str, Any] | None:
     return {"files": stamps, "folder_mtime_ns": folder}
 
 
-def load_results(cache: Cache, key: Mapping[str, Any], stamp: Mapping[str, Any] | None) -> list[Any] | None:
-    """The results stored for ``key`` when the files still have ``stamp``; None otherwise."""
+def load_entry(cache: Cache, key: Mapping[str, Any],
+               stamp: Mapping[str, Any] | None) -> tuple[dict[str, Any], Mapping[str, np.ndarray]] | None:
+    """The header (``results`` and any ``extra``) and arrays stored for ``key`` when the files still have
+    ``stamp``; None otherwise."""
     if stamp is None:
         return None
     entry = cache.load(KIND, dict(key))
-    if entry is None or entry.header.get("stamp") != stamp:
+    if entry is None or entry.header.get("stamp") != stamp or not isinstance(entry.header.get("results"), list):
         return None
-    results = entry.header.get("results")
-    return results if isinstance(results, list) else None
+    return entry.header, entry.arrays
 
 
-def save_results(cache: Cache, key: Mapping[str, Any], stamp: Mapping[str, Any] | None, results: list[Any]) -> bool:
-    """Store ``results`` (JSON-ready values) for ``key`` at ``stamp``; False when not stored."""
+def load_results(cache: Cache, key: Mapping[str, Any], stamp: Mapping[str, Any] | None) -> list[Any] | None:
+    """The results stored for ``key`` when the files still have ``stamp``; None otherwise."""
+    found = load_entry(cache, key, stamp)
+    return None if found is None else found[0]["results"]
+
+
+def save_results(cache: Cache, key: Mapping[str, Any], stamp: Mapping[str, Any] | None, results: list[Any],
+                 *, extra: Any = None, arrays: Mapping[str, np.ndarray] | None = None) -> bool:
+    """Store ``results`` (JSON-ready values) for ``key`` at ``stamp``, with what a presenter keeps beside
+    them (``extra``: JSON-ready; ``arrays``: named numeric arrays); False when not stored."""
     if stamp is None:
         return False
-    return cache.save(KIND, dict(key), {"none": np.zeros(0, dtype=np.int8)}, {"stamp": dict(stamp), "results": results})
+    stored = dict(arrays) if arrays else {"none": np.zeros(0, dtype=np.int8)}
+    return cache.save(KIND, dict(key), stored, {"stamp": dict(stamp), "results": results, "extra": extra})

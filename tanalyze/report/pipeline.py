@@ -18,7 +18,7 @@ from typing import Any
 
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.cache import Cache, resolve_cache
-from tanalyze.cache.results import files_stamp, load_results, results_key, save_results
+from tanalyze.cache.results import files_stamp, load_entry, results_key, save_results
 from tanalyze.discover import RunSpec, discover
 from tanalyze.errors import InputError
 from tanalyze.logs import failed_result, read_run
@@ -28,6 +28,7 @@ from tanalyze.report import parallel
 from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS
 from tanalyze.report.figures import FigureMaker
 from tanalyze.report.model import ReportData, RunSource, RunView, _run_view, _unique_names, assemble
+from tanalyze.report.runcache import dump_views, load_views
 
 __all__ = ["report_paths"]
 
@@ -38,10 +39,10 @@ def _spec_files(spec: RunSpec) -> tuple[list[str], str]:
     return files, spec.directory
 
 
-def _cached_diagnoses(spec: RunSpec, roles: Mapping[str, Any] | None,
-                      cache: Cache | None) -> tuple[list[Any] | None, Any]:
-    """The diagnoses the results cache holds for this run's files as they are now (None: not cached),
-    and what to store them under."""
+def _cached(spec: RunSpec, roles: Mapping[str, Any] | None,
+            cache: Cache | None) -> tuple[tuple[list[Any], Any, Any] | None, Any]:
+    """What the results cache holds for this run's files as they are now (its diagnoses, the views and their
+    arrays; None: not cached), and what to store them under."""
     if cache is None:
         return None, None
     from tanalyze.diagnose import ANALYSIS_VERSION
@@ -50,23 +51,40 @@ def _cached_diagnoses(spec: RunSpec, roles: Mapping[str, Any] | None,
     key = results_key(spec.name, spec.format, files, directory, analysis=ANALYSIS_VERSION,
                       options={"roles": dict(roles) if roles else None, "parts": len(spec.parts)})
     stamp = files_stamp(files, directory)  # before reading: a file growing meanwhile is seen next time
-    return load_results(cache, key, stamp), (key, stamp)
+    found = load_entry(cache, key, stamp)
+    if found is None:
+        return None, (key, stamp)
+    header, arrays = found
+    return (header["results"], header.get("extra"), arrays), (key, stamp)
+
+
+def _finish(view: RunView, maker: FigureMaker | None) -> RunView:
+    return replace(view, figures=parallel.draw(maker, view) if maker is not None else None)
 
 
 def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: FigureMaker | None,
-             cache: Cache | None = None, error: str | None = None) -> list[RunView]:
+             cache: Cache | None = None, error: str | None = None, smoothing: float | None = None) -> list[RunView]:
     """Read, diagnose, summarise and draw one discovered run (a file may hold several). With ``error``
     (its reading failed in a worker), the run is shown with no points and that error as its warning.
-    Diagnoses come from the results cache when the run's files did not change since they were made."""
+    When the run's files did not change since its last report, its views (diagnoses, summaries, curves of
+    the tags with a role, static figures drawn with the same options) come from the results cache and its
+    scalars are not read at all."""
     from tanalyze.diagnose import diagnose_run
 
     position, spec = task
-    views = []
-    cached, store = (None, None) if error is not None else _cached_diagnoses(spec, roles, cache)
+    figures_of = {"index": position, "smoothing": smoothing} if maker is not None else None
+    found, store = (None, None) if error is not None else _cached(spec, roles, cache)
+    if found is not None:
+        diagnoses, extra, arrays = found
+        kept = load_views(extra, arrays, diagnoses, figures_of=figures_of)
+        if kept is not None:
+            return [view if view.figures is not None or maker is None else _finish(view, maker) for view in kept]
+    cached = None if found is None else found[0]
     results = [failed_result(spec, error)] if error is not None else read_run(spec, cache=cache)
     if cached is not None and len(cached) != len(results):
         cached = None
     made = []
+    views = []
     for part, result in enumerate(results):
         info = result.info
         if cached is not None:
@@ -84,10 +102,10 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
         info = replace(info, hparams=dict(info.hparams), text=dict(info.text))
         # A provisional index unique in the report: figure ids are salted with it.
         view = _run_view(position * 1000 + part + 1, RunSource(info.name, result.scalars, info, diagnosis))
-        figures = parallel.draw(maker, view) if maker is not None else None
-        views.append(replace(view, figures=figures))
-    if cached is None and store is not None:
-        save_results(cache, *store, made)
+        views.append(_finish(view, maker))
+    if store is not None:
+        extra, arrays = dump_views(views, figures_of=figures_of)
+        save_results(cache, *store, cached if cached is not None else made, extra=extra, arrays=arrays)
     return views
 
 
@@ -95,7 +113,7 @@ def _process_task(task: tuple[int, RunSpec], *, roles: Mapping[str, Any] | None,
                   cache: Cache | None, static: bool = True) -> list[RunView]:
     """The per-run task mapped over worker processes (one figure maker per worker process, reused across runs).
     ``static=False``: no static figures (a report of many runs; its page draws charts from data)."""
-    return _process(task, roles, parallel.worker_maker(smoothing) if static else None, cache)
+    return _process(task, roles, parallel.worker_maker(smoothing) if static else None, cache, smoothing=smoothing)
 
 
 def report_paths(

@@ -13,7 +13,8 @@ from tanalyze.cache import Cache
 from tanalyze.report import report_dict, report_paths
 from tests.conftest import SAMPLE_RUNS
 
-DIAGNOSE = importlib.import_module("tanalyze.diagnose")  # the module (``tanalyze.diagnose`` is the function)
+DIAGNOSE = importlib.import_module("tanalyze.diagnose")
+PIPELINE = importlib.import_module("tanalyze.report.pipeline")  # the module (``tanalyze.diagnose`` is the function)
 RUNS = ("normal_nanogpt", "diverged_nanogpt", "unstable_nanogpt")
 
 
@@ -59,15 +60,56 @@ def test_unchanged_runs_are_not_diagnosed_again(runs, tmp_path, calls):
     assert json.dumps(warm, sort_keys=True) == json.dumps(cold, sort_keys=True)  # the same report, verdicts and all
 
 
-def test_a_run_that_grew_is_the_only_one_reanalysed(runs, tmp_path, calls):
+@pytest.fixture
+def reads(monkeypatch):
+    """The names of the runs whose scalars the report pipeline read."""
+    seen: list[str] = []
+    real = PIPELINE.read_run
+
+    def counting(spec, **kwargs):
+        seen.append(spec.name)
+        return real(spec, **kwargs)
+
+    monkeypatch.setattr(PIPELINE, "read_run", counting)
+    return seen
+
+
+def _page(data):
+    from tanalyze.report.html import render_html
+
+    return render_html(data, embed_json=None, jobs=1).replace(data.generated_at, "")
+
+
+def test_a_warm_report_reads_no_scalars_and_draws_the_same_page(runs, tmp_path, calls, reads):
+    cache = Cache(str(tmp_path / "cache"))
+    cold_data, cold = _report(runs, cache)
+    assert sorted(reads) == sorted(RUNS)
+    assert all(run.figures is not None for run in cold_data.runs)  # static figures drawn where read
+    reads.clear()
+    calls.clear()
+    warm_data, warm = _report(runs, cache)
+    assert reads == [] and calls == []
+    assert json.dumps(warm, sort_keys=True) == json.dumps(cold, sort_keys=True)
+    for before, after in zip(cold_data.runs, warm_data.runs, strict=True):
+        assert after.figures == before.figures  # the static SVG served from the cache
+        assert after.summary == before.summary and after.tags == before.tags and after.points == before.points
+        assert after.info == before.info
+    assert _page(warm_data) == _page(cold_data)
+    reads.clear()
+    _report(runs, cache, smoothing=0.3)  # other figures: drawn again from the cached curves, still not read
+    assert reads == [] and calls == []
+
+
+def test_a_run_that_grew_is_the_only_one_reanalysed(runs, tmp_path, calls, reads):
     cache = Cache(str(tmp_path / "cache"))
     before, _ = _report(runs, cache)
     calls.clear()
     with open(runs / "normal_nanogpt" / "train.log", "a", encoding="utf-8") as log:
         for i in range(510, 560, 10):
             log.write(f"iter {i}: loss 0.4000, time 15.00ms, mfu 54.00%\n")
+    reads.clear()
     after, _ = _report(runs, cache)
-    assert calls == ["normal_nanogpt"]
+    assert calls == ["normal_nanogpt"] and reads == ["normal_nanogpt"]
     grown = {r.name: r for r in after.runs}["normal_nanogpt"]
     old = {r.name: r for r in before.runs}["normal_nanogpt"]
     assert grown.summary["last_step"] == 550 and old.summary["last_step"] == 500
