@@ -108,7 +108,7 @@ def time_report(root: Path, out: Path, jobs: int | None, cache: Path | None = No
     folder (None: a new empty one, so that nothing of an earlier bench is reused)."""
     import tempfile
 
-    from tanalyze.report import report_paths, write_report
+    from tanalyze.report import Report, report_paths
 
     if cache is None:
         with tempfile.TemporaryDirectory(prefix="tz-bench-cache-") as fresh:
@@ -118,7 +118,7 @@ def time_report(root: Path, out: Path, jobs: int | None, cache: Path | None = No
     data = report_paths([root], jobs=jobs, cache=str(cache))
     times["read+diagnose+draw runs"] = time.perf_counter() - start
     mark = time.perf_counter()
-    sizes = write_report(data, out / "report.html", out / "report.json", jobs=jobs)
+    sizes = Report(data).save(out / "report.html", out / "report.json", jobs=jobs)
     times["compare+page+write"] = time.perf_counter() - mark
     times["total"] = time.perf_counter() - start
     times["cpu"] = _cpu() - cpu

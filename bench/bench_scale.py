@@ -129,9 +129,9 @@ if args["what"].startswith("load"):
     logs = tanalyze.load(args["path"], jobs=args["jobs"], cache=cache, client=client)
     size = len(logs.scalars)
 elif args["what"].startswith("report"):
-    from tanalyze.report import report_paths, write_report
+    from tanalyze.report import Report, report_paths
     data = report_paths([args["path"]], jobs=args["jobs"], cache=cache, client=client)
-    write_report(data, args["out"], args["out"] + ".json", jobs=args["jobs"])
+    Report(data).save(args["out"], args["out"] + ".json", jobs=args["jobs"])
     size = len(data.runs)
 else:
     from tanalyze.pipeline import diagnose_path

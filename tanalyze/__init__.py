@@ -8,9 +8,12 @@
 >>> tanalyze.check("runs/new", baseline="runs/old")   # the CI gate's rules: pass / warn / fail / skip
 >>> tanalyze.run_status(["slurm-123.out"])      # how a job ended: finished, crashed, oom, killed, ...
 >>> tanalyze.sweep("runs/lr_sweep")              # many runs as one experiment: what drives the result
+>>> tanalyze.report("sample_runs/").save_html("report.html")   # the HTML report (and .save_json, .to_json)
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from tanalyze._version import __version__
 from tanalyze.analysis.sweep import SweepResult
@@ -58,4 +61,17 @@ __all__ = [
     "run_status",
     "sweep",
     "SweepResult",
+    "report",
+    "Report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``report`` and ``Report`` on first use: the report package (which is callable, see
+    :mod:`tanalyze.report`) pulls in matplotlib and jinja2, which ``import tanalyze`` does not need."""
+    if name in ("report", "Report"):
+        import importlib
+
+        package = importlib.import_module("tanalyze.report")
+        return package if name == "report" else package.Report
+    raise AttributeError(f"module 'tanalyze' has no attribute {name!r}")

@@ -347,7 +347,7 @@ def cmd_baseline_save(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from tanalyze.config import load_config
-    from tanalyze.report import report_paths, write_report
+    from tanalyze.report import Report, report_paths
 
     config = load_config(args.config)
     roles = {**config.roles, **_parse_roles(args.role)}
@@ -361,7 +361,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                         smoothing=args.smoothing, progress=progress, jobs=engine["jobs"],
                         cache=engine["cache"], client=engine["client"], join=_join(args))
     try:
-        sizes = write_report(data, args.output, args.json, progress=progress, jobs=args.jobs)
+        sizes = Report(data).save(args.output, args.json, progress=progress, jobs=args.jobs)
     except OSError as exc:
         raise InputError(f"cannot write the report: {exc}") from exc
     verdicts = ", ".join(f"{n} {label.replace('_', ' ')}" for label, n in data.verdict_counts())

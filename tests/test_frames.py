@@ -318,11 +318,9 @@ def test_check_and_report_accept_a_frame(tmp_path):
     assert [(r.name, r.status, r.message) for r in report.rules] == [
         (r.name, r.status, r.message) for r in expected.rules]
 
-    from tanalyze.report import build_report, write_report
-
     evil = frame.assign(dir_name=frame["dir_name"].replace("baseline", "<b>baseline</b>"))
     evil_logs = tanalyze.from_frame(evil)
-    write_report(build_report(evil_logs, tanalyze.diagnose(evil_logs)), html_path=tmp_path / "r.html")
+    tanalyze.report(evil_logs, tanalyze.diagnose(evil_logs)).save_html(tmp_path / "r.html")
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "&lt;b&gt;baseline&lt;/b&gt;" in html and "<b>baseline</b>" not in html
 

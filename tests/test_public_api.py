@@ -30,6 +30,8 @@ EXPECTED = {
     "run_status",
     "sweep",
     "SweepResult",
+    "report",
+    "Report",
 }
 
 
@@ -73,8 +75,16 @@ SIGNATURES = {
     "sweep": ["logs", "*metric", "*higher", "*target", "*diagnoses"],
     "SweepResult.plot": ["experiment"],
     "SweepResult.summary_lines": [],
+    "report": ["source", "diagnoses", "*title", "*smoothing", "*roles", "*formats", "*progress", "*jobs", "*cache",
+               "*client", "*join", "*sections", "*scalars", "*info"],
+    "Report.to_html": ["*fragment", "*progress", "*jobs"],
+    "Report.save_html": ["path", "*progress", "*jobs"],
+    "Report.to_dict": [],
+    "Report.to_json": [],
+    "Report.save_json": ["path"],
+    "Report.save": ["html_path", "json_path", "*progress", "*jobs"],
 }
-DISPLAYED = ("Logs", "RunDiagnosis", "Diagnoses", "CheckReport", "SweepResult")
+DISPLAYED = ("Logs", "RunDiagnosis", "Diagnoses", "CheckReport", "SweepResult", "Report")
 
 
 def _resolve(dotted: str):

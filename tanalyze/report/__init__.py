@@ -1,17 +1,25 @@
 """Reports: one self-contained HTML page (and the same results as JSON) for a set of runs.
 
->>> from tanalyze.report import render_report_html
->>> html = render_report_html(tanalyze.load("sample_runs/"))   # diagnoses every run, renders the page
+>>> report = tanalyze.report("sample_runs/")     # reads and diagnoses every run: a Report
+>>> report.save_html("report.html"); report.save_json("report.json"); report.to_json()
+>>> tanalyze.report(logs)                         # a Logs (diagnosed here), diagnoses, one RunDiagnosis
 
 The flow is one-way: :func:`build_report` computes what is shown (from the full
 data), :mod:`~tanalyze.report.html` draws it, :mod:`~tanalyze.report.jsonout`
-serialises it. Jupyter reprs call :func:`render_report_html` /
-:func:`render_run_html` with ``fragment=True``: the same renderer as the file.
+serialises it; :class:`Report` (:mod:`~tanalyze.report.api`) holds the result and
+is what Jupyter displays. This package is callable: ``tanalyze.report(...)`` is
+:func:`~tanalyze.report.api.make_report`. The render functions of earlier releases
+(``render_report_html``, ``render_run_html``, ``render_diagnoses_html``,
+``write_report``) are deprecated aliases, kept for one release.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+import sys
+import types
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,42 +27,35 @@ import pandas as pd
 
 from tanalyze.logs import Logs, RunInfo
 from tanalyze.parallel import ProgressCallback
+from tanalyze.report.api import Report, make_report
 from tanalyze.report.fragments import render_check_html, render_logs_html
-from tanalyze.report.html import iter_html, render_html, render_run_fragment
-from tanalyze.report.jsonout import SCHEMA_ID, report_dict, write_json
+from tanalyze.report.jsonout import SCHEMA_ID, report_dict
 from tanalyze.report.model import ReportData, RunSource, build_report, sources_from
 from tanalyze.report.pipeline import report_paths
 
 __all__ = [
     "SCHEMA_ID",
+    "Report",
+    "make_report",
     "ReportData",
     "RunSource",
     "build_report",
     "sources_from",
-    "render_report_html",
-    "render_run_html",
-    "render_diagnoses_html",
     "render_logs_html",
     "render_check_html",
     "report_dict",
-    "write_report",
     "report_paths",
+    # deprecated, kept for one release:
+    "render_report_html",
+    "render_run_html",
+    "render_diagnoses_html",
+    "write_report",
 ]
 
 
-
-def _diagnose(logs: Logs) -> Mapping[str, Any]:
-    from tanalyze.diagnose import diagnose  # analysis is imported only when a report needs it
-
-    return diagnose(logs)
-
-
-def _data(source: Logs | ReportData, diagnoses: Mapping[str, Any] | None, **options: Any) -> ReportData:
-    if isinstance(source, ReportData):
-        return source
-    if diagnoses is None:
-        diagnoses = _diagnose(source)
-    return build_report(source, diagnoses, **options)
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"tanalyze.report.{old} is deprecated and will be removed in the next release; use {new}",
+                  DeprecationWarning, stacklevel=3)
 
 
 def render_report_html(
@@ -66,16 +67,14 @@ def render_report_html(
     smoothing: float = 0.6,
     progress: ProgressCallback | None = None,
 ) -> str:
-    """The HTML report of ``source`` (a :class:`Logs`, diagnosed here unless ``diagnoses`` is given).
+    """Deprecated: ``tanalyze.report(source, diagnoses).to_html(fragment=...)``."""
+    _deprecated("render_report_html", "tanalyze.report(logs).to_html()")
+    report = make_report(source, diagnoses, title=title, smoothing=smoothing)
+    if fragment:
+        from tanalyze.report.html import render_html
 
-    ``fragment=True`` returns a ``<div>`` with its own scoped style and no
-    script, for Jupyter; otherwise a whole page with its JSON embedded.
-    """
-    options: dict[str, Any] = {"smoothing": smoothing}
-    if title is not None:
-        options["title"] = title
-    data = _data(source, diagnoses, **options)
-    return render_html(data, fragment=fragment, embed_json=None if fragment else report_dict(data), progress=progress)
+        return render_html(report.data, fragment=True, progress=progress)
+    return report.to_html(progress=progress)
 
 
 def render_run_html(
@@ -86,25 +85,9 @@ def render_run_html(
     smoothing: float = 0.6,
     fragment: bool = True,
 ) -> str:
-    """One run's section: its diagnosis (a ``RunDiagnosis`` or its ``to_dict()``) drawn over its curves.
-
-    ``scalars`` is the run's tidy table (or a :class:`Logs` holding it). Without
-    it, the loss curves a ``RunDiagnosis`` keeps (its ``curves``) are drawn; a
-    plain dict then gives findings without figures.
-    """
-    d = diagnosis.to_dict() if hasattr(diagnosis, "to_dict") else dict(diagnosis)
-    name = str(d.get("run") or "run")
-    if isinstance(scalars, Logs):
-        info = info or scalars.runs.get(name)
-        frame = scalars.scalars_of(name) if name in scalars.runs else scalars.scalars.iloc[0:0]
-    elif scalars is not None:
-        frame = scalars[scalars["run"] == name] if "run" in scalars.columns and (scalars["run"] == name).any() else scalars
-    else:
-        frame = _frame_of_curves(name, getattr(diagnosis, "curves", None) or {})
-    data = build_report([RunSource(name, frame, info, d)], smoothing=smoothing, title=name)
-    if fragment:
-        return render_run_fragment(data, 1)
-    return render_html(data, embed_json=report_dict(data))
+    """Deprecated: ``tanalyze.report(diagnosis, scalars=...).to_html(fragment=True)``."""
+    _deprecated("render_run_html", "tanalyze.report(diagnosis).to_html(fragment=True)")
+    return make_report(diagnosis, scalars=scalars, info=info, smoothing=smoothing).to_html(fragment=fragment)
 
 
 def render_diagnoses_html(
@@ -115,33 +98,10 @@ def render_diagnoses_html(
     smoothing: float = 0.6,
     title: str | None = None,
 ) -> str:
-    """The report fragment of already computed diagnoses (run name → ``RunDiagnosis``), for Jupyter.
-
-    Curves come from ``logs`` when given, else from what each ``RunDiagnosis`` keeps
-    (its ``curves``). ``sections=False`` shows the summary of the runs without each
-    run's own section (quick and small for many runs).
-    """
-    if logs is not None:
-        sources = sources_from(logs, diagnoses)
-    else:
-        sources = [RunSource(name, _frame_of_curves(name, getattr(d, "curves", None) or {}), None, d)
-                   for name, d in diagnoses.items()]
-    count = len(sources)
-    options: dict[str, Any] = {"smoothing": smoothing,
-                               "title": title or f"Diagnosis of {count} run{'' if count == 1 else 's'}"}
-    return render_html(build_report(sources, **options), fragment=True, sections=sections, jobs=1)
-
-
-def _frame_of_curves(name: str, curves: Mapping[str, Any]) -> pd.DataFrame:
-    """A tidy table from ``Curve`` objects (anything with ``tag``, ``steps``, ``values``)."""
-    from tanalyze.schema import concat_frames, empty_scalars, scalar_frame
-
-    frames = [
-        scalar_frame(run=name, tag=[str(c.tag)] * len(c.steps), step=c.steps, value=c.values)
-        for c in curves.values()
-        if hasattr(c, "steps") and len(c.steps)
-    ]
-    return concat_frames(frames) if frames else empty_scalars()
+    """Deprecated: ``tanalyze.report(diagnoses, scalars=logs, sections=...).to_html(fragment=True)``."""
+    _deprecated("render_diagnoses_html", "tanalyze.report(diagnoses).to_html(fragment=True)")
+    report = make_report(dict(diagnoses), scalars=logs, sections=sections, smoothing=smoothing, title=title)
+    return report.to_html(fragment=True)
 
 
 def write_report(
@@ -152,17 +112,18 @@ def write_report(
     progress: ProgressCallback | None = None,
     jobs: int | None = None,
 ) -> dict[str, int]:
-    """Write the HTML page and/or the JSON file; return their sizes in bytes by kind.
+    """Deprecated: ``Report(data).save(html_path, json_path)`` (or ``.save_html`` / ``.save_json``)."""
+    _deprecated("write_report", "Report.save_html() / Report.save_json()")
+    return Report(data).save(html_path, json_path, progress=progress, jobs=jobs)
 
-    ``jobs``: processes drawing figures (None: as many as useful, 1: this process only).
-    """
-    sizes: dict[str, int] = {}
-    report = report_dict(data)
-    if json_path is not None:
-        sizes["json"] = write_json(report, json_path)
-    if html_path is not None:
-        pieces = iter_html(data, embed_json=report, progress=progress, jobs=jobs)
-        with open(html_path, "w", encoding="utf-8", newline="") as handle:
-            handle.writelines(pieces)  # streamed: the page is never whole in memory
-        sizes["html"] = os.path.getsize(html_path)
-    return sizes
+
+class _CallableModule(types.ModuleType):
+    """This package, callable: ``tanalyze.report(path_or_logs, ...)`` makes a :class:`Report`
+    (the package keeps its name on ``tanalyze``, so a function of that name would be replaced by it)."""
+
+    def __call__(self, source: Any, diagnoses: Mapping[str, Any] | None = None, **options: Any) -> Report:
+        return make_report(source, diagnoses, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+__signature__ = inspect.signature(make_report)  # what help() and inspect show for tanalyze.report(...)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tanalyze._display import register
-from tanalyze.report import render_diagnoses_html, render_run_html
+from tanalyze.report.api import make_report
 from tanalyze.report.fragments import render_check_html, render_logs_html
 from tanalyze.report.sweep import render_sweep_html
 
@@ -11,7 +11,8 @@ from tanalyze.report.sweep import render_sweep_html
 REPR_SECTIONS_UP_TO = 3
 
 register("Logs", render_logs_html)
-register("RunDiagnosis", render_run_html)
-register("Diagnoses", lambda diagnoses: render_diagnoses_html(diagnoses, sections=len(diagnoses) <= REPR_SECTIONS_UP_TO))
+register("RunDiagnosis", lambda diagnosis: make_report(diagnosis).to_html(fragment=True))
+register("Diagnoses", lambda diagnoses: make_report(
+    dict(diagnoses), sections=len(diagnoses) <= REPR_SECTIONS_UP_TO).to_html(fragment=True))
 register("CheckReport", render_check_html)
 register("SweepResult", render_sweep_html)

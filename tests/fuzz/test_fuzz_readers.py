@@ -70,8 +70,8 @@ def test_valid_header_then_random_bytes(name, index, keep, tail, tmp_path_factor
 @given(index=st.integers(0, 10), ops=OPS)
 def test_damaged_run_is_diagnosed_and_reported(name, index, ops, tmp_path_factory):
     """Past the readers: whatever a damaged run yields, diagnosis and the HTML report take it."""
+    import tanalyze
     from tanalyze.diagnose import diagnose
-    from tanalyze.report import render_report_html
 
     seed = _seeds(name)[index % len(_seeds(name))]
     root = tmp_path_factory.mktemp("run")
@@ -80,5 +80,5 @@ def test_damaged_run_is_diagnosed_and_reported(name, index, ops, tmp_path_factor
     if isinstance(logs, Exception):
         return
     with time_limit(120):
-        page = render_report_html(logs, diagnose(logs))
+        page = tanalyze.report(logs, diagnose(logs)).to_html()
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")

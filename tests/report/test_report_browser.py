@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tanalyze.report import build_report, report_dict, write_report
+from tanalyze.report import Report, build_report, report_dict
 from tanalyze.report.html import render_html
 from tests.conftest import SAMPLE_RUNS
 from tests.report import browser
@@ -67,7 +67,7 @@ def test_sample_runs_report_in_a_browser(tmp_path_factory):
     data = _sample_runs_data()
     out = tmp_path_factory.mktemp("sample-runs-browser")
     page = out / "report.html"
-    write_report(data, page, out / "report.json")
+    Report(data).save(page, out / "report.json")
     _check_page(page, data, out / "report.png")
 
 

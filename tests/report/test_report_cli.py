@@ -149,15 +149,14 @@ def test_jupyter_fragments_diagnose_when_not_given_a_diagnosis():
     if not SAMPLE_RUNS.is_dir():
         pytest.skip("sample_runs/ is not in this checkout")
     from tanalyze.diagnose import diagnose
-    from tanalyze.report import render_report_html, render_run_html
 
     logs = tanalyze.load(SAMPLE_RUNS / "diverged_tensorboard")
-    fragment = parse(render_report_html(logs, fragment=True))
+    fragment = parse(tanalyze.report(logs).to_html(fragment=True))
     badges = [e for e in fragment.iter() if "badge" in e.classes() and "v-diverged" in e.classes()]
     assert badges and fragment.find_all("svg")
     diagnosis = diagnose(logs)["diverged_tensorboard"]
-    alone = parse(render_run_html(diagnosis))  # the curves the diagnosis keeps (losses, lr, grad norm) are drawn
+    alone = parse(tanalyze.report(diagnosis).to_html(fragment=True))  # the curves the diagnosis keeps (losses, lr, grad norm) are drawn
     labels = ["Loss curves of run diverged_tensorboard", "learning rate, gradient norm of run diverged_tensorboard"]
     assert [s.attrs["aria-label"] for s in alone.find_all("svg")] == labels
-    with_logs = parse(render_run_html(diagnosis, logs))
+    with_logs = parse(tanalyze.report(diagnosis, scalars=logs).to_html(fragment=True))
     assert [s.attrs["aria-label"] for s in with_logs.find_all("svg")] == labels

@@ -7,7 +7,6 @@ import pytest
 
 import tanalyze
 from tanalyze.readers import ReadWarning, Restart
-from tanalyze.report import render_diagnoses_html, render_run_html
 from tests.conftest import SAMPLE_RUNS
 from tests.report.fakes import curves, frame_for, info, logs_of
 from tests.report.htmlcheck import parse
@@ -76,13 +75,13 @@ def test_a_run_displays_its_report_section_with_the_panels_it_kept():
     logs = tanalyze.load(SAMPLE_RUNS / "diverged_tensorboard")
     d = tanalyze.diagnose(logs)["diverged_tensorboard"]
     shown = d._repr_html_()
-    assert shown == render_run_html(d)
+    assert shown == tanalyze.report(d).to_html(fragment=True)
     doc = parse(shown)
     assert len(doc.find_all("section")) == 1 and len(doc.find_all("svg")) >= 2  # losses + lr / grad-norm panels
     text = doc.text_content()
     assert "resume from a checkpoint at or before step 444" in text
     # the same section as in the report drawn from the logs themselves
-    from_logs = parse(render_run_html(d, logs)).text_content()
+    from_logs = parse(tanalyze.report(d, scalars=logs).to_html(fragment=True)).text_content()
     assert "resume from a checkpoint at or before step 444" in from_logs
 
 
@@ -96,5 +95,5 @@ def test_many_runs_show_the_summary_only(evil):
     assert not [s for s in doc.find_all("section") if "run" in s.classes()]
     assert len(doc.find_all("table")[0].find_all("tr")) == 1 + 8
     assert "8 runs' own sections" in doc.text_content()
-    with_sections = parse(render_diagnoses_html(many, sections=True))
+    with_sections = parse(tanalyze.report(many, sections=True).to_html(fragment=True))
     assert len([s for s in with_sections.find_all("section") if "run" in s.classes()]) == 8

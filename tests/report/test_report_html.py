@@ -5,7 +5,8 @@ import matplotlib
 import numpy as np
 import pytest
 
-from tanalyze.report import build_report, render_report_html, render_run_html, report_dict
+import tanalyze
+from tanalyze.report import build_report, report_dict
 from tanalyze.report.downsample import METHOD
 from tanalyze.report.html import render_html
 from tests.report.fakes import curves, diagnosis, frame_for, info, logs_of, three_runs
@@ -146,14 +147,14 @@ def test_rendering_leaves_matplotlib_global_state_alone():
     before = dict(matplotlib.rcParams)
     backend = matplotlib.get_backend()
     logs, diags = three_runs()
-    render_report_html(logs, diags)
+    tanalyze.report(logs, diags).to_html()
     assert dict(matplotlib.rcParams) == before
     assert matplotlib.get_backend() == backend
 
 
 def test_fragment_for_jupyter_has_no_page_wrapper_and_no_script():
     logs, diags = three_runs()
-    fragment = render_report_html(logs, diags, fragment=True)
+    fragment = tanalyze.report(logs, diags).to_html(fragment=True)
     assert fragment.lstrip().startswith("<style>")
     assert "<html" not in fragment and "<script" not in fragment and "<!DOCTYPE" not in fragment
     assert 'class="tz tz-fragment"' in fragment
@@ -165,10 +166,10 @@ def test_fragment_for_jupyter_has_no_page_wrapper_and_no_script():
 
 def test_run_fragment_with_and_without_curves():
     logs, diags = three_runs()
-    with_curves = parse(render_run_html(diags["overfitting-run"], logs))
+    with_curves = parse(tanalyze.report(diags["overfitting-run"], scalars=logs).to_html(fragment=True))
     assert len(with_curves.find_all("svg")) == 2
     assert "Keep the checkpoint of step 6,000." in with_curves.text_content()
-    bare = parse(render_run_html(diags["overfitting-run"]))
+    bare = parse(tanalyze.report(diags["overfitting-run"]).to_html(fragment=True))
     assert bare.find_all("svg") == []
     assert "No loss curve to draw" in bare.text_content()
 
@@ -231,7 +232,7 @@ def test_run_fragment_draws_the_curves_a_diagnosis_object_keeps():
     train_steps, train_values = curves("overfitting")["train/loss"]
     obj = Diagnosed(diagnosis("r", "overfitting"), {"train_loss": Curve.from_arrays(train_steps, train_values, "train/loss"),
                                                    "val_loss": Curve.from_arrays(steps, values, "val/loss")})
-    doc = parse(render_run_html(obj))
+    doc = parse(tanalyze.report(obj).to_html(fragment=True))
     svg = doc.find_all("svg")
     assert len(svg) == 1 and svg[0].attrs["aria-label"] == "Loss curves of run r"
     assert ("onset", "overfitting onset 6,000") in _keys(doc)
