@@ -422,6 +422,7 @@ class FigureMaker:
             highlighted = {i for _, i in ranked[:highlight]} if many else {r.index for r in runs}
             values = []
             keys: list[tuple[str, str]] = []
+            grey: list[tuple[np.ndarray, np.ndarray]] = []
             for run in runs:
                 s = run.series[role]
                 smooth = ema(s.values, self.smoothing) if self.smoothing else s.values
@@ -430,9 +431,16 @@ class FigureMaker:
                     color = len(keys) % len(PALETTE)
                     keys.append((f"c{color}", safe_text(run.name, 200)))
                     style = {"color": PALETTE[color], "linewidth": 1.4, "zorder": 3}
+                    points += self._line(ax, s.steps, smooth, columns=columns, **style)
                 else:
-                    style = {"color": "#9ca3af", "linewidth": 0.7, "alpha": 0.6, "zorder": 2}
-                points += self._line(ax, s.steps, smooth, columns=columns, **style)
+                    mask = np.isfinite(smooth)
+                    grey.append(m4(s.steps[mask], smooth[mask], columns))
+            if grey:  # one line broken at NaN gaps: a plot call per run costs more than its points (many runs)
+                gap = np.array([np.nan])
+                x = np.concatenate([part for line in grey for part in (line[0].astype(np.float64), gap)])
+                y = np.concatenate([part for line in grey for part in (line[1], gap)])
+                ax.plot(x, y, color="#9ca3af", linewidth=0.7, alpha=0.6, zorder=2)
+                points += sum(len(line[0]) for line in grey)
             if many:
                 keys.append(("other", f"{len(runs) - len(highlighted)} other runs"))
             log = _log_scale(values)

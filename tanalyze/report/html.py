@@ -484,7 +484,12 @@ def _run_contexts(data: ReportData, figures: FigureMaker, findings: Mapping[int,
     else:
         drawn = iter([(None, None)] * len(data.runs))
     for done, (run, pair) in enumerate(zip(data.runs, drawn, strict=True), start=1):
-        chart = run_chart(run, columns) if charts is not None else None
+        chart = None
+        if charts is not None:
+            if run.chart is not None and run.chart[0] == columns:  # made where the run was read
+                chart = None if run.chart[1] is None else {**run.chart[1], "run": safe_text(run.name, 300)}
+            else:
+                chart = run_chart(run, columns)
         if chart is not None and charts is not None:
             charts.append(f'"{run.anchor}":{json_for_script(chart)}')
         yield _run_context(run, pair, findings[run.index], chart, details=static)

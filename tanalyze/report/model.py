@@ -120,6 +120,8 @@ class RunView:
     points: int
     #: (loss, aux) figures already drawn where the run was read (see pipeline.py), else drawn when rendering
     figures: tuple[Any, Any] | None = None
+    #: (columns, chart data) made where the run was read (see chartdata.run_chart), else made when rendering
+    chart: tuple[int, Any] | None = None
 
     @property
     def anchor(self) -> str:
@@ -157,8 +159,9 @@ class ReportData:
         return [(label, n) for label, n in counts.items() if n]
 
 
-def _diagnosis_dict(value: Any, name: str) -> dict[str, Any]:
-    """The documented diagnosis shape with every key present (missing ones empty), plain JSON types."""
+def _diagnosis_dict(value: Any, name: str, *, plain: bool = False) -> dict[str, Any]:
+    """The documented diagnosis shape with every key present (missing ones empty), plain JSON types.
+    ``plain``: ``value`` is a dict of plain JSON types already (as read back from JSON)."""
     if value is None:
         raw: dict[str, Any] = {
             "run": name,
@@ -168,7 +171,7 @@ def _diagnosis_dict(value: Any, name: str) -> dict[str, Any]:
         raw = value.to_dict()
     else:
         raw = dict(value)
-    out = to_jsonable(raw)
+    out = dict(raw) if plain else to_jsonable(raw)
     out.setdefault("run", name)
     out.setdefault("format", None)
     out.setdefault("roles", {})

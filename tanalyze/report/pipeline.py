@@ -25,7 +25,7 @@ from tanalyze.logs import failed_result, read_run
 from tanalyze.parallel import Failure, ProgressCallback, map_runs
 from tanalyze.readers.pattern import resolve_patterns
 from tanalyze.report import parallel
-from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS
+from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS, chart_columns, run_chart
 from tanalyze.report.figures import FigureMaker
 from tanalyze.report.model import ReportData, RunSource, RunView, _run_view, _unique_names, assemble
 from tanalyze.report.runcache import dump_views, load_views
@@ -58,12 +58,18 @@ def _cached(spec: RunSpec, roles: Mapping[str, Any] | None,
     return (header["results"], header.get("extra"), arrays), (key, stamp)
 
 
-def _finish(view: RunView, maker: FigureMaker | None) -> RunView:
-    return replace(view, figures=parallel.draw(maker, view) if maker is not None else None)
+def _finish(view: RunView, maker: FigureMaker | None, columns: int | None = None) -> RunView:
+    """The view with its static figures drawn (with ``maker``) and its chart data made (for ``columns``)."""
+    if maker is not None and view.figures is None:
+        view = replace(view, figures=parallel.draw(maker, view))
+    if columns is not None and (view.chart is None or view.chart[0] != columns):
+        view = replace(view, chart=(columns, run_chart(view, columns)))
+    return view
 
 
 def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: FigureMaker | None,
-             cache: Cache | None = None, error: str | None = None, smoothing: float | None = None) -> list[RunView]:
+             cache: Cache | None = None, error: str | None = None, smoothing: float | None = None,
+             columns: int | None = None) -> list[RunView]:
     """Read, diagnose, summarise and draw one discovered run (a file may hold several). With ``error``
     (its reading failed in a worker), the run is shown with no points and that error as its warning.
     When the run's files did not change since its last report, its views (diagnoses, summaries, curves of
@@ -78,7 +84,7 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
         diagnoses, extra, arrays = found
         kept = load_views(extra, arrays, diagnoses, figures_of=figures_of)
         if kept is not None:
-            return [view if view.figures is not None or maker is None else _finish(view, maker) for view in kept]
+            return [_finish(view, maker, columns) for view in kept]
     cached = None if found is None else found[0]
     results = [failed_result(spec, error)] if error is not None else read_run(spec, cache=cache)
     if cached is not None and len(cached) != len(results):
@@ -102,7 +108,7 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
         info = replace(info, hparams=dict(info.hparams), text=dict(info.text))
         # A provisional index unique in the report: figure ids are salted with it.
         view = _run_view(position * 1000 + part + 1, RunSource(info.name, result.scalars, info, diagnosis))
-        views.append(_finish(view, maker))
+        views.append(_finish(view, maker, columns))
     if store is not None:
         extra, arrays = dump_views(views, figures_of=figures_of)
         save_results(cache, *store, cached if cached is not None else made, extra=extra, arrays=arrays)
@@ -110,10 +116,11 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
 
 
 def _process_task(task: tuple[int, RunSpec], *, roles: Mapping[str, Any] | None, smoothing: float,
-                  cache: Cache | None, static: bool = True) -> list[RunView]:
+                  cache: Cache | None, static: bool = True, columns: int | None = None) -> list[RunView]:
     """The per-run task mapped over worker processes (one figure maker per worker process, reused across runs).
     ``static=False``: no static figures (a report of many runs; its page draws charts from data)."""
-    return _process(task, roles, parallel.worker_maker(smoothing) if static else None, cache, smoothing=smoothing)
+    return _process(task, roles, parallel.worker_maker(smoothing) if static else None, cache, smoothing=smoothing,
+                    columns=columns)
 
 
 def report_paths(
@@ -176,7 +183,8 @@ def _map(tasks: list[tuple[int, RunSpec]], roles: Mapping[str, Any] | None, smoo
          jobs: int | None, progress: ProgressCallback | None, cache: Cache | None,
          client: Any) -> list[list[RunView]]:
     static = len(tasks) <= STATIC_FIGURES_MAX_RUNS
-    task = partial(_process_task, roles=roles, smoothing=smoothing, cache=cache, static=static)
+    columns = chart_columns(len(tasks))  # the page's (a file holding several runs may change it: then made again)
+    task = partial(_process_task, roles=roles, smoothing=smoothing, cache=cache, static=static, columns=columns)
     results = map_runs(task, tasks, [spec.name for _, spec in tasks], jobs=jobs, client=client,
                        progress=progress, preload=("tanalyze.report.pipeline",))
     maker = None

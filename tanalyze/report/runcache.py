@@ -78,6 +78,7 @@ def dump_views(views: list[RunView], *, figures_of: Mapping[str, Any] | None = N
             "points": view.points, "series": series, "index": view.index,
             "info": None if view.info is None else _info_dict(view.info),
             "figures": None if view.figures is None else [_figure_dict(f) for f in view.figures],
+            "chart": None if view.chart is None else list(view.chart),
         })
     return {"layout": LAYOUT, "views": parts, "figures_of": dict(figures_of or {})}, arrays
 
@@ -100,7 +101,7 @@ def load_views(extra: Any, arrays: Mapping[str, np.ndarray], diagnoses: list[Any
                       for role, tag in part["series"].items()}
             figures = part.get("figures")
             info = None if part["info"] is None else _info_of(part["info"])
-            diagnosis = _diagnosis_dict(diagnosis, str(part["name"]))  # as _run_view shows it
+            diagnosis = _diagnosis_dict(diagnosis, str(part["name"]), plain=True)  # as _run_view shows it
             if diagnosis.get("format") is None and info is not None:
                 diagnosis["format"] = info.format
             views.append(RunView(
@@ -108,6 +109,7 @@ def load_views(extra: Any, arrays: Mapping[str, np.ndarray], diagnoses: list[Any
                 diagnosis=diagnosis, info=info,
                 series=series, summary=dict(part["summary"]), tags=tuple(part["tags"]),
                 points=int(part["points"]),
+                chart=None if part.get("chart") is None else (int(part["chart"][0]), part["chart"][1]),
                 figures=tuple(_figure_of(f) for f in figures) if same_figures and figures is not None else None,
             ))
     except (KeyError, TypeError, ValueError):
