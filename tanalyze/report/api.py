@@ -83,7 +83,10 @@ class Report:
         sizes: dict[str, int] = {}
         report = self.to_dict()
         if json_path is not None:
-            sizes["json"] = write_json(report, json_path)
+            # each run's text as encoded where it was read (and cached with it), where its content is unchanged
+            runs = [run.json[1] if run.json is not None and run.json[0] == d else None
+                    for run, d in zip(self.data.runs, report["runs"], strict=True)]
+            sizes["json"] = write_json(report, json_path, runs)
         if html_path is not None:
             pieces = iter_html(self.data, embed_json=report, progress=progress, jobs=jobs)
             with open(html_path, "w", encoding="utf-8", newline="") as handle:

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+from collections.abc import Sequence
 from typing import Any
 
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.analysis.sweep import experiment_dict
 from tanalyze.report.model import ReportData, RunView
 
-__all__ = ["SCHEMA_ID", "report_dict", "run_dict", "dumps"]
+__all__ = ["SCHEMA_ID", "report_dict", "run_dict", "run_text", "dumps"]
 
 SCHEMA_ID = "tanalyze.report/1"
 
@@ -68,14 +70,29 @@ def report_dict(data: ReportData) -> dict[str, Any]:
     }
 
 
-def dumps(report: dict[str, Any]) -> str:
-    """Strict JSON text (no NaN literals: they are strings already)."""
-    return json.dumps(report, ensure_ascii=False, allow_nan=False, indent=1) + "\n"
+def dumps(report: dict[str, Any], runs: Sequence[str | None] | None = None) -> str:
+    """Strict JSON text (no NaN literals: they are strings already). ``runs``: the text of some of
+    ``report["runs"]`` already encoded by :func:`run_text` (None where not), put in place as they are."""
+    if not runs or not any(runs) or len(runs) != len(report.get("runs", ())):
+        return json.dumps(report, ensure_ascii=False, allow_nan=False, indent=1) + "\n"
+    token = secrets.token_hex(8)  # no text from the logs can be mistaken for a mark
+    marks = [f"\x00{token}{i}\x00" if text is not None else run
+             for i, (run, text) in enumerate(zip(report["runs"], runs, strict=True))]
+    text = json.dumps({**report, "runs": marks}, ensure_ascii=False, allow_nan=False, indent=1)
+    for i, run in enumerate(runs):
+        if run is not None:
+            text = text.replace(f'"\\u0000{token}{i}\\u0000"', run, 1)
+    return text + "\n"
 
 
-def write_json(report: dict[str, Any], path: str | os.PathLike[str]) -> int:
-    """Write the report JSON; return its size in bytes."""
-    text = dumps(report).encode("utf-8")
+def run_text(run: dict[str, Any]) -> str:
+    """One run of the report encoded as :func:`dumps` writes it inside the report's ``runs`` (two levels deep)."""
+    return json.dumps(run, ensure_ascii=False, allow_nan=False, indent=1).replace("\n", "\n  ")
+
+
+def write_json(report: dict[str, Any], path: str | os.PathLike[str], runs: Sequence[str | None] | None = None) -> int:
+    """Write the report JSON; return its size in bytes. ``runs`` as for :func:`dumps`."""
+    text = dumps(report, runs).encode("utf-8")
     with open(path, "wb") as handle:
         handle.write(text)
     return len(text)

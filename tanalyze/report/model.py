@@ -122,6 +122,8 @@ class RunView:
     figures: tuple[Any, Any] | None = None
     #: (columns, chart data) made where the run was read (see chartdata.run_chart), else made when rendering
     chart: tuple[int, Any] | None = None
+    #: (its JSON dict, that dict encoded) made where the run was read (see jsonout.run_text), used when still equal
+    json: tuple[dict[str, Any], str] | None = None
 
     @property
     def anchor(self) -> str:

@@ -27,6 +27,7 @@ from tanalyze.readers.pattern import resolve_patterns
 from tanalyze.report import parallel
 from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS, chart_columns, run_chart
 from tanalyze.report.figures import FigureMaker
+from tanalyze.report.jsonout import run_dict, run_text
 from tanalyze.report.model import ReportData, RunSource, RunView, _run_view, _unique_names, assemble
 from tanalyze.report.runcache import dump_views, load_views
 
@@ -64,6 +65,9 @@ def _finish(view: RunView, maker: FigureMaker | None, columns: int | None = None
         view = replace(view, figures=parallel.draw(maker, view))
     if columns is not None and (view.chart is None or view.chart[0] != columns):
         view = replace(view, chart=(columns, run_chart(view, columns)))
+    if columns is not None and view.json is None:
+        d = run_dict(view)
+        view = replace(view, json=(d, run_text(d)))
     return view
 
 

@@ -79,6 +79,7 @@ def dump_views(views: list[RunView], *, figures_of: Mapping[str, Any] | None = N
             "info": None if view.info is None else _info_dict(view.info),
             "figures": None if view.figures is None else [_figure_dict(f) for f in view.figures],
             "chart": None if view.chart is None else list(view.chart),
+            "json": None if view.json is None else list(view.json),
         })
     return {"layout": LAYOUT, "views": parts, "figures_of": dict(figures_of or {})}, arrays
 
@@ -110,6 +111,7 @@ def load_views(extra: Any, arrays: Mapping[str, np.ndarray], diagnoses: list[Any
                 series=series, summary=dict(part["summary"]), tags=tuple(part["tags"]),
                 points=int(part["points"]),
                 chart=None if part.get("chart") is None else (int(part["chart"][0]), part["chart"][1]),
+                json=None if part.get("json") is None else (part["json"][0], str(part["json"][1])),
                 figures=tuple(_figure_of(f) for f in figures) if same_figures and figures is not None else None,
             ))
     except (KeyError, TypeError, ValueError):

@@ -69,3 +69,14 @@ def test_schema_rejects_broken_runs(validator, report, path, bad):
     target[path[-1]] = bad
     with pytest.raises(jsonschema.ValidationError):
         validator.validate(broken)
+
+
+def test_runs_encoded_beforehand_give_the_same_file_as_encoding_it_whole(report):
+    from tanalyze.report.jsonout import run_text
+
+    report = json.loads(dumps(report))  # a copy
+    report["runs"][0]["run"] = "\u0000run1\u0000 \"quoted\"\nline"  # untrusted names that look like anything
+    texts = [run_text(run) for run in report["runs"]]
+    texts[-1] = None  # one not encoded beforehand (its content changed)
+    assert dumps(report, texts) == dumps(report)
+    assert json.loads(dumps(report, texts)) == report

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from tanalyze.cache import Cache
-from tanalyze.report import report_dict, report_paths
+from tanalyze.report import Report, report_dict, report_paths
 from tests.conftest import SAMPLE_RUNS
 
 DIAGNOSE = importlib.import_module("tanalyze.diagnose")
@@ -95,6 +95,13 @@ def test_a_warm_report_reads_no_scalars_and_draws_the_same_page(runs, tmp_path, 
         assert after.summary == before.summary and after.tags == before.tags and after.points == before.points
         assert after.info == before.info
     assert _page(warm_data) == _page(cold_data)
+    texts = []
+    for data, name in ((cold_data, "cold.json"), (warm_data, "warm.json")):
+        Report(data).save_json(tmp_path / name)
+        texts.append((tmp_path / name).read_text(encoding="utf-8").replace(data.generated_at, ""))
+    assert texts[0] == texts[1]
+    report = report_dict(warm_data)  # each run's JSON text came with its view, for this very content
+    assert [run.json[0] for run in warm_data.runs] == report["runs"]
     reads.clear()
     _report(runs, cache, smoothing=0.3)  # other figures: drawn again from the cached curves, still not read
     assert reads == [] and calls == []
