@@ -79,10 +79,15 @@ def dumps(report: dict[str, Any], runs: Sequence[str | None] | None = None) -> s
     marks = [f"\x00{token}{i}\x00" if text is not None else run
              for i, (run, text) in enumerate(zip(report["runs"], runs, strict=True))]
     text = json.dumps({**report, "runs": marks}, ensure_ascii=False, allow_nan=False, indent=1)
-    for i, run in enumerate(runs):
+    pieces, at = [], 0
+    for i, run in enumerate(runs):  # the marks come in order: one pass over the text
         if run is not None:
-            text = text.replace(f'"\\u0000{token}{i}\\u0000"', run, 1)
-    return text + "\n"
+            mark = f'"\\u0000{token}{i}\\u0000"'
+            found = text.index(mark, at)
+            pieces += [text[at:found], run]
+            at = found + len(mark)
+    pieces.append(text[at:])
+    return "".join(pieces) + "\n"
 
 
 def run_text(run: dict[str, Any]) -> str:

@@ -88,7 +88,12 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
         diagnoses, extra, arrays = found
         kept = load_views(extra, arrays, diagnoses, figures_of=figures_of)
         if kept is not None:
-            return [_finish(view, maker, columns) for view in kept]
+            done = [_finish(view, maker, columns) for view in kept]
+            if any(a.figures is not b.figures or a.chart is not b.chart or a.json is not b.json
+                   for a, b in zip(kept, done, strict=True)):  # made now (other options): kept for next time
+                extra, arrays = dump_views(done, figures_of=figures_of)
+                save_results(cache, *store, diagnoses, extra=extra, arrays=arrays)
+            return done
     cached = None if found is None else found[0]
     results = [failed_result(spec, error)] if error is not None else read_run(spec, cache=cache)
     if cached is not None and len(cached) != len(results):
