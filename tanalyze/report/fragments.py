@@ -1,8 +1,7 @@
 """Jupyter displays of loaded logs and check reports, drawn with the report's templates and style.
 
-Diagnoses are shown by :func:`tanalyze.report.render_report_html` and
-:func:`~tanalyze.report.render_run_html`; this module adds the two results the
-report page has no section for. Everything from logs goes through autoescaping.
+Diagnoses are shown by :class:`~tanalyze.report.api.Report` (``tanalyze.report(diagnoses)``);
+this module adds the two results the report page has no section for. Everything from logs goes through autoescaping.
 """
 
 from __future__ import annotations
