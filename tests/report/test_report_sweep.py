@@ -10,7 +10,7 @@ import pytest
 
 import tanalyze
 from tanalyze.cli import main
-from tanalyze.report import build_report, render_report_html, report_dict
+from tanalyze.report import Report, build_report, report_dict
 from tests.conftest import SAMPLE_RUNS
 
 SWEEP = SAMPLE_RUNS / "sweep"
@@ -38,7 +38,7 @@ def test_report_json_holds_the_experiment_and_matches_the_schema(data):
 
 
 def test_report_page_has_the_sweep_section(data):
-    html = render_report_html(data)
+    html = Report(data).to_html()
     assert 'id="sweeps"' in html and "What drives it" in html and "lr=0.001, eval_batch_size=" in html
     assert "<polyline" in html  # the bands
 
