@@ -42,13 +42,13 @@ def test_blocks_are_extracted_in_order():
 
 
 def test_doc_examples_run_and_show_what_the_comments_say(namespace):
-    logs, run, report = namespace["logs"], namespace["run"], namespace["report"]
+    logs, run, gate = namespace["logs"], namespace["run"], namespace["gate"]
     # 23 sample runs and the 36 of the sample sweep (sample_runs/sweep)
     assert len(logs.runs) == 23 + 36 and list(namespace["slowed"].runs) == [
         "throughput/baseline", "throughput/control_a", "throughput/control_b", "throughput/slow_loader"]
     assert (run.verdict.label, run.divergence.step) == ("diverged", 552)
     assert "resume from a checkpoint at or before step 444" in run.divergence.restart.text
-    assert report.counts() == {"pass": 5, "warn": 0, "fail": 1, "skip": 3}  # run_status: not known; ranks: one rank
+    assert gate.counts() == {"pass": 5, "warn": 0, "fail": 1, "skip": 3}  # run_status: not known; ranks: one rank
     mine, wide = namespace["mine"], namespace["wide"]
     assert list(mine.runs) == ["diverged"] and len(mine.scalars) == 2170
     assert wide.scalars.groupby("tag", observed=True).size().to_dict() == {"train/loss": 3, "val/loss": 1}
