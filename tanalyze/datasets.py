@@ -23,7 +23,7 @@ import pandas as pd
 from tanalyze.curves import Curve
 from tanalyze.schema import concat_frames, empty_histograms, scalar_frame
 
-__all__ = ["KINDS", "CurveTruth", "make_curve", "make_logs", "curves_of"]
+__all__ = ["KINDS", "CurveTruth", "make_curve", "make_gradual_divergence", "make_logs", "curves_of"]
 
 KINDS = ("normal", "overfitting", "underfitting", "unstable", "diverged")
 
@@ -181,6 +181,48 @@ def make_curve(
     )
     result: pd.DataFrame | dict[str, Curve] = frame if output == "frame" else curves_of(frame)
     return result, CurveTruth(**truth)
+
+
+def make_gradual_divergence(
+    *,
+    n_steps: int = 2000,
+    seed: int = 0,
+    noise: float = 0.05,
+    start_at: float = 0.4,
+    sharpness: float = 2.0,
+    grad_norm: bool = True,
+    nonfinite: bool = True,
+    run: str = "gradual",
+) -> tuple[dict[str, Curve], dict[str, int]]:
+    """A run that diverges slowly: healthy until ``start_at`` of the run, then a learning rate growing a
+    little every step makes the loss and the gradient norm creep up, then blow up (NaN at the end when
+    ``nonfinite``, else a high finite plateau). ``sharpness`` > 1 makes the creep slower at first.
+
+    Returns the curves (``train/loss``, ``train/learning_rate``, ``train/grad_norm`` when asked) and the
+    truth: ``instability_start`` (first step of the growth) and ``tenfold_step`` (first step the loss is
+    ten times its level at the start of the growth).
+    """
+    rng = np.random.default_rng(seed)
+    steps = np.arange(n_steps, dtype=np.int64)
+    t = steps / max(n_steps - 1, 1)
+    start = int(start_at * n_steps)
+    x = np.clip((steps - start) / max(n_steps - start, 1), 0, None)
+    growth = 80.0 * x ** sharpness  # log of the loss's multiplier: about e^80 at the end
+    with np.errstate(over="ignore"):
+        loss = _train_shape("normal", t) * np.exp(growth + noise * rng.standard_normal(n_steps))
+    if nonfinite:
+        loss = np.where(loss > 1e30, np.nan, loss)
+    else:
+        loss = np.minimum(loss, 50.0 * _train_shape("normal", t) * np.exp(noise * rng.standard_normal(n_steps)))
+    lr = 3e-4 * np.exp(np.clip(steps - start, 0, None) * (2.0 / max(n_steps - start, 1)))
+    grad = 0.8 * np.exp(np.minimum(0.6 * growth, 30.0) + 0.1 * rng.standard_normal(n_steps))
+    base = float(_train_shape("normal", t[start : start + 1])[0]) if start < n_steps else float("nan")
+    tenfold = np.flatnonzero((steps >= start) & ~(loss < 10 * base))
+    truth = {"instability_start": int(start), "tenfold_step": int(steps[tenfold[0]]) if tenfold.size else -1}
+    curves = {TRAIN: Curve.from_arrays(steps, loss, TRAIN), LR: Curve.from_arrays(steps, lr, LR)}
+    if grad_norm:
+        curves[GRAD] = Curve.from_arrays(steps, grad, GRAD)
+    return curves, truth
 
 
 def curves_of(frame: pd.DataFrame) -> dict[str, Curve]:

@@ -22,7 +22,8 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
      "findings": [{"code", "severity", "step", "step_end", "message", "recommendation", "evidence"}],
      "warnings": [str], "role_details": {...},
      "phase": {"index", "count", "first_step", "last_step", "steps", "total_steps", "unit", "reason", "note"} | null,
-     "ranks": {"ranks": [...], "straggler", "stopped": [...], "disagreement", "findings"} | null}  # several ranks
+     "ranks": {"ranks": [...], "straggler", "stopped": [...], "disagreement", "findings"} | null,  # several ranks
+     "early_warning": {"onset_step", "precursors": [...], "warning_step", "warning_lead_steps", ...} | null}
 
 A run whose log holds several training sessions (``RunInfo.phases``: a second
 ``fit()`` appended to the same log) is judged on one of them: the last, when it
@@ -44,6 +45,7 @@ from tanalyze._display import html as display_html
 from tanalyze.analysis.classify import Thresholds, Verdict, classify_run
 from tanalyze.analysis.divergence import Divergence, DivergenceResult, Spike, analyze_divergence
 from tanalyze.analysis.early_stopping import EarlyStoppingResult, simulate_early_stopping
+from tanalyze.analysis.early_warning import EarlyWarningResult, analyze_early_warning
 from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
@@ -77,12 +79,12 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_wit
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "3"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses)
+ANALYSIS_VERSION = "4"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
 ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources",
-                   "ranks")
+                   "ranks", "early_warning")
 
 
 #: The last session of a run is judged when it has at least this many logged steps (else the longest one).
@@ -163,6 +165,8 @@ class RunDiagnosis:
     restarts: RestartCost | None = None
     #: the ranks of a distributed run compared (None: one rank, or no ``rank`` column)
     ranks: RankAnalysis | None = None
+    #: how early the signals fired before a divergence, or the warning score of a run not (yet) diverged
+    early_warning: EarlyWarningResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
@@ -193,6 +197,7 @@ class RunDiagnosis:
             "status": self.status.to_dict() if self.status is not None else None,
             "restarts": self.restarts.to_dict() if self.restarts is not None else None,
             "ranks": to_jsonable(self.ranks),
+            "early_warning": self.early_warning.to_dict() if self.early_warning is not None else None,
         }
 
     def key_steps(self) -> dict[str, int]:
@@ -548,7 +553,7 @@ def diagnose_run(
         status: how the run ended (``RunInfo.status``), carried into the result as it is.
         restarts: the run's resumes (``RunInfo.restarts``); with ``phases``, what they cost in time and steps.
         **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
-            ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``
+            ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``, ``early_warning``
             (each a dict of that analyzer's keyword arguments).
 
     Raises:
@@ -654,7 +659,9 @@ def diagnose_run(
                      or (f.code == "loss_spike" and f.step in {sp.onset_step for sp in val_spikes})]
     if overfitting is not None:
         findings += overfitting.findings
-    for result in (early, progress, gradients, throughput, resources, restart_cost, ranks):
+    warning = _early_warning(main, loss_analysis, divergence, curves, role_map, grad, lr,
+                             params.get("early_warning", {}))
+    for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning):
         if result is not None:
             findings += result.findings
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
@@ -684,7 +691,22 @@ def diagnose_run(
         phase=judged,
         status=status,
         restarts=restart_cost,
+        early_warning=warning,
     )
+
+
+def _early_warning(main: Curve | None, loss_analysis: DivergenceResult, divergence: Divergence | None,
+                   curves: Mapping[str, Curve], role_map: Roles, grad: Curve | None,
+                   lr: Curve | None, options: Mapping[str, Any]) -> EarlyWarningResult | None:
+    """Precursors of the main loss's divergence, or the warning score of a run that has not diverged."""
+    if main is None:
+        return None
+    if divergence is not None and divergence is not loss_analysis.divergence:
+        return None  # diverged on the validation loss: the training curves' lead is not about that onset
+    onset = divergence.onset_step if divergence is not None else None
+    return analyze_early_warning(main, onset_step=onset, grad_norm=grad, learning_rate=lr,
+                                 loss_scale=role_curve(curves, role_map, "loss_scale"),
+                                 spike_steps=tuple(sp.onset_step for sp in loss_analysis.spikes), **options)
 
 
 def _restart_cost(frame: pd.DataFrame, restarts: Sequence[Restart], phases: Sequence[Phase]) -> RestartCost | None:

@@ -15,7 +15,8 @@ from tanalyze.logs import Logs, RunInfo
 from tanalyze.schema import concat_frames, empty_histograms, scalar_frame
 
 TOP_KEYS = ["run", "format", "roles", "verdict", "overfitting", "divergence", "spikes", "early_stopping", "progress",
-            "gradients", "throughput", "resources", "findings", "warnings", "role_details", "phase", "status", "restarts", "ranks"]
+            "gradients", "throughput", "resources", "findings", "warnings", "role_details", "phase", "status", "restarts", "ranks",
+            "early_warning"]
 
 
 @pytest.fixture(scope="module")

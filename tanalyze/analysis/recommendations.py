@@ -100,6 +100,20 @@ CAUSES: dict[str, Cause] = {
         "learning rate too high, no clipping, numerical instability",
         "Enable gradient clipping (max norm ~1.0), lower the learning rate, check for bad batches.",
     ),
+    "divergence_precursor": Cause(
+        "Signals before the divergence",
+        "a learning rate too high for the current loss landscape, growing gradients, an fp16 loss scale "
+        "backing off repeatedly",
+        "Resume from a checkpoint before the first signal, not just before the blow-up; lower the learning rate "
+        "or clip gradients; alert on the gradient norm's growth next time.",
+    ),
+    "divergence_warning": Cause(
+        "Divergence warning",
+        "the loss is climbing away from its minimum or the gradient norm is growing fast: the usual lead-up to "
+        "a divergence (learning rate too high, warmup too short, a scheduler bug)",
+        "Check the learning rate now; save a checkpoint, and lower the learning rate or enable gradient "
+        "clipping before the loss blows up.",
+    ),
     "grad_nonfinite": Cause(
         "Gradient norm became NaN/Inf",
         "fp16 overflow (occasional ones are normal with dynamic loss scaling), a bad batch, too high a learning rate",
