@@ -20,7 +20,7 @@ from tanalyze.report.downsample import m4
 from tanalyze.report.model import AUX_ROLES, LOSS_ROLES, ROLE_TITLES, RunView, Series, number
 from tanalyze.text import safe_text
 
-__all__ = ["run_chart", "chart_columns", "decode_steps", "early_stop_step", "spike_points", "aux_roles", "DIGITS", "COLUMNS", "STATIC_FIGURES_MAX_RUNS",
+__all__ = ["run_chart", "wants_log_scale", "LOG_SCALE_DECADES", "chart_columns", "decode_steps", "early_stop_step", "spike_points", "aux_roles", "DIGITS", "COLUMNS", "STATIC_FIGURES_MAX_RUNS",
            "explosion_cap", "blowup_step"]
 
 #: Significant digits kept of each drawn value (more than a chart can show, a third of the bytes of full floats).
@@ -149,7 +149,8 @@ def _line(series: Series, columns: int) -> dict[str, Any]:
     return {"dx": _step_deltas(x), "y": _round(y, DIGITS if columns > COLUMNS_MANY else DIGITS_MANY)}
 
 
-def _log(values: Sequence[np.ndarray]) -> bool:
+def wants_log_scale(values: Sequence[np.ndarray]) -> bool:
+    """Draw on a log axis: every finite value positive and spanning more than LOG_SCALE_DECADES decades."""
     finite = [v[np.isfinite(v)] for v in values]
     finite = [v for v in finite if v.size]
     if not finite:
@@ -215,7 +216,7 @@ def run_chart(run: RunView, columns: int = COLUMNS) -> dict[str, Any] | None:
         out["loss"] = {
             "series": [{"key": "train" if role == "train_loss" else "val", "tag": safe_text(s.tag, 200),
                         **_line(s, columns)} for role, s in loss.items()],
-            "log": _log([s.values for s in loss.values()]),
+            "log": wants_log_scale([s.values for s in loss.values()]),
             "marks": _marks(run),
             "spikes": _spikes(run, loss),
             "best": _best(loss.get("val_loss")),
@@ -226,7 +227,7 @@ def run_chart(run: RunView, columns: int = COLUMNS) -> dict[str, Any] | None:
     for role in aux:
         s = run.series[role]
         panels.append({"role": role, "title": ROLE_TITLES.get(role, role), "tag": safe_text(s.tag, 200),
-                       "smooth": role in SMOOTHED_AUX, "log": role in LOG_ROLES and _log([s.values]),
+                       "smooth": role in SMOOTHED_AUX, "log": role in LOG_ROLES and wants_log_scale([s.values]),
                        **_line(s, max(COLUMNS_MANY // 2, columns // 2))})
     if panels:
         out["aux"] = panels

@@ -29,7 +29,14 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
 from tanalyze.curves import debiased_ema as ema
-from tanalyze.report.chartdata import blowup_step, early_stop_step, explosion_cap, spike_points
+from tanalyze.report.chartdata import (
+    LOG_SCALE_DECADES,
+    blowup_step,
+    early_stop_step,
+    explosion_cap,
+    spike_points,
+    wants_log_scale,
+)
 from tanalyze.report.downsample import m4
 from tanalyze.report.model import ROLE_TITLES, RunView, Series, number
 from tanalyze.report.svgaxes import AxisSpec, compact, layer, log_label, matplotlib_ticks, prepare
@@ -38,7 +45,6 @@ from tanalyze.text import safe_text
 __all__ = ["Rendered", "FigureMaker", "UnsafeSVGError", "label_text", "compact", "log_label", "LOG_SCALE_DECADES"]
 
 #: Use a log y-axis when positive values span more than this many decades.
-LOG_SCALE_DECADES = 1.5
 #: A figure drawing more points than this is embedded as PNG instead of SVG.
 DENSE_POINTS = 40_000
 
@@ -191,16 +197,6 @@ def _clean_svg(svg: str, alt: str) -> str:
     return svg
 
 
-def _log_scale(values: Sequence[np.ndarray]) -> bool:
-    finite = [v[np.isfinite(v)] for v in values]
-    finite = [v for v in finite if v.size]
-    if not finite:
-        return False
-    lo = min(float(v.min()) for v in finite)
-    hi = max(float(v.max()) for v in finite)
-    return lo > 0 and hi / lo > 10**LOG_SCALE_DECADES
-
-
 class FigureMaker:
     """Draws the report's figures; one instance per report (it numbers figures to keep SVG ids distinct)."""
 
@@ -292,7 +288,7 @@ class FigureMaker:
                     marker = "o" if few[role] else None
                     points += self._line(ax, series.steps, series.values, color=color, linewidth=1.4,
                                          marker=marker, markersize=3)
-            log = _log_scale([s.values for _, s, _ in curves])
+            log = wants_log_scale([s.values for _, s, _ in curves])
             self._style_axes(ax, log=log, xlabel="step", ylabel="loss" + (" (log scale)" if log else ""))
             start = blowup_step(run.diagnosis)
             if start is not None:
@@ -387,7 +383,7 @@ class FigureMaker:
                 else:
                     points += self._line(ax, series.steps, series.values, columns=columns, color="#1f2937",
                                          linewidth=1.2)
-                log = role in ("learning_rate", "grad_norm", "loss_scale") and _log_scale([series.values])
+                log = role in ("learning_rate", "grad_norm", "loss_scale") and wants_log_scale([series.values])
                 self._style_axes(ax, log=log, xticks=4, yticks=4)
                 ax.set_title(label_text(f"{ROLE_TITLES.get(role, role)} · {series.tag}", 48))
                 said: list[str] = []
@@ -443,7 +439,7 @@ class FigureMaker:
                 points += sum(len(line[0]) for line in grey)
             if many:
                 keys.append(("other", f"{len(runs) - len(highlighted)} other runs"))
-            log = _log_scale(values)
+            log = wants_log_scale(values)
             self._style_axes(ax, log=log, xlabel="step", ylabel=safe_text(tag, 40) + (" (log)" if log else ""))
             before = []
             for run, smooth in zip(runs, values, strict=True):
@@ -472,7 +468,7 @@ class FigureMaker:
             ax.plot(grid, mid, color=color, linewidth=1.6)
             name = "train" if role == "train_loss" else "val"
             keys = [(name, "median"), (f"{name}-band", f"min\u2013max of {len(curves)} seeds")]
-            self._style_axes(ax, log=_log_scale([lo, hi]), xlabel="step")
+            self._style_axes(ax, log=wants_log_scale([lo, hi]), xlabel="step")
             ax.set_title(label_text(f"{ROLE_TITLES[role]} · {curves[0].tag}", 60))
             fig.subplots_adjust(left=0.11, right=0.985, top=0.9, bottom=0.16)
             alt = f"{ROLE_TITLES[role]} of seed group {safe_text(label, 80)}: median and min-max band"
