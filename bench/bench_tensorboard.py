@@ -131,9 +131,8 @@ def stages(case: str, repeat: int) -> dict[str, float]:
     """CPU seconds of each stage of our reader on the case's first event file (best of ``repeat``)."""
     sys.path.insert(0, str(REPO))
     import tanalyze
-    from tanalyze.readers import _tfrecord
-    from tanalyze.readers._tbevents import decode_events
-    from tanalyze.readers.tensorboard import TensorBoardReader, _mapped
+    from tanalyze.readers.tensorboard._events import decode_events
+    from tanalyze.readers.tensorboard.reader import TensorBoardReader, _mapped, _tfrecord
 
     folder = ensure_data(case)
     path = next(folder.rglob("events.out.tfevents.*"))

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.text_logs import MAKERS  # noqa: E402
 from tanalyze.readers import get_reader  # noqa: E402
-from tanalyze.readers.hf_console import parse_dict_literal  # noqa: E402
+from tanalyze.readers.text.hf_console import parse_dict_literal  # noqa: E402
 
 DATA = ROOT / "bench" / "_data"
 NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[nN]a[nN]|[iI]nf(?:inity)?)"

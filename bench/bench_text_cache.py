@@ -28,7 +28,7 @@ import pandas as pd  # noqa: E402
 import tanalyze  # noqa: E402
 from bench.text_logs import make_nanogpt  # noqa: E402
 from tanalyze.cache import Cache  # noqa: E402
-from tanalyze.readers import _textparts  # noqa: E402
+from tanalyze.readers.text import _parts as _textparts  # noqa: E402
 
 
 def _load(folder: Path, cache: Cache | bool) -> tuple[float, pd.DataFrame]:

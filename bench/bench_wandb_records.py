@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from tanalyze.readers._wandb_records import Framing, iter_chunks, record_class
-from tanalyze.readers.wandb_local import WandbLocalReader
+from tanalyze.readers.wandb._records import Framing, iter_chunks, record_class
+from tanalyze.readers.wandb.local import WandbLocalReader
 from tests.readers import wandb_make as make
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tanalyze.readers.csv_loggers import GenericCSVReader
+from tanalyze.readers.tabular.csv_loggers import GenericCSVReader
 
 
 def write_csv(path: Path, rows: int) -> None:

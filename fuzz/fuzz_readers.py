@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 LOAD_EVERY = 8  # one input in this many is also read through load()
-UNINSTRUMENTED = ("tanalyze.readers._tfrecord", "tanalyze.readers._tbfast", "tanalyze.readers._tbwindows",
-                  "tanalyze.readers._widecsv", "tanalyze.readers._tbsessions", "tanalyze.schema")
+UNINSTRUMENTED = ("tanalyze.readers.tensorboard._tfrecord", "tanalyze.readers.tensorboard._fast", "tanalyze.readers.tensorboard._windows",
+                  "tanalyze.readers.tabular.widecsv", "tanalyze.readers.tensorboard._sessions", "tanalyze.schema")
 
 
 def _parse(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         from tanalyze.readers import get_readers
 
         get_readers()  # readers are imported lazily: import (and instrument) them all now
-        import tanalyze.readers.pattern  # noqa: F401
+        import tanalyze.readers.text.pattern  # noqa: F401
     from tests.fuzz import harness
 
     if args.list:

@@ -14,7 +14,7 @@ from pathlib import Path
 from tanalyze._version import __version__
 from tanalyze.errors import InputError, NoLogsError, TanalyzeError
 from tanalyze.logs import Logs, load
-from tanalyze.readers.pattern import UserPattern
+from tanalyze.readers.text.pattern import UserPattern
 from tanalyze.runstatus import RunStatus, is_console_log, run_status
 from tanalyze.text import safe_text
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from tanalyze.errors import InputError, NoLogsError
 from tanalyze.identity import RunPart, Source, identify
 from tanalyze.readers import HEAD_BYTES, Reader, get_readers
-from tanalyze.readers.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
+from tanalyze.readers.text.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
 from tanalyze.runstatus.scan import is_console_log
 
 __all__ = ["RunSpec", "Discovery", "NotRead", "discover"]
@@ -160,7 +160,7 @@ def discover(
     """Find the runs under ``path``.
 
     ``formats`` restricts discovery to those reader names. ``patterns`` are user
-    line patterns (:mod:`tanalyze.readers.pattern`): one with a glob takes the
+    line patterns (:mod:`tanalyze.readers.text.pattern`): one with a glob takes the
     files it matches before any reader; one without takes text files that no
     reader claims and in which it matches. ``join`` applies the run-identity rules of
     :mod:`tanalyze.identity` (folders one writer split a run over, twins); False gives

@@ -8,7 +8,7 @@ The shape is told from the columns:
 - **MLflow metric history**: ``key, value, timestamp, step`` (``MlflowClient().get_metric_history`` as
   a frame, ``timestamp`` in milliseconds), optionally ``run_id``.
 - **wide**: one column per metric, one row per logging call, and a step column: W&B's ``run.history()``
-  (``_step``, ``_runtime``, ``_timestamp``; read as :mod:`tanalyze.readers.wandb_api` reads a saved
+  (``_step``, ``_runtime``, ``_timestamp``; read as :mod:`tanalyze.readers.wandb.api` reads a saved
   history, so the training-step key is preferred to ``_step`` and rows without it take the last one, as
   W&B does) or any frame with a ``step``, ``global_step``, ``iteration``, ``iter`` or ``epoch`` column
   (or ``step=``), optionally ``wall_time`` and ``run``. NaN means "not logged at that row".
@@ -31,8 +31,8 @@ from tanalyze.discover import Discovery
 from tanalyze.errors import InputError
 from tanalyze.logs import Logs, RunInfo, RunResult, _constant_category, _merge
 from tanalyze.readers import ReadWarning, Restart
-from tanalyze.readers._wandb_history import history_to_tidy, sparse_from_frame
-from tanalyze.readers.wandb_api import HISTORY_SAMPLE
+from tanalyze.readers.wandb.api import HISTORY_SAMPLE
+from tanalyze.readers.wandb.history import history_to_tidy, sparse_from_frame
 from tanalyze.schema import OPTIONAL_COLUMNS, empty_scalars, keep_last_write
 from tanalyze.text import safe_text
 

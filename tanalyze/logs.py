@@ -23,7 +23,7 @@ from tanalyze.identity import RunPart, unique_names
 from tanalyze.parallel import Failure, ProgressCallback, map_runs
 from tanalyze.readers import Phase, ReadWarning, Restart, RunData, get_reader
 from tanalyze.readers.base import ResumableReader
-from tanalyze.readers.pattern import UserPattern, read_with_pattern
+from tanalyze.readers.text.pattern import UserPattern, read_with_pattern
 from tanalyze.runstatus import RunStatus, run_status
 from tanalyze.runstatus.model import UNKNOWN
 from tanalyze.schema import (
@@ -533,7 +533,7 @@ def load(
         progress: called as ``progress(done, total, run_name)`` after each run.
         patterns: user line patterns (regexes with named groups) for text logs no
             reader knows; those of a ``tanalyze.toml`` / ``[tool.tanalyze]`` at or
-            above ``path`` are added (see :mod:`tanalyze.readers.pattern`).
+            above ``path`` are added (see :mod:`tanalyze.readers.text.pattern`).
         jobs: processes reading runs side by side (None: the CPUs, when there are
             enough runs to pay for starting them; 1: this process only).
         cache: the incremental cache (see :mod:`tanalyze.cache`): True for the
@@ -569,7 +569,7 @@ def read_many_task(specs: Sequence[RunSpec], *, cache: Cache | None) -> list[lis
 def discover_runs(path: str | os.PathLike[str], *, formats: Iterable[str] | None = None,
                   patterns: Iterable[Any] | None = None, join: bool | None = None) -> Discovery:
     """Discovery as :func:`load` does it (user patterns from arguments and config files included)."""
-    from tanalyze.readers.pattern import resolve_patterns
+    from tanalyze.readers.text.pattern import resolve_patterns
 
     user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
     return discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns, join=join)

@@ -25,9 +25,9 @@ from tanalyze.cache.store import (
     write_entry,
 )
 from tanalyze.readers import get_reader
-from tanalyze.readers._tbtails import read_tails
 from tanalyze.readers.base import RunData
-from tanalyze.readers.tensorboard import TensorBoardReader
+from tanalyze.readers.tensorboard._tails import read_tails
+from tanalyze.readers.tensorboard.reader import TensorBoardReader
 from tests.conftest import SAMPLE_RUNS
 from tests.scale_helpers import append_events, assert_same_logs, event_file, make_sweep, write_events
 

@@ -12,7 +12,7 @@ import tanalyze
 from tanalyze import _fileio
 from tanalyze._fileio import open_fd, pread, pread_into
 from tanalyze.cache import Cache
-from tanalyze.readers.tensorboard import TensorBoardReader
+from tanalyze.readers.tensorboard.reader import TensorBoardReader
 from tests.conftest import SAMPLE_RUNS
 from tests.readers.test_tbtails import assert_same_part
 from tests.scale_helpers import append_events, assert_same_logs, make_sweep

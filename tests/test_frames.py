@@ -19,7 +19,7 @@ from tbparse import SummaryReader
 
 import tanalyze
 from tanalyze import InputError
-from tanalyze.readers._wandb_records import read_wandb_file
+from tanalyze.readers.wandb._records import read_wandb_file
 from tests.conftest import SAMPLE_RUNS, real_log
 
 TENSORBOARD_RUNS = ["normal_tensorboard", "resumed_tensorboard", "diverged_tensorboard", "truncated_tensorboard",

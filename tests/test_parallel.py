@@ -87,7 +87,7 @@ def test_a_reader_bug_in_a_worker_is_reported_with_the_run_name_and_the_others_a
 
 
 def test_a_reader_bug_becomes_a_warning_on_its_run(sweep, monkeypatch):
-    from tanalyze.readers.tensorboard import TensorBoardReader
+    from tanalyze.readers.tensorboard.reader import TensorBoardReader
 
     original = TensorBoardReader.combine
 

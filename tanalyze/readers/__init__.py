@@ -16,33 +16,33 @@ from tanalyze.readers.base import HEAD_BYTES, Phase, Reader, ReadWarning, Restar
 __all__ = ["READERS", "Reader", "RunData", "ReadWarning", "Restart", "Phase", "HEAD_BYTES", "get_readers", "get_reader"]
 
 READERS: tuple[str, ...] = (
-    "tanalyze.readers.tensorboard:TensorBoardReader",
+    "tanalyze.readers.tensorboard.reader:TensorBoardReader",
     # W&B: after tensorboard, before generic CSV/JSON and text
-    "tanalyze.readers.wandb_local:WandbLocalReader",
-    "tanalyze.readers.wandb_export:WandbChartExportReader",
-    "tanalyze.readers.wandb_export:WandbRunsTableReader",
-    "tanalyze.readers.wandb_api:WandbHistoryExportReader",
+    "tanalyze.readers.wandb.local:WandbLocalReader",
+    "tanalyze.readers.wandb.export:WandbChartExportReader",
+    "tanalyze.readers.wandb.export:WandbRunsTableReader",
+    "tanalyze.readers.wandb.api:WandbHistoryExportReader",
     # experiment trackers' local stores
-    "tanalyze.readers.mlflow:MLflowReader",
+    "tanalyze.readers.mlflow.store:MLflowReader",
     # structured logs written by trainers (JSON, CSV), most specific first
-    "tanalyze.readers.hf_trainer_state:HFTrainerStateReader",
-    "tanalyze.readers.detectron2:Detectron2Reader",
-    "tanalyze.readers.detr:DetrReader",
-    "tanalyze.readers.mmengine:MMEngineReader",
-    "tanalyze.readers.mmdet2:MMDet2Reader",
-    "tanalyze.readers.csv_loggers:LightningCSVReader",
-    "tanalyze.readers.csv_loggers:YoloResultsReader",
-    "tanalyze.readers.csv_loggers:KerasCSVReader",
-    "tanalyze.readers.csv_loggers:GenericCSVReader",
+    "tanalyze.readers.tabular.hf_trainer_state:HFTrainerStateReader",
+    "tanalyze.readers.tabular.detectron2:Detectron2Reader",
+    "tanalyze.readers.tabular.detr:DetrReader",
+    "tanalyze.readers.tabular.mmengine:MMEngineReader",
+    "tanalyze.readers.tabular.mmdet2:MMDet2Reader",
+    "tanalyze.readers.tabular.csv_loggers:LightningCSVReader",
+    "tanalyze.readers.tabular.csv_loggers:YoloResultsReader",
+    "tanalyze.readers.tabular.csv_loggers:KerasCSVReader",
+    "tanalyze.readers.tabular.csv_loggers:GenericCSVReader",
     # console logs (text): after every structured format, specific before generic
-    "tanalyze.readers.megatron:MegatronReader",
-    "tanalyze.readers.llmc:LlmcReader",
-    "tanalyze.readers.fairseq:FairseqReader",
-    "tanalyze.readers.hf_console:HFConsoleReader",
-    "tanalyze.readers.deepspeed:DeepSpeedReader",
-    "tanalyze.readers.modded_nanogpt:ModdedNanoGPTReader",
-    "tanalyze.readers.nanogpt:NanoGPTReader",
-    "tanalyze.readers.generic_text:GenericTextReader",
+    "tanalyze.readers.text.megatron:MegatronReader",
+    "tanalyze.readers.text.llmc:LlmcReader",
+    "tanalyze.readers.text.fairseq:FairseqReader",
+    "tanalyze.readers.text.hf_console:HFConsoleReader",
+    "tanalyze.readers.text.deepspeed:DeepSpeedReader",
+    "tanalyze.readers.text.modded_nanogpt:ModdedNanoGPTReader",
+    "tanalyze.readers.text.nanogpt:NanoGPTReader",
+    "tanalyze.readers.text.generic:GenericTextReader",
 )
 
 

@@ -23,7 +23,7 @@ from tanalyze.discover import RunSpec, discover
 from tanalyze.errors import InputError
 from tanalyze.logs import failed_result, read_run
 from tanalyze.parallel import Failure, ProgressCallback, map_runs
-from tanalyze.readers.pattern import resolve_patterns
+from tanalyze.readers.text.pattern import resolve_patterns
 from tanalyze.report import parallel
 from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS, chart_columns, run_chart
 from tanalyze.report.figures import FigureMaker

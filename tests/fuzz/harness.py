@@ -30,7 +30,7 @@ import pandas as pd
 from tanalyze.errors import FormatError, InputError, TanalyzeError
 from tanalyze.readers import Reader, RunData, get_readers
 from tanalyze.readers.base import ReadWarning
-from tanalyze.readers.pattern import PATTERN_FORMAT, read_with_pattern
+from tanalyze.readers.text.pattern import PATTERN_FORMAT, read_with_pattern
 from tanalyze.schema import validate_scalars
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2
 
-from tanalyze.readers.tensorboard import TensorBoardReader
+from tanalyze.readers.tensorboard.reader import TensorBoardReader
 from tests.conftest import REAL_LOGS, SAMPLE_RUNS
 from tests.fuzz.conftest import FUZZ, PROFILE, scaled
 from tests.fuzz.harness import TRIED, read_direct, seeds, write_run
@@ -291,7 +291,7 @@ def test_a_damaged_line_costs_that_line_only(name, line_index, kind, salt, tmp_p
 @pytest.mark.parametrize("kind", ["zero4", "insert", "delete"])
 def test_damage_at_every_record_boundary_in_small_windows(kind, tmp_path, monkeypatch):
     """The same with the file read 512 bytes at a time: damage next to a window edge costs no more."""
-    from tanalyze.readers import _tbwindows
+    from tanalyze.readers.tensorboard import _windows as _tbwindows
 
     monkeypatch.setattr(_tbwindows, "WINDOW", 512)
     path = _event_file("sample")

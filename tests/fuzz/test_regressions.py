@@ -10,8 +10,8 @@ import pytest
 
 from tanalyze import load
 from tanalyze.readers import get_reader
-from tanalyze.readers.pattern import read_with_pattern
-from tanalyze.readers.tensorboard import TensorBoardReader
+from tanalyze.readers.tensorboard.reader import TensorBoardReader
+from tanalyze.readers.text.pattern import read_with_pattern
 
 DEEP_ARRAY = "[" * 100_000
 DEEP_OBJECT = '{"a": ' * 50_000
@@ -121,7 +121,7 @@ def test_csv_with_a_million_columns_is_read_in_bounded_time(tmp_path):
 
 def test_event_record_frame_helper_roundtrip(tmp_path):
     """The test helper frames records the way TensorBoard does (its CRCs verify with our scanner)."""
-    from tanalyze.readers._tfrecord import scan_records
+    from tanalyze.readers.tensorboard._tfrecord import scan_records
     from tests.fuzz.events import event_file, scalar_events
 
     data = event_file(tmp_path / "events.out.tfevents.1.h.1.0", scalar_events(3)).read_bytes()
@@ -154,8 +154,8 @@ def test_wandb_config_larger_than_any_config_is_not_loaded(tmp_path):
 
 def test_wandb_file_shrinking_while_read_keeps_what_was_read(tmp_path):
     """Was: the .wandb file was memory-mapped, and a file cut while read killed the process with SIGBUS."""
-    from tanalyze.readers import _wandb_records
-    from tanalyze.readers._wandb_records import read_wandb_file
+    from tanalyze.readers.wandb import _records as _wandb_records
+    from tanalyze.readers.wandb._records import read_wandb_file
     from tests.readers import wandb_make as make
 
     path = tmp_path / "run-a.wandb"

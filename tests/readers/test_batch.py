@@ -2,7 +2,7 @@
 
 import pytest
 
-from tanalyze.readers._batch import floats, interleave, repeated, rising
+from tanalyze.readers.text._batch import floats, interleave, repeated, rising
 
 
 def test_columns_become_rows_in_line_order():

@@ -5,7 +5,7 @@ import pytest
 from tanalyze import load
 from tanalyze.cli import main
 from tanalyze.readers import READERS, get_reader
-from tanalyze.readers.console import console_readers, detect_console_format, parse_console_file
+from tanalyze.readers.text.console import console_readers, detect_console_format, parse_console_file
 from tests.readers.text_helpers import check, notes_text, write
 
 TEXT_FORMATS = ["megatron", "llmc", "fairseq", "hf_console", "deepspeed", "modded_nanogpt", "nanogpt", "text"]

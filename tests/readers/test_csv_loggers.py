@@ -4,7 +4,7 @@ import pytest
 
 from tanalyze import load
 from tanalyze.errors import FormatError
-from tanalyze.readers.csv_loggers import (
+from tanalyze.readers.tabular.csv_loggers import (
     GenericCSVReader,
     KerasCSVReader,
     LightningCSVReader,
@@ -297,7 +297,7 @@ def test_header_only_and_empty_files(tmp_path):
 
 
 def test_large_csv_is_read_in_chunks(tmp_path, monkeypatch):
-    import tanalyze.readers._widecsv as widecsv
+    import tanalyze.readers.tabular.widecsv as widecsv
 
     path = tmp_path / "metrics.csv"
     rows = "".join(f"{i},{i / 1000},{'' if i % 3 else i}\n" for i in range(1, 2501))
@@ -313,7 +313,7 @@ def test_large_csv_is_read_in_chunks(tmp_path, monkeypatch):
 
 def test_the_parse_paths_give_the_same_columns(tmp_path, monkeypatch):
     """pandas on a clean block, numpy-checked lines around a ragged one, csv for quoted cells: one result."""
-    import tanalyze.readers._widecsv as widecsv
+    import tanalyze.readers.tabular.widecsv as widecsv
 
     rows = [["1", "0.5", "", "warm"], ["2", "nan", "0.25", ""], ["3", "inf", "None", "x"], ["4", "-1e-3", "7", "y"],
             ["5", "oops", "8", "z"]]

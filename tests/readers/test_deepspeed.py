@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tanalyze import load
-from tanalyze.readers.deepspeed import DeepSpeedReader
+from tanalyze.readers.text.deepspeed import DeepSpeedReader
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, curve, notes_text, points, write
 
@@ -186,8 +186,8 @@ def _sft_like(steps: int) -> str:
 def test_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, real_logs):
     """Step and timer lines (and the overflow messages among them) are read a chunk or a span at once; the
     same rows, notes and warnings as reading every line on its own, on the real logs and on a made one."""
-    from tanalyze.readers._textparts import read_part
-    from tanalyze.readers.deepspeed import DeepSpeedParser
+    from tanalyze.readers.text._parts import read_part
+    from tanalyze.readers.text.deepspeed import DeepSpeedParser
 
     files = sorted((real_logs / "deepspeed_text_log").rglob("*.log"))
     files += [real_logs / "other_text/microsoft__DeepSpeedExamples/data_efficiency/vit_finetuning/out/cifar/training.log",

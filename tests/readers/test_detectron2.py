@@ -1,7 +1,7 @@
 import json
 
 from tanalyze import load
-from tanalyze.readers.detectron2 import Detectron2Reader
+from tanalyze.readers.tabular.detectron2 import Detectron2Reader
 from tests.conftest import real_log
 from tests.readers.structured_helpers import check_points, curve, only_run
 

@@ -3,7 +3,7 @@
 import json
 
 from tanalyze import load
-from tanalyze.readers.detr import DetrReader
+from tanalyze.readers.tabular.detr import DetrReader
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, notes_text, write
 

@@ -10,8 +10,8 @@ import math
 import pytest
 
 from tanalyze import load
-from tanalyze.readers.console import detect_console_format
-from tanalyze.readers.fairseq import FairseqReader
+from tanalyze.readers.text.console import detect_console_format
+from tanalyze.readers.text.fairseq import FairseqReader
 from tests.conftest import REPO
 from tests.readers.text_helpers import check, notes_text, write
 

@@ -1,6 +1,6 @@
 """``name: value |`` fields: the pattern learnt from one line reads every line that repeats its names."""
 
-from tanalyze.readers._fields import MAX_SHAPE_FIELDS, FieldShape, fields_into
+from tanalyze.readers.text._fields import MAX_SHAPE_FIELDS, FieldShape, fields_into
 
 HEAD = r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|"
 LINE = " iteration {it:>6}/    1000 | lm loss: {loss} | grad norm: {norm} |\n"

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from tanalyze.readers.generic_text import GenericTextReader
+from tanalyze.readers.text.generic import GenericTextReader
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, notes_text, write
 
@@ -108,7 +108,7 @@ MIXED_METERS = (
 def test_meters_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, real_logs):
     """Training meter lines are read a chunk at once, the other lines one by one at their place: the same
     rows, notes and warnings as every line on its own, on the real logs and on meters of every shape."""
-    from tanalyze.readers.generic_text import GenericTextParser
+    from tanalyze.readers.text.generic import GenericTextParser
     from tests.readers.test_text_resume import _generic
 
     files = [p for folder in ("mmdet2_json", "other_text", "crash_logs") for p in sorted((real_logs / folder).rglob("*"))

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from tanalyze import load
-from tanalyze.readers.hf_console import HFConsoleReader, parse_dict_literal
+from tanalyze.readers.text.hf_console import HFConsoleReader, parse_dict_literal
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, curve, notes_text, points, write
 

@@ -5,7 +5,7 @@ import pytest
 
 from tanalyze import load
 from tanalyze.errors import FormatError
-from tanalyze.readers.hf_trainer_state import HFTrainerStateReader
+from tanalyze.readers.tabular.hf_trainer_state import HFTrainerStateReader
 from tests.conftest import real_log
 from tests.readers.structured_helpers import check_points, curve, epoch_at, only_run
 

@@ -1,6 +1,6 @@
 """Cleaning dirty console text: escapes, progress bars, line ends, bad bytes, cut lines."""
 
-from tanalyze.readers._lines import TextStats, iter_chunks, looks_like_text, sniff_window
+from tanalyze.readers.text._lines import TextStats, iter_chunks, looks_like_text, sniff_window
 from tests.readers.text_helpers import write
 
 

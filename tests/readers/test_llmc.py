@@ -8,8 +8,8 @@ the real console log of the same run, rounded as the logger rounds them.
 
 from tanalyze import load
 from tanalyze.readers import get_reader
-from tanalyze.readers.console import detect_console_format
-from tanalyze.readers.llmc import LlmcReader
+from tanalyze.readers.text.console import detect_console_format
+from tanalyze.readers.text.llmc import LlmcReader
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, notes_text, write
 

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from tanalyze import load
-from tanalyze.readers.megatron import MegatronReader
+from tanalyze.readers.text.megatron import MegatronReader
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, notes_text, points, write
 
@@ -152,7 +152,7 @@ def _sorted(frame):
 
 @pytest.mark.parametrize("relative", [BASELINE, MOE])
 def test_fast_path_and_line_by_line_path_agree(monkeypatch, relative):
-    from tanalyze.readers.megatron import MegatronParser
+    from tanalyze.readers.text.megatron import MegatronParser
 
     path = real_log(relative)
     (fast,) = MegatronReader().read([path])
@@ -206,7 +206,7 @@ def _engine_and_megatron_log(iterations: int, odd: str | None = None) -> str:
 
 @pytest.mark.parametrize("odd", [None, "restart", "shape", "bad value", "stamped timers"])
 def test_lines_read_at_once_give_what_the_line_by_line_reading_gives(tmp_path, monkeypatch, odd):
-    from tanalyze.readers.megatron import MegatronParser
+    from tanalyze.readers.text.megatron import MegatronParser
 
     path = write(tmp_path / "train.log", _engine_and_megatron_log(300, odd))
     at_once = []

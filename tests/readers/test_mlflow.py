@@ -12,7 +12,7 @@ import pytest
 
 from tanalyze import load
 from tanalyze.discover import discover
-from tanalyze.readers.mlflow import MLflowReader
+from tanalyze.readers.mlflow.store import MLflowReader
 from tests.conftest import REPO, real_log
 from tests.readers.text_helpers import check, notes_text, write
 

@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from tanalyze import load
-from tanalyze.readers.mmdet2 import MMDet2Reader, config_hparams
+from tanalyze.readers.tabular.mmdet2 import MMDet2Reader, config_hparams
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, notes_text, write
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tanalyze import load
-from tanalyze.readers.mmengine import MMEngineReader, parse_text_log
+from tanalyze.readers.tabular.mmengine import MMEngineReader, parse_text_log
 from tests.conftest import real_log
 from tests.readers.structured_helpers import check_points, curve, epoch_at, only_run
 

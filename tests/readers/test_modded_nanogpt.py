@@ -1,8 +1,8 @@
 """modded-nanogpt (NanoGPT speedrun) logs: the real record logs of KellerJordan/modded-nanogpt and a fork."""
 
 from tanalyze import load
-from tanalyze.readers.console import detect_console_format
-from tanalyze.readers.modded_nanogpt import ModdedNanoGPTReader
+from tanalyze.readers.text.console import detect_console_format
+from tanalyze.readers.text.modded_nanogpt import ModdedNanoGPTReader
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, notes_text, write
 

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from tanalyze.readers.console import parse_console_file
-from tanalyze.readers.nanogpt import NanoGPTReader
+from tanalyze.readers.text.console import parse_console_file
+from tanalyze.readers.text.nanogpt import NanoGPTReader
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, notes_text, points, write
 
@@ -97,7 +97,7 @@ IRREGULAR = (
 
 def test_spans_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, real_logs):
     """The usual lines are read span by span; the same rows, notes and warnings as line by line."""
-    from tanalyze.readers.nanogpt import NanoGPTParser
+    from tanalyze.readers.text.nanogpt import NanoGPTParser
     from tests.readers.test_text_resume import _nanogpt
 
     files = sorted(real_logs.glob("wandb_local/*nanoGPT/wandb/*/files/output.log"))

@@ -24,14 +24,14 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tanalyze.readers.csv_loggers import (
+from tanalyze.readers.tabular.csv_loggers import (
     GenericCSVReader,
     KerasCSVReader,
     LightningCSVReader,
     YoloResultsReader,
 )
-from tanalyze.readers.detectron2 import Detectron2Reader
-from tanalyze.readers.wandb_export import WandbChartExportReader
+from tanalyze.readers.tabular.detectron2 import Detectron2Reader
+from tanalyze.readers.wandb.export import WandbChartExportReader
 
 NUMBERS = st.one_of(
     st.floats(min_value=-1e6, max_value=1e6, allow_nan=False).map(lambda v: round(v, 6)),

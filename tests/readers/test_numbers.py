@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanalyze.readers._numbers import parse_numbers, parse_some_numbers
+from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
 
 
 def one_by_one(text: str) -> np.ndarray | None:

@@ -5,7 +5,7 @@ import pytest
 from tanalyze import load
 from tanalyze.cli import main
 from tanalyze.errors import ConfigError, InputError
-from tanalyze.readers.pattern import compile_pattern, patterns_from_config
+from tanalyze.readers.text.pattern import compile_pattern, patterns_from_config
 from tests.readers.text_helpers import check, write
 
 LOG = "".join(f"[worker] it={i} | loss={3 - i / 10:.2f} | acc={i * 5}%\n" for i in range(1, 6)) + "done\n"
@@ -47,7 +47,7 @@ def test_a_glob_takes_files_before_the_readers(tmp_path):
     nanogpt_like = "iter 1: loss 2.0000, time 10.00ms, mfu 1.00%\niter 2: loss 1.0000, time 10.00ms, mfu 1.00%\n"
     write(tmp_path / "a" / "train.log", nanogpt_like)
     write(tmp_path / "b" / "train.log", nanogpt_like)
-    from tanalyze.readers.pattern import UserPattern
+    from tanalyze.readers.text.pattern import UserPattern
 
     forced = UserPattern(r"^iter (?P<step>\d+): loss (?P<my_loss>\S+),", "a/*.log")
     logs = load(tmp_path, patterns=[forced])

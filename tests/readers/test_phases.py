@@ -11,11 +11,11 @@ import pytest
 
 from tanalyze import diagnose, load
 from tanalyze.cache import Cache
-from tanalyze.readers._phases import PHASE_LIMIT, find_phase_starts
-from tanalyze.readers._tabular import PointBuffer, settle_rewrites
-from tanalyze.readers._wandb_history import history_to_tidy, sparse_from_rows
-from tanalyze.readers.csv_loggers import GenericCSVReader, KerasCSVReader, LightningCSVReader
-from tanalyze.readers.detectron2 import Detectron2Reader
+from tanalyze.readers.phases import PHASE_LIMIT, find_phase_starts
+from tanalyze.readers.tabular.common import PointBuffer, settle_rewrites
+from tanalyze.readers.tabular.csv_loggers import GenericCSVReader, KerasCSVReader, LightningCSVReader
+from tanalyze.readers.tabular.detectron2 import Detectron2Reader
+from tanalyze.readers.wandb.history import history_to_tidy, sparse_from_rows
 from tests.readers.structured_helpers import curve, epoch_at, only_run
 
 KERAS_HEADER = "epoch,accuracy,loss,val_accuracy,val_loss"

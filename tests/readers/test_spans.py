@@ -6,10 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanalyze.readers import _textparts, get_reader
-from tanalyze.readers._spans import Shape, read_spans, spans
-from tanalyze.readers.llmc import LlmcParser
-from tanalyze.readers.modded_nanogpt import ModdedNanoGPTParser
+from tanalyze.readers import get_reader
+from tanalyze.readers.text import _parts
+from tanalyze.readers.text._spans import Shape, read_spans, spans
+from tanalyze.readers.text.llmc import LlmcParser
+from tanalyze.readers.text.modded_nanogpt import ModdedNanoGPTParser
 from tests.readers.text_helpers import write
 
 
@@ -84,8 +85,8 @@ def test_spans_read_at_once_equal_every_line_read_on_its_own(name, parser, text,
     reader = get_reader(name)
     at_once_runs = []
     for path in files:
-        for chunk_chars in (_textparts.CHUNK_CHARS, 1 << 14):
-            monkeypatch.setattr(_textparts, "CHUNK_CHARS", chunk_chars)
+        for chunk_chars in (_parts.CHUNK_CHARS, 1 << 14):
+            monkeypatch.setattr(_parts, "CHUNK_CHARS", chunk_chars)
             (at_once,) = reader.read([path])
             monkeypatch.setattr(parser, "line_by_line", True)
             (by_line,) = reader.read([path])

@@ -2,7 +2,7 @@ import math
 
 import pandas as pd
 
-from tanalyze.readers._tabular import JsonLines, PointBuffer, load_config, settle_rewrites
+from tanalyze.readers.tabular.common import JsonLines, PointBuffer, load_config, settle_rewrites
 
 
 def _frame(rows):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tanalyze import diagnose, load
-from tanalyze.readers._tabular import PointBuffer, derive_step_times, settle_rewrites
-from tanalyze.readers.csv_loggers import GenericCSVReader, YoloResultsReader
+from tanalyze.readers.tabular.common import PointBuffer, derive_step_times, settle_rewrites
+from tanalyze.readers.tabular.csv_loggers import GenericCSVReader, YoloResultsReader
 from tests.readers.structured_helpers import curve, epoch_at
 
 

@@ -12,7 +12,7 @@ from google.protobuf import descriptor_pool
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.json_format import MessageToDict
 
-from tanalyze.readers._tbproto import (
+from tanalyze.readers.tensorboard._proto import (
     MAP_ENTRIES,
     POOL,
     PREFIX,
@@ -22,7 +22,7 @@ from tanalyze.readers._tbproto import (
     HParamsPluginData,
     SummaryMetadata,
 )
-from tanalyze.readers.tensorboard import TensorBoardReader, head_tags
+from tanalyze.readers.tensorboard.reader import TensorBoardReader, head_tags
 from tests.conftest import SAMPLE_RUNS
 from tests.readers.test_tensorboard import by_tag, tbparse_scalars
 

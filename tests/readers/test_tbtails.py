@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from tensorboardX import SummaryWriter
 
-from tanalyze.readers._tbtails import MAX_TAIL, read_tails
-from tanalyze.readers._tfrecord import scan_records
 from tanalyze.readers.base import FilePart
-from tanalyze.readers.tensorboard import TensorBoardReader
+from tanalyze.readers.tensorboard._tails import MAX_TAIL, read_tails
+from tanalyze.readers.tensorboard._tfrecord import scan_records
+from tanalyze.readers.tensorboard.reader import TensorBoardReader
 from tests.conftest import SAMPLE_RUNS
 from tests.scale_helpers import append_events, event_file, write_events
 

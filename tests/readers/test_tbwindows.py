@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tanalyze.readers import _tbwindows
-from tanalyze.readers._tbwindows import scan_file
-from tanalyze.readers._tfrecord import scan_records
-from tanalyze.readers.tensorboard import TensorBoardReader
+from tanalyze.readers.tensorboard import _windows as _tbwindows
+from tanalyze.readers.tensorboard._tfrecord import scan_records
+from tanalyze.readers.tensorboard._windows import scan_file
+from tanalyze.readers.tensorboard.reader import TensorBoardReader
 from tests.conftest import REAL_LOGS, REPO, SAMPLE_RUNS
 from tests.fuzz.events import event_file, frame, header_event, image_event, scalar_event, scalar_events
 
@@ -103,8 +103,8 @@ SHRINK = r"""
 import os, sys
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from tanalyze.readers import _tbwindows
-from tanalyze.readers.tensorboard import TensorBoardReader
+from tanalyze.readers.tensorboard import _windows as _tbwindows
+from tanalyze.readers.tensorboard.reader import TensorBoardReader
 path = Path(sys.argv[1])
 original = _tbwindows.scan_records
 calls = []

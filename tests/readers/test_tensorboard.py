@@ -17,7 +17,7 @@ from tensorboardX.record_writer import masked_crc32c
 
 from tanalyze import load
 from tanalyze.cli import main
-from tanalyze.readers.tensorboard import TensorBoardReader, _continues
+from tanalyze.readers.tensorboard.reader import TensorBoardReader, _continues
 from tanalyze.schema import HISTOGRAM_COLUMNS, ScalarColumns
 from tests.conftest import real_log
 
@@ -535,8 +535,8 @@ def test_vectorised_and_protobuf_paths_agree(tmp_path, points):
 
 def test_common_layouts_take_the_vectorised_path(tbx_file, tmp_path):
     """Speed guard without timing: tensorboardX and TF2 scalar records never fall back to protobuf."""
-    from tanalyze.readers._tbfast import decode_fast
-    from tanalyze.readers._tfrecord import scan_records
+    from tanalyze.readers.tensorboard._fast import decode_fast
+    from tanalyze.readers.tensorboard._tfrecord import scan_records
 
     tf2 = write_events(tmp_path / "tf2", [tensor_event(f"t{i % 3}", i, tensor_pb2.TensorProto(
         dtype=1, tensor_shape=tensor_shape_pb2.TensorShapeProto(), tensor_content=struct.pack("<f", i)),

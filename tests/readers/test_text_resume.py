@@ -12,11 +12,12 @@ import pytest
 
 import tanalyze
 from tanalyze.cache import Cache
-from tanalyze.readers import _textparts, get_reader, get_readers
-from tanalyze.readers._textparts import parse_path
-from tanalyze.readers._textreader import runs_from_parsed
+from tanalyze.readers import get_reader, get_readers
 from tanalyze.readers.base import HEAD_BYTES, FilePart
-from tanalyze.readers.console import console_readers
+from tanalyze.readers.text import _parts
+from tanalyze.readers.text._parts import parse_path
+from tanalyze.readers.text._reader import runs_from_parsed
+from tanalyze.readers.text.console import console_readers
 from tests.readers.text_helpers import write
 
 TEXT_READERS = {reader.name for reader in console_readers()}
@@ -123,7 +124,7 @@ def test_parts_do_not_depend_on_where_chunks_begin(real_logs):
         whole = reader.read_part(path)
         longest = max(len(line) for line in path.read_bytes().split(b"\n"))
         for size in (longest + 1, 1 << 16):
-            part = _textparts.read_part(path, reader.parser(path), chunk_chars=max(size, 1024))
+            part = _parts.read_part(path, reader.parser(path), chunk_chars=max(size, 1024))
             assert_same_part(part, whole, f"{path} in chunks of {size}")
 
 
@@ -289,19 +290,19 @@ def test_what_spans_lines_is_read_the_same_when_a_read_stops_in_its_middle(tmp_p
 def parsed(monkeypatch):
     """Every text file parsed, as (file name, start offset)."""
     calls: list[tuple[str, int]] = []
-    original = _textparts.read_part
+    original = _parts.read_part
 
-    def spy(path, parser, start=0, state=None, chunk_chars=_textparts.CHUNK_CHARS):
+    def spy(path, parser, start=0, state=None, chunk_chars=_parts.CHUNK_CHARS):
         calls.append((Path(path).name, start))
         return original(path, parser, start, state, chunk_chars)
 
-    monkeypatch.setattr(_textparts, "read_part", spy)
+    monkeypatch.setattr(_parts, "read_part", spy)
     return calls
 
 
 @pytest.fixture
 def combines(monkeypatch):
-    from tanalyze.readers._textreader import TextReader
+    from tanalyze.readers.text._reader import TextReader
 
     calls: list[str] = []
     original = TextReader.combine

@@ -8,14 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanalyze.readers._textparse import (
-    Rows,
-    dedupe,
-    ordered_matches,
-    parse_timestamp,
-    parse_timestamps,
-    required_literal,
-)
+from tanalyze.readers.text._regex import ordered_matches, required_literal
+from tanalyze.readers.text._rows import Rows, dedupe
+from tanalyze.readers.values import parse_timestamp, parse_timestamps
 from tanalyze.schema import keep_last_write
 
 
@@ -145,10 +140,10 @@ def test_required_literal_of_an_anchored_pattern(source, flags, literal):
 
 
 def _text_patterns():
-    from tanalyze.readers.deepspeed import DeepSpeedParser
-    from tanalyze.readers.generic_text import GenericTextParser
-    from tanalyze.readers.megatron import MegatronParser
-    from tanalyze.readers.nanogpt import NanoGPTParser
+    from tanalyze.readers.text.deepspeed import DeepSpeedParser
+    from tanalyze.readers.text.generic import GenericTextParser
+    from tanalyze.readers.text.megatron import MegatronParser
+    from tanalyze.readers.text.nanogpt import NanoGPTParser
 
     return [DeepSpeedParser.patterns, GenericTextParser.patterns, MegatronParser.patterns, NanoGPTParser.patterns]
 

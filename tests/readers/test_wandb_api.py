@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from tanalyze.logs import load
-from tanalyze.readers.wandb_api import WandbHistoryExportReader
+from tanalyze.readers.wandb.api import WandbHistoryExportReader
 
 
 def points(logs, tag, run=None):

@@ -6,7 +6,7 @@ import pytest
 
 from tanalyze.discover import discover
 from tanalyze.logs import load
-from tanalyze.readers.wandb_export import (
+from tanalyze.readers.wandb.export import (
     WandbChartExportReader,
     WandbRunsTableReader,
     split_config_summary,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tanalyze.readers._wandb_history import choose_step_key, history_to_tidy, sparse_from_rows, system_to_tidy
+from tanalyze.readers.wandb.history import choose_step_key, history_to_tidy, sparse_from_rows, system_to_tidy
 
 
 def tidy(rows, declared=None):

@@ -9,7 +9,7 @@ import pytest
 
 from tanalyze.discover import discover
 from tanalyze.logs import load
-from tanalyze.readers.wandb_local import WandbLocalReader, unwrap_config
+from tanalyze.readers.wandb.local import WandbLocalReader, unwrap_config
 from tests.readers import wandb_make as make
 
 ALPACA = "wandb_local/0-KaiKai-0__stanford_alpaca"
@@ -258,7 +258,7 @@ def test_console_metrics_are_merged_and_wandb_wins_on_shared_points(tmp_path, mo
                                  value=[6.0601, 5.5, 4.0]),
             warnings=[ReadWarning(str(path), "1 line skipped")], notes=["nanoGPT format"])
 
-    monkeypatch.setitem(sys.modules, "tanalyze.readers.console",
+    monkeypatch.setitem(sys.modules, "tanalyze.readers.text.console",
                         types.SimpleNamespace(parse_console_file=parse_console_file))
     payloads = [make.history({"train/loss": 6.060142517089844, "iter": 0, "_step": 0})]
     folder = make.run_folder(tmp_path, payloads, files={"files/output.log": "step 0: train loss 6.0601\n"})

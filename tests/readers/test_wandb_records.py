@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tanalyze.errors import FormatError
-from tanalyze.readers._wandb_records import (
+from tanalyze.readers.wandb._records import (
     _SCALARS,
     BLOCK,
     SCHEMA,

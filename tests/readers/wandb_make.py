@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tanalyze.readers._wandb_records import (
+from tanalyze.readers.wandb._records import (
     BLOCK,
     CHUNK_HEADER,
     FILE_HEADER,

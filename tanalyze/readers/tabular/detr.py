@@ -1,0 +1,153 @@
+"""DETR-family ``log.txt``: one JSON object per epoch, written by facebookresearch ``main.py`` training scripts.
+
+DETR, Deformable/Conditional/DAB-DETR, DINO, DeiT, MAE, ConvNeXt … all append
+``json.dumps(log_stats)`` to ``<output_dir>/log.txt`` after each epoch::
+
+    {"train_lr": 0.0001, "train_loss": 4.23, …, "test_loss": 3.9, "test_coco_eval_bbox": [0.71, 0.98, …],
+     "epoch": 0, "n_parameters": 41279495}
+
+Decisions:
+
+* **step = epoch**, as written (0-based); ``train_*`` values are averages over the
+  epoch, ``test_*`` values the evaluation after it.
+* ``test_coco_eval_bbox`` (and ``_masks``) is COCOeval's ``stats``: 12 numbers,
+  expanded to ``test_coco_eval_bbox/AP``, ``/AP50``, ``/AP75``, ``/APs``, ``/APm``,
+  ``/APl``, ``/AR1``, ``/AR10``, ``/AR100``, ``/ARs``, ``/ARm``, ``/ARl``. COCOeval
+  writes -1 for an area range without ground truth: that is "undefined", not a
+  score, so it is skipped and counted. Other lists of numbers become ``key/0``,
+  ``key/1`` ….
+* ``n_parameters`` (the same every epoch) goes to hparams.
+* ``main.py`` opens the log in append mode, so a job started again into the same
+  output folder appends a second session whose epochs start over: each session
+  is named in the notes and the later one wins where they overlap (a restart).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tanalyze.readers.base import Reader, ReadWarning, RunData
+from tanalyze.readers.tabular.common import (
+    JsonLines,
+    PointBuffer,
+    as_step,
+    is_number,
+    name_list,
+    settle_rewrites,
+)
+
+__all__ = ["DetrReader", "COCO_STATS"]
+
+#: The names of COCOeval's 12 ``stats`` (bbox and segm), in order.
+COCO_STATS = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
+_COCO_KEYS = ("_coco_eval_bbox", "_coco_eval_masks")
+_CONSTANT_KEYS = frozenset({"n_parameters"})
+#: The first line of a log is longer than the sniffed head (DETR: ~4.5 KB); this much is read to judge it.
+_FIRST_LINE_LIMIT = 1 << 20
+
+
+def _first_record(path: Path, head: bytes) -> dict | None:
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
+        return None
+    line = head.split(b"\n", 1)[0]
+    if b"\n" not in head and len(head) >= 4096:
+        try:
+            with open(path, "rb") as handle:
+                line = handle.readline(_FIRST_LINE_LIMIT)
+        except OSError:
+            return None
+    try:
+        record = json.loads(line.decode("utf-8", errors="replace").lstrip("\ufeff"))
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def is_detr_record(record: dict) -> bool:
+    """An epoch record: a whole-number ``epoch`` and ``train_*`` keys (and nothing of the step-keyed formats)."""
+    return (
+        as_step(record.get("epoch")) is not None
+        and any(isinstance(k, str) and k.startswith("train_") for k in record)
+        and not {"iteration", "step", "iter", "mode"} & set(record)
+    )
+
+
+class DetrReader(Reader):
+    """``log.txt`` of DETR-family / facebookresearch ``main.py`` trainers (one JSON object per epoch)."""
+
+    name = "detr"
+    description = "DETR-family log.txt (JSON per epoch: train_*, test_*, test_coco_eval_bbox, epoch; also DeiT, MAE)"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        if path.suffix.lower() not in (".txt", ".log", ".json", ".jsonl"):
+            return False
+        record = _first_record(path, head)
+        return record is not None and is_detr_record(record)
+
+    def group(self, files: list[Path]) -> list[list[Path]]:
+        return [[f] for f in sorted(files)]
+
+    def read(self, files: list[Path]) -> list[RunData]:
+        return [self._read_one(path) for path in files]
+
+    def _read_one(self, path: Path) -> RunData:
+        run = RunData()
+        lines = JsonLines(path)
+        points = PointBuffer()
+        undefined = no_epoch = 0
+        skipped: set[str] = set()
+        sessions: list[tuple[int, int, int]] = []  # (first line, first epoch, last epoch)
+        hparams: dict[str, float] = {}
+        for row, record in lines:
+            epoch = as_step(record.get("epoch"))
+            if epoch is None:
+                no_epoch += 1
+                continue
+            if not sessions or epoch <= sessions[-1][2]:
+                sessions.append((row, epoch, epoch))
+            else:
+                sessions[-1] = (sessions[-1][0], sessions[-1][1], epoch)
+            for key, value in record.items():
+                if key == "epoch":
+                    continue
+                if key in _CONSTANT_KEYS and is_number(value):
+                    hparams[key] = value
+                elif is_number(value):
+                    points.add(row, key, epoch, float(value), float(epoch))
+                elif isinstance(value, list) and value and all(is_number(v) for v in value):
+                    names = COCO_STATS if key.endswith(_COCO_KEYS) and len(value) == len(COCO_STATS) else None
+                    for index, item in enumerate(value):
+                        if names and item == -1:
+                            undefined += 1
+                            continue
+                        points.add(row, f"{key}/{names[index] if names else index}", epoch, float(item), float(epoch))
+                else:
+                    skipped.add(key)
+        run.hparams = hparams
+        run.warnings.extend(lines.warnings(str(path)))
+        if no_epoch:
+            run.warnings.append(ReadWarning(str(path), f"{no_epoch} record(s) without a whole-number 'epoch'; skipped",
+                                            count=no_epoch))
+        if not len(points) and not run.warnings:
+            run.warnings.append(ReadWarning(str(path), "no epoch records in the file"))
+        settled = settle_rewrites(points.frame(), str(path), unit="epoch")
+        run.scalars = settled.frame
+        run.restarts.extend(settled.restarts)
+        run.phases.extend(settled.phases)
+        run.warnings.extend(settled.warnings)
+        run.notes.append("one record per epoch: step = epoch as written (0-based); train_* are epoch averages, "
+                         "test_* the evaluation after the epoch")
+        if len(sessions) > 1:
+            listed = "; ".join(f"epochs {first}–{last} from line {line}" for line, first, last in sessions)
+            kept = ("each kept as a session, one after the other on the step axis" if settled.phases else
+                    "the later session's values replace the earlier ones where they overlap")
+            run.notes.append(f"{len(sessions)} training sessions appended to this file ({listed}): the epochs start "
+                             f"over; {kept}")
+        run.notes.extend(settled.notes)
+        if undefined:
+            run.notes.append(f"{undefined} COCO stat(s) of -1 skipped (COCOeval's 'undefined': no ground truth in "
+                             "that area range)")
+        if skipped:
+            run.notes.append(f"non-numeric values skipped under: {name_list(sorted(skipped))}")
+        return run

@@ -1,0 +1,374 @@
+"""The reader side of console logs: which files, grouped into which runs.
+
+Every console format shares the same rules, implemented once here:
+
+- candidates are ``.log/.txt/.out/.err`` files and files without a suffix,
+  that look like text, except a W&B run's ``output.log`` and debug logs
+  (``run-*/files/output.log``: the W&B reader owns them);
+- a format claims a file when its content matches (looking at up to the first
+  2 MB, cleaned of escapes and progress-bar redraws);
+- a distributed job that writes one log per rank (``log_rank0.txt``,
+  ``rank_1.log``, ``train-0.out`` + ``train-1.out``) is ONE run with a ``rank``
+  column; the stdout and stderr of one job (``slurm-42.out`` + ``slurm-42.err``)
+  are one run; every other file is a run of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections import defaultdict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pandas as pd
+
+from tanalyze.readers.base import FilePart, Phase, ReadWarning, ResumableReader, RunData
+from tanalyze.readers.phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
+from tanalyze.readers.text import _parts
+from tanalyze.readers.text._lines import TEXT_SUFFIXES, looks_like_text, sniff_window
+from tanalyze.readers.text._parser import ParsedFile, TextParser
+from tanalyze.readers.text._rows import dedupe, duplicated_rows
+from tanalyze.schema import ScalarColumns, concat_frames, empty_scalars
+
+__all__ = ["TextReader", "is_console_candidate", "rank_layout", "runs_from_parsed"]
+
+_WANDB_RUN_DIR = re.compile(r"^(?:offline-)?run-\d{8}_\d{6}-[A-Za-z0-9]+$")
+_RANK_WORD = re.compile(r"(?i)(?<![a-z])rank[_-]?(\d+)(?!\d)")
+_TRAILING_NUMBER = re.compile(r"^(.+?[-_.])(\d+)(\.[A-Za-z]+)?$")
+_SUFFIX = re.compile(r"^\.[A-Za-z]{1,5}$")
+
+
+def _suffix(path: Path) -> str:
+    """The file's extension, or '' when the name has none (``lr-3.0e-4`` is not an extension)."""
+    suffix = path.suffix
+    return suffix.lower() if _SUFFIX.match(suffix) else ""
+
+
+_WANDB_OWNED = re.compile(r"^(?:output|debug(?:-internal|-core)?)\.log$")
+
+
+def in_wandb_run(path: Path) -> bool:
+    """A W&B run's own console capture or debug log (``run-*/files/output.log``): the W&B reader's."""
+    return bool(_WANDB_OWNED.match(path.name)) and any(_WANDB_RUN_DIR.match(part) for part in path.parts[:-1])
+
+
+def is_console_candidate(path: Path, head: bytes) -> bool:
+    """Whether ``path`` may be a console log at all (name, place, text-like bytes)."""
+    if _suffix(path) not in TEXT_SUFFIXES and _suffix(path) != "":
+        return False
+    if "tfevents" in path.name or in_wandb_run(path):
+        return False
+    return looks_like_text(head)
+
+
+def rank_layout(files: list[Path]) -> dict[Path, int] | None:
+    """The rank of each file when ``files`` are one job's per-rank logs, else None.
+
+    A name with the word ``rank`` and a number is a rank file even alone; names
+    that differ only in a trailing number are rank files when there are several
+    and one of them is 0 (``train-0.out``, ``train-1.out``).
+    """
+    ranks: dict[Path, int] = {}
+    templates: set[str] = set()
+    for file in files:
+        m = _RANK_WORD.search(file.name)
+        if m:
+            ranks[file] = int(m.group(1))
+            templates.add(file.name[: m.start(1)] + "{}" + file.name[m.end(1) :])
+    if len(ranks) == len(files) and len(templates) == 1 and len(set(ranks.values())) == len(files):
+        return ranks
+    if len(files) < 2:
+        return None
+    ranks.clear()
+    templates.clear()
+    for file in files:
+        m = _TRAILING_NUMBER.match(file.name)
+        if not m:
+            return None
+        ranks[file] = int(m.group(2))
+        templates.add(m.group(1) + "{}" + (m.group(3) or ""))
+    if len(templates) == 1 and 0 in ranks.values() and len(set(ranks.values())) == len(files):
+        return ranks
+    return None
+
+
+def _group_files(files: list[Path]) -> list[list[Path]]:
+    files = sorted(files)
+    groups: list[list[Path]] = []
+    rest: list[Path] = []
+    by_template: dict[str, list[Path]] = defaultdict(list)
+    for file in files:
+        m = _RANK_WORD.search(file.name)
+        if m:
+            by_template["r:" + file.name[: m.start(1)] + "{}" + file.name[m.end(1) :]].append(file)
+            continue
+        m = _TRAILING_NUMBER.match(file.name)
+        if m:
+            by_template["n:" + m.group(1) + "{}" + (m.group(3) or "")].append(file)
+        else:
+            rest.append(file)
+    for key, members in by_template.items():
+        if rank_layout(members) is not None and (key.startswith("r:") or len(members) > 1):
+            groups.append(members)
+        else:
+            rest.extend(members)
+    # stdout + stderr of one job
+    by_stem: dict[tuple[Path, str], list[Path]] = defaultdict(list)
+    for file in sorted(rest):
+        if _suffix(file) in (".out", ".err"):
+            by_stem[(file.parent, file.stem)].append(file)
+        else:
+            groups.append([file])
+    for members in by_stem.values():
+        if len(members) == 2:
+            groups.append(sorted(members, key=lambda f: _suffix(f) != ".err"))  # stderr first: it has the banners
+        else:
+            groups.extend([m] for m in members)
+    return sorted(groups, key=lambda g: str(g[0]))
+
+
+#: How the note about points replaced by a later write ends (``extend`` leaves such runs to ``combine``).
+REPLACED = "were replaced by the later write (last write wins)"
+
+
+def _scalar_columns(parsed: ParsedFile) -> ScalarColumns | None:
+    """The rows of one file as arrays, when they need no column beyond tag, step, value and wall time."""
+    rows = parsed.rows
+    n = len(rows)
+    if rows.ranks is not None and n and (np.frombuffer(rows.ranks, dtype=np.int64) >= 0).any():
+        return None
+    if rows.epochs is not None and n and not np.isnan(np.frombuffer(rows.epochs, dtype=np.float64)).all():
+        return None
+    if not n:
+        return ScalarColumns(rows.tag_names, np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0),
+                             np.empty(0))
+    walls = np.frombuffer(rows.walls, dtype=np.float64) if rows.walls is not None else np.full(n, np.nan)
+    return ScalarColumns(rows.tag_names, np.frombuffer(rows.tags, dtype=np.int32),
+                         np.frombuffer(rows.steps, dtype=np.int64), np.frombuffer(rows.values, dtype=np.float64), walls)
+
+
+def _deduped(columns: ScalarColumns) -> tuple[ScalarColumns, int]:
+    duplicated = duplicated_rows(columns.codes, columns.step)
+    if duplicated is None:
+        return columns, 0
+    keep = ~duplicated
+    return ScalarColumns(columns.tags, columns.codes[keep], columns.step[keep], columns.value[keep],
+                         columns.wall_time[keep]), int(duplicated.sum())
+
+
+def _phases(parsed: ParsedFile) -> list[Phase]:
+    """Sessions appended to one job's log (its steps go back to its first step: see :mod:`tanalyze.readers.phases`): each
+    later one shifted, in ``parsed``'s rows, to follow the one before on one step axis; the restarts that
+    were such go-backs are dropped from ``parsed.restarts``. Looked for only when a step went back."""
+    rows = parsed.rows
+    if not parsed.restarts or not len(rows):
+        return []
+    codes = np.frombuffer(rows.tags, dtype=np.int32)
+    steps = np.frombuffer(rows.steps, dtype=np.int64)
+    values = np.frombuffer(rows.values, dtype=np.float64)
+    starts, limited = find_phase_starts(np.arange(len(steps)), codes, steps, values)
+    if not starts:
+        return []
+    shifted = steps.copy()
+    bounds = [0, *(start.row for start in starts), len(steps)]
+    phases: list[Phase] = []
+    previous_last: int | None = None
+    for index in range(len(bounds) - 1):
+        piece = shifted[bounds[index]:bounds[index + 1]]
+        offset = 0 if previous_last is None else phase_offset(previous_last, int(piece.min()))
+        piece += offset
+        detail = ("the first session" if index == 0 else
+                  phase_detail("step", starts[index - 1].high, starts[index - 1].step)
+                  + (f"; its steps shifted by {offset:+d} to follow the previous session" if offset else ""))
+        phases.append(Phase(index=index, first_step=int(piece.min()), last_step=int(piece.max()), offset=offset,
+                            file=parsed.path.name, detail=detail))
+        previous_last = int(piece.max())
+    rows.steps = array("q", shifted.tobytes())
+    # the go-back each phase begins with is no restart: the first one (in order) to a step among the first
+    # rows of the phase (its main line's step, which may follow an evaluation logged at the step before)
+    restarts, at = list(parsed.restarts), 0
+    for index in range(1, len(starts) + 1):
+        opening = set(steps[bounds[index]:bounds[index] + 64].tolist())
+        found = next((i for i in range(at, len(restarts)) if restarts[i].step in opening), None)
+        if found is not None:
+            del restarts[found]
+            at = found
+    parsed.restarts = restarts
+    if limited:
+        parsed.warnings.append(ReadWarning(str(parsed.path), f"steps went back to the start more than {PHASE_LIMIT} "
+                                           f"times: the first {PHASE_LIMIT + 1} sessions are phases, later go-backs "
+                                           "are restarts (the later write wins)"))
+    return phases
+
+
+def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None, *, as_columns: bool = False) -> RunData:
+    """Combine the parsed files of one run: concatenate, keep appended sessions as phases (one file, or one
+    job's stdout and stderr), apply last-write-wins, gather notes.
+
+    ``as_columns``: the scalars as :class:`~tanalyze.schema.ScalarColumns` when one file's rows need no
+    other column (see ``ResumableReader.combine``), else a table.
+    """
+    several = len(parsed) > 1
+    phases = _phases(parsed[0]) if len(parsed) == 1 and not ranks else []
+    columns = _scalar_columns(parsed[0]) if as_columns and len(parsed) == 1 and not ranks else None
+    scalars: pd.DataFrame | ScalarColumns
+    if columns is not None:
+        scalars, dropped = _deduped(columns)
+    else:
+        frames = []
+        for part in parsed:
+            rank = ranks.get(part.path) if ranks else None
+            frames.append(part.rows.frame(rank=rank, source=part.path.name if several and ranks else None))
+        scalars, dropped = dedupe(concat_frames(frames) if frames else empty_scalars())
+    run = _run_info(parsed, ranks, empty=not len(scalars))
+    run.scalars = scalars
+    run.phases = phases
+    if dropped:
+        why = "after a restart" if run.restarts else "twice at the same step"
+        run.notes.append(f"{dropped:,} point(s) logged {why} {REPLACED}")
+    return run
+
+
+def _run_info(parsed: list[ParsedFile], ranks: dict[Path, int] | None, empty: bool) -> RunData:
+    """Everything of the run but its scalars: notes, warnings, restarts and hparams of its files."""
+    several = len(parsed) > 1
+    notes: list[str] = []
+    if ranks:
+        notes.append(f"{len(ranks)} per-rank log file(s) read as one run; the rank column tells them apart")
+    restarts = [r for part in parsed for r in part.restarts]
+    warnings = [w for part in parsed for w in part.warnings]
+    hparams: dict = {}
+    for part in parsed:
+        prefix = f"{part.path.name}: " if several and ranks else ""
+        notes.extend(prefix + note for note in part.notes)
+        for key, value in part.hparams.items():
+            hparams.setdefault(key, value)
+    if empty and not warnings:
+        names = ", ".join(str(part.path) for part in parsed)
+        family = parsed[0].family if parsed else "console"
+        warnings.append(
+            ReadWarning(names, f"no {family} metric line could be read from this file (empty, binary or another format)")
+        )
+    return RunData(hparams=hparams, warnings=warnings, restarts=restarts, notes=notes)
+
+
+class TextReader(ResumableReader):
+    """A console-log format: subclasses set ``name``, ``description``, ``parser`` and ``detect``.
+
+    Resumable (see :mod:`._parts`): a log that grew is read on from its last line break.
+    """
+
+    parser: ClassVar[type[TextParser]]
+    cache_version = 2
+
+    def detect(self, window: str) -> bool:  # pragma: no cover - every subclass overrides
+        raise NotImplementedError
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        if not is_console_candidate(path, head):
+            return False
+        return self.detect(sniff_window(path))
+
+    def group(self, files: list[Path]) -> list[list[Path]]:
+        return _group_files(files)
+
+    def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
+        path = Path(path)
+        return _parts.read_part(path, self.parser(path), start, state)
+
+    def join_parts(self, head: FilePart, tail: FilePart) -> FilePart:
+        return _parts.join(head, tail)
+
+    def combine(self, files: list[Path], parts: list[FilePart]) -> list[RunData]:
+        files = [Path(f) for f in files]
+        ranks = rank_layout(files) if len(files) > 1 or _RANK_WORD.search(files[0].name) else None
+        if ranks:
+            by_file = dict(zip(files, parts, strict=True))
+            parsed = [_parts.finish_parts([f], [by_file[f]], self.parser) for f in sorted(files, key=ranks.get)]
+        else:
+            parsed = [_parts.finish_parts(files, parts, self.parser)]
+        return [runs_from_parsed(parsed, ranks, as_columns=True)]
+
+    def extend(self, files: list[Path], runs: list[RunData], tails: list[FilePart]) -> list[RunData] | None:
+        """The run of one log with the lines it gained, when they simply continue it: no restart, no change
+        to earlier rows, no hparams, rows whose steps go on past every step of their tag, and a format whose
+        ``finish`` adds or moves no row (not HF's console, whose steps are derived from the whole log; not
+        DeepSpeed's with throughput lines or overflow messages pending). Anything else returns None and the
+        run is combined again from its files' parts (still read only from where they stopped)."""
+        if len(files) != 1 or len(runs) != 1 or _RANK_WORD.search(Path(files[0]).name):
+            return None
+        run, tail = runs[0], tails[0]
+        if not tail.meta:  # the file did not grow
+            return runs
+        meta = tail.meta
+        if meta.get("whole") or not meta.get("settled") or meta["restarts"] or meta["hparams"] or meta["patches"]:
+            return None
+        if run.restarts or run.phases or any(note.endswith(REPLACED) for note in run.notes) or "state" in tail.tail:
+            return None
+        path = Path(files[0])
+        parser = self.parser(path)
+        new = _parts.finish_parts([path], [tail], self.parser, hparams=run.hparams)
+        parser.restore(tail.state["parser"])
+        if parser.finish_changes_rows() or new.restarts:
+            return None
+        scalars = _appended(run.scalars, new)
+        if scalars is None:
+            return None
+        extended = _run_info([new], None, empty=not len(scalars))
+        extended.scalars = scalars
+        return [extended]
+
+
+def _appended(old: pd.DataFrame | ScalarColumns, new: ParsedFile) -> pd.DataFrame | ScalarColumns | None:
+    """``old`` followed by the rows of ``new`` when they go on past every step of their tag (and rank), so that
+    no write replaces another; None otherwise, or when the rows need a column ``old`` lacks."""
+    if isinstance(old, ScalarColumns):
+        columns = _scalar_columns(new)
+        if columns is None:
+            return None
+        index = {tag: code for code, tag in enumerate(old.tags)}
+        remap = np.array([index.setdefault(tag, len(index)) for tag in columns.tags], dtype=np.int32)
+        codes = remap[columns.codes] if len(columns.codes) else columns.codes
+        steps = list(old.column_chunks("step"))
+        if not _continues(lambda: old.codes, None, steps, codes, None, columns.step):
+            return None
+        return old.appended(tuple(index), codes, columns.step, columns.value, columns.wall_time)
+    frame = new.rows.frame()
+    if set(frame.columns) - set(old.columns) or not len(old):
+        return None  # a column the run had not (epochs or ranks that begin now): combined again
+    for name in set(old.columns) - set(frame.columns):
+        frame[name] = pd.array([pd.NA] * len(frame), dtype=old[name].dtype) if name == "rank" else np.nan
+    frame = frame[list(old.columns)]
+    tags = list(dict.fromkeys([*old["tag"].cat.categories, *frame["tag"].cat.categories]))
+    codes = [pd.Categorical(f["tag"], categories=tags).codes.astype(np.int64) for f in (old, frame)]
+    ranks = [f["rank"].to_numpy(dtype=np.int64, na_value=-1) if "rank" in f else None for f in (old, frame)]
+    if not _continues(lambda: codes[0], ranks[0], [old["step"].to_numpy()], codes[1], ranks[1],
+                      frame["step"].to_numpy()):
+        return None
+    return concat_frames([old, frame])
+
+
+def _continues(old_codes: Callable[[], np.ndarray], old_ranks: np.ndarray | None, old_steps: list[np.ndarray],
+               codes: np.ndarray, ranks: np.ndarray | None, steps: np.ndarray) -> bool:
+    """Whether the new steps of each tag (and rank) rise and start past its last step before (the old codes
+    are only asked for when a new step is not past every old one)."""
+    if not len(steps):
+        return True
+    span = int(max(ranks.max() if ranks is not None else -1, old_ranks.max() if old_ranks is not None else -1)) + 2
+    groups = codes.astype(np.int64) * span + (ranks + 1 if ranks is not None else 0)
+    order = np.argsort(groups, kind="stable")
+    grouped, ordered = groups[order], steps[order]
+    same = grouped[1:] == grouped[:-1]
+    if not np.all(ordered[1:][same] > ordered[:-1][same]):
+        return False
+    highest = max((int(chunk.max()) for chunk in old_steps if len(chunk)), default=None)
+    if highest is None or int(ordered.min()) > highest:  # the usual tail: past every step so far
+        return True
+    old_groups = old_codes().astype(np.int64) * span + (old_ranks + 1 if old_ranks is not None else 0)
+    last = np.full(int(max(old_groups.max(), grouped.max())) + 1, np.iinfo(np.int64).min, np.int64)
+    np.maximum.at(last, old_groups, np.concatenate(old_steps))
+    firsts = np.flatnonzero(np.concatenate(([True], ~same)))
+    return bool(np.all(ordered[firsts] > last[grouped[firsts]]))

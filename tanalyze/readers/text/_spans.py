@@ -1,0 +1,279 @@
+"""Spans of usual lines read at once: the fast path of the console parsers whose lines are few shapes.
+
+A console log is mostly one line kind printed the same way every time (llm.c's
+``step N/M | loss …``, modded-nanogpt's ``step:N/M train_time:…``). Such a span
+is read at once: one ``findall`` of the line's whole :class:`Shape` over the span,
+its fields joined and split on single spaces, all numbers parsed in bulk
+(:func:`~tanalyze.readers.text._numbers.parse_numbers`, bit for bit ``float()``).
+
+The span is read at once only when every line of it that starts with the kind's
+prefix has that shape and every field is a number as the format's own line
+pattern takes it; otherwise the caller reads the span line by line (the one
+path that knows every rule). Lines of other kinds that carry points (evaluation
+lines) cut the chunk into spans (:func:`spans`), so rows stay in line order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import ClassVar, NamedTuple, cast
+
+import numpy as np
+
+from tanalyze.readers.text._lines import Chunk
+from tanalyze.readers.text._numbers import parse_numbers
+from tanalyze.readers.text._parser import TextParser
+from tanalyze.readers.text._regex import ordered_matches
+from tanalyze.readers.values import NUMBER
+
+__all__ = ["Shape", "SpanParser", "spans", "read_span", "read_spans"]
+
+_NUMBER = re.compile(NUMBER)
+
+
+class Shape(NamedTuple):
+    """One usual line: ``pattern`` matches it after its line break, up to (not over) the next, with all its
+    fields in one group; replacing each of ``separators`` (in order) by a space leaves ``width`` fields.
+
+    With ``parts``, the pattern has one group per part instead, each with its own (separators, width): a
+    column printed otherwise (``1.71e-04`` among fixed-point numbers) is then parsed on its own, and the
+    fields are the parts' fields in order (``separators`` and ``width`` are unused).
+    """
+
+    pattern: re.Pattern[str]
+    separators: tuple[str, ...]
+    width: int
+    parts: tuple[tuple[tuple[str, ...], int], ...] = ()
+
+
+def spans(body: str, breakers: re.Pattern[str], words: tuple[str, ...], start: int = 0, end: int | None = None
+          ) -> list[tuple[int, int, bool]]:
+    """``text[start:end]`` (``body`` is ``"\\n" + text``) cut at the lines ``breakers`` matches (from their line
+    break on; each holds one of ``words``, which are found first, at C speed): (start, end, is a breaker
+    line) in text positions, in order, covering it whole."""
+    end = len(body) - 1 if end is None else end
+    lines = set()
+    for word in words:
+        at = body.find(word, start, end + 1)
+        while at >= 0:
+            line = body.rfind("\n", 0, at + 1 if word.startswith("\n") else at)
+            if line >= start and breakers.match(body, line, end + 1):
+                lines.add(line)
+            at = body.find(word, at + 1, end + 1)
+    out: list[tuple[int, int, bool]] = []
+    at = start
+    for line in sorted(lines):
+        stop = body.find("\n", line + 1)
+        stop = end if stop < 0 or stop > end else stop  # in body: the line's end in text (its break included)
+        if line > at:
+            out.append((at, line, False))
+        out.append((line, stop, True))
+        at = stop
+    if at < end:
+        out.append((at, end, False))
+    return out
+
+
+def read_spans(body: str, ranges: list[tuple[int, int]], prefix: str, shapes: tuple[Shape, ...]
+               ) -> list[tuple[np.ndarray, int] | None]:
+    """:func:`read_span` of each of ``ranges`` (in order), the usual case in one pass: when all their lines
+    have one shape, a single ``findall`` and one bulk parse for them all, split by line counts; else each half
+    so (a log whose shape changes once, as llm.c's when its z-scores begin, costs a few passes more)."""
+    counts = [body.count("\n" + prefix, start, end + 1) for start, end in ranges]
+    return _read_group(body, ranges, counts, prefix, shapes)
+
+
+def _read_group(body: str, ranges: list[tuple[int, int]], counts: list[int], prefix: str,
+                shapes: tuple[Shape, ...]) -> list[tuple[np.ndarray, int] | None]:
+    if len(ranges) == 1:
+        return [read_span(body, *ranges[0], prefix, shapes)]
+    if not ranges:
+        return []
+    total = sum(counts)
+    if not total:
+        return [(np.empty((0, 0)), -1)] * len(ranges)
+    low, high = ranges[0][0], ranges[-1][1]
+    for index, shape in enumerate(shapes):
+        found = shape.pattern.findall(body, low, high + 1)
+        if len(found) != total:
+            continue
+        grid = _grid(found, shape)
+        if grid is None:
+            break
+        bounds = np.cumsum([0, *counts])
+        return [(grid[a:b], index) if b > a else (np.empty((0, 0)), -1)
+                for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+    half = len(ranges) // 2
+    return [*_read_group(body, ranges[:half], counts[:half], prefix, shapes),
+            *_read_group(body, ranges[half:], counts[half:], prefix, shapes)]
+
+
+def _grid(found: list, shape: Shape) -> np.ndarray | None:
+    """The fields of lines found with ``shape`` as a (lines, width) grid; None when one is not a NUMBER."""
+    if not shape.parts:
+        return _fields(found, shape.separators, shape.width)
+    columns = []
+    for index, (separators, width) in enumerate(shape.parts):
+        grid = _fields([groups[index] for groups in found], separators, width)
+        if grid is None:
+            return None
+        columns.append(grid)
+    return np.hstack(columns)
+
+
+def _fields(found: list[str], separators: tuple[str, ...], width: int) -> np.ndarray | None:
+    joined = " ".join(found)
+    for separator in separators:
+        joined = joined.replace(separator, " ")
+    if joined.count(" ") != width * len(found) - 1:
+        return None
+    if any(c in joined for c in "_nN") and not all(map(_NUMBER.fullmatch, joined.split(" "))):
+        return None  # float() takes "1_0" and "INF", a NUMBER does not
+    numbers = parse_numbers(joined)
+    return None if numbers is None else numbers.reshape(len(found), width)
+
+
+def read_span(body: str, start: int, end: int, prefix: str, shapes: tuple[Shape, ...]
+              ) -> tuple[np.ndarray, int] | None:
+    """The fields of the lines of ``text[start:end]`` that begin with ``prefix`` (``body = "\\n" + text``) as
+    a (lines, width) grid and the index of the shape they all have; an empty grid when there are none; None
+    when a line has another shape, or a field is not a NUMBER."""
+    lines = body.count("\n" + prefix, start, end + 1)
+    if not lines:
+        return np.empty((0, 0)), -1
+    for index, shape in enumerate(shapes):
+        found = shape.pattern.findall(body, start, end + 1)
+        if len(found) != lines:
+            continue
+        grid = _grid(found, shape)
+        return None if grid is None else (grid, index)
+    return None
+
+
+class SpanParser:
+    """Mixin for a :class:`~tanalyze.readers.text._parser.TextParser` whose main lines are read span by span.
+
+    The subclass sets ``span_prefix`` (how every main line starts: each line of a span that starts so must
+    have one of ``span_shapes``), ``span_breakers`` (after a line break: the other lines that give rows or
+    state, read line by line where they are) and implements :meth:`span_rows` and :meth:`span_done`. A chunk
+    whose spans all read at once gets their rows in one go, the breaker lines' rows put back in line order;
+    otherwise each span is read at once or line by line on its own.
+    """
+
+    span_prefix: ClassVar[str]
+    span_shapes: ClassVar[tuple[Shape, ...]]
+    span_breakers: ClassVar[re.Pattern[str]]
+    span_breaker_words: ClassVar[tuple[str, ...]]
+    #: read every line on its own (spans of usual lines are read at once otherwise); for tests
+    line_by_line = False
+
+    def span_rows(self, grid: np.ndarray, shape: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
+        """The tags of each line, the steps (int64) and the values (line after line) of a span's lines read
+        at once, or None to read them line by line. Changes nothing."""
+        raise NotImplementedError
+
+    def span_done(self, grid: np.ndarray, shape: int, steps: np.ndarray) -> None:
+        """What the span's lines change besides rows (the anchor, counts, hparams), once their rows are in."""
+        raise NotImplementedError
+
+    def feed(self, chunk: Chunk) -> None:
+        parser = cast("TextParser", self)
+        if self.line_by_line or self.span_prefix not in chunk.text:
+            super().feed(chunk)  # type: ignore[misc]
+            return
+        body = "\n" + chunk.text
+        cut = spans(body, self.span_breakers, self.span_breaker_words)
+        reads = read_spans(body, [(a, b) for a, b, breaker in cut if not breaker], self.span_prefix,
+                           self.span_shapes)
+        taken = self._taken(reads, parser)
+        by_line = []
+        first = len(parser.rows)
+        if taken is not None:
+            self._extend(parser, [t for t in taken if t is not None])
+        placed: list[np.ndarray] = []  # the segment of each row, in the order rows were added: spans', then breakers'
+        later: list[np.ndarray] = []
+        spans_read = iter(zip(reads, taken or [None] * len(reads), strict=True))
+        for index, (start, end, breaker) in enumerate(cut):
+            if not breaker:
+                read, rows = next(spans_read)
+                if taken is not None:
+                    if rows is not None:
+                        placed.append(np.full(len(rows[2]), index))
+                        self._done(parser, read, rows)
+                    continue
+                if read is not None and self._span_at_once(parser, read):
+                    continue
+            before = len(parser.rows)
+            for kind, m in _matches(chunk.text, parser.patterns, start, end, breaker):
+                parser._handlers[kind](m, chunk)
+            if taken is not None and len(parser.rows) > before:
+                later.append(np.full(len(parser.rows) - before, index))
+            by_line.append((start, end, parser.lookalike))
+        parser.scan_ranges = by_line
+        if later and placed:
+            parser.rows.reorder(first, np.argsort(np.concatenate(placed + later), kind="stable"))
+
+    def may_have_lookalikes(self, chunk: Chunk) -> bool:
+        scan = cast("TextParser", self).scan_ranges
+        return self.line_by_line or scan is None or bool(scan)
+
+    def _taken(self, reads: list[tuple[np.ndarray, int] | None], parser: TextParser
+               ) -> list[tuple[tuple[str, ...], np.ndarray, np.ndarray] | None] | None:
+        """The rows of every span when all are read at once and their steps go on; else None."""
+        taken = []
+        for read in reads:
+            if read is None:
+                return None
+            rows = self.span_rows(*read) if len(read[0]) else None
+            if len(read[0]) and rows is None:
+                return None
+            taken.append(rows)
+        steps = [rows[1] for rows in taken if rows is not None]
+        if steps and not _goes_on(np.concatenate(steps), parser._last_anchor.get(-1)):
+            return None
+        return taken
+
+    @staticmethod
+    def _extend(parser: TextParser, taken: list[tuple[tuple[str, ...], np.ndarray, np.ndarray]]) -> None:
+        if taken and all(rows[0] == taken[0][0] for rows in taken):
+            parser.rows.extend_lines(taken[0][0], np.concatenate([rows[1] for rows in taken]),
+                                     np.concatenate([rows[2] for rows in taken]))
+            return
+        for tags, steps, values in taken:
+            parser.rows.extend_lines(tags, steps, values)
+
+    def _done(self, parser: TextParser, read: tuple[np.ndarray, int] | None,
+              rows: tuple[tuple[str, ...], np.ndarray, np.ndarray]) -> None:
+        assert read is not None
+        self.span_done(read[0], read[1], rows[1])
+        parser.anchor(int(rows[1][-1]), None, 0)
+        parser.parsed_lines += len(rows[1])
+
+    def _span_at_once(self, parser: TextParser, read: tuple[np.ndarray, int]) -> bool:
+        if not len(read[0]):
+            return True
+        rows = self.span_rows(*read)
+        if rows is None or not _goes_on(rows[1], parser._last_anchor.get(-1)):
+            return False
+        parser.rows.extend_lines(*rows)
+        self._done(parser, read, rows)
+        return True
+
+
+def _matches(text: str, patterns: tuple[tuple[re.Pattern[str], str], ...], start: int, end: int, line: bool
+             ) -> Iterator[tuple[str, re.Match[str]]]:
+    """``ordered_matches`` of ``text[start:end]``; for one ``line``, with patterns that all match from a line
+    start, each pattern tried there only."""
+    if not line or not all(p.pattern.startswith("^") and p.flags & re.M for p, _ in patterns):
+        yield from ordered_matches(text, patterns, start, end)
+        return
+    for pattern, kind in patterns:
+        m = pattern.match(text, start, end)
+        if m is not None:
+            yield kind, m
+
+
+def _goes_on(steps: np.ndarray, previous: int | None) -> bool:
+    """Whether ``steps`` never go back (from ``previous`` on): a restart is recorded with its line."""
+    return not ((previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any())

@@ -1,0 +1,515 @@
+"""Console logs of hand-written training loops: a few generic line shapes.
+
+No framework prints these, many scripts do:
+
+- progress meters with an epoch and a batch index: the PyTorch ImageNet
+  example (``Epoch: [0][ 10/391]\\tTime 0.2 (0.3)\\tLoss 3.4360e+00 (3.4360e+00)``,
+  current value then running average: the current value is kept) and MMEngine
+  (``Epoch(train)  [1][ 5/44]  lr: 3.0e-04  loss: 1.69``); the step is
+  ``epoch × batches per epoch + batch index`` (MMEngine epochs count from 1);
+- epoch blocks: an ``Epoch 3/20`` line followed by lines made only of
+  ``Name: number`` pairs (``Train Loss: 6.21 - Train Perplexity: 501.06``),
+  keyed by the epoch number;
+- key-value lines that start with a step (``iter 391 | LR [0.0001]| val_acc 10.9``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from bisect import bisect_right
+from itertools import chain, compress
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from tanalyze.readers.text._lines import Chunk
+from tanalyze.readers.text._numbers import parse_some_numbers
+from tanalyze.readers.text._parser import TextParser
+from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._regex import matches_by_line, require, tagged_matches
+from tanalyze.readers.values import NAN, NUMBER, to_float
+
+__all__ = ["GenericRules", "GenericTextParser", "GenericTextReader", "detect_generic"]
+
+_NAME = r"[A-Za-z][\w./@%()-]*(?: [A-Za-z][\w./@%()-]*){0,3}"
+_UNIT = r"(?:[a-zA-Z]{1,3}\b|%)?"
+
+METER = re.compile(
+    r"Epoch(?:\((?P<mode>\w+)\)|:)?[ \t]*\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\](?P<rest>[^\n]*)"
+)
+_PROGRESS = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]")
+
+
+#: (the look-behind after the "[": a pattern that begins with a literal is searched for fast)
+_PROGRESS_NOT_AFTER_BRACKET = re.compile(r"\[(?<!\]\[)\s*\d+\s*/\s*\d+\s*\]")
+
+
+def _named_progress(text: str) -> bool:
+    """Whether a ``[i/n]`` of ``text`` follows a name (a letter, or a mode's ``)``, maybe then ``:`` and blanks):
+    what every evaluation meter line has (MMDetection's "Epoch [1][50/791]" has not: a ``]`` comes first)."""
+    if _PROGRESS_NOT_AFTER_BRACKET.search(text) is None:
+        return False  # each right after a "]" (the training meters' usual shape)
+    for m in _PROGRESS.finditer(text):
+        before = text[max(0, m.start() - 64):m.start()].rstrip(" \t")
+        before = before[:-1] if before.endswith(":") else before
+        if before and (before[-1] == ")" or "a" <= before[-1].lower() <= "z"):
+            return True
+    return False
+
+
+EVAL_METER = require(re.compile(
+    r"^(?P<pre>[^\n]*?)(?P<name>\b[A-Za-z]+)(?:\((?P<mode>\w+)\))?:?[ \t]*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\]"
+    r"(?P<rest>[^\n]*)$",
+    re.M,
+), _named_progress)
+SUMMARY = re.compile(r"^ \* (Acc@1 [^\n]*)$", re.M)
+_METER_PAIR = re.compile(rf"([A-Za-z@][\w@/.-]*(?: [A-Za-z@][\w@/.-]*)*)\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
+_COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]*):\s+(\S+)")
+_SPACE_PAIR = re.compile(rf"({_NAME}) ({NUMBER})")
+
+EPOCH_HEADER = require(
+    re.compile(r"^[ \t]*Epoch[ \t]*:?[ \t]*(\d+)[ \t]*(?:/|of)[ \t]*(\d+)[ \t]*:?[ \t]*$", re.M), re.compile("Epoch")
+)
+_PAIR = rf"{_NAME}[ \t]*[:=][ \t]*{NUMBER}{_UNIT}"
+PAIR_LINE = re.compile(rf"^[ \t]*{_PAIR}(?:[ \t]*[-|,;][ \t]*{_PAIR})*[ \t]*$", re.M)
+_PAIR_ITEM = re.compile(rf"({_NAME})[ \t]*[:=][ \t]*({NUMBER})")
+
+KV_STEP = re.compile(
+    r"^[ \t]*(iter|iteration|global_step|step|epoch)[ \t]*[:=]?[ \t]*(\d+)(?:[ \t]*/[ \t]*\d+)?[ \t]*(?:[|,:]|[ \t]-[ \t])([^\n]*)$",
+    re.M | re.I,
+)
+_KV_SPLIT = re.compile(r"\||,(?![^\[]*\])|\s-\s")
+_KV_SEGMENT = re.compile(rf"^\s*({_NAME})\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
+
+_STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
+
+
+class GenericRules:
+    """Mixin: the generic line shapes, for any parser that wants them (``_init_generic`` first)."""
+
+    generic_patterns = (
+        (METER, "meter"),
+        (EVAL_METER, "eval_meter"),
+        (SUMMARY, "summary"),
+        (EPOCH_HEADER, "epoch_header"),
+        (PAIR_LINE, "pair_line"),
+        (KV_STEP, "kv_step"),
+    )
+
+    def _init_generic(self) -> None:
+        self._epoch_now: int | None = None
+        self._meter_seen = False
+        self._meter_batches: int | None = None
+        self._eval_meter_seen = False
+        self._pairs_seen = False
+        self._kv_seen = False
+        self._kv_epoch_seen = False
+        self._mmengine = False
+        self._meter_epoch: int | None = None
+
+    _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen", "_kv_seen",
+                      "_kv_epoch_seen", "_mmengine", "_meter_epoch")
+
+    def _generic_snapshot(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._GENERIC_STATE}
+
+    def _generic_restore(self, state: dict[str, Any]) -> None:
+        for name in self._GENERIC_STATE:
+            setattr(self, name, state[name])
+
+    def _generic_absorb(self, other: GenericRules) -> None:
+        """The next file's shapes: what was seen in either (its positions go on from the later one)."""
+        for name in self._GENERIC_STATE:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(self, name, (mine or theirs) if isinstance(mine, bool) else (theirs if theirs is not None else mine))
+
+    # helpers the host parser has (TextParser)
+    def _taken(self, chunk: Chunk, pos: int) -> bool:
+        return chunk.text.rfind("\n", 0, pos) + 1 in self._marked  # type: ignore[attr-defined]
+
+    def _on_meter(self, m: re.Match[str], chunk: Chunk) -> None:
+        if self._taken(chunk, m.start()):
+            return
+        mode = (m.group("mode") or "").lower()
+        epoch, index, batches = int(m.group("e")), int(m.group("i")), int(m.group("n"))
+        rest = m.group("rest")
+        if mode and mode != "train":
+            self._eval_pairs(mode, rest, chunk, m, final=index >= batches, epoch=epoch)
+            return
+        if mode == "train":
+            self._mmengine = True
+            step = (epoch - 1) * batches + index
+        else:
+            step = epoch * batches + index
+        pairs = self._meter_pairs(rest)
+        if not pairs:
+            return
+        self._meter_seen = True
+        self._meter_batches = batches
+        self._meter_epoch = epoch
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
+        self.rows.add_pairs(pairs, step, epoch=float(epoch))  # type: ignore[attr-defined]
+
+    def _meter_pairs(self, rest: str) -> list[tuple[str, float]]:
+        if "(" in rest and ":" not in rest:
+            return [(name, float(value)) for name, value in _METER_PAIR.findall(rest)]
+        out = []
+        for name, value in _COLON_PAIR.findall(rest):
+            number = to_float(value)
+            if number is not None:
+                out.append((name, number))
+        return out
+
+    def _eval_pairs(
+        self, mode: str, rest: str, chunk: Chunk, m: re.Match[str], final: bool, epoch: int | None
+    ) -> None:
+        pairs = self._meter_pairs(rest)
+        if not pairs:
+            return
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        if self._mmengine and not final:
+            return  # per-batch progress of an evaluation: timings only, the last line has the metrics
+        self._eval_meter_seen = True
+        step = self._epoch_end_step(epoch)
+        tags = [(name if "/" in name else f"{mode}/{name}", value) for name, value in pairs]
+        self.rows.add_pairs(tags, step, epoch=float(epoch) if epoch is not None else NAN)  # type: ignore[attr-defined]
+
+    def _epoch_end_step(self, epoch: int | None) -> int:
+        """Step at the end of an epoch (evaluation runs after it); the last step when unknown."""
+        if epoch is None:
+            epoch = self._meter_epoch
+        if epoch is None or self._meter_batches is None:
+            return self.current_step()  # type: ignore[attr-defined]
+        return (epoch if self._mmengine else epoch + 1) * self._meter_batches
+
+    def _on_eval_meter(self, m: re.Match[str], chunk: Chunk) -> None:
+        name, mode = m.group("name"), m.group("mode")
+        if self._taken(chunk, m.start()):
+            return
+        if mode:  # MMEngine: Epoch(val) [ 5/66]
+            self._mmengine = True
+            mode = mode.lower()
+        elif name == "Epoch":
+            return
+        else:
+            mode = name.lower()
+            if not self._meter_seen and mode not in ("val", "test", "valid", "validation"):
+                return
+        self._eval_pairs(mode, m.group("rest"), chunk, m, final=int(m.group("i")) >= int(m.group("n")), epoch=None)
+
+    def _on_summary(self, m: re.Match[str], chunk: Chunk) -> None:
+        if not self._meter_seen:
+            return
+        pairs = [(f"val/{name}", float(value)) for name, value in _SPACE_PAIR.findall(m.group(1))]
+        if pairs:
+            self.mark(chunk, m.start())  # type: ignore[attr-defined]
+            self.rows.add_pairs(pairs, self.current_step())  # type: ignore[attr-defined]
+
+    def _on_epoch_header(self, m: re.Match[str], chunk: Chunk) -> None:
+        self._epoch_now = int(m.group(1))
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.anchor(self._epoch_now, chunk, m.start())  # type: ignore[attr-defined]
+
+    def _on_pair_line(self, m: re.Match[str], chunk: Chunk) -> None:
+        if self._epoch_now is None or self._taken(chunk, m.start()):
+            return
+        pairs = []
+        for name, value in _PAIR_ITEM.findall(m.group(0)):
+            pairs.append((name.strip(), float(value)))
+        if pairs:
+            self._pairs_seen = True
+            self.mark(chunk, m.start())  # type: ignore[attr-defined]
+            self.rows.add_pairs(pairs, self._epoch_now, epoch=float(self._epoch_now))  # type: ignore[attr-defined]
+
+    def _on_kv_step(self, m: re.Match[str], chunk: Chunk) -> None:
+        if self._taken(chunk, m.start()):
+            return
+        token, step = m.group(1).lower(), int(m.group(2))
+        epoch = float(step) if token == "epoch" else NAN
+        pairs = []
+        segments = [s for s in _KV_SPLIT.split(m.group(3)) if s.strip()]
+        for segment in segments:
+            item = _KV_SEGMENT.match(segment)
+            if not item:
+                continue
+            name, value = item.group(1).strip(), float(item.group(2))
+            if name.lower() == "epoch":
+                epoch = value
+            elif name.lower() in _STEP_NAMES and token == "epoch":
+                step = int(value)
+            elif name.lower() not in _STEP_NAMES:
+                pairs.append((name, value))
+        if not pairs or len(pairs) * 2 < len(segments):
+            return
+        if token == "epoch":
+            self._kv_epoch_seen = True
+        self._kv_seen = True
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
+        self.rows.add_pairs(pairs, step, epoch=epoch)  # type: ignore[attr-defined]
+
+    def _generic_notes(self) -> list[str]:
+        notes = []
+        if self._meter_seen:
+            base = "1 (MMEngine)" if self._mmengine else "0"
+            notes.append(
+                "progress-meter lines: step = epoch × batches per epoch + batch index "
+                f"(epochs counted from {base}); of 'value (average)' pairs the current value is kept"
+            )
+        if self._eval_meter_seen:
+            notes.append(
+                "evaluation meter lines carry no training step: they are keyed by the step at the end of "
+                "their epoch (the last training step when no epoch is known)"
+            )
+        if self._pairs_seen:
+            notes.append("'Name: value' lines under an 'Epoch N/M' line are keyed by the epoch number (step = epoch)")
+        if self._kv_seen:
+            notes.append("'iter N | name value | …' lines: step from the line")
+        if self._kv_epoch_seen:
+            notes.append("'Epoch N: name value, …' lines without a step are keyed by the epoch number (step = epoch)")
+        return notes
+
+
+class GenericTextParser(GenericRules, TextParser):
+    """Console logs of custom loops (meters, epoch blocks, key-value lines)."""
+
+    family = "text"
+    # (a progress bar's line, with "12%|", is no look-alike; the test for it follows the keyword, so that only
+    # lines that begin with one are looked at)
+    lookalike = re.compile(
+        r"^[ \t]*(?:Epoch|Train|Training|Valid|Validation|Val|Test)\b(?![^\n]*\d%\|)[^\n]*?[:=|][ \t]*[-+]?\.?\d",
+        re.M | re.I,
+    )
+    patterns = GenericRules.generic_patterns
+    #: read every line on its own (the meter lines of a chunk are read at once otherwise); for tests
+    line_by_line = False
+    _other_patterns = tuple(pair for pair in patterns if pair[1] != "meter")
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._init_generic()
+
+    def feed(self, chunk: Chunk) -> None:
+        if self.line_by_line or not self._meters_at_once(chunk):
+            super().feed(chunk)
+
+    def _meters_at_once(self, chunk: Chunk) -> bool:
+        """The training meter lines of the chunk read at once, and its lines of other kinds one by one, each
+        with the meter state of its place (those kinds read it and change none of it): the same rows as line by
+        line. False (nothing read) when that cannot be: no training meter, a line of a kind that sets the step
+        (epoch headers, key-value lines), a meter on a line of another kind, or a step that goes back."""
+        text = chunk.text
+        if not chunk.contains("Epoch"):
+            return False
+        others = list(matches_by_line(text, tagged_matches(text, self._other_patterns)))
+        if any(kind in _SETS_THE_STEP for _, group in others for _, _, kind, _ in group):
+            return False
+        matches = list(METER.finditer(text))
+        starts = _line_starts(text, list(map(re.Match.start, matches)))
+        if not {line for line, _ in others}.isdisjoint(starts):
+            return False  # a meter on a line of another kind
+        groups = list(map(re.Match.groups, matches))
+        if any(map(itemgetter(0), groups)):  # modes: evaluations are read as the other lines, at their place
+            lines, fields = [], []
+            for line, m, found in zip(starts, matches, groups, strict=True):
+                if found[0] and found[0].lower() != "train":
+                    others.append((line, [(m.start(), -1, "meter", m)]))
+                else:
+                    lines.append(line)
+                    fields.append(found)
+        else:
+            lines, fields = starts, groups
+        meters = _Meters.read(lines, fields) if fields else None
+        if meters is None:
+            return False
+        previous = self._last_anchor.get(-1)
+        steps = meters.steps[meters.read]
+        if len(steps) and ((previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any()):
+            return False  # a restart: recorded with its line
+        rows = self.rows
+        first = len(rows)
+        rows.extend(meters.codes(rows), meters.pair_steps, meters.values, epoch=meters.pair_epochs)
+        positions = [meters.pair_positions]
+        before = (self._meter_seen, self._meter_batches, self._meter_epoch, self._mmengine, self._last_step)
+        positions += self._other_lines(chunk, sorted(others, key=lambda other: other[0]), meters, before)
+        self._marked.update(meters.lines[meters.read].tolist())
+        self._mmengine = self._mmengine or bool(meters.train.any())
+        if len(steps):
+            last = np.flatnonzero(meters.read)[-1]
+            self._meter_seen = True
+            self._meter_batches, self._meter_epoch = int(meters.batches[last]), int(meters.epochs[last])
+            self.anchor(int(steps[-1]), None, 0)
+        placed = np.concatenate(positions)
+        if len(placed) and (placed[1:] < placed[:-1]).any():
+            rows.reorder(first, np.argsort(placed, kind="stable"))
+        return True
+
+    def _other_lines(self, chunk: Chunk, others: list, meters: _Meters, before: tuple) -> list[np.ndarray]:
+        """The lines of other kinds, in order, each read with the meter state at its place; where their rows go."""
+        seen, batches, epoch, mmengine, step = before
+        read = np.flatnonzero(meters.read)
+        at = meters.lines[read]
+        train_at = meters.lines[meters.train]
+        handlers = self._handlers
+        positions = []
+        for line, matches in others:
+            last = bisect_right(at, line) - 1  # the last meter line read before this one
+            self._meter_seen = seen or last >= 0
+            self._meter_batches = int(meters.batches[read[last]]) if last >= 0 else batches
+            self._meter_epoch = int(meters.epochs[read[last]]) if last >= 0 else epoch
+            self._last_step = int(meters.steps[read[last]]) if last >= 0 else step
+            self._mmengine = mmengine = mmengine or bool(len(train_at) and train_at[0] < line)
+            count = len(self.rows)
+            for _, _, kind, m in matches:
+                handlers[kind](m, chunk)
+            mmengine = self._mmengine  # an evaluation meter of MMEngine says so
+            positions.append(np.full(len(self.rows) - count, line, dtype=np.int64))
+        return positions
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), "generic": self._generic_snapshot()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        super().restore(state)
+        self._generic_restore(state["generic"])
+
+    def absorb(self, other: TextParser) -> None:
+        assert isinstance(other, GenericTextParser)
+        super().absorb(other)
+        self._generic_absorb(other)
+
+    def finish(self) -> None:
+        self.notes[:0] = self._generic_notes()
+
+
+#: The kinds of lines that set the step (an anchor): a chunk with one is read line by line.
+_SETS_THE_STEP = frozenset({"epoch_header", "kv_step"})
+
+
+def _line_starts(text: str, positions: list[int]) -> list[int]:
+    """Where the line of each position (in order) starts."""
+    if not positions:
+        return []
+    if len(positions) < 64 or not text.isascii():
+        return [text.rfind("\n", 0, pos) + 1 for pos in positions]
+    breaks = np.flatnonzero(np.frombuffer(text.encode("ascii"), dtype=np.uint8) == 10)
+    before = np.searchsorted(breaks, np.asarray(positions), side="right")
+    return np.where(before > 0, breaks[np.maximum(before - 1, 0)] + 1, 0).tolist()
+
+
+def _pairs(rests: tuple[str, ...]) -> tuple[list[str], list[str], list[int], list[str] | None]:
+    """The (name, raw value) pairs of each meter line's rest, as ``_meter_pairs`` finds them: names, raw values,
+    how many each line has, and the names of every line when they are the same. When every line has the pairs
+    of the first, and only blanks between them, the lines are matched against that shape in C; otherwise
+    each line is searched for its pairs."""
+    shape = _shape_of(rests[0])
+    if shape is not None:
+        names = list(shape[1])
+        found = list(map(_shape_pattern(*shape).fullmatch, rests))
+        if all(found):
+            raws = list(chain.from_iterable(map(re.Match.groups, found)))
+            return names * len(rests), raws, [len(names)] * len(rests), names
+    names, raws, counts = [], [], []
+    for rest in rests:
+        pairs = _METER_PAIR.findall(rest) if "(" in rest and ":" not in rest else _COLON_PAIR.findall(rest)
+        counts.append(len(pairs))
+        names.extend(map(itemgetter(0), pairs))
+        raws.extend(map(itemgetter(1), pairs))
+    return names, raws, counts, None
+
+
+def _shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
+    """The text before the first pair of ``rest`` and the names of its pairs (found by ``_COLON_PAIR``), when only
+    blanks come between pairs and after the last; None otherwise. A rest with that text first, those names and
+    blanks between their values (:func:`_shape_pattern`) has exactly those pairs: no name can begin in blanks,
+    and the text before the first name is the same."""
+    if "(" in rest and ":" not in rest:
+        return None  # "name value (average)" meters: another reading
+    pairs = list(_COLON_PAIR.finditer(rest))
+    if not pairs:
+        return None
+    gaps = [rest[a.end():b.start()] for a, b in zip(pairs, pairs[1:], strict=False)] + [rest[pairs[-1].end():]]
+    if any(gap.strip() for gap in gaps):
+        return None
+    return rest[:pairs[0].start()], tuple(m.group(1) for m in pairs)
+
+
+@functools.lru_cache(maxsize=64)
+def _shape_pattern(before: str, names: tuple[str, ...]) -> re.Pattern[str]:
+    """A rest of that shape (to match whole), capturing the raw values."""
+    body = r"\s+".join(re.escape(name) + r":\s+(\S+)" for name in names)
+    return re.compile(re.escape(before) + body + r"\s*")
+
+
+class _Meters:
+    """The training meter lines of a chunk, read at once: per line its step, epoch, batches and whether it was
+    read (a pair with a number); per pair its tag, value, step, epoch and line."""
+
+    def __init__(self) -> None:
+        self.tags: list[str] = []
+        self.shape: tuple[list[str], np.ndarray] | None = None  # the names of every line, which values are read
+
+    @classmethod
+    def read(cls, lines: list[int], fields: list[tuple[str, ...]]) -> _Meters | None:
+        """From each line's start and METER's groups (mode, epoch, index, batches, rest); None when a number
+        does not fit 64 bits (read line by line)."""
+        made = cls()
+        columns = list(zip(*fields, strict=True))
+        names, raws, counts, same = _pairs(columns[4])
+        numbers = [list(map(int, column)) for column in columns[1:4]]
+        if max(max(column) for column in numbers) >= 2**31:
+            return None  # steps that might not fit 64 bits: read line by line (which counts them)
+        epochs, indices, batches = (np.array(column, dtype=np.int64) for column in numbers)
+        modes = columns[0]
+        made.train = (np.array([(mode or "").lower() == "train" for mode in modes], dtype=bool) if any(modes)
+                      else np.zeros(len(fields), dtype=bool))
+        made.steps = np.where(made.train, (epochs - 1) * batches, epochs * batches) + indices
+        made.epochs, made.batches, made.lines = epochs, batches, np.asarray(lines, dtype=np.int64)
+        # to_float of each value: float() of it without its commas (thousands separators, a trailing comma)
+        values, valid = parse_some_numbers(" ".join(raws).replace(",", "")) if raws else (np.empty(0), np.empty(0, bool))
+        counts_array = np.asarray(counts, dtype=np.int64)
+        line_of_pair = np.repeat(np.arange(len(fields)), counts_array)
+        made.read = np.bincount(line_of_pair[valid], minlength=len(fields)) > 0
+        made.values = values[valid]
+        made.tags = names if valid.all() else list(compress(names, valid.tolist()))
+        made.shape = (same, valid) if same else None
+        made.pair_steps = made.steps[line_of_pair[valid]]
+        made.pair_epochs = made.epochs[line_of_pair[valid]].astype(np.float64)
+        made.pair_positions = made.lines[line_of_pair[valid]]
+        return made
+
+    def codes(self, rows) -> np.ndarray:
+        """The tags' codes in ``rows`` (new tags coded in order of first appearance, as ``Rows.codes`` does)."""
+        if self.shape is not None:  # every line has the same names: coded once
+            names, valid = self.shape
+            codes = np.tile(np.array(rows.codes(names), dtype=np.int32), len(valid) // len(names))
+            return codes[valid] if not valid.all() else codes
+        found, names = pd.factorize(np.array(self.tags, dtype=object))
+        return np.array(rows.codes(list(names)), dtype=np.int32)[found] if len(found) else np.empty(0, np.int32)
+
+
+_MMENGINE = re.compile(r" - mmengine - INFO - Epoch\(\w+\) +\[")
+
+
+def detect_generic(window: str) -> bool:
+    """Whether a text has enough generic metric lines to be a training log."""
+    if len(METER.findall(window)) >= 2 or len(_MMENGINE.findall(window)) >= 2:
+        return True
+    if len(KV_STEP.findall(window)) >= 3:
+        return True
+    headers = EPOCH_HEADER.findall(window)
+    return len(headers) >= 2 and len(PAIR_LINE.findall(window)) >= 2
+
+
+class GenericTextReader(TextReader):
+    name = "text"
+    description = "console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines)"
+    parser = GenericTextParser
+
+    def detect(self, window: str) -> bool:
+        return detect_generic(window)
