@@ -3,7 +3,7 @@
 Nothing global is touched: figures get their canvas explicitly and every
 setting lives in a ``rc_context`` around drawing and saving. Text from logs
 (tags, run names) reaches matplotlib with math parsing off, and the SVG it
-writes is checked for anything active before it goes into a page.
+writes is checked for anything active before it goes into a page (``svgsafe.py``).
 Lines are downsampled with M4 before drawing (see ``downsample.py``); the
 markers (onset, best step, spikes, divergence) come from the full data.
 matplotlib draws the data; ticks, grid and axis labels are written from its
@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,9 +39,10 @@ from tanalyze.report.chartdata import (
 from tanalyze.report.downsample import m4
 from tanalyze.report.model import ROLE_TITLES, RunView, Series, number
 from tanalyze.report.svgaxes import AxisSpec, compact, layer, log_label, matplotlib_ticks, prepare
+from tanalyze.report.svgsafe import clean_svg
 from tanalyze.text import safe_text
 
-__all__ = ["Rendered", "FigureMaker", "UnsafeSVGError", "label_text", "compact", "log_label", "LOG_SCALE_DECADES"]
+__all__ = ["Rendered", "FigureMaker", "label_text", "compact", "log_label", "LOG_SCALE_DECADES"]
 
 #: Use a log y-axis when positive values span more than this many decades.
 #: A figure drawing more points than this is embedded as PNG instead of SVG.
@@ -89,10 +89,6 @@ _RC: dict[str, Any] = {
 }
 
 
-class UnsafeSVGError(RuntimeError):
-    """The SVG matplotlib wrote contains something active (a bug: it must never reach a page)."""
-
-
 @dataclass(frozen=True)
 class Rendered:
     """One figure ready to inline: ``markup`` is an ``<svg>`` element or an ``<img>`` with a data: URI."""
@@ -113,88 +109,6 @@ def label_text(text: str, limit: int = 60) -> str:
     value = safe_text(text, limit=limit)
     return "\u200b" + value if value.startswith("_") else value
 
-
-_TAG = re.compile(r"<([A-Za-z][\w:.-]*)((?:\s+[\w:.-]+\s*=\s*\"[^\"]*\")*)\s*/?>")
-_ATTR = re.compile(r"([\w:.-]+)\s*=\s*\"([^\"]*)\"")
-_FORBIDDEN_TAGS = {"script", "foreignobject", "iframe", "object", "embed", "a", "image", "feimage", "animate", "set"}
-
-
-def _active_content(svg: str) -> str | None:
-    """What in ``svg`` could run or fetch something (element, handler, external reference), or None."""
-    for match in _TAG.finditer(svg):
-        name = match.group(1).lower()
-        if name in _FORBIDDEN_TAGS:
-            return f"<{name}> element"
-        for attr, value in _ATTR.findall(match.group(2)):
-            attr = attr.lower()
-            if attr.startswith("on"):
-                return f"{attr} attribute"
-            if attr in ("href", "xlink:href") and not value.startswith("#"):
-                return f"{attr}={value[:40]!r}"
-    if re.search(r"<(?![A-Za-z/!?])|<\s", svg) or svg.count("<") != len(_TAG.findall(svg)) + svg.count("</"):
-        return "markup the checker cannot read"
-    return None
-_ID_ATTR = re.compile(r'\sid="([^"]*)"')
-_REFS = re.compile(r'(?:href="#|url\(#)([^")]+)')
-
-
-_PATH_D = re.compile(r'\sd="([^"]*)"')
-_DECIMALS = re.compile(r"(?<=\.\d)\d+")
-
-
-def _compact_path(match: re.Match[str]) -> str:
-    """Path data at 0.1 pt precision; a pure move/line path loses its repeated ``L`` (implicit after ``M``)."""
-    d = _DECIMALS.sub("", match.group(1))
-    if d.lstrip().startswith("M") and not re.search(r"[A-KN-Za-z]", d):
-        d = d.replace("L", " ")
-    return ' d="' + " ".join(d.split()) + '"'
-
-
-_GROUP_TAG = re.compile(r"<g\b[^>]*>|</g>")
-
-
-def _unwrap_bare_groups(svg: str) -> str:
-    """Drop ``<g>`` wrappers that carry no attribute (most of them, once unused ids are gone)."""
-    out: list[str] = []
-    stack: list[bool] = []
-    last = 0
-    for match in _GROUP_TAG.finditer(svg):
-        tag = match.group(0)
-        out.append(svg[last:match.start()])
-        last = match.end()
-        if tag == "</g>":
-            if not stack.pop():
-                out.append(tag)
-        else:
-            bare = tag == "<g>"
-            stack.append(bare)
-            if not bare:
-                out.append(tag)
-    out.append(svg[last:])
-    return re.sub(r"\n+", "\n", "".join(out))
-
-
-def _clean_svg(svg: str, alt: str) -> str:
-    """Strip what a page does not need (prolog, metadata, fixed size, fonts, unused ids); refuse active content."""
-    svg = svg[svg.index("<svg"):]
-    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)
-    svg = re.sub(r"<style[^>]*>.*?</style>\s*", "", svg, flags=re.S)
-    svg = re.sub(r"font-family:[^;\"]*;?\s?", "", svg)
-    svg = _PATH_D.sub(_compact_path, svg)
-    referenced = set(_REFS.findall(svg))
-    svg = _ID_ATTR.sub(lambda m: m.group(0) if m.group(1) in referenced else "", svg)
-    svg = re.sub(r'\n\s*', "\n", svg)
-    svg = re.sub(r' transform="rotate\(-?0 [^"]*\)"', "", svg)
-    svg = re.sub(r'( (?:x|y)="-?\d+\.\d)\d*"', r'\1"', svg)
-    svg = _unwrap_bare_groups(svg)
-    head_end = svg.index(">")
-    head = re.sub(r'\s(width|height)="[^"]*"', "", svg[:head_end])
-    head += f' class="chart" role="img" aria-label="{html.escape(alt, quote=True)}"'
-    svg = head + svg[head_end:]
-    problem = _active_content(svg)
-    if problem is not None:
-        raise UnsafeSVGError(f"refusing to embed an SVG with {problem}")
-    return svg
 
 
 class FigureMaker:
@@ -246,7 +160,7 @@ class FigureMaker:
         start = svg.index(">", svg.index("<svg")) + 1
         end = svg.rindex("</svg>")
         svg = svg[:start] + under + svg[start:end] + over + svg[end:]
-        return Rendered(_clean_svg(svg, alt), "svg", points, note, columns, tuple(keys))
+        return Rendered(clean_svg(svg, alt), "svg", points, note, columns, tuple(keys))
 
     def _line(self, ax, steps: np.ndarray, values: np.ndarray, columns: int | None = None, **style) -> int:
         mask = np.isfinite(values)

@@ -1,7 +1,7 @@
 """Render a :class:`~tanalyze.report.model.ReportData` as one self-contained HTML page (or a fragment).
 
 Everything from logs goes through Jinja2 autoescaping; figures are SVG that
-matplotlib escaped and ``figures._clean_svg`` checked; the one inline script is
+matplotlib escaped and ``svgsafe.clean_svg`` checked; the one inline script is
 a constant whose SHA-256 is the only script the page's Content-Security-Policy
 allows; the embedded JSON escapes ``<``, ``>``, ``&`` and U+2028/U+2029.
 """

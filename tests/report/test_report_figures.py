@@ -3,8 +3,9 @@ import re
 import numpy as np
 import pytest
 
-from tanalyze.report.figures import FigureMaker, UnsafeSVGError, _clean_svg, compact, label_text, log_label
+from tanalyze.report.figures import FigureMaker, compact, label_text, log_label
 from tanalyze.report.model import build_report
+from tanalyze.report.svgsafe import UnsafeSVGError, clean_svg
 from tests.report.fakes import curves, diagnosis, frame_for, info, logs_of
 
 SVG = '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10pt" height="5pt" viewBox="0 0 10 5">{}</svg>'
@@ -23,14 +24,14 @@ SVG = '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10p
 )
 def test_active_svg_content_is_refused(inner):
     with pytest.raises(UnsafeSVGError):
-        _clean_svg(SVG.format(inner), "alt")
+        clean_svg(SVG.format(inner), "alt")
 
 
 def test_clean_svg_keeps_drawing_and_drops_the_rest():
     inner = ('<metadata>x</metadata><defs><style>*{a:b}</style><clipPath id="p1"><rect/></clipPath></defs>'
              '<g id="figure_1"><path d="M 1.123456 2.987654 \nL 3.5 4.25 \nL 5 6" clip-path="url(#p1)"/>'
              '<text style="font-size: 8px; font-family: \'DejaVu Sans\', sans-serif; fill: #000" x="1.23456">a &lt;b&gt;</text></g>')
-    out = _clean_svg(SVG.format(inner), 'run "x" <y>')
+    out = clean_svg(SVG.format(inner), 'run "x" <y>')
     assert out.startswith('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 10 5" class="chart" role="img"')
     assert 'aria-label="run &quot;x&quot; &lt;y&gt;"' in out
     assert "metadata" not in out and "<style" not in out and "font-family" not in out and "width=" not in out
