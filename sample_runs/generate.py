@@ -1012,7 +1012,8 @@ def run_normal_hf() -> dict[str, Any]:
         "normal_hf": make_label(fmt="hf_trainer_state", logger="transformers.Trainer trainer_state.json",
                                 train=state["loss"], val=state["eval_loss"], **common),
         "normal_hf/console": make_label(fmt="hf_console", logger="transformers.Trainer console output",
-                                        train=console["loss"], val=console["eval_loss"], notes=HF_NOTES, **common),
+                                        train=console["loss"], val=console["eval_loss"], notes=HF_NOTES,
+                                        twin_of="normal_hf", **common),
     }
     check_regime("normal_hf", labels["normal_hf"], state["loss"], state["eval_loss"])
     return {"runs": labels}
@@ -1030,7 +1031,8 @@ def run_underfit_hf() -> dict[str, Any]:
         "underfit_hf": make_label(fmt="hf_trainer_state", logger="transformers.Trainer trainer_state.json",
                                   train=state["loss"], val=state["eval_loss"], **common),
         "underfit_hf/console": make_label(fmt="hf_console", logger="transformers.Trainer console output",
-                                          train=console["loss"], val=console["eval_loss"], notes=HF_NOTES, **common),
+                                          train=console["loss"], val=console["eval_loss"], notes=HF_NOTES,
+                                          twin_of="underfit_hf", **common),
     }
     check_regime("underfit_hf", labels["underfit_hf"], state["loss"], state["eval_loss"])
     return {"runs": labels}
@@ -1072,12 +1074,13 @@ def run_resumed_hf() -> dict[str, Any]:
             fmt="hf_console", logger="transformers.Trainer console output", train=console["loss"],
             val=console["eval_loss"], restart_step=restart_of(console["loss"]),
             notes=HF_NOTES + "; both sessions appended to one file; the first ends abruptly, as a killed job's does",
-            **common),
+            twin_of="resumed_hf", **common),
         "resumed_hf/tensorboard": make_label(
             fmt="tensorboard", logger="transformers TensorBoardCallback (torch SummaryWriter)", train_tag="train/loss",
             val_tag="eval/loss", train=tb["train/loss"], val=tb["eval/loss"], restart_step=restart_of(tb["train/loss"]),
             notes="two event files, one per session; the second re-logs the overlapping steps (last write wins)",
-            event_files=tb_files, **{k: v for k, v in common.items() if k not in ("train_tag", "val_tag")}),
+            event_files=tb_files, twin_of="resumed_hf",
+            **{k: v for k, v in common.items() if k not in ("train_tag", "val_tag")}),
     }
     return {"runs": labels}
 

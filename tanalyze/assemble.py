@@ -206,6 +206,32 @@ def _compare_twin(label: str, main: pd.DataFrame, twin: pd.DataFrame, main_forma
     return "; ".join(parts)
 
 
+def _significant_digits(value: float) -> int:
+    """How many significant digits ``value`` was written with (the shortest text that reads back as it)."""
+    if value.is_integer() and abs(value) < 1e15:
+        return len(str(int(abs(value))))  # printed as an integer ("2165"), its zeros included
+    digits = repr(abs(value)).lower().split("e")[0].replace(".", "").lstrip("0")
+    return max(1, len(digits))
+
+
+def _same_when_printed(x: float, y: float) -> bool:
+    """True when one value is the other rounded to the digits it was printed with (``1.35145`` and ``1.351``).
+
+    Consoles print rounded values (HF rounds to 4 significant digits or 4 decimals): a twin that printed
+    fewer digits agrees when the precise value, rounded the same way, reads the same.
+    """
+    if not (np.isfinite(x) and np.isfinite(y)) or x == 0 or y == 0:
+        return False
+    for precise, printed in ((x, y), (y, x)):
+        digits = _significant_digits(printed)
+        if digits < 15 and float(f"{precise:.{digits - 1}e}") == printed:
+            return True
+        decimals = len(repr(printed).split(".")[1]) if "." in repr(printed) and "e" not in repr(printed) else None
+        if decimals is not None and round(precise, decimals) == printed:
+            return True
+    return False
+
+
 def _agreement(main: pd.DataFrame, twin: pd.DataFrame, pairs: list[tuple[str, str]]) -> str:
     """Whether matched tags hold the same values at the same steps (or one step apart: 0- vs 1-based epochs)."""
     best: tuple[int, int, int, str] | None = None  # (agreeing, compared, shift, example)
@@ -220,6 +246,8 @@ def _agreement(main: pd.DataFrame, twin: pd.DataFrame, pairs: list[tuple[str, st
                 continue
             x, y = merged["value_run"].to_numpy(float), merged["value_twin"].to_numpy(float)
             same = np.isclose(x, y, rtol=_RELATIVE_TOLERANCE, atol=0.0) | (np.isnan(x) & np.isnan(y))
+            for i in np.flatnonzero(~same):
+                same[i] = _same_when_printed(float(x[i]), float(y[i]))
             agreeing += int(same.sum())
             compared += len(merged)
             if not example and not same.all():

@@ -276,7 +276,12 @@ def discover(
 
 
 def _with_consoles(runs: list[RunSpec], unrecognized: list[str], root: Path) -> list[RunSpec]:
-    """Each run with the unclaimed console logs beside it or in the nearest folder above it, up to ``root``."""
+    """Each run with the unclaimed console logs that speak for it, up to ``root``.
+
+    The console logs of the nearest folder at or above the run are its own when that folder holds no other
+    run. A folder above several runs (a sweep's ``train.log``) says nothing about which of them it belongs
+    to: a run there gets only a console named after it (``lr1.log`` beside ``lr1/``), never all of them.
+    """
     by_folder: dict[Path, list[str]] = defaultdict(list)
     for file in unrecognized:
         if is_console_log(file):
@@ -284,19 +289,32 @@ def _with_consoles(runs: list[RunSpec], unrecognized: list[str], root: Path) -> 
     if not by_folder:
         return runs
     top = root if root.is_dir() else root.parent
-    out = []
+    owners: dict[Path, int] = defaultdict(int)  # console folder -> runs at or below it
+    nearest: list[Path | None] = []
     for run in runs:
         folder = Path(run.directory)
-        if any(is_console_log(f) for f in run.files):  # its own console speaks for it
-            out.append(run)
-            continue
-        while True:
+        found = None
+        if not any(is_console_log(f) for f in run.files):  # its own console speaks for it
+            while True:
+                if folder in by_folder:
+                    found = folder
+                    break
+                if folder == top or folder.parent == folder or not _within(folder, top):
+                    break
+                folder = folder.parent
+        nearest.append(found)
+        for folder in (Path(run.directory), *Path(run.directory).parents):
             if folder in by_folder:
-                run = replace(run, consoles=tuple(sorted(by_folder[folder])))
-                break
-            if folder == top or folder.parent == folder or not _within(folder, top):
-                break
-            folder = folder.parent
+                owners[folder] += 1
+    out = []
+    for run, folder in zip(runs, nearest, strict=True):
+        if folder is not None:
+            consoles = by_folder[folder]
+            if owners[folder] > 1:
+                names = {Path(run.directory).name, run.name.rsplit("/", 1)[-1]}
+                consoles = [c for c in consoles if Path(c).stem in names]
+            if consoles:
+                run = replace(run, consoles=tuple(sorted(consoles)))
         out.append(run)
     return out
 

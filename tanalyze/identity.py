@@ -334,29 +334,38 @@ def _describe(source: Source) -> str:
     return f"{shown} ({source.format})"
 
 
+#: The sinks an HF ``Trainer`` writes beside its ``trainer_state.json``: TensorBoard (``report_to``, in
+#: ``logging_dir``: ``runs/<date_host>`` by default, often a folder of the user's choosing) and its console.
+_HF_SINKS = ("tensorboard", "hf_console")
+
+
 def _join_hf_output(root: Path, runs: list[IdentifiedRun]) -> list[IdentifiedRun]:
-    """An HF output folder's ``trainer_state.json`` and its TensorBoard run under ``runs/``: one run."""
-    by_dir = {run.directory: run for run in runs}
+    """An HF output folder's ``trainer_state.json`` and the one TensorBoard run / one HF console below it: one run.
+
+    Below the output folder, a sink is the Trainer's only when it is the one run of its format there
+    (an output folder reused by several runs has several ``runs/<date_host>`` folders: none is joined).
+    """
+    del root
     absorbed: set[int] = set()
     for run in runs:
         if not any(m.source.format == "hf_trainer_state" and m.kind == "main" for m in run.members):
             continue
-        logging_dir = run.directory / "runs"
-        below = [
-            other for other in runs
-            if other is not run and other.directory != run.directory
-            and logging_dir in (other.directory, *other.directory.parents)
-            and all(m.source.format == "tensorboard" for m in other.members)
-        ]
-        if len(below) != 1 or id(below[0]) in absorbed:
-            continue
-        twin_run = below[0]
-        for member in twin_run.members:
-            member.kind = "twin"
-            member.label = f"twin: {_describe(member.source)} in {member.source.directory.relative_to(run.directory)}"
-            run.members.append(member)
-        absorbed.add(id(twin_run))
-    del by_dir
+        below: dict[str, list[IdentifiedRun]] = defaultdict(list)
+        for other in runs:
+            formats = {m.source.format for m in other.members}
+            if (other is not run and id(other) not in absorbed and len(formats) == 1
+                    and run.directory in other.directory.parents and formats <= set(_HF_SINKS)):
+                below[next(iter(formats))].append(other)
+        for format_name in _HF_SINKS:
+            if len(below[format_name]) != 1:
+                continue
+            twin_run = below[format_name][0]
+            for member in twin_run.members:
+                member.kind = "twin"
+                where = member.source.directory.relative_to(run.directory)
+                member.label = f"twin: {_describe(member.source)} in {where}"
+                run.members.append(member)
+            absorbed.add(id(twin_run))
     return [run for run in runs if id(run) not in absorbed]
 
 

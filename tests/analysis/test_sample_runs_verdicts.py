@@ -61,6 +61,11 @@ def test_labels_exist():
 def test_sample_run(key, diagnosed):
     logs, diagnoses = diagnosed
     label = LABELS[key]
+    if label.get("twin_of"):  # the same job written by another sink: a twin of that run, judged here read alone
+        folder = (SAMPLE_RUNS / key).resolve()
+        assert any(folder in Path(f).resolve().parents for f in logs.runs[label["twin_of"]].files), key
+        logs = tanalyze.load(SAMPLE_RUNS / key)
+        diagnoses = tanalyze.diagnose(logs)
     name = _find(logs, key, label)
     d = diagnoses[name]
     tags = set(logs.scalars_of(name)["tag"].astype(str))

@@ -17,11 +17,15 @@ def logs():
 
 @pytest.mark.parametrize("run", sorted(k for k, v in LABELS.items() if v.get("restart_step") is not None))
 def test_resumed_runs_record_their_restart_step(logs, run):
-    info = logs.runs[run]
-    assert [r.step for r in info.restarts] == [LABELS[run]["restart_step"]]
+    label, name = LABELS[run], run
+    if label.get("twin_of"):  # read as a twin of another run: its restart shows when it is read alone
+        logs = tanalyze.load(SAMPLE_RUNS / run)
+        [name] = logs.runs
+    info = logs.runs[name]
+    assert [r.step for r in info.restarts] == [label["restart_step"]]
     # last write wins: each (tag, step) once
-    frame = logs.scalars_of(run)
-    loss = frame[frame["tag"] == LABELS[run]["train_loss_tag"]]
+    frame = logs.scalars_of(name)
+    loss = frame[frame["tag"] == label["train_loss_tag"]]
     assert not loss["step"].duplicated().any()
 
 

@@ -1,0 +1,38 @@
+"""Discovery: which unclaimed console logs speak for which run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tanalyze.discover import discover
+
+
+def _csv_run(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    (folder / "metrics.csv").write_text("step,train_loss\n" + "".join(f"{i},{2 - i / 10}\n" for i in range(10)))
+
+
+def _consoles(root: Path) -> dict[str, tuple[str, ...]]:
+    return {Path(run.directory).name: tuple(Path(c).name for c in run.consoles) for run in discover(root).runs}
+
+
+def test_a_console_above_one_run_is_that_runs(tmp_path):
+    _csv_run(tmp_path / "job" / "csv")
+    (tmp_path / "job" / "train.log").write_text("Traceback (most recent call last):\nValueError: boom\n")
+    assert _consoles(tmp_path) == {"csv": ("train.log",)}
+
+
+def test_a_console_above_several_runs_is_given_to_none_of_them_unless_named_after_one(tmp_path):
+    for name in ("lr1", "lr2", "lr3"):
+        _csv_run(tmp_path / "sweep" / name)
+    (tmp_path / "sweep" / "train.log").write_text("Traceback (most recent call last):\nValueError: boom\n")
+    (tmp_path / "sweep" / "lr2.log").write_text("Killed\n")
+    assert _consoles(tmp_path) == {"lr1": (), "lr2": ("lr2.log",), "lr3": ()}
+
+
+def test_a_runs_own_folder_console_wins_over_one_above(tmp_path):
+    for name in ("a", "b"):
+        _csv_run(tmp_path / name)
+    (tmp_path / "a" / "stdout.log").write_text("done\n")
+    (tmp_path / "train.log").write_text("Killed\n")
+    assert _consoles(tmp_path) == {"a": ("stdout.log",), "b": ()}
