@@ -79,7 +79,7 @@ def score(diagnoses: Mapping[str, Any], labels: Mapping[str, Mapping[str, Any]],
     names = list(diagnoses)
     for key, label in labels.items():
         truth = _truth(label)
-        if truth is None:
+        if truth is None or label.get("twin_of"):  # a twin is read with its run (judged alone in the tests)
             continue
         runs = match_runs(names, prefix + key)
         if "verdict" not in label and len(runs) > 1:  # sample runs: the run with the labelled train tag
