@@ -247,7 +247,7 @@ def analyze_throughput(
       restart); so are stalls that recur at one period when neither is known. They are reported as one
       ``evaluation_time`` information with their share of the wall time (advice to evaluate less often
       when it is at least ``large_pause_share``), never as a throughput stall;
-    - a stall that cost under ``min_finding_seconds`` in all (timing jitter) is no finding.
+    - a stall, or a lasting drop, that cost under ``min_finding_seconds`` in all (timing jitter) is no finding.
     """
     series = read_series(curve, kind, wall_time_curve)
     if series.values.size < 3:
@@ -295,7 +295,7 @@ def analyze_throughput(
     dips_at_pauses = bool(pauses) and len(dip_steps & {st.step for st in pauses}) >= 0.8 * len(dip_steps)
     if dips is not None and period is None and not dips_at_pauses:
         findings.append(_dip_finding(pace, dips, costly))
-    findings += _drop_findings(pace, change_points, c_steps, c_log, min_drop, costly)
+    findings += _drop_findings(pace, change_points, c_steps, c_log, min_drop, costly, min_finding_seconds)
 
     p25, p75 = np.percentile(pace.values, [25, 75])
     return ThroughputResult(
@@ -525,9 +525,10 @@ def _dip_finding(pace: _Pace, dips: PeriodicDips, costly: Callable[[float | None
 
 
 def _drop_findings(pace: _Pace, slow_changes: list[ChangePoint], c_steps: np.ndarray, c_log: np.ndarray,
-                   min_drop: float, costly: Callable[[float | None], bool]) -> list[Finding]:
+                   min_drop: float, costly: Callable[[float | None], bool], min_seconds: float) -> list[Finding]:
     """A finding per lasting slowdown (``slow_changes``: levels as slowness) that is also ``min_drop`` slower
-    than the first steady level (the end of a fast episode, back to the usual pace, is not a drop)."""
+    than the first steady level (the end of a fast episode, back to the usual pace, is not a drop), and that
+    cost at least ``min_seconds`` when its cost in time is known (a millisecond-step run's jitter is none)."""
     findings = []
     first = slow_changes[0].before if slow_changes else None
     for raw, cp in zip(slow_changes, _in_unit(slow_changes, pace.kind), strict=True):
@@ -537,6 +538,8 @@ def _drop_findings(pace: _Pace, slow_changes: list[ChangePoint], c_steps: np.nda
         extra = float(np.sum(np.exp(c_log[c_steps >= cp.step]) - raw.before))
         cost = extra * float(np.median(pace.seconds_factor)) if pace.seconds_factor is not None else \
             pace.seconds_of(extra)
+        if cost is not None and cost < min_seconds:
+            continue
         findings.append(Finding(
             "throughput_drop",
             Severity.WARNING if cp.slowdown_pct >= 25 and costly(cost) else Severity.INFO,

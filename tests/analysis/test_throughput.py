@@ -64,6 +64,15 @@ def test_later_drop_is_not_mistaken_for_warmup_and_is_found_where_planted():
     assert r.final_median == pytest.approx(0.65, rel=0.03)
 
 
+def test_a_lasting_drop_that_cost_under_a_second_is_timing_jitter_not_a_finding():
+    t = step_times(n=2000, level=0.0005)  # half a millisecond per step: the whole run takes one second
+    t[1200:] *= 1.3
+    r = analyze_throughput(curve(t), kind="step_time_s")
+    [cp] = r.change_points  # the change is measured ...
+    assert abs(cp.step - 1200) <= 5
+    assert "throughput_drop" not in codes(r)  # ... but 0.1 s lost is no event in a run
+
+
 def test_drop_in_samples_per_second_is_normalised():
     rate = 256 / step_times(n=2000)  # samples/s: larger is better
     rate[1000:] *= 0.7
