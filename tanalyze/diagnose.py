@@ -79,7 +79,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_wit
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "5"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning
+ANALYSIS_VERSION = "5"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning; 5: cheap throughput drops dropped
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
