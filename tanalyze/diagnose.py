@@ -23,7 +23,9 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
      "warnings": [str], "role_details": {...},
      "phase": {"index", "count", "first_step", "last_step", "steps", "total_steps", "unit", "reason", "note"} | null,
      "ranks": {"ranks": [...], "straggler", "stopped": [...], "disagreement", "findings"} | null,  # several ranks
-     "early_warning": {"onset_step", "precursors": [...], "warning_step", "warning_lead_steps", ...} | null}
+     "early_warning": {"onset_step", "precursors": [...], "warning_step", "warning_lead_steps", ...} | null,
+     "checkpoints": {"metric", "mode", "best_step", "best_value", "checkpoints": [...], "best_kept", "best_on_disk",
+                     "gap", "top_k", "top_k_steps", "kept_eval_steps", "would_also_keep", ...} | null}  # saved any
 
 A run whose log holds several training sessions (``RunInfo.phases``: a second
 ``fit()`` appended to the same log) is judged on one of them: the last, when it
@@ -42,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze._display import html as display_html
+from tanalyze.analysis.checkpoints import CheckpointResult, analyze_checkpoints, monitored_metric
 from tanalyze.analysis.classify import Thresholds, Verdict, classify_run
 from tanalyze.analysis.divergence import Divergence, DivergenceResult, Spike, analyze_divergence
 from tanalyze.analysis.early_stopping import EarlyStoppingResult, simulate_early_stopping
@@ -56,6 +59,7 @@ from tanalyze.analysis.restarts import Boundary, RestartCost, analyze_restarts
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
 from tanalyze.analysis.siblings import SiblingSummary, compare_siblings, folder_of
 from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
+from tanalyze.checkpoint_files import CheckpointScan
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs
@@ -79,12 +83,13 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_wit
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "5"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning; 5: cheap throughput drops dropped
+ANALYSIS_VERSION = "6"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+# 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
 ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources",
-                   "ranks", "early_warning")
+                   "ranks", "early_warning", "checkpoints")
 
 
 #: The last session of a run is judged when it has at least this many logged steps (else the longest one).
@@ -167,6 +172,8 @@ class RunDiagnosis:
     ranks: RankAnalysis | None = None
     #: how early the signals fired before a divergence, or the warning score of a run not (yet) diverged
     early_warning: EarlyWarningResult | None = None
+    #: the checkpoints on disk against the best evaluation, and the top-k what-if (None: no checkpoint found)
+    checkpoints: CheckpointResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
@@ -198,6 +205,7 @@ class RunDiagnosis:
             "restarts": self.restarts.to_dict() if self.restarts is not None else None,
             "ranks": to_jsonable(self.ranks),
             "early_warning": self.early_warning.to_dict() if self.early_warning is not None else None,
+            "checkpoints": to_jsonable(self.checkpoints),
         }
 
     def key_steps(self) -> dict[str, int]:
@@ -533,6 +541,7 @@ def diagnose_run(
     phases: Sequence[Phase] = (),
     status: RunStatus | None = None,
     restarts: Sequence[Restart] = (),
+    checkpoints: CheckpointScan | None = None,
     **params: Mapping[str, Any],
 ) -> RunDiagnosis:
     """Diagnose one run from its tidy table (rows of one run; every point is used, or those of one session).
@@ -552,8 +561,11 @@ def diagnose_run(
         phases: the run's sessions (``RunInfo.phases``); with several, one is judged (see the module doc).
         status: how the run ended (``RunInfo.status``), carried into the result as it is.
         restarts: the run's resumes (``RunInfo.restarts``); with ``phases``, what they cost in time and steps.
+        checkpoints: the checkpoints it saved (``RunInfo.checkpoints``), judged against the best evaluation of the
+            monitored metric (``checkpoints={"top_k": 3}`` sets the what-if's ``k``).
         **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
-            ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``, ``early_warning``
+            ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``, ``early_warning``,
+            ``checkpoints``
             (each a dict of that analyzer's keyword arguments).
 
     Raises:
@@ -661,7 +673,8 @@ def diagnose_run(
         findings += overfitting.findings
     warning = _early_warning(main, loss_analysis, divergence, curves, role_map, grad, lr,
                              params.get("early_warning", {}))
-    for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning):
+    saved = _checkpoints(checkpoints, curves, role_map, frame, params.get("checkpoints", {}))
+    for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning, saved):
         if result is not None:
             findings += result.findings
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
@@ -692,7 +705,20 @@ def diagnose_run(
         status=status,
         restarts=restart_cost,
         early_warning=warning,
+        checkpoints=saved,
     )
+
+
+def _checkpoints(scan: CheckpointScan | None, curves: Mapping[str, Curve], role_map: Roles, frame: pd.DataFrame,
+                 options: Mapping[str, Any]) -> CheckpointResult | None:
+    """The checkpoints on disk judged on the monitored metric (see :mod:`tanalyze.analysis.checkpoints`)."""
+    if scan is None or scan.empty:
+        return None
+    val_tag = role_map.tag("val_loss") if "val_loss" in role_map else None
+    tag, mode, why = monitored_metric(curves, scan, val_tag)
+    final = int(frame["step"].max()) if len(frame) else None
+    return analyze_checkpoints(scan, curves.get(tag) if tag else None, mode=mode, final_step=final,
+                               metric_source=why, **options)
 
 
 def _early_warning(main: Curve | None, loss_analysis: DivergenceResult, divergence: Divergence | None,
@@ -747,7 +773,7 @@ def diagnose(
             groups.get(name, empty), run=name, format=info.format, roles=roles, histograms=hist_groups.get(name),
             read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
             hparams=info.hparams, phases=info.phases, status=info.status, restarts=info.restarts,
-            **params,
+            checkpoints=info.checkpoints, **params,
         )
     return Diagnoses(compare_with_siblings(out))
 

@@ -17,6 +17,7 @@ import pandas as pd
 
 from tanalyze._display import html as display_html
 from tanalyze.assemble import Assembled, assemble
+from tanalyze.checkpoint_files import NO_CHECKPOINTS, CheckpointScan, scan_checkpoints, with_training_args
 from tanalyze.discover import Discovery, NotRead, RunSpec, discover
 from tanalyze.errors import FormatError
 from tanalyze.identity import RunPart, unique_names
@@ -67,6 +68,8 @@ class RunInfo:
     phases: tuple[Phase, ...] = ()
     #: how the run ended (finished, crashed, oom, killed, nccl_timeout, running, unknown) with its evidence
     status: RunStatus = UNKNOWN
+    #: the checkpoints it saved, found by name beside its logs (see :mod:`tanalyze.checkpoint_files`)
+    checkpoints: CheckpointScan = NO_CHECKPOINTS
 
     def __reduce__(self):
         # Read-only mappings do not pickle; runs cross process boundaries (worker pools, clusters).
@@ -87,6 +90,7 @@ class RunInfo:
             "notes": list(self.notes),
             "sources": [p.to_dict() for p in self.sources],
             "status": self.status.to_dict(),
+            "checkpoints": self.checkpoints.to_dict(),
         }
 
 
@@ -233,6 +237,7 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
     else:
         parts = read
     results = []
+    saved = _checkpoints(spec.directory)
     for part in parts:
         files = tuple(dict.fromkeys((*spec.files, *(str(p) for p in part.extra_files))))
         status = _status(files, spec, run_format, part.hparams)
@@ -264,6 +269,7 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
             sources=sources,
             phases=tuple(part.phases),
             status=status,
+            checkpoints=with_training_args(saved, part.text, part.hparams),
         )
         results.append(RunResult(info, scalars, histograms))
     return results
@@ -275,6 +281,14 @@ def _status(files: tuple[str, ...], spec: RunSpec, run_format: str, hparams: Map
         return run_status(files, consoles=spec.consoles, run_format=run_format, hparams=hparams)
     except (OSError, ValueError) as exc:  # a status is never worth losing the run's points
         return RunStatus("unknown", f"could not read the run's files for its status: {exc}")
+
+
+def _checkpoints(directory: str) -> CheckpointScan:
+    """The checkpoints saved beside the run's logs (by name; none are opened)."""
+    try:
+        return scan_checkpoints(directory)
+    except (OSError, ValueError):  # checkpoints are never worth losing the run's points
+        return NO_CHECKPOINTS
 
 
 @dataclass(frozen=True, eq=False)  # tables do not compare with ==; a Logs is equal to itself only

@@ -229,6 +229,26 @@ CAUSES: dict[str, Cause] = {
         "Checkpoint more often (the steps redone per restart are at most the checkpoint interval), save on "
         "SIGTERM before a time limit or pre-emption, and fix what made the job stop (see its run status).",
     ),
+    "best_checkpoint_missing": Cause(
+        "The best evaluation's weights were not kept",
+        "checkpoints rotated by count (save_total_limit, save_top_k without a monitor) rather than by the "
+        "monitored metric, or saved on a schedule that missed the best evaluation",
+        "Keep checkpoints by the metric: HF Trainer load_best_model_at_end=True with metric_for_best_model "
+        "(and greater_is_better) and save_total_limit (the best is kept besides the newest), with save_steps a "
+        "multiple of eval_steps; Lightning ModelCheckpoint(monitor=\"val_loss\", mode=\"min\", save_top_k=3, "
+        "save_last=True). To recover, retrain to the best step from the nearest earlier checkpoint.",
+    ),
+    "best_checkpoint_close": Cause(
+        "The best evaluation's weights were not kept, but a kept checkpoint is as good within the noise",
+        "checkpoints rotated by count or by schedule; the metric is flat near its best",
+        "Nothing urgent; to keep the best exactly, use load_best_model_at_end=True with metric_for_best_model "
+        "(HF) or ModelCheckpoint(monitor=..., save_top_k=3) (Lightning).",
+    ),
+    "best_checkpoint_kept": Cause(
+        "The best evaluation's weights are on disk",
+        "a checkpoint manager keeping the best by the monitored metric",
+        "Use that checkpoint for evaluation and release, not the last one.",
+    ),
     "insufficient_data": Cause(
         "Not enough data to judge",
         "the run is too short or the needed curve was not logged",
