@@ -404,6 +404,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         steps = ", ".join(f"{k} {v}" for k, v in d.key_steps().items())
         if steps:
             out.write(f"    key steps: {steps}\n")
+        if d.checkpoints is not None:
+            out.write(f"    checkpoints: {safe_text(d.checkpoints.summary, 400)}\n")
         if d.roles:
             roles = ", ".join(f"{role}={safe_text(tag, 80)}" for role, tag in d.roles.items())
             out.write(f"    roles: {roles}\n")

@@ -41,3 +41,16 @@ def test_closed_pipe_ends_quietly():
     proc.stderr.close()
     assert proc.wait() == 0
     assert "Traceback" not in err
+
+
+def test_diagnose_prints_the_checkpoints_line(capsys):
+    from pathlib import Path
+
+    from tanalyze.cli import main as cli_main
+
+    folder = Path(__file__).parent / "fixtures" / "checkpoints" / "hf_best_off"
+    assert cli_main(["diagnose", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert ("    checkpoints: 2 on disk; best evaluation step 20 (eval_loss 0.1039); not kept; best on disk "
+            "checkpoint-120 (0.1774, +70.7%); top-3 would keep steps 20, 40, 50\n") in out
+    assert "WARNING step 20" in out and "best_checkpoint_missing" in out

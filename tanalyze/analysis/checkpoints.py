@@ -87,10 +87,23 @@ class CheckpointResult(ResultMixin):
 
     @property
     def summary(self) -> str:
-        """One line for a terminal or a report (values from logs not escaped here: the caller escapes)."""
-        if self.findings:
-            return self.findings[0].message
-        return "; ".join(self.notes) or f"{len(self.checkpoints)} checkpoint(s) on disk"
+        """One line for a terminal (values from logs not escaped here: the caller escapes): what is on disk, the
+        best evaluation, whether its weights were kept, and the top-k what-if."""
+        parts = [f"{len(self.checkpoints)} on disk"]
+        tag = self.metric or "metric"
+        if self.best_step is not None and self.best_value is not None:
+            parts.append(f"best evaluation step {self.best_step:,} ({tag} {_fmt(self.best_value)})")
+        kept = self.best_kept
+        if self.best_on_disk:
+            parts.append(f"kept: {kept.name}" if kept is not None else "kept")
+        elif self.best_on_disk is False and kept is not None and kept.value is not None:
+            worse = f", +{100 * self.gap_relative:.1f}%" if self.gap_relative is not None else ""
+            parts.append(f"not kept; best on disk {kept.name} ({_fmt(kept.value)}{worse})")
+        if self.top_k_steps:
+            parts.append(f"top-{self.top_k} would keep steps " + ", ".join(f"{s:,}" for s in self.top_k_steps))
+        if not self.checkpoints and self.notes:
+            parts.append(self.notes[0])
+        return "; ".join(parts)
 
 
 def mode_from_name(tag: str) -> str:

@@ -239,7 +239,7 @@ def _details(d: Mapping[str, Any]) -> list[tuple[str, Any]]:
     if d.get("spikes"):
         out.append((f"Spikes ({len(d['spikes'])})", d["spikes"]))
     known = {"run", "format", "roles", "verdict", "overfitting", "divergence", "early_stopping", "gradients",
-             "throughput", "spikes", "findings", "warnings", "role_details"}
+             "throughput", "spikes", "findings", "warnings", "role_details", "checkpoints"}
     evidence = d["verdict"].get("evidence")
     if evidence not in (None, {}, []):
         out.insert(0, ("Verdict evidence", evidence))
@@ -271,6 +271,30 @@ def _rank_rows(d: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _checkpoint_view(d: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The checkpoints a run kept against its best evaluation (from the diagnosis' ``checkpoints``): the monitored
+    metric, the best evaluation, one row per checkpoint (whether it is the best kept, in the top-k what-if),
+    the steps a top-k manager would also keep. None when the run saved none."""
+    c = d.get("checkpoints")
+    if not isinstance(c, Mapping):
+        return None
+    top = [s for s in c.get("top_k_steps") or () if isinstance(s, int)]
+    best_kept = c.get("best_kept") if isinstance(c.get("best_kept"), Mapping) else {}
+    rows = []
+    for k in c.get("checkpoints") or ():
+        if not isinstance(k, Mapping):
+            continue
+        rows.append({"name": k.get("name"), "step": k.get("step"), "value": k.get("value"),
+                     "eval_step": k.get("eval_step"), "source": k.get("source"),
+                     "best": bool(best_kept) and k.get("name") == best_kept.get("name"),
+                     "top": k.get("eval_step") in top})
+    return {"metric": c.get("metric"), "mode": c.get("mode"), "best_step": c.get("best_step"),
+            "best_value": c.get("best_value"), "best_on_disk": c.get("best_on_disk"),
+            "gap_relative": c.get("gap_relative"), "top_k": c.get("top_k"), "top_k_steps": top,
+            "would_also_keep": [s for s in c.get("would_also_keep") or () if isinstance(s, int)],
+            "rows": rows, "notes": [str(n) for n in c.get("notes") or ()], "folder": c.get("folder")}
+
+
 def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None], findings: list[dict[str, Any]],
                  chart: Mapping[str, Any] | None = None, *, details: bool = True) -> dict[str, Any]:
     d = run.diagnosis
@@ -292,6 +316,7 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
         "evidence": d["verdict"].get("evidence"),
         "reasons": [short(r, 600) for r in (d["verdict"].get("reasons") or []) if r],
         "ranks": _rank_rows(d),
+        "checkpoints": _checkpoint_view(d),
         "points": run.points,
         "tags": run.tags,
         "first_step": run.summary.get("first_step"),

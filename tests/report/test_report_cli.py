@@ -160,3 +160,37 @@ def test_jupyter_fragments_diagnose_when_not_given_a_diagnosis():
     assert [s.attrs["aria-label"] for s in alone.find_all("svg")] == labels
     with_logs = parse(tanalyze.report(diagnosis, scalars=logs).to_html(fragment=True))
     assert [s.attrs["aria-label"] for s in with_logs.find_all("svg")] == labels
+
+
+CHECKPOINT_RUNS = Path(__file__).parents[1] / "fixtures" / "checkpoints"
+
+
+def test_checkpoints_in_the_report_json_and_the_run_section(tmp_path):
+    assert main(["report", str(CHECKPOINT_RUNS), "-o", str(tmp_path / "r.html"), "--json", str(tmp_path / "r.json"),
+                 "-q"]) == 0
+    report = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    jsonschema.validate(report, SCHEMA)
+    runs = {r["run"]: r["checkpoints"] for r in report["runs"]}
+    assert [c["name"] for c in runs["hf_best_off"]["checkpoints"]] == ["checkpoint-110", "checkpoint-120"]
+    assert runs["hf_best_off"]["best_on_disk"] is False and runs["hf_best_off"]["top_k_steps"] == [20, 40, 50]
+    assert [f["code"] for f in runs["hf_best_off"]["findings"]] == ["best_checkpoint_missing"]
+    assert runs["hf_best_on"]["best_on_disk"] is True
+    html = parse((tmp_path / "r.html").read_text(encoding="utf-8"))
+    summaries = [d.find_all("summary")[0].text_content() for d in html.find_all("details")
+                 if "checkpoints" in d.attrs.get("class", "")]
+    assert summaries[0] == ("Checkpoints: 2 on disk · best evaluation at step 20 (eval_loss 0.1039), not kept "
+                            "(best on disk 70.7% worse) · top-3 what-if keeps steps 20, 40, 50")
+    assert len(summaries) == 3
+
+
+def test_checkpoint_names_from_disk_are_escaped(tmp_path):
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "metrics.csv").write_text("epoch,step,train_loss,val_loss\n" + "".join(
+        f"{e},{10 * e + 9},{1 / (e + 1)},\n{e},{10 * e + 9},,{0.5 + abs(e - 3) / 10}\n" for e in range(8)))
+    (run / "checkpoints" / "epoch=7-step=80-<img src=x onerror=alert(1)>.ckpt").write_bytes(b"")
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "r.html"), "--json", str(tmp_path / "r.json"),
+                 "-q"]) == 0
+    text = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
+    jsonschema.validate(json.loads((tmp_path / "r.json").read_text(encoding="utf-8")), SCHEMA)

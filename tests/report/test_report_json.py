@@ -80,3 +80,27 @@ def test_runs_encoded_beforehand_give_the_same_file_as_encoding_it_whole(report)
     texts[-1] = None  # one not encoded beforehand (its content changed)
     assert dumps(report, texts) == dumps(report)
     assert json.loads(dumps(report, texts)) == report
+
+
+@pytest.fixture(scope="module")
+def checkpoint_report():
+    logs = tanalyze.load(Path(__file__).parents[1] / "fixtures" / "checkpoints" / "hf_best_off")
+    return report_dict(build_report(logs, tanalyze.diagnose(logs), generated_at="2024-05-01T12:00:00Z"))
+
+
+def test_checkpoints_match_the_schema(validator, checkpoint_report):
+    validator.validate(checkpoint_report)
+    (run,) = checkpoint_report["runs"]
+    c = run["checkpoints"]
+    assert (c["metric"], c["mode"], c["best_step"], c["best_on_disk"]) == ("eval_loss", "min", 20, False)
+    assert c["checkpoints"][0] == {"name": "checkpoint-110", "step": 110, "value": c["checkpoints"][0]["value"],
+                                   "eval_step": 110, "source": "evaluated at its step"}
+
+
+@pytest.mark.parametrize(("key", "bad"), [("mode", "lowest"), ("top_k_steps", ["20"]), ("top_k", 0),
+                                          ("checkpoints", [{"name": "checkpoint-110"}]), ("best_on_disk", "no")])
+def test_schema_rejects_broken_checkpoints(validator, checkpoint_report, key, bad):
+    broken = json.loads(json.dumps(checkpoint_report))
+    broken["runs"][0]["checkpoints"][key] = bad
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate(broken)
