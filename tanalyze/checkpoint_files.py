@@ -310,8 +310,9 @@ def scan_checkpoints(directory: str | os.PathLike[str], *, max_entries: int = MA
         notes.append(f"more than {max_entries} entries in the run's folders: the checkpoint scan stopped there")
     metrics = {c.metric for c in checkpoints if c.kind in {"lightning", "last"} and c.metric}
     monitor = next(iter(metrics)) if len(metrics) == 1 else None
-    if not checkpoints and trainer is None and not ignored:
-        return NO_CHECKPOINTS
+    if not checkpoints and not ignored and (trainer is None or trainer.best_step is None
+                                            and trainer.best_model_checkpoint is None):
+        return NO_CHECKPOINTS  # a trainer state that names no best, and nothing on disk: nothing to judge
     return CheckpointScan(folder=top.as_posix(), checkpoints=checkpoints, trainer=trainer,
                           ignored=tuple(ignored[:_SHOWN]), notes=tuple(notes), monitor=monitor,
                           truncated=budget.exhausted)
