@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["MAX_ENTRIES", "SavedCheckpoint", "TrainerBest", "CheckpointScan", "NO_CHECKPOINTS", "parse_name",
-           "scan_checkpoints", "with_training_args"]
+           "scan_checkpoints", "scanned_folders", "with_training_args"]
 
 #: Directory entries looked at, over every folder of one scan.
 MAX_ENTRIES = 20_000
@@ -217,6 +217,17 @@ def _roots(directory: Path) -> list[Path]:
     if _TIMESTAMP.match(up.name):  # MMEngine: <work_dir>/<timestamp>/vis_data
         roots.append(up.parent)
     return list(dict.fromkeys(roots))
+
+
+def scanned_folders(directory: str | os.PathLike[str]) -> list[str]:
+    """The folders a scan of ``directory`` lists (that exist): a change in any of them (a checkpoint saved or
+    deleted) changes its modification time, which is what the results cache stamps."""
+    out = []
+    for root in _roots(Path(directory)):
+        if root.is_dir():
+            out.append(str(root))
+            out.extend(str(root / name) for name in sorted(_SUBFOLDERS) if (root / name).is_dir())
+    return out
 
 
 def _read_state(path: Path) -> dict[str, Any] | None:

@@ -20,7 +20,8 @@ the name or the trainer state gives one) and the monitored metric's evaluation c
 Findings: ``best_checkpoint_kept`` (info) when the best evaluation's weights are on disk;
 ``best_checkpoint_close`` (info) when they are not but the best kept one is within the noise;
 ``best_checkpoint_missing`` (warning) when they are not and the kept ones are materially worse.
-No checkpoints and no trainer state → no result.
+No finding while the best evaluation is the newest one and no checkpoint is newer (a live run's save may be
+on its way: a note says so). No checkpoints and no trainer state naming a best → no result.
 """
 
 from __future__ import annotations
@@ -232,6 +233,13 @@ def analyze_checkpoints(scan: CheckpointScan, metric: Curve | None, *, mode: str
         span = float(values.max() - values.min())
         margin = 2.0 * noise if noise is not None and noise > 0 else 0.05 * span
         material = not on_disk and gap > margin
+        positions = [k.step for k in kept if k.step is not None]
+        if not on_disk and best_step == int(steps[-1]) and positions and max(positions) < best_step:
+            # the newest evaluation is the best and no checkpoint is newer: its save may still be being written
+            notes.append(f"the best evaluation is the newest (step {best_step:,}) and no checkpoint is newer: "
+                         "its checkpoint may not have been written yet")
+            on_disk = None
+            material = False
     top: tuple[int, ...] = ()
     if steps.size:
         order = np.argsort(sign * values, kind="stable")[:top_k]

@@ -24,6 +24,7 @@ import numpy as np
 
 from tanalyze.cache import Cache
 from tanalyze.cache.reading import prefix_hashes
+from tanalyze.checkpoint_files import scanned_folders
 
 __all__ = ["results_key", "files_stamp", "load_results", "save_results", "load_entry", "KIND"]
 
@@ -42,16 +43,18 @@ def results_key(name: str, fmt: str, files: Sequence[str], directory: str, *, an
 
 
 def files_stamp(files: Sequence[str], directory: str) -> dict[str, Any] | None:
-    """Size, mtime and end hashes of each file and the folder's mtime; None when one cannot be read."""
+    """Size, mtime and end hashes of each file, the folder's mtime and those of the folders where its checkpoints
+    are looked for (a checkpoint saved or deleted changes the checkpoint result); None when one cannot be read."""
     stamps: dict[str, Any] = {}
     try:
         for f in files:
             stat = os.stat(f)
             stamps[os.path.abspath(f)] = [stat.st_size, stat.st_mtime_ns, prefix_hashes(Path(f), stat.st_size)]
         folder = os.stat(directory).st_mtime_ns
+        saved = {os.path.abspath(d): os.stat(d).st_mtime_ns for d in scanned_folders(directory)}
     except OSError:
         return None
-    return {"files": stamps, "folder_mtime_ns": folder}
+    return {"files": stamps, "folder_mtime_ns": folder, "checkpoint_folders_mtime_ns": saved}
 
 
 def load_entry(cache: Cache, key: Mapping[str, Any],

@@ -165,3 +165,11 @@ def test_real_trainer_state_names_a_best_checkpoint_not_on_disk():
     assert r.checkpoints == () and r.findings == ()
     assert r.notes == ("the trainer state names ./checkpoint-98000 as the best model; that folder is not on disk",)
     assert r.top_k_steps == (98000, 93000, 91000)
+
+
+def test_newest_evaluation_best_and_no_newer_checkpoint_is_not_judged_yet():
+    falling = Curve.from_arrays([100, 200, 300, 400], [1.0, 0.9, 0.8, 0.5], "val_loss")
+    r = analyze_checkpoints(_scan(100, 300), falling)
+    assert r.best_step == 400 and r.best_on_disk is None and not r.material and r.findings == ()
+    assert r.notes == ("the best evaluation is the newest (step 400) and no checkpoint is newer: its checkpoint "
+                       "may not have been written yet",)

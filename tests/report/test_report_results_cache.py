@@ -151,3 +151,24 @@ def test_a_damaged_entry_is_not_cached_and_no_cache_means_always(runs, tmp_path,
     calls.clear()
     _report(runs, False)
     assert sorted(calls) == sorted(RUNS)
+
+
+def test_a_checkpoint_deleted_means_analysing_again(tmp_path, calls):
+    from pathlib import Path
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "lightning_topk"
+    root = tmp_path / "runs"
+    shutil.copytree(fixture, root / "lightning_topk")
+    cache = Cache(str(tmp_path / "cache"))
+    _, cold = _report(root, cache)
+    assert len(cold["runs"][0]["checkpoints"]["checkpoints"]) == 3
+    calls.clear()
+    _, warm = _report(root, cache)
+    assert calls == []
+    best = root / "lightning_topk" / "lightning_logs" / "version_0" / "checkpoints" / "epoch=29-step=60-val_loss=0.1044.ckpt"
+    best.unlink()  # the logs are unchanged; only the checkpoints folder is
+    _, after = _report(root, cache)
+    assert calls == ["lightning_topk/lightning_logs/version_0"]
+    c = after["runs"][0]["checkpoints"]
+    assert len(c["checkpoints"]) == 2 and c["best_on_disk"] is False
+    assert [f["code"] for f in c["findings"]] == ["best_checkpoint_missing"]
