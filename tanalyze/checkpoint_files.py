@@ -117,7 +117,7 @@ class CheckpointScan:
 
     @property
     def empty(self) -> bool:
-        return not self.checkpoints and self.trainer is None
+        return not self.checkpoints and self.trainer is None and not self.ignored and not self.notes
 
     def to_dict(self) -> dict[str, Any]:
         return {"folder": self.folder, "checkpoints": [c.to_dict() for c in self.checkpoints],
@@ -342,9 +342,27 @@ def _args_from_text(texts: Mapping[str, str]) -> dict[str, Any]:
     return {}
 
 
+def _with_pointer(scan: CheckpointScan, hparams: Mapping[str, Any]) -> CheckpointScan:
+    """``scan`` with a note when the run's ``last_checkpoint`` file (detectron2, MMEngine: read into its hparams)
+    names a checkpoint that is not among those found."""
+    pointer = hparams.get("last_checkpoint")
+    if not isinstance(pointer, str) or not pointer.strip():
+        return scan
+    base = pointer.strip().replace("\\", "/").rsplit("/", 1)[-1][:200]
+    if any(c.name.rsplit("/", 1)[-1] == base for c in scan.checkpoints):
+        return scan
+    saved = parse_name(base)
+    where = f" (step {saved.step:,})" if saved and saved.step is not None else \
+        f" (epoch {saved.epoch})" if saved and saved.epoch is not None else ""
+    note = f"last_checkpoint names {base}{where}, which is not on disk beside the logs"
+    return replace(scan, notes=(*scan.notes, note))
+
+
 def with_training_args(scan: CheckpointScan, texts: Mapping[str, str], hparams: Mapping[str, Any]) -> CheckpointScan:
     """``scan`` with the best-model settings of the run's training arguments (``metric_for_best_model``,
-    ``greater_is_better``, ``load_best_model_at_end``, ``save_total_limit``) from its logged text or hparams."""
+    ``greater_is_better``, ``load_best_model_at_end``, ``save_total_limit``) from its logged text or hparams, and
+    a note when its ``last_checkpoint`` (detectron2, MMEngine) names a checkpoint not on disk."""
+    scan = _with_pointer(scan, hparams)
     if scan.empty:
         return scan
     args: dict[str, Any] = {**{k: v for k, v in hparams.items() if isinstance(k, str)}, **_args_from_text(texts)}

@@ -123,3 +123,13 @@ def test_training_args_from_the_logged_text():
     assert got.best_step == 20  # the state's fields are kept
     assert with_training_args(scan, {"args/text_summary": "{broken"}, {}) == scan
     assert with_training_args(NO_CHECKPOINTS, {"args/text_summary": args}, {}) is NO_CHECKPOINTS
+
+
+def test_last_checkpoint_pointer_is_noted_only_when_not_on_disk(tmp_path):
+    (tmp_path / "iter_400.pth").write_bytes(b"")
+    scan = scan_checkpoints(tmp_path)
+    assert with_training_args(scan, {}, {"last_checkpoint": "/somewhere/else/iter_400.pth"}) == scan
+    noted = with_training_args(scan, {}, {"last_checkpoint": "C:\\work\\iter_800.pth"})
+    assert noted.notes == ("last_checkpoint names iter_800.pth (step 800), which is not on disk beside the logs",)
+    assert not with_training_args(NO_CHECKPOINTS, {}, {"last_checkpoint": "model_final.pth"}).empty
+    assert with_training_args(NO_CHECKPOINTS, {}, {"last_checkpoint": ""}) is NO_CHECKPOINTS

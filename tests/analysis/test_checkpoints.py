@@ -173,3 +173,16 @@ def test_newest_evaluation_best_and_no_newer_checkpoint_is_not_judged_yet():
     assert r.best_step == 400 and r.best_on_disk is None and not r.material and r.findings == ()
     assert r.notes == ("the best evaluation is the newest (step 400) and no checkpoint is newer: its checkpoint "
                        "may not have been written yet",)
+
+
+@pytest.mark.parametrize(("relative", "run", "note"), [
+    ("mmengine_logs", "hwh12345678900123__event-yolo/work_dirs/yolov5_s-v61_fast_1xb12-40e_image",
+     "last_checkpoint names epoch_40.pth (epoch 40), which is not on disk beside the logs"),
+    ("detectron2_metrics", "Kevindic0214__detectron2_training/output",
+     "last_checkpoint names model_final.pth, which is not on disk beside the logs"),
+])
+def test_real_last_checkpoint_pointers_name_checkpoints_not_on_disk(relative, run, note):
+    d = tanalyze.diagnose(tanalyze.load(real_log(relative)))
+    r = d[run].checkpoints
+    assert r.checkpoints == () and r.findings == () and r.notes == (note,)
+    assert r.summary == f"0 on disk; {note}"
