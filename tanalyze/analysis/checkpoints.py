@@ -133,8 +133,9 @@ def monitored_metric(curves: Mapping[str, Curve], scan: CheckpointScan,
     trainer = scan.trainer
     if trainer is not None and trainer.metric_for_best_model:
         name = trainer.metric_for_best_model
-        for tag in curves:
-            if _matches(tag, name):
+        wanted = name if name.startswith("eval_") else f"eval_{name}"  # HF prefixes eval_ ("loss" is eval_loss)
+        exact = [tag for tag in curves if tag.replace("/", "_") == wanted]
+        for tag in exact or [tag for tag in curves if _matches(tag, name) and tag.replace("/", "_") != name]:
                 greater = trainer.greater_is_better
                 if greater is None:
                     greater = not name.endswith("loss")

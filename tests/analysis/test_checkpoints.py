@@ -186,3 +186,12 @@ def test_real_last_checkpoint_pointers_name_checkpoints_not_on_disk(relative, ru
     r = d[run].checkpoints
     assert r.checkpoints == () and r.findings == () and r.notes == (note,)
     assert r.summary == f"0 on disk; {note}"
+
+
+def test_metric_for_best_model_loss_is_the_evaluation_loss_not_the_training_loss():
+    curves = {"loss": Curve.from_arrays([1, 2], [0.9, 0.8], "loss"),
+              "eval_loss": Curve.from_arrays([2], [1.0], "eval_loss")}
+    scan = CheckpointScan(trainer=TrainerBest("s", metric_for_best_model="loss"))
+    assert monitored_metric(curves, scan, None)[:2] == ("eval_loss", "min")
+    tb = {"train/loss": curves["loss"], "eval/loss": curves["eval_loss"]}
+    assert monitored_metric(tb, scan, None)[:2] == ("eval/loss", "min")
