@@ -195,3 +195,13 @@ def test_metric_for_best_model_loss_is_the_evaluation_loss_not_the_training_loss
     assert monitored_metric(curves, scan, None)[:2] == ("eval_loss", "min")
     tb = {"train/loss": curves["loss"], "eval/loss": curves["eval_loss"]}
     assert monitored_metric(tb, scan, None)[:2] == ("eval/loss", "min")
+
+
+def test_really_written_tensorboard_run_takes_the_metric_from_its_logged_arguments():
+    logs = tanalyze.load(FIXTURES / "hf_best_on", join=False)  # the TensorBoard writer's folder on its own
+    trainer = logs.runs["runs/tb"].checkpoints.trainer
+    assert (trainer.metric_for_best_model, trainer.greater_is_better, trainer.load_best_model_at_end,
+            trainer.save_total_limit) == ("eval_loss", False, True, 2)
+    r = tanalyze.diagnose(logs)["runs/tb"].checkpoints
+    assert (r.metric, r.mode, r.metric_source) == ("eval/loss", "min", "metric_for_best_model of the training arguments")
+    assert [c.name for c in r.checkpoints] == ["checkpoint-20", "checkpoint-120"] and r.best_on_disk
