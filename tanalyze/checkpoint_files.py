@@ -275,9 +275,11 @@ def scan_checkpoints(directory: str | os.PathLike[str], *, max_entries: int = MA
 
     def shown(path: Path) -> str:
         try:
-            return path.relative_to(top).as_posix()
+            name = path.relative_to(top).as_posix()
         except ValueError:
-            return path.as_posix()
+            name = path.as_posix()
+        # a name that is not valid UTF-8 is shown with U+FFFD (it is only ever shown, never opened)
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
     def visit(folder: Path, depth: int) -> None:
         for entry in budget.entries(folder):

@@ -133,3 +133,14 @@ def test_last_checkpoint_pointer_is_noted_only_when_not_on_disk(tmp_path):
     assert noted.notes == ("last_checkpoint names iter_800.pth (step 800), which is not on disk beside the logs",)
     assert not with_training_args(NO_CHECKPOINTS, {}, {"last_checkpoint": "model_final.pth"}).empty
     assert with_training_args(NO_CHECKPOINTS, {}, {"last_checkpoint": ""}) is NO_CHECKPOINTS
+
+
+def test_names_that_are_not_utf8_are_shown_with_a_replacement_character(tmp_path):
+    import os
+
+    open(os.fsencode(tmp_path) + b"/step_7-\xff.pt", "wb").close()
+    open(os.fsencode(tmp_path) + b"/odd\xfe.pt", "wb").close()
+    scan = scan_checkpoints(tmp_path)
+    assert [(c.name, c.step) for c in scan.checkpoints] == [("step_7-\ufffd.pt", 7)]
+    assert scan.ignored == ("odd\ufffd.pt",)
+    json.dumps(scan.to_dict(), ensure_ascii=False).encode("utf-8")  # writable as UTF-8
