@@ -19,6 +19,7 @@ What a name says:
 ``best_coco_bbox_mAP_epoch_12.pth``          MMEngine's best: metric ``coco_bbox_mAP``, epoch 12
 ``model_0004999.pth``, ``step_800.pt``       a step in the name (``step``, ``iter``, ``it``, ``model``, ``ckpt`` + number)
 ``ckpt.pt``                                  nanoGPT's one checkpoint, overwritten: no step (a note says so)
+``best.pt``, ``model_best.pth``              the trainer's own best, no step (``kind="best"``; Ultralytics, timm …)
 ==========================================  =====================================================
 
 A weight file (``.pt``, ``.pth``, ``.ckpt``, ``.safetensors``, ``.bin``) whose name carries no step is listed in
@@ -172,11 +173,12 @@ def parse_name(name: str, *, is_dir: bool = False) -> SavedCheckpoint | None:
         return SavedCheckpoint(name, "mmengine", step=number if match.group(1) == "iter" else None,
                                epoch=number if match.group(1) == "epoch" else None)
     step_match, epoch_match = _STEP.search(stem), _EPOCH.search(stem)
+    best = stem.lower().startswith("best") or stem.lower().endswith("best")
     if step_match or epoch_match:
-        return SavedCheckpoint(name, "best" if stem.lower().startswith("best") else "named",
+        return SavedCheckpoint(name, "best" if best else "named",
                                step=int(step_match.group(1)) if step_match else None,
                                epoch=int(epoch_match.group(1)) if epoch_match else None)
-    return None
+    return SavedCheckpoint(name, "best") if best else None
 
 
 class _Budget:

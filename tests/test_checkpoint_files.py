@@ -52,6 +52,8 @@ def test_weight_files_are_zero_byte_stand_ins():
     ("model_0004999.pth", ("named", 4999, None, None)),
     ("step_800.safetensors", ("named", 800, None, None)),
     ("ckpt.pt", ("nanogpt", None, None, None)),
+    ("best.pt", ("best", None, None, None)),
+    ("model_best.pth", ("best", None, None, None)),
     ("last-v1.ckpt", ("last", None, None, None)),
     ("epoch=2-val_acc=0.91.ckpt", ("lightning", None, 2, "val_acc")),
     ("epoch=0-step=4-v1.ckpt", ("lightning", 4, 0, None)),

@@ -21,7 +21,8 @@ Findings: ``best_checkpoint_kept`` (info) when the best evaluation's weights are
 ``best_checkpoint_close`` (info) when they are not but the best kept one is within the noise;
 ``best_checkpoint_missing`` (warning) when they are not and the kept ones are materially worse.
 No finding while the best evaluation is the newest one and no checkpoint is newer (a live run's save may be
-on its way: a note says so). No checkpoints and no trainer state naming a best → no result.
+on its way), nor when a step-less best (``best.pt``, ``model_best.pth``: the trainer's own best) is on disk: a
+note says why. No checkpoints and no trainer state naming a best → no result.
 """
 
 from __future__ import annotations
@@ -234,8 +235,14 @@ def analyze_checkpoints(scan: CheckpointScan, metric: Curve | None, *, mode: str
         span = float(values.max() - values.min())
         margin = 2.0 * noise if noise is not None and noise > 0 else 0.05 * span
         material = not on_disk and gap > margin
+        stepless_best = [c.name for c, k in zip(scan.checkpoints, kept, strict=True)
+                         if c.kind == "best" and k.step is None]
+        if not on_disk and stepless_best:
+            notes.append(f"{stepless_best[0]} is the trainer's own best and its step is not in its name: the best "
+                         "evaluation's weights may be there")
+            on_disk, material = None, False
         positions = [k.step for k in kept if k.step is not None]
-        if not on_disk and best_step == int(steps[-1]) and positions and max(positions) < best_step:
+        if on_disk is False and best_step == int(steps[-1]) and positions and max(positions) < best_step:
             # the newest evaluation is the best and no checkpoint is newer: its save may still be being written
             notes.append(f"the best evaluation is the newest (step {best_step:,}) and no checkpoint is newer: "
                          "its checkpoint may not have been written yet")

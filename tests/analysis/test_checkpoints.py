@@ -205,3 +205,14 @@ def test_really_written_tensorboard_run_takes_the_metric_from_its_logged_argumen
     r = tanalyze.diagnose(logs)["runs/tb"].checkpoints
     assert (r.metric, r.mode, r.metric_source) == ("eval/loss", "min", "metric_for_best_model of the training arguments")
     assert [c.name for c in r.checkpoints] == ["checkpoint-20", "checkpoint-120"] and r.best_on_disk
+
+
+def test_a_stepless_best_file_is_no_missing_best():
+    scan = CheckpointScan(folder="w", checkpoints=(SavedCheckpoint("weights/best.pt", "best"),
+                                                   SavedCheckpoint("weights/last.pt", "last")))
+    r = analyze_checkpoints(scan, Curve.from_arrays(STEPS, VALUES, "val_loss"), final_step=10000)
+    assert [(c.name, c.step, c.value) for c in r.checkpoints] == [("weights/best.pt", None, None),
+                                                                  ("weights/last.pt", 10000, 2.0)]
+    assert r.best_on_disk is None and not r.material and r.findings == ()
+    assert r.notes == ("weights/best.pt is the trainer's own best and its step is not in its name: the best "
+                       "evaluation's weights may be there",)
