@@ -4,10 +4,11 @@ Where a run keeps its checkpoints, from the folder of its logs (``directory``):
 
 * the folder itself, and its checkpoint sub-folders (``checkpoints/``, ``ckpt/``, ``weights/`` …);
 * Hugging Face Trainer: ``<output_dir>/checkpoint-<step>/`` folders; a run read from TensorBoard files in
-  ``<output_dir>/runs/<name>/`` looks in ``<output_dir>`` too. ``trainer_state.json`` (at the top, else in the
+  ``<output_dir>/runs/<name>/`` looks in ``<output_dir>`` too, when that is an output folder (a
+  ``trainer_state.json``, ``training_args.bin`` or ``checkpoint-N`` in it: ``runs/`` is a common name). ``trainer_state.json`` (at the top, else in the
   newest ``checkpoint-N``) gives ``best_model_checkpoint``, ``best_metric``, ``save_steps``;
-* MMEngine: logs in ``<work_dir>/<timestamp>/vis_data/`` look in ``<work_dir>`` (``epoch_N.pth``, ``iter_N.pth``,
-  ``best_<metric>_epoch_N.pth``).
+* MMEngine: logs in ``<work_dir>/<timestamp>/vis_data/`` look in ``<work_dir>``, as a run read from
+  ``<work_dir>`` does (``epoch_N.pth``, ``iter_N.pth``, ``best_<metric>_epoch_N.pth``).
 
 What a name says:
 
@@ -47,6 +48,8 @@ __all__ = ["MAX_ENTRIES", "SavedCheckpoint", "TrainerBest", "CheckpointScan", "N
 MAX_ENTRIES = 20_000
 #: A ``trainer_state.json`` larger than this is not read (its top-level fields are all that is needed).
 MAX_STATE_BYTES = 16 * 1024 * 1024
+#: Entries of a folder looked at to tell whether it is an HF output folder.
+_LOOK = 2_000
 #: Names shown in ``ignored`` at most (the count is in the note).
 _SHOWN = 20
 
@@ -210,14 +213,31 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+def _is_hf_output(folder: Path) -> bool:
+    """Whether ``folder`` is an HF Trainer output folder: a ``trainer_state.json``, ``training_args.bin`` or a
+    ``checkpoint-N`` folder in it (at most :data:`_LOOK` entries looked at)."""
+    if (folder / "trainer_state.json").is_file() or (folder / "training_args.bin").is_file():
+        return True
+    try:
+        with os.scandir(folder) as it:
+            for n, entry in enumerate(it):
+                if n >= _LOOK:
+                    return False
+                if _HF_FOLDER.match(entry.name) and _is_dir(entry):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
 def _roots(directory: Path) -> list[Path]:
     """The folders where a run whose logs are in ``directory`` keeps its checkpoints (see the module doc)."""
     roots = [directory]
-    if directory.parent.name == "runs":  # HF: <output_dir>/runs/<name>/events...
+    # HF: <output_dir>/runs/<name>/events... (only an output folder: "runs/" is a common name for anything)
+    if directory.parent.name == "runs" and _is_hf_output(directory.parent.parent):
         roots.append(directory.parent.parent)
-    up = directory.parent if directory.name == "vis_data" else directory
-    if _TIMESTAMP.match(up.name):  # MMEngine: <work_dir>/<timestamp>/vis_data
-        roots.append(up.parent)
+    if directory.name == "vis_data" and _TIMESTAMP.match(directory.parent.name):  # MMEngine <work_dir>/<ts>/vis_data
+        roots.append(directory.parent.parent)
     return list(dict.fromkeys(roots))
 
 

@@ -146,3 +146,13 @@ def test_names_that_are_not_utf8_are_shown_with_a_replacement_character(tmp_path
     assert [(c.name, c.step) for c in scan.checkpoints] == [("step_7-\ufffd.pt", 7)]
     assert scan.ignored == ("odd\ufffd.pt",)
     json.dumps(scan.to_dict(), ensure_ascii=False).encode("utf-8")  # writable as UTF-8
+
+
+def test_a_folder_named_runs_is_not_taken_for_an_hf_output_folder(tmp_path):
+    (tmp_path / "runs" / "exp1").mkdir(parents=True)
+    (tmp_path / "model_final.pth").write_bytes(b"")  # beside the runs, not a run's checkpoint
+    (tmp_path / "step_5.pt").write_bytes(b"")
+    assert scan_checkpoints(tmp_path / "runs" / "exp1") is NO_CHECKPOINTS
+    (tmp_path / "checkpoint-10").mkdir()  # now it is an HF output folder
+    assert [c.name for c in scan_checkpoints(tmp_path / "runs" / "exp1").checkpoints] == ["step_5.pt",
+                                                                                          "checkpoint-10"]
