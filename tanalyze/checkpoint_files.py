@@ -5,23 +5,24 @@ Where a run keeps its checkpoints, from the folder of its logs (``directory``):
 * the folder itself, and its checkpoint sub-folders (``checkpoints/``, ``ckpt/``, ``weights/`` …);
 * Hugging Face Trainer: ``<output_dir>/checkpoint-<step>/`` folders; a run read from TensorBoard files in
   ``<output_dir>/runs/<name>/`` looks in ``<output_dir>`` too, when that is an output folder (a
-  ``trainer_state.json``, ``training_args.bin`` or ``checkpoint-N`` in it: ``runs/`` is a common name). ``trainer_state.json`` (at the top, else in the
-  newest ``checkpoint-N``) gives ``best_model_checkpoint``, ``best_metric``, ``save_steps``;
+  ``trainer_state.json``, ``training_args.bin`` or ``checkpoint-N`` in it: ``runs/`` is a common name).
+  ``trainer_state.json`` (at the top, else in the newest ``checkpoint-N``) gives ``best_model_checkpoint``,
+  ``best_metric``, ``save_steps``;
 * MMEngine: logs in ``<work_dir>/<timestamp>/vis_data/`` look in ``<work_dir>``, as a run read from
   ``<work_dir>`` does (``epoch_N.pth``, ``iter_N.pth``, ``best_<metric>_epoch_N.pth``).
 
 What a name says:
 
-==========================================  =====================================================
+=============================================  ==================================================
 ``checkpoint-120/`` (HF), ``global_step120/``  step 120
-``epoch=3-step=40-val_loss=0.1234.ckpt``     Lightning: epoch 3, step 40, ``val_loss`` 0.1234 (any ``key=value``)
-``last.ckpt``, ``last-v1.ckpt``              the weights at the end of training (``kind="last"``)
-``epoch_12.pth``, ``iter_5000.pth``          MMEngine: epoch 12 / step 5000
-``best_coco_bbox_mAP_epoch_12.pth``          MMEngine's best: metric ``coco_bbox_mAP``, epoch 12
-``model_0004999.pth``, ``step_800.pt``       a step in the name (``step``, ``iter``, ``it``, ``model``, ``ckpt`` + number)
-``ckpt.pt``                                  nanoGPT's one checkpoint, overwritten: no step (a note says so)
-``best.pt``, ``model_best.pth``              the trainer's own best, no step (``kind="best"``; Ultralytics, timm …)
-==========================================  =====================================================
+``epoch=3-step=40-val_loss=0.1234.ckpt``        Lightning: epoch 3, step 40, ``val_loss`` 0.1234 (any ``key=value``)
+``last.ckpt``, ``last-v1.ckpt``                 the weights at the end of training (``kind="last"``)
+``epoch_12.pth``, ``iter_5000.pth``             MMEngine: epoch 12 / step 5000
+``best_coco_bbox_mAP_epoch_12.pth``             MMEngine's best: metric ``coco_bbox_mAP``, epoch 12
+``model_0004999.pth``, ``step_800.pt``          a step in the name (``step``, ``iter``, ``it``, ``model``, ``ckpt`` + number)
+``ckpt.pt``                                     nanoGPT's one checkpoint, overwritten: no step (a note says so)
+``best.pt``, ``model_best.pth``                 the trainer's own best, no step (``kind="best"``; Ultralytics, timm …)
+=============================================  ==================================================
 
 A weight file (``.pt``, ``.pth``, ``.ckpt``, ``.safetensors``, ``.bin``) whose name carries no step is listed in
 ``ignored`` with a note, except a final model (``model.safetensors``, ``pytorch_model.bin``, ``model_final.pth``).
