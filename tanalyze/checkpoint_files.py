@@ -15,13 +15,13 @@ What a name says:
 
 =============================================  ==================================================
 ``checkpoint-120/`` (HF), ``global_step120/``  step 120
-``epoch=3-step=40-val_loss=0.1234.ckpt``        Lightning: epoch 3, step 40, ``val_loss`` 0.1234 (any ``key=value``)
-``last.ckpt``, ``last-v1.ckpt``                 the weights at the end of training (``kind="last"``)
-``epoch_12.pth``, ``iter_5000.pth``             MMEngine: epoch 12 / step 5000
-``best_coco_bbox_mAP_epoch_12.pth``             MMEngine's best: metric ``coco_bbox_mAP``, epoch 12
-``model_0004999.pth``, ``step_800.pt``          a step in the name (``step``, ``iter``, ``it``, ``model``, ``ckpt`` + number)
-``ckpt.pt``                                     nanoGPT's one checkpoint, overwritten: no step (a note says so)
-``best.pt``, ``model_best.pth``                 the trainer's own best, no step (``kind="best"``; Ultralytics, timm …)
+``epoch=3-step=40-val_loss=0.1234.ckpt``       Lightning: epoch 3, step 40, ``val_loss`` 0.1234 (any ``key=value``)
+``last.ckpt``, ``last-v1.ckpt``                the weights at the end of training (``kind="last"``)
+``epoch_12.pth``, ``iter_5000.pth``            MMEngine: epoch 12 / step 5000
+``best_coco_bbox_mAP_epoch_12.pth``            MMEngine's best: metric ``coco_bbox_mAP``, epoch 12
+``model_0004999.pth``, ``step_800.pt``         a step in the name (``step``, ``iter``, ``it``, ``model``, ``ckpt`` + number)
+``ckpt.pt``                                    nanoGPT's one checkpoint, overwritten: no step (a note says so)
+``best.pt``, ``model_best.pth``                the trainer's own best, no step (``kind="best"``; Ultralytics, timm …)
 =============================================  ==================================================
 
 A weight file (``.pt``, ``.pth``, ``.ckpt``, ``.safetensors``, ``.bin``) whose name carries no step is listed in
