@@ -21,6 +21,7 @@ from tanalyze.identity import RunPart, Source, identify
 from tanalyze.readers import HEAD_BYTES, Reader, get_readers
 from tanalyze.readers.text.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
 from tanalyze.runstatus.scan import is_console_log
+from tanalyze.text import writable
 
 __all__ = ["RunSpec", "Discovery", "NotRead", "discover"]
 
@@ -246,7 +247,7 @@ def discover(
         files = tuple(f for part in parts for f in part.files) if parts else tuple(str(f) for f in sorted(main.files))
         runs.append(
             RunSpec(
-                name=run.name,
+                name=writable(run.name),  # a folder name that is not UTF-8 still names the run
                 directory=str(run.directory),
                 format=main.format,
                 files=files,

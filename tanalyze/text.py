@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["safe_text"]
+__all__ = ["safe_text", "writable"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -19,3 +19,13 @@ def safe_text(text: object, limit: int = 2000) -> str:
     if len(value) > limit:
         value = value[:limit] + f"…[{len(value) - limit} more chars]"
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", value)
+
+
+def writable(text: str) -> str:
+    """``text`` as it can be written to a UTF-8 file: bytes of a file name that were not UTF-8 (which Python
+    keeps as lone surrogates, ``\\udce9``) become U+FFFD instead of failing the write."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text

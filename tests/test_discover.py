@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tanalyze.discover import discover
 
 
@@ -36,3 +38,24 @@ def test_a_runs_own_folder_console_wins_over_one_above(tmp_path):
     (tmp_path / "a" / "stdout.log").write_text("done\n")
     (tmp_path / "train.log").write_text("Killed\n")
     assert _consoles(tmp_path) == {"a": ("stdout.log",), "b": ()}
+
+
+def test_a_folder_and_a_file_named_in_bytes_that_are_not_utf8_are_read_named_and_reported(tmp_path):
+    import os
+
+    import tanalyze
+
+    root = os.fsencode(tmp_path)
+    try:
+        os.makedirs(root + b"/r\xe9sum\xe9")
+        open(root + b"/r\xe9sum\xe9/notes_\xff.bin", "wb").close()
+    except OSError as exc:  # a file system that only takes UTF-8 names
+        pytest.skip(f"cannot create a non-UTF-8 name here: {exc}")
+    folder = Path(os.fsdecode(root + b"/r\xe9sum\xe9"))
+    (folder / "metrics.csv").write_text("step,train_loss\n" + "".join(f"{i},{2 - i / 10}\n" for i in range(10)))
+    logs = tanalyze.load(tmp_path, cache=False)
+    assert list(logs.runs) == ["r\ufffdsum\ufffd"] and len(logs.scalars_of("r\ufffdsum\ufffd")) == 10
+    report = tanalyze.report(logs)
+    sizes = report.save(tmp_path / "report.html", tmp_path / "report.json")
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert sizes["html"] > 0 and "notes_\ufffd.bin" in page and "r\ufffdsum\ufffd" in page

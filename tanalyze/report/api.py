@@ -24,6 +24,7 @@ from tanalyze.report.html import iter_html, render_html, render_run_fragment
 from tanalyze.report.jsonout import dumps, report_dict, write_json
 from tanalyze.report.model import ReportData, RunSource, build_report, sources_from
 from tanalyze.report.pipeline import report_paths
+from tanalyze.text import writable
 
 __all__ = ["Report", "make_report"]
 
@@ -90,7 +91,7 @@ class Report:
         if html_path is not None:
             pieces = iter_html(self.data, embed_json=report, progress=progress, jobs=jobs)
             with open(html_path, "w", encoding="utf-8", newline="") as handle:
-                handle.writelines(pieces)
+                handle.writelines(writable(piece) for piece in pieces)
             sizes["html"] = os.path.getsize(html_path)
         return sizes
 

@@ -15,6 +15,7 @@ from typing import Any
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.analysis.sweep import experiment_dict
 from tanalyze.report.model import ReportData, RunView
+from tanalyze.text import writable
 
 __all__ = ["SCHEMA_ID", "report_dict", "run_dict", "run_text", "dumps"]
 
@@ -97,7 +98,7 @@ def run_text(run: dict[str, Any]) -> str:
 
 def write_json(report: dict[str, Any], path: str | os.PathLike[str], runs: Sequence[str | None] | None = None) -> int:
     """Write the report JSON; return its size in bytes. ``runs`` as for :func:`dumps`."""
-    text = dumps(report, runs).encode("utf-8")
+    text = writable(dumps(report, runs)).encode("utf-8")
     with open(path, "wb") as handle:
         handle.write(text)
     return len(text)
