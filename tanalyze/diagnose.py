@@ -25,7 +25,9 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
      "ranks": {"ranks": [...], "straggler", "stopped": [...], "disagreement", "findings"} | null,  # several ranks
      "early_warning": {"onset_step", "precursors": [...], "warning_step", "warning_lead_steps", ...} | null,
      "checkpoints": {"metric", "mode", "best_step", "best_value", "checkpoints": [...], "best_kept", "best_on_disk",
-                     "gap", "top_k", "top_k_steps", "kept_eval_steps", "would_also_keep", ...} | null}  # saved any
+                     "gap", "top_k", "top_k_steps", "kept_eval_steps", "would_also_keep", ...} | null,  # saved any
+     "system": {"series": [...], "alignment", "drops": [...], "throttling": [...], "memory": [...],
+                "findings"} | null}                   # when the run logged system metrics
 
 A run whose log holds several training sessions (``RunInfo.phases``: a second
 ``fit()`` appended to the same log) is judged on one of them: the last, when it
@@ -58,6 +60,7 @@ from tanalyze.analysis.resources import ResourceHealth, analyze_resources
 from tanalyze.analysis.restarts import Boundary, RestartCost, analyze_restarts
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
 from tanalyze.analysis.siblings import SiblingSummary, compare_siblings, folder_of
+from tanalyze.analysis.system import SystemHealth, SystemSeries, analyze_system
 from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
 from tanalyze.checkpoint_files import CheckpointScan
 from tanalyze.curves import Curve
@@ -68,6 +71,7 @@ from tanalyze.roles import (
     Roles,
     memory_unit,
     resolve_roles,
+    resource_kind,
     role_curve,
     step_time_unit,
     sum_curves,
@@ -83,13 +87,14 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_wit
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "6"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
-# 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation
+ANALYSIS_VERSION = "7"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+# 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
+# 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity)
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
 ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources",
-                   "ranks", "early_warning", "checkpoints")
+                   "ranks", "early_warning", "checkpoints", "system")
 
 
 #: The last session of a run is judged when it has at least this many logged steps (else the longest one).
@@ -174,6 +179,8 @@ class RunDiagnosis:
     early_warning: EarlyWarningResult | None = None
     #: the checkpoints on disk against the best evaluation, and the top-k what-if (None: no checkpoint found)
     checkpoints: CheckpointResult | None = None
+    #: the run's system metrics judged (None: it logged none)
+    system: SystemHealth | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
@@ -206,6 +213,7 @@ class RunDiagnosis:
             "ranks": to_jsonable(self.ranks),
             "early_warning": self.early_warning.to_dict() if self.early_warning is not None else None,
             "checkpoints": to_jsonable(self.checkpoints),
+            "system": to_jsonable(self.system),
         }
 
     def key_steps(self) -> dict[str, int]:
@@ -661,6 +669,13 @@ def diagnose_run(
     if ranks is not None and ranks.straggler is not None and resources is not None:  # one straggler finding
         resources = replace(resources, findings=tuple(f for f in resources.findings if f.code != "straggler_rank"))
 
+    system = _system(curves, role_map, train, val, params.get("system", {}))
+    memory_tag = role_map.tag("gpu_memory")
+    if system is not None and resources is not None and memory_tag is not None and resource_kind(memory_tag):
+        # the system analysis judges system memory against capacity (per device, with times): one finding
+        resources = replace(resources, findings=tuple(f for f in resources.findings
+                                                      if f.code != "memory_near_capacity"))
+
     loss_findings = list(loss_analysis.findings)
     if adversarial is not None:  # a GAN's losses swing by design: their spikes are information
         loss_findings = [replace(f, severity=Severity.INFO) if f.code == "loss_spike" else f for f in loss_findings]
@@ -674,7 +689,7 @@ def diagnose_run(
     warning = _early_warning(main, loss_analysis, divergence, curves, role_map, grad, lr,
                              params.get("early_warning", {}))
     saved = _checkpoints(checkpoints, curves, role_map, frame, params.get("checkpoints", {}))
-    for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning, saved):
+    for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning, saved, system):
         if result is not None:
             findings += result.findings
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
@@ -706,6 +721,7 @@ def diagnose_run(
         restarts=restart_cost,
         early_warning=warning,
         checkpoints=saved,
+        system=system,
     )
 
 
@@ -719,6 +735,38 @@ def _checkpoints(scan: CheckpointScan | None, curves: Mapping[str, Curve], role_
     final = int(frame["step"].max()) if len(frame) else None
     return analyze_checkpoints(scan, curves.get(tag) if tag else None, mode=mode, final_step=final,
                                metric_source=why, **options)
+
+
+def _system(curves: Mapping[str, Curve], roles: Roles, train: Curve | None, val: Curve | None,
+            options: Mapping[str, Any]) -> SystemHealth | None:
+    """The run's system metrics (one tag per kind, device and unit: the preferred, then the longest) judged."""
+    chosen: dict[tuple[str, str, str], tuple[tuple[int, int], SystemSeries]] = {}
+    for tag, curve in curves.items():
+        kind = resource_kind(tag)
+        if kind is None:
+            continue
+        points = int(np.isfinite(curve.values).sum())
+        if points == 0:
+            continue
+        key, order = (kind.kind, kind.device, kind.unit), (kind.rank, -points)
+        if key not in chosen or order < chosen[key][0]:
+            chosen[key] = (order, SystemSeries(kind.kind, kind.device, kind.unit, kind.clock, curve))
+    if not chosen:
+        return None
+    series = [s for _, s in sorted(chosen.values(), key=lambda item: (item[1].kind, item[1].device, item[0]))]
+    # the training curve with the most wall times places wall-clock samples at steps
+    timed = [c for t, c in curves.items() if resource_kind(t) is None and not t.startswith(("system/", "system."))]
+    clock = train if train is not None and np.isfinite(train.wall_time).sum() >= 2 else None
+    if clock is None and timed:
+        best = max(timed, key=lambda c: int(np.isfinite(c.wall_time).sum()))
+        clock = best if np.isfinite(best.wall_time).sum() >= 2 else None
+    speed, higher = role_curve(curves, roles, "throughput"), True
+    if speed is None:
+        speed, higher = role_curve(curves, roles, "step_time"), False
+    options = dict(options)
+    if val is not None and val is not train:
+        options.setdefault("eval_steps", val.steps)
+    return analyze_system(series, step_clock=clock, speed=speed, speed_higher_is_better=higher, **options)
 
 
 def _early_warning(main: Curve | None, loss_analysis: DivergenceResult, divergence: Divergence | None,

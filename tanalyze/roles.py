@@ -35,8 +35,8 @@ import pandas as pd
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 
-__all__ = ["ROLES", "RoleAssignment", "Rejected", "Roles", "memory_unit", "resolve_roles", "role_curve", "step_time_unit",
-           "sum_curves", "tag_words"]
+__all__ = ["ROLES", "RESOURCE_KINDS", "ResourceKind", "RoleAssignment", "Rejected", "Roles", "memory_unit",
+           "resolve_roles", "resource_kind", "role_curve", "step_time_unit", "sum_curves", "tag_words"]
 
 #: Every role, with what it means.
 ROLES: Mapping[str, str] = MappingProxyType(  # read-only view of the role table
@@ -572,6 +572,96 @@ def memory_unit(tag: str, curve: Curve) -> str:
     finite = curve.values[np.isfinite(curve.values)]
     peak = float(np.max(finite)) if finite.size else 0.0
     return "bytes" if peak > 1e6 else ("MiB" if peak > 200 else "GiB")
+
+
+#: System-metric kinds: what :func:`resource_kind` recognises, with the unit the values are in.
+RESOURCE_KINDS: Mapping[str, str] = MappingProxyType(
+    {
+        "gpu_util": "GPU utilisation, % of the sample time a kernel ran",
+        "gpu_memory": "GPU memory in use, % of the device's capacity or bytes",
+        "gpu_temp": "GPU temperature, °C",
+        "gpu_power": "GPU power draw, W (or % of the power limit)",
+        "gpu_clock": "GPU SM / graphics clock, MHz",
+        "cpu": "CPU utilisation, %",
+        "host_memory": "host (system) memory in use, %",
+    }
+)
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """What a system-metric tag measures: ``kind`` (a key of :data:`RESOURCE_KINDS`), on which ``device``
+    (``"gpu0"``, ``"gpu"`` when the tag names none, ``"host"``), in which ``unit`` (``"%"``, ``"bytes"``,
+    ``"MB"``, ``"C"``, ``"W"``, ``"MHz"``); ``clock`` is ``"wall"`` for samples taken on a timer (W&B's
+    ``system/*``: their step is seconds since the run started) and ``"step"`` for samples logged at training
+    steps (Lightning's ``DeviceStatsMonitor``); ``rank`` orders several tags of one kind and device
+    (lower is preferred: the training-batch hook over the others, the whole CPU over a core)."""
+
+    kind: str
+    device: str
+    unit: str
+    clock: str
+    rank: int = 1
+
+
+_WANDB_GPU = re.compile(r"^(?:system[./])?gpu\.(\d+)\.([A-Za-z]+)$")
+_WANDB_GPU_KEYS = {
+    "gpu": ("gpu_util", "%"), "memoryAllocated": ("gpu_memory", "%"), "memoryAllocatedBytes": ("gpu_memory", "bytes"),
+    "temp": ("gpu_temp", "C"), "powerWatts": ("gpu_power", "W"), "powerPercent": ("gpu_power", "%"),
+    "smClock": ("gpu_clock", "MHz"), "graphicsClock": ("gpu_clock", "MHz"),
+}
+_WANDB_HOST = {"cpu": ("cpu", "%"), "memory": ("host_memory", "%"), "memory_percent": ("host_memory", "%")}
+_LIGHTNING = re.compile(r"^DeviceStatsMonitor\.(on_[a-z_]+)[/.](.+)$")
+_NVSMI = re.compile(r"^(?:gpu_id: ?(\d+)/)?(utilization\.gpu|memory\.used|temperature\.gpu|power\.draw|"
+                    r"clocks\.(?:sm|current\.sm|gr|current\.graphics)) ?(?:\((%|MB|MiB|°C|C|W|MHz)\))?$")
+
+
+def resource_kind(tag: str) -> ResourceKind | None:
+    """The system metric ``tag`` holds, or None. The one place system-metric names are recognised:
+
+    - W&B system metrics (``system/gpu.0.gpu``, ``system/gpu.0.memoryAllocated`` (% of capacity),
+      ``…memoryAllocatedBytes``, ``…temp``, ``…powerWatts``, ``…powerPercent``, ``…smClock``,
+      ``…graphicsClock``, ``system/cpu``, ``system/memory``, ``system/memory_percent``), from the
+      record file's stats records or the old ``wandb-events.jsonl`` (``system.`` or ``system/`` prefix); the
+      ``gpu.process.N.*`` copies of the process's own GPU and the per-core ``cpu.N.cpu_percent`` are not;
+    - Lightning ``DeviceStatsMonitor`` (``DeviceStatsMonitor.on_train_batch_end/cpu_percent``, ``…/cpu_vm_percent``
+      (host memory), CUDA's ``…/allocated_bytes.all.current`` and ``…/reserved_bytes.all.current``), and
+      the nvidia-smi names of Lightning's older GPU monitors (``gpu_id: 0/utilization.gpu (%)``,
+      ``memory.used (MB)``, ``temperature.gpu (°C)``, ``power.draw (W)``, ``clocks.sm (MHz)``).
+    """
+    found = _WANDB_GPU.match(tag)
+    if found:
+        hit = _WANDB_GPU_KEYS.get(found.group(2))
+        if hit is None:
+            return None
+        rank = 2 if found.group(2) in ("powerPercent", "graphicsClock", "memoryAllocatedBytes") else 1
+        return ResourceKind(hit[0], f"gpu{int(found.group(1))}", hit[1], "wall", rank)
+    if tag.startswith(("system/", "system.")):
+        hit = _WANDB_HOST.get(tag[len("system/"):])
+        return ResourceKind(hit[0], "host", hit[1], "wall") if hit else None
+    found = _LIGHTNING.match(tag)
+    if found:
+        hook, key = found.groups()
+        rank = 1 if hook == "on_train_batch_end" else (2 if hook.startswith("on_train") else 3)
+        if key == "cpu_percent":
+            return ResourceKind("cpu", "host", "%", "step", rank)
+        if key == "cpu_vm_percent":
+            return ResourceKind("host_memory", "host", "%", "step", rank)
+        if key in ("allocated_bytes.all.current", "reserved_bytes.all.current"):
+            return ResourceKind("gpu_memory", "gpu", "bytes", "step", rank + (3 if key.startswith("reserved") else 0))
+        nvsmi = _NVSMI.match(key)
+        if nvsmi is None:
+            return None
+        tag = key
+    nvsmi = _NVSMI.match(tag)
+    if nvsmi:
+        device = f"gpu{int(nvsmi.group(1))}" if nvsmi.group(1) else "gpu"
+        name = nvsmi.group(2)
+        kind, unit = (("gpu_util", "%") if name == "utilization.gpu" else ("gpu_memory", "MB") if name == "memory.used"
+                      else ("gpu_temp", "C") if name == "temperature.gpu" else ("gpu_power", "W") if name == "power.draw"
+                      else ("gpu_clock", "MHz"))
+        return ResourceKind(kind, device, unit, "step")
+    return None
 
 
 def role_curve(curves: Mapping[str, Curve], roles: Roles, role: str) -> Curve | None:

@@ -182,9 +182,28 @@ CAUSES: dict[str, Cause] = {
         "Profile one step of both runs; diff their configs and environments; check data-loader settings.",
     ),
     "memory_near_capacity": Cause(
-        "GPU memory close to capacity",
-        "batch or sequence too large for the device",
-        "Reduce the batch size, use gradient accumulation, activation checkpointing, or mixed precision.",
+        "GPU or host memory close to capacity",
+        "batch or sequence too large for the device; for host memory, too many or too large data-loader "
+        "workers, a dataset held in RAM. (The GPU figure of nvidia-smi and W&B counts PyTorch's cached blocks, "
+        "so a full-looking GPU may just be a warm cache.)",
+        "GPU: reduce the batch size, use gradient accumulation, activation checkpointing, or mixed precision. "
+        "Host: fewer data-loader workers or a smaller prefetch_factor, memory-map the dataset, watch for swapping.",
+    ),
+    "gpu_util_drops": Cause(
+        "GPU utilisation drops at regular intervals (data-loading bottleneck)",
+        "the GPU waits for the next batch: too few data-loader workers, slow decoding or augmentation on the "
+        "CPU, data read from a slow or network disk, host-to-device copies from pageable memory; periodic "
+        "checkpoint saving or logging can look the same",
+        "Raise DataLoader num_workers (about the CPU cores per GPU), set pin_memory=True, persistent_workers=True "
+        "and a larger prefetch_factor, move augmentation to the GPU or pre-process the data once; if the gaps "
+        "line up with checkpoint saves, save less often or asynchronously.",
+    ),
+    "thermal_throttling": Cause(
+        "GPU thermal throttling",
+        "the GPU reached its temperature limit and lowered its clocks: poor airflow, a blocked or failed fan, "
+        "a hot room or rack, a power cap",
+        "Check `nvidia-smi -q -d PERFORMANCE` (clock throttle reasons) and `nvidia-smi -q -d TEMPERATURE`; "
+        "improve cooling or fan speed; log clocks (W&B records gpu.N.smClock) to confirm.",
     ),
     "memory_growth": Cause(
         "Memory grows steadily (a leak)",
