@@ -225,7 +225,7 @@ _THROUGHPUT = [
 
 def _match_throughput(words: tuple[str, ...], tag: str) -> tuple[int, str, str] | None:
     ws = set(words)
-    if ws & _VAL:
+    if ws & _VAL or resource_kind(tag) is not None:  # "…on_train_batch_start/cpu_percent" reads "batch s…"
         return None
     joined = " ".join(words)
     for pattern, kind in _THROUGHPUT:

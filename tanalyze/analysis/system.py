@@ -458,7 +458,8 @@ def analyze_system(
         findings.append(_finding(
             "thermal_throttling", Severity.WARNING,
             f"{t.device} heated from {t.cool:.0f}°C to a plateau of {t.plateau:.0f}°C, reached at "
-            f"{_when(t.onset, s.clock if s else 'wall')}{_step_text(t.onset_step)}; after that its {t.signal} went "
+            f"{_when(t.onset, s.clock if s else 'wall')}{_step_text(t.onset_step)}; after that its {t.signal} "
+            f"({t.signal_tag}) went "
             f"from {t.before:.4g}{unit} to {t.after:.4g}{unit} ({-(t.change or 0.0):.0%} slower, "
             f"p = {t.p_value:.2g}): the GPU is likely throttling its clocks to stay under its temperature limit."
             + (f" Also on {len(hot) - 1} other GPU(s)." if len(hot) > 1 else ""),

@@ -17,7 +17,16 @@ from typing import Any
 import numpy as np
 
 from tanalyze.report.downsample import m4
-from tanalyze.report.model import AUX_ROLES, LOSS_ROLES, ROLE_TITLES, RunView, Series, number
+from tanalyze.report.model import (
+    AUX_ROLES,
+    LOSS_ROLES,
+    ROLE_TITLES,
+    RunView,
+    Series,
+    device_order,
+    number,
+    resource_panels,
+)
 from tanalyze.text import safe_text
 
 __all__ = ["run_chart", "wants_log_scale", "LOG_SCALE_DECADES", "chart_columns", "decode_steps", "early_stop_step", "spike_points", "aux_roles", "DIGITS", "COLUMNS", "STATIC_FIGURES_MAX_RUNS",
@@ -50,6 +59,11 @@ def aux_roles(run: RunView) -> list[str]:
     roles = [r for r in AUX_ROLES if r in run.series]
     if "throughput" in roles and "step_time" in roles:
         roles.remove("step_time")
+    system = run.diagnosis.get("system")
+    timed = {e.get("tag") for e in (system.get("series") or []) if isinstance(e, Mapping) and e.get("clock") == "wall"} \
+        if isinstance(system, Mapping) else set()
+    if "gpu_memory" in roles and run.series["gpu_memory"].tag in timed:
+        roles.remove("gpu_memory")  # sampled on a clock, not at steps: drawn in the resources panel instead
     return roles
 
 
@@ -209,7 +223,8 @@ def run_chart(run: RunView, columns: int = COLUMNS) -> dict[str, Any] | None:
     """The chart data of one run (None when it has no curve to draw): loss lines, markers, aux panels."""
     loss = {role: run.series[role] for role in LOSS_ROLES if role in run.series and run.series[role].finite.any()}
     aux = [r for r in aux_roles(run) if run.series[r].finite.any()]
-    if not loss and not aux:
+    resources = resource_panels(run)
+    if not loss and not aux and not resources:
         return None
     out: dict[str, Any] = {"run": safe_text(run.name, 300)}
     if loss:
@@ -231,4 +246,11 @@ def run_chart(run: RunView, columns: int = COLUMNS) -> dict[str, Any] | None:
                        **_line(s, max(COLUMNS_MANY // 2, columns // 2))})
     if panels:
         out["aux"] = panels
+    if resources:  # system metrics: x is seconds since the start ("seconds") or the training step ("step")
+        devices = device_order(resources)
+        out["resources"] = [
+            {"kind": p.kind, "title": p.title, "unit": p.unit, "axis": p.axis,
+             "series": [{"device": safe_text(device, 40), "tag": safe_text(s.tag, 200), "color": devices.index(device),
+                         **_line(s, max(COLUMNS_MANY // 2, columns // 3))} for device, s in p.lines]}
+            for p in resources]
     return out

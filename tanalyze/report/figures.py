@@ -37,7 +37,7 @@ from tanalyze.report.chartdata import (
     wants_log_scale,
 )
 from tanalyze.report.downsample import m4
-from tanalyze.report.model import ROLE_TITLES, RunView, Series, number
+from tanalyze.report.model import ROLE_TITLES, RunView, Series, device_order, number, resource_panels
 from tanalyze.report.svgaxes import AxisSpec, compact, layer, log_label, matplotlib_ticks, prepare
 from tanalyze.report.svgsafe import clean_svg
 from tanalyze.text import safe_text
@@ -49,6 +49,8 @@ __all__ = ["Rendered", "FigureMaker", "label_text", "compact", "log_label", "LOG
 DENSE_POINTS = 40_000
 
 TRAIN, VAL = "#2563eb", "#ea580c"
+#: One colour per device in the resources panel (gpu0 first); the legend under the panel names them.
+DEVICE_COLORS = ("#1f2937", "#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04")
 ONSET, BEST, EARLY, SPIKE, DIVERGED = "#b45309", "#15803d", "#7c3aed", "#dc2626", "#991b1b"
 PALETTE = (
     "#2563eb", "#ea580c", "#16a34a", "#dc2626", "#7c3aed", "#0891b2",
@@ -313,6 +315,39 @@ class FigureMaker:
                                 wspace=0.28, hspace=0.55)
             alt = f"{', '.join(ROLE_TITLES.get(r, r) for r in present)} of run {safe_text(run.name, limit=120)}"
             return self._render(fig, alt, points, f"aux{run.index}", " ".join(captions), columns=ncols)
+
+    def resources(self, run: RunView) -> Rendered | None:
+        """The resources panel: GPU utilisation, memory, temperature, power, clock, CPU and host memory of the
+        run's system metrics, one line per device, on seconds since the start (or steps, when logged per step)."""
+        panels = resource_panels(run)
+        if not panels:
+            return None
+        n = len(panels)
+        ncols = n if n <= 3 else 3
+        nrows = (n + ncols - 1) // ncols
+        with matplotlib.rc_context(_RC):
+            fig, axes = self._figure(f"res{nrows}x{ncols}", (3.45 * ncols, 2.1 * nrows), nrows, ncols)
+            points = 0
+            devices = device_order(panels)
+            columns = max(100, (self.columns * 2) // (3 * ncols))
+            for ax, panel in zip(axes, panels, strict=False):
+                minutes = panel.axis == "seconds"
+                for device, series in panel.lines:
+                    color = DEVICE_COLORS[devices.index(device) % len(DEVICE_COLORS)]
+                    x = series.steps / 60.0 if minutes else series.steps
+                    points += self._line(ax, x, series.values, columns=columns, color=color, linewidth=1.1)
+                self._style_axes(ax, log=False, xticks=4, yticks=4, xlabel="minutes" if minutes else "step")
+                ax.set_title(label_text(f"{panel.title} ({panel.unit})", 48))
+            for ax in axes[n:]:
+                ax.set_visible(False)
+            fig.subplots_adjust(left=0.07 if ncols == 3 else 0.1, right=0.99, top=0.88, bottom=0.18,
+                                wspace=0.28, hspace=0.7)
+            alt = f"System metrics ({', '.join(p.title for p in panels)}) of run {safe_text(run.name, limit=120)}"
+            keys = [(f"dev{i % len(DEVICE_COLORS)}", d) for i, d in enumerate(devices)] if len(devices) > 1 else []
+            axis = "minutes since the run started" if any(p.axis == "seconds" for p in panels) else "training steps"
+            note = (f"System metrics on {axis}" + (" (sampled on a clock, not per step)" if "minutes" in axis else "")
+                    + "; one line per device.")
+            return self._render(fig, alt, points, f"res{run.index}", note, columns=ncols, keys=keys)
 
     # -- across runs ----------------------------------------------------------------
 

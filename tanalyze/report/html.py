@@ -295,11 +295,12 @@ def _checkpoint_view(d: Mapping[str, Any]) -> dict[str, Any] | None:
             "rows": rows, "notes": [str(n) for n in c.get("notes") or ()], "folder": c.get("folder")}
 
 
-def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None], findings: list[dict[str, Any]],
+def _run_context(run: RunView, figures: tuple[Rendered | None, ...], findings: list[dict[str, Any]],
                  chart: Mapping[str, Any] | None = None, *, details: bool = True) -> dict[str, Any]:
     d = run.diagnosis
     info = run.info
-    loss, aux = figures
+    loss, aux = figures[0], figures[1]
+    resources = figures[2] if len(figures) > 2 else None
     read_warnings = [w.to_dict() for w in info.warnings] if info else []
     text = []
     for tag, value in (info.text.items() if info else ()):
@@ -330,6 +331,11 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, Rendered | None],
         "aux_note": aux.note if aux else "",
         # one or two small panels fit under the loss chart when the findings beside it are long
         "aux_beside": bool(aux) and aux.columns <= 2 and len(findings) >= 2,
+        "resources_figure": Markup(resources.markup) if resources else None,
+        "has_resources": bool(chart and chart.get("resources")),
+        "resources_columns": resources.columns if resources else 0,
+        "resources_note": resources.note if resources else "",
+        "resources_keys": resources.keys if resources else (),
         "findings": findings,
         "details": _details(d) if details else [],
         "analysis_warnings": [short(w, 1000) for w in d["warnings"]],
@@ -504,7 +510,7 @@ def _run_contexts(data: ReportData, figures: FigureMaker, findings: Mapping[int,
     data is added to ``charts`` (``"anchor":{...}`` JSON members; None: no charts, as in Jupyter)."""
     columns = chart_columns(len(data.runs))
     if static:
-        drawn: Iterator[tuple[Rendered | None, Rendered | None]] = run_figures(
+        drawn: Iterator[tuple[Rendered | None, ...]] = run_figures(
             data.runs, figures, jobs=jobs, progress=progress)
     else:
         drawn = iter([(None, None)] * len(data.runs))

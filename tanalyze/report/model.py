@@ -32,6 +32,11 @@ __all__ = [
     "sources_from",
     "build_report",
     "number",
+    "RESOURCE_PANELS",
+    "ResourcePanel",
+    "resource_panels",
+    "resource_key",
+    "device_order",
 ]
 
 #: Verdict labels, worst first (the order the summary table sorts by).
@@ -51,6 +56,71 @@ ROLE_TITLES: dict[str, str] = {
     "gpu_memory": "GPU memory",
     "loss_scale": "loss scale",
 }
+
+
+#: The resources panel: system-metric kinds drawn (in this order) and their titles.
+RESOURCE_PANELS: tuple[tuple[str, str], ...] = (
+    ("gpu_util", "GPU utilisation"), ("gpu_memory", "GPU memory"), ("gpu_temp", "GPU temperature"),
+    ("gpu_power", "GPU power"), ("gpu_clock", "GPU clock"), ("cpu", "CPU"), ("host_memory", "host memory"),
+)
+#: Key prefix of system-metric curves in :attr:`RunView.series` (beside the roles).
+RESOURCE_KEY = "resource/"
+#: At most this many devices (lines) per resources panel.
+RESOURCE_MAX_DEVICES = 8
+_UNIT_TEXT = {"%": "%", "C": "°C", "W": "W", "MHz": "MHz", "bytes": "GiB", "MB": "MiB"}
+
+
+@dataclass(frozen=True)
+class ResourcePanel:
+    """One small chart of the resources panel: a kind of system metric, one line per device."""
+
+    kind: str
+    title: str
+    unit: str  # as drawn: "%", "°C", "W", "MHz", "GiB", "MiB"
+    axis: str  # "seconds" (since the run started) or "step"
+    lines: tuple[tuple[str, Series], ...]  # (device, curve); GiB already divided for bytes
+
+
+def resource_panels(run: RunView) -> list[ResourcePanel]:
+    """The run's resources panel from its diagnosis' ``system.series`` and the curves kept for them."""
+    system = run.diagnosis.get("system")
+    listed = system.get("series") if isinstance(system, Mapping) else None
+    if not isinstance(listed, list):
+        return []
+    panels = []
+    for kind, title in RESOURCE_PANELS:
+        entries = [e for e in listed if isinstance(e, Mapping) and e.get("kind") == kind]
+        if not entries:
+            continue
+        unit = str(entries[0].get("unit"))
+        lines = []
+        for e in entries:
+            key = resource_key(kind, str(e.get("device")), str(e.get("unit")))
+            if e.get("unit") != unit or key not in run.series or len(lines) >= RESOURCE_MAX_DEVICES:
+                continue
+            s = run.series[key]
+            if unit == "bytes":
+                s = Series(s.tag, s.steps, s.values / 2.0**30)
+            if s.finite.any():
+                lines.append((str(e.get("device")), s))
+        if lines:
+            axis = "step" if entries[0].get("clock") == "step" else "seconds"
+            panels.append(ResourcePanel(kind, title, _UNIT_TEXT.get(unit, unit), axis, tuple(lines)))
+    return panels
+
+
+def device_order(panels: Sequence[ResourcePanel]) -> list[str]:
+    """The devices of a resources panel in order of first appearance: each keeps one colour in every chart."""
+    order: list[str] = []
+    for panel in panels:
+        for device, _ in panel.lines:
+            if device not in order:
+                order.append(device)
+    return order
+
+
+def resource_key(kind: str, device: str, unit: str) -> str:
+    return f"{RESOURCE_KEY}{kind}/{device}/{unit}"
 
 
 def number(value: Any) -> float | None:
@@ -251,8 +321,13 @@ def _run_view(index: int, source: RunSource) -> RunView:
     if diagnosis.get("format") is None and info is not None:
         diagnosis["format"] = info.format
     roles = {str(k): str(v) for k, v in (diagnosis.get("roles") or {}).items() if v is not None}
-    by_tag = _series_by_tag(source.scalars, roles.values())
+    system = diagnosis.get("system")
+    listed = [e for e in (system.get("series") or []) if isinstance(e, Mapping)] if isinstance(system, Mapping) else []
+    by_tag = _series_by_tag(source.scalars, [*roles.values(), *(str(e.get("tag")) for e in listed)])
     series = {role: by_tag[tag] for role, tag in roles.items() if tag in by_tag}
+    for e in listed:  # the system metrics of the resources panel, beside the roles
+        if str(e.get("tag")) in by_tag:
+            series[resource_key(str(e.get("kind")), str(e.get("device")), str(e.get("unit")))] = by_tag[str(e["tag"])]
     frame = source.scalars
     summary: dict[str, Any] = {role: series[role].stats() for role in LOSS_ROLES if role in series}
     summary["throughput"] = _throughput_summary(diagnosis, series)

@@ -26,13 +26,13 @@ __all__ = ["run_figures", "draw", "worker_maker", "fork_context", "default_worke
 #: Below this many runs, starting worker processes costs more than it saves.
 MIN_RUNS_FOR_WORKERS = 8
 
-RunFigures = tuple[Rendered | None, Rendered | None]
+RunFigures = tuple[Rendered | None, ...]  # (loss, aux, resources)
 
 _MAKER: FigureMaker | None = None  # one per worker process, so its figures are reused across runs
 
 
 def draw(maker: FigureMaker, run: RunView) -> RunFigures:
-    return maker.loss(run), maker.aux(run, aux_roles(run))
+    return maker.loss(run), maker.aux(run, aux_roles(run)), maker.resources(run)
 
 
 def worker_maker(smoothing: float) -> FigureMaker:
@@ -70,7 +70,7 @@ def run_figures(
     jobs: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Iterator[RunFigures]:
-    """The (loss, aux) figures of each run, in order; drawn by ``jobs`` processes (None: automatic)."""
+    """The (loss, aux, resources) figures of each run, in order; drawn by ``jobs`` processes (None: automatic)."""
     total = len(runs)
     if all(run.figures is not None for run in runs):  # drawn where the runs were read
         for done, run in enumerate(runs, start=1):

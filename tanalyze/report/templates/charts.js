@@ -87,6 +87,10 @@
     box.appendChild(readout);
     var log = !!spec.log;
     var canLog = positive(spec.lines);
+    // x is the step, or minutes since the run started (system metrics), shown to a tenth
+    var fmtX = spec.xname === "minutes" ? function (v) {
+      return v === null || v === undefined ? "\u2014" : (Math.round(v * 10) / 10).toLocaleString("en-US");
+    } : fmtStep;
     var joined = uPlot.join(spec.lines.map(function (l) { return [l.x, l.y]; }));
 
     function data() {
@@ -100,7 +104,7 @@
     }
 
     function series() {
-      var s = [{ label: "step", value: function (u, v) { return fmtStep(v); } }];
+      var s = [{ label: spec.xname || "step", value: function (u, v) { return fmtX(v); } }];
       spec.lines.forEach(function (l) {
         var smoothed = l.smooth && state.smoothing > 0;
         s.push({ label: l.label + (smoothed ? " (raw)" : ""), stroke: l.color, width: smoothed ? 0.8 : 1.5,
@@ -169,7 +173,7 @@
     function showReadout(u) {
       var idx = u.cursor.idx;
       if (idx === null || idx === undefined) { return; }
-      var parts = [spec.run, "step " + fmtStep(u.data[0][idx])];
+      var parts = [spec.run, (spec.xname || "step") + " " + fmtX(u.data[0][idx])];
       for (var k = 1; k < u.series.length; k++) {
         var s = u.series[k];
         if (!s.show || / \(raw\)$/.test(s.label)) { continue; }
@@ -204,7 +208,7 @@
       var opts = {
         width: width, height: spec.height, series: series(),
         scales: { x: { time: false }, y: yScale() },
-        axes: [{ stroke: "#6b7280", grid: { stroke: "#eef0f3" }, size: 34, values: ticks(fmtStep) },
+        axes: [{ stroke: "#6b7280", grid: { stroke: "#eef0f3" }, size: 34, values: ticks(fmtX) },
                { stroke: "#6b7280", grid: { stroke: "#eef0f3" }, size: 58, values: ticks(fmtTick) }],
         legend: { show: spec.legend !== false, live: true },
         cursor: { sync: spec.sync ? { key: spec.sync } : undefined, drag: { x: true, y: false } },
@@ -279,6 +283,22 @@
              log: p.log, marks: [], height: 170, sync: sync, legend: false, title: p.title + " \u00b7 " + p.tag };
   }
 
+  var DEVICE_COLORS = ["#1f2937", "#2563eb", "#ea580c", "#16a34a", "#9333ea", "#dc2626", "#0891b2", "#ca8a04"];
+
+  function resourceSpec(d, p, sync) {
+    // system metrics: x is seconds since the run started (or the step when logged per step), so the cursor
+    // is synchronised among these panels only, not with the step charts
+    var minutes = p.axis !== "step";
+    var lines = p.series.map(function (s) {
+      var x = steps(s.dx);
+      return { label: s.device + " \u00b7 " + s.tag, color: DEVICE_COLORS[s.color % DEVICE_COLORS.length],
+               x: minutes ? x.map(function (v) { return v / 60; }) : x, y: s.y, smooth: false };
+    });
+    return { run: d.run, lines: lines, log: false, marks: [], height: 160, legend: false,
+             sync: minutes ? sync + "-time" : sync, xname: minutes ? "minutes" : "step",
+             title: p.title + " (" + p.unit + ") \u00b7 " + (minutes ? "minutes since the start" : "step") };
+  }
+
   function drawRun(section) {
     if (!section || section.getAttribute("data-drawn")) { return null; }
     var d = chartData().runs[section.id];
@@ -313,6 +333,25 @@
         spec.width = cellWidth;
         chart(cell, spec);
       });
+    }
+    if (d.resources) {
+      var resFig = section.querySelector("figure.fig-resources");
+      if (resFig) {
+        var rgrid = el("div", "tz-live tz-aux-grid");
+        var racross = Math.min(d.resources.length, 3);
+        rgrid.style.gridTemplateColumns = "repeat(" + racross + ", minmax(0, 1fr))";
+        resFig.insertBefore(rgrid, resFig.firstChild);
+        resFig.classList.add("live");
+        resFig.style.maxWidth = "none";
+        var rcell = function () { return Math.floor((rgrid.clientWidth - 12 * (racross - 1)) / racross); };
+        d.resources.forEach(function (p) {
+          var cell = el("div", "tz-aux-cell");
+          rgrid.appendChild(cell);
+          var spec = resourceSpec(d, p, sync);
+          spec.width = rcell;
+          chart(cell, spec);
+        });
+      }
     }
     return made;
   }
