@@ -742,7 +742,9 @@ def _overfit_wandb() -> dict[str, Any]:
     run = wandb.init(
         project="tanalyze-samples", name="overfit_wandb", id="ovfit001", dir=str(out), config=config,
         settings=wandb.Settings(
-            mode="offline", x_disable_meta=True, x_disable_stats=True, x_disable_machine_info=True,
+            # system metrics on (CPU, host memory, disk, network: no GPU here), sampled every second so that
+            # this short run gets a resources panel; metadata and machine info stay off (no host or paths)
+            mode="offline", x_disable_meta=True, x_disable_stats=False, x_stats_sampling_interval=1.0,
             disable_git=True, save_code=False, x_save_requirements=False, console="wrap",
         ),
     )
@@ -756,6 +758,7 @@ def _overfit_wandb() -> dict[str, Any]:
         logged.setdefault(tag, []).append((step, value))
 
     def flush(step: int) -> None:
+        time.sleep(0.01)  # 10 ms a step (a job waiting on its loader): ~15 s, so W&B samples the system ~15 times
         row = pending.pop(step)
         if step % 5 == 0:  # log_every_n_steps=5, as most jobs do: keeps the .wandb file small
             run.log(row, step=step)
@@ -786,7 +789,8 @@ def _overfit_wandb() -> dict[str, Any]:
         train_tag="train/loss", val_tag="val/loss", train=history["train/loss"], val=history["val/loss"],
         cause="MLP 16-256x3-4 on 200 training points with 20% noisy labels, Adam lr 2e-4, no regularisation: "
         "train loss goes to ~0, val loss bottoms out early and then more than doubles",
-        notes="history only in the binary .wandb transaction log (W&B offline mode writes no config.yaml or "
+        notes="history and system metrics (W&B's system/cpu, system/memory_percent …, sampled every second) only "
+        "in the binary .wandb transaction log (W&B offline mode writes no config.yaml or "
         "wandb-summary.json until synced; files/ holds the captured console output.log); train metrics every "
         "5 steps, val every 20; debug logs removed (machine paths, no metrics)",
         wandb_file=f"run-{run.id}.wandb", wandb_bytes=(run_dir / f"run-{run.id}.wandb").stat().st_size,
