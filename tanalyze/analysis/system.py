@@ -305,7 +305,7 @@ def _throttling(temp: SystemSeries, *, util: SystemSeries | None, clock_series: 
         if before.size < 3 or after.size < 3:
             continue
         b, a = float(np.median(before)), float(np.median(after))
-        if b == 0:
+        if b <= 0 or a <= 0:  # a rate or a time is positive; anything else is not a signal to compare
             continue
         change = (a / b - 1.0) if higher else (b / a - 1.0)  # as speed: negative = slower
         p = mann_whitney_p(before, after)

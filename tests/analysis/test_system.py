@@ -232,3 +232,29 @@ def test_host_memory_and_gpu_bytes_with_a_known_capacity():
     assert r.memory == ()  # no capacity known: not judged
     r = analyze_system([series("gpu_memory", used, unit="bytes", tag="b")], gpu_capacity_bytes=8e9)
     assert r.memory[0].peak_percent == pytest.approx(95.0) and r.findings[0].severity == "info"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_odd_series_never_raise(seed):
+    """Empty, single-point, constant, NaN-riddled, zero and negative series, duplicate times, a step clock going
+    backwards: a result (maybe empty), never an exception."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 40))
+    def values(scale):
+        v = rng.normal(scale, scale / 3, n)
+        v[rng.random(n) < 0.2] = np.nan
+        if n and rng.random() < 0.3:
+            v[:] = 0.0
+        return v
+    x = np.sort(rng.integers(0, 100, n)).astype(np.int64)  # duplicates likely
+    wall = 1_000.0 + x + rng.normal(0, 1, n)
+    made = [SystemSeries(kind, "gpu0", unit, "wall", Curve(f"t{kind}", x, values(scale), wall))
+            for kind, unit, scale in (("gpu_util", "%", 90), ("gpu_temp", "C", 85), ("gpu_clock", "MHz", 1500),
+                                      ("gpu_power", "W", 200), ("gpu_memory", "bytes", 1e9), ("host_memory", "%", 95))]
+    steps = rng.integers(0, 50, 30).astype(np.int64)  # not sorted: a restarted step counter
+    clock = Curve("loss", steps, np.ones(30), np.sort(1_000.0 + rng.random(30) * 100))
+    speed = Curve("time_ms", steps, rng.choice([0.0, -1.0, 250.0, np.nan], 30), np.full(30, np.nan))
+    r = analyze_system(made, step_clock=clock, speed=speed, speed_higher_is_better=False, eval_steps=steps[:5],
+                       gpu_capacity_bytes=2e9)
+    json.dumps(r.to_dict())
+    assert analyze_system([]).findings == ()
