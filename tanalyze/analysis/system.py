@@ -117,6 +117,8 @@ class MemoryPressure(ResultMixin):
 class SystemHealth(ResultMixin):
     series: tuple[ResourceStats, ...]
     alignment: str  # how wall-clock samples were placed at training steps
+    #: (seconds since the start, training step) pairs across the run (≤ 40): where the wall clock meets the steps
+    step_at: tuple[tuple[int, int], ...]
     drops: tuple[UtilDrops, ...]
     throttling: tuple[Throttling, ...]
     memory: tuple[MemoryPressure, ...]
@@ -496,9 +498,20 @@ def analyze_system(
                       "unit": "percent of capacity"},
         ))
 
+    step_at: list[tuple[int, int]] = []
+    timed = [s for s in series if s.clock == "wall"]
+    if clock.known and timed:
+        x, _, walls = _axis(timed[0])
+        off = _offset(x, walls) if x.size else None
+        if off is not None:
+            for t in np.unique(np.linspace(x[0], x[-1], 40).round()):
+                step = clock.step_at(off + float(t))
+                if step is not None:
+                    step_at.append((int(t), step))
     alignment = ("wall-clock samples placed at training steps by interpolating the run's (wall time, step) pairs"
                  if clock.known else "wall-clock samples are on seconds since the start (no step wall times)")
     if series and all(s.clock == "step" for s in series):
         alignment = "logged at training steps"
-    return SystemHealth(series=tuple(stats), alignment=alignment, drops=tuple(drops), throttling=tuple(throttling),
+    return SystemHealth(series=tuple(stats), alignment=alignment, step_at=tuple(step_at), drops=tuple(drops),
+                        throttling=tuple(throttling),
                         memory=tuple(memory), findings=tuple(findings))

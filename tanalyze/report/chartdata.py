@@ -253,4 +253,9 @@ def run_chart(run: RunView, columns: int = COLUMNS) -> dict[str, Any] | None:
              "series": [{"device": safe_text(device, 40), "tag": safe_text(s.tag, 200), "color": devices.index(device),
                          **_line(s, max(COLUMNS_MANY // 2, columns // 3))} for device, s in p.lines]}
             for p in resources]
+        system = run.diagnosis.get("system")
+        pairs = system.get("step_at") if isinstance(system, Mapping) else None
+        if pairs:  # seconds since the start → training step, for the read-out of the wall-clock panels
+            out["resource_steps"] = [[int(a), int(b)] for a, b in pairs
+                                     if isinstance(a, int | float) and isinstance(b, int | float)]
     return out

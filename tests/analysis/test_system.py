@@ -83,8 +83,12 @@ def test_thermal_throttling_on_a_real_run():
     assert t.signal == "step time" and t.signal_tag == "time_ms"
     assert t.before == pytest.approx(271.9, abs=0.05) and t.after == pytest.approx(319.88, abs=0.05)
     assert t.change == pytest.approx(-0.15, abs=0.005)
-    # placed at a training step from the W&B history's (wall time, step) pairs: step 250 was at 274 s, 500 at 390 s
+    # placed at a training step from the W&B history's (wall time, step) pairs (steps 250 and 500 were logged 274 s
+    # and 390 s after step 0)
     assert 250 <= t.onset_step <= 500
+    pairs = d.system.step_at  # seconds → step along the run: both never go back, inside the logged steps
+    assert len(pairs) >= 30 and all(a[0] < b[0] and a[1] <= b[1] for a, b in zip(pairs, pairs[1:], strict=False))
+    assert 0 <= pairs[0][1] and pairs[-1][1] <= 5000
     finding = next(f for f in d.findings if f.code == "thermal_throttling")
     assert finding.step == t.onset_step and "87°C" in finding.message
 

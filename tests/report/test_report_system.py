@@ -78,6 +78,7 @@ def test_real_run_panel_findings_and_no_wall_clock_memory_on_the_step_axis():
     assert [s["device"] for s in temp["series"]] == ["gpu0", "gpu1", "gpu2"] and temp["unit"] == "°C"
     # W&B's gpu.0.memoryAllocated has the gpu_memory role, but it is sampled on a clock: no step-axis panel
     assert run.roles["gpu_memory"] == "system/gpu.0.memoryAllocated" and "gpu_memory" not in aux_roles(run)
+    assert chart["resource_steps"] == [list(p) for p in run.diagnosis["system"]["step_at"]]
     page = render_html(data)
     assert "thermal_throttling" in page and "GPU thermal throttling" in page
     assert re.search(r'<figure class="fig-resources cols-3"><svg', page)

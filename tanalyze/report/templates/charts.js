@@ -181,6 +181,14 @@
         if (v === null || v === undefined) { continue; }
         parts.push(s.label + " = " + fmt(v));
       }
+      if (spec.stepAt && spec.stepAt.length > 1) {  // [seconds, step] pairs: where this minute is in steps
+        var sec = u.data[0][idx] * 60, pairs = spec.stepAt, j = 1;
+        while (j < pairs.length - 1 && pairs[j][0] < sec) { j++; }
+        var a = pairs[j - 1], b = pairs[j];
+        if (sec >= pairs[0][0] && sec <= pairs[pairs.length - 1][0] && b[0] > a[0]) {
+          parts.splice(2, 0, "\u2248 step " + fmtStep(a[1] + (b[1] - a[1]) * (sec - a[0]) / (b[0] - a[0])));
+        }
+      }
       readout.textContent = parts.join(" \u00b7 ");
       box.setAttribute("data-readout-step", String(u.data[0][idx]));
     }
@@ -296,6 +304,7 @@
     });
     return { run: d.run, lines: lines, log: false, marks: [], height: 160, legend: false,
              sync: minutes ? sync + "-time" : sync, xname: minutes ? "minutes" : "step",
+             stepAt: minutes ? d.resource_steps : null,
              title: p.title + " (" + p.unit + ") \u00b7 " + (minutes ? "minutes since the start" : "step") };
   }
 
