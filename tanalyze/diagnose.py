@@ -595,7 +595,12 @@ def diagnose_run(
     judged = choose_phase(frame, phases)
     if judged is not None:  # the curves (and histograms) of that session only
         steps = frame["step"].to_numpy()
-        frame = frame[(steps >= judged.first_step) & (steps <= judged.last_step)]
+        keep = (steps >= judged.first_step) & (steps <= judged.last_step)
+        # system metrics sampled on a clock: their step is seconds since the start, not a training step
+        clocked = [t for t in pd.unique(frame["tag"]) if (k := resource_kind(str(t))) is not None and k.clock == "wall"]
+        if clocked:
+            keep |= frame["tag"].isin(clocked).to_numpy()
+        frame = frame[keep]
         if histograms is not None and len(histograms):
             hist_steps = histograms["step"].to_numpy()
             histograms = histograms[(hist_steps >= judged.first_step) & (hist_steps <= judged.last_step)]

@@ -262,3 +262,25 @@ def test_odd_series_never_raise(seed):
                        gpu_capacity_bytes=2e9)
     json.dumps(r.to_dict())
     assert analyze_system([]).findings == ()
+
+
+def test_a_judged_session_keeps_the_system_samples():
+    """A run with two sessions is judged on the last; its W&B samples (step = seconds since the start, here
+    beyond the session's steps) are still analysed."""
+    import pandas as pd
+
+    from tanalyze.diagnose import diagnose_run
+    from tanalyze.readers.base import Phase
+
+    steps = np.arange(0, 200)
+    loss = pd.DataFrame({"run": "r", "tag": "train/loss", "step": steps, "value": 2.0 / (1 + steps % 100),
+                         "wall_time": 1_000.0 + steps * 10.0})
+    seconds = np.arange(0, 2_000, 30)
+    host = pd.DataFrame({"run": "r", "tag": "system/memory", "step": seconds,
+                         "value": np.where(seconds > 1_500, 96.0, 50.0), "wall_time": 1_000.0 + seconds})
+    frame = pd.concat([loss, host], ignore_index=True)
+    d = diagnose_run(frame, phases=[Phase(0, 0, 99), Phase(1, 100, 199)])
+    assert d.phase is not None and d.phase.index == 1
+    (memory,) = d.system.memory
+    assert memory.tag == "system/memory" and memory.samples_above == 16
+    assert [f.code for f in d.findings if f.code == "memory_near_capacity"] == ["memory_near_capacity"]
