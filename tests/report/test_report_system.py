@@ -88,6 +88,40 @@ def test_real_run_panel_findings_and_no_wall_clock_memory_on_the_step_axis():
     assert throttle["device"] == "gpu0" and throttle["signal"] == "step time"
 
 
+HOVER = """<script>
+(async function () {
+  var out = {};
+  try {
+    document.querySelectorAll("section.run").forEach(function (s) { tanalyzeCharts.draw(s.id); });
+    await new Promise(function (done) { setTimeout(done, 50); });
+    var box = document.querySelector("figure.fig-resources .tz-aux-cell");
+    var over = box.querySelector(".u-over"), r = over.getBoundingClientRect();
+    over.dispatchEvent(new MouseEvent("mousemove", { bubbles: true, clientX: r.left + 0.5 * r.width,
+                                                     clientY: r.top + r.height / 2, view: window }));
+    await new Promise(function (done) { setTimeout(done, 50); });
+    out.readout = box.querySelector(".tz-readout").textContent;
+  } catch (e) { out.error = String(e && e.stack || e); }
+  document.body.setAttribute("data-out", JSON.stringify(out));
+})();
+</script>"""
+
+
+@pytest.mark.slow
+def test_hovering_a_wall_clock_panel_reads_out_minutes_and_the_step(tmp_path):
+    """The W&B CPU run: hover the CPU chart half-way; the read-out gives the minute and the training step then."""
+    data = build_report(*_logs_and_diagnoses(FIXTURES / "wandb_cpu"), generated_at="2026-01-01T00:00:00Z")
+    page = tmp_path / "hover.html"
+    page.write_text(render_html(data, csp=False).replace("</body>", HOVER + "</body>"), encoding="utf-8")
+    done = browser.load(page)
+    found = re.search(r'<body[^>]*data-out="([^"]*)"', done.dom)
+    assert found, done.stderr[-2000:]
+    import html as html_module
+
+    out = json.loads(html_module.unescape(found.group(1)))
+    assert "error" not in out, out["error"]
+    assert re.search(r"· minutes 0\.\d · ≈ step [\d,]+ · host · system/cpu = ", out["readout"]), out["readout"]
+
+
 @pytest.mark.slow
 def test_the_page_draws_the_resources_panel_in_a_browser(fixtures_report, tmp_path):
     page = tmp_path / "report.html"
