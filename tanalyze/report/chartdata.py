@@ -25,6 +25,7 @@ from tanalyze.report.model import (
     Series,
     device_order,
     number,
+    resource_marks,
     resource_panels,
 )
 from tanalyze.text import safe_text
@@ -248,8 +249,12 @@ def run_chart(run: RunView, columns: int = COLUMNS) -> dict[str, Any] | None:
         out["aux"] = panels
     if resources:  # system metrics: x is seconds since the start ("seconds") or the training step ("step")
         devices = device_order(resources)
+        marks = resource_marks(run)
         out["resources"] = [
             {"kind": p.kind, "title": p.title, "unit": p.unit, "axis": p.axis,
+             "marks": [{"kind": "onset" if kind == "throttle" else "drop",
+                        "step": x / 60.0 if p.axis == "seconds" else x, "label": safe_text(label, 80)}
+                       for kind, x, label in marks.get(p.kind, ()) if kind != "limit"],
              "series": [{"device": safe_text(device, 40), "tag": safe_text(s.tag, 200), "color": devices.index(device),
                          **_line(s, max(COLUMNS_MANY // 2, columns // 3))} for device, s in p.lines]}
             for p in resources]

@@ -37,7 +37,15 @@ from tanalyze.report.chartdata import (
     wants_log_scale,
 )
 from tanalyze.report.downsample import m4
-from tanalyze.report.model import ROLE_TITLES, RunView, Series, device_order, number, resource_panels
+from tanalyze.report.model import (
+    ROLE_TITLES,
+    RunView,
+    Series,
+    device_order,
+    number,
+    resource_marks,
+    resource_panels,
+)
 from tanalyze.report.svgaxes import AxisSpec, compact, layer, log_label, matplotlib_ticks, prepare
 from tanalyze.report.svgsafe import clean_svg
 from tanalyze.text import safe_text
@@ -329,6 +337,8 @@ class FigureMaker:
             fig, axes = self._figure(f"res{nrows}x{ncols}", (3.45 * ncols, 2.1 * nrows), nrows, ncols)
             points = 0
             devices = device_order(panels)
+            marks = resource_marks(run)
+            said: set[str] = set()
             columns = max(100, (self.columns * 2) // (3 * ncols))
             for ax, panel in zip(axes, panels, strict=False):
                 minutes = panel.axis == "seconds"
@@ -336,6 +346,19 @@ class FigureMaker:
                     color = DEVICE_COLORS[devices.index(device) % len(DEVICE_COLORS)]
                     x = series.steps / 60.0 if minutes else series.steps
                     points += self._line(ax, x, series.values, columns=columns, color=color, linewidth=1.1)
+                for kind, x, _ in marks.get(panel.kind, ()):
+                    if kind == "limit":
+                        if panel.unit == "%":
+                            ax.axhline(x, color=DIVERGED, linestyle=":", linewidth=1.0)
+                            said.add("dotted red line: 90% of capacity")
+                        continue
+                    at = x / 60.0 if minutes else x
+                    if kind == "throttle":
+                        ax.axvline(at, color=ONSET, linestyle="--", linewidth=1.1)
+                        said.add("dashed line: where a throttling GPU reached its temperature plateau")
+                    else:
+                        ax.axvline(at, color=SPIKE, linewidth=0.6, alpha=0.5)
+                        said.add("thin red lines: periodic utilisation drops")
                 self._style_axes(ax, log=False, xticks=4, yticks=4, xlabel="minutes" if minutes else "step")
                 ax.set_title(label_text(f"{panel.title} ({panel.unit})", 48))
             for ax in axes[n:]:
@@ -346,7 +369,7 @@ class FigureMaker:
             keys = [(f"dev{i % len(DEVICE_COLORS)}", d) for i, d in enumerate(devices)] if len(devices) > 1 else []
             axis = "minutes since the run started" if any(p.axis == "seconds" for p in panels) else "training steps"
             note = (f"System metrics on {axis}" + (" (sampled on a clock, not per step)" if "minutes" in axis else "")
-                    + "; one line per device.")
+                    + "; one line per device." + "".join(f" {m[0].upper()}{m[1:]}." for m in sorted(said)))
             return self._render(fig, alt, points, f"res{run.index}", note, columns=ncols, keys=keys)
 
     # -- across runs ----------------------------------------------------------------

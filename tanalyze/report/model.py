@@ -37,6 +37,7 @@ __all__ = [
     "resource_panels",
     "resource_key",
     "device_order",
+    "resource_marks",
 ]
 
 #: Verdict labels, worst first (the order the summary table sorts by).
@@ -107,6 +108,31 @@ def resource_panels(run: RunView) -> list[ResourcePanel]:
             axis = "step" if entries[0].get("clock") == "step" else "seconds"
             panels.append(ResourcePanel(kind, title, _UNIT_TEXT.get(unit, unit), axis, tuple(lines)))
     return panels
+
+
+def resource_marks(run: RunView) -> dict[str, list[tuple[str, float, str]]]:
+    """What the system findings located, per panel kind: (kind of mark, x on the panel's axis, label).
+    ``throttle``: where a throttling GPU reached its plateau (temperature panel); ``drop``: the starts of
+    periodic utilisation drops (utilisation panel); ``limit``: the capacity threshold (a y value, memory panels)."""
+    system = run.diagnosis.get("system")
+    if not isinstance(system, Mapping):
+        return {}
+    out: dict[str, list[tuple[str, float, str]]] = {}
+    for t in system.get("throttling") or ():
+        if isinstance(t, Mapping) and t.get("detected") and number(t.get("onset")) is not None:
+            out.setdefault("gpu_temp", []).append(
+                ("throttle", float(t["onset"]), f"{t.get('device')} hot from here ({number(t.get('plateau')) or 0:.0f} °C)"))
+    findings = {f.get("code") for f in system.get("findings") or () if isinstance(f, Mapping)}
+    for d in system.get("drops") or ():
+        if isinstance(d, Mapping) and d.get("periodic") and "gpu_util_drops" in findings:
+            for start in list(d.get("starts") or ())[:40]:
+                if number(start) is not None:
+                    out.setdefault("gpu_util", []).append(("drop", float(start), f"{d.get('device')} drop"))
+    if "memory_near_capacity" in findings:
+        for m in system.get("memory") or ():
+            if isinstance(m, Mapping) and (m.get("samples_above") or 0) > 0 and m.get("kind") in ("gpu_memory", "host_memory"):
+                out.setdefault(str(m["kind"]), [("limit", 90.0, "90% of capacity")])
+    return out
 
 
 def device_order(panels: Sequence[ResourcePanel]) -> list[str]:

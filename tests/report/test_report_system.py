@@ -79,8 +79,12 @@ def test_real_run_panel_findings_and_no_wall_clock_memory_on_the_step_axis():
     # W&B's gpu.0.memoryAllocated has the gpu_memory role, but it is sampled on a clock: no step-axis panel
     assert run.roles["gpu_memory"] == "system/gpu.0.memoryAllocated" and "gpu_memory" not in aux_roles(run)
     assert chart["resource_steps"] == [list(p) for p in run.diagnosis["system"]["step_at"]]
+    # the throttling GPU's plateau is marked on the temperature chart (6.5 min), nothing on the others
+    assert temp["marks"] == [{"kind": "onset", "step": 6.5, "label": "gpu0 hot from here (87 °C)"}]
+    assert all(p["marks"] == [] for p in chart["resources"] if p["kind"] != "gpu_temp")
     page = render_html(data)
     assert "thermal_throttling" in page and "GPU thermal throttling" in page
+    assert "Dashed line: where a throttling GPU reached its temperature plateau." in page
     assert re.search(r'<figure class="fig-resources cols-3"><svg', page)
     report = report_dict(data)
     jsonschema.Draft202012Validator(SCHEMA).validate(report)

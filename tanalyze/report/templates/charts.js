@@ -8,7 +8,7 @@
   var COLORS = { train: "#2563eb", val: "#ea580c" };
   var MARKS = {
     diverged: ["#991b1b", []], blowup: ["#991b1b", [2, 3]], onset: ["#b45309", [6, 4]], early: ["#7c3aed", [2, 3]],
-    resume: ["#15803d", [2, 3]]
+    resume: ["#15803d", [2, 3]], drop: ["rgba(220,38,38,0.5)", []]
   };
   var SPIKE = "#dc2626", BEST = "#15803d", GREY = "#1f2937";
   var dataNode = document.getElementById("tz-charts");
@@ -302,7 +302,7 @@
       return { label: s.device + " \u00b7 " + s.tag, color: DEVICE_COLORS[s.color % DEVICE_COLORS.length],
                x: minutes ? x.map(function (v) { return v / 60; }) : x, y: s.y, smooth: false };
     });
-    return { run: d.run, lines: lines, log: false, marks: [], height: 160, legend: false,
+    return { run: d.run, lines: lines, log: false, marks: p.marks || [], height: 160, legend: false,
              sync: minutes ? sync + "-time" : sync, xname: minutes ? "minutes" : "step",
              stepAt: minutes ? d.resource_steps : null,
              title: p.title + " (" + p.unit + ") \u00b7 " + (minutes ? "minutes since the start" : "step") };
