@@ -134,3 +134,23 @@ def test_the_page_draws_the_resources_panel_in_a_browser(fixtures_report, tmp_pa
     live = re.findall(r'<figure class="fig-resources[^"]*live', done.dom)
     assert len(live) == 2
     assert "minutes since the start" in done.dom and not [c for c in done.console if "Error" in c]
+
+
+def test_drop_and_capacity_marks_follow_the_findings(fixtures_report):
+    from dataclasses import replace
+
+    from tanalyze.report.figures import FigureMaker
+    from tanalyze.report.model import resource_marks
+
+    run = next(r for r in fixtures_report.runs if r.format == "wandb-local")
+    system = dict(run.diagnosis["system"])
+    system["drops"] = [{"device": "gpu0", "periodic": True, "starts": [60, 360, 660]}]
+    system["memory"] = [{"kind": "host_memory", "device": "host", "samples_above": 3}]
+    assert resource_marks(replace(run, diagnosis={**run.diagnosis, "system": system})) == {}  # no finding: no mark
+    system["findings"] = [{"code": "gpu_util_drops"}, {"code": "memory_near_capacity"}]
+    marked = replace(run, diagnosis={**run.diagnosis, "system": system})
+    assert resource_marks(marked) == {
+        "gpu_util": [("drop", 60.0, "gpu0 drop"), ("drop", 360.0, "gpu0 drop"), ("drop", 660.0, "gpu0 drop")],
+        "host_memory": [("limit", 90.0, "90% of capacity")]}
+    figure = FigureMaker().resources(marked)
+    assert "Dotted red line: 90% of capacity." in figure.note  # the host-memory panel draws it
