@@ -672,9 +672,13 @@ def _percent(fraction: float) -> str:
     value = abs(100.0 * fraction)
     decimals = 0 if value >= 10 else 1
     text = f"{value:.{decimals}f}"
-    while decimals < 6 and ((float(text) >= 100 > value) or (float(text) == 0 < value)):
+    while decimals < 4 and ((float(text) >= 100 > value) or (float(text) == 0 < value)):
         decimals += 1
         text = f"{value:.{decimals}f}"
+    if float(text) >= 100 > value:
+        return "more than 99.99%"
+    if float(text) == 0 < value:
+        return "less than 0.0001%"
     return text + "%"
 
 

@@ -120,3 +120,10 @@ def test_still_falling_is_not_converged_only_while_validation_still_improves(val
     val = np.concatenate([[0.9, 0.7, 0.6, 0.56, 0.55, 0.55, 0.56], np.linspace(0.55, val_end, 3)])
     verdict = classify_run(Curve.from_arrays(steps, train, "train/loss"), Curve.from_arrays(v_steps, val, "val/loss"))
     assert verdict.label == label and verdict.evidence["val_levelled"] == (label == "normal")
+
+
+def test_a_percentage_never_rounds_to_what_it_is_not_and_never_prints_a_row_of_zeros():
+    from tanalyze.analysis.classify import _percent
+
+    assert [_percent(f) for f in (-0.5, 0.99996, 0.00004)] == ["50%", "99.996%", "0.004%"]
+    assert _percent(-0.9999999998) == "more than 99.99%" and _percent(1e-9) == "less than 0.0001%"
