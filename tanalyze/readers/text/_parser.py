@@ -44,6 +44,8 @@ class ParsedFile:
     warnings: list[ReadWarning] = field(default_factory=list)
     restarts: list[Restart] = field(default_factory=list)
     hparams: dict[str, Any] = field(default_factory=dict)
+    rank: int | None = None  # the rank whose lines these are (a launcher's prefixed log), every row's rank
+    label: str = ""  # how notes name it among the run's parts ("rank 1")
 
 
 class TextParser:

@@ -27,8 +27,8 @@ import pandas as pd
 
 from tanalyze.readers.base import FilePart, Phase, ReadWarning, ResumableReader, RunData
 from tanalyze.readers.phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
-from tanalyze.readers.text import _parts
-from tanalyze.readers.text._lines import TEXT_SUFFIXES, looks_like_text, sniff_window
+from tanalyze.readers.text import _parts, _ranked
+from tanalyze.readers.text._lines import TEXT_SUFFIXES, looks_like_text
 from tanalyze.readers.text._parser import ParsedFile, TextParser
 from tanalyze.readers.text._rows import dedupe, duplicated_rows
 from tanalyze.schema import ScalarColumns, concat_frames, empty_scalars
@@ -212,15 +212,16 @@ def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None, *,
     other column (see ``ResumableReader.combine``), else a table.
     """
     several = len(parsed) > 1
-    phases = _phases(parsed[0]) if len(parsed) == 1 and not ranks else []
-    columns = _scalar_columns(parsed[0]) if as_columns and len(parsed) == 1 and not ranks else None
+    lanes = any(part.rank is not None for part in parsed)
+    phases = _phases(parsed[0]) if len(parsed) == 1 and not ranks and not lanes else []
+    columns = _scalar_columns(parsed[0]) if as_columns and len(parsed) == 1 and not ranks and not lanes else None
     scalars: pd.DataFrame | ScalarColumns
     if columns is not None:
         scalars, dropped = _deduped(columns)
     else:
         frames = []
         for part in parsed:
-            rank = ranks.get(part.path) if ranks else None
+            rank = part.rank if part.rank is not None else ranks.get(part.path) if ranks else None
             frames.append(part.rows.frame(rank=rank, source=part.path.name if several and ranks else None))
         scalars, dropped = dedupe(concat_frames(frames) if frames else empty_scalars())
     run = _run_info(parsed, ranks, empty=not len(scalars))
@@ -242,7 +243,7 @@ def _run_info(parsed: list[ParsedFile], ranks: dict[Path, int] | None, empty: bo
     warnings = [w for part in parsed for w in part.warnings]
     hparams: dict = {}
     for part in parsed:
-        prefix = f"{part.path.name}: " if several and ranks else ""
+        prefix = f"{part.label or part.path.name}: " if several and (ranks or part.label) else ""
         notes.extend(prefix + note for note in part.notes)
         for key, value in part.hparams.items():
             hparams.setdefault(key, value)
@@ -262,7 +263,7 @@ class TextReader(ResumableReader):
     """
 
     parser: ClassVar[type[TextParser]]
-    cache_version = 2
+    cache_version = 3  # 3: lines with a launcher's rank prefix, one lane per rank
 
     def detect(self, window: str) -> bool:  # pragma: no cover - every subclass overrides
         raise NotImplementedError
@@ -270,27 +271,61 @@ class TextReader(ResumableReader):
     def sniff(self, path: Path, head: bytes) -> bool:
         if not is_console_candidate(path, head):
             return False
-        return self.detect(sniff_window(path))
+        return self.detect(_ranked.console_window(path))
 
     def group(self, files: list[Path]) -> list[list[Path]]:
         return _group_files(files)
 
     def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
         path = Path(path)
+        prefix = state.get("prefix") if start and state is not None else _ranked.prefix_of(path)
+        if prefix:  # a launcher's rank prefix on its lines: one parser per rank
+            return _ranked.read_part(path, prefix, self.parser, start, state)
         return _parts.read_part(path, self.parser(path), start, state)
 
     def join_parts(self, head: FilePart, tail: FilePart) -> FilePart:
-        return _parts.join(head, tail)
+        if _ranked.is_ranked(head) != _ranked.is_ranked(tail):
+            raise ValueError("a ranked part joined to a plain one")  # pragma: no cover - read_part keeps the kind
+        return _ranked.join(head, tail) if _ranked.is_ranked(head) else _parts.join(head, tail)
 
     def combine(self, files: list[Path], parts: list[FilePart]) -> list[RunData]:
         files = [Path(f) for f in files]
         ranks = rank_layout(files) if len(files) > 1 or _RANK_WORD.search(files[0].name) else None
+        if any(_ranked.is_ranked(part) for part in parts):
+            return [self._combine_lanes(files, parts, ranks or {})]
         if ranks:
             by_file = dict(zip(files, parts, strict=True))
             parsed = [_parts.finish_parts([f], [by_file[f]], self.parser) for f in sorted(files, key=ranks.get)]
         else:
             parsed = [_parts.finish_parts(files, parts, self.parser)]
         return [runs_from_parsed(parsed, ranks, as_columns=True)]
+
+    def _combine_lanes(self, files: list[Path], parts: list[FilePart], file_ranks: dict[Path, int]) -> RunData:
+        """The run of a job whose lines carry a launcher's rank prefix: each rank's lines (over the job's files:
+        stderr, stdout) finished as one file of that rank; the launcher's own lines (rank -1) keep no rank. In a
+        per-rank file (``file_ranks``) every line is the file's rank."""
+        by_rank: dict[int, list[tuple[Path, FilePart]]] = defaultdict(list)
+        prefixes = set()
+        for file, part in zip(files, parts, strict=True):
+            if _ranked.is_ranked(part):
+                prefixes.add(part.state["prefix"])
+                for rank, lane in _ranked.lane_parts(part).items():
+                    by_rank[file_ranks.get(file, rank)].append((file, lane))
+            else:
+                by_rank[file_ranks.get(file, -1)].append((file, part))
+        parsed = []
+        for rank in sorted(by_rank):
+            lane_files, lane_parts = zip(*by_rank[rank], strict=True)
+            one = _parts.finish_parts(list(lane_files), list(lane_parts), self.parser)
+            one.rank = rank if rank >= 0 else None
+            one.label = f"rank {rank}" if rank >= 0 else "launcher"
+            parsed.append(one)
+        ranks = sorted(rank for rank in by_rank if rank >= 0)
+        run = runs_from_parsed(parsed, None)
+        run.notes.insert(0, f"{len(ranks)} rank(s) ({', '.join(map(str, ranks))}) of one job in one log, told apart "
+                            f"by the launcher's line prefix ({', '.join(sorted(prefixes))}), read as one run "
+                            "with a rank column")
+        return run
 
     def extend(self, files: list[Path], runs: list[RunData], tails: list[FilePart]) -> list[RunData] | None:
         """The run of one log with the lines it gained, when they simply continue it: no restart, no change
@@ -300,6 +335,8 @@ class TextReader(ResumableReader):
         run is combined again from its files' parts (still read only from where they stopped)."""
         if len(files) != 1 or len(runs) != 1 or _RANK_WORD.search(Path(files[0]).name):
             return None
+        if _ranked.is_ranked(tails[0]):
+            return None  # combined again from its lanes (each still read only from where it stopped)
         run, tail = runs[0], tails[0]
         if not tail.meta:  # the file did not grow
             return runs

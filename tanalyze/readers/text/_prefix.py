@@ -1,0 +1,131 @@
+"""Rank prefixes that launchers put before every line of a distributed job's console.
+
+A launcher that gathers the output of several processes into one stream marks each line
+with the process it came from:
+
+- ``torchrun --tee`` / ``accelerate launch --tee`` (and ``torchrun`` on its own for the
+  tracebacks it forwards): ``[default0]:`` (the worker role, ``default`` unless ``--role``,
+  then the local rank), ``[rank0]:``; both nest (``[default0]:[rank0]: Traceback …``);
+- Lightning's rank-prefixed messages: ``[rank: 0] …``;
+- SLURM ``srun --label``: ``0: …`` (the task id, padded with spaces to the width of the largest);
+- Open MPI ``mpirun --tag-output``: ``[1,0]<stdout>:`` / ``[1,0]<stderr>:`` (job, rank).
+
+:func:`detect` decides, from the first lines of a file, whether its lines carry such a prefix
+(most of them must, so that an ordinary log's ``3: …`` line is no prefix); :func:`split` then
+strips it line by line and hands each rank its own lines, so any console format reads each rank
+as if it had its own file. Lines without the prefix (the launcher's own) go to rank -1.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = ["PREFIXES", "RankPrefix", "detect", "split", "strip_window"]
+
+
+@dataclass(frozen=True)
+class RankPrefix:
+    """One launcher's line prefix: ``pattern`` matches it at a line start, group ``rank`` is the process."""
+
+    name: str
+    pattern: re.Pattern[str]
+    #: the share of non-blank lines among the first ones that must carry it
+    share: float
+
+
+PREFIXES: tuple[RankPrefix, ...] = (
+    RankPrefix("open-mpi", re.compile(r"\[\d+,(?P<rank>\d{1,6})\]<std(?:out|err)>: ?"), 0.3),
+    # torchrun's [default0]: (role, local rank) or [0]: (TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:"),
+    # torch's own [rank0]: (on the tracebacks and warnings of a process in a group), Lightning's [rank: 0]
+    RankPrefix("torchrun", re.compile(
+        r"\[(?:(?P<role>[A-Za-z][\w-]*?)?(?P<rank>\d{1,6})\]:|rank: (?P<lrank>\d{1,6})\] )"), 0.3),
+    RankPrefix("srun", re.compile(r" {0,5}(?P<rank>\d{1,6}): "), 0.8),
+)
+#: what torch's ``[rankN]:`` prefixes on its own (a traceback, a warning): no sign of a launcher
+_TORCH_OWN = re.compile(r"\s|Traceback|\[[WEIF]\d|\w+(?:Error|Exception)\b|\^|$")
+_NESTED = re.compile(r"\[(?:default|rank)\d{1,6}\]: ?")
+#: at least this many prefixed lines before a file counts as prefixed
+MIN_LINES = 3
+#: lines looked at to decide
+SAMPLE_LINES = 2000
+
+
+def _rank(match: re.Match[str]) -> int:
+    value = match.group("rank")
+    if value is None:
+        value = match.group("lrank")
+    return int(value)
+
+
+def detect(window: str) -> str | None:
+    """The name of the prefix the first lines of ``window`` carry, or None.
+
+    ``srun``'s bare ``N: `` needs most lines with it and ranks that are small and dense, so that a log
+    whose lines happen to start with a number and a colon is not taken for one.
+    """
+    lines = [line for line in window.split("\n", SAMPLE_LINES)[:SAMPLE_LINES] if line.strip()]
+    if len(lines) > 1 and not window.endswith("\n"):
+        lines = lines[:-1]  # the last line may be cut by the window
+    if not lines:
+        return None
+    for prefix in PREFIXES:
+        ranks = [_rank(m) for m, line in zip(map(prefix.pattern.match, lines), lines, strict=True)
+                 if m and not _torch_own(m, line)]
+        if len(ranks) < MIN_LINES or len(ranks) < prefix.share * len(lines):
+            continue
+        seen = set(ranks)
+        if prefix.name == "srun" and (len(ranks) < 2 * len(seen) or max(seen) >= 2 * len(seen) + 8):
+            continue  # task ids are few, dense from 0 and each on many lines; a numbered list is not
+        return prefix.name
+    return None
+
+
+def _torch_own(match: re.Match[str], line: str) -> bool:
+    """Whether a ``[rankN]:`` line is torch's own (a traceback or warning a process printed), which a
+    single process's log has too: such lines do not make a log a launcher's."""
+    if match.groupdict().get("role") != "rank":
+        return False
+    return _TORCH_OWN.match(line, match.end() + (line[match.end():match.end() + 1] == " ")) is not None
+
+
+def _prefix(name: str) -> RankPrefix:
+    return next(p for p in PREFIXES if p.name == name)
+
+
+def split(text: str, name: str) -> dict[int, list[str]]:
+    """The lines of ``text`` (whole lines, ``\\n``-terminated) by rank, prefix stripped; -1: unprefixed lines."""
+    pattern = _prefix(name).pattern
+    match = pattern.match
+    lanes: dict[int, list[str]] = {}
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        m = match(line)
+        if m is None:
+            lanes.setdefault(-1, []).append(line)
+            continue
+        rest = line[m.end():]
+        if rest.startswith("[") and name == "torchrun":
+            inner = _NESTED.match(rest)
+            if inner:
+                rest = rest[inner.end():]
+        lanes.setdefault(_rank(m), []).append(rest)
+    return lanes
+
+
+def strip_window(window: str, name: str) -> str:
+    """``window`` with the prefix ``name`` removed from every line that has it (for sniffing formats)."""
+    pattern = _prefix(name).pattern
+    out = []
+    for line in window.split("\n"):
+        m = pattern.match(line)
+        if m is not None:
+            line = line[m.end():]
+            if name == "torchrun":
+                inner = _NESTED.match(line)
+                if inner:
+                    line = line[inner.end():]
+        out.append(line)
+    return "\n".join(out)
