@@ -221,6 +221,7 @@ def discover(
                 found = reader.head_tags(head)
                 if found:
                     head_tags[file] = found
+    unrecognized = _companions(unrecognized, claimed, by_name)
     for (directory, _), group_files in by_pattern.items():
         claimed[(directory, PATTERN_FORMAT)].extend(group_files)
     pattern_of = {f: regex for (_, regex), group_files in by_pattern.items() for f in group_files}
@@ -274,6 +275,29 @@ def discover(
         skipped_dirs=tuple(skipped),
         errors=tuple(errors),
     )
+
+
+def _companions(unrecognized: list[str], claimed: dict[tuple[Path, str], list[Path]],
+                by_name: dict[str, Reader]) -> list[str]:
+    """Unclaimed files that a reader takes with its claimed ones (a job's stderr beside its stdout): moved into
+    that reader's group; the rest stay not read."""
+    if not unrecognized:
+        return unrecognized
+    by_folder: dict[Path, list[tuple[Path, str]]] = defaultdict(list)
+    for (directory, name), group_files in claimed.items():
+        for file in group_files:
+            by_folder[file.parent].append((directory, name))
+    rest = []
+    for text in unrecognized:
+        file = Path(text)
+        for directory, name in dict.fromkeys(by_folder.get(file.parent, ())):
+            files = claimed[(directory, name)]
+            if by_name[name].companion(file, set(files)):
+                files.append(file)
+                break
+        else:
+            rest.append(text)
+    return rest
 
 
 def _with_consoles(runs: list[RunSpec], unrecognized: list[str], root: Path) -> list[RunSpec]:

@@ -31,6 +31,8 @@ writers spread one run over several sources. The rules, in the order they apply
    sibling folders named by the rank (``rank_0/``, ``rank1/``, ``worker_0/``, ``node0_rank1/`` …):
    two or more such siblings with distinct ranks, holding only event files with tags in common
    (rank 0 may log more), are one run (their parent folder) with a ``rank`` column; tags keep their names.
+   torchrun's ``--log-dir`` (``<run id>/attempt_<n>/<local rank>/stdout.log`` + ``stderr.log``): the rank
+   folders of all attempts (restarts) of one run id are one run, named by the run id's folder.
 
 A run is named by its folder relative to the path given (the path's own name when the
 run is the path itself). ``join=False`` turns rules 1–5 off: one run per folder and
@@ -76,6 +78,10 @@ _HPARAMS_PREFIX = "_hparams_/"
 #: A folder named by the rank of the process that wrote it: rank_0, rank1, worker-0, node0_rank1, gpu_3 …
 _RANK_FOLDER = re.compile(
     r"(?:node[_-]?\d+[_-])?(?:rank|worker|proc|process|gpu|local_rank)[_-]?(\d+)", re.IGNORECASE)
+
+
+#: torchrun's ``--log-dir`` keeps each restart of a job in ``<run id>/attempt_<n>/``
+_ATTEMPT = re.compile(r"attempt_(\d+)")
 
 
 @dataclass
@@ -178,6 +184,7 @@ def identify(
             by_dir[source.directory].append(index)
         _join_hparams(sources, by_dir, owner)
         _join_ranks(sources, by_dir, owner)
+        _join_torchrun(sources, by_dir, owner)
         _join_add_scalars(root, sources, by_dir, owner)  # before splits: tensorboardX nests keys as Loss/train/
         _join_splits(sources, by_dir, owner)
 
@@ -206,6 +213,23 @@ def _join_hparams(sources: Sequence[Source], by_dir: dict[Path, list[int]], owne
         source = sources[indices[0]]
         if directory.parent in by_dir and any(t.startswith(_HPARAMS_PREFIX) for t in source.tags):
             owner[indices[0]] = (directory.parent, _Member(source, "hparams", "hparams sub-run (add_hparams)"))
+
+
+def _join_torchrun(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
+    """Rule 5b: torchrun's ``--log-dir`` (``<run id>/attempt_<n>/<local rank>/stdout.log``): the rank folders of
+    every attempt of one run id (the restarts of one job) are one run, named by the run id's folder."""
+    jobs: dict[Path, list[tuple[int, int, int]]] = defaultdict(list)
+    for directory, indices in by_dir.items():
+        attempt = _ATTEMPT.fullmatch(directory.parent.name)
+        if directory.name.isdigit() and attempt and len(indices) == 1 and indices[0] not in owner:
+            jobs[directory.parent.parent].append((int(attempt.group(1)), int(directory.name), indices[0]))
+    for job, found in jobs.items():
+        if len(found) < 2 or len({sources[index].format for _, _, index in found}) != 1:
+            continue
+        attempts = {attempt for attempt, _, _ in found}
+        for attempt, rank, index in sorted(found):
+            label = f"rank {rank}" + (f" (attempt {attempt})" if len(attempts) > 1 else "")
+            owner[index] = (job, _Member(sources[index], "rank", label, rank=rank))
 
 
 def _join_ranks(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:

@@ -166,6 +166,11 @@ class Reader(ABC):
         """Split the files this reader claimed in one folder into runs (default: one run)."""
         return [sorted(files)]
 
+    def companion(self, path: Path, claimed: set[Path]) -> bool:
+        """Whether ``path``, which no reader claims, belongs with files this reader claimed in its folder
+        (``claimed``): a job's stderr beside its stdout (default: no)."""
+        return False
+
     def head_tags(self, head: bytes) -> tuple[str, ...]:
         """The tags a file's first bytes already name (default: none known).
 

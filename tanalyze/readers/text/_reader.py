@@ -95,10 +95,24 @@ def rank_layout(files: list[Path]) -> dict[Path, int] | None:
     return None
 
 
+#: The stdout file of a job for each name of its stderr (torchrun ``--log-dir``: ``<rank>/stdout.log``)
+_STREAM_PAIRS = {"stderr.log": "stdout.log", "stderr.txt": "stdout.txt", "stderr": "stdout"}
+
+
+def stdout_of(path: Path) -> Path | None:
+    """The process's stdout beside ``path`` when ``path`` is its stderr (``stderr.log``), else None."""
+    return path.with_name(_STREAM_PAIRS[path.name]) if path.name in _STREAM_PAIRS else None
+
+
 def _group_files(files: list[Path]) -> list[list[Path]]:
     files = sorted(files)
     groups: list[list[Path]] = []
     rest: list[Path] = []
+    present = set(files)
+    for err in [f for f in files if stdout_of(f) in present]:  # stderr.log + stdout.log of one process
+        files.remove(err)
+        files.remove(stdout_of(err))
+        groups.append([err, stdout_of(err)])
     by_template: dict[str, list[Path]] = defaultdict(list)
     for file in files:
         m = _RANK_WORD.search(file.name)
@@ -275,6 +289,10 @@ class TextReader(ResumableReader):
 
     def group(self, files: list[Path]) -> list[list[Path]]:
         return _group_files(files)
+
+    def companion(self, path: Path, claimed: set[Path]) -> bool:
+        """A job's stderr with no metric line (its tracebacks) beside the stdout this reader claimed."""
+        return stdout_of(path) in claimed
 
     def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
         path = Path(path)
