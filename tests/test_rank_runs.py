@@ -89,11 +89,13 @@ def test_diagnose_names_the_rank_and_keeps_the_verdict_of_the_mean(case, code):
     assert any("points of one step are averaged" in w for w in diagnosis.warnings)
 
 
-def test_report_has_a_line_per_rank_naming_the_straggler_and_the_stopped_rank():
+def test_report_has_a_line_per_rank_naming_the_straggler_and_the_stopped_rank(tmp_path):
     from tanalyze.report import build_report, report_dict
     from tanalyze.report.html import render_html
 
-    logs = _load(DISTRIBUTED)
+    for case in TRUTH["cases"]:  # the two event-file jobs (launchers/ beside them holds console jobs)
+        shutil.copytree(DISTRIBUTED / case, tmp_path / case)
+    logs = _load(tmp_path)
     data = build_report(logs, tanalyze.diagnose(logs), generated_at="2024-05-01T12:00:00Z")
     html = render_html(data, embed_json=report_dict(data))
     lines = re.findall(r'<p class="evidence ranks">(.*?)</p>', html)

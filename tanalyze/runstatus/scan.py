@@ -54,7 +54,12 @@ _CONSOLE_NAMES = re.compile(r"^(stdout|stderr|output|console|slurm-[\w.-]+|train
 END_MARKER_FORMATS = frozenset({"hf_console", "llmc", "megatron", "detectron2", "fairseq"})
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-_RANK_PREFIX = re.compile(r"^(?:\[(?:rank|Rank)\s*\d+\]:?\s?|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?)")
+#: what launchers put before a rank's lines: torch's [rank0]:, DeepSpeed's [Rank 0], torchrun --tee's [default0]:
+#: (nested: [default0]:[rank0]:), Open MPI --tag-output's [1,0]<stderr>:, Ray's (Actor pid=N), and srun --label's
+#: "0: " before a traceback's lines (only there: elsewhere a number and a colon is too common)
+_RANK_PREFIX = re.compile(
+    r"^(?:\[(?:rank|Rank)\s*\d+\]:?\s?|\(\w+ pid=\d+(?:, ip=[\d.]+)?\)\s?|\[[A-Za-z][\w-]*?\d+\]:|\[\d+,\d+\]<std(?:out|err)>:\s?"
+    r"| {0,5}\d{1,5}: (?=Traceback|\s+File \"|[\w.]*(?:Error|Exception|Interrupt)\b))+")
 
 _FINISHED = [
     (re.compile(r"['\"]train_runtime['\"]\s*:|^\s*train_runtime\s*="), "HF Trainer printed its final train_runtime"),

@@ -44,11 +44,21 @@ def prefix_of(path: Path) -> str | None:
     return _window_prefix(str(path), info.st_size, info.st_mtime_ns)
 
 
+@lru_cache(maxsize=4)
+def _stripped_window(path: str, size: int, mtime_ns: int, name: str) -> str:
+    return _prefix.strip_window(sniff_window(Path(path)), name)
+
+
 def console_window(path: Path) -> str:
     """The first lines of ``path`` as formats sniff them: a launcher's rank prefix removed."""
-    window = sniff_window(path)
     name = prefix_of(path)
-    return _prefix.strip_window(window, name) if name else window
+    if not name:
+        return sniff_window(path)
+    try:
+        info = os.stat(path)
+    except OSError:
+        return ""
+    return _stripped_window(str(path), info.st_size, info.st_mtime_ns, name)
 
 
 def is_ranked(part: FilePart) -> bool:
