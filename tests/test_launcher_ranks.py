@@ -175,3 +175,46 @@ def test_no_real_log_is_taken_for_a_launchers_prefixed_output(real_logs):
             if _prefix.detect(sniff_window(path)):
                 prefixed.append(path.relative_to(real_logs).as_posix())
     assert prefixed == []
+
+
+def test_an_srun_labelled_log_that_crashed_says_so_with_its_exception(tmp_path):
+    lines = []
+    for step in range(10):
+        lines += [f"0: step {step} | loss {1 / (step + 1):.4f}", f"1: step {step} | loss {1 / (step + 2):.4f}"]
+    lines += ["1: Traceback (most recent call last):", '1:   File "train.py", line 3, in <module>', "1: RuntimeError: boom"]
+    (tmp_path / "slurm-77.out").write_text("\n".join(lines) + "\n")
+    logs = _load(tmp_path)
+    info = logs.runs[tmp_path.name]
+    assert info.status.status == "crashed" and info.status.exception == "RuntimeError" and "RuntimeError: boom" in info.status.reason
+    loss = logs.scalars[logs.scalars["tag"] == "loss"]
+    assert loss.groupby("rank")["value"].last().to_dict() == {0: 0.1, 1: round(1 / 11, 4)}
+
+
+def test_a_prefixed_log_names_its_file_in_its_warnings_and_keeps_the_other_ranks(tmp_path):
+    # rank 1's last line was cut mid-write: a warning for it, every other line read
+    text = "".join(f"[default{r}]:iter {s}: loss {s + r}.5, time 1.0ms\n" for s in range(5) for r in (0, 1))
+    (tmp_path / "console.log").write_text(text + "[default1]:iter 5: loss 2.")
+    logs = _load(tmp_path)
+    loss = logs.scalars[logs.scalars["tag"] == "loss"]
+    assert loss.groupby("rank")["step"].max().to_dict() == {0: 4, 1: 4}
+    (warning,) = logs.runs[tmp_path.name].warnings
+    assert "console.log" in warning.file and "without a line break" in warning.message
+
+
+@pytest.mark.parametrize("name, spell", [
+    ("torchrun", "[default{}]:"), ("torchrun", "[{}]:"), ("open-mpi", "[1,{}]<stderr>: "), ("srun", "{:>2}: ")])
+def test_the_fast_split_equals_the_line_by_line_one(name, spell):
+    lines = []
+    for i in range(200):  # ranks interleaved, launcher lines, blank lines, nested prefixes, no final line break
+        rank = (i * 7) % 12
+        lines.append("" if i % 17 == 0 else f"launcher {i}" if i % 13 == 0 else
+                     spell.format(rank) + (f"[rank{rank}]: Traceback" if i % 11 == 0 else f"iter {i}: loss 1"))
+    text = "\n".join(lines)
+    assert _prefix.split(text, name) == _prefix.split_lines(text, name)
+    assert _prefix.split(text + "\n", name) == _prefix.split_lines(text + "\n", name)
+    assert len(_prefix.split(text, name)) == 13
+
+
+def test_one_rank_spelled_two_ways_keeps_its_lines_in_order():
+    text = "[default0]:iter 1: loss 1\n[0]:iter 2: loss 1\n[default0]:iter 3: loss 1\n"
+    assert _prefix.split(text, "torchrun") == {0: ["iter 1: loss 1", "iter 2: loss 1", "iter 3: loss 1"]}

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PREFIXES", "RankPrefix", "detect", "split", "strip_window"]
+__all__ = ["PREFIXES", "RankPrefix", "detect", "split", "split_lines", "strip_window"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,14 @@ PREFIXES: tuple[RankPrefix, ...] = (
 #: what torch's ``[rankN]:`` prefixes on its own (a traceback, a warning): no sign of a launcher
 _TORCH_OWN = re.compile(r"\s|Traceback|\[[WEIF]\d|\w+(?:Error|Exception)\b|\^|$")
 _NESTED = re.compile(r"\[(?:default|rank)\d{1,6}\]: ?")
+#: each prefix as it is spelled at a line start (no groups: ``findall`` gives the spellings)
+_SPELLING = {
+    "open-mpi": r"\[\d+,\d{1,6}\]<std(?:out|err)>: ?",
+    "torchrun": r"\[(?:[A-Za-z][\w-]*?\d{1,6}\]:|\d{1,6}\]:|rank: \d{1,6}\] )",
+    "srun": r" {0,5}\d{1,6}: ",
+}
+#: more distinct prefixes than this in a chunk are split line by line
+_FAST_SPELLINGS = 64
 #: at least this many prefixed lines before a file counts as prefixed
 MIN_LINES = 3
 #: lines looked at to decide
@@ -94,7 +102,37 @@ def _prefix(name: str) -> RankPrefix:
 
 
 def split(text: str, name: str) -> dict[int, list[str]]:
-    """The lines of ``text`` (whole lines, ``\\n``-terminated) by rank, prefix stripped; -1: unprefixed lines."""
+    """The lines of ``text`` (whole lines, ``\\n``-terminated) by rank, prefix stripped; -1: unprefixed lines.
+
+    Each rank's lines are gathered by one regex pass per distinct prefix (the usual case: a few ranks, each
+    with one spelling of its prefix); else line by line (:func:`split_lines`), with the same result.
+    """
+    if not text:
+        return {}
+    body = "\n" + (text[:-1] if text.endswith("\n") else text)  # every line after a line break: regexes that
+    # begin with a literal are searched fast
+    prefix = _prefix(name)
+    spellings = set(re.findall("\n(" + _SPELLING[name] + ")", body))
+    if len(spellings) > _FAST_SPELLINGS:
+        return split_lines(text, name)
+    by_rank: dict[int, str] = {}
+    for spelling in spellings:
+        m = prefix.pattern.match(spelling)
+        rank = _rank(m) if m is not None and m.end() == len(spelling) else None
+        if rank is None or rank in by_rank:  # one rank spelled two ways: keep the lines' order
+            return split_lines(text, name)
+        by_rank[rank] = spelling
+    nested = _NESTED.pattern if name == "torchrun" else ""
+    lanes: dict[int, list[str]] = {}
+    for rank, spelling in sorted(by_rank.items()):
+        lanes[rank] = re.findall(r"\n" + re.escape(spelling) + r"(?:" + nested + r")?([^\n]*)", body)
+    if sum(map(len, lanes.values())) < body.count("\n"):  # lines without the prefix: the launcher's
+        lanes[-1] = re.findall(r"\n(?!" + _SPELLING[name] + r")([^\n]*)", body)
+    return lanes
+
+
+def split_lines(text: str, name: str) -> dict[int, list[str]]:
+    """:func:`split`, line by line."""
     pattern = _prefix(name).pattern
     match = pattern.match
     lanes: dict[int, list[str]] = {}
