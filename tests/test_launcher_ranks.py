@@ -218,3 +218,33 @@ def test_the_fast_split_equals_the_line_by_line_one(name, spell):
 def test_one_rank_spelled_two_ways_keeps_its_lines_in_order():
     text = "[default0]:iter 1: loss 1\n[0]:iter 2: loss 1\n[default0]:iter 3: loss 1\n"
     assert _prefix.split(text, "torchrun") == {0: ["iter 1: loss 1", "iter 2: loss 1", "iter 3: loss 1"]}
+
+
+@pytest.mark.parametrize("relative", [
+    "hf_text_log/Jaong__Checkpoint-of-CPT/cmd.txt",
+    "megatron_text_log/microsoft__Megatron-DeepSpeed/examples/MoE/log/gpt3-0.125B-tokendropping-graduallyIncrease-lr-3.0e-4.log",
+    "deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
+    "step2_reward_model_finetuning/training_log_output/opt-350m_globalBatchSize-64.log",
+    "modded_nanogpt_logs/KellerJordan__modded-nanogpt/records/track_1_short/2026-07-17_FP8DownProjection/baseline/"
+    "1d7c6c03-846f-4dc8-9809-dcb1e42496da.txt",
+    "other_text/0Xero7__slm_training/classic.txt",
+])
+def test_any_console_format_reads_the_same_under_a_launchers_prefix(real_logs, tmp_path, relative):
+    # a real log as rank 0 printed it under torchrun --tee, with rank 1's warnings between its lines
+    source = real_logs / relative
+    if not source.is_file():
+        pytest.skip(f"{relative} is not in the corpus")
+    plain = _load(source)
+    lines = []
+    for index, line in enumerate(source.read_text(errors="replace").splitlines()):
+        lines.append("[default0]:" + line)
+        if index % 50 == 0:
+            lines.append("[default1]:W1203 a warning on rank 1")
+    prefixed = tmp_path / source.name
+    prefixed.write_text("\n".join(lines) + "\n")
+    logs = _load(prefixed)
+    assert [info.format for info in logs.runs.values()] == [info.format for info in plain.runs.values()]
+    mine = logs.scalars
+    assert set(mine["rank"].dropna()) == {0}
+    columns = ["tag", "step", "value"]
+    assert mine[columns].reset_index(drop=True).equals(plain.scalars[columns].reset_index(drop=True))
