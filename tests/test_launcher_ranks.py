@@ -155,6 +155,7 @@ def test_a_grown_prefixed_log_read_on_through_the_cache_equals_a_fresh_read(tmp_
     ([f"{i}: item number {i}" for i in range(1, 30)], None),
     ([f"[Rank 0] step={i}, skipped=0, lr=[0.1]" for i in range(6)], None),
     (["epoch 1: loss 2", "epoch 2: loss 1", "done"], None),
+    ([f"(TaskRunner pid=625502) step:{i} - loss:1.0" for i in range(6)], "ray"),
 ])
 def test_prefix_detection(lines, expected):
     assert _prefix.detect("\n".join(lines) + "\n") == expected
@@ -172,9 +173,24 @@ def test_no_real_log_is_taken_for_a_launchers_prefixed_output(real_logs):
     prefixed = []
     for path in sorted(real_logs.rglob("*")):
         if path.is_file() and path.suffix in (".log", ".txt", ".out", "") and path.stat().st_size < 50 << 20:
-            if _prefix.detect(sniff_window(path)):
-                prefixed.append(path.relative_to(real_logs).as_posix())
-    assert prefixed == []
+            found = _prefix.detect(sniff_window(path))
+            if found:
+                prefixed.append((path.relative_to(real_logs).as_posix(), found))
+    # only the one log whose lines carry Ray's actor prefix
+    assert prefixed == [("distributed_logs/Foo1szz__verl/train.out", "ray")]
+
+
+def test_a_ray_job_is_read_with_the_actor_prefix_removed(real_logs):
+    # verl's PPO driver prints "(TaskRunner pid=625502) step:1 - actor/entropy:0.4634… - …" (PROVENANCE.md:
+    # 21 steps, step 20 printed twice around a checkpoint save, then a RayTaskError)
+    logs = _load(real_logs / "distributed_logs" / "Foo1szz__verl")
+    (info,) = logs.runs.values()
+    assert info.format == "text" and "rank" not in logs.scalars.columns
+    entropy = logs.scalars[logs.scalars["tag"] == "actor/entropy"]
+    assert entropy["step"].tolist() == list(range(1, 22))
+    assert entropy["value"].iloc[0] == 0.463403582572937
+    assert info.status.status == "crashed" and "RayTaskError(ActorUnavailableError)" in info.status.exception
+    assert "the launcher's line prefix (ray) removed before reading" in info.notes
 
 
 def test_an_srun_labelled_log_that_crashed_says_so_with_its_exception(tmp_path):

@@ -8,7 +8,8 @@ with the process it came from:
   then the local rank), ``[rank0]:``; both nest (``[default0]:[rank0]: Traceback …``);
 - Lightning's rank-prefixed messages: ``[rank: 0] …``;
 - SLURM ``srun --label``: ``0: …`` (the task id, padded with spaces to the width of the largest);
-- Open MPI ``mpirun --tag-output``: ``[1,0]<stdout>:`` / ``[1,0]<stderr>:`` (job, rank).
+- Open MPI ``mpirun --tag-output``: ``[1,0]<stdout>:`` / ``[1,0]<stderr>:`` (job, rank);
+- Ray: ``(TaskRunner pid=123)`` before its actors' lines: no rank, only removed.
 
 :func:`detect` decides, from the first lines of a file, whether its lines carry such a prefix
 (most of them must, so that an ordinary log's ``3: …`` line is no prefix); :func:`split` then
@@ -41,6 +42,8 @@ PREFIXES: tuple[RankPrefix, ...] = (
     RankPrefix("torchrun", re.compile(
         r"\[(?:(?P<role>[A-Za-z][\w-]*?)?(?P<rank>\d{1,6})\]:|rank: (?P<lrank>\d{1,6})\] )"), 0.3),
     RankPrefix("srun", re.compile(r" {0,5}(?P<rank>\d{1,6}): "), 0.8),
+    # Ray's actor prefix: a process, not a rank (its lines are read as one log, the prefix removed)
+    RankPrefix("ray", re.compile(r"\([A-Za-z_][\w.]* pid=\d+(?:, ip=[\d.]+)?\) ?"), 0.3),
 )
 #: what torch's ``[rankN]:`` prefixes on its own (a traceback, a warning): no sign of a launcher
 _TORCH_OWN = re.compile(r"\s|Traceback|\[[WEIF]\d|\w+(?:Error|Exception)\b|\^|$")
@@ -50,6 +53,7 @@ _SPELLING = {
     "open-mpi": r"\[\d+,\d{1,6}\]<std(?:out|err)>: ?",
     "torchrun": r"\[(?:[A-Za-z][\w-]*?\d{1,6}\]:|\d{1,6}\]:|rank: \d{1,6}\] )",
     "srun": r" {0,5}\d{1,6}: ",
+    "ray": r"\([A-Za-z_][\w.]* pid=\d+(?:, ip=[\d.]+)?\) ?",
 }
 #: more distinct prefixes than this in a chunk are split line by line
 _FAST_SPELLINGS = 64
@@ -60,10 +64,10 @@ SAMPLE_LINES = 2000
 
 
 def _rank(match: re.Match[str]) -> int:
-    value = match.group("rank")
-    if value is None:
-        value = match.group("lrank")
-    return int(value)
+    """The rank a prefix names; -1 for a prefix that names none (Ray's actors)."""
+    groups = match.groupdict()
+    value = groups.get("rank") or groups.get("lrank")
+    return int(value) if value is not None else -1
 
 
 def detect(window: str) -> str | None:

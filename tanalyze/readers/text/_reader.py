@@ -339,10 +339,13 @@ class TextReader(ResumableReader):
             one.label = f"rank {rank}" if rank >= 0 else "launcher"
             parsed.append(one)
         ranks = sorted(rank for rank in by_rank if rank >= 0)
+        if len(parsed) == 1 and not ranks:  # a prefix that names no rank (Ray's actors): only removed
+            parsed[0].label = ""
         run = runs_from_parsed(parsed, None)
+        prefix = ", ".join(sorted(prefixes))
         run.notes.insert(0, f"{len(ranks)} rank(s) ({', '.join(map(str, ranks))}) of one job in one log, told apart "
-                            f"by the launcher's line prefix ({', '.join(sorted(prefixes))}), read as one run "
-                            "with a rank column")
+                            f"by the launcher's line prefix ({prefix}), read as one run with a rank column" if ranks
+                         else f"the launcher's line prefix ({prefix}) removed before reading")
         return run
 
     def extend(self, files: list[Path], runs: list[RunData], tails: list[FilePart]) -> list[RunData] | None:
