@@ -264,3 +264,21 @@ def test_any_console_format_reads_the_same_under_a_launchers_prefix(real_logs, t
     assert set(mine["rank"].dropna()) == {0}
     columns = ["tag", "step", "value"]
     assert mine[columns].reset_index(drop=True).equals(plain.scalars[columns].reset_index(drop=True))
+
+
+def test_srun_label_around_torchrun_on_two_nodes_gives_global_ranks(tmp_path):
+    # srun --label starts one torchrun --tee per node: "<node task>: [default<local rank>]:<line>"
+    node = (LAUNCHERS / "torchrun_tee_straggler" / "console.log").read_text().splitlines()
+    lines = [f"{task}: {line}" for line in node for task in (0, 1)]
+    (tmp_path / "slurm-99.out").write_text("\n".join(lines) + "\n")
+    logs = _load(tmp_path)
+    loss = logs.scalars[logs.scalars["tag"] == "loss"]
+    assert sorted(loss["rank"].unique().tolist()) == [0, 1, 2, 3, 4, 5]
+    by_rank = {rank: group.set_index("step")["value"].to_dict() for rank, group in loss.groupby("rank")}
+    expected = _expected_losses("torchrun_tee_straggler")
+    for rank in range(3):
+        assert by_rank[rank] == by_rank[rank + 3] == expected[rank]
+    (name,) = logs.runs
+    findings = [f for f in tanalyze.diagnose(logs)[name].findings if f.code == "straggler_rank"]
+    # ranks 2 and 5 (local rank 2 of each node) are the slow ones: one finding names one of them
+    assert len(findings) == 1 and re.match(r"Rank [25] is a straggler", findings[0].message)

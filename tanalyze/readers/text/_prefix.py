@@ -8,6 +8,7 @@ with the process it came from:
   then the local rank), ``[rank0]:``; both nest (``[default0]:[rank0]: Traceback …``);
 - Lightning's rank-prefixed messages: ``[rank: 0] …``;
 - SLURM ``srun --label``: ``0: …`` (the task id, padded with spaces to the width of the largest);
+- both, on several nodes: ``srun --label torchrun --tee 3 …``: ``0: [default3]:`` (node task, local rank);
 - Open MPI ``mpirun --tag-output``: ``[1,0]<stdout>:`` / ``[1,0]<stderr>:`` (job, rank);
 - Ray: ``(TaskRunner pid=123)`` before its actors' lines: no rank, only removed.
 
@@ -89,8 +90,53 @@ def detect(window: str) -> str | None:
         seen = set(ranks)
         if prefix.name == "srun" and (len(ranks) < 2 * len(seen) or max(seen) >= 2 * len(seen) + 8):
             continue  # task ids are few, dense from 0 and each on many lines; a numbered list is not
+        if prefix.name == "srun":
+            return _nested_torchrun(lines, prefix) or prefix.name
         return prefix.name
     return None
+
+
+#: torchrun's own prefix inside srun's (``srun --label torchrun --tee 3 …`` on several nodes): ``0: [default3]:``
+_ROLE = re.compile(r"\[[A-Za-z][\w-]*?(\d{1,6})\]:")
+NESTED_SRUN = "srun+torchrun:"
+
+
+def _nested_torchrun(lines: list[str], srun: RankPrefix) -> str | None:
+    """``srun+torchrun:<local ranks per node>`` when most srun-labelled lines also carry torchrun's prefix:
+    then a line's rank is ``task × local ranks per node + local rank`` (srun starts one torchrun per node)."""
+    local = []
+    labelled = 0
+    for line in lines:
+        m = srun.pattern.match(line)
+        if m is None:
+            continue
+        labelled += 1
+        inner = _ROLE.match(line, m.end())
+        if inner:
+            local.append(int(inner.group(1)))
+    if not local or len(local) < 0.5 * labelled:
+        return None
+    return f"{NESTED_SRUN}{max(local) + 1}"
+
+
+def _split_nested(text: str, per_node: int) -> dict[int, list[str]]:
+    """Lines labelled by srun's task (a node) and torchrun's local rank, by global rank; the rest -1."""
+    srun = _prefix("srun").pattern
+    lanes: dict[int, list[str]] = {}
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for line in lines:
+        m = srun.match(line)
+        inner = _ROLE.match(line, m.end()) if m else None
+        if inner is None:
+            lanes.setdefault(-1, []).append(line[m.end():] if m else line)
+            continue
+        rest = line[inner.end():]
+        nested = _NESTED.match(rest)
+        rank = int(m.group("rank")) * per_node + int(inner.group(1))
+        lanes.setdefault(rank, []).append(rest[nested.end():] if nested else rest)
+    return lanes
 
 
 def _torch_own(match: re.Match[str], line: str) -> bool:
@@ -113,6 +159,8 @@ def split(text: str, name: str) -> dict[int, list[str]]:
     """
     if not text:
         return {}
+    if name.startswith(NESTED_SRUN):
+        return _split_nested(text, int(name[len(NESTED_SRUN):]))
     body = "\n" + (text[:-1] if text.endswith("\n") else text)  # every line after a line break: regexes that
     # begin with a literal are searched fast
     prefix = _prefix(name)
@@ -159,6 +207,9 @@ def split_lines(text: str, name: str) -> dict[int, list[str]]:
 
 def strip_window(window: str, name: str) -> str:
     """``window`` with the prefix ``name`` removed from every line that has it (for sniffing formats)."""
+    if name.startswith(NESTED_SRUN):
+        lanes = _split_nested(window, int(name[len(NESTED_SRUN):]))
+        return "\n".join(line for lane in lanes.values() for line in lane)
     pattern = _prefix(name).pattern
     out = []
     for line in window.split("\n"):
