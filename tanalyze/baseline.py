@@ -66,6 +66,11 @@ class RunSummary:
     best_val_loss: float | None = None
     final_val_loss: float | None = None
     throughput: ThroughputSample | None = None
+    #: median share of a step spent communicating (framework timers; None: not measured)
+    communication_share: float | None = None
+    #: share of each step the other ranks wait for the straggler (0.0: several ranks, no straggler; None: one rank)
+    straggler_wait_share: float | None = None
+    straggler_rank: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +84,9 @@ class RunSummary:
             "best_val_loss": to_jsonable(self.best_val_loss),
             "final_val_loss": to_jsonable(self.final_val_loss),
             "throughput": self.throughput.to_dict() if self.throughput else None,
+            "communication_share": to_jsonable(self.communication_share),
+            "straggler_wait_share": to_jsonable(self.straggler_wait_share),
+            "straggler_rank": self.straggler_rank,
         }
 
     @classmethod
@@ -98,6 +106,9 @@ class RunSummary:
             best_val_loss=number(data.get("best_val_loss")),
             final_val_loss=number(data.get("final_val_loss")),
             throughput=ThroughputSample.from_dict(throughput) if throughput else None,
+            communication_share=number(data.get("communication_share")),
+            straggler_wait_share=number(data.get("straggler_wait_share")),
+            straggler_rank=None if data.get("straggler_rank") is None else int(data["straggler_rank"]),
         )
 
 
@@ -148,6 +159,14 @@ def summarize_run(frame: pd.DataFrame, diagnosis: Mapping[str, Any], *, fmt: str
             steps, values = steps[keep], values[keep]
         throughput = ThroughputSample(_throughput_kind(role, tag), tag, tuple(steps.tolist()), tuple(values.tolist()))
         break
+    communication = diagnosis.get("communication")
+    share = _finite(communication.get("median_share")) if isinstance(communication, Mapping) else None
+    ranks = diagnosis.get("ranks")
+    wait = straggler_rank = None
+    if isinstance(ranks, Mapping) and ranks.get("ranks"):
+        straggler = ranks.get("straggler")
+        wait = _finite(straggler.get("wait_share")) if isinstance(straggler, Mapping) else 0.0
+        straggler_rank = int(straggler["rank"]) if isinstance(straggler, Mapping) and "rank" in straggler else None
     return RunSummary(
         run=str(diagnosis.get("run", "")),
         format=fmt or str(diagnosis.get("format", "")),
@@ -159,7 +178,18 @@ def summarize_run(frame: pd.DataFrame, diagnosis: Mapping[str, Any], *, fmt: str
         best_val_loss=best if best is None or math.isfinite(best) else None,
         final_val_loss=final,
         throughput=throughput,
+        communication_share=share,
+        straggler_wait_share=wait,
+        straggler_rank=straggler_rank,
     )
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -194,6 +195,9 @@ DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
     # a distributed run: a straggler that makes the others wait more than 10% of each step warns
     # (a slow node, not a broken model); a rank that stopped logging before the others fails.
     "ranks": {"max_wait_share": 0.10},
+    # against a baseline: the share of the step spent communicating, or waiting for a straggler, up by more
+    # than 10 points of the step (0.10) fails; several baseline seeds widen it by their spread.
+    "communication": {"max_increase": 0.10},
 }
 
 
@@ -410,6 +414,47 @@ def rule_ranks(run: RunSummary, baseline: Baseline | None, params: Mapping[str, 
                       run.run, value=0.0, threshold=limit)
 
 
+def _share_regression(candidate: float, reference: list[float], limit: float) -> tuple[bool, float, float]:
+    """Whether ``candidate`` exceeds the baseline median by more than ``limit`` (or the seeds' spread, if wider)."""
+    middle = float(statistics.median(reference))
+    allowed = max(limit, max(reference) - min(reference))
+    return candidate > middle + allowed, middle, middle + allowed
+
+
+def rule_communication(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
+    """A distributed run against the baseline: no rise of the communication share or of the straggler wait."""
+    if baseline is None:
+        return RuleResult("communication", Status.SKIP, "no baseline given (--baseline)", run.run)
+    limit = float(params.get("max_increase", 0.10))
+    compared: list[str] = []
+    details: dict[str, Any] = {"max_increase": limit}
+    failures: list[str] = []
+    worst_value = worst_threshold = None
+    for key, label in (("straggler_wait_share", "straggler wait"), ("communication_share", "communication share")):
+        mine = getattr(run, key)
+        reference = [v for v in (getattr(r, key) for r in baseline.runs) if v is not None]
+        if mine is None or not reference:
+            continue
+        failed, middle, threshold = _share_regression(mine, reference, limit)
+        details[key] = {"candidate": mine, "baseline": middle, "threshold": threshold}
+        what = f"{label} {mine:.0%} (baseline {middle:.0%}, limit {threshold:.0%})"
+        if key == "straggler_wait_share" and run.straggler_rank is not None:
+            what = f"rank {run.straggler_rank} straggles: " + what
+        compared.append(what)
+        if failed:
+            failures.append(what)
+        if worst_value is None or mine - threshold > worst_value - worst_threshold:
+            worst_value, worst_threshold = mine, threshold
+    if not compared:
+        return RuleResult("communication", Status.SKIP, "no communication timers or ranks measured in both the run "
+                          "and the baseline", run.run)
+    if failures:
+        return RuleResult("communication", Status.FAIL, "; ".join(failures), run.run, value=worst_value,
+                          threshold=worst_threshold, details=details)
+    return RuleResult("communication", Status.PASS, "; ".join(compared), run.run, value=worst_value,
+                      threshold=worst_threshold, details=details)
+
+
 def _findings_rule(name: str, section: str) -> Rule:
     def rule(run: RunSummary, baseline: Baseline | None, params: Mapping[str, Any]) -> RuleResult:
         result = run.diagnosis.get(section)
@@ -441,6 +486,7 @@ RULES: dict[str, Rule] = {
     "gradient_health": _findings_rule("gradient_health", "gradients"),
     "loss_progress": _findings_rule("loss_progress", "progress"),
     "ranks": rule_ranks,
+    "communication": rule_communication,
 }
 
 

@@ -401,6 +401,9 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         out.write(f"{safe_text(name)}  [{safe_text(d.format or '?')}]  {d.verdict.label.upper()} "
                   f"(confidence {d.verdict.confidence:.2f}{also})\n")
         _write_status(out, d.status)
+        distributed = d.distributed_line()
+        if distributed:
+            out.write(f"    distributed: {safe_text(distributed, 400)}\n")
         steps = ", ".join(f"{k} {v}" for k, v in d.key_steps().items())
         if steps:
             out.write(f"    key steps: {steps}\n")

@@ -27,7 +27,9 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
      "checkpoints": {"metric", "mode", "best_step", "best_value", "checkpoints": [...], "best_kept", "best_on_disk",
                      "gap", "top_k", "top_k_steps", "kept_eval_steps", "would_also_keep", ...} | null,  # saved any
      "system": {"series": [...], "alignment", "drops": [...], "throttling": [...], "memory": [...],
-                "findings"} | null}                   # when the run logged system metrics
+                "findings"} | null,                   # when the run logged system metrics
+     "communication": {"comm_timers", "step_source", "median_share", "change", "per_rank": [...], ...} | null,
+     "nccl": {"transport_kinds", "hosts", "nranks", "timed_out_ranks", "silent_ranks", "scan", "findings"} | null}
 
 A run whose log holds several training sessions (``RunInfo.phases``: a second
 ``fit()`` appended to the same log) is judged on one of them: the last, when it
@@ -48,10 +50,17 @@ import pandas as pd
 from tanalyze._display import html as display_html
 from tanalyze.analysis.checkpoints import CheckpointResult, analyze_checkpoints, monitored_metric
 from tanalyze.analysis.classify import Thresholds, Verdict, classify_run
+from tanalyze.analysis.communication import (
+    CommunicationResult,
+    analyze_communication,
+    compute_time_by_rank,
+    timer_curves,
+)
 from tanalyze.analysis.divergence import Divergence, DivergenceResult, Spike, analyze_divergence
 from tanalyze.analysis.early_stopping import EarlyStoppingResult, simulate_early_stopping
 from tanalyze.analysis.early_warning import EarlyWarningResult, analyze_early_warning
 from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
+from tanalyze.analysis.nccl import NcclAnalysis, analyze_nccl
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.ranks import RankAnalysis, analyze_ranks
@@ -78,6 +87,7 @@ from tanalyze.roles import (
     tag_words,
 )
 from tanalyze.runstatus import RunStatus
+from tanalyze.runstatus.nccl import NcclScan
 from tanalyze.text import safe_text
 
 if TYPE_CHECKING:
@@ -87,14 +97,15 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_wit
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "7"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "8"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
-# 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity)
+# 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
+# 8: communication share from framework timers, NCCL transports and timeouts
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
 ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources",
-                   "ranks", "early_warning", "checkpoints", "system")
+                   "ranks", "early_warning", "checkpoints", "system", "communication")
 
 
 #: The last session of a run is judged when it has at least this many logged steps (else the longest one).
@@ -181,6 +192,10 @@ class RunDiagnosis:
     checkpoints: CheckpointResult | None = None
     #: the run's system metrics judged (None: it logged none)
     system: SystemHealth | None = None
+    #: the share of each step spent communicating, from the framework's timers (None: no communication timer)
+    communication: CommunicationResult | None = None
+    #: what NCCL printed: transports, warnings, collective timeouts (None: no NCCL line in the console logs)
+    nccl: NcclAnalysis | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (non-finite numbers as strings); the shape is in the module doc."""
@@ -214,6 +229,8 @@ class RunDiagnosis:
             "early_warning": self.early_warning.to_dict() if self.early_warning is not None else None,
             "checkpoints": to_jsonable(self.checkpoints),
             "system": to_jsonable(self.system),
+            "communication": to_jsonable(self.communication),
+            "nccl": to_jsonable(self.nccl),
         }
 
     def key_steps(self) -> dict[str, int]:
@@ -232,11 +249,41 @@ class RunDiagnosis:
         return steps
 
     def summary_line(self) -> str:
-        """One line: run, verdict, confidence, key steps (run name made safe for a terminal)."""
+        """One line: run, verdict, confidence, key steps, a straggler or stopped rank (run name made safe for a
+        terminal)."""
         steps = ", ".join(f"{k} {v}" for k, v in self.key_steps().items())
         spikes = f", {len(self.spikes)} spike(s)" if self.spikes else ""
+        ranks = ""
+        if self.ranks is not None:
+            if self.ranks.straggler is not None:
+                ranks += f", straggler rank {self.ranks.straggler.rank}"
+            ranks += "".join(f", rank {s.rank} stopped at step {s.last_step}" for s in self.ranks.stopped)
         return (f"{safe_text(self.run, 120)}: {self.verdict.label} ({self.verdict.confidence:.2f})"
-                + (f" — {steps}" if steps else "") + spikes)
+                + (f" — {steps}" if steps else "") + spikes + ranks)
+
+    def distributed_line(self) -> str | None:
+        """The distributed side of the run in one line — ranks, the straggler and what the others wait for it,
+        a stopped rank, the communication share, NCCL's transports and timeouts — or None for one process."""
+        parts = []
+        if self.ranks is not None and self.ranks.ranks:
+            parts.append(f"{len(self.ranks.ranks)} ranks")
+            s = self.ranks.straggler
+            if s is not None:
+                parts.append(f"straggler rank {s.rank} (the others wait {s.wait_share:.0%} of a step)")
+            parts += [f"rank {r.rank} stopped at step {r.last_step:,} (others to {r.others_last_step:,})"
+                      for r in self.ranks.stopped]
+        if self.communication is not None:
+            c = self.communication
+            ranks = ", ".join(f"rank {r.rank} {r.median_share:.0%}" for r in c.per_rank)
+            parts.append(f"communication {c.median_share:.0%} of a step" + (f" ({ranks})" if ranks else ""))
+        if self.nccl is not None:
+            kinds = ", ".join(f"{k} ×{v:,}" for k, v in self.nccl.transport_kinds.items())
+            if kinds:
+                parts.append(f"NCCL {kinds}")
+            for t in self.nccl.scan.timeouts[:1]:
+                who = f"rank {t.rank}" if t.rank is not None else "a rank"
+                parts.append(f"NCCL timeout: {who} in {safe_text(t.op, 40)} (SeqNum {t.seq})")
+        return "; ".join(parts) or None
 
     def __repr__(self) -> str:
         return f"<RunDiagnosis {self.summary_line()}>"
@@ -423,8 +470,13 @@ def _health(
 
 
 def _rank_analysis(frame: pd.DataFrame, main: Curve | None, step_time: Curve | None,
-                   params: Mapping[str, Mapping[str, Any]]) -> RankAnalysis | None:
+                   params: Mapping[str, Mapping[str, Any]],
+                   compute_by_rank: Mapping[int, Curve] | None = None) -> RankAnalysis | None:
     """The ranks of a run with a ``rank`` column compared on its main loss (and step-time tag, in seconds).
+
+    When each rank logs framework timers with communication among them, the ranks' work is compared on
+    ``compute_by_rank`` (step time less communication): in a synchronous job every rank's step time includes
+    waiting for the slowest, so only the work before the wait tells the straggler.
 
     Without a loss, the tag with most points tells which rank stopped early or lags (not whether values agree).
     """
@@ -438,7 +490,9 @@ def _rank_analysis(frame: pd.DataFrame, main: Curve | None, step_time: Curve | N
     by_rank = {r: Curve.from_frame(g, tag) for r, g in grouped.items()}
     by_rank = {r: c for r, c in by_rank.items() if len(c.steps)}
     step_times = None
-    if step_time is not None:
+    if compute_by_rank is not None and len(compute_by_rank) >= 2:
+        step_times = dict(compute_by_rank)
+    elif step_time is not None:
         scale = 1e-3 if step_time_unit(step_time.tag, step_time) == "step_time_ms" else 1.0
         step_times = {}
         for r, g in grouped.items():
@@ -550,6 +604,7 @@ def diagnose_run(
     status: RunStatus | None = None,
     restarts: Sequence[Restart] = (),
     checkpoints: CheckpointScan | None = None,
+    nccl: NcclScan | None = None,
     **params: Mapping[str, Any],
 ) -> RunDiagnosis:
     """Diagnose one run from its tidy table (rows of one run; every point is used, or those of one session).
@@ -571,9 +626,10 @@ def diagnose_run(
         restarts: the run's resumes (``RunInfo.restarts``); with ``phases``, what they cost in time and steps.
         checkpoints: the checkpoints it saved (``RunInfo.checkpoints``), judged against the best evaluation of the
             monitored metric (``checkpoints={"top_k": 3}`` sets the what-if's ``k``).
+        nccl: what NCCL printed in the run's console logs (``RunInfo.nccl``): transports, warnings, timeouts.
         **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
             ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``, ``early_warning``,
-            ``checkpoints``
+            ``checkpoints``, ``communication``
             (each a dict of that analyzer's keyword arguments).
 
     Raises:
@@ -670,7 +726,9 @@ def diagnose_run(
     gradients, throughput, resources = _health(frame, curves, role_map, histograms, params, eval_steps,
                                                epoch_starts(epoch))
 
-    ranks = _rank_analysis(frame, main, role_curve(curves, role_map, "step_time"), params)
+    communication, compute = _communication(frame, curves, role_curve(curves, role_map, "step_time"),
+                                            params.get("communication", {}))
+    ranks = _rank_analysis(frame, main, role_curve(curves, role_map, "step_time"), params, compute)
     if ranks is not None and ranks.straggler is not None and resources is not None:  # one straggler finding
         resources = replace(resources, findings=tuple(f for f in resources.findings if f.code != "straggler_rank"))
 
@@ -694,7 +752,9 @@ def diagnose_run(
     warning = _early_warning(main, loss_analysis, divergence, curves, role_map, grad, lr,
                              params.get("early_warning", {}))
     saved = _checkpoints(checkpoints, curves, role_map, frame, params.get("checkpoints", {}))
-    for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning, saved, system):
+    nccl_result = analyze_nccl(nccl) if nccl is not None else None
+    for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning, saved, system,
+                   communication, nccl_result):
         if result is not None:
             findings += result.findings
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
@@ -727,6 +787,8 @@ def diagnose_run(
         early_warning=warning,
         checkpoints=saved,
         system=system,
+        communication=communication,
+        nccl=nccl_result,
     )
 
 
@@ -788,6 +850,49 @@ def _early_warning(main: Curve | None, loss_analysis: DivergenceResult, divergen
                                  spike_steps=tuple(sp.onset_step for sp in loss_analysis.spikes), **options)
 
 
+def _per_iteration_ms(curve: Curve | None) -> Curve | None:
+    """A step-time curve in milliseconds per iteration (None for another kind of step time)."""
+    if curve is None:
+        return None
+    unit = step_time_unit(curve.tag, curve)
+    if unit == "step_time_ms":
+        return curve
+    if unit == "step_time_s":
+        return Curve(curve.tag, curve.steps, curve.values * 1000.0, curve.wall_time)
+    return None
+
+
+def _communication(frame: pd.DataFrame, curves: Mapping[str, Curve], step_time: Curve | None,
+                   options: Mapping[str, Any]) -> tuple[CommunicationResult | None, dict[int, Curve] | None]:
+    """The communication share from the run's framework timers (see :func:`timer_curves`), per rank when the
+    run has a ``rank`` column with timers on several ranks; and then each rank's compute time (step time less
+    communication, seconds) for the rank analysis."""
+    timers = timer_curves(curves)
+    if not timers:
+        return None, None
+    by_rank = steps_by_rank = None
+    if "rank" in frame.columns:
+        rows = frame[frame["rank"].notna() & (frame["rank"] >= 0)]
+        if rows["rank"].nunique() >= 2:
+            by_rank, steps_by_rank = {}, {}
+            # only the timer tags and the step time are needed of each rank
+            wanted = {t for t in curves if t.startswith("time (ms)/") or t.endswith("-time")}
+            if step_time is not None:
+                wanted.add(step_time.tag)
+            rows = rows[rows["tag"].isin(wanted)]
+            for rank, group in rows.groupby("rank", observed=True):
+                mine = {str(tag): Curve.from_frame(group, str(tag)) for tag in pd.unique(group["tag"])}
+                by_rank[int(rank)] = timer_curves(mine)
+                own = _per_iteration_ms(mine.get(step_time.tag)) if step_time is not None else None
+                if own is not None:
+                    steps_by_rank[int(rank)] = own
+            by_rank = {r: t for r, t in by_rank.items() if t}
+    result = analyze_communication(timers, step_time=_per_iteration_ms(step_time), timers_by_rank=by_rank,
+                                   step_time_by_rank=steps_by_rank, **options)
+    compute = compute_time_by_rank(by_rank, steps_by_rank) if result is not None and by_rank else None
+    return result, compute
+
+
 def _restart_cost(frame: pd.DataFrame, restarts: Sequence[Restart], phases: Sequence[Phase]) -> RestartCost | None:
     """What the run's resumes cost, from all its points (every session, before one is chosen to judge)."""
     boundaries = [Boundary(r.step, "restart", r.until, r.detail) for r in restarts]
@@ -826,7 +931,7 @@ def diagnose(
             groups.get(name, empty), run=name, format=info.format, roles=roles, histograms=hist_groups.get(name),
             read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
             hparams=info.hparams, phases=info.phases, status=info.status, restarts=info.restarts,
-            checkpoints=info.checkpoints, **params,
+            checkpoints=info.checkpoints, nccl=info.nccl, **params,
         )
     return Diagnoses(compare_with_siblings(out))
 

@@ -25,8 +25,9 @@ from tanalyze.parallel import Failure, ProgressCallback, map_runs
 from tanalyze.readers import Phase, ReadWarning, Restart, RunData, get_reader
 from tanalyze.readers.base import ResumableReader
 from tanalyze.readers.text.pattern import UserPattern, read_with_pattern
-from tanalyze.runstatus import RunStatus, run_status
+from tanalyze.runstatus import RunStatus, is_console_log, run_status
 from tanalyze.runstatus.model import UNKNOWN
+from tanalyze.runstatus.nccl import NcclScan, scan_nccl
 from tanalyze.schema import (
     ScalarColumns,
     concat_frames,
@@ -70,6 +71,8 @@ class RunInfo:
     status: RunStatus = UNKNOWN
     #: the checkpoints it saved, found by name beside its logs (see :mod:`tanalyze.checkpoint_files`)
     checkpoints: CheckpointScan = NO_CHECKPOINTS
+    #: what NCCL printed in the run's console logs (transports, warnings, watchdog timeouts); None: nothing
+    nccl: NcclScan | None = None
 
     def __reduce__(self):
         # Read-only mappings do not pickle; runs cross process boundaries (worker pools, clusters).
@@ -91,6 +94,7 @@ class RunInfo:
             "sources": [p.to_dict() for p in self.sources],
             "status": self.status.to_dict(),
             "checkpoints": self.checkpoints.to_dict(),
+            "nccl": self.nccl.to_dict() if self.nccl is not None else None,
         }
 
 
@@ -241,6 +245,7 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
     for part in parts:
         files = tuple(dict.fromkeys((*spec.files, *(str(p) for p in part.extra_files))))
         status = _status(files, spec, run_format, part.hparams)
+        nccl = _nccl(files, spec)
         name = spec.name if part.name is None else f"{spec.name}/{part.name}"
         if part.title and part.name is None:
             parent = name.rpartition("/")[0]
@@ -270,6 +275,7 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
             phases=tuple(part.phases),
             status=status,
             checkpoints=with_training_args(saved, part.text, part.hparams),
+            nccl=nccl,
         )
         results.append(RunResult(info, scalars, histograms))
     return results
@@ -289,6 +295,17 @@ def _checkpoints(directory: str) -> CheckpointScan:
         return scan_checkpoints(directory)
     except (OSError, ValueError):  # checkpoints are never worth losing the run's points
         return NO_CHECKPOINTS
+
+
+def _nccl(files: tuple[str, ...], spec: RunSpec) -> NcclScan | None:
+    """NCCL's lines in the head and tail of the run's console logs (bounded: see :mod:`tanalyze.runstatus.nccl`)."""
+    texts = [f for f in files if is_console_log(f)] + list(spec.consoles)
+    if not texts:
+        return None
+    try:
+        return scan_nccl(texts)
+    except (OSError, ValueError):  # like the status: never worth losing the run's points
+        return None
 
 
 @dataclass(frozen=True, eq=False)  # tables do not compare with ==; a Logs is equal to itself only

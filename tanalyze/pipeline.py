@@ -53,7 +53,7 @@ def _diagnosed(spec: RunSpec, cache: Cache | None, options: Mapping[str, Any]) -
                                  histograms=result.histograms if result.has_histograms else None,
                                  read_warnings=tuple(str(w) for w in info.warnings), hparams=info.hparams,
                                  phases=info.phases, status=info.status, restarts=info.restarts,
-                                 checkpoints=info.checkpoints, **options)
+                                 checkpoints=info.checkpoints, nccl=info.nccl, **options)
         out.append((result, diagnosis))
     return out
 

@@ -111,3 +111,26 @@ def test_github_actions_annotations_and_summary(tmp_path):
     assert done.returncode == 1
     assert "::error title=tanalyze throughput (slow_loader)::throughput regression" in done.stdout
     assert "### tanalyze check: ❌ failed" in (tmp_path / "summary.md").read_text()
+
+
+TIMERS = Path(__file__).parent / "fixtures" / "distributed_timers"
+
+
+def test_straggler_and_communication_regression_against_a_saved_baseline(tmp_path):
+    """Really-run gloo jobs: the balanced job saved as the baseline; the straggler job fails against it, on the
+    last rank's console (communication share) and on the per-rank writers (straggler wait)."""
+    for layout in ("console", "ranks"):
+        saved = tanalyze("baseline", "save", TIMERS / layout / "balanced", "-o", tmp_path / f"{layout}.json")
+        assert saved.returncode == 0, saved.stderr
+        same = tanalyze("check", TIMERS / layout / "balanced", "--baseline", tmp_path / f"{layout}.json",
+                        "--json", tmp_path / "same.json")
+        assert rules(tmp_path / "same.json")["communication"]["status"] == "pass", same.stdout
+        done = tanalyze("check", TIMERS / layout / "straggler", "--baseline", tmp_path / f"{layout}.json",
+                        "--json", tmp_path / "c.json")
+        assert done.returncode == 1, done.stdout + done.stderr
+        result = rules(tmp_path / "c.json")["communication"]
+        assert result["status"] == "fail" and "FAIL  communication" in done.stdout
+        if layout == "console":
+            assert "communication share" in result["message"] and result["value"] > 0.5
+        else:
+            assert result["message"].startswith("rank 0 straggles: straggler wait")

@@ -38,7 +38,7 @@ def test_noise_only_copy_passes_and_paths_work_like_logs(throughput):
 
 def test_repr_is_one_line_per_run(slowed, throughput):
     lines = repr(slowed).splitlines()
-    assert lines[0].startswith("<CheckReport FAILED (5 pass, 1 fail, 3 skip): ")
+    assert lines[0].startswith("<CheckReport FAILED (5 pass, 1 fail, 4 skip): ")
     assert lines[1].startswith("  slow_loader: FAIL — throughput: throughput regression: candidate median")
     several = tanalyze.check(throughput, baseline=throughput.select("baseline"))
     assert [line.split(":")[0].strip() for line in repr(several).splitlines()[1:]] == list(throughput.runs)

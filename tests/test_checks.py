@@ -159,3 +159,42 @@ def test_throughput_rule_skips_when_kinds_differ():
 def test_ranks_rule_skips_a_run_of_one_rank():
     result = status_of(run_checks([summary()], None), "ranks")
     assert result.status is Status.SKIP and "several ranks" in result.message
+
+
+def comm_run(run="cand", share=None, wait=None, straggler=None):
+    return RunSummary(run=run, format="test", communication_share=share, straggler_wait_share=wait,
+                      straggler_rank=straggler)
+
+
+@pytest.mark.parametrize("candidate, base, status, fragment", [
+    (comm_run(share=0.30), None, Status.SKIP, "no baseline"),
+    (comm_run(), [comm_run("b", share=0.2)], Status.SKIP, "no communication timers or ranks"),
+    (comm_run(share=0.2), [comm_run("b", wait=0.1)], Status.SKIP, "no communication timers or ranks"),
+    (comm_run(share=0.29), [comm_run("b", share=0.20)], Status.PASS, "communication share 29% (baseline 20%, limit 30%)"),
+    (comm_run(share=0.31), [comm_run("b", share=0.20)], Status.FAIL, "communication share 31% (baseline 20%, limit 30%)"),
+    # three seeds 0.10, 0.20, 0.35: median 0.20, their spread 0.25 is wider than 0.10
+    (comm_run(share=0.44), [comm_run(f"s{i}", share=v) for i, v in enumerate((0.10, 0.20, 0.35))], Status.PASS,
+     "limit 45%"),
+    (comm_run(wait=0.60, straggler=3), [comm_run("b", wait=0.0)], Status.FAIL,
+     "rank 3 straggles: straggler wait 60% (baseline 0%, limit 10%)"),
+    (comm_run(share=0.2, wait=0.05), [comm_run("b", share=0.2, wait=0.0)], Status.PASS, "straggler wait 5%"),
+])
+def test_communication_rule_against_the_baseline(candidate, base, status, fragment):
+    result = status_of(run_checks([candidate], Baseline("base", tuple(base)) if base else None), "communication")
+    assert result.status is status and fragment in result.message, result.message
+
+
+def test_communication_rule_tolerance_from_config():
+    policy = CheckPolicy.from_config({"communication": {"max_increase": 0.2}})
+    result = status_of(run_checks([comm_run(share=0.35)], Baseline("b", (comm_run("b", share=0.2),)), policy),
+                       "communication")
+    assert result.status is Status.PASS and result.threshold == pytest.approx(0.4)
+    with pytest.raises(ConfigError, match="unknown parameter"):
+        CheckPolicy.from_config({"communication": {"max_share": 0.2}})
+
+
+def test_communication_numbers_survive_a_baseline_file(tmp_path):
+    saved = Baseline("base", (comm_run("b", share=0.21, wait=0.0),))
+    saved.save(tmp_path / "b.json")
+    (run,) = Baseline.load(tmp_path / "b.json").runs
+    assert (run.communication_share, run.straggler_wait_share, run.straggler_rank) == (0.21, 0.0, None)

@@ -16,7 +16,7 @@ from tanalyze.schema import concat_frames, empty_histograms, scalar_frame
 
 TOP_KEYS = ["run", "format", "roles", "verdict", "overfitting", "divergence", "spikes", "early_stopping", "progress",
             "gradients", "throughput", "resources", "findings", "warnings", "role_details", "phase", "status", "restarts", "ranks",
-            "early_warning", "checkpoints", "system"]
+            "early_warning", "checkpoints", "system", "communication", "nccl"]
 
 
 @pytest.fixture(scope="module")

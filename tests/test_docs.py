@@ -48,7 +48,7 @@ def test_doc_examples_run_and_show_what_the_comments_say(namespace):
         "throughput/baseline", "throughput/control_a", "throughput/control_b", "throughput/slow_loader"]
     assert (run.verdict.label, run.divergence.step) == ("diverged", 552)
     assert "resume from a checkpoint at or before step 444" in run.divergence.restart.text
-    assert gate.counts() == {"pass": 5, "warn": 0, "fail": 1, "skip": 3}  # run_status: not known; ranks: one rank
+    assert gate.counts() == {"pass": 5, "warn": 0, "fail": 1, "skip": 4}  # run_status: not known; ranks, communication: one rank, no timers
     mine, wide = namespace["mine"], namespace["wide"]
     assert list(mine.runs) == ["diverged"] and len(mine.scalars) == 2170
     assert wide.scalars.groupby("tag", observed=True).size().to_dict() == {"train/loss": 3, "val/loss": 1}

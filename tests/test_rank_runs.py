@@ -89,7 +89,7 @@ def test_diagnose_names_the_rank_and_keeps_the_verdict_of_the_mean(case, code):
     assert any("points of one step are averaged" in w for w in diagnosis.warnings)
 
 
-def test_report_has_a_line_per_rank_naming_the_straggler_and_the_stopped_rank(tmp_path):
+def test_report_has_a_rank_panel_naming_the_straggler_and_the_stopped_rank(tmp_path):
     from tanalyze.report import build_report, report_dict
     from tanalyze.report.html import render_html
 
@@ -98,14 +98,18 @@ def test_report_has_a_line_per_rank_naming_the_straggler_and_the_stopped_rank(tm
     logs = _load(tmp_path)
     data = build_report(logs, tanalyze.diagnose(logs), generated_at="2024-05-01T12:00:00Z")
     html = render_html(data, embed_json=report_dict(data))
-    lines = re.findall(r'<p class="evidence ranks">(.*?)</p>', html)
-    assert len(lines) == 2
-    stopped, straggler = (re.sub(r"<[^>]+>", "", line) for line in lines)  # runs in name order
+    tables = re.findall(r'<table class="ranks">(.*?)</table>', html, re.S)
+    assert len(tables) == 2
+    stopped, straggler = ([[re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td>(.*?)</td>", row, re.S)]
+                           for row in re.findall(r"<tr(?: class=\"rank-flag\")?><td>.*?</tr>", table, re.S)]
+                          for table in tables)  # runs in name order
     last = TRUTH["cases"]["ddp_stopped_rank"]["stopped"]["last_step"]
-    assert re.fullmatch(rf"Ranks: rank 0 [\d.]+ ms/step · rank 1 [\d.]+ ms/step \(stopped at step {last}\)", stopped)
-    m = re.fullmatch(r"Ranks: rank 0 ([\d.]+) ms/step · rank 1 ([\d.]+) ms/step "
-                     r"\(straggler: the others wait (\d+)% of a step\)", straggler)
-    assert m and float(m.group(2)) > 10 * float(m.group(1)) and 50 < int(m.group(3)) < 100
+    assert [row[0] for row in stopped] == ["0", "1"] and stopped[0][5] == ""
+    assert stopped[1][5] == f"stopped at step {last}" and stopped[1][4] == str(last)
+    assert [row[0] for row in straggler] == ["0", "1"] and straggler[0][5] == ""
+    fast, slow = (float(row[1].removesuffix(" ms")) for row in straggler)
+    m = re.fullmatch(r"straggler: the others wait (\d+)% of a step", straggler[1][5])
+    assert m and slow > 10 * fast and 50 < int(m.group(1)) < 100
 
 
 @pytest.mark.parametrize("case, status, fragment", [

@@ -231,6 +231,42 @@ CAUSES: dict[str, Cause] = {
         "Read that rank's own log and exit code; set a collective timeout (NCCL_ASYNC_ERROR_HANDLING, "
         "TORCH_NCCL_BLOCKING_WAIT) so a lost rank stops the job instead of hanging it.",
     ),
+    "communication_bound": Cause(
+        "Communication dominates the step",
+        "a slow interconnect (sockets instead of NVLink/InfiniBand), too little compute per rank for the "
+        "gradients exchanged, no overlap of communication with the backward pass, or a straggler the others "
+        "wait for inside the all-reduce",
+        "Check the NCCL transports and the slowest rank first; then raise the work per rank (micro-batch, "
+        "gradient accumulation), overlap the gradient all-reduce with the backward pass (DDP buckets, "
+        "overlap_comm), or use a layout that moves less data (fewer data-parallel ranks across nodes).",
+    ),
+    "communication_rising": Cause(
+        "Communication takes a growing share of the step",
+        "network contention from other jobs, a degrading link or node, a rank slowing down that the others "
+        "wait for in the all-reduce",
+        "Compare the ranks' step times over the run and the node's network counters; move the job off the "
+        "slow node or link.",
+    ),
+    "nccl_slow_transport": Cause(
+        "NCCL uses a slow transport",
+        "InfiniBand disabled or not visible in the container (NCCL_IB_DISABLE, missing /dev/infiniband, "
+        "wrong NCCL_IB_HCA / NCCL_SOCKET_IFNAME), P2P disabled (NCCL_P2P_DISABLE) or unsupported",
+        "Run with NCCL_DEBUG=INFO and check the 'via' of each channel; unset NCCL_IB_DISABLE / NCCL_P2P_DISABLE, "
+        "expose the IB devices to the job, and test the fabric with nccl-tests (all_reduce_perf).",
+    ),
+    "nccl_timeout": Cause(
+        "A collective operation timed out",
+        "one rank never reached the collective: it crashed, ran out of memory, hung in data loading, or took "
+        "another code path (a different number of batches or an uneven condition across ranks)",
+        "Read the log of the rank that did not report the timeout first; make every rank run the same "
+        "collectives (same number of steps, drop_last); set TORCH_NCCL_ASYNC_ERROR_HANDLING so the job stops "
+        "instead of hanging.",
+    ),
+    "nccl_warnings": Cause(
+        "NCCL printed warnings",
+        "a network or plugin it could not use, a misconfiguration, or the error that preceded a failure",
+        "Read the first warning: it usually names the device, plugin or setting at fault.",
+    ),
     "rank_metrics_unsynced": Cause(
         "Each rank logs its own metric",
         "the logged value is one rank's shard, not reduced across ranks",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from functools import cache
@@ -257,17 +258,24 @@ def _rank_rows(d: Mapping[str, Any]) -> list[dict[str, Any]]:
         return []
     straggler = ranks.get("straggler") if isinstance(ranks.get("straggler"), Mapping) else {}
     stopped = {s.get("rank") for s in ranks.get("stopped") or () if isinstance(s, Mapping)}
+    communication = d.get("communication") if isinstance(d.get("communication"), Mapping) else {}
+    shares = {p.get("rank"): p.get("median_share") for p in communication.get("per_rank") or ()
+              if isinstance(p, Mapping) and isinstance(p.get("median_share"), int | float)}
     rows = []
     for r in ranks["ranks"]:
         seconds = r.get("step_seconds")
         rows.append({
             "rank": r.get("rank"),
-            "ms": seconds * 1000 if isinstance(seconds, int | float) else None,
+            "ms": seconds * 1000 if isinstance(seconds, int | float) and math.isfinite(seconds) else None,
             "last_step": r.get("last_step"),
             "straggler": straggler.get("rank") == r.get("rank"),
             "wait_share": straggler.get("wait_share"),
             "stopped": r.get("rank") in stopped,
+            "comm_share": shares.get(r.get("rank")),
         })
+    longest = max((r["ms"] for r in rows if r["ms"] is not None), default=0.0)
+    for r in rows:  # a bar per rank, its step time against the slowest's (pixels, a number the page draws)
+        r["width"] = int(round(120 * r["ms"] / longest)) if r["ms"] is not None and longest > 0 else 0
     return rows
 
 
@@ -295,6 +303,53 @@ def _checkpoint_view(d: Mapping[str, Any]) -> dict[str, Any] | None:
             "rows": rows, "notes": [str(n) for n in c.get("notes") or ()], "folder": c.get("folder")}
 
 
+def _ranks_basis(d: Mapping[str, Any]) -> str | None:
+    """What a rank's time per step in the panel is: its compute (step less communication), its step-time tag,
+    or None (from when each rank logged)."""
+    ranks = d.get("ranks") if isinstance(d.get("ranks"), Mapping) else {}
+    communication = d.get("communication") if isinstance(d.get("communication"), Mapping) else {}
+    if communication.get("per_rank"):
+        return "step time less communication"
+    straggler = ranks.get("straggler") if isinstance(ranks.get("straggler"), Mapping) else {}
+    method = str(straggler.get("method") or "")
+    return method or None
+
+
+def _communication_summary(d: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The job's communication share, for the run's distributed panel (None: no communication timer)."""
+    c = d.get("communication")
+    if not isinstance(c, Mapping) or not isinstance(c.get("median_share"), int | float):
+        return None
+    change = c.get("change")
+    return {"share": c["median_share"], "steps": c.get("steps_compared"),
+            "timers": ", ".join(str(t) for t in c.get("comm_timers") or ()), "source": str(c.get("step_source", "")),
+            "change": change if isinstance(change, int | float) and math.isfinite(change) else None}
+
+
+def _nccl_summary(d: Mapping[str, Any]) -> str | None:
+    """One sentence of what NCCL printed: transports, hosts and ranks, network, timeouts (None: nothing)."""
+    n = d.get("nccl")
+    if not isinstance(n, Mapping):
+        return None
+    scan = n.get("scan") if isinstance(n.get("scan"), Mapping) else {}
+    kinds = n.get("transport_kinds") or {}
+    parts = []
+    if kinds:
+        parts.append("connections " + ", ".join(f"{k} ×{v:,}" for k, v in kinds.items() if isinstance(v, int)))
+    hosts, nranks = n.get("hosts"), n.get("nranks")
+    if hosts or nranks:
+        parts.append(" · ".join(x for x in (f"{hosts} host(s)" if hosts else "", f"{nranks} ranks" if nranks else "") if x))
+    if scan.get("networks"):
+        parts.append("network " + ", ".join(str(x) for x in scan["networks"]))
+    if scan.get("timeouts_total"):
+        parts.append(f"{scan['timeouts_total']} watchdog timeout(s)")
+    if scan.get("warnings_total"):
+        parts.append(f"{scan['warnings_total']} NCCL warning(s)")
+    if scan.get("version"):
+        parts.append(f"NCCL {scan['version']}")
+    return "; ".join(parts) or None
+
+
 def _run_context(run: RunView, figures: tuple[Rendered | None, ...], findings: list[dict[str, Any]],
                  chart: Mapping[str, Any] | None = None, *, details: bool = True) -> dict[str, Any]:
     d = run.diagnosis
@@ -318,6 +373,9 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, ...], findings: l
         "reasons": [short(r, 600) for r in (d["verdict"].get("reasons") or []) if r],
         "ranks": _rank_rows(d),
         "checkpoints": _checkpoint_view(d),
+        "ranks_basis": _ranks_basis(d),
+        "communication": _communication_summary(d),
+        "nccl": _nccl_summary(d),
         "points": run.points,
         "tags": run.tags,
         "first_step": run.summary.get("first_step"),

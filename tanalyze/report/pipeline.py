@@ -110,7 +110,7 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
                 result.scalars, run=info.name, format=info.format, roles=roles,
                 histograms=result.histograms if result.has_histograms else None,
                 read_warnings=tuple(str(w) for w in info.warnings), phases=info.phases, status=info.status,
-                restarts=info.restarts, checkpoints=info.checkpoints,
+                restarts=info.restarts, checkpoints=info.checkpoints, nccl=info.nccl,
             ).to_dict())
             made.append(diagnosis)
         # Plain dicts instead of read-only mappings, so that the run can travel between processes.

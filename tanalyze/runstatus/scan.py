@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tanalyze.runstatus.model import RUNNING_WITHIN_S, Evidence, RunStatus, Signal, WandbExit, classify
+from tanalyze.runstatus.nccl import NCCL_FAILURE
 
 __all__ = ["TAIL_BYTES", "following", "is_console_log", "scan_console", "wandb_exit", "run_status"]
 
@@ -95,11 +96,7 @@ _ALLOCATION = [
     re.compile(r"OOM when allocating tensor with shape\s*\[([^\]]*)\]"),
 ]
 _ALLOCATING_LINE = re.compile(r"allocat\w* ([\d.]+ ?[KMGT]i?B(?: for [\w ]+)?)", re.IGNORECASE)
-_NCCL = re.compile(
-    r"Watchdog caught collective operation timeout|collective operation timeout|ProcessGroupNCCL.*(?:timeout|abort)"
-    r"|NCCL (?:error|timeout|communicator was aborted)|\bnccl\w*Error\b|RuntimeError: NCCL|DistBackendError"
-    r"|Timed out waiting \d+ms for (?:recv|send) operation|DistNetworkError|DistStoreError"
-    r"|Connection closed by peer|heartbeat monitor|NCCL_TIMEOUT", re.IGNORECASE)
+_NCCL = NCCL_FAILURE  # shared with the NCCL scanner (runstatus/nccl.py)
 _FATAL = [
     (re.compile(r"\[CUDA ERROR\] at file (\S+?):?$|\[CUDA ERROR\]"), "CUDA error"),
     (re.compile(r"\[cuBLAS ERROR\]:?\s*(.*)"), "cuBLAS error"),

@@ -212,3 +212,34 @@ def test_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypat
     assert sum(skips.values()) == 152 and len(skips) == 151  # every message counted once
     (unread,) = by_line.warnings
     assert "step=3, skipped= garbled" in unread.message
+
+
+BREAKDOWN = ("[2024-04-04 09:09:{s:02d},313] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd_microstep: {f:.2f} "
+             "| bwd_microstep: {b:.2f} | bwd_inner_microstep: {i:.2f} | bwd_allreduce_microstep: {a:.2f} | "
+             "step_microstep: {t:.2f}\n"
+             "[2024-04-04 09:09:{s:02d},313] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd: {f:.2f} | "
+             "bwd: {b:.2f} | bwd_inner: {i:.2f} | bwd_allreduce: {a:.2f} | step: {t:.2f}\n")
+
+
+@pytest.mark.parametrize("line_by_line", [False, True])
+def test_wall_clock_breakdown_timers_and_the_communication_share(tmp_path, monkeypatch, line_by_line):
+    """DeepSpeed's wall_clock_breakdown lines (the engine's format: '[Rank 0] time (ms) | fwd: … | bwd_allreduce:
+    … | step: …'): 'time (ms)/<timer>' at the step line's step; set-up timers before the first step left out."""
+    from tanalyze.analysis.communication import analyze_communication, timer_curves
+    from tanalyze.curves import Curve
+    from tanalyze.readers.text.deepspeed import DeepSpeedParser
+
+    monkeypatch.setattr(DeepSpeedParser, "line_by_line", line_by_line)
+    text = "[2024-04-04 09:09:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | init_optimizer_state: 0.00\n"
+    for n, step in enumerate((1, 2, 3, 4)):
+        text += DS_STEP.format(s=n, rank=0, step=step, skipped=0, lr=0.1)
+        text += BREAKDOWN.format(s=n, f=50.0, b=100.0 + 10 * n, i=60.0, a=40.0 + 10 * n, t=10.0)
+    run = _read(write(tmp_path / "ds.log", text))
+    check(run.scalars, "time (ms)/bwd_allreduce", {1: 40.0, 2: 50.0, 3: 60.0, 4: 70.0}, count=4)
+    check(run.scalars, "time (ms)/fwd_microstep", {1: 50.0, 2: 50.0, 3: 50.0, 4: 50.0}, count=4)
+    assert "time (ms)/init_optimizer_state" not in set(run.scalars["tag"])
+    frame = run.scalars
+    curves = {t: Curve.from_frame(frame, t) for t in frame["tag"].unique()}
+    result = analyze_communication(timer_curves(curves))
+    assert result.step_source == "fwd + bwd + step" and result.comm_timers == ("bwd_allreduce",)
+    assert result.median_share == pytest.approx(60.0 / (50 + 120 + 10))  # steps 2-4: 50/170, 60/180, 70/190

@@ -66,7 +66,7 @@ def test_check_display_shows_the_outcome_and_one_row_per_rule():
     doc = parse(report._repr_html_())
     assert doc.find_all("p")[0].text_content().split()[0] == "failed"
     rows = [[c.text_content() for c in r.find_all("td")] for r in doc.find_all("tr")[1:]]
-    assert len(rows) == len(report.rules) == 9  # one row per rule, run_status and ranks included
+    assert len(rows) == len(report.rules) == 10  # one row per rule, run_status, ranks and communication included
     throughput = next(r for r in rows if r[1] == "throughput")
     assert throughput[2] == "fail" and throughput[3].startswith("throughput regression: candidate median")
 

@@ -1,5 +1,6 @@
 import json
 import re
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -307,3 +308,41 @@ def test_small_panels_go_under_the_loss_chart_when_findings_are_long():
         left = [d for d in section.find_all("div") if "left" in d.classes()][0]
         aux = [f for f in section.find_all("figure") if "fig-aux" in f.classes()][0]
         assert (aux in left.children) is beside
+
+
+DISTRIBUTED = Path(__file__).parent.parent / "fixtures" / "distributed_timers"
+
+
+def test_per_rank_panel_marks_the_straggler_with_each_ranks_time_and_communication_share():
+    logs = tanalyze.load(DISTRIBUTED / "ranks" / "straggler", cache=False)
+    diagnosis = tanalyze.diagnose(logs)["straggler"]
+    doc = parse(tanalyze.report(logs).to_html())
+    (table,) = doc.find_all("table", **{"class": "ranks"})
+    rows = [[c.text_content().strip() for c in r.find_all("td")] for r in table.find_all("tr")[1:]]
+    stats = {r.rank: r for r in diagnosis.ranks.ranks}
+    shares = {r.rank: r.median_share for r in diagnosis.communication.per_rank}
+    assert [row[0] for row in rows] == ["0", "1"]
+    for row in rows:
+        rank = int(row[0])
+        assert row[1] == f"{stats[rank].step_seconds * 1000:.3g} ms"
+        assert row[3] == f"{shares[rank] * 100:.2g}%"
+    assert rows[0][5].startswith("straggler: the others wait") and rows[1][5] == ""
+    flagged = [r for r in table.find_all("tr") if "rank-flag" in r.classes()]
+    assert len(flagged) == 1 and flagged[0].find_all("td")[0].text_content() == "0"
+    bars = [b.attrs["style"] for b in table.find_all("span", **{"class": "bar"})]
+    assert bars[0] == "width:120px" and bars[1] == f"width:{round(120 * stats[1].step_seconds / stats[0].step_seconds)}px"
+    assert "step time less communication" in table.find_all("caption")[0].text_content()
+    (comm,) = [p for p in doc.find_all("p") if "comm" in p.classes()]
+    assert comm.text_content().startswith(f"Communication: {diagnosis.communication.median_share * 100:.2g}% of each step")
+
+
+def test_nccl_text_in_the_panel_is_escaped(tmp_path):
+    log = tmp_path / "job" / "train.log"
+    log.parent.mkdir()
+    log.write_text((DISTRIBUTED / "console" / "balanced" / "train.log").read_text()
+                   + "host-a:1:1 [0] NCCL INFO Using network <img/src=x/onerror=alert(1)>\n"
+                   + "host-b:2:2 [0] NCCL INFO Using network <img/src=x/onerror=alert(1)>\n")
+    html = tanalyze.report(tanalyze.load(tmp_path, cache=False)).to_html()
+    assert "<img/src=x" not in html and "&lt;img/src=x/onerror=alert(1)&gt;" in html
+    (nccl,) = [p for p in parse(html).find_all("p") if "nccl" in p.classes()]
+    assert "network <img/src=x/onerror=alert(1)>" in nccl.text_content() and "2 host(s)" in nccl.text_content()

@@ -1,4 +1,5 @@
 import json
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -104,3 +105,30 @@ def test_schema_rejects_broken_checkpoints(validator, checkpoint_report, key, ba
     broken["runs"][0]["checkpoints"][key] = bad
     with pytest.raises(jsonschema.ValidationError):
         validator.validate(broken)
+
+
+DISTRIBUTED = Path(__file__).parent.parent / "fixtures" / "distributed_timers"
+
+
+def test_distributed_runs_match_the_schema_with_ranks_communication_and_nccl(validator, tmp_path):
+    """The really-run per-rank job (a straggler, per-rank communication) and a console with NCCL lines."""
+    console = tmp_path / "nccl_job" / "train.log"
+    console.parent.mkdir()
+    console.write_text(
+        (DISTRIBUTED / "console" / "straggler" / "train.log").read_text()
+        + "node-01:1001:1100 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/Socket/0\n"
+        "[rank1]:[E321 02:07:08.4 ProcessGroupNCCL.cpp:607] [Rank 1] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=42, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600060 "
+        "milliseconds before timing out.\n")
+    shutil.copytree(DISTRIBUTED / "ranks" / "straggler", tmp_path / "straggler")
+    data = json.loads(tanalyze.report(tanalyze.load(tmp_path, cache=False)).to_json())
+    validator.validate(data)
+    runs = {r["run"]: r for r in data["runs"]}
+    ranked, nccl_run = runs["straggler"], runs["nccl_job"]
+    assert ranked["ranks"]["straggler"]["rank"] == 0
+    assert [p["rank"] for p in ranked["communication"]["per_rank"]] == [0, 1]
+    assert nccl_run["nccl"]["transport_kinds"] == {"NET/Socket": 1}
+    assert nccl_run["nccl"]["timed_out_ranks"] == [1]
+    codes = {f["code"] for f in nccl_run["findings"]}
+    assert {"nccl_timeout", "nccl_slow_transport", "communication_bound"} <= codes
+    assert nccl_run["status"]["status"] == "nccl_timeout"

@@ -16,6 +16,11 @@ DeepSpeed-Chat adds evaluation lines (``ppl: …``; ``chosen: …, rejected: …
 step lines (``epoch: 0|step: 3|ppo_ep: 1|act_loss: …|cri_loss: …|unsuper_loss: …``,
 ``average reward score: …``, ``|E2E latency=3.9s |…|CurSamplesPerSec=16.5 |…``) and
 per-micro-batch throughput lines (``Model Parameters: 0.331 B, Latency: 0.14s, …``).
+
+With ``"wall_clock_breakdown": true`` the engine times its phases
+(``[Rank 0] time (ms) | fwd: … | bwd: … | bwd_inner: … | bwd_allreduce: … | step: …`` and the ``*_microstep``
+line): tags ``time (ms)/<timer>`` at the last step line's step, the naming Megatron's timer lines get
+(:mod:`tanalyze.analysis.communication` reads the all-reduce share from them).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from tanalyze.readers.text._batch import floats, interleave, rising
+from tanalyze.readers.text._fields import fields_into
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
@@ -45,6 +51,8 @@ __all__ = ["DeepSpeedEngineLines", "DeepSpeedParser", "DeepSpeedReader", "detect
 # (rank, time stamp, step counters) is read from the line when a match is found.
 DS_STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\]\n]*)\]")
 DS_TIMER = re.compile(r", RunningAvgSamplesPerSec=([^\n]*)")
+#: ``wall_clock_breakdown``: ``[…] [Rank 0] time (ms) | fwd: 6567.66 | bwd: … | bwd_allreduce: 239.11 | step: …``
+DS_BREAKDOWN = re.compile(r"(?:^|\] )time \(ms\) *\|([^\n]*)", re.M)
 DS_OVERFLOW = re.compile(
     rf"Skipping step\. Attempted loss scale: ({NUMBER})(?:, reducing to ({NUMBER})|, but hysteresis is \d+)?"
 )
@@ -772,6 +780,7 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
 
     patterns = (
         *DeepSpeedEngineLines.deepspeed_patterns,
+        (DS_BREAKDOWN, "ds_breakdown"),
         (EVAL_HEADER, "eval_header"),
         (BEGIN_EPOCH, "begin_epoch"),
         (PPL, "ppl"),
@@ -905,6 +914,8 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
         self._ppo_batches: int | None = None
         self._ppo_inner = 1
         self._eval_rows = 0
+        self._bad_breakdown = [0]
+        self._breakdown_tags: dict[str, str] = {}
         # the four numbers of each per-micro-batch throughput line, a column each
         self._throughput: dict[str, array] = {name: array("d") for name in _THROUGHPUT}
 
@@ -935,6 +946,21 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
         epoch = float(self._eval_epoch) if self._eval_epoch is not None else NAN
         self._eval_rows += 1
         self.rows.add_pairs(pairs, self._eval_step(), epoch=epoch)
+
+    def _on_ds_breakdown(self, m: re.Match[str], chunk: Chunk) -> None:
+        """``wall_clock_breakdown``'s ``[Rank 0] time (ms) | fwd: … | bwd: … | bwd_allreduce: … | step: …``: tags
+        ``time (ms)/<timer>`` at the last step line's step (timers before the first step are set-up, left out)."""
+        step = self._last_step
+        if step is None:
+            return
+        names: list[str] = []
+        values: list[float] = []
+        count = fields_into(m.group(1), names, values, self._bad_breakdown, self._breakdown_tags, "time (ms)/")
+        if count:
+            text = chunk.text
+            rank = _rank(text, m.start())
+            self.rows.add_pairs(list(zip(names, values, strict=True)), step, rank=rank,
+                                wall=_wall(text, text.rfind("\n", 0, m.start()) + 1))
 
     def _on_ppl(self, m: re.Match[str], chunk: Chunk) -> None:
         self._eval([("eval_ppl", float(m.group(1)))], chunk, m.start())
@@ -1069,7 +1095,7 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
 #: The kinds of lines (DeepSpeed-Chat's and the generic ones) that read no engine state but the step and the
 #: gradient accumulation, and change none: no anchor, no overflow count (see ``DeepSpeedParser._chunk_at_once``).
 _READERS_OF_THE_STEP = frozenset({"eval_header", "begin_epoch", "ppl", "chosen", "chosen_last", "epoch_loss", "reward",
-                                  "e2e", "throughput", "eval_meter", "summary", "pair_line"})
+                                  "e2e", "throughput", "eval_meter", "summary", "pair_line", "ds_breakdown"})
 
 
 #: The look-alikes of DeepSpeedParser but the step line's: where every step line was read at once (each
