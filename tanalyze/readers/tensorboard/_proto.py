@@ -44,7 +44,12 @@ SCHEMA: dict[str, dict[str, list[tuple[int, str, str, str, str | None]]]] = {
         "SessionLog": [(1, "status", "int32", "", None)],  # enum SessionStatus
         "TaggedRunMetadata": [],  # counted, not read
         "Summary": [(1, "value", "tensorboard.Summary.Value", "repeated", None)],
-        "Summary.Image": [],  # counted, not read
+        "Summary.Image": [  # read only by images.py (the report's images), counted by the event reader
+            (1, "height", "int32", "", None),
+            (2, "width", "int32", "", None),
+            (3, "colorspace", "int32", "", None),
+            (4, "encoded_image_string", "bytes", "", None),
+        ],
         "Summary.Audio": [],  # counted, not read
         "Summary.Value": [
             (7, "node_name", "string", "", None),
