@@ -22,9 +22,11 @@ def _read(path: Path) -> str:
 
 UPLOT_JS = _read(UPLOT_DIR / "uPlot.iife.min.js")
 UPLOT_CSS = _read(UPLOT_DIR / "uPlot.min.css")
-#: Sorting and filtering of the summary (report.js), then the interactive charts (uPlot + charts.js).
+#: Sorting and filtering of the summary (report.js), the image step sliders (images.js), then the interactive
+#: charts (uPlot + charts.js).
 SCRIPT = "\n".join((
     _read(TEMPLATES / "report.js"),
+    _read(TEMPLATES / "images.js"),
     f"/* uPlot {UPLOT_VERSION}, (c) Leon Sorokin, MIT licence */",
     UPLOT_JS,
     _read(TEMPLATES / "charts.js"),

@@ -53,6 +53,9 @@ MAX_TEXT = 20_000
 COMPARE_MAX_LINES = 12
 #: Findings shown open beside the loss chart; the rest (the least severe) fold away.
 SHOWN_FINDINGS = 3
+#: The box (CSS pixels) an image summary is shown in; smaller ones are enlarged up to IMAGE_ZOOM times.
+IMAGE_BOX = (360, 300)
+IMAGE_ZOOM = 8
 NOT_READ_ROWS = 200  # files listed in the "not read" section; the rest are counted
 
 
@@ -350,6 +353,34 @@ def _nccl_summary(d: Mapping[str, Any]) -> str | None:
     return "; ".join(parts) or None
 
 
+def _display_size(width: int, height: int) -> tuple[int, int, bool]:
+    """The size an image is shown at: fit in IMAGE_BOX, small ones enlarged by a whole factor (drawn pixelated)."""
+    scale = min(IMAGE_BOX[0] / width, IMAGE_BOX[1] / height, IMAGE_ZOOM)
+    if scale >= 2:
+        scale = math.floor(scale)
+    elif scale > 1:
+        scale = 1
+    return max(1, round(width * scale)), max(1, round(height * scale)), scale > 1
+
+
+def _images(run: RunView) -> dict[str, Any] | None:
+    """The run's image summaries as figures: every kept image as a data: URI of its checked bytes (PNG, JPEG or
+    GIF by their magic number), the last one shown; the rest are behind the step slider the script adds."""
+    images = run.images
+    if images is None:
+        return None
+    series = []
+    for k, s in enumerate(images.series):
+        frames = []
+        for image in s.images:
+            width, height, pixelated = _display_size(image.width, image.height)
+            frames.append({"uri": image.data_uri(), "step": image.step, "width": width, "height": height,
+                           "natural": f"{image.width}×{image.height}", "pixelated": pixelated})
+        series.append({"id": f"{run.anchor}-img-{k}", "tag": s.tag, "frames": frames, "logged": s.logged,
+                       "samples": s.samples})
+    return {"series": series, "notes": list(images.notes)}
+
+
 def _run_context(run: RunView, figures: tuple[Rendered | None, ...], findings: list[dict[str, Any]],
                  chart: Mapping[str, Any] | None = None, *, details: bool = True) -> dict[str, Any]:
     d = run.diagnosis
@@ -405,6 +436,7 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, ...], findings: l
         "phases": [p.to_dict() for p in info.phases] if info else [],
         "files": list(info.files) if info else [],
         "directory": info.directory if info else "",
+        "images": _images(run),
     }
 
 

@@ -51,6 +51,8 @@ def run_dict(run: RunView) -> dict[str, Any]:
         "sources": [p.to_dict() for p in info.sources] if info else [],
         "read_warnings": [w.to_dict() for w in info.warnings] if info else [],
     })
+    # what the image summaries shown in the HTML page are; their bytes are in the page only
+    out["images"] = None if run.images is None else to_jsonable(run.images.to_dict())
     return out
 
 

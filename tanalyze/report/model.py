@@ -20,6 +20,7 @@ import pandas as pd
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.identity import unique_names
 from tanalyze.logs import Logs, RunInfo
+from tanalyze.readers.tensorboard.images import RunImages, has_images, read_images
 
 __all__ = [
     "VERDICTS",
@@ -220,6 +221,8 @@ class RunView:
     chart: tuple[int, Any] | None = None
     #: (its JSON dict, that dict encoded) made where the run was read (see jsonout.run_text), used when still equal
     json: tuple[dict[str, Any], str] | None = None
+    #: the run's TensorBoard image summaries, bounded (readers/tensorboard/images.py); None: it has none
+    images: RunImages | None = None
 
     @property
     def anchor(self) -> str:
@@ -363,6 +366,7 @@ def _run_view(index: int, source: RunSource) -> RunView:
     summary["last_step"] = int(steps.max()) if steps.size else None
     tags = tuple(str(t) for t in pd.unique(frame["tag"])) if len(frame) else ()
     return RunView(
+        images=run_images(info),
         index=index,
         name=source.name,
         format=str(diagnosis.get("format") or (info.format if info else "")),
@@ -373,6 +377,14 @@ def _run_view(index: int, source: RunSource) -> RunView:
         tags=tags,
         points=int(len(frame)),
     )
+
+
+def run_images(info: RunInfo | None) -> RunImages | None:
+    """The run's image summaries (a second, bounded pass over its event files), when reading it counted some."""
+    if info is None or info.format != "tensorboard" or not has_images(info.notes):
+        return None
+    images = read_images(info.files)
+    return images if images.series or images.notes else None
 
 
 def _unique_names(sources: Sequence[Any], labels: Sequence[str]) -> list[str]:

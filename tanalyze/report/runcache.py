@@ -19,13 +19,47 @@ import numpy as np
 from tanalyze.identity import RunPart
 from tanalyze.logs import RunInfo
 from tanalyze.readers.base import Phase, ReadWarning, Restart
+from tanalyze.readers.tensorboard.images import Image, ImageSeries, RunImages, image_kind
 from tanalyze.report.figures import Rendered
 from tanalyze.report.model import RunView, Series, _diagnosis_dict
 
 __all__ = ["dump_views", "load_views"]
 
 #: Bumped when what is stored here changes shape (an older entry then reads as "not cached").
-LAYOUT = 1
+LAYOUT = 2  # 2: the run's images
+
+
+def _images_dict(images: RunImages | None, n: int, arrays: dict[str, np.ndarray]) -> dict[str, Any] | None:
+    """The images' JSON part; their bytes go into ``arrays`` (uint8) under ``n:image:<series>:<image>``."""
+    if images is None:
+        return None
+    series = []
+    for k, s in enumerate(images.series):
+        kept = []
+        for j, image in enumerate(s.images):
+            arrays[f"{n}:image:{k}:{j}"] = np.frombuffer(image.data, dtype=np.uint8)
+            wall = image.wall_time if np.isfinite(image.wall_time) else None
+            kept.append({"step": image.step, "wall_time": wall})
+        series.append({"tag": s.tag, "logged": s.logged, "samples": s.samples, "images": kept})
+    return {"series": series, "notes": list(images.notes)}
+
+
+def _images_of(d: Mapping[str, Any] | None, n: int, arrays: Mapping[str, np.ndarray]) -> RunImages | None:
+    """The images stored by :func:`_images_dict`, each checked again as when read (a changed entry is no image)."""
+    if d is None:
+        return None
+    series = []
+    for k, s in enumerate(d["series"]):
+        kept = []
+        for j, meta in enumerate(s["images"]):
+            data = np.asarray(arrays[f"{n}:image:{k}:{j}"], dtype=np.uint8).tobytes()
+            kind = image_kind(data)
+            if kind is None:
+                raise ValueError("a cached image is not an image")
+            kept.append(Image(step=int(meta["step"]), wall_time=float("nan" if meta["wall_time"] is None else meta["wall_time"]), width=kind[1],
+                              height=kind[2], kind=kind[0], data=data))
+        series.append(ImageSeries(str(s["tag"]), tuple(kept), logged=int(s["logged"]), samples=int(s["samples"])))
+    return RunImages(tuple(series), tuple(str(note) for note in d["notes"]))
 
 
 def _info_dict(info: RunInfo) -> dict[str, Any]:
@@ -80,6 +114,7 @@ def dump_views(views: list[RunView], *, figures_of: Mapping[str, Any] | None = N
             "figures": None if view.figures is None else [_figure_dict(f) for f in view.figures],
             "chart": None if view.chart is None else list(view.chart),
             "json": None if view.json is None else list(view.json),
+            "images": _images_dict(view.images, n, arrays),
         })
     return {"layout": LAYOUT, "views": parts, "figures_of": dict(figures_of or {})}, arrays
 
@@ -113,6 +148,7 @@ def load_views(extra: Any, arrays: Mapping[str, np.ndarray], diagnoses: list[Any
                 chart=None if part.get("chart") is None else (int(part["chart"][0]), part["chart"][1]),
                 json=None if part.get("json") is None else (part["json"][0], str(part["json"][1])),
                 figures=tuple(_figure_of(f) for f in figures) if same_figures and figures is not None else None,
+                images=_images_of(part.get("images"), n, arrays),
             ))
     except (KeyError, TypeError, ValueError):
         return None

@@ -345,13 +345,11 @@ def _within_budget(series: list[ImageSeries], budget: int, notes: _Notes) -> lis
             for s, images in zip(series, kept, strict=True) if images]
 
 
-def read_images(files: Sequence[str | os.PathLike[str]], directory: str | os.PathLike[str] | None = None, *,
-                per_tag: int = PER_TAG, max_image_bytes: int = MAX_IMAGE_BYTES,
+def read_images(files: Sequence[str | os.PathLike[str]], *, per_tag: int = PER_TAG, max_image_bytes: int = MAX_IMAGE_BYTES,
                 max_run_bytes: int = MAX_RUN_BYTES, max_tags: int = MAX_TAGS) -> RunImages:
-    """The image summaries of one run's event files (relative ``files`` are under ``directory``), bounded as the
-    module says. Files that cannot be read are passed over (the event reader has warned about them)."""
-    paths = [os.path.join(directory, f) if directory and not os.path.isabs(f) else os.fspath(f) for f in files]
-    paths = [p for p in paths if "tfevents" in os.path.basename(p)]
+    """The image summaries of one run's event files, bounded as the module says. Files that cannot be read
+    are passed over (the event reader has warned about them); other files of the run (``hparams.yaml``) too."""
+    paths = [os.fspath(f) for f in files if "tfevents" in os.path.basename(os.fspath(f))]
     plugins: dict[str, str] = {}
     tags: dict[str, _Tag] = {}
     for path in sorted(paths, key=_file_order):
