@@ -56,6 +56,8 @@ SHOWN_FINDINGS = 3
 #: The box (CSS pixels) an image summary is shown in; smaller ones are enlarged up to IMAGE_ZOOM times.
 IMAGE_BOX = (360, 300)
 IMAGE_ZOOM = 8
+#: Image bytes one page embeds in all (runs in order); past it, a run shows the last image of each tag, then none.
+PAGE_IMAGE_BYTES = 24 * 1024 * 1024
 NOT_READ_ROWS = 200  # files listed in the "not read" section; the rest are counted
 
 
@@ -363,26 +365,46 @@ def _display_size(width: int, height: int) -> tuple[int, int, bool]:
     return max(1, round(width * scale)), max(1, round(height * scale)), scale > 1
 
 
-def _images(run: RunView) -> dict[str, Any] | None:
+def _images(run: RunView, budget: list[int] | None = None) -> dict[str, Any] | None:
     """The run's image summaries as figures: every kept image as a data: URI of its checked bytes (PNG, JPEG or
-    GIF by their magic number), the last one shown; the rest are behind the step slider the script adds."""
+    GIF by their magic number), the last one shown; the rest are behind the step slider the script adds.
+    ``budget``: the image bytes the page may still embed (decreased here); over it, only the last image of each
+    tag, then none, with a note."""
     images = run.images
     if images is None:
         return None
+    kept = [list(s.images) for s in images.series]
+    notes = list(images.notes)
+    if budget is not None:
+        total = sum(len(i.data) for frames in kept for i in frames)
+        last_only = sum(len(frames[-1].data) for frames in kept)
+        if total > budget[0]:
+            if last_only <= budget[0]:
+                kept = [frames[-1:] for frames in kept]
+                notes.append(f"only the last image of each tag is embedded: the page's images reached the "
+                             f"{PAGE_IMAGE_BYTES:,}-byte limit (a report of this run alone shows every step)")
+            else:
+                kept = [[] for _ in kept]
+                notes.append(f"images not embedded: the page's images reached the {PAGE_IMAGE_BYTES:,}-byte limit "
+                             "(a report of this run alone shows them)")
+        budget[0] -= sum(len(i.data) for frames in kept for i in frames)
     series = []
-    for k, s in enumerate(images.series):
+    for k, (s, frames_kept) in enumerate(zip(images.series, kept, strict=True)):
+        if not frames_kept:
+            continue
         frames = []
-        for image in s.images:
+        for image in frames_kept:
             width, height, pixelated = _display_size(image.width, image.height)
             frames.append({"uri": image.data_uri(), "step": image.step, "width": width, "height": height,
                            "natural": f"{image.width}×{image.height}", "pixelated": pixelated})
         series.append({"id": f"{run.anchor}-img-{k}", "tag": s.tag, "frames": frames, "logged": s.logged,
                        "samples": s.samples})
-    return {"series": series, "notes": list(images.notes)}
+    return {"series": series, "notes": notes}
 
 
 def _run_context(run: RunView, figures: tuple[Rendered | None, ...], findings: list[dict[str, Any]],
-                 chart: Mapping[str, Any] | None = None, *, details: bool = True) -> dict[str, Any]:
+                 chart: Mapping[str, Any] | None = None, *, details: bool = True,
+                 image_budget: list[int] | None = None) -> dict[str, Any]:
     d = run.diagnosis
     info = run.info
     loss, aux = figures[0], figures[1]
@@ -436,7 +458,7 @@ def _run_context(run: RunView, figures: tuple[Rendered | None, ...], findings: l
         "phases": [p.to_dict() for p in info.phases] if info else [],
         "files": list(info.files) if info else [],
         "directory": info.directory if info else "",
-        "images": _images(run),
+        "images": _images(run, image_budget),
     }
 
 
@@ -599,6 +621,7 @@ def _run_contexts(data: ReportData, figures: FigureMaker, findings: Mapping[int,
     """Each run's section context, in order (a generator: the page is written as they come). Each run's chart
     data is added to ``charts`` (``"anchor":{...}`` JSON members; None: no charts, as in Jupyter)."""
     columns = chart_columns(len(data.runs))
+    image_budget = [PAGE_IMAGE_BYTES]
     if static:
         drawn: Iterator[tuple[Rendered | None, ...]] = run_figures(
             data.runs, figures, jobs=jobs, progress=progress)
@@ -613,7 +636,7 @@ def _run_contexts(data: ReportData, figures: FigureMaker, findings: Mapping[int,
                 chart = run_chart(run, columns)
         if chart is not None and charts is not None:
             charts.append(f'"{run.anchor}":{json_for_script(chart)}')
-        yield _run_context(run, pair, findings[run.index], chart, details=static)
+        yield _run_context(run, pair, findings[run.index], chart, details=static, image_budget=image_budget)
         if progress is not None and not static:
             progress(done, len(data.runs), f"render {run.name}")
 

@@ -172,3 +172,22 @@ def test_the_results_cache_keeps_images_until_the_files_change(tmp_path):
     [attention] = [s for s in grown.runs[0].images.series if s.tag == "attention/head0"]
     assert [i.step for i in attention.images] == [0, 1, 2, 3, 4, 9]
     assert attention.images[-1].data == png(16, 16, shade=200)
+
+
+def test_the_page_budget_keeps_the_last_image_of_later_runs(fixture_report, monkeypatch):
+    import tanalyze.report.html as html_module
+
+    first, second = fixture_report.runs
+    last_only = sum(len(s.images[-1].data) for s in second.images.series)
+    monkeypatch.setattr(html_module, "PAGE_IMAGE_BYTES", first.images.total_bytes + last_only)
+    html = render_html(fixture_report)
+    assert [len(f.find_all("img")) for f in figures_of(html, first.anchor)] == \
+        [len(s.images) for s in first.images.series]
+    later = figures_of(html, second.anchor)
+    assert [len(f.find_all("img")) for f in later] == [1] * len(second.images.series)
+    assert [f.find_all("img")[0].attrs["data-step"] for f in later] == [str(s.images[-1].step) for s in second.images.series]
+    assert all(f.find_all("input") == [] for f in later)
+    assert "only the last image of each tag is embedded" in html
+    monkeypatch.setattr(html_module, "PAGE_IMAGE_BYTES", first.images.total_bytes)
+    html = render_html(fixture_report)
+    assert figures_of(html, second.anchor) == [] and "images not embedded: the page&#39;s images reached" in html
