@@ -380,8 +380,9 @@ def _run_view(index: int, source: RunSource) -> RunView:
 
 
 def run_images(info: RunInfo | None) -> RunImages | None:
-    """The run's image summaries (a second, bounded pass over its event files), when reading it counted some."""
-    if info is None or info.format != "tensorboard" or not has_images(info.notes):
+    """The run's image summaries (a second, bounded pass over its event files), when reading it counted some
+    (whatever the run's format: a run joined from a CSV and its event-file twin has them too)."""
+    if info is None or not has_images(info.notes):
         return None
     images = read_images(info.files)
     return images if images.series or images.notes else None
