@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pytest
 from PIL import Image as PILImage
 
@@ -191,3 +192,16 @@ def test_the_page_budget_keeps_the_last_image_of_later_runs(fixture_report, monk
     monkeypatch.setattr(html_module, "PAGE_IMAGE_BYTES", first.images.total_bytes)
     html = render_html(fixture_report)
     assert figures_of(html, second.anchor) == [] and "images not embedded: the page&#39;s images reached" in html
+
+
+def test_a_cached_image_is_checked_again_when_loaded(fixture_report):
+    from tanalyze.report.runcache import dump_views, load_views
+
+    views = list(fixture_report.runs)
+    extra, arrays = dump_views(views)
+    diagnoses = [v.diagnosis for v in views]
+    again = load_views(extra, arrays, diagnoses)
+    assert [v.images.to_dict() for v in again] == [v.images.to_dict() for v in views]
+    key = next(k for k in arrays if ":image:" in k)
+    arrays[key] = np.frombuffer(b"<svg onload=alert(1)>", dtype=np.uint8)
+    assert load_views(extra, arrays, diagnoses) is None  # not an image: the entry is not used, the run is read again
