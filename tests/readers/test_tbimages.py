@@ -8,6 +8,8 @@ import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PIL import Image as PILImage
 from tensorboardX.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2
 
@@ -182,3 +184,11 @@ def test_real_tf2_object_detection_input_batches():
     assert (series.tag, series.logged, series.samples, len(series.images)) == ("train_input_images", 52, 3, 10)
     assert series.images[0].step == 0 and series.images[-1].step == 5100
     assert {(i.kind, i.width, i.height) for i in series.images} == {("png", 512, 512)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(prefix=st.sampled_from([b"", b"\x89PNG\r\n\x1a\n", b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR", b"GIF89a",
+                               b"\xff\xd8\xff", b"\xff\xd8\xff\xc0"]), rest=st.binary(max_size=64))
+def test_image_kind_never_raises_and_gives_a_positive_size(prefix, rest):
+    kind = image_kind(prefix + rest)
+    assert kind is None or (kind[0] in ("png", "jpeg", "gif") and kind[1] > 0 and kind[2] > 0)
