@@ -127,3 +127,29 @@ def test_without_scripts_the_last_image_shows_and_no_slider(tmp_path):
     assert not [line for line in result.console if "Refused to load the image" in line]
     shot = browser.screenshot(page, tmp_path / "images.png", height=2400)
     print(f"\nscreenshot: {shot}")
+
+
+def test_hostile_tags_and_bytes_stay_inert_in_a_browser(tmp_path):
+    """Tags that are markup, an SVG with a script and a corrupt PNG as image bytes: in a real browser (with the
+    CSP, and without it: escaping alone), nothing runs and every image element is one of the checked PNGs."""
+    from tests.readers.test_tbimages import image_event, png, scalar_event
+    from tests.readers.test_tensorboard import write_events
+
+    payload = "<img src=x onerror=\"document.title='EXECUTED'\">"
+    run = tmp_path / "logs" / "hostile"
+    run.mkdir(parents=True)
+    write_events(run / "events.out.tfevents.1700000000.host.1.0", [
+        *[scalar_event("loss", step, 1.0 / (step + 1)) for step in range(4)],
+        image_event(payload, 0, png(6, 6, shade=40)), image_event(payload, 1, png(6, 6, shade=90)),
+        image_event("svg", 1, b'<svg xmlns="http://www.w3.org/2000/svg" onload="document.title=\'EXECUTED\'"/>'),
+        image_event("corrupt", 2, b"\x89PNG\r\n\x1a\n\x00\x00"),
+    ])
+    data = report_paths([tmp_path / "logs"], jobs=1, cache=False)
+    for csp in (True, False):
+        page = tmp_path / f"page-{csp}.html"
+        page.write_text(render_html(data, csp=csp), encoding="utf-8")
+        result = browser.load(page, "--window-size=1280,3000")
+        assert re.search(r"<title>([^<]*)</title>", result.dom).group(1) != "EXECUTED"  # the payloads ran not
+        srcs = re.findall(r"<img\b[^>]*\bsrc=\"([^\"]*)\"", result.dom)
+        assert len(srcs) == 2 and all(s.startswith("data:image/png;base64,") for s in srcs)
+        assert result.dom.count('<input type="range" class="img-slider"') == 1
