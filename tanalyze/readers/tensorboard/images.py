@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import DecodeError
 
+from tanalyze.readers.tensorboard._events import SKIPPED_LABELS
 from tanalyze.readers.tensorboard._fast import decode_fast
 from tanalyze.readers.tensorboard._windows import scan_file
 
@@ -53,7 +54,7 @@ MAX_TAGS = 24
 _MAX_NOTES = 12
 
 _MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif"}
-_IMAGE_LABELS = ("image summary", "image summaries")
+_IMAGE_LABELS = tuple({*SKIPPED_LABELS["image"], *SKIPPED_LABELS["images"]})  # how the event reader counts them
 
 
 @dataclass(frozen=True, eq=False)
