@@ -366,7 +366,6 @@ def _run_view(index: int, source: RunSource) -> RunView:
     summary["last_step"] = int(steps.max()) if steps.size else None
     tags = tuple(str(t) for t in pd.unique(frame["tag"])) if len(frame) else ()
     return RunView(
-        images=run_images(info),
         index=index,
         name=source.name,
         format=str(diagnosis.get("format") or (info.format if info else "")),
@@ -376,6 +375,7 @@ def _run_view(index: int, source: RunSource) -> RunView:
         summary=summary,
         tags=tags,
         points=int(len(frame)),
+        images=run_images(info),
     )
 
 
