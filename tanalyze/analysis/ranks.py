@@ -118,8 +118,15 @@ def _slowest(wide: pd.DataFrame) -> tuple[int, float] | None:
     return int(counts.index[0]), float(counts.iloc[0] / len(wide))
 
 
+def _jitter(wait: float, steps: pd.Index, min_wait: tuple[float, float]) -> bool:
+    """True when the others' wait is timing jitter: under ``min_wait[0]`` seconds a step and under ``min_wait[1]``
+    seconds over the steps compared (a rank 0.3 ms slower on a shared CPU is no straggler)."""
+    span = float(steps.max() - steps.min() + 1) if len(steps) else 0.0
+    return wait < min_wait[0] and wait * span < min_wait[1]
+
+
 def _straggler_from_tag(step_time: Mapping[int, Curve], fraction: float, share: float, min_steps: int,
-                        period: float | None) -> Straggler | None:
+                        period: float | None, min_wait: tuple[float, float]) -> Straggler | None:
     wide = pd.DataFrame({r: _series(c, "value") for r, c in step_time.items()}).dropna()
     wide = wide[(wide > 0).all(axis=1)]
     if len(wide) < min_steps or wide.shape[1] < 2:
@@ -135,13 +142,15 @@ def _straggler_from_tag(step_time: Mapping[int, Curve], fraction: float, share: 
         return None
     waits = wide[rank].to_numpy()[:, None] - wide[others].to_numpy()  # each other rank's wait at each step
     wait = float(np.median(np.clip(waits, 0, None).mean(axis=1)))
+    if _jitter(wait, wide.index, min_wait):
+        return None
     step = max(period or 0.0, mine)  # the step lasts at least the straggler's own work
     return Straggler(rank, f"step-time tag {next(iter(step_time.values())).tag}", mine, reference,
                      float((mine / reference - 1) * 100), slowest_share, float(min(wait / step, 1.0)), len(wide))
 
 
 def _straggler_from_wall(by_rank: Mapping[int, Curve], fraction: float, share: float,
-                         min_steps: int) -> Straggler | None:
+                         min_steps: int, min_wait: tuple[float, float]) -> Straggler | None:
     wide = pd.DataFrame({r: _series(c, "wall") for r, c in by_rank.items()}).dropna()
     if len(wide) < min_steps or wide.shape[1] < 2:
         return None
@@ -162,6 +171,8 @@ def _straggler_from_wall(by_rank: Mapping[int, Curve], fraction: float, share: f
     others = [r for r in lag.columns if r != rank]
     waits = lag[rank].to_numpy()[:, None] - lag[others].to_numpy()
     wait = float(np.median(np.clip(waits, 0, None).mean(axis=1)))
+    if _jitter(wait, lag.index, min_wait):
+        return None
     return Straggler(rank, "wall time of the same step", mine, 0.0, float(mine / period * 100), slowest_share,
                      float(min(wait / period, 1.0)), len(wide))
 
@@ -209,6 +220,8 @@ def analyze_ranks(
     disagreement_tolerance: float = 1e-3,
     min_steps: int = 5,
     check_disagreement: bool = True,
+    min_wait_seconds: float = 0.005,
+    min_total_wait_seconds: float = 1.0,
 ) -> RankAnalysis:
     """Stragglers, stopped ranks and unsynchronised metrics of one run.
 
@@ -219,6 +232,8 @@ def analyze_ranks(
     ``costly_wait_share`` of the step. Losses whose median relative spread across ranks at one
     step exceeds ``disagreement_tolerance`` are each rank's own (not all-reduced);
     ``check_disagreement=False`` when ``by_rank`` is not a metric whose values should agree.
+    A wait under ``min_wait_seconds`` per step that adds up to under ``min_total_wait_seconds`` over the steps
+    compared is timing jitter, not a straggler.
     """
     by_rank = {int(r): c for r, c in by_rank.items() if len(c.steps)}
     step_time_by_rank = {int(r): c for r, c in (step_time_by_rank or {}).items() if len(c.steps)}
@@ -231,9 +246,11 @@ def analyze_ranks(
     if len(step_time_by_rank) >= 2:
         periods = [p for p in (_stats(r, by_rank[r], None).step_seconds for r in by_rank) if p]
         period = float(np.median(periods)) if periods else None
-        straggler = _straggler_from_tag(step_time_by_rank, straggler_fraction, slowest_share, min_steps, period)
+        straggler = _straggler_from_tag(step_time_by_rank, straggler_fraction, slowest_share, min_steps, period,
+                                        (min_wait_seconds, min_total_wait_seconds))
     if straggler is None:
-        straggler = _straggler_from_wall(by_rank, straggler_fraction, slowest_share, min_steps)
+        straggler = _straggler_from_wall(by_rank, straggler_fraction, slowest_share, min_steps,
+                                         (min_wait_seconds, min_total_wait_seconds))
     disagreement = _disagreement(by_rank, disagreement_tolerance, min_steps) if check_disagreement else None
     findings = []
     if straggler is not None:

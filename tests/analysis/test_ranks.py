@@ -100,6 +100,19 @@ def test_a_cheap_straggler_is_info_and_one_rank_is_nothing():
     assert analyze_ranks({0: curves[0]}).findings == ()
 
 
+def test_a_rank_a_fraction_of_a_millisecond_slower_is_jitter_and_one_50_ms_slower_is_a_straggler():
+    steps = np.arange(30)
+    loss = np.linspace(2.0, 1.0, 30)
+    wall = steps * 0.001
+    for lag, straggler in ((0.0003, None), (0.05, 1)):  # 9 ms lost over 30 steps, then 1.5 s
+        times = {0: np.full(30, 0.001), 1: np.full(30, 0.001 + lag)}
+        result = analyze_ranks({r: _curve(loss, wall) for r in times},
+                               step_time_by_rank={r: _curve(t, wall, "step_time") for r, t in times.items()})
+        assert (result.straggler.rank if result.straggler else None) == straggler
+    slow_wall = {0: _curve(loss, steps * 0.01), 1: _curve(loss, steps * 0.01 + 0.0003)}  # logs 0.3 ms later
+    assert analyze_ranks(slow_wall).straggler is None
+
+
 @pytest.mark.real_logs
 @pytest.mark.parametrize("log", [SFT, DPO, RLHF])
 def test_real_deepspeed_logs_of_rank_0_alone_get_no_rank_analysis(log):
