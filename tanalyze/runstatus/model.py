@@ -7,6 +7,7 @@ files' times; :func:`classify` turns them into one status with its evidence. No 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,6 +56,8 @@ class Signal:
     exception: str = ""
     frame: str = ""
     allocation: str = ""
+    #: a launcher named this the first failure of the job (torch elastic's "Root Cause" block)
+    root_cause: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,8 @@ UNKNOWN = RunStatus("unknown", "no console log, exit record or end marker says h
 _WRAPPERS = ("ChildFailedError", "RayTaskError", "CalledProcessError")
 #: Exit codes of a process ended by a signal (128 + SIGKILL, SIGTERM) or killed (negative).
 _SIGNAL_EXITS = {137: "SIGKILL", 143: "SIGTERM", -9: "SIGKILL", -15: "SIGTERM"}
+#: A collective that waited out its timeout (a hang), as opposed to a peer that went away.
+_TIMED_OUT = re.compile(r"time ?out|timed out|watchdog|heartbeat", re.IGNORECASE)
 
 
 def classify(signals: Sequence[Signal], *, wandb: WandbExit | None = None, newest_mtime: float | None = None,
@@ -144,6 +149,8 @@ def _from_console(signals: list[Signal]) -> RunStatus:
         if oom:
             return _oom(oom[-1], extra=(last.evidence,))
         hung = [s for s in since_end if s.kind == "nccl" and _near(s, last, 500)]
+        if last.root_cause:  # a rank killed from outside: the others only lost their connection to it
+            hung = [s for s in hung if _TIMED_OUT.search(s.evidence.text)]
         if hung:  # a hung collective, then the batch system or the launcher killed what was left
             return RunStatus("nccl_timeout", hung[0].detail, (hung[0].evidence, last.evidence))
         return RunStatus("killed", last.detail or "killed", (last.evidence,))

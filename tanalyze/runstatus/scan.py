@@ -15,6 +15,7 @@ from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,8 @@ _ALLOCATION = [
 ]
 _ALLOCATING_LINE = re.compile(r"allocat\w* ([\d.]+ ?[KMGT]i?B(?: for [\w ]+)?)", re.IGNORECASE)
 _NCCL = NCCL_FAILURE  # shared with the NCCL scanner (runstatus/nccl.py)
+_ROOT_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
+_ROOT_CAUSE_LINES = 12  # torch elastic's "Root Cause" block: a rank's time, host, rank, exit code, traceback
 _FATAL = [
     (re.compile(r"\[CUDA ERROR\] at file (\S+?):?$|\[CUDA ERROR\]"), "CUDA error"),
     (re.compile(r"\[cuBLAS ERROR\]:?\s*(.*)"), "cuBLAS error"),
@@ -212,6 +215,7 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
     signals: list[Signal] = []
     cleaned = [_clean(line) for line in lines]
     in_failures = False  # torch elastic's "Failures:" block lists other ranks, not the root cause
+    in_root_cause, root_start = False, 0
     next_free = 0  # lines a traceback already took are not looked at again
     for index in _candidates(cleaned):
         if index < next_free:
@@ -219,11 +223,17 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
         line = cleaned[index]
         number = None if first is None else first + index
         if line.startswith("Failures:"):
-            in_failures = True
+            in_failures, in_root_cause = True, False
         elif line.startswith("Root Cause"):
-            in_failures = False
+            in_failures, in_root_cause, root_start = False, True, index
         signal, skip = _line_signal(cleaned, index, name, number, in_failures)
         if signal is not None:
+            if in_root_cause and signal.kind == "killed" and index - root_start <= _ROOT_CAUSE_LINES:
+                ranks = [m.group(1) for m in map(_ROOT_RANK.match, cleaned[root_start:index]) if m]
+                who = f"rank {ranks[-1]}" if ranks else "a rank"
+                signal = replace(signal, root_cause=True,
+                                 detail=f"{who} was killed ({signal.detail.removeprefix('the launcher received ')}), "
+                                        "the launcher's first failure")
             signals.append(signal)
         next_free = index + 1 + skip
     return signals

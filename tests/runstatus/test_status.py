@@ -314,3 +314,29 @@ def test_common_endings(tmp_path, tail, status, reason):
     got = run_status([str(log)], now=LATER)
     assert got.status == status
     assert reason in got.reason
+
+
+_ELASTIC_ROOT_CAUSE = (
+    "Root Cause (first observed failure):\n[0]:\n  time      : 2026-12-03_15:39:17\n  host      : localhost\n"
+    "  rank      : 1 (local_rank: 1)\n  exitcode  : -9 (pid: 6554)  (SIGKILL)\n  error_file: <N/A>\n"
+    "  traceback : Signal 9 (SIGKILL) received by PID 6554\n"
+    "============================================================\n")
+
+
+def test_a_rank_killed_from_outside_is_killed_though_the_others_lost_their_connection(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(
+        "[default0]:[rank0]: RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer "
+        "[127.0.0.1]:43731. This is typically caused by a remote worker crashing.\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n" + _ELASTIC_ROOT_CAUSE)
+    got = run_status([str(log)], now=LATER)
+    assert (got.status, got.reason) == ("killed", "rank 1 was killed (signal 9 SIGKILL), the launcher's first failure")
+
+
+def test_a_watchdog_timeout_before_a_killed_root_cause_stays_a_distributed_hang(tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(
+        "[rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+        "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, Timeout(ms)=600000) ran for 600046 milliseconds\n"
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n" + _ELASTIC_ROOT_CAUSE)
+    assert run_status([str(log)], now=LATER).status == "nccl_timeout"
