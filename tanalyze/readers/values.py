@@ -102,13 +102,16 @@ _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 
 def parse_timestamps(texts: Sequence[str]) -> list[float]:
     """:func:`parse_timestamp` of every text, the same floats; stamps of the usual
-    ``YYYY-MM-DD HH:MM:SS,mmm`` shape are computed together with numpy."""
+    ``YYYY-MM-DD HH:MM:SS,mmm`` or ``YYYY-MM-DD HH:MM:SS`` shape (all of one) are computed together with numpy."""
     if len(texts) < 64:  # numpy's fixed costs outweigh what it saves
         return list(map(parse_timestamp, texts))
     joined = "".join(texts)
-    if len(joined) != 23 * len(texts) or not joined.isascii():
+    width = 19 if len(joined) == 19 * len(texts) else 23
+    if len(joined) != width * len(texts) or not joined.isascii():
         return list(map(parse_timestamp, texts))
-    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(len(texts), 23)
+    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(len(texts), width)
+    if width == 19:  # whole seconds: no milliseconds
+        chars = np.hstack([chars, np.frombuffer(b",000", dtype=np.uint8)[None, :].repeat(len(texts), axis=0)])
     digits = chars[:, _STAMP_DIGITS].astype(np.int64) - ord("0")
     if ((digits < 0) | (digits > 9)).any() or not all(
         np.isin(chars[:, column], np.frombuffer(allowed, dtype=np.uint8)).all() for column, allowed in _STAMP_SEPARATORS

@@ -7,6 +7,7 @@ interval records of a public MoE run, 2024; a wav2vec-U validation line, 2026).
 import calendar
 import math
 
+import pandas as pd
 import pytest
 
 from tanalyze import load
@@ -96,3 +97,56 @@ def test_discovery_and_console_detection():
     logs = load(FIXTURES)
     assert {name: info.format for name, info in logs.runs.items()} == {
         "hydra": "fairseq", "legacy": "fairseq", "modern": "fairseq"}
+
+
+def _inner(updates: int, prefix: str = "2023-06-13 17:31:08 | INFO | train_inner | ", **changed: str) -> str:
+    fields = {"loss": f"{3 + updates % 7 / 10:.3f}", "nll_loss": f"{1 + updates % 5 / 100:.3f}", "ppl": "8.86",
+              "wps": f"{72384.3 + updates}", "num_updates": str(updates), "lr": f"{1.5e-4 * updates / 1e5:.6g}",
+              "gnorm": "0.489", "wall": "0", **changed}
+    return (f"{prefix}epoch 143: {updates % 282:>6} / 282 "
+            + ", ".join(f"{k}={v}" for k, v in fields.items() if v != "-") + "\n")
+
+
+IRREGULAR = "".join([
+    "2023-06-13 17:29:55 | INFO | fairseq.trainer | begin training epoch 143\n",
+    *(_inner(u) for u in range(100, 3000, 100)),
+    "2023-06-13 17:32:41 | INFO | valid | epoch 143 | valid on 'valid' subset | loss 12.677 | num_updates 2900\n",
+    *(_inner(u) for u in range(3000, 4000, 100)),
+    _inner(4000, loss="nan"), _inner(4100, loss="1_0"), _inner(4200, loss="1,234"), _inner(4300, wps="oops"),
+    _inner(4400, num_updates="4400.5"), _inner(4500, lr="-"), _inner(4600).replace("\n", "  \n"),
+    _inner(4700, prefix="[2023-06-13 17:31:08,123][train_inner][INFO] - "), _inner(4800, prefix="| "),
+    _inner(4900, num_updates="99999999999999999999"),
+    '[2023-06-13 17:31:09,123][train_inner][INFO] - {"epoch": 143, "update": 143.5, "loss": "3.1", "num_updates": "5000"}\n',
+    *(_inner(u) for u in range(5100, 6000, 100)),
+    *(_inner(u) for u in range(2000, 2500, 100)),  # a new session appended
+    "2023-06-13 17:32:53 | INFO | train | epoch 143 | loss 3.14 | num_updates 2400 | lr 0.00015753\n",
+    *(_inner(u, prefix="| ") for u in range(2500, 3000, 100)),
+    _inner(3000)[:60],  # still being written
+])
+
+
+def test_records_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch):
+    """The interval records of a chunk read at once (one pattern, numbers in bulk) give what reading every line
+    on its own gives: rows in order, values bit for bit, notes, warnings, phases."""
+    from bench.text_logs import make_fairseq
+    from tanalyze.readers.text import _parts
+    from tanalyze.readers.text.fairseq import FairseqParser
+
+    generated = tmp_path / "bench.log"
+    make_fairseq(generated, 1)
+    files = [*sorted(FIXTURES.rglob("*.log")), generated, write(tmp_path / "irregular.log", IRREGULAR)]
+    reader = FairseqReader()
+    for path in files:
+        for chunk_chars in (_parts.CHUNK_CHARS, 1 << 14):
+            monkeypatch.setattr(_parts, "CHUNK_CHARS", chunk_chars)
+            (at_once,) = reader.read([path])
+            monkeypatch.setattr(FairseqParser, "line_by_line", True)
+            (by_line,) = reader.read([path])
+            monkeypatch.setattr(FairseqParser, "line_by_line", False)
+            pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True, obj=str(path))
+            assert (at_once.notes, at_once.warnings, at_once.restarts, at_once.hparams, at_once.phases) == (
+                by_line.notes, by_line.warnings, by_line.restarts, by_line.hparams, by_line.phases), path
+    assert len(at_once.scalars) > 300
+    assert [r.step for r in at_once.restarts] == [5000, 2000]  # after the 20-digit step, and the new session
+    assert [w.message[:22] for w in at_once.warnings] == ["1 line(s) look like fa", "the last line ends wit",
+                                                         "7 point(s) skipped: th"]

@@ -27,7 +27,7 @@ from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._regex import ordered_matches
 from tanalyze.readers.values import NUMBER
 
-__all__ = ["Shape", "SpanParser", "spans", "read_span", "read_spans"]
+__all__ = ["Shape", "SpanParser", "field_grid", "spans", "read_span", "read_spans"]
 
 _NUMBER = re.compile(NUMBER)
 
@@ -112,17 +112,20 @@ def _read_group(body: str, ranges: list[tuple[int, int]], counts: list[int], pre
 def _grid(found: list, shape: Shape) -> np.ndarray | None:
     """The fields of lines found with ``shape`` as a (lines, width) grid; None when one is not a NUMBER."""
     if not shape.parts:
-        return _fields(found, shape.separators, shape.width)
+        return field_grid(found, shape.separators, shape.width)
     columns = []
     for index, (separators, width) in enumerate(shape.parts):
-        grid = _fields([groups[index] for groups in found], separators, width)
+        grid = field_grid([groups[index] for groups in found], separators, width)
         if grid is None:
             return None
         columns.append(grid)
     return np.hstack(columns)
 
 
-def _fields(found: list[str], separators: tuple[str, ...], width: int) -> np.ndarray | None:
+def field_grid(found: list[str], separators: tuple[str, ...], width: int) -> np.ndarray | None:
+    """The fields of ``found`` (one string per line) as a (lines, width) grid once each of ``separators`` (in
+    order) is replaced by a space; None when a line then has another number of fields, or one is not a NUMBER
+    (``float()`` takes ``1_0`` and ``INF``, which the line patterns refuse)."""
     joined = " ".join(found)
     for separator in separators:
         joined = joined.replace(separator, " ")

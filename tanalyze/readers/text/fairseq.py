@@ -23,12 +23,18 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from pathlib import Path
 
+import numpy as np
+
 from tanalyze.readers.text._lines import Chunk
+from tanalyze.readers.text._numbers import parse_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import parse_timestamp, to_float
+from tanalyze.readers.text._regex import matches_of, ordered_matches, require
+from tanalyze.readers.text._spans import field_grid
+from tanalyze.readers.values import NAN, parse_timestamp, parse_timestamps, to_float
 
 __all__ = ["FairseqParser", "FairseqReader", "detect_fairseq"]
 
@@ -39,24 +45,113 @@ _PREFIX = (
 )
 INNER = re.compile(rf"^{_PREFIX}epoch (\d+):\s+(\d+) / (\d+) ([^\n]*)$", re.M)
 SUMMARY = re.compile(rf"^{_PREFIX}epoch (\d+) \| ([^\n]*)$", re.M)
-JSON_LINE = re.compile(rf"^{_PREFIX}(\{{[^\n]*\}})[ \t]*$", re.M)
+JSON_LINE = require(re.compile(rf"^{_PREFIX}(\{{[^\n]*\}})[ \t]*$", re.M), lambda text: "{" in text)
 _SUBSET = re.compile(r"^valid on '([^']*)' subset$")
 _NOT_TAGS = frozenset({"epoch", "update", "num_updates"})
 _RECORD_NAMES = frozenset({"train_inner", "train", "valid"})
+#: The interval records' shape, after a line break, for each of the three prefixes (or none): the time stamp
+#: (empty without one), the epoch, then 'i / n key=value, …' (the keys learnt from a line of the log).
+_SHAPE_PREFIXES = (
+    r"\n(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?) \| [A-Z]+ \| [\w.]+ \| ",
+    r"\n\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:,\d+)?)\]\[[\w.]+\]\[[A-Z]+\] - ",
+    r"\n()\| ",
+    r"\n()",
+)
+LOOKALIKE = re.compile(rf"^{_PREFIX}(?:epoch \d+[:|  ]|\{{\"epoch\")", re.M)
+#: a look-alike line, after its line break (found at C speed)
+_LOOKALIKE_AFTER_BREAK = re.compile("\n" + LOOKALIKE.pattern[1:])
+_VALUE = r"[^\s,=]+"
+_PLAIN_KEY = re.compile(r"[^\s,=]+")
 
 
 class FairseqParser(TextParser):
     family = "fairseq"
-    lookalike = re.compile(rf"^{_PREFIX}(?:epoch \d+[:|  ]|\{{\"epoch\")", re.M)
+    lookalike = LOOKALIKE
     patterns = ((INNER, "inner"), (SUMMARY, "summary"), (JSON_LINE, "json"))
 
     state_fields = {"_not_numbers": "sum", "_kinds": "union"}
+    #: read every line on its own (the interval records of a chunk are read at once otherwise); for tests
+    line_by_line = False
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._not_numbers = 0
         self._kinds: set[str] = set()
         self._names: dict[tuple[str, str], str] = {}  # (section, key) -> tag, made once
+        self._shapes: dict[tuple[int, tuple[str, ...]], _InnerShape | None] = {}
+
+    def feed(self, chunk: Chunk) -> None:
+        """The interval records (``train_inner``) of a chunk at once when they all have the shape of its first
+        one and every value is a number; epoch summaries, validations and JSON records line by line where they
+        are. Otherwise (or when the steps of a span between them go back: a restart) line by line, the same
+        rows either way."""
+        if self.line_by_line or not self._inner_at_once(chunk):
+            super().feed(chunk)
+
+    def _inner_at_once(self, chunk: Chunk) -> bool:
+        text = chunk.text
+        first = next(matches_of(INNER, text), None)
+        if first is None:
+            return False
+        shape = self._shape(first)
+        if shape is None:
+            return False
+        body = "\n" + text  # every line starts after a line break: positions in text are those of its break
+        others = list(ordered_matches(text, ((SUMMARY, "summary"), (JSON_LINE, "json"))))
+        bounds = [0]
+        for _, m in others:
+            bounds += [m.start(), m.end() + 1]
+        bounds.append(len(text))
+        counts = [len(_LOOKALIKE_AFTER_BREAK.findall(body, a, b + 1)) if a < b else 0
+                  for a, b in zip(bounds[::2], bounds[1::2], strict=True)]
+        found = shape.pattern.findall(body)
+        if len(found) != sum(counts):
+            return False  # a look-alike line of another shape (or none) in a span
+        read = shape.read(found)
+        if read is None:
+            return False
+        steps, values, epochs, walls = read
+        width = values.shape[1]
+        step_list = steps.tolist()
+        rising = not (np.diff(steps) < 0).any()
+        columns = (np.repeat(steps, width), values.ravel(), np.repeat(epochs, width),
+                   np.repeat(walls, width) if walls is not None else None)
+        codes = array("i", self.rows.codes(shape.tags))
+        handlers = self._handlers
+        by_line = []
+        done = 0
+        for index, count in enumerate(counts):
+            start, end = bounds[2 * index], bounds[2 * index + 1]
+            if count:
+                first, done = done, done + count
+                previous = self._last_anchor.get(-1)
+                if (previous is not None and step_list[first] < previous) or (
+                        not rising and (np.diff(steps[first:done]) < 0).any()):
+                    for m in matches_of(INNER, text, start, end):  # a restart: recorded with its line
+                        self._on_inner(m, chunk)
+                    by_line.append((start, end, self.lookalike))
+                else:
+                    rows = slice(first * width, done * width)
+                    self.rows.extend(codes * count, *(column[rows] for column in columns[:3]),
+                                     wall=NAN if walls is None else columns[3][rows])
+                    self.anchor(step_list[done - 1], None, 0)
+                    self.parsed_lines += count
+                    self._kinds.add("train_inner")
+            if index < len(others):
+                kind, m = others[index]
+                handlers[kind](m, chunk)
+                by_line.append((m.start(), m.end(), self.lookalike))
+        self.scan_ranges = by_line
+        return True
+
+    def _shape(self, first: re.Match[str]) -> _InnerShape | None:
+        """The shape of the interval records like ``first`` (None when it is not one of plain fields)."""
+        form = 0 if first.group(1) else 1 if first.group(3) else 2 if first.group(0).startswith("| ") else 3
+        keys = tuple(item.strip().partition("=")[0].strip() for item in first.group(8).split(","))
+        key = (form, keys)
+        if key not in self._shapes:
+            self._shapes[key] = _InnerShape.make(form, keys)
+        return self._shapes[key]
 
     @staticmethod
     def _prefix(m: re.Match[str]) -> tuple[float, str | None]:
@@ -146,6 +241,71 @@ class FairseqParser(TextParser):
         if self._not_numbers:
             notes.append(f"{self._not_numbers:,} value(s) that are not numbers skipped")
         self.notes[:0] = notes
+
+
+class _InnerShape:
+    """Interval records with one prefix and the same keys in the same order, read all at once."""
+
+    def __init__(self, pattern: re.Pattern[str], keys: tuple[str, ...], stamped: bool) -> None:
+        self.pattern = pattern
+        self.separators = (" / ", " " + keys[0] + "=", *(", " + key + "=" for key in keys[1:]))
+        self.width = 2 + len(keys)
+        self.key_lengths = np.array([len(key) for key in keys])
+        self.step = 2 + keys.index("num_updates")
+        self.kept = [2 + i for i, key in enumerate(keys) if key not in _NOT_TAGS]
+        self.tags = tuple(f"train_inner/{keys[i - 2]}" for i in self.kept)
+        self.stamped = stamped
+
+    @classmethod
+    def make(cls, form: int, keys: tuple[str, ...]) -> _InnerShape | None:
+        if "num_updates" not in keys or len(set(keys)) != len(keys) or not all(map(_PLAIN_KEY.fullmatch, keys)):
+            return None  # no step, a key twice (the last value counts), a key with a blank, ',' or '='
+        fields = ", ".join(re.escape(key) + "=" + _VALUE for key in keys)
+        pattern = re.compile(rf"{_SHAPE_PREFIXES[form]}epoch (\d+): +(\d+ / \d+ {fields})(?=\n)")
+        return cls(pattern, keys, form < 2)
+
+    def _grid(self, rests: tuple[str, ...]) -> np.ndarray | None:
+        """The numbers of ``rests`` ('i / n k=v, k=v, …' as the pattern took them) as a (lines, width) grid;
+        None when one is not a NUMBER. The pattern fixed the keys: they, their '=' and the ',' before them are
+        cut out by position, in a few passes over the bytes (a replace per key costs a pass each)."""
+        joined = " ".join(rests).replace(" / ", " ")
+        lines = len(rests)
+        if not joined.isascii():
+            return field_grid(list(rests), self.separators, self.width)
+        chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+        equals = np.flatnonzero(chars == 61)
+        if len(equals) != lines * len(self.key_lengths):
+            return None  # cannot happen: the pattern took the keys
+        starts = equals - np.tile(self.key_lengths, lines)
+        commas = (starts.reshape(lines, -1)[:, 1:] - 2).ravel()
+        cut = np.zeros(len(chars) + 1, dtype=np.int8)
+        cut[starts] += 1
+        cut[equals + 1] -= 1
+        cut[commas] += 1
+        cut[commas + 1] -= 1
+        text = chars[np.cumsum(cut[:-1], dtype=np.int8) == 0].tobytes().decode("ascii")
+        grid = field_grid([text], (), self.width * lines)
+        return None if grid is None else grid.reshape(lines, self.width)
+
+    def read(self, found: list[tuple[str, str, str]]
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None:
+        """(steps, values (lines, tags), epochs done, wall times or None) of the records ``found``; None when
+        a value is not a plain number, a step not a whole number, or a count beyond 2**53."""
+        if not found:
+            return np.empty(0, np.int64), np.empty((0, len(self.kept))), np.empty(0), None
+        stamps, epoch_texts, rests = zip(*found, strict=True)
+        grid = self._grid(rests)
+        epoch = parse_numbers(" ".join(epoch_texts))
+        if grid is None or epoch is None:
+            return None
+        step = grid[:, self.step]
+        counts = np.concatenate([epoch, grid[:, 0], grid[:, 1]])
+        if not (np.abs(step) < 2**53).all() or (step != np.floor(step)).any() or counts.max() >= 2**53:
+            return None  # NaN, not whole, or more digits than a double holds: line by line
+        position, total = grid[:, 0], grid[:, 1]
+        done = np.where(total != 0, epoch - 1 + position / np.where(total != 0, total, 1), epoch)
+        walls = np.array(parse_timestamps(stamps)) if self.stamped else None
+        return step.astype(np.int64), grid[:, self.kept], done, walls
 
 
 def _whole(text: str | None) -> int | None:
