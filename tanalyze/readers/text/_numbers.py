@@ -91,10 +91,6 @@ def _bounds(chars: np.ndarray) -> tuple[np.ndarray, np.ndarray] | tuple[None, No
     return starts, ends
 
 
-def _token_of(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    return np.searchsorted(starts, positions, side="right") - 1
-
-
 def _mantissas(raw: bytes, chars: np.ndarray, starts: np.ndarray, ends: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """For tokens ``[+-]digits[.digits]``: the digits as an integer, how many follow the dot, which tokens are
@@ -102,22 +98,23 @@ def _mantissas(raw: bytes, chars: np.ndarray, starts: np.ndarray, ends: np.ndarr
     n = len(starts)
     odd = np.zeros(n, dtype=bool)
     never = np.zeros(n, dtype=bool)
+    spaces = chars == 32
+    token = np.cumsum(spaces, dtype=np.int32)  # the token of each character (a blank: the one after it)
     other = raw.translate(None, _SHAPE_BYTES)
     if other:
-        odd[np.unique(_token_of(np.flatnonzero(_OTHER[chars]), starts))] = True
-        never[np.unique(_token_of(np.flatnonzero(_NEVER[chars]), starts))] = True
+        odd[token[_OTHER[chars]]] = True
+        never[token[_NEVER[chars]]] = True
     first = chars[starts]
     signed = (first == 45) | (first == 43)
     dots = np.flatnonzero(chars == 46)
-    dot_token = _token_of(dots, starts)
+    dot_token = token[dots]
     has_dot = np.zeros(n, dtype=bool)
     has_dot[dot_token] = True
     if len(dot_token) > 1:
         twice = dot_token[1:] == dot_token[:-1]
         odd[dot_token[1:][twice]] = True
     signs = np.flatnonzero((chars == 45) | (chars == 43))
-    inner = signs[signs != starts[_token_of(signs, starts)]]
-    odd[_token_of(inner, starts)] = True
+    odd[token[signs[signs != starts[token[signs]]]]] = True
     digits = ends - starts - signed - has_dot
     odd |= (digits < 1) | (digits > _MAX_DIGITS)
     frac = np.zeros(n, dtype=np.int64)
@@ -125,8 +122,7 @@ def _mantissas(raw: bytes, chars: np.ndarray, starts: np.ndarray, ends: np.ndarr
     work = raw
     if odd.any():
         copy = chars.copy()
-        spaces = chars == 32
-        copy[odd[np.cumsum(spaces)] & ~spaces] = 48  # "000…": an integer to the reader below, set apart
+        copy[odd[token] & ~spaces] = 48  # "000…": an integer to the reader below, set apart
         work = copy.tobytes()
         frac[odd] = 0
     m = np.fromstring(work.replace(b".", b""), dtype=np.int64, sep=" ")
