@@ -115,6 +115,12 @@ def test_meters_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypa
              if p.suffix in (".log", ".txt")]
     files += [write(tmp_path / "mixed.log", MIXED_METERS), write(tmp_path / "meters.log", _generic(40, blocks=False)),
               write(tmp_path / "blocks.log", _generic(5))]
+    from bench.text_logs import make_text
+
+    make_text(tmp_path / "bench.log", 1)
+    shaped = "".join(f"Epoch [{1 + i // 20}][{i % 20 + 1}/20]\tlr: 1e-3, time:  0.{i}, loss: {i}.5 \n" for i in range(60))
+    files[:0] = [tmp_path / "bench.log", write(tmp_path / "shaped.log", shaped.replace("time:  0.7,", "time:0.7,")
+                                               .replace("loss: 9.5", "loss: 9.5 x").replace("lr: 1e-3, time:  0.30", "lr: 1e-3,  time: 0.30"))]
     for path in files:
         (at_once,) = GenericTextReader().read([path])
         monkeypatch.setattr(GenericTextParser, "line_by_line", True)

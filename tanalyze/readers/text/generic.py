@@ -15,10 +15,9 @@ No framework prints these, many scripts do:
 
 from __future__ import annotations
 
-import functools
 import re
 from bisect import bisect_right
-from itertools import chain, compress
+from itertools import compress, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -410,9 +409,8 @@ def _pairs(rests: tuple[str, ...]) -> tuple[list[str], list[str], list[int], lis
     shape = _shape_of(rests[0])
     if shape is not None:
         names = list(shape[1])
-        found = list(map(_shape_pattern(*shape).fullmatch, rests))
-        if all(found):
-            raws = list(chain.from_iterable(map(re.Match.groups, found)))
+        raws = _shaped_values(rests, *shape)
+        if raws is not None:
             return names * len(rests), raws, [len(names)] * len(rests), names
     names, raws, counts = [], [], []
     for rest in rests:
@@ -426,7 +424,7 @@ def _pairs(rests: tuple[str, ...]) -> tuple[list[str], list[str], list[int], lis
 def _shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
     """The text before the first pair of ``rest`` and the names of its pairs (found by ``_COLON_PAIR``), when only
     blanks come between pairs and after the last; None otherwise. A rest with that text first, those names and
-    blanks between their values (:func:`_shape_pattern`) has exactly those pairs: no name can begin in blanks,
+    blanks between their values (:func:`_shaped_values`) has exactly those pairs: no name can begin in blanks,
     and the text before the first name is the same."""
     if "(" in rest and ":" not in rest:
         return None  # "name value (average)" meters: another reading
@@ -439,11 +437,27 @@ def _shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
     return rest[:pairs[0].start()], tuple(m.group(1) for m in pairs)
 
 
-@functools.lru_cache(maxsize=64)
-def _shape_pattern(before: str, names: tuple[str, ...]) -> re.Pattern[str]:
-    """A rest of that shape (to match whole), capturing the raw values."""
-    body = r"\s+".join(re.escape(name) + r":\s+(\S+)" for name in names)
-    return re.compile(re.escape(before) + body + r"\s*")
+def _shaped_values(rests: tuple[str, ...], before: str, names: tuple[str, ...]) -> list[str] | None:
+    """The raw values of ``rests`` when each is ``before``, then ``name: value`` for each of ``names`` in turn,
+    with blanks between and after them (``name:\\s+(\\S+)`` joined by ``\\s+``, the whole rest), read by one split
+    at blanks; None when a rest has another shape (the caller then searches each for its pairs)."""
+    head = before + names[0] + ":"
+    if not all(map(str.startswith, rests, repeat(head))):
+        return None
+    cut = len(before)
+    words = " ".join([rest[cut:] for rest in rests] if cut else rests).split()
+    if len(words) != 2 * len(names) * len(rests) or words[0::2] != [name + ":" for name in names] * len(rests):
+        return None
+    return words[1::2]
+
+
+def _integers(texts: tuple[str, ...]) -> np.ndarray:
+    """``int`` of each of ``texts`` (digits, ``\\d+``) as int64, numpy reading the ASCII ones in one pass; a
+    number beyond 64 bits as at least 2**31 (the caller reads such lines one by one)."""
+    joined = " ".join(texts)
+    if joined.isascii() and max(map(len, texts)) <= 18:
+        return np.fromstring(joined, dtype=np.int64, sep=" ")
+    return np.array([min(int(text), 2**62) for text in texts], dtype=np.int64)
 
 
 class _Meters:
@@ -461,10 +475,10 @@ class _Meters:
         made = cls()
         columns = list(zip(*fields, strict=True))
         names, raws, counts, same = _pairs(columns[4])
-        numbers = [list(map(int, column)) for column in columns[1:4]]
-        if max(max(column) for column in numbers) >= 2**31:
+        numbers = [_integers(column) for column in columns[1:4]]
+        if max(int(column.max()) for column in numbers) >= 2**31:
             return None  # steps that might not fit 64 bits: read line by line (which counts them)
-        epochs, indices, batches = (np.array(column, dtype=np.int64) for column in numbers)
+        epochs, indices, batches = numbers
         modes = columns[0]
         made.train = (np.array([(mode or "").lower() == "train" for mode in modes], dtype=bool) if any(modes)
                       else np.zeros(len(fields), dtype=bool))
