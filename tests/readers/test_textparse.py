@@ -55,6 +55,20 @@ def test_dedupe_of_rows_in_step_order_is_keep_last_write(seed):
     assert none == 0 and untouched is distinct
 
 
+def test_repeats_of_a_step_are_found_alike_by_bits_and_by_distances(monkeypatch):
+    """Whether a step's rows repeat a group: one pass with a bit per group (up to 64 groups) answers as the
+    comparison at every distance within a step does."""
+    from tanalyze.readers.text import _rows
+
+    rng = np.random.default_rng(0)
+    cases = [(rng.integers(0, rng.integers(1, 70), n), np.sort(rng.integers(0, rng.integers(1, 20), n)))
+             for n in rng.integers(2, 60, 2000)]
+    by_bits = [_rows._repeats_in_order(group, steps) for group, steps in cases]
+    monkeypatch.setattr(_rows, "_bitwise_count", None)
+    assert by_bits == [_rows._repeats_in_order(group, steps) for group, steps in cases]
+    assert 100 < sum(by_bits) < 1900
+
+
 def test_dedupe_without_duplicates_returns_the_frame_untouched():
     frame = Rows()
     frame.add("loss", 1, 0.5)

@@ -283,6 +283,9 @@ class Rows:
 
 
 
+_bitwise_count = getattr(np, "bitwise_count", None)  # numpy >= 2.0
+
+
 def _repeats_in_order(group: np.ndarray, steps: np.ndarray, longest: int = 64) -> bool:
     """False when no (group, step) can repeat, proven in a few passes: the usual log writes steps in order,
     each step's rows next to each other; then a repeat would be two rows of one step and one group at most
@@ -291,9 +294,14 @@ def _repeats_in_order(group: np.ndarray, steps: np.ndarray, longest: int = 64) -
         return True
     changes = np.flatnonzero(steps[1:] != steps[:-1])
     bounds = np.concatenate(([0], changes + 1, [len(steps)]))
-    run = int(np.diff(bounds).max())
+    lengths = np.diff(bounds)
+    run = int(lengths.max())
     if run > longest:
         return True
+    if _bitwise_count is not None and 0 <= int(group.min()) and int(group.max()) < 64:
+        # one pass: a step's rows repeat a group exactly when the groups they set as bits are fewer than they
+        bits = np.left_shift(np.uint64(1), group.astype(np.uint64))
+        return bool((_bitwise_count(np.bitwise_or.reduceat(bits, bounds[:-1])) != lengths).any())
     return any((group[distance:] == group[:-distance])[steps[distance:] == steps[:-distance]].any()
                for distance in range(1, run))
 
