@@ -26,7 +26,7 @@ import math
 import re
 import warnings
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -510,7 +510,8 @@ def _rules(keys: Sequence[str], columns: Mapping[str, list[HparamValue]], bad: M
 
 
 def _experiment(name: str, runs: Sequence[SweepRun], metric: str, higher: bool, target_kind: str,
-                with_bands: bool) -> Experiment | str:
+                with_bands: bool, importance_of: Callable[..., tuple[Importance, ...]] = hparam_importance
+                ) -> Experiment | str:
     keys, columns, sources, aliases, seed_values, constant, notes = _varying(runs)
     seeds = list(seed_values)
     if not keys:
@@ -545,7 +546,7 @@ def _experiment(name: str, runs: Sequence[SweepRun], metric: str, higher: bool, 
     config_of = {c: i for i, c in enumerate(dict.fromkeys(tuple(_fmt(columns[k][i]) for k in keys)
                                                        for i in range(len(runs))))}
     groups_of = np.asarray([config_of[tuple(_fmt(columns[k][i]) for k in keys)] for i in range(len(runs))])
-    importance = hparam_importance(keys, features, scored, numeric, groups_of)
+    importance = importance_of(keys, features, scored, numeric, groups_of)
     ranked = [imp.key for imp in importance]
     keys = ranked or keys  # configurations are written most important setting first
 
@@ -652,13 +653,15 @@ def analyse_sweep(
     target: str = "final",
     bands: bool = True,
     name: str | None = None,
+    importance: Callable[..., tuple[Importance, ...]] = hparam_importance,
 ) -> SweepResult:
     """Group ``runs`` into experiments (same tag set) and analyse each (see the module doc).
 
     ``metric`` is named in each run's ``metric_tag`` already (the validation loss role unless the caller chose a
     tag); ``higher`` overrides the direction inferred from its name; ``target`` is ``"final"`` (the last value)
     or ``"best"`` (the best value each run reached). ``bands=False`` skips the curves (faster, for numbers only).
-    ``name`` names an experiment whose runs share no folder (the input's name, say).
+    ``name`` names an experiment whose runs share no folder (the input's name, say). ``importance``: what
+    ranks the settings (:func:`~tanalyze.analysis.importance.hparam_importance`, or one that remembers its answers).
     """
     if target not in ("final", "best"):
         raise ValueError(f"target must be 'final' or 'best', got {target!r}")
@@ -681,7 +684,7 @@ def analyse_sweep(
         tags = {r.metric_tag for r in members}
         tag = metric or (sorted(tags)[0] if tags else "")
         direction = higher if higher is not None else higher_is_better(tag)
-        result = _experiment(title, members, tag, direction, target, bands)
+        result = _experiment(title, members, tag, direction, target, bands, importance)
         if isinstance(result, str):
             skipped.append(result)
         else:

@@ -21,7 +21,7 @@ import pandas as pd
 from tanalyze.logs import Logs, RunInfo
 from tanalyze.parallel import ProgressCallback
 from tanalyze.report.html import iter_html, render_html, render_run_fragment
-from tanalyze.report.jsonout import dumps, report_dict, write_json
+from tanalyze.report.jsonout import dumps, report_dict, run_digest, write_json
 from tanalyze.report.model import ReportData, RunSource, build_report, sources_from
 from tanalyze.report.pipeline import report_paths
 from tanalyze.text import writable
@@ -85,7 +85,7 @@ class Report:
         report = self.to_dict()
         if json_path is not None:
             # each run's text as encoded where it was read (and cached with it), where its content is unchanged
-            runs = [run.json[1] if run.json is not None and run.json[0] == d else None
+            runs = [run.json[1] if run.json is not None and run.json[0] == run_digest(d) else None
                     for run, d in zip(self.data.runs, report["runs"], strict=True)]
             sizes["json"] = write_json(report, json_path, runs)
         if html_path is not None:

@@ -28,7 +28,8 @@ from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS, chart_columns, ru
 from tanalyze.report.downsample import METHOD
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.groups import _flatten
-from tanalyze.report.model import LOSS_ROLES, VERDICTS, ReportData, RunView, number
+from tanalyze.report.memo import compare_figure
+from tanalyze.report.model import LOSS_ROLES, VERDICTS, ReportData, RunView, number, resource_panels
 from tanalyze.report.parallel import draw, run_figures
 from tanalyze.report.sweep import sweep_context
 from tanalyze.runstatus import STATUSES
@@ -78,6 +79,17 @@ def json_for_script(value: Any) -> str:
         text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     )
+
+
+def chart_text(chart: Mapping[str, Any] | None) -> str | None:
+    """A run's chart data (:func:`~tanalyze.report.chartdata.run_chart`) as page JSON without its ``run``
+    name (the name is the report's final one, see :func:`chart_member`); None for no chart."""
+    return None if chart is None else json_for_script({k: v for k, v in chart.items() if k != "run"})
+
+
+def chart_member(anchor: str, name: str, text: str) -> str:
+    """The ``"anchor":{"run":name,...}`` member of the page's chart data, from :func:`chart_text`."""
+    return f'"{anchor}":{{"run":{json_for_script(safe_text(name, 300))},{text[1:]}'
 
 
 # -- formatting filters ---------------------------------------------------------------
@@ -496,7 +508,8 @@ def _compare(data: ReportData, figures: FigureMaker) -> list[dict[str, Any]]:
         for tag, runs in by_tag.items():
             if len(runs) < 2:
                 continue
-            rendered = figures.compare(role, tag, runs, max_lines=COMPARE_MAX_LINES, key=len(out))
+            rendered = compare_figure(figures, role, tag, runs, max_lines=COMPARE_MAX_LINES, key=len(out),
+                                      cache=data.cache)
             out.append({"role": role, "tag": tag, "runs": len(runs), "figure": Markup(rendered.markup),
                         "legend": rendered.keys, "many": len(runs) > COMPARE_MAX_LINES})
     return out
@@ -630,13 +643,12 @@ def _run_contexts(data: ReportData, figures: FigureMaker, findings: Mapping[int,
     for done, (run, pair) in enumerate(zip(data.runs, drawn, strict=True), start=1):
         chart = None
         if charts is not None:
-            if run.chart is not None and run.chart[0] == columns:  # made where the run was read
-                chart = None if run.chart[1] is None else {**run.chart[1], "run": safe_text(run.name, 300)}
-            else:
-                chart = run_chart(run, columns)
-        if chart is not None and charts is not None:
-            charts.append(f'"{run.anchor}":{json_for_script(chart)}')
-        yield _run_context(run, pair, findings[run.index], chart, details=static, image_budget=image_budget)
+            made = run.chart is not None and run.chart[0] == columns  # made where the run was read
+            chart = run.chart[1] if made else chart_text(run_chart(run, columns))
+            if chart is not None:
+                charts.append(chart_member(run.anchor, run.name, chart))
+        shown = {"resources": bool(resource_panels(run))} if chart else None  # what the section says of its chart
+        yield _run_context(run, pair, findings[run.index], shown, details=static, image_budget=image_budget)
         if progress is not None and not static:
             progress(done, len(data.runs), f"render {run.name}")
 

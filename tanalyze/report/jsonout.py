@@ -6,6 +6,7 @@ the tests). Non-finite numbers are the strings ``"nan"``, ``"inf"``, ``"-inf"``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -17,7 +18,7 @@ from tanalyze.analysis.sweep import experiment_dict
 from tanalyze.report.model import ReportData, RunView
 from tanalyze.text import writable
 
-__all__ = ["SCHEMA_ID", "report_dict", "run_dict", "run_text", "dumps"]
+__all__ = ["SCHEMA_ID", "report_dict", "run_dict", "run_text", "run_digest", "dumps"]
 
 SCHEMA_ID = "tanalyze.report/1"
 
@@ -96,6 +97,13 @@ def dumps(report: dict[str, Any], runs: Sequence[str | None] | None = None) -> s
 def run_text(run: dict[str, Any]) -> str:
     """One run of the report encoded as :func:`dumps` writes it inside the report's ``runs`` (two levels deep)."""
     return json.dumps(run, ensure_ascii=False, allow_nan=False, indent=1).replace("\n", "\n  ")
+
+
+def run_digest(run: dict[str, Any]) -> str:
+    """A digest of one run's JSON content: equal content, equal digest (checks that a :func:`run_text` made
+    earlier still holds, without keeping the dict it was made from)."""
+    text = json.dumps(run, ensure_ascii=False, allow_nan=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=20).hexdigest()
 
 
 def write_json(report: dict[str, Any], path: str | os.PathLike[str], runs: Sequence[str | None] | None = None) -> int:

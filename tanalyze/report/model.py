@@ -217,10 +217,11 @@ class RunView:
     points: int
     #: (loss, aux) figures already drawn where the run was read (see pipeline.py), else drawn when rendering
     figures: tuple[Any, Any] | None = None
-    #: (columns, chart data) made where the run was read (see chartdata.run_chart), else made when rendering
-    chart: tuple[int, Any] | None = None
-    #: (its JSON dict, that dict encoded) made where the run was read (see jsonout.run_text), used when still equal
-    json: tuple[dict[str, Any], str] | None = None
+    #: (columns, chart data as page JSON) made where the run was read (see html.chart_text), else made when rendering
+    chart: tuple[int, str | None] | None = None
+    #: (digest of its JSON dict, that dict encoded) made where the run was read (see jsonout.run_text and
+    #: run_digest), used while the dict has the same digest
+    json: tuple[str, str] | None = None
     #: the run's TensorBoard image summaries, bounded (readers/tensorboard/images.py); None: it has none
     images: RunImages | None = None
 
@@ -252,6 +253,8 @@ class ReportData:
     version: str = ""
     not_read: tuple[Any, ...] = ()  # NotRead: files under the inputs that are in no run, with why
     experiments: tuple[Any, ...] = ()  # Experiment (analysis/sweep.py): sweeps among the runs, see report/sweep.py
+    #: Where cross-run figures are kept by their inputs between reports (a ``Cache``; see report/memo.py), or None
+    cache: Any = None
 
     def verdict_counts(self) -> list[tuple[str, int]]:
         counts = {label: 0 for label in VERDICTS}
@@ -434,8 +437,10 @@ def assemble(
     smoothing: float = 0.6,
     generated_at: str | None = None,
     not_read: Sequence[Any] = (),
+    cache: Any = None,
 ) -> ReportData:
-    """The report of these runs, numbered 1..n in order under their final ``names``."""
+    """The report of these runs, numbered 1..n in order under their final ``names``. ``cache`` (a ``Cache``)
+    keeps what is made from all of them (sweep importances, compare charts) for the next report of the same runs."""
     from tanalyze._version import __version__
     from tanalyze.report.groups import seed_groups
 
@@ -455,8 +460,9 @@ def assemble(
         not_read=tuple(not_read),
         runs=tuple(final),
         version=__version__,
+        cache=cache,
     )
     from tanalyze.report.sweep import experiments_of
 
     label = ", ".join(os.path.basename(os.path.normpath(i)) for i in data.inputs) or None
-    return replace(data, groups=tuple(seed_groups(data.runs)), experiments=experiments_of(data.runs, label))
+    return replace(data, groups=tuple(seed_groups(data.runs)), experiments=experiments_of(data.runs, label, cache=cache))

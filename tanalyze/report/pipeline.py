@@ -27,7 +27,8 @@ from tanalyze.readers.text.pattern import resolve_patterns
 from tanalyze.report import parallel
 from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS, chart_columns, run_chart
 from tanalyze.report.figures import FigureMaker
-from tanalyze.report.jsonout import run_dict, run_text
+from tanalyze.report.html import chart_text
+from tanalyze.report.jsonout import run_dict, run_digest, run_text
 from tanalyze.report.model import ReportData, RunSource, RunView, _run_view, _unique_names, assemble
 from tanalyze.report.runcache import dump_views, load_views
 
@@ -64,10 +65,10 @@ def _finish(view: RunView, maker: FigureMaker | None, columns: int | None = None
     if maker is not None and view.figures is None:
         view = replace(view, figures=parallel.draw(maker, view))
     if columns is not None and (view.chart is None or view.chart[0] != columns):
-        view = replace(view, chart=(columns, run_chart(view, columns)))
+        view = replace(view, chart=(columns, chart_text(run_chart(view, columns))))
     if columns is not None and view.json is None:
         d = run_dict(view)
-        view = replace(view, json=(d, run_text(d)))
+        view = replace(view, json=(run_digest(d), run_text(d)))
     return view
 
 
@@ -173,7 +174,8 @@ def report_paths(
     roles = dict(roles) if roles else None
     import tanalyze.diagnose  # noqa: F401  (imported before jobs fork, not once in each of them)
 
-    done_views = _map(tasks, roles, smoothing, jobs, progress, resolve_cache(cache), client)
+    cache = resolve_cache(cache)
+    done_views = _map(tasks, roles, smoothing, jobs, progress, cache, client)
     views: list[RunView] = []
     labels: list[str] = []
     for (position, _), found in zip(tasks, done_views, strict=True):
@@ -182,7 +184,7 @@ def report_paths(
     names = _unique_names(views, labels)
     used = {f for view in views if view.info is not None for f in view.info.files}
     options: dict[str, Any] = {"smoothing": smoothing, "inputs": [os.fspath(p) for p in paths],
-                               "not_read": [n for n in not_read if n.path not in used]}
+                               "not_read": [n for n in not_read if n.path not in used], "cache": cache}
     if title is not None:
         options["title"] = title
     return assemble(views, names, **options)

@@ -26,7 +26,7 @@ from tanalyze.report.model import RunView, Series, _diagnosis_dict
 __all__ = ["dump_views", "load_views"]
 
 #: Bumped when what is stored here changes shape (an older entry then reads as "not cached").
-LAYOUT = 2  # 2: the run's images
+LAYOUT = 3  # 2: the run's images; 3: its chart data as text, its JSON text with a digest
 
 
 def _images_dict(images: RunImages | None, n: int, arrays: dict[str, np.ndarray]) -> dict[str, Any] | None:
@@ -96,6 +96,12 @@ def _figure_of(d: Mapping[str, Any] | None) -> Rendered | None:
     return Rendered(**{**d, "keys": tuple(tuple(k) for k in d.get("keys", ()))})
 
 
+def _text(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError("chart data is stored as text")
+    return value
+
+
 def dump_views(views: list[RunView], *, figures_of: Mapping[str, Any] | None = None
                ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """The JSON part and the arrays that :func:`load_views` makes ``views`` from again.
@@ -145,8 +151,8 @@ def load_views(extra: Any, arrays: Mapping[str, np.ndarray], diagnoses: list[Any
                 diagnosis=diagnosis, info=info,
                 series=series, summary=dict(part["summary"]), tags=tuple(part["tags"]),
                 points=int(part["points"]),
-                chart=None if part.get("chart") is None else (int(part["chart"][0]), part["chart"][1]),
-                json=None if part.get("json") is None else (part["json"][0], str(part["json"][1])),
+                chart=None if part.get("chart") is None else (int(part["chart"][0]), _text(part["chart"][1])),
+                json=None if part.get("json") is None else (str(part["json"][0]), str(part["json"][1])),
                 figures=tuple(_figure_of(f) for f in figures) if same_figures and figures is not None else None,
                 images=_images_of(part.get("images"), n, arrays),
             ))

@@ -27,9 +27,12 @@ BAND_GROUPS = 6
 _W, _H, _PAD = 420.0, 170.0, 6.0
 
 
-def experiments_of(runs: Sequence[Any], name: str | None = None) -> tuple[Experiment, ...]:
+def experiments_of(runs: Sequence[Any], name: str | None = None, *, cache: Any = None) -> tuple[Experiment, ...]:
     """The experiments among report runs (:class:`~tanalyze.report.model.RunView`), scored by their validation
-    loss role. Runs without one are left out; fewer than four alike runs make no experiment."""
+    loss role. Runs without one are left out; fewer than four alike runs make no experiment. ``cache``: where
+    the settings' importances are kept by their inputs (see :mod:`tanalyze.report.memo`)."""
+    from tanalyze.report.memo import importance_of
+
     items = []
     for run in runs:
         series = run.series.get("val_loss")
@@ -45,7 +48,7 @@ def experiments_of(runs: Sequence[Any], name: str | None = None) -> tuple[Experi
         ))
     if len(items) < 4:
         return ()
-    return analyse_sweep(items, name=name).experiments
+    return analyse_sweep(items, name=name, importance=importance_of(cache)).experiments
 
 
 def _color(t: float, higher: bool) -> str:

@@ -11,6 +11,7 @@ import pytest
 
 from tanalyze.cache import Cache
 from tanalyze.report import Report, report_dict, report_paths
+from tanalyze.report.jsonout import run_digest
 from tests.conftest import SAMPLE_RUNS
 
 DIAGNOSE = importlib.import_module("tanalyze.diagnose")
@@ -101,7 +102,7 @@ def test_a_warm_report_reads_no_scalars_and_draws_the_same_page(runs, tmp_path, 
         texts.append((tmp_path / name).read_text(encoding="utf-8").replace(data.generated_at, ""))
     assert texts[0] == texts[1]
     report = report_dict(warm_data)  # each run's JSON text came with its view, for this very content
-    assert [run.json[0] for run in warm_data.runs] == report["runs"]
+    assert [run.json[0] for run in warm_data.runs] == [run_digest(d) for d in report["runs"]]
     reads.clear()
     _report(runs, cache, smoothing=0.3)  # other figures: drawn again from the cached curves, still not read
     assert reads == [] and calls == []
