@@ -4,6 +4,7 @@
     python bench/bench_scale.py --runs 200       # a quicker look
     python bench/bench_scale.py --repeat 3       # best and spread of 3 measurements each
     python bench/bench_scale.py --runs 200 --steps 10000 --skip dask --skip report   # fewer, longer runs
+    python bench/bench_scale.py --skip report-only   # only the report through the cache: cold, warm, one run grew
 
 Runs are written with tensorboardX: a few distinct runs (normal, overfitting,
 diverging, noisy …), each copied to make up the number asked (parsing cost
@@ -102,6 +103,14 @@ def generate(runs: int, steps: int = STEPS) -> Path:
     return root
 
 
+def grow_one_run(root: Path, steps: int = STEPS) -> Path:
+    """Append 1% more steps to the first run only (the others stay unchanged); its event file."""
+    path = sorted(root.glob("sweep/*/run*/events.out.tfevents.*"))[0]
+    with open(path, "ab") as handle:
+        handle.write((_templates(steps) / f"t{int(path.parent.name[3:]) % TEMPLATES:02d}.append").read_bytes())
+    return path
+
+
 def append_one_percent(root: Path, steps: int = STEPS) -> None:
     templates = _templates(steps)
     appendix = {kind: (templates / f"t{kind:02d}.append").read_bytes() for kind in range(TEMPLATES)}
@@ -124,6 +133,8 @@ if args["what"].endswith("dask"):
     from distributed import Client, LocalCluster
     cluster = LocalCluster(n_workers=args["jobs"], processes=True, threads_per_worker=1, dashboard_address=None)
     client = Client(cluster)
+cpu_before = sum(u.ru_utime + u.ru_stime for u in
+                 (resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)))
 start = time.perf_counter()
 if args["what"].startswith("load"):
     logs = tanalyze.load(args["path"], jobs=args["jobs"], cache=cache, client=client)
@@ -137,11 +148,13 @@ else:
     from tanalyze.pipeline import diagnose_path
     size = len(diagnose_path(args["path"], jobs=args["jobs"], cache=cache, client=client))
 elapsed = time.perf_counter() - start
+usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+cpu = sum(u.ru_utime + u.ru_stime for u in usage) - cpu_before
 if client is not None:
     client.close(); cluster.close()
 own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-print(json.dumps({{"seconds": elapsed, "size": size, "rss_self_mb": own / 1024, "rss_children_mb": kids / 1024}}))
+print(json.dumps({{"seconds": elapsed, "cpu": cpu, "size": size, "rss_self_mb": own / 1024, "rss_children_mb": kids / 1024}}))
 """
 
 
@@ -203,7 +216,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--steps", type=int, default=STEPS, help=f"steps per run, 5 scalars each (default {STEPS})")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--skip", action="append", default=[], choices=["dask", "report"], help="leave a part out")
+    parser.add_argument("--skip", action="append", default=[], choices=["dask", "report", "report-cache", "report-only"],
+                        help="leave a part out (report-only: everything but the report through the cache)")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     t = time.perf_counter()
@@ -223,7 +237,9 @@ def main() -> None:
         result = measure(what, copy, jobs=jobs, cache=cache, out=out)
         figures.setdefault(label, []).append(result["seconds"])
         extra[label] = result
-        print(f"  {label:<34} {result['seconds']:7.2f} s   peak RSS (tree) {result['peak_tree_mb']:6.0f} MB", flush=True)
+        figures.setdefault(label + " (CPU)", []).append(result["cpu"])
+        print(f"  {label:<34} {result['seconds']:7.2f} s ({result['cpu']:6.2f} s CPU)   "
+              f"peak RSS (tree) {result['peak_tree_mb']:6.0f} MB", flush=True)
         return result
 
     for attempt in range(args.repeat):
@@ -231,6 +247,18 @@ def main() -> None:
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(root, copy)  # a fresh copy each round: appends must not touch the generated data
         os.sync()  # the copy's writeback is not billed to the measurements that follow
+        if "report" not in args.skip and "report-cache" not in args.skip:
+            out = work / "report.html"
+            cache = caches / f"r{attempt}"
+            run("report serial, cold cache", "report", jobs=1, cache=cache, out=out)
+            run("report serial, warm cache", "report", jobs=1, cache=cache, out=out)
+            grown = grow_one_run(copy, args.steps)
+            os.sync()
+            run("report serial, one run grew", "report", jobs=1, cache=cache, out=out)
+            shutil.copy2(root / grown.relative_to(copy), grown)  # that run as generated again
+            os.sync()
+        if "report-only" in args.skip:
+            continue
         run("load serial, no cache", "load", jobs=1, cache=None)
         run(f"load --jobs {args.jobs}, no cache", "load", jobs=args.jobs, cache=None)
         if "dask" not in args.skip:
@@ -261,6 +289,10 @@ def main() -> None:
         print(f"  --jobs {args.jobs} vs serial (report):     {ratio('report serial, no cache', f'report --jobs {args.jobs}, no cache')}  (target >= 1.7x)")
     print(f"  warm vs cold cache (load):      {ratio('load serial, cold cache', 'load serial, warm cache')}  (target >= 10x)")
     print(f"  1% append vs cold (load):       {ratio('load serial, cold cache', 'load serial, after 1% appended')}  (target >= 5x)")
+    for unit in ("", " (CPU)"):
+        cold, warm = "report serial, cold cache" + unit, "report serial, warm cache" + unit
+        print(f"  warm vs cold cache (report){unit + ':':<7} {ratio(cold, warm)}  (target >= 10x); "
+              f"one run grew: {ratio(cold, 'report serial, one run grew' + unit)}")
     peaks = {label: r["peak_tree_mb"] for label, r in extra.items()}
     if "report" not in args.skip:
         worst = max(v for k, v in peaks.items() if k.startswith("report"))

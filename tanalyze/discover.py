@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
+from typing import Protocol
 
 from tanalyze.errors import InputError, NoLogsError
 from tanalyze.identity import RunPart, Source, identify
@@ -23,7 +25,19 @@ from tanalyze.readers.text.pattern import PATTERN_FORMAT, PatternReader, UserPat
 from tanalyze.runstatus.scan import is_console_log
 from tanalyze.text import writable
 
-__all__ = ["RunSpec", "Discovery", "NotRead", "discover"]
+__all__ = ["RunSpec", "Discovery", "NotRead", "HeadTagsMemo", "discover"]
+
+
+class HeadTagsMemo(Protocol):
+    """The tags of files' first records, remembered from an earlier discovery while a file keeps its stamp
+    (run identity needs them; decoding thousands of heads again costs more than the rest of discovery).
+    :class:`tanalyze.cache.heads.StoredHeadTags` keeps them in the cache."""
+
+    def stamp(self, path: Path) -> object | None:
+        """The file's stamp, taken before its head is read (None: not remembered)."""
+
+    def tags(self, path: Path, reader: str, stamp: object, compute: Callable[[], tuple[str, ...]]) -> tuple[str, ...]:
+        """The tags remembered for ``path`` read by ``reader`` at ``stamp``, else ``compute()`` (then remembered)."""
 
 _WEIGHTS = {".pt", ".pth", ".bin", ".safetensors", ".ckpt", ".h5", ".keras", ".onnx", ".pb", ".npz", ".npy", ".pkl",
             ".index", ".data-00000-of-00001", ".msgpack", ".gguf"}
@@ -157,6 +171,7 @@ def discover(
     formats: tuple[str, ...] | None = None,
     patterns: Sequence[UserPattern] = (),
     join: bool | None = None,
+    heads: HeadTagsMemo | None = None,
 ) -> Discovery:
     """Find the runs under ``path``.
 
@@ -168,7 +183,8 @@ def discover(
     one run per folder and format; None takes ``[runs] join`` from the nearest config
     file at or above ``path`` (default true). Raises
     :class:`InputError` when the path does not exist or cannot be read and
-    :class:`NoLogsError` when it holds no log any reader recognises.
+    :class:`NoLogsError` when it holds no log any reader recognises. ``heads`` remembers the tags of the
+    files' first records between discoveries (same answer, less decoding).
     """
     root = Path(path)
     if not root.exists():
@@ -205,6 +221,7 @@ def discover(
     base = root.parent if single_file else root
     for file in files:
         user = match_pattern(file, base, patterns, None) if use_patterns else None
+        stamp = heads.stamp(file) if heads is not None and join and user is None else None  # before the head is read
         reader, head = _claim(file, readers, errors) if user is None else (None, b"")
         if reader is None and user is None and use_patterns:
             user = match_pattern(file, base, patterns, head or _read_head(file))
@@ -218,7 +235,8 @@ def discover(
                 directory = root  # a run folder above the path given: the path itself is the run
             claimed[(directory, reader.name)].append(file)
             if join:
-                found = reader.head_tags(head)
+                found = (reader.head_tags(head) if stamp is None
+                         else heads.tags(file, reader.name, stamp, partial(reader.head_tags, head)))
                 if found:
                     head_tags[file] = found
     unrecognized = _companions(unrecognized, claimed, by_name)

@@ -582,7 +582,7 @@ def load(
         ConfigError: the config file or a pattern in it is invalid.
         NoLogsError: nothing under the path is a training log.
     """
-    discovery = discover_runs(path, formats=formats, patterns=patterns, join=join)
+    discovery = discover_runs(path, formats=formats, patterns=patterns, join=join, cache=cache)
     results = read_specs(discovery.runs, jobs=jobs, cache=cache, client=client, progress=progress)
     return _merge(results, discovery)
 
@@ -598,12 +598,22 @@ def read_many_task(specs: Sequence[RunSpec], *, cache: Cache | None) -> list[lis
 
 
 def discover_runs(path: str | os.PathLike[str], *, formats: Iterable[str] | None = None,
-                  patterns: Iterable[Any] | None = None, join: bool | None = None) -> Discovery:
-    """Discovery as :func:`load` does it (user patterns from arguments and config files included)."""
+                  patterns: Iterable[Any] | None = None, join: bool | None = None,
+                  cache: Cache | str | os.PathLike[str] | bool = False) -> Discovery:
+    """Discovery as :func:`load` does it (user patterns from arguments and config files included). With a
+    ``cache`` (as for :func:`load`), the tags of the files' first records are remembered there between
+    discoveries (:mod:`tanalyze.cache.heads`)."""
+    from tanalyze.cache import resolve_cache
+    from tanalyze.cache.heads import StoredHeadTags
     from tanalyze.readers.text.pattern import resolve_patterns
 
     user_patterns = resolve_patterns(path, patterns) if os.path.exists(path) else ()
-    return discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns, join=join)
+    folder = resolve_cache(cache)
+    heads = StoredHeadTags(folder, path) if folder is not None and os.path.exists(path) else None
+    found = discover(path, formats=tuple(formats) if formats else None, patterns=user_patterns, join=join, heads=heads)
+    if heads is not None:
+        heads.save()
+    return found
 
 
 def read_specs(

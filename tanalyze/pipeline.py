@@ -89,7 +89,7 @@ def diagnose_path(
     :func:`tanalyze.diagnose_run`). Returns :class:`~tanalyze.diagnose.Diagnoses` in discovery order."""
     from tanalyze.diagnose import Diagnoses, compare_with_siblings
 
-    discovery = discover_runs(path, formats=formats, patterns=patterns, join=join)
+    discovery = discover_runs(path, formats=formats, patterns=patterns, join=join, cache=cache)
     task = partial(diagnose_task, cache=resolve_cache(cache), options=options)
     pairs = []
     for spec, result in _mapped(task, discovery.runs, jobs=jobs, client=client, progress=progress):
@@ -120,7 +120,7 @@ def summarize_path(
     """The check rules' :class:`~tanalyze.baseline.RunSummary` of every run under ``path``, in discovery order."""
     from tanalyze.baseline import summarize_run
 
-    discovery = discover_runs(path)
+    discovery = discover_runs(path, cache=cache)
     task = partial(summarize_task, cache=resolve_cache(cache), roles=roles)
     summaries = []
     for spec, result in _mapped(task, discovery.runs, jobs=jobs, client=client, progress=progress):

@@ -56,7 +56,9 @@ def reads(monkeypatch):
 
 
 def entries(cache: Cache) -> list[Path]:
-    return sorted(p for p in cache.root.rglob("*") if p.is_file() and p.name != "CACHEDIR.TAG")
+    """The entries of what was read (files and runs; discovery's head tags apart, see test_cache_heads.py)."""
+    return sorted(p for p in cache.root.rglob("*")
+                  if p.is_file() and p.name != "CACHEDIR.TAG" and p.parent.parent.name != "heads")
 
 
 def fresh(path) -> tanalyze.Logs:
@@ -622,9 +624,9 @@ def test_cli_cache_info_and_clear(tmp_path, capsys):
     assert main(["runs", str(sweep), "--cache-dir", str(cache_dir), "-q"]) == 0
     capsys.readouterr()
     assert main(["cache", "info", "--cache-dir", str(cache_dir)]) == 0
-    assert f"{cache_dir / LAYOUT}: 4 entries" in capsys.readouterr().out
+    assert f"{cache_dir / LAYOUT}: 5 entries" in capsys.readouterr().out  # 2 files, 2 runs, the folder's head tags
     assert main(["cache", "clear", "--cache-dir", str(cache_dir)]) == 0
-    assert "removed 4 cache entries" in capsys.readouterr().err
+    assert "removed 5 cache entries" in capsys.readouterr().err
     assert not (cache_dir / LAYOUT).exists()
     (tmp_path / "not-a-cache" / LAYOUT).mkdir(parents=True)
     assert Cache(str(tmp_path / "not-a-cache")).clear() == 0 and (tmp_path / "not-a-cache" / LAYOUT).exists()

@@ -50,7 +50,7 @@ __all__ = ["STORAGES", "Chunked", "Entry", "StoredArrays", "default_storage", "w
 STORAGES = ("raw", "parquet")
 _HEADER = "__header__"
 _DTYPES = "__dtypes__"
-_MAGIC = b"TANALYZE-CACHE-2\n"
+_MAGIC = b"TANALYZE-CACHE-3\n"
 _FRAME = struct.Struct("<QQQI")  # head length, payload length, offset of the frame in the file, CRC-32 of the rest
 _PREFIX = len(_MAGIC) + _FRAME.size
 _ALIGN = 8
@@ -293,7 +293,9 @@ def _stored(array: np.ndarray, dtype: str) -> tuple[np.ndarray, np.dtype]:
 
 
 def _raw_frame(arrays: Mapping[str, tuple[np.ndarray, str]], text: str, offset: int) -> bytes:
-    """One frame: magic, lengths, its offset in the file and CRC, then the JSON head and the arrays, 8-aligned."""
+    """One frame: magic, lengths, its offset in the file and CRC, then the head (the arrays' layout as one line of
+    JSON, then the header's JSON text as is: not a string inside the layout, which would double its decoding)
+    and the arrays, 8-aligned."""
     layout = []
     chunks = []
     position = 0
@@ -302,7 +304,7 @@ def _raw_frame(arrays: Mapping[str, tuple[np.ndarray, str]], text: str, offset: 
         layout.append([name, array.dtype.str, len(array), position, dtype])
         chunks.append(data + bytes(-len(data) % _ALIGN))
         position += len(chunks[-1])
-    head = json.dumps({"arrays": layout, "header": text}).encode("utf-8")
+    head = json.dumps({"arrays": layout}).encode("utf-8") + b"\n" + text.encode("utf-8")
     head += b" " * (-(_PREFIX + len(head)) % _ALIGN)
     payload = b"".join(chunks)
     fields = (len(head), len(payload), offset)
@@ -310,7 +312,7 @@ def _raw_frame(arrays: Mapping[str, tuple[np.ndarray, str]], text: str, offset: 
     return b"".join((_MAGIC, _FRAME.pack(*fields, crc), head, payload))
 
 
-def _read_raw(data: bytearray) -> list[tuple[dict[str, tuple[np.ndarray, np.dtype]], str]]:
+def _read_raw(data: bytearray) -> list[tuple[dict[str, tuple[np.ndarray, np.dtype]], bytes]]:
     """The arrays (views of ``data``, as stored) with their dtypes and the header text of each frame;
     ValueError unless every frame verifies and starts where the one before ended."""
     frames = []
@@ -327,7 +329,8 @@ def _read_raw(data: bytearray) -> list[tuple[dict[str, tuple[np.ndarray, np.dtyp
         check = zlib.crc32(view[base:end], zlib.crc32(view[position + len(_MAGIC):position + len(_MAGIC) + 24]))
         if check != crc:
             raise ValueError("damaged cache entry")
-        head = json.loads(bytes(view[base:base + head_length]))
+        line = data.index(b"\n", base, base + head_length)
+        head = json.loads(bytes(view[base:line]))
         start = base + head_length
         arrays = {}
         for name, stored, count, at, dtype in head["arrays"]:
@@ -335,7 +338,7 @@ def _read_raw(data: bytearray) -> list[tuple[dict[str, tuple[np.ndarray, np.dtyp
             if kind.kind not in _ALLOWED_KINDS or at < 0 or start + at + count * kind.itemsize > end:
                 raise ValueError("damaged cache entry")
             arrays[name] = _stored(np.frombuffer(data, dtype=kind, count=count, offset=start + at), dtype)
-        frames.append((arrays, head["header"]))
+        frames.append((arrays, bytes(view[line + 1:start])))
         position = end
     return frames
 

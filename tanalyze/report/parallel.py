@@ -1,10 +1,9 @@
-"""Drawing many runs' figures on several cores.
+"""Each run's figures: one figure maker per process, reused from run to run, and how many processes to use.
 
-Figures of one run depend on that run alone, so they can be drawn in worker
-processes. Workers are forked (cheap: matplotlib is already imported) and only
-when that is safe: on a platform with ``fork``, from a process without other
-threads. Otherwise, or for few runs, figures are drawn in this process. The
-output is the same either way (figure ids are salted by run, not by process).
+A report of paths draws each run's figures in the worker process that read it
+(:mod:`tanalyze.report.pipeline`); what was not drawn there (a report of a
+``Logs``) is drawn in this process. The output is the same either way (figure
+ids are salted by run, not by process).
 """
 
 from __future__ import annotations
@@ -13,18 +12,13 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import replace
 
 from tanalyze.parallel import ProgressCallback
 from tanalyze.report.chartdata import aux_roles
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.model import RunView
 
-__all__ = ["run_figures", "draw", "worker_maker", "fork_context", "default_workers", "MIN_RUNS_FOR_WORKERS"]
-
-#: Below this many runs, starting worker processes costs more than it saves.
-MIN_RUNS_FOR_WORKERS = 8
+__all__ = ["run_figures", "draw", "worker_maker", "default_workers"]
 
 RunFigures = tuple[Rendered | None, ...]  # (loss, aux, resources)
 
@@ -41,15 +35,6 @@ def worker_maker(smoothing: float) -> FigureMaker:
     if _MAKER is None or _MAKER.smoothing != smoothing:
         _MAKER = FigureMaker(smoothing=smoothing)
     return _MAKER
-
-
-def _draw_chunk(chunk: Sequence[RunView], smoothing: float) -> list[RunFigures]:
-    maker = worker_maker(smoothing)
-    return [draw(maker, run) for run in chunk]
-
-
-def fork_context():
-    return multiprocessing.get_context("fork")
 
 
 def default_workers() -> int:
@@ -70,30 +55,11 @@ def run_figures(
     jobs: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Iterator[RunFigures]:
-    """The (loss, aux, resources) figures of each run, in order; drawn by ``jobs`` processes (None: automatic)."""
+    """The (loss, aux, resources) figures of each run, in order: as drawn where the runs were read (a report of
+    paths draws them in the per-run worker processes), else drawn here. ``jobs`` is accepted for compatibility:
+    a second pool of drawing processes did not pay for itself (see docs/performance.md)."""
     total = len(runs)
-    if all(run.figures is not None for run in runs):  # drawn where the runs were read
-        for done, run in enumerate(runs, start=1):
-            yield run.figures
-            if progress is not None:
-                progress(done, total, f"render {run.name}")
-        return
-    jobs = default_workers() if jobs is None else jobs
-    if jobs <= 1 or total < MIN_RUNS_FOR_WORKERS:
-        for done, run in enumerate(runs, start=1):
-            yield draw(maker, run)
-            if progress is not None:
-                progress(done, total, f"render {run.name}")
-        return
-    # Workers need only what they draw: no RunInfo (its read-only mappings do not pickle).
-    light = [replace(run, info=None, figures=None) for run in runs]
-    size = max(1, -(-total // (jobs * 4)))
-    chunks = [light[i:i + size] for i in range(0, total, size)]
-    done = 0
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=fork_context()) as pool:
-        for chunk, figures in zip(chunks, pool.map(_draw_chunk, chunks, [maker.smoothing] * len(chunks)), strict=True):
-            for run, pair in zip(chunk, figures, strict=True):
-                done += 1
-                yield pair
-                if progress is not None:
-                    progress(done, total, f"render {run.name}")
+    for done, run in enumerate(runs, start=1):
+        yield run.figures if run.figures is not None else draw(maker, run)
+        if progress is not None:
+            progress(done, total, f"render {run.name}")

@@ -19,11 +19,10 @@ from typing import Any
 from tanalyze.analysis.results import to_jsonable
 from tanalyze.cache import Cache, resolve_cache
 from tanalyze.cache.results import files_stamp, load_entry, results_key, save_results
-from tanalyze.discover import RunSpec, discover
+from tanalyze.discover import RunSpec
 from tanalyze.errors import InputError
-from tanalyze.logs import failed_result, read_run
+from tanalyze.logs import discover_runs, failed_result, read_run
 from tanalyze.parallel import Failure, ProgressCallback, map_runs
-from tanalyze.readers.text.pattern import resolve_patterns
 from tanalyze.report import parallel
 from tanalyze.report.chartdata import STATIC_FIGURES_MAX_RUNS, chart_columns, run_chart
 from tanalyze.report.figures import FigureMaker
@@ -163,9 +162,9 @@ def report_paths(
     tasks: list[tuple[int, RunSpec]] = []
     labels_of: list[str] = []
     not_read: list[Any] = []
+    cache = resolve_cache(cache)
     for path in paths:
-        discovery = discover(path, formats=tuple(formats) if formats else None, patterns=resolve_patterns(path, None),
-                             join=join)
+        discovery = discover_runs(path, formats=formats, join=join, cache=cache if cache is not None else False)
         label = os.path.basename(os.path.normpath(os.fspath(path))) or os.fspath(path)
         not_read.extend(discovery.not_read)
         for spec in discovery.runs:
@@ -174,7 +173,6 @@ def report_paths(
     roles = dict(roles) if roles else None
     import tanalyze.diagnose  # noqa: F401  (imported before jobs fork, not once in each of them)
 
-    cache = resolve_cache(cache)
     done_views = _map(tasks, roles, smoothing, jobs, progress, cache, client)
     views: list[RunView] = []
     labels: list[str] = []

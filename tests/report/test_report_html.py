@@ -247,24 +247,6 @@ def test_multi_path_report_stops_at_a_missing_path_before_reading(tmp_path):
         report_paths([tmp_path, tmp_path / "nope"])
 
 
-def test_figures_drawn_by_worker_processes_equal_those_drawn_here():
-    from tanalyze.report.parallel import MIN_RUNS_FOR_WORKERS, default_workers
-
-    if default_workers() < 2:
-        pytest.skip("no fork or a single CPU here: figures are always drawn in-process")
-    runs, diags = {}, {}
-    for k in range(MIN_RUNS_FOR_WORKERS + 1):
-        name = f"run{k}"
-        runs[name] = (frame_for(name, curves(("normal", "overfitting", "diverged")[k % 3], n=300, seed=k)), info(name))
-        diags[name] = diagnosis(name, ("normal", "overfitting", "diverged")[k % 3])
-    data = build_report(logs_of(runs), diags, generated_at="2024-01-01T00:00:00Z")
-    here = render_html(data, jobs=1)
-    forked = render_html(data, jobs=2)
-    assert forked == here
-    ids = re.findall(r'\sid="([^"]+)"', here)
-    assert len(ids) == len(set(ids))  # figure ids are unique in the page
-
-
 def test_findings_past_three_fold_away_and_the_headline_explains_the_verdict():
     findings = [
         {"code": "plateau", "severity": "info", "step": 1, "message": "p1", "recommendation": "r"},
