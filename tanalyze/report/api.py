@@ -62,8 +62,8 @@ class Report:
         return self.to_html(fragment=True)
 
     def save_html(self, path: PathLike, *, progress: ProgressCallback | None = None, jobs: int | None = None) -> int:
-        """Write the page (streamed: never whole in memory); its size in bytes. ``jobs``: processes drawing
-        figures (None: as many as useful, 1: this process only)."""
+        """Write the page (streamed: never whole in memory); its size in bytes. ``jobs`` is accepted for
+        compatibility: figures not drawn where the runs were read are drawn in this process."""
         return self.save(html_path=path, progress=progress, jobs=jobs)["html"]
 
     def to_dict(self) -> dict[str, Any]:

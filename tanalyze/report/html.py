@@ -570,8 +570,8 @@ def iter_html(
 
     ``csp=False`` leaves the Content-Security-Policy out (tests use it to show
     that escaping alone keeps payloads inert). ``embed_json`` is placed in a
-    ``<script type="application/json" id="tanalyze-data">`` block. ``jobs``:
-    processes drawing figures (None: automatic, 1: this process only).
+    ``<script type="application/json" id="tanalyze-data">`` block. ``jobs`` is
+    accepted for compatibility (figures not drawn where the runs were read are drawn here).
     ``sections=False`` leaves out each run's section (its figures and findings):
     the summary of many runs that Jupyter shows, quick to draw and small.
 
