@@ -18,10 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from tanalyze import curves as _curves
 from tanalyze.analysis.importance import Importance, hparam_importance
 from tanalyze.cache import Cache
 from tanalyze.cache.memo import Digest, load_memo, save_memo
+from tanalyze.report import chartdata as _chartdata
+from tanalyze.report import downsample as _downsample
 from tanalyze.report import figures as _figures
+from tanalyze.report import svgaxes as _svgaxes
+from tanalyze.report import svgsafe as _svgsafe
 from tanalyze.report.chartdata import blowup_step
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.model import RunView
@@ -48,7 +53,8 @@ def compare_figure(maker: FigureMaker, role: str, tag: str, runs: Sequence[RunVi
     """:meth:`FigureMaker.compare` of these runs, from the cache when drawn before from the same curves."""
     if cache is None:
         return maker.compare(role, tag, runs, max_lines=max_lines, key=key)
-    digest = Digest().add(_code(_figures), role, tag, max_lines, key, maker.smoothing, maker.columns)
+    code = _code(_figures, _chartdata, _downsample, _svgaxes, _svgsafe, _curves)
+    digest = Digest().add(code, role, tag, max_lines, key, maker.smoothing, maker.columns)
     for run in runs:
         series = run.series[role]
         digest.add(run.index, run.name, blowup_step(run.diagnosis), series.steps, series.values)
