@@ -49,7 +49,7 @@ def test_every_public_name_exists():
 SIGNATURES = {
     "load": ["path", "*formats", "*progress", "*patterns", "*jobs", "*cache", "*client", "*join"],
     "from_frame": ["frame", "*run", "*step"],
-    "discover": ["path", "*formats", "*patterns", "*join"],
+    "discover": ["path", "*formats", "*patterns", "*join", "*heads"],
     "read_run": ["spec", "*cache"],
     "run_status": ["files", "*consoles", "*run_format", "*hparams", "*now"],
     "diagnose": ["logs", "*roles", "*num_classes", "*thresholds", "**params"],
