@@ -467,7 +467,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
         sys.stderr.write(f"removed {removed:,} cache entr{'y' if removed == 1 else 'ies'} from {safe_text(str(cache.root))}\n")
         return EXIT_OK
     count, size = cache.usage()
-    sys.stdout.write(f"{safe_text(str(cache.root))}: {count:,} entries, {size / 1e6:,.1f} MB ({cache.storage} storage)\n")
+    sys.stdout.write(f"{safe_text(str(cache.root))}: {count:,} entries, {size / 1e6:,.1f} MB)\n")
     return EXIT_OK
 
 

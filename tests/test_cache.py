@@ -16,12 +16,11 @@ from tanalyze.cache.codec import Uncacheable, encode_runs
 from tanalyze.cache.reading import read_runs
 from tanalyze.cache.store import (
     MAX_FRAMES,
-    STORAGES,
+    SUFFIX,
     Chunked,
     _raw_frame,
     append_entry,
     read_entry,
-    suffix,
     write_entry,
 )
 from tanalyze.readers import get_reader
@@ -30,10 +29,6 @@ from tanalyze.readers.tensorboard._tails import read_tails
 from tanalyze.readers.tensorboard.reader import TensorBoardReader
 from tests.conftest import SAMPLE_RUNS
 from tests.scale_helpers import append_events, assert_same_logs, event_file, make_sweep, write_events
-
-STORAGE_PARAMS = [pytest.param(s, marks=pytest.mark.skipif(
-    s == "parquet" and not __import__("importlib.util").util.find_spec("pyarrow"), reason="pyarrow not installed"))
-    for s in STORAGES]
 
 
 @pytest.fixture
@@ -65,9 +60,8 @@ def fresh(path) -> tanalyze.Logs:
     return tanalyze.load(path, jobs=1, cache=False)
 
 
-@pytest.mark.parametrize("storage", STORAGE_PARAMS)
-def test_cold_and_warm_loads_equal_an_uncached_load_for_every_sample_format(tmp_path, storage):
-    cache = Cache(str(tmp_path / "c"), storage)
+def test_cold_and_warm_loads_equal_an_uncached_load_for_every_sample_format(tmp_path):
+    cache = Cache(str(tmp_path / "c"))
     cold = tanalyze.load(SAMPLE_RUNS, jobs=1, cache=cache)
     stored = entries(cache)
     warm = tanalyze.load(SAMPLE_RUNS, jobs=1, cache=cache)
@@ -212,8 +206,8 @@ def test_a_damaged_resume_point_in_a_run_entry_reads_the_run_through_its_parts(t
     cache = Cache(str(tmp_path / "c"))
     tanalyze.load(folder, jobs=1, cache=cache)
     [entry] = [p for p in entries(cache) if p.parent.parent.name == "runs"]
-    found = read_entry(entry, cache.storage)
-    write_entry(entry, found.arrays, {**found.header, "resume": resume}, cache.storage)
+    found = read_entry(entry)
+    write_entry(entry, found.arrays, {**found.header, "resume": resume})
     append_events(folder, tmp_path / "more", steps=range(30, 40))
     assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
 
@@ -321,7 +315,7 @@ def test_deleting_the_cache_in_the_middle_of_a_load_is_harmless(tmp_path, monkey
     assert_same_logs(tanalyze.load(sweep, jobs=1, cache=cache), fresh(sweep))
 
 
-def _damage(entry: Path, damage: str, storage: str) -> None:
+def _damage(entry: Path, damage: str) -> None:
     data = entry.read_bytes()
     if damage == "garbage":
         entry.write_bytes(os.urandom(len(data)))
@@ -330,8 +324,8 @@ def _damage(entry: Path, damage: str, storage: str) -> None:
     elif damage == "empty":
         entry.write_bytes(b"")
     else:  # a valid entry of another file, copied over this one
-        found = read_entry(entry, storage)
-        write_entry(entry, found.arrays, {**found.header, "key": {**found.header["key"], "elsewhere": True}}, storage)
+        found = read_entry(entry)
+        write_entry(entry, found.arrays, {**found.header, "key": {**found.header["key"], "elsewhere": True}})
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "another key"])
@@ -342,12 +336,12 @@ def test_corrupt_entries_are_ignored_and_rewritten(tmp_path, damage, reads):
     stored = entries(cache)
     assert [p.parent.parent.name for p in stored] == ["files", "runs"]
     for entry in stored:
-        _damage(entry, damage, cache.storage)
+        _damage(entry, damage)
     reads.clear()
     logs = tanalyze.load(sweep, jobs=1, cache=cache)
     assert reads == [("run00", 0)]
     assert_same_logs(logs, fresh(sweep))
-    file_entry = read_entry(stored[0], cache.storage).header
+    file_entry = read_entry(stored[0]).header
     assert file_entry["key"]["path"] == os.path.realpath(event_file(sweep / "lr0" / "run00"))
     reads.clear()
     tanalyze.load(sweep, jobs=1, cache=cache)
@@ -358,7 +352,7 @@ def test_a_corrupt_run_entry_falls_back_to_the_file_entries(tmp_path, reads):
     sweep = make_sweep(tmp_path, runs=1, steps=20)
     cache = Cache(str(tmp_path / "c"))
     tanalyze.load(sweep, jobs=1, cache=cache)
-    _damage(entries(cache)[1], "garbage", cache.storage)
+    _damage(entries(cache)[1], "garbage")
     reads.clear()
     logs = tanalyze.load(sweep, jobs=1, cache=cache)
     assert reads == []  # served from the event file's entry: nothing parsed
@@ -396,81 +390,77 @@ def test_concurrent_writers_never_leave_a_partial_entry(tmp_path):
 
     def write(seed: int) -> None:
         for _ in range(20):
-            write_entry(path, arrays, {"seed": seed}, "raw")
+            write_entry(path, arrays, {"seed": seed})
 
     writers = [threading.Thread(target=write, args=(i,)) for i in range(3)]
     for thread in writers:
         thread.start()
     while any(t.is_alive() for t in writers):
-        found = read_entry(path, "raw")
+        found = read_entry(path)
         if found is not None:
             seen.append(found.header["seed"])
             assert np.array_equal(found.arrays["x"], arrays["x"])
     for thread in writers:
         thread.join()
-    assert read_entry(path, "raw") is not None
+    assert read_entry(path) is not None
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_rows_added_at_the_end_are_stored_as_a_frame_and_read_back_whole(tmp_path):
     path = tmp_path / "e.arrays"
-    write_entry(path, {"x": np.arange(100, dtype=np.int64), "v": np.linspace(0, 1, 100)}, {"n": 1}, "raw")
-    first = read_entry(path, "raw")
+    write_entry(path, {"x": np.arange(100, dtype=np.int64), "v": np.linspace(0, 1, 100)}, {"n": 1})
+    first = read_entry(path)
     grown = {"x": np.arange(130, dtype=np.int64), "v": np.concatenate([first.arrays["v"], [np.nan] * 30])}
-    assert append_entry(path, first, grown, {"n": 2}, "raw")
-    second = read_entry(path, "raw")
+    assert append_entry(path, first, grown, {"n": 2})
+    second = read_entry(path)
     assert second.frames == 2 and second.header == {"n": 2} and second.size == path.stat().st_size
     assert second.arrays["x"].tolist() == list(range(130))
     assert np.array_equal(second.arrays["v"], grown["v"], equal_nan=True)
     # Rows changed rather than added, a dtype changed, an array missing: not a frame (the caller writes whole).
     changed = {"x": grown["x"][::-1].copy(), "v": grown["v"]}
-    assert not append_entry(path, second, changed, {"n": 3}, "raw")
-    assert not append_entry(path, second, {"x": grown["x"].astype(np.float64), "v": grown["v"]}, {}, "raw")
-    assert not append_entry(path, second, {"x": grown["x"]}, {}, "raw")
-    assert not append_entry(path, second, grown, {}, "parquet")
-    assert read_entry(path, "raw").frames == 2  # untouched by the refusals
+    assert not append_entry(path, second, changed, {"n": 3})
+    assert not append_entry(path, second, {"x": grown["x"].astype(np.float64), "v": grown["v"]}, {})
+    assert not append_entry(path, second, {"x": grown["x"]}, {})
+    assert read_entry(path).frames == 2  # untouched by the refusals
 
 
 def test_pieces_handed_back_as_read_are_not_compared_and_others_are(tmp_path):
     path = tmp_path / "e.arrays"
-    write_entry(path, {"x": np.arange(1000, dtype=np.int64)}, {}, "raw")
-    read = read_entry(path, "raw")
+    write_entry(path, {"x": np.arange(1000, dtype=np.int64)}, {})
+    read = read_entry(path)
     stored = read.arrays.chunked("x")
     assert stored.dtype == np.int64 and stored.pieces[0].dtype == np.int16  # kept as stored: narrowed
     more = np.arange(1000, 1020, dtype=np.int16)
     # The very pieces read, then a new one: only the new rows are written, widened to the entry's dtype.
-    assert append_entry(path, read, {"x": Chunked((*stored.pieces, more), stored.dtype)}, {"n": 2}, "raw")
-    again = read_entry(path, "raw")
+    assert append_entry(path, read, {"x": Chunked((*stored.pieces, more), stored.dtype)}, {"n": 2})
+    again = read_entry(path)
     assert again.frames == 2 and again.arrays["x"].dtype == np.int64 and again.arrays["x"].tolist() == list(range(1020))
     assert len(again.arrays.chunked("x").pieces) == 2
     # Equal copies are compared byte by byte (and pass); changed ones are refused; so is another dtype.
     copies = tuple(piece.copy() for piece in again.arrays.chunked("x").pieces)
-    assert append_entry(path, again, {"x": Chunked((*copies, np.arange(1020, 1025)), np.dtype(np.int64))}, {}, "raw")
-    third = read_entry(path, "raw")
+    assert append_entry(path, again, {"x": Chunked((*copies, np.arange(1020, 1025)), np.dtype(np.int64))}, {})
+    third = read_entry(path)
     changed = (third.arrays.chunked("x").pieces[0] + 1, *third.arrays.chunked("x").pieces[1:], np.arange(1025, 1030))
-    assert not append_entry(path, third, {"x": Chunked(changed, np.dtype(np.int64))}, {}, "raw")
-    assert not append_entry(path, third, {"x": Chunked(third.arrays.chunked("x").pieces, np.dtype(np.float64))}, {}, "raw")
-    assert read_entry(path, "raw").arrays["x"].tolist() == list(range(1025))
+    assert not append_entry(path, third, {"x": Chunked(changed, np.dtype(np.int64))}, {})
+    assert not append_entry(path, third, {"x": Chunked(third.arrays.chunked("x").pieces, np.dtype(np.float64))}, {})
+    assert read_entry(path).arrays["x"].tolist() == list(range(1025))
 
 
 def test_stored_numbers_that_cannot_widen_exactly_to_their_dtype_make_the_entry_unreadable(tmp_path):
     path = tmp_path / "e.arrays"
     path.write_bytes(_raw_frame({"x": (np.array([0.5, 1.5]), "<i8")}, "{}", 0))  # floats claimed to be int64
-    assert read_entry(path, "raw") is None
+    assert read_entry(path) is None
     path.write_bytes(_raw_frame({"x": (np.arange(3, dtype=np.int64), "<i2")}, "{}", 0))  # wider than its dtype
-    assert read_entry(path, "raw") is None
+    assert read_entry(path) is None
 
 
-def test_arrays_read_from_any_storage_can_be_written_to(tmp_path):
-    for storage in STORAGES:
-        if storage == "parquet":
-            pytest.importorskip("pyarrow")
-        path = tmp_path / f"e{suffix(storage)}"
-        write_entry(path, {"x": np.arange(100, dtype=np.int64), "v": np.linspace(0, 1, 100)}, {}, storage)
-        arrays = read_entry(path, storage).arrays
-        for name in ("x", "v"):
-            arrays[name][0] = 7  # a table built on them may be edited by its user
-            assert arrays[name][0] == 7
+def test_arrays_read_can_be_written_to(tmp_path):
+    path = tmp_path / f"e{SUFFIX}"
+    write_entry(path, {"x": np.arange(100, dtype=np.int64), "v": np.linspace(0, 1, 100)}, {})
+    arrays = read_entry(path).arrays
+    for name in ("x", "v"):
+        arrays[name][0] = 7  # a table built on them may be edited by its user
+        assert arrays[name][0] == 7
 
 
 def test_a_run_read_from_the_cache_and_extended_is_held_as_stored_and_joins_widened(tmp_path):
@@ -492,40 +482,40 @@ def test_a_run_read_from_the_cache_and_extended_is_held_as_stored_and_joins_wide
 
 def test_an_entry_is_rewritten_whole_after_max_frames_or_when_it_would_more_than_double(tmp_path):
     path = tmp_path / "e.arrays"
-    write_entry(path, {"x": np.arange(10, dtype=np.int64)}, {}, "raw")
+    write_entry(path, {"x": np.arange(10, dtype=np.int64)}, {})
     for count in range(11, 10 + MAX_FRAMES):
-        assert append_entry(path, read_entry(path, "raw"), {"x": np.arange(count, dtype=np.int64)}, {}, "raw")
-    full = read_entry(path, "raw")
+        assert append_entry(path, read_entry(path), {"x": np.arange(count, dtype=np.int64)}, {})
+    full = read_entry(path)
     assert full.frames == MAX_FRAMES
-    assert not append_entry(path, full, {"x": np.arange(40, dtype=np.int64)}, {}, "raw")
-    write_entry(path, {"x": np.arange(10, dtype=np.int64)}, {}, "raw")
-    assert not append_entry(path, read_entry(path, "raw"), {"x": np.arange(21, dtype=np.int64)}, {}, "raw")
+    assert not append_entry(path, full, {"x": np.arange(40, dtype=np.int64)}, {})
+    write_entry(path, {"x": np.arange(10, dtype=np.int64)}, {})
+    assert not append_entry(path, read_entry(path), {"x": np.arange(21, dtype=np.int64)}, {})
 
 
 def test_frames_that_do_not_verify_make_the_entry_unreadable_never_a_mix(tmp_path):
     path = tmp_path / "e.arrays"
-    write_entry(path, {"x": np.arange(100, dtype=np.int64)}, {"n": 1}, "raw")
-    base = read_entry(path, "raw")
+    write_entry(path, {"x": np.arange(100, dtype=np.int64)}, {"n": 1})
+    base = read_entry(path)
     grown = {"x": np.arange(110, dtype=np.int64)}
-    assert append_entry(path, base, grown, {"n": 2}, "raw")
+    assert append_entry(path, base, grown, {"n": 2})
     whole = path.read_bytes()
     # A second writer that read the same entry finds it changed and does not append.
-    assert not append_entry(path, base, {"x": np.arange(120, dtype=np.int64)}, {"n": 3}, "raw")
+    assert not append_entry(path, base, {"x": np.arange(120, dtype=np.int64)}, {"n": 3})
     # One that appended anyway (its frame lands after the other's, claiming the old end) is caught on reading.
     path.write_bytes(whole + _raw_frame({"x": (np.arange(110, 120), "<i8")}, '{"n": 3}', base.size))
-    assert read_entry(path, "raw") is None
+    assert read_entry(path) is None
     # A frame cut short (a crash while appending), or one byte of it changed, fails its length or CRC.
     path.write_bytes(whole[:-5])
-    assert read_entry(path, "raw") is None
+    assert read_entry(path) is None
     damaged = bytearray(whole)
     damaged[-3] ^= 1
     path.write_bytes(bytes(damaged))
-    assert read_entry(path, "raw") is None
+    assert read_entry(path) is None
     # A frame whose numbers would be read back as another dtype than the entry's is refused too.
     path.write_bytes(whole[:base.size] + _raw_frame({"x": (np.arange(100, 110.0), "<f8")}, "{}", base.size))
-    assert read_entry(path, "raw") is None
+    assert read_entry(path) is None
     path.write_bytes(whole)
-    assert read_entry(path, "raw").arrays["x"].tolist() == list(range(110))
+    assert read_entry(path).arrays["x"].tolist() == list(range(110))
 
 
 def test_continued_appends_add_frames_to_the_run_entry_and_equal_a_fresh_read(tmp_path):
@@ -539,7 +529,7 @@ def test_continued_appends_add_frames_to_the_run_entry_and_equal_a_fresh_read(tm
         append_events(folder, tmp_path / f"more{index}", steps=range(50 + 5 * index, 55 + 5 * index))
         assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
         sizes.append(run_entry.stat().st_size)
-    assert read_entry(run_entry, cache.storage).frames == 4
+    assert read_entry(run_entry).frames == 4
     assert all(0 < b - a < sizes[0] / 2 for a, b in zip(sizes, sizes[1:], strict=False))  # each load adds a small frame
     assert_same_logs(tanalyze.load(folder, jobs=1, cache=cache), fresh(folder))
 
@@ -547,13 +537,13 @@ def test_continued_appends_add_frames_to_the_run_entry_and_equal_a_fresh_read(tm
 def test_entries_hold_no_pickle(tmp_path):
     path = tmp_path / "e.arrays"
     with pytest.raises(TypeError, match="1-d numbers"):
-        write_entry(path, {"objects": np.array([object()], dtype=object)}, {}, "raw")
+        write_entry(path, {"objects": np.array([object()], dtype=object)}, {})
     # Frames that verify but claim object arrays (stored as such, or to be read back as such) are refused.
     for arrays in ({"x": (np.array([object()], dtype=object), "|O8")}, {"x": (np.arange(3), "|O8")}):
         path.write_bytes(_raw_frame(arrays, "{}", 0))
-        assert read_entry(path, "raw") is None
+        assert read_entry(path) is None
     path.write_bytes(_raw_frame({"x": (np.arange(3), "<i8")}, "{}", 0))
-    assert read_entry(path, "raw").arrays["x"].tolist() == [0, 1, 2]
+    assert read_entry(path).arrays["x"].tolist() == [0, 1, 2]
 
 
 def test_cache_folder_choice(tmp_path, monkeypatch):
@@ -564,8 +554,8 @@ def test_cache_folder_choice(tmp_path, monkeypatch):
     assert default_cache_dir() == tmp_path / "xdg" / "tanalyze"
     assert resolve_cache(False) is None
     assert resolve_cache(tmp_path / "b").root == tmp_path / "b" / LAYOUT
-    with pytest.raises(ValueError, match="storage"):
-        Cache(str(tmp_path), "pickle")
+    with pytest.raises(TypeError):  # one storage: a second (Parquet) was measured and removed
+        Cache(str(tmp_path), "parquet")
 
 
 def test_cli_cache_dir_and_no_cache(tmp_path, capsys):

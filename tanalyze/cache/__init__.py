@@ -7,7 +7,7 @@ Layout (``DIR`` is ``--cache-dir``, ``$TANALYZE_CACHE_DIR``, else
     DIR/v1/runs/cd/cdef01….arrays    one run: the reader's whole result for its files
     DIR/v1/files/ab/abcdef….arrays   one file of a resumable reader (TensorBoard …): what was read of it
 
-(``.parquet`` with ``TANALYZE_CACHE_FORMAT=parquet``; see :mod:`.store`.) An
+(see :mod:`.store` for what a file holds). An
 entry's name is a hash of its *key*: the absolute path(s), the reader's name and
 ``cache_version``, and the tanalyze version; the key is stored inside too and
 checked. Inside is the *stamp* the data was read at: size and ``mtime_ns`` of
@@ -34,15 +34,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tanalyze.cache.store import (
-    STORAGES,
-    Entry,
-    append_entry,
-    default_storage,
-    read_entry,
-    suffix,
-    write_entry,
-)
+from tanalyze.cache.store import SUFFIX, Entry, append_entry, read_entry, write_entry
 
 __all__ = ["Cache", "default_cache_dir", "resolve_cache", "LAYOUT"]
 
@@ -65,13 +57,6 @@ class Cache:
     """A cache folder. Small and picklable: sent to worker processes and cluster workers as is."""
 
     directory: str
-    storage: str = ""
-
-    def __post_init__(self) -> None:
-        if not self.storage:
-            object.__setattr__(self, "storage", default_storage())
-        if self.storage not in STORAGES:
-            raise ValueError(f"cache storage must be one of {', '.join(STORAGES)}, not {self.storage!r}")
 
     @property
     def root(self) -> Path:
@@ -79,11 +64,11 @@ class Cache:
 
     def entry_path(self, kind: str, key: dict) -> Path:
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
-        return Path(os.path.join(self.directory, LAYOUT, kind, digest[:2], digest + suffix(self.storage)))
+        return Path(os.path.join(self.directory, LAYOUT, kind, digest[:2], digest + SUFFIX))
 
     def load(self, kind: str, key: dict) -> Entry | None:
         """The entry for ``key``, or None (missing, unreadable, or another key's)."""
-        found = read_entry(self.entry_path(kind, key), self.storage)
+        found = read_entry(self.entry_path(kind, key))
         if found is None or found.header.get("key") != key:
             return None
         return found
@@ -98,11 +83,11 @@ class Cache:
         path = previous.path if reuse else self.entry_path(kind, key)
         header = {**header, "key": key}
         try:
-            if previous is not None and append_entry(path, previous, arrays, header, self.storage):
+            if previous is not None and append_entry(path, previous, arrays, header):
                 return True
             self._tag()
-            write_entry(path, arrays, header, self.storage)
-        except Exception:  # noqa: BLE001 - a full disk, a read-only folder, pyarrow gone: not cached, never an error
+            write_entry(path, arrays, header)
+        except Exception:  # noqa: BLE001 - a full disk, a read-only folder: not cached, never an error
             return False
         return True
 

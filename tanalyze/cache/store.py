@@ -1,13 +1,11 @@
 """Cache entries on disk: named numeric arrays plus a JSON header, in one file.
 
-Two storages, one content. ``raw`` (the default, numpy only): one or more
-*frames*, each a magic line, its length, the offset it starts at and a CRC-32,
-then the JSON header with each array's dtype and length and the arrays' bytes,
-aligned (reading one is a single ``read`` and zero-copy views: about 0.1 ms for
-a run of 5,000 points, where ``.npz`` takes 0.4 ms and Parquet 1.4 ms).
-``parquet`` (with pyarrow; each array is a one-row list column, zstd-compressed):
-about 3x smaller, for a cache on a network share where bytes cost more than CPU.
-Neither uses pickle: an entry holds numbers and JSON, never code, so a cache
+An entry (numpy only) is one or more *frames*, each a magic line, its length, the offset it starts
+at and a CRC-32, then the JSON header with each array's dtype and length and the arrays' bytes,
+aligned (reading one is a single ``read`` and zero-copy views: about 0.1 ms for a run of 5,000
+points, where ``.npz`` takes 0.4 ms and Parquet 1.4 ms). A second, Parquet storage was measured
+and removed: its entries were 2.7x smaller but its warm read (3.6x) and append (2.0x) missed their
+targets (``docs/performance.md``). No pickle: an entry holds numbers and JSON, never code, so a cache
 folder shared with others cannot run anything here. A missing, truncated or
 corrupt entry reads as ``None`` (the caller reads the logs again and rewrites it).
 
@@ -35,7 +33,6 @@ import tempfile
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +41,10 @@ import numpy as np
 from tanalyze._fileio import open_fd, pread_into
 from tanalyze.schema import narrowed, widened_join
 
-__all__ = ["STORAGES", "Chunked", "Entry", "StoredArrays", "default_storage", "write_entry", "append_entry",
-           "read_entry", "suffix"]
+__all__ = ["SUFFIX", "Chunked", "Entry", "StoredArrays", "write_entry", "append_entry", "read_entry"]
 
-STORAGES = ("raw", "parquet")
-_HEADER = "__header__"
-_DTYPES = "__dtypes__"
+#: The file name ending of an entry.
+SUFFIX = ".arrays"
 _MAGIC = b"TANALYZE-CACHE-3\n"
 _FRAME = struct.Struct("<QQQI")  # head length, payload length, offset of the frame in the file, CRC-32 of the rest
 _PREFIX = len(_MAGIC) + _FRAME.size
@@ -58,30 +53,6 @@ _NARROW_FROM = 64  # narrowing fewer numbers saves less than it costs
 #: Frames one raw entry may hold; the next change rewrites it whole (as does one adding more than it held).
 MAX_FRAMES = 16
 _ALLOWED_KINDS = "biuf"  # bool, signed, unsigned, float: nothing that needs pickle
-
-
-@cache
-def _have_pyarrow() -> bool:
-    try:
-        import pyarrow  # noqa: F401
-        import pyarrow.parquet  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def default_storage() -> str:
-    """``$TANALYZE_CACHE_FORMAT`` when set (``raw`` or ``parquet``), else ``raw``."""
-    chosen = os.environ.get("TANALYZE_CACHE_FORMAT", "raw")
-    if chosen not in STORAGES:
-        raise ValueError(f"TANALYZE_CACHE_FORMAT must be one of {', '.join(STORAGES)}, not {chosen!r}")
-    if chosen == "parquet" and not _have_pyarrow():
-        return "raw"
-    return chosen
-
-
-def suffix(storage: str) -> str:
-    return {"parquet": ".parquet", "raw": ".arrays"}[storage]
 
 
 @dataclass(frozen=True)
@@ -165,7 +136,7 @@ def _encoded(arrays: Mapping[str, np.ndarray | Chunked],
             json.dumps(dict(header), allow_nan=True, separators=(",", ":")))
 
 
-def write_entry(path: Path, arrays: Mapping[str, np.ndarray | Chunked], header: Mapping[str, Any], storage: str) -> None:
+def write_entry(path: Path, arrays: Mapping[str, np.ndarray | Chunked], header: Mapping[str, Any]) -> None:
     """Write one entry atomically (temp file + rename). Raises ``OSError``/``TypeError``/``ValueError``."""
     arrays, text = _encoded(arrays, header)
     try:
@@ -175,7 +146,7 @@ def write_entry(path: Path, arrays: Mapping[str, np.ndarray | Chunked], header: 
         handle, temp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(_parquet(arrays, text) if storage == "parquet" else _raw_frame(arrays, text, 0))
+            out.write(_raw_frame(arrays, text, 0))
         # Not os.replace over the old entry: ext4 flushes a file renamed over another to disk before going
         # on (auto_da_alloc, ~1 ms per entry). Removing the old one first leaves a moment with no entry,
         # which readers take as "not cached"; they never see a partial one either way.
@@ -193,13 +164,13 @@ def write_entry(path: Path, arrays: Mapping[str, np.ndarray | Chunked], header: 
 
 
 def append_entry(path: Path, previous: Entry, arrays: Mapping[str, np.ndarray | Chunked],
-                 header: Mapping[str, Any], storage: str) -> bool:
+                 header: Mapping[str, Any]) -> bool:
     """Store ``arrays`` and ``header`` by adding a frame to the raw entry ``previous`` was read from, when each
     array is the one read with rows added at its end. False when that is not so, or the entry changed since,
     or it holds :data:`MAX_FRAMES` already, or what it gained outweighs it: then write the entry whole.
     Raises ``TypeError`` like :func:`write_entry`."""
     old = previous.arrays
-    if storage != "raw" or not previous.size or previous.frames >= MAX_FRAMES or set(arrays) != set(old):
+    if not previous.size or previous.frames >= MAX_FRAMES or set(arrays) != set(old):
         return False
     gained = {name: _gained(array, old, name) for name, array in arrays.items()}
     if any(rows is None for rows in gained.values()):
@@ -249,7 +220,7 @@ def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.array_equal(a, b))
 
 
-def read_entry(path: Path, storage: str) -> Entry | None:
+def read_entry(path: Path) -> Entry | None:
     """The arrays and header of an entry; None when it is missing or cannot be read as one."""
     try:
         handle = open_fd(path, os.O_RDONLY)
@@ -269,7 +240,7 @@ def read_entry(path: Path, storage: str) -> Entry | None:
     finally:
         os.close(handle)
     try:
-        frames = [_read_parquet(bytes(data))] if storage == "parquet" else _read_raw(data)
+        frames = _read_raw(data)
         first = frames[0][0]
         if any(set(more) != set(first) or any(more[n][1] != dtype for n, (_, dtype) in first.items())
                for more, _ in frames[1:]):
@@ -341,38 +312,3 @@ def _read_raw(data: bytearray) -> list[tuple[dict[str, tuple[np.ndarray, np.dtyp
         frames.append((arrays, bytes(view[line + 1:start])))
         position = end
     return frames
-
-
-def _parquet(arrays: Mapping[str, tuple[np.ndarray, str]], text: str) -> bytes:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    columns = {}
-    for name, (array, _) in arrays.items():
-        values = pa.array(np.ascontiguousarray(array))
-        columns[name] = pa.ListArray.from_arrays(pa.array([0, len(array)], pa.int32()), values)
-    table = pa.table(columns) if columns else pa.table({"__none__": pa.array([0], pa.int8())})
-    dtypes = json.dumps({name: dtype for name, (_, dtype) in arrays.items()})
-    table = table.replace_schema_metadata({_HEADER: text, _DTYPES: dtypes})
-    out = pa.BufferOutputStream()
-    pq.write_table(table, out, compression="zstd", use_dictionary=False, write_statistics=False)
-    return out.getvalue().to_pybytes()
-
-
-def _read_parquet(data: bytes) -> tuple[dict[str, tuple[np.ndarray, np.dtype]], str]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(pa.BufferReader(data))
-    metadata = table.schema.metadata
-    text = metadata[_HEADER.encode()].decode("utf-8")
-    dtypes = json.loads(metadata[_DTYPES.encode()])
-    arrays = {}
-    for name in table.column_names:
-        if name == "__none__":
-            continue
-        column = table.column(name).combine_chunks()
-        arrays[name] = _stored(column.flatten().to_numpy(zero_copy_only=False), dtypes[name])
-    if set(arrays) != set(dtypes):
-        raise ValueError("damaged cache entry")
-    return arrays, text
