@@ -252,6 +252,8 @@ def _match_gpu_memory(words: tuple[str, ...], tag: str) -> tuple[int, str] | Non
     ws = set(words)
     if not ws & {"memory", "mem", "vram"}:
         return None
+    if _WANDB_GPU.match(tag) or tag.startswith(("system/", "system.")):  # W&B's system metrics, sampled on a
+        return None  # timer (their "step" is seconds): judged against the wall clock by analysis/system.py
     if ws & {"cpu", "proc", "process", "host", "ram", "swap", "disk", "available", "availablemb"}:
         return None
     if " ".join(words) in {"system memory", "memory percent", "memory util"}:

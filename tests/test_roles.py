@@ -55,8 +55,8 @@ CASES = {
     "wandb": (
         ["train/loss", "val/loss", "lr", "mfu", "iter", "system/gpu.0.memoryAllocated", "system/gpu.0.memory",
          "system/memory", "system/proc.memory.availableMB"],
-        {"train_loss": "train/loss", "val_loss": "val/loss", "learning_rate": "lr",
-         "gpu_memory": "system/gpu.0.memoryAllocated"},
+        # W&B's system metrics are sampled on a timer (their step is seconds): judged by analysis/system.py
+        {"train_loss": "train/loss", "val_loss": "val/loss", "learning_rate": "lr"},
     ),
     "tutorial": (["Loss/train", "Loss/val", "Accuracy/val"], {"train_loss": "Loss/train", "val_loss": "Loss/val"}),
     "misc": (

@@ -60,12 +60,7 @@ def aux_roles(run: RunView) -> list[str]:
     roles = [r for r in AUX_ROLES if r in run.series]
     if "throughput" in roles and "step_time" in roles:
         roles.remove("step_time")
-    system = run.diagnosis.get("system")
-    timed = {e.get("tag") for e in (system.get("series") or []) if isinstance(e, Mapping) and e.get("clock") == "wall"} \
-        if isinstance(system, Mapping) else set()
-    if "gpu_memory" in roles and run.series["gpu_memory"].tag in timed:
-        roles.remove("gpu_memory")  # sampled on a clock, not at steps: drawn in the resources panel instead
-    return roles
+    return roles  # (W&B's system metrics, sampled on a clock, take no role: the resources panel draws them)
 
 
 def early_stop_step(early: Any) -> float | None:
