@@ -631,12 +631,7 @@ class DeepSpeedEngineLines:
             step = self._timer_step(text, line, pos)
             if step is None:
                 continue
-            if step == self._ds_last_timer:
-                self._ds_timer_engine += 1
-            else:
-                self._ds_timer_engine = 0
-            self._ds_last_timer = step
-            read = shapes.read(m.group(1), f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else "")
+            read = shapes.read(m.group(1), self._timer_engine(step))
             if isinstance(read, tuple):
                 tags, numbers = read
             else:
@@ -656,19 +651,19 @@ class DeepSpeedEngineLines:
             self._place(positions, counts)
         return lines
 
+    def _timer_engine(self, step: int) -> str:
+        """The tag prefix of a timer line: a second line at the same step is the next engine's (``engine1/`` …)."""
+        self._ds_timer_engine = self._ds_timer_engine + 1 if step == self._ds_last_timer else 0
+        self._ds_last_timer = step
+        return f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else ""
+
     def _on_ds_timer(self, m: re.Match[str], chunk: Chunk) -> None:
         text = chunk.text
         start = text.rfind("\n", 0, m.start()) + 1
         step = self._timer_step(text, start, m.start())
         if step is None:
             return
-        if step == self._ds_last_timer:
-            self._ds_timer_engine += 1
-        else:
-            self._ds_timer_engine = 0
-        self._ds_last_timer = step
-        prefix = f"engine{self._ds_timer_engine}/" if self._ds_timer_engine else ""
-        pairs = timer_fields(m.group(1), prefix)
+        pairs = timer_fields(m.group(1), self._timer_engine(step))
         if pairs:
             self.mark(chunk, m.start())  # type: ignore[attr-defined]
             self._flush_overflows(step, -1)
