@@ -195,3 +195,19 @@ def test_steps_from_the_bar_redrawn_after_each_dict_in_a_resumed_capture(tmp_pat
     assert restart.step == 110 and "after step 140" in restart.detail
     assert "N of the progress bar (N/300)" in notes_text(run)
     assert "8 point(s) logged after a restart were replaced" in notes_text(run)  # 110-140: loss + lr
+
+
+def test_a_damaged_line_inside_a_metrics_block_costs_that_line_only(tmp_path):
+    import tanalyze
+
+    block = ("{'loss': 2.5, 'learning_rate': 1e-05, 'epoch': 1.0}\n"
+             "***** train metrics *****\n"
+             "{damaged}\n"
+             "  train_loss               =     2.5\n"
+             "  train_samples            =     3290\n")
+    for first, train_samples in (("  epoch                    =        10.0", 1), ("\ufffd# epoch   =   10.0", 1)):
+        log = tmp_path / "train.log"
+        log.write_text(block.replace("{damaged}", first), encoding="utf-8")
+        logs = tanalyze.load(log, cache=False)
+        tags = list(logs.scalars["tag"].astype(str))
+        assert tags.count("train_samples") == train_samples and "train_loss" in tags, tags
