@@ -29,6 +29,9 @@ def assert_same(text: str) -> None:
     "1", "-0", "-0.0", "+5", ".5", "5.", "-.5", "00012.50", "2490 0.555 -3.25", "123456789012345", "1234567890123456",
     "0.000000000000001", "0.0000000000000001", "nan -inf Infinity 1_000 ९", "1.5e-05 2E+3", "-", ".", "1.2.3", "1-2",
     "1  2", " 1", "1 ", "", "x", "0x10", "1e", "12.34ms",
+    # exponents, read with the other decimals: where the power of ten is small, and otherwise
+    "1.e5", ".e5", "e5", "1e+", "1e5.", "1e5e3", "+-1", "1e-+5", "1e-22 1e22", "1e-23 1e23", "123456789012345e22",
+    "-0e5", "1E0005", "1e99999", "5e-324", "9.65e-06 8.57e-07 6.0e-4 1.5E+02", "1.2e3.4", "1e5 2.5 nan 3e-1",
 ])
 def test_tokens_of_every_kind(text):
     assert_same(text)

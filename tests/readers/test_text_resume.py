@@ -374,3 +374,33 @@ def test_stdout_and_stderr_of_one_job_are_read_on_each_from_where_it_stopped(tmp
     grown = tanalyze.load(tmp_path / "run", jobs=1, cache=cache)
     assert sorted(name for name, _ in parsed) == ["slurm-7.err", "slurm-7.out"] and all(s > 0 for _, s in parsed)
     _assert_same_logs(grown, tanalyze.load(tmp_path / "run", jobs=1, cache=False))
+
+
+@pytest.mark.parametrize(("codes", "tag_count"), [
+    ([0, 0, 1, 2, 1, 3, 3, 0], 4),  # the usual order: each new code one more than the highest before it
+    ([1, 0, 2, 1], 3),  # a later tag used first
+    ([0, 2, 1, 2], 3),  # a code skipped, then used
+    ([0, 1, 2, 0], 4),  # the last tag never used
+    ([0, 1, 3, 0], 4),  # a tag in the middle never used
+    ([0], 1),
+])
+def test_tags_are_coded_in_order_of_first_use(codes, tag_count):
+    tags = ["a", "b", "c", "d"][:tag_count]
+    recoded, used = _parts._first_use(np.array(codes, dtype=np.int32), tags)
+    assert used == [tags[code] for code in dict.fromkeys(codes)]
+    assert [used[code] for code in recoded.tolist()] == [tags[code] for code in codes]
+
+
+def test_reading_a_log_leaves_the_garbage_collector_as_it_found_it(tmp_path):
+    import gc
+
+    path = write(tmp_path / "train.log", "".join(f"iter: {i}, loss: {1 / (i + 1):.4f}\n" for i in range(50)))
+    assert gc.isenabled()
+    parse_path(path, get_reader("text").parser(path))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse_path(path, get_reader("text").parser(path))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

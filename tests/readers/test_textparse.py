@@ -1,6 +1,7 @@
 """The shared machinery of the console parsers: last-write-wins, rows, time stamps."""
 
 import calendar
+import itertools
 import math
 import re
 
@@ -8,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tanalyze.readers.text._regex import ordered_matches, required_literal
+from tanalyze.readers.text import _regex
+from tanalyze.readers.text._regex import first_characters, ordered_matches, required_literal
 from tanalyze.readers.text._rows import Rows, dedupe
 from tanalyze.readers.values import parse_timestamp, parse_timestamps
 from tanalyze.schema import keep_last_write
@@ -184,3 +186,44 @@ def test_patterns_skipped_by_their_guards_would_have_matched_nothing(real_logs):
             every = sorted((m.start(), index, kind, m.span()) for index, (pattern, kind) in enumerate(patterns)
                            for m in pattern.finditer(text))
             assert guarded == [(kind, span) for _, _, kind, span in every]
+
+
+@pytest.mark.parametrize("chars_per_try", [0, _regex._CHARS_PER_TRY, 10**12],
+                         ids=["lines-always", "lines-when-few", "lines-never"])
+def test_long_texts_give_every_pattern_its_finditer_matches(real_logs, monkeypatch, chars_per_try):
+    """Texts longer than a few pages are scanned another way (a pattern tried at the lines it can start on, or
+    its literal found first): the same matches, on the whole text and on a window of it."""
+    monkeypatch.setattr(_regex, "_CHARS_PER_TRY", chars_per_try)
+    texts = [p.read_text(encoding="utf-8", errors="replace") for folder in ("deepspeed_text_log", "megatron_text_log",
+             "hf_text_log", "other_text") for p in sorted((real_logs / folder).rglob("*")) if p.is_file()]
+    text = "".join(texts) + "ppl: 3.5\nppl: 3.5ppl: 4\n\nppl: 5\n\n\n  step: 3 | loss 2\n"
+    assert len(text) > 1 << 16 and not text.isascii()
+    ascii_text = text.encode("ascii", "replace").decode("ascii")  # lines are found by their first bytes in ASCII
+    window = (len(text) // 7, len(text) - len(text) // 5)
+    for patterns in _text_patterns():
+        for scanned, (start, end) in itertools.product((text, ascii_text), ((0, len(text)), window)):
+            guarded = [(kind, m.span()) for kind, m in ordered_matches(scanned, patterns, start, end)]
+            every = sorted((m.start(), index, kind, m.span()) for index, (pattern, kind) in enumerate(patterns)
+                           for m in pattern.finditer(scanned, start, end))
+            assert guarded == [(kind, span) for _, _, kind, span in every]
+
+
+@pytest.mark.parametrize(("source", "flags", "firsts"), [
+    (r"^ppl: (\d+)", re.M, "p"),
+    (r"^\*\*\*\*\* Evaluating", re.M, "*"),
+    (r"^[ \t]*(iter|step)[ \t]*:", re.M | re.I, " \tISis"),
+    (r"^(?:a|b)?c", re.M, "abc"),
+    (r"^\s*\d", re.M, " \t\n\r\x0b\x0c0123456789"),  # \s crosses an empty line: its "first character" is the break
+    (r"^(?=x)y", re.M, "y"),  # a look-ahead is taken to allow anything: what follows decides
+    (r"^(?P<pre>[^\n]*?)name", re.M, None),  # any character
+    (r"^(?:a|b)*", re.M, None),  # matches an empty line
+    (r"^$", re.M, None),
+    (r"^ppl", 0, None),  # the text's start only
+    (r"ppl: (\d+)", re.M, None),  # not anchored
+    (r"^\u212a", re.M | re.I, None),  # the Kelvin sign matches an ASCII 'k' when case is ignored
+    (r"^\u212a", re.M, ""),  # it cannot begin a line of ASCII text
+])
+def test_first_characters_of_an_anchored_pattern(source, flags, firsts):
+    found = first_characters(re.compile(source, flags))
+    assert (None if found is None else "".join(sorted(map(chr, found)))) == (
+        None if firsts is None else "".join(sorted(firsts)))

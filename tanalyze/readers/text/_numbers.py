@@ -2,35 +2,36 @@
 
 The console parsers end up with the fields of thousands of lines as one text of
 space-separated tokens; :func:`parse_numbers` turns it into a float64 array.
-Fixed-point tokens (``[+-]digits[.digits]``, at most 15 digits: ``2.3456``,
-``12.34``, ``2490``), the bulk of what trainers print, are read about twice as
-fast as ``float()`` one by one: the digits as one integer ``m`` (numpy reads all
-of them in one C pass) divided by ``10**f`` for ``f`` digits after the dot. With
-``m < 2**53`` both operands are exact doubles and IEEE division rounds the one
-operation correctly, so the result is the correctly rounded value of the
-decimal, which is what ``float()`` gives (the fast path of Clinger's algorithm).
-Other tokens (``1.5e-05``, ``nan``, ``inf``, more digits, ``1_000`` …) are read by
-``float()`` itself (many at once); a text made mostly of exponents is read by numpy's own reader in one C
-pass (it rounds as ``float()`` does; tested), or token by token when that refuses a token.
+Decimal tokens (``[+-]digits[.digits][e[+-]digits]``, at most 15 digits before
+the exponent: ``2.3456``, ``2490``, ``1.5e-05``), the bulk of what trainers print,
+are read about twice as fast as ``float()`` one by one: the digits as one integer
+``m`` and the exponent as another (numpy reads all of them in one C pass), then
+``m * 10**k`` or ``m / 10**-k`` for the power ``k`` of ten they scale ``m`` by.
+With ``m < 2**53`` and ``|k| <= 22`` both operands are exact doubles and IEEE
+arithmetic rounds the one operation correctly, so the result is the correctly
+rounded value of the decimal, which is what ``float()`` gives (the fast path of
+Clinger's algorithm). Other tokens (``nan``, ``inf``, more digits, a larger
+power, ``1_000`` …) are read by ``float()`` itself (many at once).
 """
 
 from __future__ import annotations
-
-import warnings
 
 import numpy as np
 
 __all__ = ["parse_numbers", "parse_some_numbers"]
 
 _POW10 = 10.0 ** np.arange(23)  # exact doubles
-_SHAPE_BYTES = b"0123456789.-+ "
+_MAX_POWER = 22
+_MAX_DIGITS = 15  # 10**15 < 2**53: the mantissa is an exact double
+_MAX_EXPONENT_DIGITS = 4  # an exponent numpy reads as an int64 without overflow (larger: float())
+_DECIMAL_BYTES = b"0123456789.-+eE "
 _OTHER = np.ones(256, dtype=bool)
-_OTHER[list(_SHAPE_BYTES)] = False
+_OTHER[list(_DECIMAL_BYTES)] = False
 # ASCII characters float() never takes (it takes digits, signs, dots, exponents, underscores between digits
 # and the letters of nan, inf and infinity): a token with one is no number, without asking float()
 _NEVER = np.zeros(256, dtype=bool)
 _NEVER[[c for c in range(128) if chr(c) not in "0123456789.+-eE_nNaAiIfFtTyY \t\n\r\x0b\x0c"]] = True
-_MAX_DIGITS = 15  # 10**15 < 2**53: the mantissa is an exact double
+_EXPONENT_TO_BLANK = bytes.maketrans(b"eE", b"  ")  # the exponent becomes an integer of its own
 
 
 def parse_numbers(text: str) -> np.ndarray | None:
@@ -59,77 +60,103 @@ def parse_some_numbers(text: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _parse(text: str) -> tuple[np.ndarray, np.ndarray] | None:
     """The numbers of ``text`` and which tokens are numbers; None to read it token by token instead (a text
-    that is not ASCII, or has an empty token, or mostly exponents and a token that is not a number)."""
+    that is not ASCII, or has an empty token)."""
     try:
         raw = text.encode("ascii")
     except UnicodeEncodeError:
         return None
-    exponents = raw.count(b"e") + raw.count(b"E")
-    if exponents > len(raw) // 16:  # mostly numbers with exponents: numpy's reader (float()'s rounding), in C
-        numbers = _in_c(text, raw.count(b" ") + 1) if b"(" not in raw else None
-        if numbers is not None:
-            return numbers, np.ones(len(numbers), dtype=bool)
-        return _one_by_one(text)
     chars = np.frombuffer(raw, dtype=np.uint8)
-    starts, ends = _bounds(chars)
-    if starts is None:
-        return None
-    m, frac, odd, never = _mantissas(raw, chars, starts, ends)
-    out = m / _POW10[frac]
-    return _finish(out, m, chars[starts] == 45, odd, never, text, starts, ends)
-
-
-def _bounds(chars: np.ndarray) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
-    """Where each token starts and ends; (None, None) when one is empty."""
     seps = np.flatnonzero(chars == 32)
     starts = np.empty(len(seps) + 1, np.int64)
     ends = np.empty(len(seps) + 1, np.int64)
     starts[0], starts[1:] = 0, seps + 1
     ends[:-1], ends[-1] = seps, len(chars)
     if not (ends > starts).all():
-        return None, None
-    return starts, ends
+        return None
+    decimals = _Decimals(raw, chars, seps, starts, ends)
+    m, power = decimals.integers()
+    odd, never = decimals.odd, decimals.never
+    if decimals.exponents:
+        odd |= np.abs(power) > _MAX_POWER
+        power[odd] = 0
+        out = np.where(power < 0, m / _POW10[np.minimum(-power, _MAX_POWER)],
+                       m * _POW10[np.minimum(power, _MAX_POWER)])
+    else:  # no exponent: at most 15 digits after the dot (the usual case, in fewer passes)
+        out = m / _POW10[-power]
+    return _finish(out, m, chars[starts] == 45, odd, never, text, starts, ends)
 
 
-def _mantissas(raw: bytes, chars: np.ndarray, starts: np.ndarray, ends: np.ndarray
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """For tokens ``[+-]digits[.digits]``: the digits as an integer, how many follow the dot, which tokens are
-    of another shape (their integer is 0: to be read otherwise) and which of those cannot be numbers."""
-    n = len(starts)
-    odd = np.zeros(n, dtype=bool)
-    never = np.zeros(n, dtype=bool)
-    spaces = chars == 32
-    token = np.cumsum(spaces, dtype=np.int32)  # the token of each character (a blank: the one after it)
-    other = raw.translate(None, _SHAPE_BYTES)
-    if other:
-        odd[token[_OTHER[chars]]] = True
-        never[token[_NEVER[chars]]] = True
-    first = chars[starts]
-    signed = (first == 45) | (first == 43)
-    dots = np.flatnonzero(chars == 46)
-    dot_token = token[dots]
-    has_dot = np.zeros(n, dtype=bool)
-    has_dot[dot_token] = True
-    if len(dot_token) > 1:
-        twice = dot_token[1:] == dot_token[:-1]
-        odd[dot_token[1:][twice]] = True
-    signs = np.flatnonzero((chars == 45) | (chars == 43))
-    odd[token[signs[signs != starts[token[signs]]]]] = True
-    digits = ends - starts - signed - has_dot
-    odd |= (digits < 1) | (digits > _MAX_DIGITS)
-    frac = np.zeros(n, dtype=np.int64)
-    frac[dot_token] = ends[dot_token] - dots - 1
-    work = raw
-    if odd.any():
-        copy = chars.copy()
-        copy[odd[token] & ~spaces] = 48  # "000…": an integer to the reader below, set apart
-        work = copy.tobytes()
-        frac[odd] = 0
-    m = np.fromstring(work.replace(b".", b""), dtype=np.int64, sep=" ")
-    if len(m) != n:  # cannot happen with the checks above; read them all one by one then
-        m, frac, odd = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)
-        never[:] = False
-    return m, frac, odd, never
+class _Decimals:
+    """Where each token's parts are (found per kind of character, not per character), which tokens have
+    another shape than ``[+-]digits[.digits][e[+-]digits]`` with at most 15 digits (``odd``: read otherwise)
+    and which cannot be numbers at all (``never``)."""
+
+    def __init__(self, raw: bytes, chars: np.ndarray, seps: np.ndarray, starts: np.ndarray,
+                 ends: np.ndarray) -> None:
+        self.raw, self.chars, self.starts, self.ends = raw, chars, starts, ends
+        n = len(starts)
+        self.odd = odd = np.zeros(n, dtype=bool)
+        self.never = np.zeros(n, dtype=bool)
+        if raw.translate(None, _DECIMAL_BYTES):
+            odd[np.searchsorted(seps, np.flatnonzero(_OTHER[chars]))] = True
+            self.never[np.searchsorted(seps, np.flatnonzero(_NEVER[chars]))] = True
+        self.exponents = b"e" in raw or b"E" in raw
+        e_at = np.flatnonzero((chars | 32) == 101) if self.exponents else np.empty(0, np.int64)  # 'e' or 'E'
+        self.has_e, self.e_at = self._single(seps, e_at, ends)
+        has_dot, dot_at = self._single(seps, np.flatnonzero(chars == 46), ends)
+        signs = np.flatnonzero((chars == 43) | (chars == 45)) if b"-" in raw or b"+" in raw else e_at[:0]
+        sign_token = np.searchsorted(seps, signs)
+        placed = signs == starts[sign_token]
+        leading = np.zeros(n, dtype=bool)
+        leading[sign_token[placed]] = True
+        if self.exponents:
+            odd |= has_dot & (dot_at > self.e_at)  # a dot in the exponent
+            exponent_sign = np.zeros(n, dtype=bool)
+            after_e = self.has_e[sign_token] & (signs == self.e_at[sign_token] + 1)
+            exponent_sign[sign_token[after_e]] = True
+            placed |= after_e
+            exponent_digits = ends - self.e_at - 1 - exponent_sign
+            odd |= self.has_e & ((exponent_digits < 1) | (exponent_digits > _MAX_EXPONENT_DIGITS))
+        odd[sign_token[~placed]] = True
+        digits = self.e_at - starts - leading - has_dot
+        odd |= (digits < 1) | (digits > _MAX_DIGITS)
+        self.fraction = np.where(has_dot, self.e_at - dot_at - 1, 0)
+
+    def _single(self, seps: np.ndarray, positions: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which tokens hold one of ``positions`` and where (a token's end when none); a token with two is odd."""
+        token = np.searchsorted(seps, positions)
+        has = np.zeros(len(ends), dtype=bool)
+        has[token] = True
+        if len(token) > 1:
+            self.odd[token[1:][token[1:] == token[:-1]]] = True
+        at = ends.copy()
+        at[token] = positions
+        return has, at
+
+    def integers(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each token's digits as an integer (0 for odd tokens) and the power of ten that scales it."""
+        odd, has_e, chars = self.odd, self.has_e, self.chars
+        work = self.raw
+        if odd.any():
+            lengths = self.ends - self.starts + 1  # a token and the blank after it
+            in_odd = np.repeat(odd, lengths)[: len(chars)] & (chars != 32)
+            copy = chars.copy()
+            copy[in_odd] = 48  # "000…": an integer to the reader below, set apart
+            work = copy.tobytes()
+            has_e = has_e & ~odd
+        numbers = np.fromstring(work.translate(_EXPONENT_TO_BLANK if self.exponents else None, b"."), dtype=np.int64,
+                                sep=" ")
+        n = len(odd)
+        if len(numbers) != n + int(has_e.sum()):  # cannot happen with the checks above; all read one by one then
+            odd[:] = True
+            self.never[:] = False
+            return np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        fraction = np.where(odd, 0, self.fraction)
+        if not self.exponents:
+            return numbers, -fraction
+        index = np.arange(n) + np.cumsum(has_e) - has_e  # each token's first integer: exponents come between
+        exponent = np.where(has_e, numbers[np.minimum(index + 1, len(numbers) - 1)], 0)
+        return numbers[index], exponent - fraction
 
 
 def _finish(out: np.ndarray, m: np.ndarray, negative: np.ndarray, odd: np.ndarray, never: np.ndarray, text: str,
@@ -153,25 +180,3 @@ def _finish(out: np.ndarray, m: np.ndarray, negative: np.ndarray, odd: np.ndarra
         except ValueError:
             out[token], valid[token] = np.nan, False
     return out, valid
-
-
-def _in_c(text: str, tokens: int) -> np.ndarray | None:
-    """``text``'s ``tokens`` numbers read by numpy in one C pass (correctly rounded, as ``float()``); None when
-    a token is not a number to it (numpy then warns: taken as an error here) or is empty (numpy skips it).
-    It takes ``nan(…)``, which ``float()`` does not: the caller keeps such text away."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        try:
-            numbers = np.fromstring(text, dtype=np.float64, sep=" ")
-        except (ValueError, DeprecationWarning):
-            return None
-    return numbers if len(numbers) == tokens else None
-
-
-def _one_by_one(text: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each token read by numpy (which calls ``float()`` on it); None when one is not a number."""
-    try:
-        numbers = np.array(text.split(" "), dtype=np.float64)
-    except ValueError:
-        return None
-    return numbers, np.ones(len(numbers), dtype=bool)

@@ -10,7 +10,12 @@ from __future__ import annotations
 import functools
 import heapq
 import re
+import re._constants as _sre
+import re._parser as _sre_parser
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 _:,/=@%!'\"<>#&;-")
 _QUANTIFIERS = frozenset("?*+{")
@@ -111,8 +116,10 @@ def tagged_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], s
     end = len(text) if end is None else end
     span = text if (start, end) == (0, len(text)) else text[start:end]
     lines = _LineStarts(text)
+    # a pattern tried at the few lines it can start on needs no test of the whole text first
     iterators = [_tagged(matches_of(pattern, text, start, end, lines), index, kind)
-                 for index, (pattern, kind) in enumerate(patterns) if _may_match(pattern, span)]
+                 for index, (pattern, kind) in enumerate(patterns)
+                 if _few_lines(pattern, lines, start, end) is not None or _may_match(pattern, span)]
     if len(iterators) == 1:
         yield from iterators[0]
         return
@@ -120,17 +127,143 @@ def tagged_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], s
 
 
 class _LineStarts:
-    """The text after a line break (made once, when a pattern needs it): see :func:`matches_of`."""
+    """The text after a line break, and where each line of an ASCII text starts with its first character
+    (each made once, when a pattern needs it): see :func:`matches_of`."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self._body: str | None = None
+        self._starts: tuple[np.ndarray, np.ndarray] | None = None
+        self._found: dict[tuple[frozenset[int], int, int], list[int] | None] = {}
 
     @property
     def body(self) -> str:
         if self._body is None:
             self._body = "\n" + self.text
         return self._body
+
+    def starting_with(self, firsts: frozenset[int], start: int, end: int) -> list[int] | None:
+        """Where the lines of ``text[start:end]`` that start with one of ``firsts`` (ASCII codes) start; None
+        when the text is not ASCII, or such lines are too many for trying the pattern at each to pay."""
+        key = (firsts, start, end)
+        if key not in self._found:
+            self._found[key] = self._starting_with(firsts, start, end)
+        return self._found[key]
+
+    def _starting_with(self, firsts: frozenset[int], start: int, end: int) -> list[int] | None:
+        if self._starts is None:
+            if not self.text.isascii():
+                return None
+            chars = np.frombuffer(self.text.encode("ascii"), dtype=np.uint8)
+            starts = np.concatenate(([0], np.flatnonzero(chars[:-1] == 10) + 1)) if len(chars) else np.empty(0, int)
+            self._starts = starts, chars[starts]
+        starts, first = self._starts
+        low, high = np.searchsorted(starts, [start, end])
+        found = starts[low:high][np.isin(first[low:high], list(firsts))]
+        return found.tolist() if len(found) * _CHARS_PER_TRY <= end - start else None
+
+
+#: A pattern tried at each line it may start is quicker than a scan of the text when such lines hold this many
+#: characters of it each, on average (a match attempt costs about as much as scanning 500 characters).
+_CHARS_PER_TRY = 512
+
+
+@functools.cache
+def first_characters(pattern: re.Pattern[str]) -> frozenset[int] | None:
+    """The ASCII codes a line of ASCII text can begin with where ``pattern`` (``^`` with ``re.M``) matches it;
+    None when that is not known (another pattern, or one that can match an empty line or any character).
+    Read from the parsed pattern, a superset: look-arounds and ``\\b`` are taken to allow anything."""
+    if not pattern.flags & re.M or not pattern.pattern.startswith("^"):
+        return None
+    try:
+        items = list(_sre_parser.parse(pattern.pattern, pattern.flags & ~re.U))
+    except Exception:  # noqa: BLE001 - a parser of another Python: no dispatch, nothing wrong
+        return None
+    if not items or items[0] != (_sre.AT, _sre.AT_BEGINNING):
+        return None
+    found = _first_of(items[1:])
+    if found is None:
+        return None
+    codes, nullable = found
+    if nullable or codes is None:
+        return None
+    if pattern.flags & re.I:
+        if max(codes, default=0) >= 128:
+            return None  # a letter beyond ASCII may match an ASCII one ('\u212a', the Kelvin sign, matches 'k')
+        codes = codes | {ord(chr(c).swapcase()) for c in codes if chr(c).isalpha()}
+    return frozenset(c for c in codes if c < 128)
+
+
+_CATEGORIES = {
+    "CATEGORY_DIGIT": frozenset(range(48, 58)),
+    "CATEGORY_SPACE": frozenset(b" \t\n\r\x0b\x0c"),
+    "CATEGORY_WORD": frozenset(b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+}
+
+
+def _first_of(items: list) -> tuple[frozenset[int] | None, bool] | None:
+    """(the first characters of what ``items`` match, whether they can match nothing); None: unknown. A first
+    character of None means any."""
+    codes: set[int] = set()
+    for op, argument in items:
+        name = str(op)
+        if name == "LITERAL":
+            return frozenset(codes | {argument}), False
+        if name == "IN":
+            chars = _class_of(argument)
+            return (None if chars is None else frozenset(codes | chars)), False
+        if name in ("SUBPATTERN", "MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT", "BRANCH", "ATOMIC_GROUP"):
+            alternatives, optional = _parts_of(name, argument)
+            nullable = optional
+            for alternative in alternatives:
+                found = _first_of(list(alternative))
+                if found is None or found[0] is None:
+                    return None
+                codes |= found[0]
+                nullable |= found[1]
+            if not nullable:
+                return frozenset(codes), False
+            continue
+        if name in ("AT", "ASSERT", "ASSERT_NOT"):
+            continue  # zero width: what follows starts the line
+        return None  # any character, a back reference, a conditional…
+    return frozenset(codes), True
+
+
+def _parts_of(name: str, argument: Any) -> tuple[list, bool]:
+    """The alternatives inside a group, repeat or branch, and whether it may match nothing by itself."""
+    if name == "SUBPATTERN":
+        return [argument[3]], False
+    if name == "ATOMIC_GROUP":
+        return [argument], False
+    if name == "BRANCH":
+        return list(argument[1]), False
+    low, _, inner = argument
+    return [inner], low == 0
+
+
+def _class_of(items: list) -> set[int] | None:
+    """The characters of a ``[...]`` class (ASCII), or None for a negated one."""
+    chars: set[int] = set()
+    for op, argument in items:
+        name = str(op)
+        if name == "LITERAL":
+            chars.add(argument)
+        elif name == "RANGE":
+            chars.update(range(argument[0], argument[1] + 1))
+        elif name == "CATEGORY" and str(argument) in _CATEGORIES:
+            chars |= _CATEGORIES[str(argument)]
+        else:
+            return None  # NEGATE, another category
+    return chars
+
+
+def _few_lines(pattern: re.Pattern[str], lines: _LineStarts, start: int, end: int) -> list[int] | None:
+    """The starts of the lines of a long text where ``pattern`` may match, when few; None otherwise."""
+    if end - start <= _SHORT or _after_break(pattern) is None:
+        return None
+    firsts = first_characters(pattern)
+    return None if firsts is None else lines.starting_with(firsts, start, end)
 
 
 _SHORT = 1 << 14  # characters: a text this short is scanned as it is (no copy of it after a line break)
@@ -156,10 +289,33 @@ def matches_of(pattern: re.Pattern[str], text: str, start: int = 0, end: int | N
     if form is None:
         yield from pattern.finditer(text, start, end)
         return
-    body = (lines or _LineStarts(text)).body
+    lines = lines or _LineStarts(text)
+    few = _few_lines(pattern, lines, start, end)
+    if few is not None:
+        yield from _at_line_starts(pattern, text, few, start, end)
+        return
+    body = lines.body
+    literal = required_literal(pattern)
+    if literal is not None:  # the line break and the literal, found by str.find (several times quicker)
+        yield from _at_line_starts(pattern, text, _line_starts_with(body, "\n" + literal, start, end + 1), start, end)
+        return
+    # the line break before each line, in body, is the line's start in text
+    yield from _at_line_starts(pattern, text, map(re.Match.start, form.finditer(body, start, end + 1)), start, end)
+
+
+def _line_starts_with(body: str, needle: str, start: int, end: int) -> Iterator[int]:
+    """Where ``needle`` occurs in ``body[start:end]``, left to right."""
+    at = body.find(needle, start, end)
+    while at >= 0:
+        yield at
+        at = body.find(needle, at + 1, end)
+
+
+def _at_line_starts(pattern: re.Pattern[str], text: str, candidates: Iterable[int], start: int, end: int
+                    ) -> Iterator[re.Match[str]]:
+    """``pattern`` matched at each candidate line start, as ``finditer`` (none overlapping the one before)."""
     last = start
-    for candidate in form.finditer(body, start, end + 1):
-        at = candidate.start()  # the line break before the line, in body: the line's start in text
+    for at in candidates:
         if at < last:
             continue
         found = pattern.match(text, at, end)

@@ -41,7 +41,7 @@ from tanalyze.readers.text._fields import fields_into
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._regex import matches_by_line, tagged_matches
+from tanalyze.readers.text._regex import matches_by_line, require, tagged_matches
 from tanalyze.readers.text.generic import GenericRules
 from tanalyze.readers.values import NAN, NUMBER, parse_timestamp, parse_timestamps, to_float
 
@@ -52,7 +52,8 @@ __all__ = ["DeepSpeedEngineLines", "DeepSpeedParser", "DeepSpeedReader", "detect
 DS_STEP = re.compile(r"step=(\d+), skipped=(\d+), lr=\[([^\]\n]*)\]")
 DS_TIMER = re.compile(r", RunningAvgSamplesPerSec=([^\n]*)")
 #: ``wall_clock_breakdown``: ``[…] [Rank 0] time (ms) | fwd: 6567.66 | bwd: … | bwd_allreduce: 239.11 | step: …``
-DS_BREAKDOWN = re.compile(r"(?:^|\] )time \(ms\) *\|([^\n]*)", re.M)
+#: (its start is no literal: a chunk without "time (ms)" is not scanned for it, which costs a quarter of a read)
+DS_BREAKDOWN = require(re.compile(r"(?:^|\] )time \(ms\) *\|([^\n]*)", re.M), lambda text: "time (ms)" in text)
 DS_OVERFLOW = re.compile(
     rf"Skipping step\. Attempted loss scale: ({NUMBER})(?:, reducing to ({NUMBER})|, but hysteresis is \d+)?"
 )

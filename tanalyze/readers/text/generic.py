@@ -45,12 +45,14 @@ _PROGRESS = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]")
 
 #: (the look-behind after the "[": a pattern that begins with a literal is searched for fast)
 _PROGRESS_NOT_AFTER_BRACKET = re.compile(r"\[(?<!\]\[)\s*\d+\s*/\s*\d+\s*\]")
+#: what ends every ``[i/n]``: a test several times quicker in logs full of brackets, done first
+_PROGRESS_END = re.compile(r"/\s*\d+\s*\]")
 
 
 def _named_progress(text: str) -> bool:
     """Whether a ``[i/n]`` of ``text`` follows a name (a letter, or a mode's ``)``, maybe then ``:`` and blanks):
     what every evaluation meter line has (MMDetection's "Epoch [1][50/791]" has not: a ``]`` comes first)."""
-    if _PROGRESS_NOT_AFTER_BRACKET.search(text) is None:
+    if _PROGRESS_END.search(text) is None or _PROGRESS_NOT_AFTER_BRACKET.search(text) is None:
         return False  # each right after a "]" (the training meters' usual shape)
     for m in _PROGRESS.finditer(text):
         before = text[max(0, m.start() - 64):m.start()].rstrip(" \t")
