@@ -192,22 +192,15 @@ def _first_use(codes: np.ndarray, tags: list[str]) -> tuple[np.ndarray, list[str
     same rows, whatever order a parser met their tags in."""
     if not len(codes):
         return codes, []
-    if int(codes[0]) == 0 and int(codes.max()) == len(tags) - 1 and _new_codes_count_up(codes):
-        return codes, list(tags)  # the usual case, without sorting millions of codes
-    used, first = np.unique(codes, return_index=True)
-    used = used[np.argsort(first)]
+    first = np.full(len(tags), len(codes), dtype=np.int64)
+    np.minimum.at(first, codes, np.arange(len(codes)))  # each tag's first row, in one pass (no sort)
+    used = np.flatnonzero(first < len(codes))
+    used = used[np.argsort(first[used])]
     if np.array_equal(used, np.arange(len(tags))):
         return codes, list(tags)
-    remap = np.zeros(int(used.max()) + 1, dtype=np.int32)
+    remap = np.zeros(len(tags), dtype=np.int32)
     remap[used] = np.arange(len(used), dtype=np.int32)
     return remap[codes], [tags[code] for code in used.tolist()]
-
-
-def _new_codes_count_up(codes: np.ndarray) -> bool:
-    """Whether each code first used is one more than the highest before it: then every code up to the highest
-    is used, in order of first use."""
-    highest = np.maximum.accumulate(codes)
-    return bool((np.diff(highest) <= 1).all())
 
 
 def _main_part(parser: TextParser, mark: _Mark) -> FilePart:
