@@ -208,3 +208,14 @@ def test_hf_console_step_beyond_64_bits_keeps_the_dict_and_says_so(tmp_path, odd
         assert any("not below 2**62" in note for note in run.notes)
     else:
         assert any("epoch value(s) that are not finite" in note for note in run.notes)
+
+
+@pytest.mark.parametrize(("name", "line_index", "kind", "salt"), [
+    ("detectron2", 1, "garble_byte", 2248),  # the damaged record began a relaunch: its own key lost, no other
+    ("megatron", 38510, "garble_byte", 0),  # timer lines take the step of the iteration line before them
+    ("hf_console", 112067, "cut_half", 0),  # was: a metrics-block line cut before its '=' ended the block
+])
+def test_damaged_lines_the_long_fuzz_run_found(name, line_index, kind, salt, tmp_path_factory):
+    from tests.fuzz.test_no_silent_loss import test_a_damaged_line_costs_that_line_only
+
+    test_a_damaged_line_costs_that_line_only.hypothesis.inner_test(name, line_index, kind, salt, tmp_path_factory)

@@ -205,7 +205,8 @@ def test_a_damaged_line_inside_a_metrics_block_costs_that_line_only(tmp_path):
              "{damaged}\n"
              "  train_loss               =     2.5\n"
              "  train_samples            =     3290\n")
-    for first, train_samples in (("  epoch                    =        10.0", 1), ("\ufffd# epoch   =   10.0", 1)):
+    for first, train_samples in (("  epoch                    =        10.0", 1), ("\ufffd# epoch   =   10.0", 1),
+                                 ("  epoch             ", 1)):  # garbled, or cut before its '=
         log = tmp_path / "train.log"
         log.write_text(block.replace("{damaged}", first), encoding="utf-8")
         logs = tanalyze.load(log, cache=False)

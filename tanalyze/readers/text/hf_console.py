@@ -346,8 +346,9 @@ class HFConsoleParser(TextParser):
             m = METRIC_KV.match(text, pos)
             if m is None:
                 end = text.find("\n", pos)
-                if 0 <= end and "=" in text[pos:end] and METRIC_KV.match(text, end + 1):
-                    pos = end + 1  # one damaged line inside the block: the block goes on after it
+                damaged = text[pos:end]
+                if 0 <= end and ("=" in damaged or damaged.startswith("  ")) and METRIC_KV.match(text, end + 1):
+                    pos = end + 1  # one damaged (or cut) line inside the block: the block goes on after it
                     continue
                 self._block_open = pos >= len(text)
                 return
