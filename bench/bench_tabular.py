@@ -34,7 +34,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tanalyze.readers import get_reader  # noqa: E402
+from tanalyze.readers import HEAD_BYTES, get_reader, get_readers  # noqa: E402
 
 DATA = ROOT / "bench" / "_data" / "tabular"
 
@@ -134,6 +134,151 @@ def make_detectron2(path: Path, rows: int) -> None:
     frame.to_json(path, orient="records", lines=True)
 
 
+def make_mmengine(path: Path, rows: int) -> None:
+    """MMEngine ``vis_data/scalars.json`` (epoch-based loop, no text log beside it): a train row every 50
+    iterations with the global ``iter`` and ``step``, and after each epoch of 5,000 iterations a validation row
+    keyed by the epoch (COCO metrics and its own ``data_time``/``time``)."""
+    rng = _rng()
+    interval, per_epoch = 50, 5000
+    per = per_epoch // interval + 1  # train rows of an epoch, then its validation row
+    lines = []
+    values = rng.random((rows, 8))
+    for i in range(rows):
+        epoch, position = divmod(i, per)
+        v = values[i]
+        if position < per - 1:
+            step = epoch * per_epoch + (position + 1) * interval
+            loss_obj, loss_bbox = v[2], v[3]
+            lines.append(json.dumps({
+                "base_lr": 0.01, "lr": 0.01 * v[0], "data_time": v[1], "loss": loss_obj + loss_bbox,
+                "loss_cls": 0.0, "loss_obj": loss_obj, "loss_bbox": loss_bbox, "time": 1 + v[4],
+                "epoch": epoch + 1, "iter": step, "memory": 2565 + int(v[5] * 100), "step": step}))
+        else:
+            lines.append(json.dumps({
+                "coco/bbox_mAP": round(v[0], 3), "coco/bbox_mAP_50": round(v[1], 3),
+                "coco/bbox_mAP_75": round(v[2], 3), "coco/bbox_mAP_s": round(v[3], 3),
+                "coco/bbox_mAP_m": round(v[4], 3), "coco/bbox_mAP_l": round(v[5], 3),
+                "data_time": v[6] / 10, "time": v[7] / 10, "step": epoch + 1}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def make_mmdet2(path: Path, rows: int) -> None:
+    """mmcv 1.x ``<timestamp>.log.json``: the ``env_info``/``config`` header line, then ``mode: train`` rows every
+    50 iterations (``iter`` counts within the epoch) and after each epoch of 7,330 iterations a ``mode: val``
+    row (mmcv up to 1.3 writes the epoch's length as its ``iter``) with the bbox mAPs and their text copy."""
+    rng = _rng()
+    interval, per_epoch = 50, 7330
+    per = per_epoch // interval + 1
+    header = {"env_info": "sys.platform: linux\nPython: 3.7.10\nCUDA available: True\nPyTorch: 1.6.0",
+              "config": "model = dict(type='RetinaNet')\noptimizer = dict(type='SGD', lr=0.01, momentum=0.9)\n"
+                        "runner = dict(type='EpochBasedRunner', max_epochs=12)\n",
+              "seed": 0, "exp_name": "retinanet_r50_fpn_1x_coco.py"}
+    lines = [json.dumps(header)]
+    values = rng.random((rows, 6))
+    for i in range(rows):
+        epoch, position = divmod(i, per)
+        v = values[i]
+        if position < per - 1:
+            loss_cls, loss_bbox = round(v[2], 5), round(v[3], 5)
+            lines.append(json.dumps({
+                "mode": "train", "epoch": epoch + 1, "iter": (position + 1) * interval, "lr": round(0.01 * v[0], 5),
+                "memory": 5598, "data_time": round(v[1] / 10, 5), "loss_cls": loss_cls, "loss_bbox": loss_bbox,
+                "loss": round(loss_cls + loss_bbox, 5), "time": round(1.5 + v[4], 5)}))
+        else:
+            maps = [round(x, 3) for x in v]
+            lines.append(json.dumps({
+                "mode": "val", "epoch": epoch + 1, "iter": per_epoch, "lr": 0.01, "bbox_mAP": maps[0],
+                "bbox_mAP_50": maps[1], "bbox_mAP_75": maps[2], "bbox_mAP_s": maps[3], "bbox_mAP_m": maps[4],
+                "bbox_mAP_l": maps[5], "bbox_mAP_copypaste": " ".join(f"{m:.3f}" for m in maps)}))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+#: DETR's ``log.txt`` has one line per epoch (DETR's longest schedule is 500 epochs, most are 12-150), each of
+#: ~95 keys and 4-5 KB: ``--rows`` lines would be gigabytes no run ever writes. The file gets ``rows // 1000``
+#: epochs (1,000 for the default: twice the longest real schedule, about 4 MB and 100,000 points).
+DETR_ROWS_PER_EPOCH = 1000
+_DETR_LOSSES = ("loss_ce", "loss_bbox", "loss_giou")
+
+
+def _detr_keys(split: str) -> list[str]:
+    """The averaged meters of one split, as DETR's ``main.py`` names them (6 decoder layers: 5 auxiliary)."""
+    keys = [f"{split}_lr"] if split == "train" else []
+    keys += [f"{split}_class_error", f"{split}_loss", *(f"{split}_{name}" for name in _DETR_LOSSES)]
+    keys += [f"{split}_{name}_{layer}" for layer in range(5) for name in _DETR_LOSSES]
+    keys += [f"{split}_{name}_unscaled" for name in ("loss_ce", "class_error", "loss_bbox", "loss_giou",
+                                                        "cardinality_error")]
+    keys += [f"{split}_{name}_{layer}_unscaled" for layer in range(5)
+             for name in ("loss_ce", "loss_bbox", "loss_giou", "cardinality_error")]
+    return keys
+
+
+def make_detr(path: Path, rows: int) -> None:
+    """DETR ``log.txt``: one JSON object per epoch, ``train_*`` then ``test_*`` meters, COCOeval's 12 stats
+    (-1 where an area range has no ground truth), ``epoch`` and ``n_parameters``."""
+    rng = _rng()
+    epochs = max(1, rows // DETR_ROWS_PER_EPOCH)
+    keys = _detr_keys("train") + _detr_keys("test")
+    values = rng.random((epochs, len(keys) + 12))
+    with open(path, "w") as out:
+        for epoch in range(epochs):
+            record = dict(zip(keys, values[epoch].tolist(), strict=False))
+            stats = values[epoch, len(keys):].tolist()
+            stats[5] = stats[11] = -1.0
+            record.update({"test_coco_eval_bbox": stats, "epoch": epoch, "n_parameters": 41279495})
+            out.write(json.dumps(record) + "\n")
+
+
+def make_wandb_history(path: Path, rows: int) -> None:
+    """``run.history(samples=…).to_csv(…)`` of a Lightning run: pandas' unnamed index, W&B's ``_step``,
+    ``_runtime`` and ``_timestamp``, ``trainer/global_step`` in every row; train rows with a sparse epoch
+    and a validation row every 50 rows."""
+    rng = _rng()
+    step = np.arange(rows)
+    val = step % 50 == 49
+    runtime = np.cumsum(0.5 + rng.random(rows))
+    loss = rng.random(rows)
+    frame = pd.DataFrame({"_step": step, "_runtime": runtime.round(6), "_timestamp": (1.7e9 + runtime).round(6),
+                          "trainer/global_step": (step - step // 50) * 8,
+                          "train/loss": np.where(val, np.nan, loss), "lr-AdamW": np.where(val, np.nan, loss / 1e3),
+                          "epoch": np.where(val | (step % 10 != 0), np.nan, step // 5000),
+                          "val/loss": np.where(val, loss, np.nan), "val/acc": np.where(val, 1 - loss, np.nan)})
+    frame.to_csv(path)
+
+
+def make_mlflow(path: Path, rows: int) -> None:
+    """An MLflow file store (``mlruns/<experiment>/<run>/``) of one run: ``meta.yaml`` files, params, tags and
+    four metric files of ``timestamp value step`` lines (``rows`` lines in all)."""
+    rng = _rng()
+    run_id = "e1147646c9194aeb9b9d16ab348d67c0"
+    experiment = path.parents[2]
+    run = path.parents[1]
+    (run / "metrics").mkdir(parents=True, exist_ok=True)
+    (run / "params").mkdir(exist_ok=True)
+    (run / "tags").mkdir(exist_ok=True)
+    (experiment / "meta.yaml").write_text(
+        f"artifact_location: file://{experiment}\nexperiment_id: '0'\nlifecycle_stage: active\nname: Default\n")
+    (run / "meta.yaml").write_text(
+        f"artifact_uri: file://{run}/artifacts\nend_time: 1645595107742\nentry_point_name: ''\n"
+        f"experiment_id: '0'\nlifecycle_stage: active\nrun_id: {run_id}\nrun_name: bench\n"
+        f"run_uuid: {run_id}\nsource_name: ''\nsource_type: 4\nsource_version: ''\n"
+        "start_time: 1645595100957\nstatus: 3\ntags: []\nuser_id: bench\n")
+    (run / "params" / "learning_rate").write_text("0.001")
+    (run / "params" / "batch_size").write_text("32")
+    (run / "tags" / "mlflow.runName").write_text("bench")
+    (run / "tags" / "mlflow.source.type").write_text("LOCAL")
+    names = ("loss", "accuracy", "val_loss", "val_accuracy")
+    shares = (0.4, 0.4, 0.1, 0.1)
+    for name, share in zip(names, shares, strict=True):
+        n = int(rows * share)
+        every = 1 if share > 0.2 else 4
+        steps = np.arange(n) * every
+        stamps = 1645595100957 + steps * 37
+        frame = pd.DataFrame({"timestamp": stamps, "value": rng.random(n), "step": steps})
+        frame.to_csv(run / "metrics" / name, sep=" ", header=False, index=False)
+
+
 def make_hf_state(path: Path, rows: int) -> None:
     rng = _rng()
     loss, lr = rng.random(rows).tolist(), rng.random(rows).tolist()
@@ -145,17 +290,19 @@ def make_hf_state(path: Path, rows: int) -> None:
 # -- anchors ----------------------------------------------------------------------------------------------
 
 
-def _melt(wide: pd.DataFrame, step: str) -> pd.DataFrame:
+def _melt(wide: pd.DataFrame, step: str, drop: tuple[str, ...] = ()) -> pd.DataFrame:
+    wide = wide.drop(columns=[c for c in drop if c in wide.columns])
     long = wide.melt(id_vars=[step], var_name="tag", value_name="value").dropna(subset=["value"])
     return long.rename(columns={step: "step"}).assign(run="run")
 
 
-def anchor_csv(step: str, **options) -> Callable[[Path], pd.DataFrame]:
-    return lambda path: _melt(pd.read_csv(path, **options), step)
+def anchor_csv(step: str, drop: tuple[str, ...] = (), **options) -> Callable[[Path], pd.DataFrame]:
+    return lambda path: _melt(pd.read_csv(path, **options), step, drop)
 
 
-def anchor_json_lines(step: str) -> Callable[[Path], pd.DataFrame]:
-    return lambda path: _melt(pd.read_json(path, lines=True), step)
+def anchor_json_lines(step: str, drop: tuple[str, ...] = ()) -> Callable[[Path], pd.DataFrame]:
+    """``drop``: columns that are no metric (a record's kind, its other counters, text)."""
+    return lambda path: _melt(pd.read_json(path, lines=True), step, drop)
 
 
 def anchor_hf_state(path: Path) -> pd.DataFrame:
@@ -164,13 +311,39 @@ def anchor_hf_state(path: Path) -> pd.DataFrame:
     return _melt(pd.DataFrame(history), "step")
 
 
+def anchor_detr(path: Path) -> pd.DataFrame:
+    """JSON lines, the COCOeval list spread over 12 columns."""
+    wide = pd.read_json(path, lines=True)
+    stats = pd.DataFrame(wide.pop("test_coco_eval_bbox").tolist(), index=wide.index).add_prefix("test_coco_eval_bbox/")
+    return _melt(pd.concat([wide, stats], axis=1), "epoch", ("n_parameters",))
+
+
+def anchor_mlflow(path: Path) -> pd.DataFrame:
+    """Every metric file of the run: ``timestamp value step`` read by ``read_csv``, tagged with its name."""
+    frames = [pd.read_csv(metric, sep=" ", header=None, names=["timestamp", "value", "step"]).assign(tag=metric.name)
+              for metric in sorted(path.parent.iterdir())]
+    return pd.concat(frames, ignore_index=True).assign(run="run")
+
+
+def _siblings(path: Path) -> list[Path]:
+    return sorted(p for p in path.parent.iterdir() if p.is_file())
+
+
+def _mlflow_store(path: Path) -> list[Path]:
+    """The whole store (``mlruns/``): discovery hands the MLflow reader every file of it."""
+    return sorted(p for p in path.parents[3].rglob("*") if p.is_file())
+
+
 @dataclass(frozen=True)
 class Case:
     reader: str
     relative: str
     make: Callable[[Path, int], None]
     anchor: Callable[[Path], pd.DataFrame]
+    files: Callable[[Path], list[Path]] = _siblings  # what ``Reader.read`` gets
 
+
+_MMDET2_NOT_METRICS = ("env_info", "config", "seed", "exp_name", "mode", "epoch", "bbox_mAP_copypaste")
 
 CASES = (
     Case("lightning_csv", "lightning/version_0/metrics.csv", make_lightning, anchor_csv("step")),
@@ -181,7 +354,23 @@ CASES = (
     Case("wandb-chart-csv", "wandb/wandb_export.csv", make_wandb_chart, anchor_csv("Step")),
     Case("detectron2", "detectron2/metrics.json", make_detectron2, anchor_json_lines("iteration")),
     Case("hf_trainer_state", "hf/trainer_state.json", make_hf_state, anchor_hf_state),
+    Case("mmengine", "mmengine/yolov5_s-v61_fast_1xb12-40e/20230805_113504/vis_data/scalars.json", make_mmengine,
+         anchor_json_lines("step", ("epoch", "iter"))),
+    Case("mmdet2", "mmdet2/retinanet_r50_fpn_1x_coco/20210421_200459.log.json", make_mmdet2,
+         anchor_json_lines("iter", _MMDET2_NOT_METRICS)),
+    Case("detr", "detr/log.txt", make_detr, anchor_detr),
+    Case("wandb-history", "wandb_history/history.csv", make_wandb_history,
+         anchor_csv("_step", ("_runtime", "_timestamp", "trainer/global_step"), index_col=0)),
+    Case("mlflow", "mlflow/mlruns/0/e1147646c9194aeb9b9d16ab348d67c0/metrics/loss", make_mlflow, anchor_mlflow,
+         _mlflow_store),
 )
+
+
+def _claimed_by(path: Path) -> str | None:
+    """The reader discovery gives ``path`` to: the first in registry order whose ``sniff`` claims it."""
+    with open(path, "rb") as handle:
+        head = handle.read(HEAD_BYTES)
+    return next((reader.name for reader in get_readers() if reader.sniff(path, head)), None)
 
 
 def _timed(func: Callable[[], object]) -> tuple[float, object]:
@@ -223,8 +412,11 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
             case.make(path, args.rows)
+        claimed = _claimed_by(path)
+        if claimed != case.reader:
+            raise SystemExit(f"{path} is read by {claimed!r}, not {case.reader!r}: the synthetic file is not that format")
         reader = get_reader(case.reader)
-        files = sorted(p for p in path.parent.iterdir() if p.is_file())
+        files = case.files(path)
         ours, runs, anchor, table = _best_pair(lambda r=reader, f=files: r.read(f), lambda c=case, p=path: c.anchor(p),
                                                args.repeat)
         ratio = ours / anchor
