@@ -56,7 +56,6 @@ from tanalyze.readers.tabular.common import (
     JsonLines,
     PointBuffer,
     as_step,
-    is_number,
     name_list,
     settle_rewrites,
 )
@@ -218,7 +217,10 @@ def _read_json(path: Path, run: RunData, launch: _Launch) -> list[_Row]:
         for key, value in record.items():
             if key in _NOT_VALUES:
                 continue
-            if is_number(value):
+            value_type = type(value)  # what json gives: float, int, bool, str, None, list or dict
+            if value_type is float:
+                values[key] = value
+            elif value_type is int:
                 values[key] = float(value)
             else:
                 launch.skipped.add(key)
@@ -355,12 +357,15 @@ def _combine(launches: list[_Launch], run: RunData, files: list[Path]) -> None:
                     step, epoch = row.epoch * per_epoch, float(row.epoch)
                 else:
                     step, epoch = last_train, float(row.epoch) if row.epoch is not None else math.nan
-            for key, value in row.values.items():
-                tag = key
-                if row.kind != "train" and key in train_keys:
-                    tag = f"{row.kind}/{key}"
-                    renamed.add(f"{key} → {tag}")
-                points.add(order, tag, step, value, epoch)
+            if row.kind == "train":  # most records: every value under its own key
+                points.add_record(order, step, row.values, epoch=epoch)
+            else:
+                for key, value in row.values.items():
+                    tag = key
+                    if key in train_keys:
+                        tag = f"{row.kind}/{key}"
+                        renamed.add(f"{key} → {tag}")
+                    points.add(order, tag, step, value, epoch)
             walls.append(row.wall)
             order += 1
     frame = points.frame()
