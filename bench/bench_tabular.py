@@ -428,7 +428,8 @@ def main(argv: list[str] | None = None) -> int:
                                                args.repeat)
         ratio = ours / anchor
         worst = max(worst, ratio)
-        print(f"{case.reader + ' (' + label + ')':<28}{path.stat().st_size / 1e6:>6.0f}{ours:>9.2f}{anchor:>10.2f}"
+        megabytes = sum(f.stat().st_size for f in files) / 1e6
+        print(f"{case.reader + ' (' + label + ')':<28}{megabytes:>6.0f}{ours:>9.2f}{anchor:>10.2f}"
               f"{ratio:>7.2f}{_points(runs):>12,}{len(table):>12,}")
     print(f"worst ratio: {worst:.2f}")
     return 0
