@@ -5,7 +5,8 @@
 
 For each format one synthetic file of ``--rows`` rows is written once (a
 fixed seed: the same bytes every time; DETR's one-line-per-epoch log gets
-``rows // 1000`` lines, an MLflow store 25 runs sharing the rows), checked to be
+``rows // 1000`` lines, a W&B runs table ``rows // 100`` runs, an MLflow store
+25 runs sharing the rows), checked to be
 claimed by its reader as discovery would (the first reader in registry order
 whose ``sniff`` takes it) and read two ways in the same run:
 
@@ -24,6 +25,7 @@ ours / anchor. The goal is a ratio of at most 3 for every format.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import sys
 import time
@@ -250,6 +252,31 @@ def make_wandb_history(path: Path, rows: int) -> None:
     frame.to_csv(path)
 
 
+#: A runs-table export has one row per run: the largest sweeps export some thousands. The file gets
+#: ``rows // 100`` runs (10,000 for the default).
+RUNS_TABLE_ROWS_PER_RUN = 100
+
+
+def make_wandb_runs(path: Path, rows: int) -> None:
+    """W&B "Runs → Export as CSV": W&B's run columns, the config columns (sorted), then the summary columns
+    (sorted again: where that order restarts is where the summary begins), every cell quoted."""
+    rng = _rng()
+    n = max(1, rows // RUNS_TABLE_ROWS_PER_RUN)
+    created = pd.Timestamp("2026-05-25T14:08:33Z") + pd.to_timedelta(np.arange(n) * 900, unit="s")
+    frame = pd.DataFrame({
+        "Name": [f"trial-{i % (n // 5 or 1)}" for i in range(n)],  # a name per config, each run with 5 seeds
+        "State": np.where(rng.random(n) < 0.9, "finished", "crashed"), "Notes": "-", "User": "",
+        "Tags": "sweep", "Created": created.strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        "Runtime": rng.integers(300, 5000, n), "Sweep": "k3j2h1g0",
+        "batch_size": rng.choice([32, 64, 128], n), "dropout": rng.choice([0.0, 0.1, 0.2], n),
+        "learning_rate": rng.choice([1e-4, 3e-4, 1e-3], n), "max_iters": 5000, "n_layer": rng.choice([4, 6, 8], n),
+        "seed": np.arange(n) % 5, "wandb_project": "nanogpt-ablations", "weight_decay": 0.1,
+        "iter": 5000, "lr": rng.random(n) / 1e3, "train/loss": rng.random(n) + 1, "train/step_loss": rng.random(n) + 1,
+        "val/loss": np.where(rng.random(n) < 0.95, rng.random(n) + 1.5, np.nan),
+    })
+    frame.to_csv(path, index=False, quoting=csv.QUOTE_ALL)
+
+
 def make_mlflow(path: Path, rows: int) -> None:
     """An MLflow file store (``mlruns/<experiment>/<run>/``) of a sweep: 25 runs, each with its ``meta.yaml``,
     params, tags and four metric files of ``timestamp value step`` lines (``rows`` lines in all, so a run's
@@ -332,6 +359,14 @@ def anchor_mlflow(path: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def anchor_wandb_runs(path: Path) -> pd.DataFrame:
+    """The summary columns of every row, melted on the step the summary names (``iter``)."""
+    wide = pd.read_csv(path)
+    summary = wide[["Name", "iter", "lr", "train/loss", "train/step_loss", "val/loss"]]
+    long = summary.melt(id_vars=["Name", "iter"], var_name="tag", value_name="value").dropna(subset=["value"])
+    return long.rename(columns={"iter": "step", "Name": "run"})
+
+
 def _siblings(path: Path) -> list[Path]:
     return sorted(p for p in path.parent.iterdir() if p.is_file())
 
@@ -368,6 +403,7 @@ CASES = (
     Case("detr", "detr/log.txt", make_detr, anchor_detr),
     Case("wandb-history", "wandb_history/history.csv", make_wandb_history,
          anchor_csv("_step", ("_runtime", "_timestamp", "trainer/global_step"), index_col=0)),
+    Case("wandb-runs-csv", "wandb_runs/wandb_export.csv", make_wandb_runs, anchor_wandb_runs),
     Case("mlflow", "mlflow/mlruns/0/e1147646c9194aeb9b9d16ab348d67c0/metrics/loss", make_mlflow, anchor_mlflow,
          _mlflow_store),
 )
