@@ -6,9 +6,9 @@
 For each format one synthetic file of ``--rows`` rows is written once (a
 fixed seed: the same bytes every time; DETR's one-line-per-epoch log gets
 ``rows // 1000`` lines, a W&B runs table ``rows // 100`` runs, an MLflow store
-25 runs sharing the rows), checked to be
-claimed by its reader as discovery would (the first reader in registry order
-whose ``sniff`` takes it) and read two ways in the same run:
+25 runs sharing the rows), checked to be claimed by its reader as discovery
+would (the first reader in registry order whose ``sniff`` takes it) and read
+two ways in the same run:
 
 - ours: the registered reader (``Reader.read``), every check, note and rule
   included, down to the tidy table;
