@@ -196,7 +196,7 @@ def first_characters(pattern: re.Pattern[str]) -> frozenset[int] | None:
 
 _CATEGORIES = {
     "CATEGORY_DIGIT": frozenset(range(48, 58)),
-    "CATEGORY_SPACE": frozenset(b" \t\n\r\x0b\x0c"),
+    "CATEGORY_SPACE": frozenset(b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"),  # str.isspace(), as \s of a str pattern
     "CATEGORY_WORD": frozenset(b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"),
 }
 
@@ -233,6 +233,8 @@ def _first_of(items: list) -> tuple[frozenset[int] | None, bool] | None:
 def _parts_of(name: str, argument: Any) -> tuple[list, bool]:
     """The alternatives inside a group, repeat or branch, and whether it may match nothing by itself."""
     if name == "SUBPATTERN":
+        if argument[1] & re.I:
+            return [[(_sre.ANY, None)]], False  # case ignored inside the group only: any (first) character
         return [argument[3]], False
     if name == "ATOMIC_GROUP":
         return [argument], False
