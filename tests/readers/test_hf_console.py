@@ -206,9 +206,13 @@ def test_a_damaged_line_inside_a_metrics_block_costs_that_line_only(tmp_path):
              "  train_loss               =     2.5\n"
              "  train_samples            =     3290\n")
     for first, train_samples in (("  epoch                    =        10.0", 1), ("\ufffd# epoch   =   10.0", 1),
-                                 ("  epoch             ", 1)):  # garbled, or cut before its '=
+                                 ("  epoch             ", 1),  # garbled, or cut before its '='
+                                 ("z" * 5000 + "\n  epoch   =   10.0", 1)):  # a junk line before it
         log = tmp_path / "train.log"
         log.write_text(block.replace("{damaged}", first), encoding="utf-8")
         logs = tanalyze.load(log, cache=False)
         tags = list(logs.scalars["tag"].astype(str))
         assert tags.count("train_samples") == train_samples and "train_loss" in tags, tags
+    # what ends a block still ends it: the next block's header, a logger's line
+    log.write_text(block.replace("{damaged}", "[INFO|trainer.py:2000] Saving model checkpoint to out"), encoding="utf-8")
+    assert "train_samples" not in list(tanalyze.load(log, cache=False).scalars["tag"].astype(str))

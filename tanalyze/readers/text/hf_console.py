@@ -52,6 +52,9 @@ ARGS_END = re.compile(r"^\)$", re.M)
 ARG = re.compile(r"^([a-z_][a-z0-9_]*)=([^\n]*?),?$", re.M)
 METRICS_HEADER = re.compile(r"\*\*\*\*\* (\w+) metrics \*\*\*\*\*[ \t]*\n")
 METRIC_KV = re.compile(r"(?:[^\n>]*>>)?[ \t]+([A-Za-z_][\w./-]*)[ \t]+=[ \t]+([^\n]*?)[ \t]*\n")
+#: How the lines that end a metrics block start (the next block's header, a logger's line, a dict): any other line
+#: followed by a ``key = value`` line is a damaged line inside the block.
+_NOT_IN_A_BLOCK = ("*****", "[", "{")
 _BANNER_SPAN = 4000
 #: The training bar tqdm redraws right after a dict it printed: '\n 12%|█▎        | 50/400 [00:01<…'
 BAR_AFTER = re.compile(r"\s{0,200}?[ \d]{0,2}\d%\|[^|\n]{0,100}\| *(\d+)/(\d+) \[")
@@ -346,9 +349,8 @@ class HFConsoleParser(TextParser):
             m = METRIC_KV.match(text, pos)
             if m is None:
                 end = text.find("\n", pos)
-                damaged = text[pos:end]
-                if 0 <= end and ("=" in damaged or damaged.startswith("  ")) and METRIC_KV.match(text, end + 1):
-                    pos = end + 1  # one damaged (or cut) line inside the block: the block goes on after it
+                if 0 <= end and not text.startswith(_NOT_IN_A_BLOCK, pos) and METRIC_KV.match(text, end + 1):
+                    pos = end + 1  # one damaged line inside the block (garbled, cut, junk): the block goes on after it
                     continue
                 self._block_open = pos >= len(text)
                 return
