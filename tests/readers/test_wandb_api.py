@@ -176,3 +176,68 @@ def test_old_local_history_rows_read_as_an_export(real_logs):
     reward = run.scalars[run.scalars["tag"] == "episodic_reward"]
     assert len(reward) == 98 and reward["step"].iloc[-1] == 196 and reward["value"].iloc[-1] == 210.0
     assert reward["wall_time"].iloc[0] == 1582070918.2388577
+
+
+def test_history_csv_with_number_text_and_json_columns(tmp_path):
+    """Number columns are read as numbers, the others by the text rule: "NaN" is a logged NaN, "Infinity" and
+    "True" are numbers, media JSON is counted as media and other text as non-numeric; empty cells are not logged."""
+    path = tmp_path / "history.csv"
+    media = '"{""_type"": ""image-file"", ""path"": ""media/a.png""}"'
+    path.write_text(
+        ",_step,_runtime,_timestamp,trainer/global_step,loss,mixed,flag,img,note\n"
+        f"0,0,1.5,1700000000.25,10,0.1,NaN,True,{media},hello\n"
+        "1,1,2.5,1700000001.25,20,,Infinity,False,,\n"
+        "2,2,3.5,1700000002.25,30,0.30000000000000004, 2.5 ,,,\n"
+        "3,3,4.5,1700000003.25,40,1e-310,-inf,true,,x\n"
+        "4,4,5.5,1700000004.25,50,-0.0,,FALSE,,\n")
+    logs = load(path)
+    frame = logs.scalars
+    assert sorted(set(frame["tag"])) == ["flag", "loss", "mixed"]
+    assert points(logs, "loss") == [(10, 0.1), (30, 0.30000000000000004), (40, 1e-310), (50, -0.0)]
+    assert math.copysign(1, points(logs, "loss")[-1][1]) == -1
+    mixed = points(logs, "mixed")
+    assert [s for s, _ in mixed] == [10, 20, 30, 40]
+    assert math.isnan(mixed[0][1]) and mixed[1:] == [(20, math.inf), (30, 2.5), (40, -math.inf)]
+    assert points(logs, "flag") == [(10, 1.0), (20, 0.0), (40, 1.0), (50, 0.0)]
+    assert frame.loc[frame["tag"] == "loss", "wall_time"].tolist() == [1700000000.25, 1700000002.25,
+                                                                       1700000003.25, 1700000004.25]
+    assert frame["step"].dtype == np.int64 and frame["value"].dtype == np.float64
+    info = next(iter(logs.runs.values()))
+    assert any("1 media/table value(s) skipped (not scalars): img (1)" in n for n in info.notes)
+    assert [w.message for w in info.warnings] == ["2 non-numeric value(s) skipped: note (2)"]
+
+
+def test_history_csv_numbers_are_the_numbers_the_text_rule_reads(tmp_path):
+    """The CSV reader lets the parser read number columns as numbers: for every kind of cell W&B and pandas
+    write, that gives the very values (and the same logged cells) as reading every column as text."""
+    from tanalyze.readers.base import RunData
+    from tanalyze.readers.wandb.api import _csv
+    from tanalyze.readers.wandb.history import sparse_from_frame
+
+    rng = np.random.default_rng(3)
+    n = 2000
+    numbers = rng.standard_normal(n) * 10.0 ** rng.integers(-320, 308, n)
+    columns = {
+        "_step": np.arange(n), "_runtime": np.cumsum(rng.random(n)), "_timestamp": 1.7e9 + np.arange(n) / 3,
+        "repr": [repr(float(x)) for x in numbers], "short": [f"{x:.6g}" for x in numbers],
+        "long": [f"{x:.25e}" for x in numbers], "ints": rng.integers(-2**63, 2**63 - 1, n),
+        "sparse": np.where(np.arange(n) % 3 == 0, rng.random(n), np.nan),
+        "big_ints": np.where(np.arange(n) % 2 == 0, "18446744073709551615", "9007199254740993"),
+        "bools": np.where(np.arange(n) % 2 == 0, "True", "false"),
+        "bools_gaps": np.where(np.arange(n) % 3 == 0, "", np.where(np.arange(n) % 2 == 0, "TRUE", "False")),
+        "inf": np.where(np.arange(n) % 4 == 0, "inf", np.where(np.arange(n) % 4 == 1, "-Infinity", "1.25")),
+        "nan": np.where(np.arange(n) % 5 == 0, "NaN", "0.5"),
+        "blank": np.where(np.arange(n) % 7 == 0, "  ", "3"),
+        "media": np.where(np.arange(n) % 9 == 0, '{"_type": "histogram", "bins": [0, 1], "values": [2]}', ""),
+        "text": np.where(np.arange(n) % 2 == 0, "abc", " 4 "),
+    }
+    pd.DataFrame(columns).to_csv(tmp_path / "history.csv")
+    read = _csv(tmp_path / "history.csv", RunData())
+    as_text = pd.read_csv(tmp_path / "history.csv", dtype=str, keep_default_na=False, na_values=[""])
+    assert any(read[c].dtype == np.float64 for c in read.columns)
+    ours, text = sparse_from_frame(read), sparse_from_frame(as_text)
+    assert ours.rows.keys() == text.rows.keys()
+    for key in text.rows:
+        np.testing.assert_array_equal(ours.rows[key], text.rows[key])
+        assert ours.values[key].tobytes() == text.values[key].tobytes(), key
+    assert ours.media == text.media and ours.non_numeric == text.non_numeric

@@ -159,20 +159,33 @@ def _samples(frame: pd.DataFrame, logged: pd.DataFrame | None):
         yield float(stamps.iat[i]), (None if np.isnan(runtime) else float(runtime)), values
 
 
+#: Column types the C parser gives only to cells that the text rule of ``sparse_from_frame`` reads as the same
+#: numbers (it parses a float just as ``pandas.to_numeric`` does; "nan" and blank cells stay text).
+_PARSED = frozenset({np.dtype("float64"), np.dtype("int64"), np.dtype("bool")})
+
+
 def _csv(path: Path, data: RunData) -> pd.DataFrame | None:
-    """All cells as text, empty cells missing; rows with the wrong number of cells counted and skipped."""
+    """Number columns as numbers, every other column as text; empty cells missing; rows with the wrong
+    number of cells counted and skipped."""
     bad: list[int] = []
 
     def skip(line: list[str]) -> None:
         bad.append(1)
 
+    options: dict[str, Any] = {"keep_default_na": False, "na_values": [""], "encoding": "utf-8-sig",
+                               "encoding_errors": "replace"}
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig",
-                            encoding_errors="replace")
+        frame = pd.read_csv(path, **options)
+        # Columns that are not all numbers: read again as text, as they are in the file (the first read
+        # gives a column of True/False and empty cells as objects, one of huge whole numbers as uint64).
+        other = [i for i, dtype in enumerate(frame.dtypes) if dtype not in _PARSED]
+        if other:
+            text = pd.read_csv(path, usecols=other, dtype=str, **options)
+            for i, column in zip(other, text.columns, strict=True):
+                frame.isetitem(i, text[column])
     except pd.errors.ParserError:
         try:
-            frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig",
-                                encoding_errors="replace", engine="python", on_bad_lines=skip)
+            frame = pd.read_csv(path, dtype=str, engine="python", on_bad_lines=skip, **options)
         except (pd.errors.ParserError, csv.Error) as exc:
             raise FormatError(path, f"not valid CSV: {str(exc).splitlines()[0]}") from exc
     except pd.errors.EmptyDataError as exc:

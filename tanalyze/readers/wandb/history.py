@@ -197,11 +197,15 @@ class History:
     phases: list[Phase] = field(default_factory=list)
 
 
-def choose_step_key(sparse: Sparse, declared: str | None = None) -> str | None:
-    """The key whose values are the training step (see the module docstring); ``None`` for row order."""
+def choose_step_key(sparse: Sparse, declared: str | None = None, metric_rows: np.ndarray | None = None) -> str | None:
+    """The key whose values are the training step (see the module docstring); ``None`` for row order.
+
+    ``metric_rows``: :func:`_metric_rows` of ``sparse`` when the caller has it already.
+    """
     if declared and declared in sparse.rows:
         return declared
-    metric_rows = _metric_rows(sparse)
+    if metric_rows is None:
+        metric_rows = _metric_rows(sparse)
     if len(metric_rows):
         for key in STEP_KEYS:
             if key not in sparse.rows:
@@ -210,17 +214,33 @@ def choose_step_key(sparse: Sparse, declared: str | None = None) -> str | None:
             finite = values[np.isfinite(values)]
             if len(finite) < len(values) or (finite < 0).any() or (finite != np.round(finite)).any():
                 continue
-            covered = np.isin(metric_rows, sparse.rows[key]).mean()
-            if covered >= 0.5 and len(np.unique(finite)) >= 0.25 * len(finite):
+            logged = np.zeros(sparse.n_rows, dtype=bool)
+            logged[sparse.rows[key]] = True
+            covered = logged[metric_rows].mean()
+            if covered >= 0.5 and _distinct(finite) >= 0.25 * len(finite):
                 return key
     return "_step" if "_step" in sparse.rows else None
 
 
+def _distinct(values: np.ndarray) -> int:
+    """How many different values ``values`` holds (a step key's values are usually in order: no sort then)."""
+    if len(values) < 2:
+        return len(values)
+    changes = values[1:] != values[:-1]
+    if (values[1:] >= values[:-1]).all():
+        return 1 + int(changes.sum())
+    return len(np.unique(values))
+
+
 def _metric_rows(sparse: Sparse) -> np.ndarray:
+    """The rows (in order, each once) where a metric, not one of W&B's ``_`` keys, was logged."""
     keys = [k for k in sparse.rows if k not in RESERVED and not k.startswith("_")]
     if not keys:
         return np.empty(0, dtype=np.int64)
-    return np.unique(np.concatenate([sparse.rows[k] for k in keys]))
+    logged = np.zeros(sparse.n_rows, dtype=bool)
+    for key in keys:
+        logged[sparse.rows[key]] = True
+    return np.flatnonzero(logged)
 
 
 def _per_row(sparse: Sparse, key: str, carry: bool) -> np.ndarray:
@@ -238,7 +258,8 @@ def history_to_tidy(sparse: Sparse, *, file: str, declared_step: str | None = No
     out = History()
     if sparse.n_rows == 0:
         return out
-    key = choose_step_key(sparse, declared_step)
+    metric_rows = _metric_rows(sparse)
+    key = choose_step_key(sparse, declared_step, metric_rows)
     out.step_key = key
     if key is None:
         steps = np.arange(sparse.n_rows, dtype=np.float64)
@@ -251,9 +272,10 @@ def history_to_tidy(sparse: Sparse, *, file: str, declared_step: str | None = No
         else:
             out.notes.append(f"{_name(file)}: step = logged '{key}' ({how}); W&B's _step counter is not used")
     wall = _per_row(sparse, "_timestamp", carry=False)
-    steps, out.phases = _phases(steps, _metric_rows(sparse), file, key)
+    steps, out.phases = _phases(steps, metric_rows, file, key)
 
-    frames = []
+    tags: list[str] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # rows, steps, values of each tag
     unplaced = 0
     for tag, rows in sparse.rows.items():
         if tag in RESERVED or tag == key or tag.startswith("_"):
@@ -263,24 +285,37 @@ def history_to_tidy(sparse: Sparse, *, file: str, declared_step: str | None = No
         unplaced += int((~ok).sum())
         if not ok.any():
             continue
-        frames.append(
-            pd.DataFrame(
-                {"order": rows[ok], "tag": tag, "step": tag_steps[ok].astype(np.int64),
-                 "value": sparse.values[tag][ok], "wall_time": wall[rows[ok]]}
-            )
-        )
+        tags.append(tag)
+        parts.append((rows[ok], tag_steps[ok].astype(np.int64), sparse.values[tag][ok]))
     if unplaced:
         out.warnings.append(
             ReadWarning(file, f"{unplaced} value(s) have no usable '{key}' (logged before the first one, or "
                         "not a number that fits a step); skipped", count=unplaced)
         )
-    if frames:
-        table = pd.concat(frames, ignore_index=True).sort_values("order", kind="stable")
+    if parts:
         out.restarts = _restarts(steps, file, key)
-        table, dropped = keep_last_write(table.drop(columns="order").reset_index(drop=True), ("tag", "step"))
+        # By tag name, then step, then write order (the row; for one row, the tags' order): of the points
+        # of one tag at one step the last is the later write, the one kept.
+        names = sorted(tags)
+        rank = np.empty(len(tags), dtype=np.int64)
+        rank[[tags.index(name) for name in names]] = np.arange(len(tags))
+        codes = np.concatenate([np.full(len(part[0]), rank[i], dtype=np.int64) for i, part in enumerate(parts)])
+        order = np.concatenate([part[0] for part in parts])
+        step = np.concatenate([part[1] for part in parts])
+        value = np.concatenate([part[2] for part in parts])
+        sort = np.lexsort((order, step, codes))
+        codes, order, step, value = codes[sort], order[sort], step[sort], value[sort]
+        last = np.ones(len(codes), dtype=bool)
+        last[:-1] = (codes[1:] != codes[:-1]) | (step[1:] != step[:-1])
+        dropped = len(last) - int(last.sum())
         if dropped:
             out.notes.append(f"{_name(file)}: {dropped} point(s) logged again at a step already seen; the later write was kept")
-        out.scalars = _frame(table.sort_values(["tag", "step"], kind="stable"), file)
+            codes, order, step, value = codes[last], order[last], step[last], value[last]
+        tag_column = pd.Categorical.from_codes(codes, categories=pd.Index(names, dtype="str"))
+        out.scalars = scalar_frame(
+            run="", tag=pd.Series(tag_column), step=step, value=value, wall_time=wall[order],
+            source=pd.Categorical.from_codes(np.zeros(len(step), dtype=np.int8), categories=pd.Index([_name(file)], dtype="str")),
+        )
     out.histograms = _histogram_frame(sparse, steps, wall)
     _skipped(sparse, file, out)
     return out
@@ -321,17 +356,14 @@ def _phases(steps: np.ndarray, metric_rows: np.ndarray, file: str, key: str | No
 
 
 def _restarts(steps: np.ndarray, file: str, key: str | None) -> list[Restart]:
+    """Every place a step is lower than the one before it (so also not above the highest so far)."""
     finite = steps[np.isfinite(steps) & (np.abs(steps) < 2.0**62)]
-    restarts = []
-    high = -np.inf
-    previous = None
-    for value in finite:
-        if previous is not None and value < previous and value <= high:
-            restarts.append(Restart(int(value), file, f"'{key}' went back from {int(high)} to {int(value)} (resumed run)",
-                                    int(high)))
-        high = max(high, value)
-        previous = value
-    return restarts
+    back = np.flatnonzero(finite[1:] < finite[:-1]) + 1
+    if not len(back):
+        return []
+    highs = np.maximum.accumulate(finite)[back - 1]
+    return [Restart(int(value), file, f"'{key}' went back from {int(high)} to {int(value)} (resumed run)", int(high))
+            for value, high in zip(finite[back].tolist(), highs.tolist(), strict=True)]
 
 
 def _histogram_frame(sparse: Sparse, steps: np.ndarray, wall: np.ndarray) -> pd.DataFrame:
