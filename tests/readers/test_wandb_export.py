@@ -226,3 +226,37 @@ def test_runs_table_with_an_infinite_step_keeps_values_as_hparams(tmp_path):
                                        '"r1","finished","x","5","1","2","inf","0.5"\n')
     logs = load(path)
     assert len(logs.scalars) == 0 and logs.runs["runs.csv/r1"].hparams["_summary"]["loss"] == 0.5
+
+
+def test_runs_table_of_many_runs_gives_each_row_its_own_points(tmp_path):
+    """Runs with the same final tags share one table cut per run: each run still gets exactly its own
+    points, in summary-column order, with its own tags as categories; runs without a step get none."""
+    import numpy as np
+    import pandas as pd
+
+    from tanalyze.schema import scalar_frame
+
+    lines = ['"Name","State","Notes","Created","batch","lr","acc","iter","loss","val/loss"']
+    expected = {}
+    for i in range(300):
+        val = "" if i % 3 == 0 else f"{i / 7!r}"
+        step = "" if i % 10 == 9 else str(100 * i)
+        lines.append(f'"run-{i}","finished","-","2024-01-01T00:00:00Z","32","0.001","{i / 3!r}","{step}",'
+                     f'"{1 / (i + 1)!r}","{val}"')
+        if step:
+            tags = ["acc", "loss"] + ([] if i % 3 == 0 else ["val/loss"])
+            values = [i / 3, 1 / (i + 1)] + ([] if i % 3 == 0 else [i / 7])
+            expected[f"run-{i}"] = scalar_frame(run="", tag=tags, step=[100 * i] * len(tags), value=values)
+    path = tmp_path / "wandb_export.csv"
+    path.write_text("\n".join(lines) + "\n")
+    runs = WandbRunsTableReader().read([path])
+    assert [run.name for run in runs] == [f"run-{i}" for i in range(300)]
+    for i, run in enumerate(runs):
+        assert run.hparams["batch"] == 32 and run.hparams["lr"] == 0.001
+        assert run.hparams["_summary"]["acc"] == i / 3
+        if run.name in expected:
+            pd.testing.assert_frame_equal(run.scalars, expected[run.name], check_exact=True)
+            assert run.notes[-1] == f"the {len(expected[run.name])} final value(s) are single points at iter = {100 * i}"
+        else:
+            assert run.scalars.empty and run.notes[-1].startswith("no step column among the final values")
+    assert runs[1].scalars["value"].to_numpy().tobytes() == np.array([1 / 3, 1 / 2, 1 / 7]).tobytes()

@@ -22,6 +22,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -255,8 +256,10 @@ class WandbRunsTableReader(Reader):
         return out
 
 
+@lru_cache(maxsize=1 << 16)
 def _value(cell: str) -> Any:
-    """A runs-table cell as a Python value: numbers, booleans, and text as it is."""
+    """A runs-table cell as a Python value: numbers, booleans, and text as it is (remembered: a column
+    repeats its cells from run to run, and every value is immutable)."""
     text = cell.strip()
     if text == "":
         return None
@@ -300,7 +303,7 @@ def _read_runs_table(path: Path) -> list[RunData]:
     names = Counter(row[0] for _, row in body)
     seen: Counter[str] = Counter()
 
-    out = []
+    runs: list[tuple[str, dict[str, Any], list[str], tuple[list[str], int, list[float]] | None]] = []
     for number, row in body:
         record = dict(zip(header, row, strict=True))
         name = record["Name"] or f"row {number}"
@@ -308,20 +311,40 @@ def _read_runs_table(path: Path) -> list[RunData]:
         if names[name] > 1:
             created = record.get("Created", "").strip()
             name = f"{name} ({created})" if created else f"{name}#{seen[name]}"
-        data = RunData(name=name)
         info = {key: _value(record[key]) for key in header[:lead] if key != "Name"}
         if info.get("Notes") == "-":
             info["Notes"] = None
         config = {key: _value(record[key]) for key in config_columns}
         summary = {key: _value(record[key]) for key in summary_columns}
         summary = {k: v for k, v in summary.items() if v is not None}
-        data.hparams = {**config, "_wandb": {k: v for k, v in info.items() if v is not None}}
+        hparams = {**config, "_wandb": {k: v for k, v in info.items() if v is not None}}
         if summary:
-            data.hparams["_summary"] = summary
-        data.notes.append("W&B runs-table export: config and final (summary) values only; it has no curves")
+            hparams["_summary"] = summary
+        notes = ["W&B runs-table export: config and final (summary) values only; it has no curves"]
         if split is None:
-            data.notes.append("config and summary columns cannot be told apart here; all are kept as hparams")
-        data.scalars = _final_points(summary, data)
+            notes.append("config and summary columns cannot be told apart here; all are kept as hparams")
+        runs.append((name, hparams, notes, _final_points(summary, notes)))
+
+    # The final points of runs with the same tags: one table for all of them, cut into one per run
+    # (building thousands of four-row tables one by one costs a hundred times more).
+    by_tags: dict[tuple[str, ...], list[int]] = {}
+    for index, (_, _, _, final) in enumerate(runs):
+        if final is not None:
+            by_tags.setdefault(tuple(final[0]), []).append(index)
+    scalars: dict[int, pd.DataFrame] = {}
+    for tags, indices in by_tags.items():
+        width = len(tags)
+        finals = [runs[index][3] for index in indices]
+        table = scalar_frame(run="", tag=list(tags) * len(indices),
+                             step=np.repeat([final[1] for final in finals], width),
+                             value=[value for final in finals for value in final[2]])
+        for position, index in enumerate(indices):
+            scalars[index] = table.iloc[position * width:(position + 1) * width].reset_index(drop=True)
+
+    out = []
+    for index, (name, hparams, notes, _) in enumerate(runs):
+        data = RunData(name=name, hparams=hparams, notes=notes,
+                       scalars=scalars[index] if index in scalars else empty_scalars())
         if ragged:
             data.warnings.append(ReadWarning(str(path), f"{len(ragged)} row(s) with the wrong number of cells skipped",
                                              f"line {ragged[0]}", count=len(ragged)))
@@ -329,15 +352,16 @@ def _read_runs_table(path: Path) -> list[RunData]:
     return out
 
 
-def _final_points(summary: dict[str, Any], data: RunData) -> pd.DataFrame:
+def _final_points(summary: dict[str, Any], notes: list[str]) -> tuple[list[str], int, list[float]] | None:
+    """The run's final values as points: their tags, the step and the values (None when there are none)."""
     numeric = {k: float(v) for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
     step_key = next((k for k in ("_step", *STEP_KEYS) if as_step(summary.get(k)) is not None), None)
     tags = {k: v for k, v in numeric.items() if k != step_key and not k.startswith("_")}
     if not tags:
-        return empty_scalars()
+        return None
     if step_key is None:
-        data.notes.append("no step column among the final values: they are kept as hparams only")
-        return empty_scalars()
+        notes.append("no step column among the final values: they are kept as hparams only")
+        return None
     step = as_step(summary[step_key])
-    data.notes.append(f"the {len(tags)} final value(s) are single points at {step_key} = {step}")
-    return scalar_frame(run="", tag=list(tags), step=[step] * len(tags), value=list(tags.values()))
+    notes.append(f"the {len(tags)} final value(s) are single points at {step_key} = {step}")
+    return list(tags), step, list(tags.values())
