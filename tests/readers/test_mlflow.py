@@ -7,6 +7,7 @@ store and in a SQLite store.
 import math
 import shutil
 import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -237,3 +238,34 @@ def test_parsed_at_once_or_line_by_line_the_same_rows(tmp_path, monkeypatch, dam
     assert sum(w.count for w in warnings) == {"junk": 3, "odd numbers": 4}.get(damage, 0)
     if damage == "clean":
         assert not warnings and np.isnan(rows[1][10]) and rows[1][20] == math.inf
+
+
+def test_a_long_run_in_the_sqlite_store_is_read_whole(tmp_path):
+    copy = tmp_path / "mlflow.db"
+    shutil.copy(FIXTURES / "sqlite" / "mlflow.db", copy)
+    with closing(sqlite3.connect(copy)) as db, db:
+        (run_id,) = db.execute("SELECT run_uuid FROM runs WHERE name = 'lr-0.1'").fetchone()
+        columns = [row[1] for row in db.execute("PRAGMA table_info(metrics)")]
+        row = dict.fromkeys(columns, None) | {"key": "long", "run_uuid": run_id, "is_nan": 0}
+        db.executemany(f"INSERT INTO metrics ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                       [tuple((row | {"value": step / 7, "timestamp": 1_700_000_000_000 + step, "step": step})[c]
+                              for c in columns) for step in range(LONG)])
+    logs, names = _runs(copy)
+    frame = logs.scalars_of(names["lr-0.1"])
+    check(frame, "long", {0: 0.0, LONG - 1: (LONG - 1) / 7}, count=LONG)
+    check(frame, "train/loss", LOSS_01, count=20)
+
+
+def test_a_line_longer_than_a_block_is_skipped_and_counted(tmp_path, monkeypatch):
+    from tanalyze.readers.mlflow import store as module
+
+    monkeypatch.setattr(module, "_BLOCK_BYTES", 64)
+    store, metric, values, _ = _long_store(tmp_path, lines=40)
+    lines = metric.read_bytes().splitlines(keepends=True)
+    lines[3:3] = [b"9" * 500 + b"\n"]  # a dumped tensor, say: 500 bytes, more than a block
+    metric.write_bytes(b"".join(lines) + b"1 2 " + b"3" * 300)  # and a last line cut off, longer than a block
+    logs, names = _runs(store)
+    frame = logs.scalars_of(names["long"])
+    assert len(frame) == 40 and frame["value"].iloc[-1] == values[-1]
+    (warning,) = logs.runs[names["long"]].warnings
+    assert warning.count == 2 and warning.location == "line 4, 42" and "cut off" in warning.message
