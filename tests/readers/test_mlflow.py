@@ -180,7 +180,7 @@ def test_a_metric_file_of_several_megabytes_is_read_whole(tmp_path):
     assert logs.runs[names["long"]].warnings == ()
 
 
-@pytest.mark.parametrize("block", [None, 65536, 4096])
+@pytest.mark.parametrize("block", [None, 65536, 16384])
 def test_junk_and_a_cut_last_line_in_a_long_file_keep_every_good_line(tmp_path, monkeypatch, block):
     from tanalyze.readers.mlflow import store as module
 
@@ -206,13 +206,15 @@ def _both_ways(path, monkeypatch):
     """A metric file parsed as the reader does and line by line only (no block parsed at once)."""
     from tanalyze.readers.mlflow import store as module
 
-    fast = module._Run("r", "e", None, "s")
-    rows = module._parse_metric(path, fast)
+    fast, clean, at_once = module._Run("r", "e", None, "s"), module._parse_clean, []
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "_parse_clean", lambda block, state: at_once.append(clean(block, state)) or at_once[-1])
+        rows = module._parse_metric(path, fast)
     with monkeypatch.context() as patch:
         patch.setattr(module, "_parse_clean", lambda block, state: None)
         slow = module._Run("r", "e", None, "s")
         reference = module._parse_metric(path, slow)
-    return rows, reference, fast.warnings, slow.warnings
+    return rows, reference, fast.warnings, slow.warnings, [parsed is not None for parsed in at_once]
 
 
 @pytest.mark.parametrize("damage", ["clean", "old two-field lines", "junk", "odd numbers"])
@@ -229,7 +231,8 @@ def test_parsed_at_once_or_line_by_line_the_same_rows(tmp_path, monkeypatch, dam
         lines[7:7] = [b"5.0 1 2\n", b"1 1 5e2\n", b"+5 1 2\n", b"05 1 2\n", b"-0 1 2\n", b"1 -nan 2\n", b"1 NaN 2\n",
                       b"1 1_0 2\n", b"1 1e999 2\n", b"1 Infinity 2\n", b"9223372036854775808 1 2\n", b"1 0x1 2\n"]
     metric.write_bytes(b"".join(lines))
-    rows, reference, warnings, reference_warnings = _both_ways(metric, monkeypatch)
+    rows, reference, warnings, reference_warnings, at_once = _both_ways(metric, monkeypatch)
+    assert at_once == [damage in ("clean", "old two-field lines")]  # one block; clean: parsed at once
     for got, expected in zip(rows, reference, strict=True):
         assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
     assert warnings == reference_warnings
