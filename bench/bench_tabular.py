@@ -6,9 +6,9 @@
 For each format one synthetic file of ``--rows`` rows is written once (a
 fixed seed: the same bytes every time; DETR's one-line-per-epoch log gets
 ``rows // 1000`` lines, a W&B runs table ``rows // 100`` runs, an MLflow store
-25 runs sharing the rows), checked to be claimed by its reader as discovery
-would (the first reader in registry order whose ``sniff`` takes it) and read
-two ways in the same run:
+10 runs sharing the rows, most in one long run), checked to be claimed by its
+reader as discovery would (the first reader in registry order whose ``sniff``
+takes it) and read two ways in the same run:
 
 - ours: the registered reader (``Reader.read``), every check, note and rule
   included, down to the tidy table;
@@ -278,17 +278,19 @@ def make_wandb_runs(path: Path, rows: int) -> None:
 
 
 def make_mlflow(path: Path, rows: int) -> None:
-    """An MLflow file store (``mlruns/<experiment>/<run>/``) of a sweep: 25 runs, each with its ``meta.yaml``,
-    params, tags and four metric files of ``timestamp value step`` lines (``rows`` lines in all, so a run's
-    metric file stays under a megabyte, as in a run of 16,000 logged steps)."""
+    """An MLflow file store (``mlruns/<experiment>/<run>/``) of a sweep as long runs write it: 10 runs, each
+    with its ``meta.yaml``, params, tags and four metric files of ``timestamp value step`` lines, ``rows``
+    lines in all. One long run holds three quarters of them (its ``loss`` file: ``rows * 3 // 8`` lines,
+    15 MB at a million rows), a second a tenth, eight short trials the rest; the learning rate is written
+    in exponent notation (``3.1e-05``), as Python writes small floats."""
     rng = _rng()
     experiment = path.parents[2]
     experiment.mkdir(parents=True, exist_ok=True)
     (experiment / "meta.yaml").write_text(
         "artifact_location: ./mlruns/0\nexperiment_id: '0'\nlifecycle_stage: active\nname: Default\n")
-    runs = 25
-    names, shares = ("loss", "accuracy", "val_loss", "val_accuracy"), (0.4, 0.4, 0.1, 0.1)
-    for index in range(runs):
+    runs = (0.75, 0.1) + (0.15 / 8,) * 8
+    names, shares = ("loss", "lr", "val_loss", "val_accuracy"), (0.5, 0.3, 0.1, 0.1)
+    for index, run_share in enumerate(runs):
         run_id = path.parents[1].name if index == 0 else f"{index:032x}"
         run = experiment / run_id
         (run / "metrics").mkdir(parents=True, exist_ok=True)
@@ -305,10 +307,12 @@ def make_mlflow(path: Path, rows: int) -> None:
         (run / "tags" / "mlflow.runName").write_text(f"trial-{index}")
         (run / "tags" / "mlflow.source.type").write_text("LOCAL")
         for name, share in zip(names, shares, strict=True):
-            n = int(rows / runs * share)
-            every = 1 if share > 0.2 else 4  # validation every 4 steps
+            n = int(rows * run_share * share)
+            every = 5 if name.startswith("val") else 1  # validation every 5 steps
             steps = np.arange(n) * every
-            frame = pd.DataFrame({"timestamp": start + steps * 37, "value": rng.random(n), "step": steps})
+            value = rng.random(n) * (1e-4 if name == "lr" else 1)
+            frame = pd.DataFrame({"timestamp": start + steps * 211 + rng.integers(0, 50, n), "value": value,
+                                  "step": steps})
             frame.to_csv(run / "metrics" / name, sep=" ", header=False, index=False)
 
 
@@ -404,7 +408,7 @@ CASES = (
     Case("wandb-history", "wandb_history/history.csv", make_wandb_history,
          anchor_csv("_step", ("_runtime", "_timestamp", "trainer/global_step"), index_col=0)),
     Case("wandb-runs-csv", "wandb_runs/wandb_export.csv", make_wandb_runs, anchor_wandb_runs),
-    Case("mlflow", "mlflow/mlruns/0/e1147646c9194aeb9b9d16ab348d67c0/metrics/loss", make_mlflow, anchor_mlflow,
+    Case("mlflow", "mlflow/mlruns/0/5d1c2a7e0b3f4e6a9c8d7b6a5f4e3d2c/metrics/loss", make_mlflow, anchor_mlflow,
          _mlflow_store),
 )
 

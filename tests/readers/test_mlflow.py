@@ -7,6 +7,7 @@ store and in a SQLite store.
 import math
 import shutil
 import sqlite3
+from contextlib import closing
 
 import pytest
 
@@ -143,3 +144,131 @@ def test_sniffing_and_reading_databases_leaves_no_file_open(tmp_path):
         assert len(reader.read([copy])) == 2
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+# --- long runs: every line of a metric file, whatever its size ------------------------------------------------
+
+LONG = 100_000  # lines: about 3.5 MB, past the megabyte at which metric files used to be cut
+
+
+def _long_store(tmp_path, lines=LONG, tail=b""):
+    """A store of one run whose metric 'loss' has ``lines`` points as MLflow writes them
+    (``f"{timestamp} {value} {step}"``, values as repr), a NaN, ±inf and values in exponent notation among them."""
+    import numpy as np
+
+    store = tmp_path / "mlruns"
+    run = store / "0" / "f00d"
+    write(store / "0" / "meta.yaml", "artifact_location: x\nexperiment_id: '0'\nname: long\n")
+    write(run / "meta.yaml", "experiment_id: '0'\nrun_id: f00d\nrun_name: long\nstatus: 3\nstart_time: 0\n")
+    values = np.random.default_rng(0).random(lines) * np.geomspace(1e-9, 1e9, lines)
+    values[[10, 20, 30]] = [math.nan, math.inf, -math.inf]
+    steps = [3 * i for i in range(lines)]
+    text = "".join(f"{1_700_000_000_000 + 7 * s} {v!r} {s}\n" for v, s in zip(values.tolist(), steps, strict=True))
+    metric = write(run / "metrics" / "loss", text.encode() + tail)
+    return store, metric, values, steps
+
+
+def test_a_metric_file_of_several_megabytes_is_read_whole(tmp_path):
+    store, metric, values, steps = _long_store(tmp_path)
+    assert metric.stat().st_size > 3 << 20
+    logs, names = _runs(store)
+    frame = logs.scalars_of(names["long"])
+    assert len(frame) == LONG and frame["step"].tolist() == steps
+    assert frame["value"].to_numpy().tobytes() == values.tobytes()  # bit for bit: what float() reads
+    assert frame["step"].iloc[-1] == 3 * (LONG - 1) and frame["value"].iloc[-1] == values[-1]
+    assert frame["wall_time"].iloc[-1] == (1_700_000_000_000 + 21 * (LONG - 1)) / 1000
+    assert logs.runs[names["long"]].warnings == ()
+
+
+@pytest.mark.parametrize("block", [None, 65536, 16384])
+def test_junk_and_a_cut_last_line_in_a_long_file_keep_every_good_line(tmp_path, monkeypatch, block):
+    from tanalyze.readers.mlflow import store as module
+
+    if block:  # blocks of a few lines: a bad line near a block's end, the width carried over blocks
+        monkeypatch.setattr(module, "_BLOCK_BYTES", block)
+    store, metric, values, steps = _long_store(tmp_path, tail=b"1700000700000 0.25")
+    data = metric.read_bytes().splitlines(keepends=True)
+    data[5_000] = b"1700000035000 0.5 3.0\n"  # a step that int() does not read
+    data[70_000] = b"\xff\xfe not a metric line\n"  # not UTF-8
+    metric.write_bytes(b"".join(data))
+    logs, names = _runs(store)
+    frame = logs.scalars_of(names["long"])
+    assert len(frame) == LONG - 2
+    assert frame["value"].iloc[0] == values[0] and frame["value"].iloc[-1] == values[-1]
+    assert 15_000 not in set(frame["step"]) and 210_000 not in set(frame["step"])
+    (warning,) = logs.runs[names["long"]].warnings
+    assert warning.file == str(metric) and warning.count == 3
+    assert "3 line(s) are not 'timestamp value step'; skipped (the last line is cut off" in warning.message
+    assert warning.location == f"line 5001, 70001, {LONG + 1}"
+
+
+def _both_ways(path, monkeypatch):
+    """A metric file parsed as the reader does and line by line only (no block parsed at once)."""
+    from tanalyze.readers.mlflow import store as module
+
+    fast, clean, at_once = module._Run("r", "e", None, "s"), module._parse_clean, []
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "_parse_clean", lambda block, state: at_once.append(clean(block, state)) or at_once[-1])
+        rows = module._parse_metric(path, fast)
+    with monkeypatch.context() as patch:
+        patch.setattr(module, "_parse_clean", lambda block, state: None)
+        slow = module._Run("r", "e", None, "s")
+        reference = module._parse_metric(path, slow)
+    return rows, reference, fast.warnings, slow.warnings, [parsed is not None for parsed in at_once]
+
+
+@pytest.mark.parametrize("damage", ["clean", "old two-field lines", "junk", "odd numbers"])
+def test_parsed_at_once_or_line_by_line_the_same_rows(tmp_path, monkeypatch, damage):
+    import numpy as np
+
+    _, metric, _, _ = _long_store(tmp_path, lines=5_000)
+    lines = metric.read_bytes().splitlines(keepends=True)
+    if damage == "old two-field lines":
+        lines = [b" ".join(line.split()[:2]) + b"\n" for line in lines]
+    elif damage == "junk":
+        lines[7:7] = [b"\n", b"x y z\n", b"1 2\n", b"1  2 3\n", b" 1 2 3\n", b"1 2 3 4\n", b"1\t2\t3\n", b"1 nan 2\r\n"]
+    elif damage == "odd numbers":  # what float()/int() read but pandas would read otherwise, and the reverse
+        lines[7:7] = [b"5.0 1 2\n", b"1 1 5e2\n", b"+5 1 2\n", b"05 1 2\n", b"-0 1 2\n", b"1 -nan 2\n", b"1 NaN 2\n",
+                      b"1 1_0 2\n", b"1 1e999 2\n", b"1 Infinity 2\n", b"9223372036854775808 1 2\n", b"1 0x1 2\n"]
+    metric.write_bytes(b"".join(lines))
+    rows, reference, warnings, reference_warnings, at_once = _both_ways(metric, monkeypatch)
+    assert at_once == [damage in ("clean", "old two-field lines")]  # one block; clean: parsed at once
+    for got, expected in zip(rows, reference, strict=True):
+        assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes()
+    assert warnings == reference_warnings
+    # junk: what str.split() makes three fields of ('1  2 3', tabs, '\r\n'); odd: +5, 05, -0, -nan, NaN, 1_0, 1e999, Infinity
+    assert len(rows[0]) == 5_000 + {"junk": 4, "odd numbers": 8}.get(damage, 0)
+    assert sum(w.count for w in warnings) == {"junk": 3, "odd numbers": 4}.get(damage, 0)
+    if damage == "clean":
+        assert not warnings and np.isnan(rows[1][10]) and rows[1][20] == math.inf
+
+
+def test_a_long_run_in_the_sqlite_store_is_read_whole(tmp_path):
+    copy = tmp_path / "mlflow.db"
+    shutil.copy(FIXTURES / "sqlite" / "mlflow.db", copy)
+    with closing(sqlite3.connect(copy)) as db, db:
+        (run_id,) = db.execute("SELECT run_uuid FROM runs WHERE name = 'lr-0.1'").fetchone()
+        columns = [row[1] for row in db.execute("PRAGMA table_info(metrics)")]
+        row = dict.fromkeys(columns, None) | {"key": "long", "run_uuid": run_id, "is_nan": 0}
+        db.executemany(f"INSERT INTO metrics ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                       [tuple((row | {"value": step / 7, "timestamp": 1_700_000_000_000 + step, "step": step})[c]
+                              for c in columns) for step in range(LONG)])
+    logs, names = _runs(copy)
+    frame = logs.scalars_of(names["lr-0.1"])
+    check(frame, "long", {0: 0.0, LONG - 1: (LONG - 1) / 7}, count=LONG)
+    check(frame, "train/loss", LOSS_01, count=20)
+
+
+def test_a_line_longer_than_a_block_is_skipped_and_counted(tmp_path, monkeypatch):
+    from tanalyze.readers.mlflow import store as module
+
+    monkeypatch.setattr(module, "_BLOCK_BYTES", 64)
+    store, metric, values, _ = _long_store(tmp_path, lines=40)
+    lines = metric.read_bytes().splitlines(keepends=True)
+    lines[3:3] = [b"9" * 500 + b"\n"]  # a dumped tensor, say: 500 bytes, more than a block
+    metric.write_bytes(b"".join(lines) + b"1 2 " + b"3" * 300)  # and a last line cut off, longer than a block
+    logs, names = _runs(store)
+    frame = logs.scalars_of(names["long"])
+    assert len(frame) == 40 and frame["value"].iloc[-1] == values[-1]
+    (warning,) = logs.runs[names["long"]].warnings
+    assert warning.count == 2 and warning.location == "line 4, 42" and "cut off" in warning.message

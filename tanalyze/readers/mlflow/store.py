@@ -24,6 +24,11 @@ Decisions:
   MLflow's own charts do; other values logged twice at one step keep the last
   write. SQLite stores NaN as 0 with ``is_nan`` and ±inf as ±1.797…e308: both are
   turned back.
+* a metric file is read whole, whatever its size (a long run writes tens of MB), in
+  blocks of whole lines: a block of plain ``timestamp value step`` lines is parsed at
+  once by pandas, any other line by line, both giving what ``int()``/``float()`` give;
+  a line that is not one (junk, a cut last line, bytes that are not UTF-8) is skipped
+  and counted in a warning naming the file.
 * params go to hparams as written (numbers as numbers); user tags as ``tag.<key>``;
   the run's status and times, and its deleted state, go to the notes. Runs in the
   ``.trash`` folder are not read (discovery skips hidden folders).
@@ -33,7 +38,9 @@ Decisions:
 
 from __future__ import annotations
 
+import csv
 import datetime
+import io
 import math
 import re
 import sqlite3
@@ -52,7 +59,7 @@ from tanalyze.errors import FormatError
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import load_config, name_list
 from tanalyze.readers.values import config_value
-from tanalyze.schema import keep_last_write, scalar_frame
+from tanalyze.schema import scalar_frame
 
 __all__ = ["MLflowReader"]
 
@@ -62,7 +69,8 @@ _METRIC_LINE = re.compile(rb"^-?\d+ \S+( -?\d+)?\s*$")
 _MAX_DEPTH = 12
 _DOUBLE_MAX = 1.7976931348623157e308
 _STATUS = {1: "RUNNING", 2: "SCHEDULED", 3: "FINISHED", 4: "FAILED", 5: "KILLED"}
-_MAX_VALUE_BYTES = 1 << 20
+_MAX_VALUE_BYTES = 1 << 20  # a param or tag value
+_Series = tuple[np.ndarray, np.ndarray, np.ndarray]  # timestamps (ms, int64), values (float64), steps (int64)
 
 
 @lru_cache(maxsize=4096)
@@ -173,7 +181,7 @@ class _Run:
     experiment: str
     name: str | None
     source: str
-    metrics: dict[str, list[tuple[int, float, int]]] = field(default_factory=dict)  # key → (timestamp ms, value, step)
+    metrics: dict[str, _Series] = field(default_factory=dict)  # key → timestamps (ms), values, steps
     params: dict[str, Any] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
     status: str | None = None
@@ -196,31 +204,183 @@ def _read_value(path: Path, run: _Run) -> str | None:
     return data[:_MAX_VALUE_BYTES].decode("utf-8", errors="replace")
 
 
-def _parse_metric(path: Path, run: _Run) -> list[tuple[int, float, int]] | None:
-    text = _read_value(path, run)
-    if text is None:
+def _parse_metric(path: Path, run: _Run) -> _Series | None:
+    """Every line of a metric file, read in blocks of whole lines (no size cap): a clean block at once
+    (:func:`_parse_clean`), any other, and a small one, line by line (:func:`_parse_lines`), the same rows
+    either way."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 (closed below, read block by block)
+    except OSError as exc:
+        run.warnings.append(ReadWarning(str(path), f"cannot be read: {exc.strerror or exc}"))
         return None
-    rows: list[tuple[int, float, int]] = []
-    bad: list[int] = []
+    state = _LineState()
+    parts: list[_Series] = []
+    try:
+        with handle:
+            for block in _line_blocks(handle, state):
+                parsed = _parse_clean(block, state) if len(block) >= _AT_ONCE_BYTES else None
+                parts.append(parsed if parsed is not None else _parse_lines(block, state))
+    except OSError as exc:
+        run.warnings.append(ReadWarning(str(path), f"cannot be read: {exc.strerror or exc}"))
+    if state.bad:
+        cut = " (the last line is cut off: file truncated?)" if state.last_bad == state.lines and \
+            not state.ends_with_newline else ""
+        where = ", ".join(map(str, state.bad_lines)) + (" …" if state.bad > len(state.bad_lines) else "")
+        run.warnings.append(ReadWarning(str(path), f"{state.bad} line(s) are not 'timestamp value step'; "
+                                        f"skipped{cut}", f"line {where}", state.bad))
+    return _concat_series(parts)
+
+
+_BLOCK_BYTES = 64 << 20  # a metric file is read in blocks of whole lines of about this size
+_AT_ONCE_BYTES = 8 << 10  # a smaller block (a short run's metric, ~200 lines) is quicker line by line than by pandas
+_INT64 = (-(1 << 63), 1 << 63)
+_POW10 = np.array([10**k for k in range(20)], dtype=np.uint64)
+#: the bytes of a clean block: numbers in decimal (``1.5e-05``), nan, inf, infinity; anything else goes line by line
+_CLEAN_BYTES = b"0123456789 \n+-.eEnaifityNAIFITY"
+#: pandas' float parser is correctly rounded (as float()) from pandas 3.1 on; before, its round-trip one is
+_FLOAT_OPTIONS: dict[str, Any] = (
+    {} if tuple(int(p) for p in re.findall(r"\d+", pd.__version__)[:2]) >= (3, 1) else {"float_precision": "round_trip"})
+
+
+@dataclass
+class _LineState:
+    """What the blocks of one metric file share: the field count, line numbers, bad lines."""
+
     width: int | None = None  # 3 fields ('timestamp value step'), or 2 in files of MLflow before steps
-    for number, line in enumerate(text.splitlines(), start=1):
+    lines: int = 0  # lines before the block being parsed
+    bad: int = 0
+    bad_lines: list[int] = field(default_factory=list)  # the first five, for the warning
+    last_bad: int = 0
+    ends_with_newline: bool = True
+
+    def bad_line(self, number: int) -> None:
+        self.bad += 1
+        self.last_bad = number
+        if len(self.bad_lines) < 5:
+            self.bad_lines.append(number)
+
+
+def _line_blocks(handle: Any, state: _LineState) -> Any:
+    """The file in blocks that end at a line end (the last block: at the file's end)."""
+    tail = b""
+    while True:
+        chunk = handle.read(_BLOCK_BYTES)
+        if not chunk:
+            if tail:
+                state.ends_with_newline = tail.endswith(b"\n")
+                yield tail
+            return
+        data = tail + chunk if tail else chunk
+        cut = data.rfind(b"\n") + 1
+        if cut == 0 and len(data) > _BLOCK_BYTES:  # one line of more than a block: no metric line, skip to its end
+            state.lines += 1
+            state.bad_line(state.lines)
+            tail = _skip_line(handle, state)
+            continue
+        if cut:
+            yield data[:cut]
+        tail = data[cut:]
+
+
+def _skip_line(handle: Any, state: _LineState) -> bytes:
+    """Read on to the end of an over-long line; the rest of the block after it."""
+    while True:
+        chunk = handle.read(_BLOCK_BYTES)
+        if not chunk:
+            state.ends_with_newline = False
+            return b""
+        end = chunk.find(b"\n")
+        if end >= 0:
+            return chunk[end + 1:]
+
+
+def _digits(numbers: np.ndarray) -> np.ndarray:
+    """The length of each number written in decimal (``str(n)``)."""
+    magnitude = np.abs(numbers).view(np.uint64)  # abs(int64 min) wraps to itself: 2**63 as uint64
+    return np.maximum(np.searchsorted(_POW10, magnitude, side="right"), 1) + (numbers < 0)
+
+
+def _parse_clean(block: bytes, state: _LineState) -> _Series | None:
+    """A block whose every line is ``timestamp value step`` (or ``timestamp value``) written plainly: one
+    space between fields, integers in canonical decimal, values that pandas and float() read alike. The
+    rows that :func:`_parse_lines` gives, parsed at once by pandas; None when a line is anything else."""
+    if not block or block.translate(None, _CLEAN_BYTES):
+        return None
+    data = block if block.endswith(b"\n") else block + b"\n"
+    raw = np.frombuffer(data, dtype=np.uint8)
+    ends = np.flatnonzero(raw == 10)
+    spaces = np.flatnonzero(raw == 32)
+    lines = len(ends)
+    width = len(spaces) // lines + 1
+    if width not in (2, 3) or len(spaces) != (width - 1) * lines or (state.width or width) != width:
+        return None
+    starts = np.empty(lines, dtype=np.int64)
+    starts[0], starts[1:] = 0, ends[:-1] + 1
+    spaces = spaces.reshape(lines, width - 1)
+    first, last = spaces[:, 0], spaces[:, -1]
+    # every line's spaces inside it and no field empty: exactly width fields on each line
+    if not ((first > starts).all() and (ends > last + 1).all() and (width == 2 or (last > first + 1).all())):
+        return None
+    letters = np.flatnonzero(raw >= 65)  # nan, inf, exponents: only in values
+    if len(letters):
+        line = np.searchsorted(ends, letters)
+        if not ((letters > first[line]).all() and (width == 2 or (letters < last[line]).all())):
+            return None
+    columns = {0: np.int64, 1: np.float64, 2: np.int64} if width == 3 else {0: np.int64, 1: np.float64}
+    try:
+        with np.errstate(all="ignore"):  # 'inf' in an integer field: pandas' cast warns before it fails
+                frame = pd.read_csv(io.BytesIO(data), sep=" ", header=None, names=list(columns), dtype=columns,
+                                keep_default_na=False, na_values={1: ["nan"]}, quoting=csv.QUOTE_NONE, engine="c",
+                                **_FLOAT_OPTIONS)
+    except (ValueError, OverflowError, TypeError):
+        return None
+    if len(frame) != lines:
+        return None
+    timestamps = frame[0].to_numpy(dtype=np.int64)
+    steps = frame[2].to_numpy(dtype=np.int64) if width == 3 else np.zeros(lines, dtype=np.int64)
+    # '5.0', '+5', '05' would be read as 5: an integer field must be the number written plainly
+    if (_digits(timestamps) != first - starts).any() or (width == 3 and (_digits(steps) != ends - last - 1).any()):
+        return None
+    state.width = width
+    state.lines += lines
+    return timestamps, frame[1].to_numpy(dtype=np.float64), steps
+
+
+def _parse_lines(block: bytes, state: _LineState) -> _Series:
+    """Line by line: every line that is ``timestamp value step`` (the field count of the file's first
+    line), the others counted as bad."""
+    timestamps: list[int] = []
+    values: list[float] = []
+    steps: list[int] = []
+    lines = block.decode("utf-8", errors="replace").splitlines()
+    for number, line in enumerate(lines, start=state.lines + 1):
         parts = line.split()
         if not parts:
             continue
-        width = width or (len(parts) if len(parts) in (2, 3) else None)
+        state.width = state.width or (len(parts) if len(parts) in (2, 3) else None)
         try:
-            if len(parts) != width:
+            if len(parts) != state.width:
                 raise ValueError(line)
-            rows.append((int(parts[0]), float(parts[1]), int(parts[2]) if len(parts) == 3 else 0))
+            timestamp, value, step = int(parts[0]), float(parts[1]), int(parts[2]) if len(parts) == 3 else 0
+            if not (_INT64[0] <= timestamp < _INT64[1] and _INT64[0] <= step < _INT64[1]):
+                raise ValueError(line)
         except ValueError:
-            bad.append(number)
-    if bad:
-        cut = " (the last line is cut off: file truncated?)" if bad[-1] == len(text.splitlines()) and \
-            not text.endswith("\n") else ""
-        where = ", ".join(map(str, bad[:5])) + (" …" if len(bad) > 5 else "")
-        run.warnings.append(ReadWarning(str(path), f"{len(bad)} line(s) are not 'timestamp value step'; "
-                                        f"skipped{cut}", f"line {where}", len(bad)))
-    return rows
+            state.bad_line(number)
+            continue
+        timestamps.append(timestamp)
+        values.append(value)
+        steps.append(step)
+    state.lines += len(lines)
+    return (np.array(timestamps, dtype=np.int64), np.array(values, dtype=np.float64),
+            np.array(steps, dtype=np.int64))
+
+
+def _concat_series(parts: list[_Series]) -> _Series:
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64), np.zeros(0, dtype=np.int64)
+    return tuple(np.concatenate([part[i] for part in parts]) for i in range(3))  # type: ignore[return-value]
 
 
 def _read_file_store(files: list[Path], problems: list[ReadWarning]) -> list[_Run]:
@@ -287,6 +447,7 @@ def _read_database(path: Path) -> list[_Run]:
             run.status, run.start_ms, run.end_ms = status, _as_int(start), _as_int(end)
             run.deleted = stage == "deleted"
             runs[run.run_id] = run
+        rows: dict[tuple[str, str], list[tuple[int, float, int]]] = {}
         nan_column = "is_nan" if "is_nan" in {row[1] for row in db.execute("PRAGMA table_info(metrics)")} else "0"
         for key, value, timestamp, step, run_id, is_nan in db.execute(
             f"SELECT key, value, timestamp, step, run_uuid, {nan_column} FROM metrics ORDER BY rowid"
@@ -298,7 +459,11 @@ def _read_database(path: Path) -> list[_Run]:
                 value = math.nan
             elif abs(value) == _DOUBLE_MAX:
                 value = math.copysign(math.inf, value)
-            run.metrics.setdefault(str(key), []).append((int(timestamp or 0), float(value), int(step or 0)))
+            rows.setdefault((run.run_id, str(key)), []).append((int(timestamp or 0), float(value), int(step or 0)))
+        for (run_id, key), points in rows.items():
+            runs[run_id].metrics[key] = (np.array([p[0] for p in points], dtype=np.int64),
+                                         np.array([p[1] for p in points], dtype=np.float64),
+                                         np.array([p[2] for p in points], dtype=np.int64))
         for table, target in (("params", "params"), ("tags", "tags")):
             for key, value, run_id in db.execute(f"SELECT key, value, run_uuid FROM {table}"):  # noqa: S608
                 if str(run_id) in runs:
@@ -329,28 +494,59 @@ def _names(runs: list[_Run]) -> list[str]:
     return [f"{name} ({run.run_id[:8]})" if counts[name] > 1 else name for name, run in zip(names, runs, strict=True)]
 
 
+def _in_step_order(timestamps: np.ndarray, values: np.ndarray, steps: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool, int]:
+    """One metric's points in step order, the last write kept at a repeated step: in timestamp order (the
+    order they were logged in; ties as in the file), spread over 0, 1, 2 … when every step is 0, then by step.
+    Also whether they were spread, and how many writes were replaced."""
+    if len(timestamps) > 1 and (np.diff(timestamps) < 0).any():
+        order = np.argsort(timestamps, kind="stable")
+        timestamps, values, steps = timestamps[order], values[order], steps[order]
+    spread = len(steps) > 1 and not steps.any()
+    if spread:
+        steps = np.arange(len(steps), dtype=np.int64)
+    if len(steps) > 1 and (np.diff(steps) < 0).any():
+        order = np.argsort(steps, kind="stable")
+        timestamps, values, steps = timestamps[order], values[order], steps[order]
+    dropped = 0
+    if len(steps) > 1:
+        last = np.append(steps[1:] != steps[:-1], True)  # the last write at each step
+        dropped = len(steps) - int(last.sum())
+        if dropped:
+            timestamps, values, steps = timestamps[last], values[last], steps[last]
+    return timestamps, values, steps, spread, dropped
+
+
+def _seconds(timestamps: np.ndarray) -> np.ndarray:
+    """ms → s as Python's ``ms / 1000`` (exact for every int64: numpy's division is, up to 2**53)."""
+    seconds = timestamps / 1000
+    big = np.abs(timestamps).view(np.uint64) >= np.uint64(1 << 53)
+    if big.any():
+        seconds[big] = [int(ms) / 1000 for ms in timestamps[big].tolist()]
+    return seconds
+
+
 def _finish(runs: list[_Run], problems: list[ReadWarning]) -> list[RunData]:
     runs = sorted(runs, key=lambda r: (r.start_ms is None, r.start_ms or 0, r.run_id))  # in the order they ran
     out = []
     for run, name in zip(runs, _names(runs), strict=True):
         data = RunData(name=name.replace("\n", " "))
         data.warnings.extend(problems + run.warnings)
-        frames, spread, relogged = [], [], 0
-        for key, rows in sorted(run.metrics.items()):
-            if not rows:
+        keys, parts, spread, relogged = [], [], [], 0
+        for key, series in sorted(run.metrics.items()):
+            if not len(series[0]):
                 continue
-            rows = sorted(rows, key=lambda r: r[0])  # timestamp order: the order they were logged in
-            steps = np.fromiter((r[2] for r in rows), dtype=np.int64, count=len(rows))
-            if len(rows) > 1 and (steps == 0).all():
-                steps = np.arange(len(rows), dtype=np.int64)
+            timestamps, values, steps, respread, dropped = _in_step_order(*series)
+            if respread:
                 spread.append(key)
-            frame = scalar_frame(run="", tag=[key] * len(rows), step=steps, value=[r[1] for r in rows],
-                                 wall_time=np.asarray([r[0] / 1000 for r in rows], dtype=np.float64))
-            frame = frame.sort_values("step", kind="stable")
-            kept, dropped = keep_last_write(frame, keys=("tag", "step"))
             relogged += dropped
-            frames.append(kept)
-        data.scalars = pd.concat(frames, ignore_index=True) if frames else data.scalars
+            keys.append(key)
+            parts.append((timestamps, values, steps))
+        if parts:  # one table, the metrics in name order, each in step order
+            codes = np.repeat(np.arange(len(keys), dtype=np.int32), [len(part[2]) for part in parts])
+            tag = pd.Series(pd.Categorical.from_codes(codes, categories=keys))
+            timestamps, values, steps = _concat_series(parts)
+            data.scalars = scalar_frame(run="", tag=tag, step=steps, value=values, wall_time=_seconds(timestamps))
         data.hparams = {**{k: config_value(v) for k, v in sorted(run.params.items())},
                         **{f"tag.{k}": v for k, v in sorted(run.tags.items()) if not k.startswith("mlflow.")}}
         where = "database" if Path(run.source).is_file() else "folder"
