@@ -238,6 +238,23 @@ def _unexplained(lost: Counter, runs, reference, name: str) -> Counter:
                     if not any(step >= first for step in steps.get((point[0], point[1], point[3]), []))})
 
 
+def _rounded_elsewhere(lost: Counter, got: Counter) -> Counter:
+    """Lost points whose metric is still there at its step, printed with more digits (HF's metrics block rounds
+    what the final dict gave in full: one of the two is kept), taken out: the value was not lost."""
+    kept = {}
+    for run, tag, step, value in got:
+        kept.setdefault((run, tag, step), []).append(value)
+
+    def rounded_of(value, others) -> bool:
+        if not isinstance(value, float) or math.isnan(value):
+            return False
+        decimals = len(repr(value).partition(".")[2]) if "e" not in repr(value) else None
+        return decimals is not None and any(isinstance(o, float) and round(o, decimals) == value for o in others)
+
+    return Counter({point: n for point, n in lost.items()
+                    if not rounded_of(point[3], kept.get(point[:3], []))})
+
+
 def _restart_steps(runs) -> set[int]:
     return {restart.step for run in runs for restart in run.restarts}
 
@@ -289,7 +306,7 @@ def test_a_damaged_line_costs_that_line_only(name, line_index, kind, salt, tmp_p
     for result in (original, without, broken):
         assert isinstance(result, list), result
     kept, base, got = _points(without, name), _points(original, name), _points(broken, name)
-    missing = _unexplained(kept - got, broken, without, name)
+    missing = _rounded_elsewhere(_unexplained(kept - got, broken, without, name), got)
     assert not missing, f"damaging line {index + 1} ({kind}) lost points of other lines: {list(missing)[:3]}"
     lost_here = _unexplained((base - got) - (base - kept), broken, original, name)  # lost beyond deleting the line
     # the damaged line began a relaunched attempt (no restart without it): the earlier attempt's points at its step

@@ -215,6 +215,7 @@ def test_hf_console_step_beyond_64_bits_keeps_the_dict_and_says_so(tmp_path, odd
     ("megatron", 38510, "garble_byte", 0),  # timer lines take the step of the iteration line before them
     ("hf_console", 112067, "cut_half", 0),  # was: a metrics-block line cut before its '=' ended the block
     ("hf_console", 454, "megabyte_line", 0),  # was: a junk line inside a metrics block ended it
+    ("hf_console", 1376, "garble_byte", 2),  # the final dict's train_loss kept, the block's rounded twin not
 ])
 def test_damaged_lines_the_long_fuzz_run_found(name, line_index, kind, salt, tmp_path_factory):
     from tests.fuzz.test_no_silent_loss import test_a_damaged_line_costs_that_line_only
