@@ -2,6 +2,8 @@
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tanalyze.readers.text.generic import GenericTextReader
 from tests.conftest import real_log
@@ -140,3 +142,48 @@ def test_meters_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypa
     assert mixed.restarts == []
     check(frame, "val/Acc@5", {792 + 1534: 45.0})  # the ImageNet example's summary, at the last step
     assert "'Epoch [3][50/791]\\tlr: x, eta: 1:00:00'" in mixed.warnings[0].message  # no number in it
+
+
+_NAMES = ("lr", "eta", "loss", "top-1", "loss(x)", "a.b", "lr")
+_VALUES = ("1e-3,", "0.278,", "2490", "20:00:27,", "nan", "1,490,", ",", "x", "3.5e+00", "lr:", "-0.0")
+_BLANKS = (" ", "  ", "\t", " \t", "\r", "\u00a0", "")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_NAMES), st.sampled_from(_VALUES), st.sampled_from(_BLANKS),
+                          st.sampled_from(_BLANKS)), min_size=1, max_size=4).flatmap(
+    lambda shape: st.lists(st.lists(st.tuples(st.sampled_from(_VALUES), st.sampled_from(_BLANKS[:3])),
+                                    min_size=len(shape), max_size=len(shape)), min_size=1, max_size=5)
+    .map(lambda lines: (shape, lines))),
+    st.sampled_from(("\t", "  ", "", "| ")), st.integers(0, 6), st.sampled_from(_BLANKS))
+def test_meter_pairs_of_shaped_lines_are_each_line_searched(case, before, damaged, junk):
+    """The pairs of a chunk's meter lines read at once (one regex for every line's shape, numpy picking the
+    values) are those each line searched on its own gives, whatever the blanks, values and damage."""
+    from tanalyze.readers.text.generic import _COLON_PAIR, _pairs
+
+    shape, lines = case
+    rests = []
+    for line in lines:
+        rest = before + "".join(f"{name}:{gap or ' '}{value}{after}"
+                                for (name, _, gap, _), (value, after) in zip(shape, line, strict=True))
+        rests.append(rest)
+    if damaged < len(rests):
+        rests[damaged] = rests[damaged][: len(rests[damaged]) // 2] + junk
+    names, values, counts, _ = _pairs(tuple(rests))
+    expected = [_COLON_PAIR.findall(rest) for rest in rests]
+    assert counts == [len(pairs) for pairs in expected]
+    assert names == [name for pairs in expected for name, _ in pairs]
+    assert values == " ".join(value for pairs in expected for _, value in pairs).replace(",", "")
+
+
+def test_meter_lines_of_one_shape_are_read_at_once():
+    """Lines of one shape take the path without a string per pair, blanks of any width and commas included;
+    another name, order or a non-ASCII line does not."""
+    from tanalyze.readers.text.generic import _shaped_values
+
+    rests = ("\tlr: 1.0e-3, eta: 1:02:03, loss: 2,490  ", "\tlr:\t2e-3,  eta: 0:00:01, loss: 0.5")
+    assert _shaped_values(rests, "\t", ("lr", "eta", "loss")) == "1.0e-3 1:02:03 2490 2e-3 0:00:01 0.5"
+    assert _shaped_values(rests, "\t", ("lr", "eta", "acc")) is None
+    assert _shaped_values((rests[0], "\tlr: 1, loss: 2, eta: 3"), "\t", ("lr", "eta", "loss")) is None
+    assert _shaped_values((rests[0], "\tlr: 1, eta: 2, loss: 3µ"), "\t", ("lr", "eta", "loss")) is None
+    assert _shaped_values((rests[0], "\tlr: 1, eta: 2, loss: 3 lr: 4"), "\t", ("lr", "eta", "loss")) is None

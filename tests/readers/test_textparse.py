@@ -10,7 +10,12 @@ import pandas as pd
 import pytest
 
 from tanalyze.readers.text import _regex
-from tanalyze.readers.text._regex import first_characters, ordered_matches, required_literal
+from tanalyze.readers.text._regex import (
+    first_after_blanks,
+    first_characters,
+    ordered_matches,
+    required_literal,
+)
 from tanalyze.readers.text._rows import Rows, dedupe
 from tanalyze.readers.values import parse_timestamp, parse_timestamps
 from tanalyze.schema import keep_last_write
@@ -202,7 +207,8 @@ def test_long_texts_give_every_pattern_its_finditer_matches(real_logs, monkeypat
     monkeypatch.setattr(_regex, "_CHARS_PER_TRY", chars_per_try)
     texts = [p.read_text(encoding="utf-8", errors="replace") for folder in ("deepspeed_text_log", "megatron_text_log",
              "hf_text_log", "other_text") for p in sorted((real_logs / folder).rglob("*")) if p.is_file()]
-    text = "".join(texts) + "ppl: 3.5\nppl: 3.5ppl: 4\n\nppl: 5\n\n\n  step: 3 | loss 2\n"
+    text = "".join(texts) + ("ppl: 3.5\nppl: 3.5ppl: 4\n\nppl: 5\n\n\n  step: 3 | loss 2\n \t Epoch 3/20\n   \n"
+                             "\t\tval_loss: 0.5\n * Acc@1 70.1 Acc@5 90.2\n  \t")
     assert len(text) > 1 << 16 and not text.isascii()
     ascii_text = text.encode("ascii", "replace").decode("ascii")  # lines are found by their first bytes in ASCII
     window = (len(text) // 7, len(text) - len(text) // 5)
@@ -233,5 +239,25 @@ def test_long_texts_give_every_pattern_its_finditer_matches(real_logs, monkeypat
 ])
 def test_first_characters_of_an_anchored_pattern(source, flags, firsts):
     found = first_characters(re.compile(source, flags))
+    assert (None if found is None else "".join(sorted(map(chr, found)))) == (
+        None if firsts is None else "".join(sorted(firsts)))
+
+
+@pytest.mark.parametrize(("source", "flags", "firsts"), [
+    (r"^[ \t]*Epoch[ \t]*(\d+)", re.M, "E"),
+    (r"^ \* (Acc@1 [^\n]*)$", re.M, "*"),  # a literal blank, then the first other character
+    (r"^[ \t]*(iter|step)[ \t]*:", re.M | re.I, "ISis"),
+    (r"^ {2,}\t?x", re.M, "x"),
+    (r"^[ \t]*+\n", re.M, "\n"),  # a line of blanks: its break
+    (r"^ppl: (\d+)", re.M, "p"),  # no blanks: the first character
+    (r"^[ \t]*[ a]", re.M, None),  # what follows the blanks may be a blank
+    (r"^\s*\d", re.M, None),  # \s is more than spaces and tabs
+    (r"^[ \t]*$", re.M, None),
+    (r"^[ \t]*(?i:ppl)", re.M, None),
+    (r"^[ \t]*\u212a", re.M | re.I, None),
+    (r"[ \t]*ppl", re.M, None),  # not anchored
+])
+def test_first_characters_after_the_blanks_of_an_anchored_pattern(source, flags, firsts):
+    found = first_after_blanks(re.compile(source, flags))
     assert (None if found is None else "".join(sorted(map(chr, found)))) == (
         None if firsts is None else "".join(sorted(firsts)))

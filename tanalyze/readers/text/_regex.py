@@ -133,7 +133,8 @@ class _LineStarts:
     def __init__(self, text: str) -> None:
         self.text = text
         self._body: str | None = None
-        self._starts: tuple[np.ndarray, np.ndarray] | None = None
+        self._starts: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._nonblank: np.ndarray | None = None
         self._found: dict[tuple[frozenset[int], int, int], list[int] | None] = {}
 
     @property
@@ -142,25 +143,48 @@ class _LineStarts:
             self._body = "\n" + self.text
         return self._body
 
-    def starting_with(self, firsts: frozenset[int], start: int, end: int) -> list[int] | None:
-        """Where the lines of ``text[start:end]`` that start with one of ``firsts`` (ASCII codes) start; None
-        when the text is not ASCII, or such lines are too many for trying the pattern at each to pay."""
-        key = (firsts, start, end)
+    def starting_with(self, firsts: frozenset[int], start: int, end: int, after_blanks: bool = False
+                      ) -> list[int] | None:
+        """Where the lines of ``text[start:end]`` that start with one of ``firsts`` (ASCII codes; with
+        ``after_blanks``, whose first character that is not a space or tab is one: a line of blanks only has its
+        break, or nothing at the text's end) start; None when the text is not ASCII, or such lines are too many
+        for trying the pattern at each to pay."""
+        key = (firsts, start, end, after_blanks)
         if key not in self._found:
-            self._found[key] = self._starting_with(firsts, start, end)
+            self._found[key] = self._starting_with(firsts, start, end, after_blanks)
         return self._found[key]
 
-    def _starting_with(self, firsts: frozenset[int], start: int, end: int) -> list[int] | None:
+    def _starting_with(self, firsts: frozenset[int], start: int, end: int, after_blanks: bool) -> list[int] | None:
         if self._starts is None:
             if not self.text.isascii():
                 return None
             chars = np.frombuffer(self.text.encode("ascii"), dtype=np.uint8)
             starts = np.concatenate(([0], np.flatnonzero(chars[:-1] == 10) + 1)) if len(chars) else np.empty(0, int)
-            self._starts = starts, chars[starts]
-        starts, first = self._starts
+            self._starts = starts, chars[starts], chars
+        starts, first, chars = self._starts
+        if after_blanks:
+            if self._nonblank is None:
+                self._nonblank = _first_nonblank(chars, starts, first)
+            first = self._nonblank
         low, high = np.searchsorted(starts, [start, end])
         found = starts[low:high][np.isin(first[low:high], list(firsts))]
         return found.tolist() if len(found) * _CHARS_PER_TRY <= end - start else None
+
+
+def _first_nonblank(chars: np.ndarray, starts: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Each line's first character that is not a space or a tab (its break when it has none; 0 for a last line
+    of blanks without one), from the lines' ``starts`` in ``chars`` and their ``first`` characters."""
+    first = first.copy()
+    at = starts.copy()
+    blank = np.flatnonzero((first == 32) | (first == 9))
+    while len(blank):  # one step right for every line still on a blank: as many steps as the deepest indent
+        at[blank] += 1
+        past = at[blank] >= len(chars)
+        first[blank[past]] = 0
+        blank = blank[~past]
+        first[blank] = chars[at[blank]]
+        blank = blank[(first[blank] == 32) | (first[blank] == 9)]
+    return first
 
 
 #: A pattern tried at each line it may start is quicker than a scan of the text when such lines hold this many
@@ -187,7 +211,53 @@ def first_characters(pattern: re.Pattern[str]) -> frozenset[int] | None:
     codes, nullable = found
     if nullable or codes is None:
         return None
-    if pattern.flags & re.I:
+    return _ascii_codes(codes, pattern.flags)
+
+
+@functools.cache
+def first_after_blanks(pattern: re.Pattern[str]) -> frozenset[int] | None:
+    """The ASCII codes that the first character of a line of ASCII text that is not a space or tab can be, where
+    ``pattern`` (``^`` with ``re.M``) matches the line; None when not known (as :func:`first_characters`), or
+    when what follows the pattern's leading blanks may begin with a blank too. A superset, as
+    :func:`first_characters`: for ``^[ \\t]*Epoch`` it is ``E``, which indented lines need not be tried for."""
+    if not pattern.flags & re.M or not pattern.pattern.startswith("^"):
+        return None
+    try:
+        items = list(_sre_parser.parse(pattern.pattern, pattern.flags & ~re.U))
+    except Exception:  # noqa: BLE001 - a parser of another Python: no dispatch, nothing wrong
+        return None
+    if not items or items[0] != (_sre.AT, _sre.AT_BEGINNING):
+        return None
+    rest = items[1:]
+    while rest and _blanks_only(rest[0]):
+        rest = rest[1:]
+    found = _first_of(rest)
+    if found is None or found[1] or found[0] is None or found[0] & _BLANKS:
+        return None
+    return _ascii_codes(found[0], pattern.flags)
+
+
+_BLANKS = frozenset((32, 9))
+
+
+def _blanks_only(item: tuple[Any, Any]) -> bool:
+    """Whether a parsed item matches spaces and tabs only (a literal, a class of them, a repeat of those)."""
+    op, argument = item
+    name = str(op)
+    if name == "LITERAL":
+        return argument in _BLANKS
+    if name == "IN":
+        chars = _class_of(argument)
+        return chars is not None and chars <= _BLANKS
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        return all(map(_blanks_only, argument[2]))
+    return False
+
+
+def _ascii_codes(codes: frozenset[int], flags: int) -> frozenset[int] | None:
+    """``codes`` as the ASCII codes they match (each letter's other case too when case is ignored); None when a
+    character beyond ASCII may match an ASCII one."""
+    if flags & re.I:
         if max(codes, default=0) >= 128:
             return None  # a letter beyond ASCII may match an ASCII one ('\u212a', the Kelvin sign, matches 'k')
         codes = codes | {ord(chr(c).swapcase()) for c in codes if chr(c).isalpha()}
@@ -264,6 +334,9 @@ def _few_lines(pattern: re.Pattern[str], lines: _LineStarts, start: int, end: in
     """The starts of the lines of a long text where ``pattern`` may match, when few; None otherwise."""
     if end - start <= _SHORT or _after_break(pattern) is None:
         return None
+    firsts = first_after_blanks(pattern)
+    if firsts is not None:  # (indented lines, of tracebacks or evaluation tables, need not be tried)
+        return lines.starting_with(firsts, start, end, after_blanks=True)
     firsts = first_characters(pattern)
     return None if firsts is None else lines.starting_with(firsts, start, end)
 

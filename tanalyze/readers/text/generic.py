@@ -15,6 +15,7 @@ No framework prints these, many scripts do:
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_right
 from itertools import compress, repeat
@@ -393,34 +394,38 @@ _SETS_THE_STEP = frozenset({"epoch_header", "kv_step"})
 
 
 def _line_starts(text: str, positions: list[int]) -> list[int]:
-    """Where the line of each position (in order) starts."""
-    if not positions:
-        return []
-    if len(positions) < 64 or not text.isascii():
-        return [text.rfind("\n", 0, pos) + 1 for pos in positions]
-    breaks = np.flatnonzero(np.frombuffer(text.encode("ascii"), dtype=np.uint8) == 10)
-    before = np.searchsorted(breaks, np.asarray(positions), side="right")
-    return np.where(before > 0, breaks[np.maximum(before - 1, 0)] + 1, 0).tolist()
+    """Where the line of each position (in order) starts: each searched back only as far as the position before
+    (a line break between them, or the same line), so that the whole text is scanned at most once."""
+    starts = []
+    line = last = 0
+    find = text.rfind
+    for position in positions:
+        at = find("\n", last, position)
+        if at >= 0:
+            line = at + 1
+        starts.append(line)
+        last = position
+    return starts
 
 
-def _pairs(rests: tuple[str, ...]) -> tuple[list[str], list[str], list[int], list[str] | None]:
-    """The (name, raw value) pairs of each meter line's rest, as ``_meter_pairs`` finds them: names, raw values,
-    how many each line has, and the names of every line when they are the same. When every line has the pairs
-    of the first, and only blanks between them, the lines are matched against that shape in C; otherwise
-    each line is searched for its pairs."""
+def _pairs(rests: tuple[str, ...]) -> tuple[list[str], str, list[int], list[str] | None]:
+    """The (name, raw value) pairs of each meter line's rest, as ``_meter_pairs`` finds them: names, the raw
+    values as one text (separated by one space, commas taken out), how many pairs each line has, and the names of
+    every line when they are the same. When every line has the pairs of the first, and only blanks between them,
+    the lines are matched against that shape in C; otherwise each line is searched for its pairs."""
     shape = _shape_of(rests[0])
     if shape is not None:
         names = list(shape[1])
-        raws = _shaped_values(rests, *shape)
-        if raws is not None:
-            return names * len(rests), raws, [len(names)] * len(rests), names
+        values = _shaped_values(rests, *shape)
+        if values is not None:
+            return names * len(rests), values, [len(names)] * len(rests), names
     names, raws, counts = [], [], []
     for rest in rests:
         pairs = _METER_PAIR.findall(rest) if "(" in rest and ":" not in rest else _COLON_PAIR.findall(rest)
         counts.append(len(pairs))
         names.extend(map(itemgetter(0), pairs))
         raws.extend(map(itemgetter(1), pairs))
-    return names, raws, counts, None
+    return names, " ".join(raws).replace(",", ""), counts, None
 
 
 def _shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
@@ -439,18 +444,40 @@ def _shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
     return rest[:pairs[0].start()], tuple(m.group(1) for m in pairs)
 
 
-def _shaped_values(rests: tuple[str, ...], before: str, names: tuple[str, ...]) -> list[str] | None:
-    """The raw values of ``rests`` when each is ``before``, then ``name: value`` for each of ``names`` in turn,
-    with blanks between and after them (``name:\\s+(\\S+)`` joined by ``\\s+``, the whole rest), read by one split
-    at blanks; None when a rest has another shape (the caller then searches each for its pairs)."""
-    head = before + names[0] + ":"
-    if not all(map(str.startswith, rests, repeat(head))):
+def _shaped_values(rests: tuple[str, ...], before: str, names: tuple[str, ...]) -> str | None:
+    """The raw values of ``rests`` (as :func:`_pairs` gives them) when each is ``before``, then ``name: value``
+    for each of ``names`` in turn, with blanks (spaces, tabs) between and after them; None when a rest has another
+    shape or is not ASCII (the caller then searches each for its pairs). One regex checks every line's shape at
+    once and numpy picks the values out of the joined lines: no string per pair."""
+    if before.strip(" \t"):  # words before the pairs: cut off (each line checked to begin with them)
+        if not all(map(str.startswith, rests, repeat(before + names[0] + ":"))):
+            return None
+        joined, before = "\n".join([rest[len(before):] for rest in rests]) + "\n", ""
+    else:  # blanks only (a tab, mostly): left in, for the regex to check
+        joined = "\n".join(rests) + "\n"
+    if not joined.isascii() or _shape_pattern(before, tuple(names)).fullmatch(joined) is None:
         return None
-    cut = len(before)
-    words = " ".join([rest[cut:] for rest in rests] if cut else rests).split()
-    if len(words) != 2 * len(names) * len(rests) or words[0::2] != [name + ":" for name in names] * len(rests):
-        return None
-    return words[1::2]
+    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    blank = (chars == 32) | (chars == 9) | (chars == 10)
+    begins = ~blank  # where each word begins: names are the odd words (counted from 1), values the even ones
+    begins[1:] &= blank[:-1]
+    in_value = (np.cumsum(begins, dtype=np.int32) & 1) == 0
+    ends = blank.copy()  # the blank right after each word, kept after values as their separator
+    ends[1:] &= ~blank[:-1]
+    ends[0] = False
+    kept = chars[in_value & (~blank | ends)].tobytes()
+    return kept[:-1].translate(_BLANKS_TO_SPACE, b",").decode("ascii")  # (the last value's separator dropped)
+
+
+_BLANKS_TO_SPACE = bytes.maketrans(b"\t\n", b"  ")
+
+
+@functools.lru_cache(maxsize=64)
+def _shape_pattern(before: str, names: tuple[str, ...]) -> re.Pattern[str]:
+    """Lines of ``before`` then ``name: value`` pairs, those names in that order, blanks between and after: what
+    :func:`_shaped_values` reads (possessive repeats: nothing to try again, about twice as quick)."""
+    pairs = "[ \t]++".join(re.escape(name) + r":[ \t]++\S++" for name in names)
+    return re.compile(rf"(?:{re.escape(before)}{pairs}[ \t]*+\n)*")
 
 
 def _integers(texts: tuple[str, ...]) -> np.ndarray:
@@ -476,7 +503,7 @@ class _Meters:
         does not fit 64 bits (read line by line)."""
         made = cls()
         columns = list(zip(*fields, strict=True))
-        names, raws, counts, same = _pairs(columns[4])
+        names, raw_values, counts, same = _pairs(columns[4])
         numbers = [_integers(column) for column in columns[1:4]]
         if max(int(column.max()) for column in numbers) >= 2**31:
             return None  # steps that might not fit 64 bits: read line by line (which counts them)
@@ -487,7 +514,7 @@ class _Meters:
         made.steps = np.where(made.train, (epochs - 1) * batches, epochs * batches) + indices
         made.epochs, made.batches, made.lines = epochs, batches, np.asarray(lines, dtype=np.int64)
         # to_float of each value: float() of it without its commas (thousands separators, a trailing comma)
-        values, valid = parse_some_numbers(" ".join(raws).replace(",", "")) if raws else (np.empty(0), np.empty(0, bool))
+        values, valid = parse_some_numbers(raw_values) if names else (np.empty(0), np.empty(0, bool))
         counts_array = np.asarray(counts, dtype=np.int64)
         line_of_pair = np.repeat(np.arange(len(fields)), counts_array)
         made.read = np.bincount(line_of_pair[valid], minlength=len(fields)) > 0
