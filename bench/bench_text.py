@@ -5,8 +5,8 @@
     python bench/bench_text.py --only nanogpt   # one format
 
 One realistic synthetic log per console format (Megatron, HF console, DeepSpeed, nanoGPT, the generic
-reader's MMDetection-style meters, llm.c, modded-nanogpt, fairseq) is written once (see ``text_logs.py``:
-banners, dumps, noise and evaluation lines as real logs of the format have).
+reader's MMDetection-style meters, llm.c's console and main.log, modded-nanogpt, fairseq) is written once
+(see ``text_logs.py``: banners, dumps, noise and evaluation lines as real logs of the format have).
 Each is read, in the same run, by:
 
 - ours: the registered reader (``Reader.read``), notes and checks included;
@@ -366,6 +366,28 @@ def naive_llmc(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+LLMC_MAIN = re.compile(r"s:(\d+)((?: \w+:\S+)+)")
+LLMC_MAIN_PAIR = re.compile(r"(\w+):(\S+)")
+LLMC_MAIN_TAGS = {"trl": "train/loss", "tel": "val/loss", "eval": "hellaswag/acc", "lr": "lr", "norm": "grad_norm"}
+
+
+def naive_llmc_main(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = LLMC_MAIN.match(line)
+            if m:
+                pairs = LLMC_MAIN_PAIR.findall(m.group(2))
+                step = int(m.group(1)) + (pairs[0][0] == "trl")
+                for key, text in pairs:
+                    tags.append(LLMC_MAIN_TAGS.get(key, key))
+                    steps.append(step)
+                    values.append(float(text))
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 MODDED_STEP = re.compile(r"step:(\d+)/(\d+) (.*)")
 MODDED_FIELD = re.compile(rf"(\w+):({NUMBER})(ms)?")
 
@@ -438,7 +460,7 @@ def naive_fairseq(path: Path) -> int:
 
 
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
-         "text": naive_text, "llmc": naive_llmc, "modded_nanogpt": naive_modded_nanogpt, "fairseq": naive_fairseq}
+         "text": naive_text, "llmc": naive_llmc, "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "fairseq": naive_fairseq}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 
@@ -453,9 +475,13 @@ def _time(fn, path: Path, repeat: int) -> tuple[float, int]:
     return best, result
 
 
+#: formats read by a reader of another name (llm.c's main.log and console are both the llmc reader's)
+READER = {"llmc_main": "llmc"}
+
+
 def _ours(name: str):
     def run(path: Path) -> int:
-        (data,) = get_reader(name).read([path])
+        (data,) = get_reader(READER.get(name, name)).read([path])
         return len(data.scalars)
 
     return run

@@ -243,6 +243,26 @@ def make_llmc(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_llmc_main(path: Path, megabytes: int) -> None:
+    """llm.c's ``main.log`` (the ``-o`` folder's metrics file): a train record per update, a validation record
+    every 250 steps and a HellaSwag record every 500, with the formats of ``llmc/logger.h``."""
+    rng = random.Random(7)
+
+    def block(index: int) -> str:
+        lines = []
+        for step in range(index * 250, index * 250 + 250):
+            loss = 11.0 * (step + 100) ** -0.12 + rng.random() * 0.1
+            lines.append(f"s:{step} trl:{loss:.4f} lr:{6e-4 * min(1, (step + 1) / 700):.6f} "
+                         f"norm:{rng.random() + 0.3:.2f}\n")
+        step = index * 250 + 250
+        lines.append(f"s:{step} tel:{loss + 0.05:.4f}\n")
+        if step % 500 == 0:
+            lines.append(f"s:{step} eval:{0.24 + step / 1e7:.4f}\n")
+        return "".join(lines)
+
+    _write(path, megabytes, "s:0 tel:11.0079\n", block)
+
+
 def make_modded_nanogpt(path: Path, megabytes: int) -> None:
     """A modded-nanogpt speedrun log: the training script's source and ``nvidia-smi`` on top, then a line per
     step (``train_time``/``step_avg`` only, as the later records write) and a validation line every 125 steps
@@ -306,6 +326,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "nanogpt": make_nanogpt,
     "text": make_text,
     "llmc": make_llmc,
+    "llmc_main": make_llmc_main,
     "modded_nanogpt": make_modded_nanogpt,
     "fairseq": make_fairseq,
 }

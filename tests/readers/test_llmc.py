@@ -6,6 +6,9 @@ has no real main.log (the repository's is a Git-LFS pointer), so their values ar
 the real console log of the same run, rounded as the logger rounds them.
 """
 
+import pandas as pd
+import pytest
+
 from tanalyze import load
 from tanalyze.readers import get_reader
 from tanalyze.readers.text.console import detect_console_format
@@ -120,3 +123,78 @@ def test_nan_runs_of_the_crash_corpus_are_read_with_their_nans():
     early = _read("crash_logs/HectorFCardenas__llm.c/gpt2_train.11679004.log")
     assert early.scalars[["tag", "step"]].values.tolist() == [["val/loss", 0]]
     assert early.scalars["value"].isna().all()
+
+
+def _main_log(first: int, last: int, damaged: dict[int, str] | None = None) -> str:
+    """main.log records of loop steps first..last as llm.c's logger writes them, with some lines replaced."""
+    lines = []
+    for step in range(first, last + 1):
+        if step % 250 == 0:
+            lines.append(f"s:{step} tel:{3 + 8 / (step + 1):.4f}\n")
+            if step % 500 == 0:
+                lines.append(f"s:{step} eval:{0.25 + step / 1e5:.4f}\n")
+        lines.append(f"s:{step} trl:{3 + 8 / (step + 1) + (step % 7) / 100:.4f} lr:{6e-4 * min(1, step / 700):.6f} "
+                     f"norm:{0.3 + (step % 11) / 10:.2f}\n")
+        if damaged and step in damaged:
+            lines[-1] = damaged[step]
+    return "".join(lines)
+
+
+MAIN_IRREGULAR = (
+    _main_log(0, 1200, {
+        7: "s:7 trl:nan lr:0.000006 norm:inf\n",  # a diverged step: NaN and inf are values
+        90: "s:90 trl:3.1 lr:1,000 norm:-0.5\n",  # a thousands separator
+        300: "s:300\ttrl:3.0  lr:0.000257 norm:0.4 \n",  # tabs, two blanks, a blank at the end
+        401: "s:401 trl:3.0 lr:0.0004 norm:0.4 grad_accum:8 a_very_long_key_name_x:1\n",  # keys llm.c does not write
+        402: "s:402 trl:3.0 lr:0.0004 norm:0.4 a_very_long_key_name_y:2\n",  # differs from the one above at byte 22
+        500: "s:500 trl:oops lr:0.1 norm:1\n",  # not a number: counted as unreadable
+        600: "s:600 trl:3.0 lr:0.0001 norm:0.5\r\n",
+        700: "s:99999999999999999999 trl:3.0\n",  # beyond 64 bits
+        800: "random noise\n",
+        900: "s:900 trl:1e2 lr:1:2 norm:0.3\n",
+        950: "s:0950 trl:2.9 lr:0.0005 norm:0.3 x:1_0\n",
+    })
+    + _main_log(1000, 1300)  # relaunched from a checkpoint: steps go back
+    + "s:1301 trl:2.5 lr:0.0006 norm:0.3\ns:1302 tr"
+)
+
+
+@pytest.mark.parametrize("text", [MAIN_LOG, _main_log(0, 3000), MAIN_IRREGULAR], ids=["short", "clean", "irregular"])
+def test_main_log_read_at_once_equals_every_line_read_on_its_own(text, tmp_path, monkeypatch):
+    """Chunks of main.log records are read at once (numpy, not a line at a time): the same rows, notes,
+    warnings and restarts as every line on its own, whatever the chunk size."""
+    from tanalyze.readers.text import _parts
+    from tanalyze.readers.text.llmc import LlmcParser
+
+    path = write(tmp_path / "main.log", text)
+    for chunk_chars in (_parts.CHUNK_CHARS, 1 << 12):
+        monkeypatch.setattr(_parts, "CHUNK_CHARS", chunk_chars)
+        (at_once,) = LlmcReader().read([path])
+        monkeypatch.setattr(LlmcParser, "line_by_line", True)
+        (by_line,) = LlmcReader().read([path])
+        monkeypatch.setattr(LlmcParser, "line_by_line", False)
+        pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True)
+        assert (at_once.notes, at_once.warnings, at_once.restarts, at_once.hparams) == (
+            by_line.notes, by_line.warnings, by_line.restarts, by_line.hparams)
+    if text is MAIN_IRREGULAR:
+        frame = at_once.scalars
+        check(frame, "lr", {91: 1000.0, 301: 0.000257})
+        check(frame, "a_very_long_key_name_x", {402: 1.0}, count=1)
+        check(frame, "a_very_long_key_name_y", {403: 2.0}, count=1)
+        assert [r.step for r in at_once.restarts] == [1001]  # (not from the garbled step of line 706)
+        unreadable = at_once.warnings[0]
+        assert unreadable.count == 3 and all(f"line {n}:" in unreadable.message for n in (506, 706, 907))
+        assert "3.0" not in set(frame[frame["step"] == 501]["value"].astype(str))
+
+
+def test_a_chunk_of_main_log_records_is_read_at_once():
+    from tanalyze.readers.text.llmc import _main_records
+
+    keys, key_of_pair, line_of_pair, values, loop_steps = _main_records(
+        "s:0 tel:11.0079\ns:0 trl:11.0097 lr:0.000001 norm:15.08\ns:1\ttrl:1,234  a_sixteen_byte_k:2 \n")
+    assert keys == ["tel", "trl", "lr", "norm", "a_sixteen_byte_k"]
+    assert key_of_pair.tolist() == [0, 1, 2, 3, 1, 4] and line_of_pair.tolist() == [0, 1, 1, 1, 2, 2]
+    assert values.tolist() == [11.0079, 11.0097, 0.000001, 15.08, 1234.0, 2.0] and loop_steps.tolist() == [0, 0, 1]
+    for other in ("s:0 trl:1\nnoise\n", "s:0 trl:1", "s:0 trl:x\n", "s:1.5 trl:1\n", "s:0 a_seventeen_byte_:1\n",
+                  "s:0 trl:1\r\n", "s:0 trl:1µ\n", " s:0 trl:1\n", "s:0 trl:1:2\n"):
+        assert _main_records(other) is None, other

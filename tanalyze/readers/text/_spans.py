@@ -15,6 +15,7 @@ lines) cut the chunk into spans (:func:`spans`), so rows stay in line order.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import ClassVar, NamedTuple, cast
@@ -268,13 +269,19 @@ def _matches(text: str, patterns: tuple[tuple[re.Pattern[str], str], ...], start
              ) -> Iterator[tuple[str, re.Match[str]]]:
     """``ordered_matches`` of ``text[start:end]``; for one ``line``, with patterns that all match from a line
     start, each pattern tried there only."""
-    if not line or not all(p.pattern.startswith("^") and p.flags & re.M for p, _ in patterns):
+    if not line or not _all_anchored(patterns):
         yield from ordered_matches(text, patterns, start, end)
         return
     for pattern, kind in patterns:
         m = pattern.match(text, start, end)
         if m is not None:
             yield kind, m
+
+
+@functools.cache
+def _all_anchored(patterns: tuple[tuple[re.Pattern[str], str], ...]) -> bool:
+    """Whether every one of ``patterns`` matches from a line start only (``^`` with ``re.M``)."""
+    return all(p.pattern.startswith("^") and bool(p.flags & re.M) for p, _ in patterns)
 
 
 def _goes_on(steps: np.ndarray, previous: int | None) -> bool:

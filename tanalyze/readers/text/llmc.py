@@ -31,8 +31,10 @@ import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from tanalyze.readers.text._lines import Chunk
+from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._spans import Shape, SpanParser
@@ -112,9 +114,37 @@ class LlmcParser(SpanParser, TextParser):
 
     def feed(self, chunk: Chunk) -> None:
         if "\ns:" in chunk.text or chunk.text.startswith("s:"):
+            if not self.line_by_line and self._main_log_at_once(chunk):
+                return
             self.line_by_line_chunk(chunk)  # main.log records anchor steps too: every line in its place
             return
         super().feed(chunk)
+
+    def _main_log_at_once(self, chunk: Chunk) -> bool:
+        """A chunk of main.log records only, read at once: the rows, anchors and counts of reading each line
+        (:meth:`_on_main`). False (nothing read) when a line is anything else or a value is not a number (those
+        lines are counted, not read), or a train step goes back (a relaunch, recorded at its line)."""
+        records = _main_records(chunk.text)
+        if records is None:
+            return False
+        keys, key_of_pair, line_of_pair, values, loop_steps = records
+        train_key = keys.index("trl") if "trl" in keys else -1
+        train = np.zeros(len(loop_steps), dtype=bool)
+        train[line_of_pair[key_of_pair == train_key]] = True
+        steps = loop_steps + train  # a train record is the update of loop `s`, done: s + 1
+        anchors = steps[train]
+        previous = self._last_anchor.get(-1)
+        if len(anchors) and ((previous is not None and anchors[0] < previous) or (anchors[1:] < anchors[:-1]).any()):
+            return False
+        codes = np.array(self.rows.codes([MAIN_LOG_TAGS.get(key, key) for key in keys]), dtype=np.int32)
+        self.rows.extend(codes[key_of_pair], steps[line_of_pair], values)
+        self._unknown_keys.update(key for key in keys if key not in MAIN_LOG_TAGS)
+        self._main_lines += len(loop_steps)
+        self.parsed_lines += len(loop_steps)
+        self.scan_ranges = []  # every line was read: no look-alike left
+        if len(anchors):
+            self.anchor(int(anchors[-1]), None, 0)
+        return True
 
     def line_by_line_chunk(self, chunk: Chunk) -> None:
         TextParser.feed(self, chunk)
@@ -134,6 +164,8 @@ class LlmcParser(SpanParser, TextParser):
     # main.log --------------------------------------------------------------------------
     def _on_main(self, m: re.Match[str], chunk: Chunk) -> None:
         loop_step = int(m.group(1))
+        if loop_step >= 2**63 - 1:
+            return  # garbled digits, no step: not marked, counted as unreadable (and no restart from it)
         pairs = []
         train = False
         for key, text in _MAIN_PAIR.findall(m.group(2)):
@@ -219,6 +251,68 @@ class LlmcParser(SpanParser, TextParser):
         self.notes[:0] = notes
 
 
+
+
+#: A text of main.log records only, each ending with its line break (what :data:`MAIN_LINE` matches)
+_MAIN_RECORDS = re.compile(r"(?:s:\d++(?:[ \t]++[A-Za-z_]\w*+:\S++)++[ \t]*+\n)++")
+_BLANKS_TO_SPACE = bytes.maketrans(b"\t\n", b"  ")
+_KEY_BYTES = 16  # longer keys (none that llm.c writes): the lines are read one by one
+
+
+def _key_codes(chars: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """A code per key (``lengths`` bytes of ``chars`` from ``starts``, 1 to 16 each), in order of first use: each
+    key's bytes packed into two integers (8 bytes each, exact), the pair of them factorized."""
+    total = int(lengths.sum())
+    begin = np.cumsum(lengths) - lengths
+    place = np.arange(total) - np.repeat(begin, lengths)  # each key byte's place in its key
+    key_chars = chars[np.repeat(starts, lengths) + place].astype(np.uint64)
+    low = np.add.reduceat(np.where(place < 8, key_chars << (8 * np.minimum(place, 7)).astype(np.uint64), 0), begin)
+    if lengths.max() <= 8:
+        return pd.factorize(low)[0]
+    high = np.add.reduceat(np.where(place >= 8, key_chars << (8 * np.maximum(place - 8, 0)).astype(np.uint64), 0),
+                           begin)
+    low_codes, high_codes = pd.factorize(low)[0], pd.factorize(high)[0]
+    return pd.factorize(low_codes.astype(np.int64) * (int(high_codes.max()) + 1) + high_codes)[0]
+
+
+def _main_records(text: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The records of a text of main.log lines, found with numpy rather than one line at a time: the keys (in
+    order of first use), each pair's key and line, the values, and each line's loop step. None when the text is
+    not all records (ASCII, each with its break), a value is not a number, a step does not fit a float exactly
+    or a key is long. The same pairs as ``_MAIN_PAIR`` finds in each line, values as ``to_float`` reads them."""
+    if not text.isascii() or _MAIN_RECORDS.fullmatch(text) is None:
+        return None
+    chars = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+    blank = (chars == 32) | (chars == 9) | (chars == 10)
+    starts = np.flatnonzero(~blank & np.concatenate(([True], blank[:-1])))  # each 'key:value' word
+    ends = np.flatnonzero(blank & np.concatenate(([False], ~blank[:-1])))  # the blank after it
+    colons = np.flatnonzero(chars == 58)  # a key has none: one per word, or a value has one (no number)
+    if len(colons) != len(starts):
+        return None
+    lengths = colons - starts
+    if lengths.max() > _KEY_BYTES:
+        return None
+    # the values, one space between them (each word's blank), commas out: to_float's thousands separators
+    edges = np.zeros(len(chars) + 1, dtype=np.int8)
+    edges[colons + 1] = 1
+    edges[ends] -= 1
+    keep = np.cumsum(edges[:-1], dtype=np.int8).view(bool)
+    keep[ends[:-1]] = True
+    numbers, valid = parse_some_numbers(chars[keep].tobytes().translate(_BLANKS_TO_SPACE, b",").decode("ascii"))
+    if not valid.all():
+        return None
+    first = chars[starts - 1] == 10  # each line's 's:N'
+    first[0] = True
+    line_of_word = np.cumsum(first) - 1
+    loop_steps = numbers[first]
+    if loop_steps.max() >= 2**53:
+        return None  # digits a float cannot hold exactly: int() of them, line by line
+    pairs = ~first
+    code_of_pair = _key_codes(chars, starts[pairs], lengths[pairs])
+    new_key = np.flatnonzero(np.diff(np.maximum.accumulate(code_of_pair), prepend=-1) > 0)  # first use of each
+    pair_starts = starts[pairs]
+    keys = [text[a:a + n] for a, n in zip(pair_starts[new_key].tolist(), lengths[pairs][new_key].tolist(), strict=True)]
+    return keys, code_of_pair, line_of_word[pairs], numbers[pairs], loop_steps.astype(np.int64)
 
 
 def detect_llmc(window: str) -> bool:
