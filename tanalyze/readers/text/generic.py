@@ -316,7 +316,8 @@ class GenericTextParser(GenericRules, TextParser):
         if not {line for line, _ in others}.isdisjoint(starts):
             return False  # a meter on a line of another kind
         groups = list(map(re.Match.groups, matches))
-        if any(map(itemgetter(0), groups)):  # modes: evaluations are read as the other lines, at their place
+        modes = set(map(itemgetter(0), groups))
+        if not modes.issubset({None, "", "train"}):  # evaluations are read as the other lines, at their place
             lines, fields = [], []
             for line, m, found in zip(starts, matches, groups, strict=True):
                 if found[0] and found[0].lower() != "train":
@@ -349,6 +350,7 @@ class GenericTextParser(GenericRules, TextParser):
         placed = np.concatenate(positions)
         if len(placed) and (placed[1:] < placed[:-1]).any():
             rows.reorder(first, np.argsort(placed, kind="stable"))
+        self.scan_ranges = [(low, high, self.lookalike) for low, high in _unread_stretches(text, sorted(self._marked))]
         return True
 
     def _other_lines(self, chunk: Chunk, others: list, meters: _Meters, before: tuple) -> list[np.ndarray]:
@@ -391,6 +393,22 @@ class GenericTextParser(GenericRules, TextParser):
 
 #: The kinds of lines that set the step (an anchor): a chunk with one is read line by line.
 _SETS_THE_STEP = frozenset({"epoch_header", "kv_step"})
+
+
+def _unread_stretches(text: str, read: list[int]) -> list[tuple[int, int]]:
+    """The stretches of ``text`` between the lines read (their starts, in order): where look-alike lines may
+    be left (a chunk of meter lines read at once is not scanned again line by line)."""
+    stretches = []
+    at = 0
+    find = text.find
+    for start in read:
+        if start > at:
+            stretches.append((at, start))
+        end = find("\n", start)
+        at = len(text) if end < 0 else end + 1
+    if at < len(text):
+        stretches.append((at, len(text)))
+    return stretches
 
 
 def _line_starts(text: str, positions: list[int]) -> list[int]:
@@ -509,8 +527,13 @@ class _Meters:
             return None  # steps that might not fit 64 bits: read line by line (which counts them)
         epochs, indices, batches = numbers
         modes = columns[0]
-        made.train = (np.array([(mode or "").lower() == "train" for mode in modes], dtype=bool) if any(modes)
-                      else np.zeros(len(fields), dtype=bool))
+        kinds = set(modes)
+        if kinds.issubset({None, ""}):
+            made.train = np.zeros(len(fields), dtype=bool)
+        elif kinds == {"train"}:
+            made.train = np.ones(len(fields), dtype=bool)
+        else:
+            made.train = np.array([(mode or "").lower() == "train" for mode in modes], dtype=bool)
         made.steps = np.where(made.train, (epochs - 1) * batches, epochs * batches) + indices
         made.epochs, made.batches, made.lines = epochs, batches, np.asarray(lines, dtype=np.int64)
         # to_float of each value: float() of it without its commas (thousands separators, a trailing comma)
