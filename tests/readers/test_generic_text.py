@@ -187,3 +187,39 @@ def test_meter_lines_of_one_shape_are_read_at_once():
     assert _shaped_values((rests[0], "\tlr: 1, loss: 2, eta: 3"), "\t", ("lr", "eta", "loss")) is None
     assert _shaped_values((rests[0], "\tlr: 1, eta: 2, loss: 3µ"), "\t", ("lr", "eta", "loss")) is None
     assert _shaped_values((rests[0], "\tlr: 1, eta: 2, loss: 3 lr: 4"), "\t", ("lr", "eta", "loss")) is None
+
+
+_AVERAGED_NAMES = ("Time", "Data", "Loss", "Acc@1", "Data Time", "lr")
+_AVERAGED_VALUES = ("0.208", " 0.5", "3.4360e+00", "nan", "inf", "-1", "1.5e", "x", "10.94", "1,0")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_AVERAGED_NAMES), min_size=1, max_size=4).flatmap(
+    lambda names: st.lists(st.lists(st.tuples(st.sampled_from(_AVERAGED_VALUES), st.sampled_from(_AVERAGED_VALUES),
+                                              st.sampled_from(("\t", " ", "  ", "\t ", "", "\r"))),
+                                    min_size=len(names), max_size=len(names)), min_size=1, max_size=5)
+    .map(lambda lines: (names, lines))), st.sampled_from(("\t", "", "  ", "x ")), st.integers(0, 6))
+def test_averaged_meter_pairs_are_each_line_searched(case, before, damaged):
+    """"name value (average)" meter lines read at once (one findall, a line a match) give the pairs each line
+    searched on its own gives, whatever the blanks, values and damage."""
+    from tanalyze.readers.text.generic import _COLON_PAIR, _METER_PAIR, _pairs
+
+    names, lines = case
+    rests = [before + "".join(f"{name}  {value} ({average}){gap}" for name, (value, average, gap)
+                              in zip(names, line, strict=True)) for line in lines]
+    if damaged < len(rests):
+        rests[damaged] = rests[damaged][: len(rests[damaged]) // 2]
+    got_names, values, counts, _ = _pairs(tuple(rests))
+    expected = [(_METER_PAIR if "(" in rest and ":" not in rest else _COLON_PAIR).findall(rest) for rest in rests]
+    assert counts == [len(pairs) for pairs in expected]
+    assert got_names == [name for pairs in expected for name, _ in pairs]
+    assert values == " ".join(value for pairs in expected for _, value in pairs).replace(",", "")
+
+
+def test_averaged_meter_lines_of_one_shape_are_read_at_once():
+    from tanalyze.readers.text.generic import _averaged_values
+
+    rests = ("\tTime  0.208 ( 0.212)\tLoss 3.4360e+00 (3.4360e+00)", "\tTime 0.1 (0.2)  Loss nan (nan) ")
+    assert _averaged_values(rests, "\t", ("Time", "Loss")) == "0.208 3.4360e+00 0.1 nan"
+    assert _averaged_values(rests, "\t", ("Time", "Acc")) is None
+    assert _averaged_values((rests[0], "\tTime 0.1 (0.2)"), "\t", ("Time", "Loss")) is None

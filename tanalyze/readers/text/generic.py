@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_right
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -431,12 +431,13 @@ def _pairs(rests: tuple[str, ...]) -> tuple[list[str], str, list[int], list[str]
     values as one text (separated by one space, commas taken out), how many pairs each line has, and the names of
     every line when they are the same. When every line has the pairs of the first, and only blanks between them,
     the lines are matched against that shape in C; otherwise each line is searched for its pairs."""
-    shape = _shape_of(rests[0])
-    if shape is not None:
-        names = list(shape[1])
-        values = _shaped_values(rests, *shape)
-        if values is not None:
-            return names * len(rests), values, [len(names)] * len(rests), names
+    for shape_of, values_of in ((_shape_of, _shaped_values), (_averaged_shape_of, _averaged_values)):
+        shape = shape_of(rests[0])
+        if shape is not None:
+            names = list(shape[1])
+            values = values_of(rests, *shape)
+            if values is not None:
+                return names * len(rests), values, [len(names)] * len(rests), names
     names, raws, counts = [], [], []
     for rest in rests:
         pairs = _METER_PAIR.findall(rest) if "(" in rest and ":" not in rest else _COLON_PAIR.findall(rest)
@@ -496,6 +497,38 @@ def _shape_pattern(before: str, names: tuple[str, ...]) -> re.Pattern[str]:
     :func:`_shaped_values` reads (possessive repeats: nothing to try again, about twice as quick)."""
     pairs = "[ \t]++".join(re.escape(name) + r":[ \t]++\S++" for name in names)
     return re.compile(rf"(?:{re.escape(before)}{pairs}[ \t]*+\n)*")
+
+
+def _averaged_shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
+    """For "name value (average)" meters (the PyTorch ImageNet example's): the blanks before the first pair of
+    ``rest`` and the names of its pairs (found by ``_METER_PAIR``), when only spaces and tabs come before, between
+    and after them; None otherwise."""
+    if "(" not in rest or ":" in rest:
+        return None
+    pairs = list(_METER_PAIR.finditer(rest))
+    if not pairs:
+        return None
+    edges = [0, *(edge for m in pairs for edge in m.span()), len(rest)]
+    if any(rest[a:b].strip(" \t") for a, b in zip(edges[::2], edges[1::2], strict=True)):
+        return None
+    return rest[:pairs[0].start()], tuple(m.group(1) for m in pairs)
+
+
+def _averaged_values(rests: tuple[str, ...], before: str, names: tuple[str, ...]) -> str | None:
+    """The current values of "name value (average)" meter ``rests`` (as :func:`_pairs` gives them) when each is
+    ``before``, then those pairs in turn with spaces or tabs between and after them: one ``findall`` over the
+    lines, a line a match (checked by their count); None when a line has another shape."""
+    found = _averaged_pattern(before, names).findall("\n".join(rests))
+    if len(found) != len(rests):
+        return None
+    return " ".join(found if len(names) == 1 else chain.from_iterable(found))
+
+
+@functools.lru_cache(maxsize=64)
+def _averaged_pattern(before: str, names: tuple[str, ...]) -> re.Pattern[str]:
+    """A whole line of :func:`_averaged_values`' shape, the value of each pair a group."""
+    pairs = "[ \t]+".join(re.escape(name) + rf"[ \t]+({NUMBER})[ \t]*\([ \t]*{NUMBER}[ \t]*\)" for name in names)
+    return re.compile(rf"^{re.escape(before)}{pairs}[ \t]*$", re.M)
 
 
 def _integers(texts: tuple[str, ...]) -> np.ndarray:
