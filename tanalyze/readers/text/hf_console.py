@@ -175,6 +175,13 @@ class _Events:
                               (self.bar, bar), (self.start, start)):
             column.append(value)
 
+    def add_many(self, events: list[tuple[int, float, int, int, int, int]]) -> None:
+        """Events as :meth:`add` takes them, in order: a column at a time."""
+        if events:
+            for column, values in zip((self.kind, self.epoch, self.line, self.step, self.bar, self.start),
+                                      zip(*events, strict=True), strict=True):
+                column.extend(values)
+
 
 class HFConsoleParser(TextParser):
     family = "hf_console"
@@ -215,6 +222,7 @@ class HFConsoleParser(TextParser):
         tags: list[str] = []
         values_out: list[float] = []
         epochs: list[float] = []
+        added: list[tuple[int, float, int, int, int, int]] = []  # the chunk's events, added at once
         first_row = rows.total
         self._dicts_in_chunk = 0
         for m in DICT.finditer(text):
@@ -263,12 +271,13 @@ class HFConsoleParser(TextParser):
                 if text[m.end():].isspace():  # ... in the next chunk
                     self._pending = [*event, text[m.end():]]
                 else:
-                    self._add_event(event, BAR_AFTER.match(text, m.end()))
+                    added.append(self._with_bar(event, BAR_AFTER.match(text, m.end())))
             else:
-                events.add(*event)
+                added.append(event)
             tags.extend(values)
             values_out.extend(values.values())
             epochs.extend([epoch] * len(values))
+        events.add_many(added)
         if tags:
             rows.extend(rows.codes(tags), [0] * len(tags), values_out, epoch=epochs)
         if chunk.contains("***** "):
@@ -281,13 +290,12 @@ class HFConsoleParser(TextParser):
         if self._in_args or chunk.contains("TrainingArguments("):
             self._read_arguments(text)
 
-    def _add_event(self, event: tuple, bar: re.Match[str] | None) -> None:
-        """Record a dict's event with the step of the bar drawn after it (None: no bar)."""
+    def _with_bar(self, event: tuple, bar: re.Match[str] | None) -> tuple[int, float, int, int, int, int]:
+        """A dict's event with the step of the bar drawn after it (None: no bar), that bar's total counted."""
         if bar is not None:
             self._bar_totals[bar.group(2)] = self._bar_totals.get(bar.group(2), 0) + 1
         kind, epoch, line, step, _, start = event
-        self._events.add(kind, epoch, line, step, int(bar.group(1)) if bar is not None and len(bar.group(1)) < 18
-                         else -1, start)
+        return kind, epoch, line, step, int(bar.group(1)) if bar is not None and len(bar.group(1)) < 18 else -1, start
 
     def _settle_pending(self, text: str = "") -> None:
         """The event of the dict that ended the last chunk, with the bar at the start of ``text`` (the next
@@ -295,7 +303,7 @@ class HFConsoleParser(TextParser):
         pending, self._pending = self._pending, None
         assert pending is not None
         *event, gap = pending
-        self._add_event(tuple(event), BAR_AFTER.match(gap + text[:4096]) if text else None)
+        self._events.add(*self._with_bar(tuple(event), BAR_AFTER.match(gap + text[:4096]) if text else None))
 
     _dicts_in_chunk = 0
     _bad_steps = 0
