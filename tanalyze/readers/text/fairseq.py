@@ -24,12 +24,13 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
 
 from tanalyze.readers.text._lines import Chunk
-from tanalyze.readers.text._numbers import parse_numbers
+from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._regex import matches_of, ordered_matches, require
@@ -61,6 +62,15 @@ LOOKALIKE = re.compile(rf"^{_PREFIX}(?:epoch \d+[:|  ]|\{{\"epoch\")", re.M)
 #: a look-alike line, after its line break (found at C speed)
 _LOOKALIKE_AFTER_BREAK = re.compile("\n" + LOOKALIKE.pattern[1:])
 _VALUE = r"[^\s,=]+"
+#: any line the patterns or the look-alike scan may take (a superset: 'epoch N' or a dict after a prefix)
+_ANY_LINE = re.sub(r"\((?!\?)", "(?:", rf"{_PREFIX}(?:epoch \d|\{{)")  # no group: inside other patterns
+#: a JSON string value that json.loads gives back as is (no escape, quote or control character) and that
+#: float() reads as parse_numbers does (no space: the bulk parser splits on single spaces; other blanks float()
+#: strips as it does line by line); no brace either
+_JSON_TEXT = r'"[^"\\\x00-\x20{}]+"'
+#: a JSON number whose str() after json.loads float() reads as the text itself (no sign: '-0' is the int 0;
+#: at most 100 digits before the dot, far below the int conversion limit)
+_JSON_NUMBER = r"(?:0|[1-9]\d{0,99})(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _PLAIN_KEY = re.compile(r"[^\s,=]+")
 
 
@@ -79,17 +89,20 @@ class FairseqParser(TextParser):
         self._kinds: set[str] = set()
         self._names: dict[tuple[str, str], str] = {}  # (section, key) -> tag, made once
         self._shapes: dict[tuple[int, tuple[str, ...]], _InnerShape | None] = {}
+        self._json_shapes: dict[tuple[int, str | None, tuple[tuple[str, bool], ...]], _JsonShape | None] = {}
 
     def feed(self, chunk: Chunk) -> None:
         """The interval records (``train_inner``) of a chunk at once when they all have the shape of its first
         one and every value is a number; epoch summaries, validations and JSON records line by line where they
         are. Otherwise (or when the steps of a span between them go back: a restart) line by line, the same
         rows either way."""
-        if self.line_by_line or not self._inner_at_once(chunk):
+        if self.line_by_line or not (self._inner_at_once(chunk) or self._json_at_once(chunk)):
             super().feed(chunk)
 
     def _inner_at_once(self, chunk: Chunk) -> bool:
         text = chunk.text
+        if "epoch " not in text:
+            return False  # no interval record of the simple format (a JSON log): not worth a scan
         first = next(matches_of(INNER, text), None)
         if first is None:
             return False
@@ -143,6 +156,84 @@ class FairseqParser(TextParser):
                 by_line.append((m.start(), m.end(), self.lookalike))
         self.scan_ranges = by_line
         return True
+
+    def _json_at_once(self, chunk: Chunk) -> bool:
+        """The JSON interval records of a chunk (``--log-format json``) at once, when they have the keys of its
+        first one in the same order and every step, epoch and value is a number; the other lines of this format
+        (summaries, validations, records of another shape) line by line where they are, and a span of records
+        whose steps go back (a restart) too. False (nothing read) to read the whole chunk line by line."""
+        text = chunk.text
+        shape = self._json_shape(text)
+        if shape is None:
+            return False
+        body = "\n" + text  # every line starts after a line break: positions in text are those of its break
+        every = shape.every.findall(body)
+        if not any(map(itemgetter(2), every)):  # no line of another shape: the chunk at once
+            pieces = [(0, len(text), True)]
+            found = [every]
+        else:
+            pieces = shape.pieces(body)
+            found = [shape.pattern.findall(body, start, end + 1) if fast else [] for start, end, fast in pieces]
+        read = shape.read([record for records in found for record in records])
+        if read is None:
+            return False
+        steps, values, keep, epochs, walls, not_numbers = read
+        self._not_numbers += not_numbers
+        width = len(shape.tags)
+        codes = np.array(self.rows.codes(shape.tags), dtype=np.int32)
+        handlers = self._handlers
+        by_line = []
+        done = 0
+        for (start, end, fast), records in zip(pieces, found, strict=True):
+            first, done = done, done + len(records)
+            if not fast:
+                for kind, m in ordered_matches(text, self.patterns, start, end):
+                    handlers[kind](m, chunk)
+                by_line.append((start, end, self.lookalike))
+            elif records:
+                previous = self._last_anchor.get(-1)
+                if (previous is not None and steps[first] < previous) or (np.diff(steps[first:done]) < 0).any():
+                    for m in matches_of(JSON_LINE, text, start, end):  # a restart: recorded with its line
+                        self._on_json(m, chunk)
+                    by_line.append((start, end, self.lookalike))
+                    continue
+                kept = keep[first:done].ravel()
+                line_of = np.repeat(np.arange(first, done), width)[kept]
+                self.rows.extend(array("i", np.tile(codes, done - first)[kept].tobytes()), steps[line_of],
+                                 values[first:done].ravel()[kept], epochs[line_of],
+                                 wall=NAN if walls is None else walls[line_of])
+                self.anchor(int(steps[done - 1]), None, 0)
+                self.parsed_lines += done - first
+                self._kinds.add("train_inner")
+        self.scan_ranges = by_line
+        return True
+
+    def _json_shape(self, text: str) -> _JsonShape | None:
+        """The shape of the chunk's first JSON interval record (among its first few JSON lines), None when there
+        is none or it cannot be read at once (a key twice, a value that is no string or plain number …)."""
+        for tries, m in enumerate(matches_of(JSON_LINE, text)):
+            if tries == 8:
+                return None
+            try:
+                record = json.loads(m.group(5), object_pairs_hook=list)
+            except (ValueError, RecursionError):
+                continue
+            if not isinstance(record, list) or not record or any(k.endswith("_num_updates") for k, _ in record):
+                continue
+            form = 0 if m.group(1) else 1 if m.group(3) else 2 if m.group(0).startswith("| ") else 3
+            name = m.group(2) or m.group(4)
+            if name in _RECORD_NAMES and name != "train_inner":
+                continue
+            kinds = tuple((k, isinstance(v, str)) for k, v in record
+                          if isinstance(v, str) or type(v) in (int, float))
+            if len(kinds) != len(record):
+                continue
+            key = (form, name, kinds)
+            if key not in self._json_shapes:
+                self._json_shapes[key] = _JsonShape.make(form, name, kinds)
+            if self._json_shapes[key] is not None:
+                return self._json_shapes[key]
+        return None
 
     def _shape(self, first: re.Match[str]) -> _InnerShape | None:
         """The shape of the interval records like ``first`` (None when it is not one of plain fields)."""
@@ -306,6 +397,129 @@ class _InnerShape:
         done = np.where(total != 0, epoch - 1 + position / np.where(total != 0, total, 1), epoch)
         walls = np.array(parse_timestamps(stamps)) if self.stamped else None
         return step.astype(np.int64), grid[:, self.kept], done, walls
+
+
+class _JsonShape:
+    """JSON interval records with one prefix (and record name) and the same keys in the same order, each value
+    a string or a number as in the first: read all at once. The pattern checks every line; their dicts joined,
+    one substitution leaves the values, parsed together."""
+
+    def __init__(self, pattern: re.Pattern[str], every: re.Pattern[str], others: re.Pattern[str],
+                 kinds: tuple[tuple[str, bool], ...], stamped: bool) -> None:
+        keys = tuple(key for key, _ in kinds)
+        self.pattern = pattern  # a line of this shape: (time stamp, dict, '')
+        self.every = every  # that, or any line of the format: ('', '', the line)
+        self.others = others  # the line break before a line of the format of another shape
+        self.keys = keys
+        self.step = keys.index("num_updates")
+        self.epoch = keys.index("update") if "update" in keys else keys.index("epoch") if "epoch" in keys else None
+        self.kept = [i for i, key in enumerate(keys) if key not in _NOT_TAGS]
+        self.tags = tuple(f"train_inner/{keys[i]}" for i in self.kept)
+        self.stamped = stamped
+        self.quoted = np.array([quoted for _, quoted in kinds], dtype=np.int64)
+        # bytes from a value's closing quote (if any) to the next key's '": ': ', "key' or, before a line's first
+        # key, '}{"key' (UTF-8)
+        self.gaps = np.array([len(json.dumps(key, ensure_ascii=False).encode("utf-8")) + 1 for key in keys])
+
+    @classmethod
+    def make(cls, form: int, name: str | None, kinds: tuple[tuple[str, bool], ...]) -> _JsonShape | None:
+        keys = tuple(key for key, _ in kinds)
+        if "num_updates" not in keys or len(set(keys)) != len(keys) or not all(
+                json.dumps(key, ensure_ascii=False)[1:-1] == key for key in keys):
+            return None  # no step, a key twice (the last value counts), a key written with escapes
+        prefix = _SHAPE_PREFIXES[form]
+        if name is not None:  # the record's own name in place of any name
+            prefix = prefix.replace(r"[\w.]+", re.escape(name), 1)
+        fields = ", ".join(f"{re.escape(json.dumps(key, ensure_ascii=False))}: "
+                           + (_JSON_TEXT if quoted else _JSON_NUMBER) for key, quoted in kinds)
+        line = rf"{prefix}(\{{{fields}\}})[ \t]*(?=\n)"
+        pattern = re.compile(line + "()")
+        every = re.compile(rf"\n(?:{line[2:]}|(?={_ANY_LINE})([^\n]+))")
+        others = re.compile(rf"\n(?!{line[2:]})(?={_ANY_LINE})")
+        return cls(pattern, every, others, kinds, form < 2)
+
+    def pieces(self, body: str) -> list[tuple[int, int, bool]]:
+        """``body[1:]`` (the chunk after a line break) cut into (start, end, read at once) pieces, in text
+        positions: at once, lines of which every one a pattern of the format could take has this shape; the
+        others from such a line of another shape up to the next line of this shape (a record spread over
+        lines stays whole)."""
+        size = len(body) - 1
+        starts = [m.start() for m in self.others.finditer(body)]
+        pieces: list[tuple[int, int, bool]] = []
+        at = 0
+        for index, start in enumerate(starts):
+            if start < at:
+                continue
+            if start > at:
+                pieces.append((at, start, True))
+            limit = starts[index + 1] if index + 1 < len(starts) else size
+            following = self.pattern.search(body, start + 1, limit + 1)
+            at = following.start() if following is not None else limit
+            pieces.append((start, at, False))
+        if at < size:
+            pieces.append((at, size, True))
+        return pieces
+
+    def _values(self, dicts: tuple[str, ...]) -> str | None:
+        """The values of ``dicts`` (of this shape, checked by the pattern), line after line, as one text of
+        space-separated tokens; None when the structure is not where it should be. Keys hold no quote and
+        values neither: each key ends at a '": ', each value starts a fixed count of bytes after it and ends a
+        fixed count before the next one's (a few passes of numpy over the bytes, no string per value)."""
+        raw = "".join(dicts).encode("utf-8")
+        chars = np.frombuffer(raw, dtype=np.uint8)
+        lines, width = len(dicts), len(self.keys)
+        colons = np.flatnonzero(chars[1:-1] == 58)  # a ':' between '"' and ' ': a key's end
+        colons = colons[(chars[colons] == 34) & (chars[colons + 2] == 32)]
+        if len(colons) != lines * width:
+            return None
+        quoted = np.tile(self.quoted, lines)
+        starts = colons + 3 + quoted
+        ends = np.empty_like(starts)
+        ends[:-1] = colons[1:] - np.tile(self.gaps, lines)[1:] - quoted[:-1]
+        ends[-1] = len(chars) - 1 - quoted[-1]
+        if not (ends > starts).all() or not (starts[1:] > ends[:-1]).all():
+            return None
+        sizes = ends - starts + 1  # each value and the byte after it, which becomes the blank between tokens
+        offsets = np.cumsum(sizes)
+        out = chars[np.arange(offsets[-1]) + np.repeat(starts - (offsets - sizes), sizes)]
+        out[offsets - 1] = 32
+        return out[:-1].tobytes().decode("utf-8")
+
+    def read(self, found: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                          np.ndarray | None, int] | None:
+        """(steps, values (lines, tags), which values are numbers, epochs done, wall times or None, how many
+        values are no numbers) of the records ``found``; None when a step is not a whole number below 2**53
+        or the epoch not a number (then line by line)."""
+        lines, width = len(found), len(self.keys)
+        if not found:
+            empty = np.empty((0, len(self.kept)))
+            return np.empty(0, np.int64), empty, empty.astype(bool), np.empty(0), None, 0
+        stamps, dicts, _ = zip(*found, strict=True)
+        text = self._values(dicts)
+        if text is None:
+            return None  # cannot happen: the pattern checked the dicts
+        numbers, valid = parse_some_numbers(text)
+        numbers, valid = numbers.reshape(lines, width).T, valid.reshape(lines, width).T
+        step = numbers[self.step]
+        if not valid[self.step].all() or not (np.abs(step) < 2**53).all() or (step != np.floor(step)).any():
+            return None  # NaN, not whole, or more digits than a double holds: line by line
+        if self.epoch is None:
+            epochs = np.full(lines, NAN)
+        elif valid[self.epoch].all():
+            epochs = numbers[self.epoch]
+        else:
+            return None
+        values, keep = numbers[self.kept].T.copy(), valid[self.kept].T.copy()
+        not_numbers = 0
+        tokens = text.split(" ") if not keep.all() else []
+        for line, column in zip(*np.nonzero(~keep), strict=True):  # the rare others: as to_float reads them
+            number = to_float(tokens[line * width + self.kept[column]])
+            if number is None:
+                not_numbers += 1
+            else:
+                values[line, column], keep[line, column] = number, True
+        walls = np.array(parse_timestamps(stamps)) if self.stamped else None
+        return step.astype(np.int64), values, keep, epochs, walls, not_numbers
 
 
 def _whole(text: str | None) -> int | None:
