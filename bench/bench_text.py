@@ -5,7 +5,7 @@
     python bench/bench_text.py --only nanogpt   # one format
 
 One realistic synthetic log per console format (Megatron, HF console, DeepSpeed, nanoGPT, the generic
-reader's MMDetection-style meters, llm.c's console and main.log, modded-nanogpt, fairseq) is written once
+reader's MMDetection-style meters, llm.c's console and main.log, modded-nanogpt, fairseq's simple and JSON formats) is written once
 (see ``text_logs.py``: banners, dumps, noise and evaluation lines as real logs of the format have).
 Each is read, in the same run, by:
 
@@ -14,7 +14,7 @@ Each is read, in the same run, by:
   matched) building the same
   tidy table (tag, step, value, wall time): the fields of a matching line taken
   with ``re.findall`` or groups, time stamps with ``datetime.strptime``, HF dicts
-  with ``ast.literal_eval`` (nan/inf replaced);
+  with ``ast.literal_eval`` (nan/inf replaced), fairseq's JSON records with ``json.loads``;
 - tuned (Megatron and HF only): the same per-line loop hand-tuned (``str.split``/
   ``partition`` instead of regexes per field, a day cache for time stamps): a
   harder reference than the naive loop, printed for honesty.
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import math
 import re
 import sys
@@ -459,8 +460,50 @@ def naive_fairseq(path: Path) -> int:
     return len(frame)
 
 
+FAIRSEQ_JSON = re.compile(r"\[(\S+ \S+)\]\[(\w+)\]\[INFO\] - (\{.*\})$")
+FAIRSEQ_JSON_SKIP = frozenset({"epoch", "update", "num_updates"})
+
+
+def naive_fairseq_json(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
+    epochs: list[float] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = FAIRSEQ_JSON.match(line)
+            if not m:
+                continue
+            try:
+                record = json.loads(m.group(3))
+            except ValueError:
+                continue
+            wall = datetime.strptime(m.group(1), STAMP).replace(tzinfo=UTC).timestamp()
+            subset = next((key[: -len("_num_updates")] for key in record if key.endswith("_num_updates")), None)
+            if subset is not None:  # an epoch summary or a validation: '<subset>_<key>'
+                section, step = subset, int(record[f"{subset}_num_updates"])
+                pairs = [(key[len(subset) + 1:], text) for key, text in record.items() if key.startswith(subset + "_")]
+                epoch = float(record["epoch"])
+            else:
+                section, step = "train_inner", int(record["num_updates"])
+                pairs = list(record.items())
+                epoch = float(record["update"])
+            for key, text in pairs:
+                if key not in FAIRSEQ_JSON_SKIP:
+                    tags.append(f"{section}/{key}")
+                    steps.append(step)
+                    values.append(float(text))
+                    walls.append(wall)
+                    epochs.append(epoch)
+    frame = _frame(tags, steps, values, walls)
+    frame["epoch"] = np.asarray(epochs)
+    return len(frame)
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
-         "text": naive_text, "llmc": naive_llmc, "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "fairseq": naive_fairseq}
+         "text": naive_text, "llmc": naive_llmc, "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "fairseq": naive_fairseq,
+         "fairseq_json": naive_fairseq_json}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 
@@ -475,8 +518,9 @@ def _time(fn, path: Path, repeat: int) -> tuple[float, int]:
     return best, result
 
 
-#: formats read by a reader of another name (llm.c's main.log and console are both the llmc reader's)
-READER = {"llmc_main": "llmc"}
+#: formats read by a reader of another name (llm.c's main.log and console are both the llmc reader's, fairseq's
+#: simple and JSON formats the fairseq reader's)
+READER = {"llmc_main": "llmc", "fairseq_json": "fairseq"}
 
 
 def _ours(name: str):

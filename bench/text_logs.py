@@ -318,6 +318,45 @@ def make_fairseq(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_fairseq_json(path: Path, megabytes: int) -> None:
+    """fairseq-hydra-train's ``hydra_train.log`` with ``--log-format json --log-interval 100``: the config dump,
+    INFO lines of the trainer, a JSON interval record every 100 updates (values as strings, as fairseq writes
+    them), then per epoch a JSON validation and the epoch averages, every key prefixed with the subset (as
+    in tests/fixtures/fairseq/hydra)."""
+    rng = random.Random(11)
+    head = "".join(f"[2021-03-02 09:5{i // 60 % 10}:{i % 60:02d},{i % 1000:03d}][fairseq_cli.train][INFO] - "
+                   f"{{'_name': None, 'common': {{'log_format': 'json', 'log_interval': 100, 'seed': {i}}}}}\n"
+                   for i in range(200))
+    keys = ("loss", "nll_loss", "ppl", "wps", "ups", "wpb", "bsz")
+
+    def stamp(index: int, second: int) -> str:
+        return (f"[2021-03-{2 + index // 1440:02d} {index // 60 % 24:02d}:{index % 60:02d}:{second:02d},"
+                f"{rng.randrange(1000):03d}]")
+
+    def block(index: int) -> str:
+        epoch = index + 1
+        lines = [f"{stamp(index, 0)}[fairseq.trainer][INFO] - begin training epoch {epoch}\n"]
+        for i in range(28):
+            updates = index * 2820 + (i + 1) * 100
+            values = ", ".join(f'"{key}": "{rng.random() * 10:.4g}"' for key in keys)
+            lines.append(f'{stamp(index, i + 1)}[train_inner][INFO] - {{"epoch": {epoch}, "update": '
+                         f'{index + (i + 1) / 28.2:.3f}, {values}, "num_updates": "{updates}", '
+                         f'"lr": "{1.5e-4 * rng.random():.6g}", "gnorm": "{rng.random():.3f}", "loss_scale": "64", '
+                         f'"train_wall": "55", "gb_free": "9.9", "wall": "{updates // 2}"}}\n')
+        updates = (index + 1) * 2820
+        lines.append(f'{stamp(index, 40)}[fairseq_cli.train][INFO] - begin validation on "valid" subset\n')
+        lines.append(f'{stamp(index, 43)}[valid][INFO] - {{"epoch": {epoch}, "valid_loss": "{3 + rng.random():.3f}", '
+                     f'"valid_nll_loss": "2.1", "valid_ppl": "4.29", "valid_wps": "88225", "valid_wpb": "21176.3", '
+                     f'"valid_bsz": "666.3", "valid_num_updates": "{updates}", "valid_best_loss": "3.02"}}\n')
+        lines.append(f"{stamp(index, 50)}[fairseq_cli.train][INFO] - end of epoch {epoch} (average epoch stats below)\n")
+        lines.append(f'{stamp(index, 50)}[train][INFO] - {{"epoch": {epoch}, "train_loss": "{3 + rng.random():.3f}", '
+                     f'"train_nll_loss": "2.2", "train_ppl": "4.6", "train_wps": "80123", "train_ups": "1.8", '
+                     f'"train_num_updates": "{updates}", "train_lr": "0.00015753", "train_wall": "{updates // 2}"}}\n')
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -329,4 +368,5 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "llmc_main": make_llmc_main,
     "modded_nanogpt": make_modded_nanogpt,
     "fairseq": make_fairseq,
+    "fairseq_json": make_fairseq_json,
 }

@@ -150,3 +150,105 @@ def test_records_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeyp
     assert [r.step for r in at_once.restarts] == [5000, 2000]  # after the 20-digit step, and the new session
     assert [w.message[:22] for w in at_once.warnings] == ["1 line(s) look like fa", "the last line ends wit",
                                                          "7 point(s) skipped: th"]
+
+
+HYDRA = "[2021-03-02 10:00:01,000][train_inner][INFO] - "
+
+
+def _record(updates: int, prefix: str = HYDRA, end: str = "\n", **changed: str) -> str:
+    """A JSON interval record as fairseq writes it; ``changed`` values are written as given (quotes included),
+    '-' drops the key."""
+    fields = {"epoch": "3", "update": f"{2 + updates / 5000:.3f}", "loss": f'"{3 + updates % 7 / 10:.3f}"',
+              "nll_loss": f'"{1 + updates % 5 / 100:.3f}"', "ppl": '"8.86"', "wps": f'"{72384.3 + updates}"',
+              "num_updates": f'"{updates}"', "lr": f'"{1.5e-4 * updates / 1e5:.6g}"', "gnorm": '"0.489"',
+              "wall": f'"{updates // 2}"', **changed}
+    return prefix + "{" + ", ".join(f'"{k}": {v}' for k, v in fields.items() if v != "-") + "}" + end
+
+
+IRREGULAR_JSON = "".join([
+    "[2021-03-02 09:59:00,000][fairseq_cli.train][INFO] - {'_name': None, 'common': {'log_format': 'json'}}\n",
+    "[2021-03-02 09:59:01,000][fairseq.trainer][INFO] - begin training epoch 3\n",
+    *(_record(u) for u in range(100, 3000, 100)),
+    '[2021-03-02 10:02:10,004][valid][INFO] - {"epoch": 3, "valid_loss": "4.2", "valid_num_updates": "2900", '
+    '"valid_best_loss": "4.1"}\n',
+    *(_record(u) for u in range(3000, 6000, 100)),
+    _record(6000, loss='"nan"'), _record(6100, loss='"inf"', gnorm='"-inf"'), _record(6200, loss='"NaN"'),
+    _record(6300, loss='"1e400"'), _record(6400, loss='"1_000"'), _record(6500, loss='"1,234"'),
+    _record(6600, wps='"oops"'), _record(6700, wps='""'), _record(6800, loss='" 3.1"'), _record(6900, loss='"3.1\u00a0"'),
+    _record(7000, loss='"\u0663.5"'), _record(7100, loss="3.5"), _record(7200, loss="-0"), _record(7300, loss="-0.0"),
+    _record(7400, update='"2.5"'), _record(7500, update='"n/a"'), _record(7600, num_updates='"7600.5"'),
+    _record(7700, num_updates='"7.7e3"'), _record(7800, num_updates="7800"), _record(7900, clip='"0"'),
+    _record(8000, lr="-"), _record(8100, loss='"3\\u002e1"'), _record(8200, loss='true'), _record(8300, loss="null"),
+    _record(8400).replace('"ppl"', '"loss"'), _record(8500).replace("\n", " \t\n"), _record(8600).replace(": ", ":"),
+    _record(8700, loss='"3.1}"'), _record(8800, update="0.0100"), _record(8900, update="1E2"),
+    _record(9000)[:60] + "\n",  # a cut dict
+    "some junk {not json}\n",
+    HYDRA + '{"epoch": 3, broken json}\n',
+    _record(9100, prefix="[2021-03-02 10:00:01,000][train][INFO] - "),
+    _record(9200, prefix="| "), _record(9300, prefix=""), _record(9400, prefix="2023-06-13 17:31:08 | INFO | train_inner | "),
+    _record(9500, prefix="[2021-03-02 10:00:01,000][fairseq.trainer][INFO] - "),
+    '[2021-03-02 10:00:01,000][train_inner][INFO] - {"num_updates": "9600", "loss": "1.5"}\n',
+    *(_record(u) for u in range(9700, 12000, 100)),
+    _record(12100, num_updates='"99999999999999999999"'),
+    *(_record(u) for u in range(12200, 13000, 100)),
+    '[2021-03-02 10:02:11,004][train][INFO] - {"epoch": 3, "train_loss": "3.14", "train_num_updates": "12900"}\n',
+    "2021-03-02 10:02:12 | INFO | train_inner | epoch 003:     10 / 282 loss=2.0, num_updates=12950\n",
+    *(_record(u) for u in range(2000, 4000, 100)),  # a new session appended
+])
+
+
+@pytest.mark.parametrize("tail", ["complete", "cut"])
+def test_json_records_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, real_logs, tail):
+    """JSON interval records (``--log-format json``) read a chunk at once (one pattern, values cut out by
+    position, numbers in bulk) give what reading every line on its own gives: rows in order, every column bit
+    for bit, notes, warnings, restarts; on the fixtures, real fairseq logs, a clean log and an irregular one."""
+    from bench.text_logs import make_fairseq_json
+    from tanalyze.readers.text import _parts
+    from tanalyze.readers.text.fairseq import FairseqParser, detect_fairseq
+
+    clean = tmp_path / "clean.log"
+    make_fairseq_json(clean, 1)
+    last = _record(13000, end="") if tail == "complete" else _record(13000)[:70]
+    irregular = write(tmp_path / "irregular.log", IRREGULAR_JSON + last)
+    real = [path for path in sorted(real_logs.rglob("*.log")) + sorted(real_logs.rglob("*.txt"))
+            if path.is_file() and detect_fairseq(path.read_bytes()[:1 << 16].decode("utf-8", "replace"))]
+    reader = FairseqReader()
+    for path in [*sorted(FIXTURES.rglob("*.log")), *real, clean, irregular]:
+        for chunk_chars in (_parts.CHUNK_CHARS, 1 << 14):
+            monkeypatch.setattr(_parts, "CHUNK_CHARS", chunk_chars)
+            (at_once,) = reader.read([path])
+            monkeypatch.setattr(FairseqParser, "line_by_line", True)
+            (by_line,) = reader.read([path])
+            monkeypatch.setattr(FairseqParser, "line_by_line", False)
+            pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True, obj=str(path))
+            assert (at_once.notes, at_once.warnings, at_once.restarts, at_once.hparams, at_once.phases) == (
+                by_line.notes, by_line.warnings, by_line.restarts, by_line.hparams, by_line.phases), path
+    frame = at_once.scalars
+    assert len(frame) > 800
+    assert [r.step for r in at_once.restarts] == [12200, 2000]  # after the 20-digit step, and the new session
+    loss = frame[frame["tag"] == "train_inner/loss"].set_index("step")["value"]
+    assert math.isnan(loss[6000]) and loss[6100] == math.inf and loss[6500] == 1234.0 and loss[6800] == 3.1
+    assert math.copysign(1, loss[7200]) == 1 and math.copysign(1, loss[7300]) == -1  # json: -0 is the int 0
+    assert any("value(s) that are not numbers skipped" in note for note in at_once.notes)
+    cut = any("the last line ends without a line break" in warning.message for warning in at_once.warnings)
+    assert cut == (tail == "cut")
+
+
+def test_json_records_of_a_clean_log_are_read_at_once(tmp_path, monkeypatch):
+    """On a clean JSON log only the lines that are not interval records (config dump, validations, epoch
+    averages) are read line by line: every interval record is read with its chunk, at once."""
+    from bench.text_logs import make_fairseq_json
+    from tanalyze.readers.text.fairseq import FairseqParser
+
+    path = tmp_path / "hydra_train.log"
+    make_fairseq_json(path, 2)
+    calls = []
+    on_json = FairseqParser._on_json
+    monkeypatch.setattr(FairseqParser, "_on_json", lambda self, m, chunk: (calls.append(m), on_json(self, m, chunk)))
+    (run,) = FairseqReader().read([path])
+    lines = path.read_text().splitlines()
+    records = sum("[train_inner]" in line for line in lines)
+    assert records > 5000
+    assert len(calls) == sum("{" in line and "[train_inner]" not in line for line in lines)
+    assert (run.scalars["tag"].str.startswith("train_inner/")).sum() == records * 13
+    assert run.warnings == [] and run.restarts == []

@@ -24,8 +24,10 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from itertools import compress
 from operator import itemgetter
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -47,6 +49,9 @@ _PREFIX = (
 INNER = re.compile(rf"^{_PREFIX}epoch (\d+):\s+(\d+) / (\d+) ([^\n]*)$", re.M)
 SUMMARY = re.compile(rf"^{_PREFIX}epoch (\d+) \| ([^\n]*)$", re.M)
 JSON_LINE = require(re.compile(rf"^{_PREFIX}(\{{[^\n]*\}})[ \t]*$", re.M), lambda text: "{" in text)
+#: a JSON line that may be an interval record (a dict with a string key first and 'num_updates'): where a
+#: chunk's record shape is learnt (not from a config dump's ``{'_name': None, …}``)
+_RECORD_CANDIDATE = re.compile(rf'^{_PREFIX}(\{{"[^\n]*"num_updates": [^\n]*\}})[ \t]*$', re.M)
 _SUBSET = re.compile(r"^valid on '([^']*)' subset$")
 _NOT_TAGS = frozenset({"epoch", "update", "num_updates"})
 _RECORD_NAMES = frozenset({"train_inner", "train", "valid"})
@@ -167,51 +172,47 @@ class FairseqParser(TextParser):
         if shape is None:
             return False
         body = "\n" + text  # every line starts after a line break: positions in text are those of its break
-        every = shape.every.findall(body)
-        if not any(map(itemgetter(2), every)):  # no line of another shape: the chunk at once
-            pieces = [(0, len(text), True)]
-            found = [every]
-        else:
-            pieces = shape.pieces(body)
-            found = [shape.pattern.findall(body, start, end + 1) if fast else [] for start, end, fast in pieces]
-        read = shape.read([record for records in found for record in records])
+        every = shape.every.findall(body)  # the lines of this shape and the others of the format, in order
+        pieces = shape.pieces(body, every)
+        if pieces is None:
+            return False
+        read = shape.read(every if len(pieces) == 1 else [line for line in every if not line[2]])
         if read is None:
             return False
-        steps, values, keep, epochs, walls, not_numbers = read
-        self._not_numbers += not_numbers
-        width = len(shape.tags)
-        codes = np.array(self.rows.codes(shape.tags), dtype=np.int32)
+        steps, ends = read.steps, read.ends
+        self._not_numbers += read.not_numbers
+        codes = np.array(self.rows.codes(shape.tags), dtype=np.int32)[read.tags]
         handlers = self._handlers
         by_line = []
         done = 0
-        for (start, end, fast), records in zip(pieces, found, strict=True):
-            first, done = done, done + len(records)
-            if not fast:
+        for start, end, count in pieces:
+            if count is None:
                 for kind, m in ordered_matches(text, self.patterns, start, end):
                     handlers[kind](m, chunk)
                 by_line.append((start, end, self.lookalike))
-            elif records:
-                previous = self._last_anchor.get(-1)
-                if (previous is not None and steps[first] < previous) or (np.diff(steps[first:done]) < 0).any():
-                    for m in matches_of(JSON_LINE, text, start, end):  # a restart: recorded with its line
-                        self._on_json(m, chunk)
-                    by_line.append((start, end, self.lookalike))
-                    continue
-                kept = keep[first:done].ravel()
-                line_of = np.repeat(np.arange(first, done), width)[kept]
-                self.rows.extend(array("i", np.tile(codes, done - first)[kept].tobytes()), steps[line_of],
-                                 values[first:done].ravel()[kept], epochs[line_of],
-                                 wall=NAN if walls is None else walls[line_of])
-                self.anchor(int(steps[done - 1]), None, 0)
-                self.parsed_lines += done - first
-                self._kinds.add("train_inner")
+                continue
+            first, done = done, done + count
+            if not count:
+                continue
+            previous = self._last_anchor.get(-1)
+            if (previous is not None and steps[first] < previous) or (np.diff(steps[first:done]) < 0).any():
+                for m in matches_of(JSON_LINE, text, start, end):  # a restart: recorded with its line
+                    self._on_json(m, chunk)
+                by_line.append((start, end, self.lookalike))
+                continue
+            rows = slice(ends[first - 1] if first else 0, ends[done - 1])
+            self.rows.extend(array("i", codes[rows].tobytes()), read.row_steps[rows], read.values[rows],
+                             read.epochs[rows], wall=NAN if read.walls is None else read.walls[rows])
+            self.anchor(int(steps[done - 1]), None, 0)
+            self.parsed_lines += count
+            self._kinds.add("train_inner")
         self.scan_ranges = by_line
         return True
 
     def _json_shape(self, text: str) -> _JsonShape | None:
         """The shape of the chunk's first JSON interval record (among its first few JSON lines), None when there
         is none or it cannot be read at once (a key twice, a value that is no string or plain number …)."""
-        for tries, m in enumerate(matches_of(JSON_LINE, text)):
+        for tries, m in enumerate(matches_of(_RECORD_CANDIDATE, text)):
             if tries == 8:
                 return None
             try:
@@ -401,15 +402,14 @@ class _InnerShape:
 
 class _JsonShape:
     """JSON interval records with one prefix (and record name) and the same keys in the same order, each value
-    a string or a number as in the first: read all at once. The pattern checks every line; their dicts joined,
-    one substitution leaves the values, parsed together."""
+    a string or a number as in the first: read all at once. The pattern checks every line; the values are cut
+    out of their dicts by position and parsed together."""
 
-    def __init__(self, pattern: re.Pattern[str], every: re.Pattern[str], others: re.Pattern[str],
+    def __init__(self, pattern: re.Pattern[str], every: re.Pattern[str],
                  kinds: tuple[tuple[str, bool], ...], stamped: bool) -> None:
         keys = tuple(key for key, _ in kinds)
         self.pattern = pattern  # a line of this shape: (time stamp, dict, '')
         self.every = every  # that, or any line of the format: ('', '', the line)
-        self.others = others  # the line break before a line of the format of another shape
         self.keys = keys
         self.step = keys.index("num_updates")
         self.epoch = keys.index("update") if "update" in keys else keys.index("epoch") if "epoch" in keys else None
@@ -435,30 +435,58 @@ class _JsonShape:
         line = rf"{prefix}(\{{{fields}\}})[ \t]*(?=\n)"
         pattern = re.compile(line + "()")
         every = re.compile(rf"\n(?:{line[2:]}|(?={_ANY_LINE})([^\n]+))")
-        others = re.compile(rf"\n(?!{line[2:]})(?={_ANY_LINE})")
-        return cls(pattern, every, others, kinds, form < 2)
+        return cls(pattern, every, kinds, form < 2)
 
-    def pieces(self, body: str) -> list[tuple[int, int, bool]]:
-        """``body[1:]`` (the chunk after a line break) cut into (start, end, read at once) pieces, in text
-        positions: at once, lines of which every one a pattern of the format could take has this shape; the
-        others from such a line of another shape up to the next line of this shape (a record spread over
-        lines stays whole)."""
+    def pieces(self, body: str, every: list[tuple[str, str, str]]) -> list[tuple[int, int, int | None]] | None:
+        """``body[1:]`` (the chunk after a line break) cut into pieces, in text positions: (start, end, how many
+        lines of this shape) where every line a pattern of the format could take has this shape, (start, end,
+        None) from a line of another shape up to the next line of this shape (a record spread over lines stays
+        whole). ``every``: the lines of this shape ('', …) and the others (…, their text) in order. None when
+        an other line is not found where it should be (cannot happen)."""
         size = len(body) - 1
-        starts = [m.start() for m in self.others.finditer(body)]
-        pieces: list[tuple[int, int, bool]] = []
-        at = 0
-        for index, start in enumerate(starts):
-            if start < at:
-                continue
-            if start > at:
-                pieces.append((at, start, True))
-            limit = starts[index + 1] if index + 1 < len(starts) else size
-            following = self.pattern.search(body, start + 1, limit + 1)
-            at = following.start() if following is not None else limit
-            pieces.append((start, at, False))
-        if at < size:
-            pieces.append((at, size, True))
+        flags = list(map(bool, map(itemgetter(2), every)))
+        if not any(flags):
+            return [(0, size, len(every))]
+        others = list(compress(range(len(every)), flags))
+        starts = self._starts(body, [every[index][2] for index in others], others[-1] == len(every) - 1)
+        if starts is None:
+            return None
+        pieces: list[tuple[int, int, int | None]] = []
+        at = after = 0  # where the piece begins, the index in every of its first line
+        for number, (index, start) in enumerate(zip(others, starts, strict=True)):
+            if index > after:
+                pieces.append((at, start, index - after))
+            after = index + 1
+            if after < len(every) and not flags[after]:  # up to the next line of this shape
+                following = self.pattern.search(body, start + 1)
+                if following is None:
+                    return None
+                at = following.start()
+            else:  # up to the next other line, or the end
+                at = starts[number + 1] if number + 1 < len(starts) else size
+            pieces.append((start, at, None))
+        if after < len(every):
+            pieces.append((at, size, len(every) - after))
         return pieces
+
+    @staticmethod
+    def _starts(body: str, lines: list[str], last: bool) -> list[int] | None:
+        """Where ``lines`` (texts of whole lines of ``body``, in order) start; ``last``: the last of them may be the
+        text's last line, without a line break (only it, whatever lines before have its text). None when one
+        is not found (cannot happen)."""
+        starts = []
+        position = 0
+        final = body.rfind("\n")
+        for number, line in enumerate(lines):
+            if last and number == len(lines) - 1 and final + 1 + len(line) == len(body) and body.endswith(line):
+                found = final
+            else:
+                found = body.find(f"\n{line}\n", position)
+                if found < 0:
+                    return None
+            starts.append(found)
+            position = found + 1 + len(line)
+        return starts
 
     def _values(self, dicts: tuple[str, ...]) -> str | None:
         """The values of ``dicts`` (of this shape, checked by the pattern), line after line, as one text of
@@ -485,41 +513,65 @@ class _JsonShape:
         out[offsets - 1] = 32
         return out[:-1].tobytes().decode("utf-8")
 
-    def read(self, found: list[tuple[str, ...]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                                          np.ndarray | None, int] | None:
-        """(steps, values (lines, tags), which values are numbers, epochs done, wall times or None, how many
-        values are no numbers) of the records ``found``; None when a step is not a whole number below 2**53
-        or the epoch not a number (then line by line)."""
+    def read(self, found: list[tuple[str, str, str]]) -> _JsonRows | None:
+        """The rows of the records ``found`` (time stamp, dict, ''); None when a step is not a whole number below
+        2**53 or an epoch not a number (then line by line)."""
         lines, width = len(found), len(self.keys)
         if not found:
-            empty = np.empty((0, len(self.kept)))
-            return np.empty(0, np.int64), empty, empty.astype(bool), np.empty(0), None, 0
+            nothing = np.empty(0, np.int64)
+            return _JsonRows(nothing, nothing, nothing, nothing, np.empty(0), np.empty(0), None, 0)
         stamps, dicts, _ = zip(*found, strict=True)
         text = self._values(dicts)
         if text is None:
             return None  # cannot happen: the pattern checked the dicts
         numbers, valid = parse_some_numbers(text)
-        numbers, valid = numbers.reshape(lines, width).T, valid.reshape(lines, width).T
-        step = numbers[self.step]
-        if not valid[self.step].all() or not (np.abs(step) < 2**53).all() or (step != np.floor(step)).any():
+        numbers, valid = numbers.reshape(lines, width), valid.reshape(lines, width)
+        step = numbers[:, self.step]
+        if not valid[:, self.step].all() or not (np.abs(step) < 2**53).all() or (step != np.floor(step)).any():
             return None  # NaN, not whole, or more digits than a double holds: line by line
         if self.epoch is None:
             epochs = np.full(lines, NAN)
-        elif valid[self.epoch].all():
-            epochs = numbers[self.epoch]
+        elif valid[:, self.epoch].all():
+            epochs = numbers[:, self.epoch]
         else:
             return None
-        values, keep = numbers[self.kept].T.copy(), valid[self.kept].T.copy()
+        values, keep = numbers[:, self.kept], valid[:, self.kept]
         not_numbers = 0
-        tokens = text.split(" ") if not keep.all() else []
-        for line, column in zip(*np.nonzero(~keep), strict=True):  # the rare others: as to_float reads them
-            number = to_float(tokens[line * width + self.kept[column]])
-            if number is None:
-                not_numbers += 1
-            else:
-                values[line, column], keep[line, column] = number, True
+        if not keep.all():  # the rare others: as to_float reads them, or left out
+            keep = keep.copy()
+            tokens = text.split(" ")
+            for line, column in zip(*np.nonzero(~keep), strict=True):
+                number = to_float(tokens[line * width + self.kept[column]])
+                if number is None:
+                    not_numbers += 1
+                else:
+                    values[line, column], keep[line, column] = number, True
         walls = np.array(parse_timestamps(stamps)) if self.stamped else None
-        return step.astype(np.int64), values, keep, epochs, walls, not_numbers
+        per_line = len(self.kept)
+        steps = step.astype(np.int64)
+        line_of = np.repeat(np.arange(lines), per_line)
+        tags = np.tile(np.arange(per_line), lines)
+        if keep.all():
+            ends, values = np.arange(1, lines + 1) * per_line, values.ravel()
+        else:
+            flat = keep.ravel()
+            ends, values, line_of, tags = np.cumsum(keep.sum(axis=1)), values.ravel()[flat], line_of[flat], tags[flat]
+        return _JsonRows(steps, ends, steps[line_of], tags, values, epochs[line_of],
+                         None if walls is None else walls[line_of], not_numbers)
+
+
+class _JsonRows(NamedTuple):
+    """The rows of JSON interval records read at once: per line its step and the rows up to its end; per row
+    its step, tag (an index into the shape's tags), value, epoch and wall time (None: no time stamps)."""
+
+    steps: np.ndarray
+    ends: np.ndarray
+    row_steps: np.ndarray
+    tags: np.ndarray
+    values: np.ndarray
+    epochs: np.ndarray
+    walls: np.ndarray | None
+    not_numbers: int
 
 
 def _whole(text: str | None) -> int | None:
