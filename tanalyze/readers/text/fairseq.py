@@ -182,13 +182,11 @@ class FairseqParser(TextParser):
         steps, ends = read.steps, read.ends
         self._not_numbers += read.not_numbers
         codes = np.array(self.rows.codes(shape.tags), dtype=np.int32)[read.tags]
-        handlers = self._handlers
         by_line = []
         done = 0
         for start, end, count in pieces:
             if count is None:
-                for kind, m in ordered_matches(text, self.patterns, start, end):
-                    handlers[kind](m, chunk)
+                self._read_lines(chunk, start, end)
                 by_line.append((start, end, self.lookalike))
                 continue
             first, done = done, done + count
@@ -208,6 +206,20 @@ class FairseqParser(TextParser):
             self._kinds.add("train_inner")
         self.scan_ranges = by_line
         return True
+
+    def _read_lines(self, chunk: Chunk, start: int, end: int) -> None:
+        """The lines of ``chunk.text[start:end]`` as the default ``feed`` reads them. One line (the usual case: a
+        validation or the epoch averages between interval records) is tried with each pattern at its start, in
+        the patterns' order, as the merged scans would find them, without setting up a scan for each."""
+        text = chunk.text
+        if text.find("\n", start, end - 1) >= 0:
+            for kind, m in ordered_matches(text, self.patterns, start, end):
+                self._handlers[kind](m, chunk)
+            return
+        for pattern, kind in self.patterns:  # anchored at a line start: this one only
+            m = pattern.match(text, start, end)
+            if m is not None:
+                self._handlers[kind](m, chunk)
 
     def _json_shape(self, text: str) -> _JsonShape | None:
         """The shape of the chunk's first JSON interval record (among its first few JSON lines), None when there
