@@ -186,7 +186,7 @@ class FairseqParser(TextParser):
         done = 0
         for start, end, count in pieces:
             if count is None:
-                self._read_lines(chunk, start, end)
+                self._read_other(chunk, start, end)
                 by_line.append((start, end, self.lookalike))
                 continue
             first, done = done, done + count
@@ -207,17 +207,13 @@ class FairseqParser(TextParser):
         self.scan_ranges = by_line
         return True
 
-    def _read_lines(self, chunk: Chunk, start: int, end: int) -> None:
-        """The lines of ``chunk.text[start:end]`` as the default ``feed`` reads them. One line (the usual case: a
-        validation or the epoch averages between interval records) is tried with each pattern at its start, in
-        the patterns' order, as the merged scans would find them, without setting up a scan for each."""
-        text = chunk.text
-        if text.find("\n", start, end - 1) >= 0:
-            for kind, m in ordered_matches(text, self.patterns, start, end):
-                self._handlers[kind](m, chunk)
-            return
-        for pattern, kind in self.patterns:  # anchored at a line start: this one only
-            m = pattern.match(text, start, end)
+    def _read_other(self, chunk: Chunk, start: int, end: int) -> None:
+        """The line at ``start`` (and the lines after it up to ``end``, none of which a pattern may start at: a
+        pattern's match begins as _ANY_LINE does) as the default ``feed`` reads them: each pattern, in order,
+        tried at that line only, as their merged scans would find it (a match may run on over those lines, as
+        there), without setting up a scan of each."""
+        for pattern, kind in self.patterns:
+            m = pattern.match(chunk.text, start, end)
             if m is not None:
                 self._handlers[kind](m, chunk)
 
