@@ -193,7 +193,7 @@ IRREGULAR_JSON = "".join([
     *(_record(u) for u in range(12200, 13000, 100)),
     '[2021-03-02 10:02:11,004][train][INFO] - {"epoch": 3, "train_loss": "3.14", "train_num_updates": "12900"}\n',
     "2021-03-02 10:02:12 | INFO | train_inner | epoch 003:     10 / 282 loss=2.0, num_updates=12950\n",
-    *(_record(u) for u in range(2000, 4000, 100)),  # a new session appended
+    *(_record(u, wps='"oops"' if u == 2500 else f'"{u}"') for u in range(2000, 4000, 100)),  # a new session
 ])
 
 

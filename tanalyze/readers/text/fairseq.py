@@ -180,7 +180,6 @@ class FairseqParser(TextParser):
         if read is None:
             return False
         steps, ends = read.steps, read.ends
-        self._not_numbers += read.not_numbers
         codes = np.array(self.rows.codes(shape.tags), dtype=np.int32)[read.tags]
         by_line = []
         done = 0
@@ -203,6 +202,7 @@ class FairseqParser(TextParser):
                              read.epochs[rows], wall=NAN if read.walls is None else read.walls[rows])
             self.anchor(int(steps[done - 1]), None, 0)
             self.parsed_lines += count
+            self._not_numbers += int(read.not_numbers[first:done].sum())
             self._kinds.add("train_inner")
         self.scan_ranges = by_line
         return True
@@ -527,7 +527,7 @@ class _JsonShape:
         lines, width = len(found), len(self.keys)
         if not found:
             nothing = np.empty(0, np.int64)
-            return _JsonRows(nothing, nothing, nothing, nothing, np.empty(0), np.empty(0), None, 0)
+            return _JsonRows(nothing, nothing, nothing, nothing, np.empty(0), np.empty(0), None, nothing)
         stamps, dicts, _ = zip(*found, strict=True)
         text = self._values(dicts)
         if text is None:
@@ -544,14 +544,14 @@ class _JsonShape:
         else:
             return None
         values, keep = numbers[:, self.kept], valid[:, self.kept]
-        not_numbers = 0
+        not_numbers = np.zeros(lines, dtype=np.int64)
         if not keep.all():  # the rare others: as to_float reads them, or left out
             keep = keep.copy()
             tokens = text.split(" ")
             for line, column in zip(*np.nonzero(~keep), strict=True):
                 number = to_float(tokens[line * width + self.kept[column]])
                 if number is None:
-                    not_numbers += 1
+                    not_numbers[line] += 1
                 else:
                     values[line, column], keep[line, column] = number, True
         walls = np.array(parse_timestamps(stamps)) if self.stamped else None
@@ -579,7 +579,7 @@ class _JsonRows(NamedTuple):
     values: np.ndarray
     epochs: np.ndarray
     walls: np.ndarray | None
-    not_numbers: int
+    not_numbers: np.ndarray  # per line, the values that are no numbers (left out)
 
 
 def _whole(text: str | None) -> int | None:
