@@ -165,6 +165,10 @@ def _record(updates: int, prefix: str = HYDRA, end: str = "\n", **changed: str) 
     return prefix + "{" + ", ".join(f'"{k}": {v}' for k, v in fields.items() if v != "-") + "}" + end
 
 
+#: a chunk with these lines is read line by line whole (a step not whole, one beyond 2**53, a simple-format
+#: record)
+ODD_JSON = (_record(12050, num_updates='"12050.5"') + _record(12100, num_updates='"99999999999999999999"')
+            + "2021-03-02 10:02:12 | INFO | train_inner | epoch 003:     10 / 282 loss=2.0, num_updates=12150\n")
 IRREGULAR_JSON = "".join([
     "[2021-03-02 09:59:00,000][fairseq_cli.train][INFO] - {'_name': None, 'common': {'log_format': 'json'}}\n",
     "[2021-03-02 09:59:01,000][fairseq.trainer][INFO] - begin training epoch 3\n",
@@ -176,7 +180,7 @@ IRREGULAR_JSON = "".join([
     _record(6300, loss='"1e400"'), _record(6400, loss='"1_000"'), _record(6500, loss='"1,234"'),
     _record(6600, wps='"oops"'), _record(6700, wps='""'), _record(6800, loss='" 3.1"'), _record(6900, loss='"3.1\u00a0"'),
     _record(7000, loss='"\u0663.5"'), _record(7100, loss="3.5"), _record(7200, loss="-0"), _record(7300, loss="-0.0"),
-    _record(7400, update='"2.5"'), _record(7500, update='"n/a"'), _record(7600, num_updates='"7600.5"'),
+    _record(7400, update='"2.5"'), _record(7500, update='"n/a"'),
     _record(7700, num_updates='"7.7e3"'), _record(7800, num_updates="7800"), _record(7900, clip='"0"'),
     _record(8000, lr="-"), _record(8100, loss='"3\\u002e1"'), _record(8200, loss='true'), _record(8300, loss="null"),
     _record(8400).replace('"ppl"', '"loss"'), _record(8500).replace("\n", " \t\n"), _record(8600).replace(": ", ":"),
@@ -189,10 +193,8 @@ IRREGULAR_JSON = "".join([
     _record(9500, prefix="[2021-03-02 10:00:01,000][fairseq.trainer][INFO] - "),
     '[2021-03-02 10:00:01,000][train_inner][INFO] - {"num_updates": "9600", "loss": "1.5"}\n',
     *(_record(u) for u in range(9700, 12000, 100)),
-    _record(12100, num_updates='"99999999999999999999"'),
     *(_record(u) for u in range(12200, 13000, 100)),
     '[2021-03-02 10:02:11,004][train][INFO] - {"epoch": 3, "train_loss": "3.14", "train_num_updates": "12900"}\n',
-    "2021-03-02 10:02:12 | INFO | train_inner | epoch 003:     10 / 282 loss=2.0, num_updates=12950\n",
     *(_record(u, wps='"oops"' if u == 2500 else f'"{u}"') for u in range(2000, 4000, 100)),  # a new session
 ])
 
@@ -209,11 +211,18 @@ def test_json_records_read_at_once_equal_every_line_read_on_its_own(tmp_path, mo
     clean = tmp_path / "clean.log"
     make_fairseq_json(clean, 1)
     last = _record(13000, end="") if tail == "complete" else _record(13000)[:70]
+    at = IRREGULAR_JSON.index(_record(12200))
     irregular = write(tmp_path / "irregular.log", IRREGULAR_JSON + last)
+    odd = write(tmp_path / "odd.log", IRREGULAR_JSON[:at] + ODD_JSON + IRREGULAR_JSON[at:] + last)
     real = [path for path in sorted(real_logs.rglob("*.log")) + sorted(real_logs.rglob("*.txt"))
             if path.is_file() and detect_fairseq(path.read_bytes()[:1 << 16].decode("utf-8", "replace"))]
     reader = FairseqReader()
-    for path in [*sorted(FIXTURES.rglob("*.log")), *real, clean, irregular]:
+    default_chunk = _parts.CHUNK_CHARS
+    taken = []
+    json_at_once = FairseqParser._json_at_once
+    monkeypatch.setattr(FairseqParser, "_json_at_once", lambda self, chunk: taken.append(json_at_once(self, chunk))
+                        or taken[-1])
+    for path in [*sorted(FIXTURES.rglob("*.log")), *real, clean, odd, irregular]:
         for chunk_chars in (_parts.CHUNK_CHARS, 1 << 14):
             monkeypatch.setattr(_parts, "CHUNK_CHARS", chunk_chars)
             (at_once,) = reader.read([path])
@@ -223,9 +232,13 @@ def test_json_records_read_at_once_equal_every_line_read_on_its_own(tmp_path, mo
             pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True, obj=str(path))
             assert (at_once.notes, at_once.warnings, at_once.restarts, at_once.hparams, at_once.phases) == (
                 by_line.notes, by_line.warnings, by_line.restarts, by_line.hparams, by_line.phases), path
+    taken.clear()
+    monkeypatch.setattr(_parts, "CHUNK_CHARS", default_chunk)
+    reader.read([irregular])
+    assert taken[0] is True  # read at once: its lines of other shapes, a restart, junk did not stop it
     frame = at_once.scalars
     assert len(frame) > 800
-    assert [r.step for r in at_once.restarts] == [12200, 2000]  # after the 20-digit step, and the new session
+    assert [r.step for r in at_once.restarts] == [2000]  # a new session
     loss = frame[frame["tag"] == "train_inner/loss"].set_index("step")["value"]
     assert math.isnan(loss[6000]) and loss[6100] == math.inf and loss[6500] == 1234.0 and loss[6800] == 3.1
     assert math.copysign(1, loss[7200]) == 1 and math.copysign(1, loss[7300]) == -1  # json: -0 is the int 0
