@@ -21,7 +21,7 @@ from bisect import bisect_right
 from itertools import chain, compress, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,15 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._regex import matches_by_line, require, tagged_matches
+from tanalyze.readers.text._regex import matches_by_line, ordered_matches, require, tagged_matches
+from tanalyze.readers.text._shaped import (
+    LineShape,
+    line_kinds,
+    line_shape,
+    line_starts,
+    read_fields,
+    shape_runs,
+)
 from tanalyze.readers.values import NAN, NUMBER, to_float
 
 __all__ = ["GenericRules", "GenericTextParser", "GenericTextReader", "detect_generic"]
@@ -297,8 +305,74 @@ class GenericTextParser(GenericRules, TextParser):
         self._init_generic()
 
     def feed(self, chunk: Chunk) -> None:
-        if self.line_by_line or not self._meters_at_once(chunk):
+        if self.line_by_line or not (self._shaped_at_once(chunk) or self._meters_at_once(chunk)):
             super().feed(chunk)
+
+    def _shaped_at_once(self, chunk: Chunk) -> bool:
+        """Key-value lines (or epoch blocks) printed from one template read run by run at once, the lines
+        between them one by one at their place: the same rows as line by line. False (nothing read) when the
+        chunk's head has no such line, or too few of its lines are in runs for this to pay."""
+        text = chunk.text
+        if chunk.incomplete or not text.isascii():
+            return False
+        shaped = _Shaped.of(text, self._handlers)
+        if shaped is None:
+            return False
+        runs = shape_runs(text, shaped.shapes)
+        chars = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+        starts = [line_starts(chars, start, end) for start, end in runs]
+        lines = sum(map(len, starts))
+        if not lines or lines < 4 * len(runs) or 2 * lines < text.count("\n"):
+            return False  # mostly other lines, or short runs: line by line is as quick
+        every = np.concatenate(starts)
+        kinds = line_kinds(chars, every, shaped.shapes)
+        grids = None if kinds is None else read_fields(
+            chars, [(every[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs)
+        if grids is None:
+            return False
+        self._read_runs(chunk, shaped, runs, _split_runs(every, kinds, grids, starts))
+        return True
+
+    def _read_runs(self, chunk: Chunk, shaped: _Shaped, runs: list[tuple[int, int]], lines: list[_Run]) -> None:
+        """Each run taken (its state changed in turn) or read line by line, and the lines between them read line
+        by line, in order; then the rows of the runs taken added at once, put in line order with the others."""
+        rows = self.rows
+        first = len(rows)
+        by_line: list[tuple[int, int, Any]] = []
+        taken, places = [], []
+        at = 0
+        for (start, end), run in zip(runs, lines, strict=True):
+            count = len(rows)
+            self._lines_one_by_one(chunk, at, start, by_line)
+            record = shaped.take(self, run)
+            if record is None:
+                self._lines_one_by_one(chunk, start, end, by_line)
+            else:
+                taken.append((run, record))
+            places.append(np.full(len(rows) - count, at, dtype=np.int64))
+            at = end
+        count = len(rows)
+        self._lines_one_by_one(chunk, at, len(chunk.text), by_line)
+        places.append(np.full(len(rows) - count, at, dtype=np.int64))
+        if taken:
+            codes, steps, values, epoch, placed = shaped.rows(self, taken)
+            rows.extend(codes, steps, values, epoch=epoch)
+            self._marked.update(np.concatenate([run.starts for run, _ in taken]).tolist())
+            if len(rows) - first > len(placed):  # rows of lines read one by one among them
+                rows.reorder(first, np.argsort(np.concatenate([*places, placed]), kind="stable"))
+        self.scan_ranges = by_line
+
+    def _lines_one_by_one(self, chunk: Chunk, start: int, end: int, by_line: list[tuple[int, int, Any]]) -> None:
+        """The lines of ``chunk.text[start:end]`` read as ``feed`` reads every line (and scanned for look-alikes)."""
+        if end <= start:
+            return
+        handlers = self._handlers
+        text = chunk.text
+        few = text.count("\n", start, end) <= 8
+        for kind, m in (_few_lines_matches(text, self.patterns, start, end) if few
+                        else ordered_matches(text, self.patterns, start, end)):
+            handlers[kind](m, chunk)
+        by_line.append((start, end, self.lookalike))
 
     def _meters_at_once(self, chunk: Chunk) -> bool:
         """The training meter lines of the chunk read at once, and its lines of other kinds one by one, each
@@ -590,6 +664,264 @@ class _Meters:
             return codes[valid] if not valid.all() else codes
         found, names = pd.factorize(np.array(self.tags, dtype=object))
         return np.array(rows.codes(list(names)), dtype=np.int32)[found] if len(found) else np.empty(0, np.int32)
+
+
+#: How far into a chunk the first templated line is looked for (a chunk that begins otherwise is read line by line).
+_LOOK = 1 << 16
+_KV_TOKEN = re.compile(r"[ \t]*(?:iter|iteration|global_step|step|epoch)", re.I)
+
+
+class _Run(NamedTuple):
+    """The lines of one run: their starts, the index of each one's shape, each shape's field grid (its lines)."""
+
+    starts: np.ndarray
+    kinds: np.ndarray
+    grids: list[np.ndarray]
+
+
+def _few_lines_matches(text: str, patterns: tuple[tuple[re.Pattern[str], str], ...], start: int, end: int
+                       ) -> list[tuple[str, re.Match[str]]]:
+    """``ordered_matches`` of a few whole lines, quicker: each pattern anchored at line starts tried there only
+    (a match of such a pattern begins at its line's start), the others searched in each line; per line in
+    order of position, then of pattern (as ``ordered_matches`` merges them)."""
+    out = []
+    tries = _line_tries(patterns)
+    while start < end:
+        stop = text.find("\n", start, end) + 1 or end
+        found = []
+        for index, kind, match, search in tries:
+            if match is not None:
+                m = match(text, start, stop)
+                if m is not None:
+                    found.append((m.start(), index, kind, m))
+            else:
+                found.extend((m.start(), index, kind, m) for m in search(text, start, stop))
+        if len(found) > 1:
+            found.sort(key=itemgetter(0, 1))
+        out.extend((kind, m) for _, _, kind, m in found)
+        start = stop
+    return out
+
+
+@functools.cache
+def _line_tries(patterns: tuple[tuple[re.Pattern[str], str], ...]) -> list[tuple[int, str, Any, Any]]:
+    """Per pattern: its index, kind, and ``match`` when it is anchored at line starts, else ``finditer``."""
+    return [(index, kind, pattern.match, None) if pattern.pattern.startswith("^") and pattern.flags & re.M
+            else (index, kind, None, pattern.finditer) for index, (pattern, kind) in enumerate(patterns)]
+
+
+def _split_runs(every: np.ndarray, kinds: np.ndarray, grids: list[np.ndarray], starts: list[np.ndarray]
+                ) -> list[_Run]:
+    """The lines of all runs (``every``, their ``kinds`` and the grids of each kind) cut back into runs."""
+    runs, at, taken = [], 0, [0] * len(grids)
+    for begins in starts:
+        mine = kinds[at:at + len(begins)]
+        counts = np.bincount(mine, minlength=len(grids))
+        runs.append(_Run(begins, mine, [grid[taken[k]:taken[k] + counts[k]] for k, grid in enumerate(grids)]))
+        taken = [t + int(c) for t, c in zip(taken, counts, strict=True)]
+        at += len(begins)
+    return runs
+
+
+def _others_match(line: str, handlers: dict[str, Any], *but: str) -> bool:
+    """Whether a generic pattern of another kind than ``but`` matches ``line``."""
+    return any(kind not in but and kind in handlers and pattern.search(line) is not None
+               for pattern, kind in GenericRules.generic_patterns)
+
+
+def _lines_after(text: str, start: int, count: int) -> list[tuple[int, str]]:
+    """Up to ``count`` whole lines of ``text`` from ``start`` on, with where each begins."""
+    out = []
+    while len(out) < count and start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            break
+        out.append((start, text[start:end]))
+        start = end + 1
+    return out
+
+
+class _Shaped:
+    """The shapes a chunk's templated lines have and how a run of them is read (equal to line by line)."""
+
+    shapes: tuple[LineShape, ...]
+
+    @staticmethod
+    def of(text: str, handlers: dict[str, Any]) -> _Shaped | None:
+        """The key-value lines or the epoch blocks of the head of ``text``, whichever comes first; None if none."""
+        kv = KV_STEP.search(text, 0, _LOOK)
+        header = EPOCH_HEADER.search(text, 0, _LOOK) if "Epoch" in text[:_LOOK] else None
+        if kv is not None and (header is None or kv.start() < header.start()):
+            return _KvLines.of(kv, handlers)
+        if header is not None:
+            return _EpochBlocks.of(text, header, handlers)
+        return None
+
+    def take(self, parser: GenericTextParser, run: _Run) -> Any:
+        """The state the run's lines change, changed as read one by one would (its tags coded, in order), and
+        what :meth:`rows` needs of it; None (nothing changed) if not sure: read line by line."""
+        raise NotImplementedError
+
+    def rows(self, parser: GenericTextParser, taken: list[tuple[_Run, Any]]) -> tuple[np.ndarray, ...]:
+        """The rows of the runs taken: codes, steps, values, epoch(s) and the line start of each."""
+        raise NotImplementedError
+
+
+class _KvLines(_Shaped):
+    """Key-value lines with a step (``iter N | name value | …``) of one shape."""
+
+    def __init__(self, shape: LineShape, roles: list[str | None], by_epoch: bool) -> None:
+        self.shapes = (shape,)
+        self.by_epoch = by_epoch  # the step is an epoch ("Epoch 3/10 - loss: …")
+        self.pairs = [index for index, role in enumerate(roles) if role not in (None, "step", "epoch")]
+        self.names = [roles[index] for index in self.pairs]
+        epochs = [index for index, role in enumerate(roles) if role == "epoch"]
+        self.epoch = epochs[-1] if epochs else None  # (the last one counts, line by line)
+
+    @classmethod
+    def of(cls, m: re.Match[str], handlers: dict[str, Any]) -> _KvLines | None:
+        """The shape of the key-value line ``m`` matched, as ``_on_kv_step`` reads it; None when that line would
+        not be read (too few pairs), has a step among its pairs or also matches another generic pattern."""
+        line = m.group(0)
+        token = m.group(1).lower()
+        base = m.start()
+        spans, roles = [(m.start(2) - base, m.end(2) - base)], ["step"]
+        rest, rest_at = m.group(3), m.start(3) - base
+        bounds, at = [], 0
+        for split in _KV_SPLIT.finditer(rest):
+            bounds.append((at, split.start()))
+            at = split.end()
+        bounds.append((at, len(rest)))
+        segments = [(a, b) for a, b in bounds if rest[a:b].strip()]
+        for a, b in segments:
+            item = _KV_SEGMENT.match(rest[a:b])
+            if not item:
+                continue  # (the same text on every line of the shape: never a pair)
+            name = item.group(1).strip()
+            lower = name.lower()
+            if lower in _STEP_NAMES and lower != "epoch" and token == "epoch":
+                return None  # the step in a pair: rare, read line by line
+            roles.append("epoch" if lower == "epoch" else None if lower in _STEP_NAMES else name)
+            spans.append((rest_at + a + item.start(2), rest_at + a + item.end(2)))
+        pairs = sum(role not in (None, "step", "epoch") for role in roles)
+        # (a pair line is no other kind here: no epoch header before, which the run checks)
+        if not pairs or pairs * 2 < len(segments) or _others_match(line, handlers, "kv_step", "pair_line"):
+            return None
+        shape = line_shape(line, spans, [True] + [False] * (len(spans) - 1))
+        return None if shape is None else cls(shape, roles, token == "epoch")
+
+    def take(self, parser: GenericTextParser, run: _Run) -> Any:
+        steps = run.grids[0][:, 0]
+        if parser._epoch_now is not None or not _goes_on(steps, parser._last_anchor.get(-1)):
+            return None  # a pair line could take it; a restart, recorded at its line
+        parser.rows.codes(self.names)
+        parser._kv_seen = True
+        parser._kv_epoch_seen = parser._kv_epoch_seen or self.by_epoch
+        parser.anchor(int(steps[-1]), None, 0)
+        return True
+
+    def rows(self, parser: GenericTextParser, taken: list[tuple[_Run, Any]]) -> tuple[Any, ...]:
+        grid = np.concatenate([run.grids[0] for run, _ in taken])
+        starts = np.concatenate([run.starts for run, _ in taken])
+        steps = grid[:, 0].astype(np.int64)
+        width = len(self.pairs)
+        if self.epoch is not None:
+            epoch: Any = np.repeat(grid[:, self.epoch], width)
+        elif self.by_epoch:
+            epoch = np.repeat(steps.astype(np.float64), width)
+        else:
+            epoch = NAN
+        codes = np.tile(np.array(parser.rows.codes(self.names), dtype=np.int32), len(steps))
+        return codes, np.repeat(steps, width), grid[:, self.pairs].ravel(), epoch, np.repeat(starts, width)
+
+
+class _EpochBlocks(_Shaped):
+    """``Epoch N/M`` lines and the ``Name: value - …`` lines under them, each of a shape seen in the first block."""
+
+    def __init__(self, shapes: tuple[LineShape, ...], names: list[list[str]]) -> None:
+        self.shapes = shapes  # the header's first
+        self.names = names  # of each pair line shape
+
+    @classmethod
+    def of(cls, text: str, header: re.Match[str], handlers: dict[str, Any]) -> _EpochBlocks | None:
+        """The shapes of the first ``header`` and of the pair lines after it (up to the next header); None when
+        the header or no pair line can be read so."""
+        if _others_match(header.group(0), handlers, "epoch_header"):
+            return None
+        base = header.start()
+        first = line_shape(header.group(0), [(header.start(1) - base, header.end(1) - base)], [True])
+        if first is None:
+            return None
+        shapes, names = [first], []
+        for _, line in _lines_after(text, header.end() + 1, 64):
+            if EPOCH_HEADER.match(line):
+                break
+            shape = _pair_shape(line, handlers)
+            if shape is not None and shape[0] not in shapes:
+                shapes.append(shape[0])
+                names.append(shape[1])
+        return cls(tuple(shapes), names) if names else None
+
+    def take(self, parser: GenericTextParser, run: _Run) -> Any:
+        epochs = run.grids[0][:, 0]
+        if not _goes_on(epochs, parser._last_anchor.get(-1)):
+            return None  # a restart, recorded at its line
+        before = parser._epoch_now
+        if run.kinds[0] != 0 and before is None:
+            return None  # pair lines with no epoch yet: not read
+        kinds, firsts = np.unique(run.kinds, return_index=True)
+        for kind in kinds[np.argsort(firsts)].tolist():
+            if kind:
+                parser.rows.codes(self.names[kind - 1])
+                parser._pairs_seen = True
+        if len(epochs):
+            parser._epoch_now = int(epochs[-1])
+            parser.anchor(int(epochs[-1]), None, 0)
+        return -1 if before is None else before
+
+    def rows(self, parser: GenericTextParser, taken: list[tuple[_Run, Any]]) -> tuple[Any, ...]:
+        run_of = np.concatenate([np.full(len(run.starts), index) for index, (run, _) in enumerate(taken)])
+        starts = np.concatenate([run.starts for run, _ in taken])
+        kinds = np.concatenate([run.kinds for run, _ in taken])
+        before = np.array([record for _, record in taken], dtype=np.int64)
+        headers = kinds == 0
+        header_lines = starts[headers]
+        epochs = np.concatenate([np.zeros(1), *(run.grids[0][:, 0] for run, _ in taken)]).astype(np.int64)
+        header_run = np.concatenate([[-1], run_of[headers]])
+        codes, steps, values, places = [], [], [], []
+        for kind, names in enumerate(self.names, 1):
+            mine = kinds == kind
+            if not mine.any():
+                continue
+            lines, runs = starts[mine], run_of[mine]
+            under = np.searchsorted(header_lines, lines, side="right")  # the header above, + 1 (0: none)
+            epoch = np.where(header_run[under] == runs, epochs[under], before[runs])  # (a header of its run)
+            width = len(names)
+            codes.append(np.tile(np.array(parser.rows.codes(names), dtype=np.int32), len(lines)))
+            steps.append(np.repeat(epoch, width))
+            values.append(np.concatenate([run.grids[kind] for run, _ in taken]).ravel())
+            places.append(np.repeat(lines, width))
+        if not places:
+            return (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0), NAN, np.empty(0, np.int64))
+        order = np.argsort(np.concatenate(places), kind="stable")
+        step = np.concatenate(steps)[order]
+        return (np.concatenate(codes)[order], step, np.concatenate(values)[order], step.astype(np.float64),
+                np.concatenate(places)[order])
+
+
+def _pair_shape(line: str, handlers: dict[str, Any]) -> tuple[LineShape, list[str]] | None:
+    """The shape of a ``Name: value - …`` line and its names, as ``_on_pair_line`` reads it; None when it is no
+    such line, might be read as another kind (a step's name first) or has another number than a plain one."""
+    if PAIR_LINE.fullmatch(line) is None or _KV_TOKEN.match(line) or _others_match(line, handlers, "pair_line"):
+        return None
+    items = list(_PAIR_ITEM.finditer(line))
+    shape = line_shape(line, [item.span(2) for item in items], [False] * len(items)) if items else None
+    return None if shape is None else (shape, [item.group(1).strip() for item in items])
+
+
+def _goes_on(steps: np.ndarray, previous: int | None) -> bool:
+    """Whether ``steps`` never go back (from ``previous`` on): a restart is recorded with its line."""
+    return not len(steps) or not ((previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any())
 
 
 _MMENGINE = re.compile(r" - mmengine - INFO - Epoch\(\w+\) +\[")
