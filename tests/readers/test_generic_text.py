@@ -247,6 +247,8 @@ _ODD_LINES = (
     "Epoch {e} - loss: 0.4210 - val_loss: 0.5120\n",
     "iter {s} | val_loss 2.3456 | val_ppl 10.44\n",
     "Epoch {e}/100\n",
+    "Epoch {e}/100\n" * 6,
+    "iter {s} | loss 0.5 | lr [1e-4] | grad_norm 0.5 | tokens/s 100\n" * 6,
     "Train Loss: 0.5 - Train Acc: 0.9\n",
     "Train Loss: nan - Train Acc: 0.9\n",
     "Test Loss: 5.3181 | Test Perplexity: 204.00\n",
@@ -304,7 +306,7 @@ def test_shaped_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, mo
     lines (NaN, junk, a word for a number, other shapes, other separators), a restart and a cut last line, at
     the usual chunk size and a small one."""
     run = _same_at_once_and_line_by_line(write(tmp_path / "train.log", _irregular(seed, epochs)), monkeypatch)
-    assert len(run.restarts) >= 1
+    assert run.restarts or len(run.phases) > 1  # the step going back: a restart, or a new session
 
 
 def test_shaped_lines_of_the_real_logs_and_the_bench(tmp_path, monkeypatch, real_logs):

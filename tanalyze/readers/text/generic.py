@@ -320,46 +320,54 @@ class GenericTextParser(GenericRules, TextParser):
             return False
         runs = shape_runs(text, shaped.shapes)
         chars = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
-        starts = [line_starts(chars, start, end) for start, end in runs]
-        lines = sum(map(len, starts))
-        if not lines or lines < 4 * len(runs) or 2 * lines < text.count("\n"):
+        every_line = line_starts(chars, 0, len(chars))
+        bounds = np.searchsorted(every_line, np.array(runs, dtype=np.int64).reshape(-1, 2))  # lines of each run
+        sizes = bounds[:, 1] - bounds[:, 0] if len(runs) else np.empty(0, np.int64)
+        lines = int(sizes.sum())
+        if not lines or lines < 4 * len(runs) or 2 * lines < len(every_line):
             return False  # mostly other lines, or short runs: line by line is as quick
-        every = np.concatenate(starts)
-        kinds = line_kinds(chars, every, shaped.shapes)
+        run_of = np.repeat(np.arange(len(runs)), sizes)
+        starts = every_line[np.concatenate([np.arange(a, b) for a, b in bounds.tolist()])]
+        kinds = line_kinds(chars, starts, shaped.shapes)
         grids = None if kinds is None else read_fields(
-            chars, [(every[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs)
+            chars, [(starts[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs)
         if grids is None:
             return False
-        self._read_runs(chunk, shaped, runs, _split_runs(every, kinds, grids, starts))
+        self._read_runs(chunk, shaped, runs, _RunLines.of(starts, kinds, run_of, grids, len(runs)))
         return True
 
-    def _read_runs(self, chunk: Chunk, shaped: _Shaped, runs: list[tuple[int, int]], lines: list[_Run]) -> None:
+    def _read_runs(self, chunk: Chunk, shaped: _Shaped, runs: list[tuple[int, int]], lines: _RunLines) -> None:
         """Each run taken (its state changed in turn) or read line by line, and the lines between them read line
         by line, in order; then the rows of the runs taken added at once, put in line order with the others."""
         rows = self.rows
         first = len(rows)
         by_line: list[tuple[int, int, Any]] = []
-        taken, places = [], []
+        taken = np.zeros(len(runs), dtype=bool)
+        records: list[Any] = [None] * len(runs)
+        counts, places = [], []  # rows of lines read one by one, and where
         at = 0
-        for (start, end), run in zip(runs, lines, strict=True):
+        for index, (start, end) in enumerate(runs):
             count = len(rows)
             self._lines_one_by_one(chunk, at, start, by_line)
-            record = shaped.take(self, run)
+            record = shaped.take(self, lines, index)
             if record is None:
                 self._lines_one_by_one(chunk, start, end, by_line)
             else:
-                taken.append((run, record))
-            places.append(np.full(len(rows) - count, at, dtype=np.int64))
+                taken[index], records[index] = True, record
+            counts.append(len(rows) - count)
+            places.append(at)
             at = end
         count = len(rows)
         self._lines_one_by_one(chunk, at, len(chunk.text), by_line)
-        places.append(np.full(len(rows) - count, at, dtype=np.int64))
-        if taken:
-            codes, steps, values, epoch, placed = shaped.rows(self, taken)
+        counts.append(len(rows) - count)
+        places.append(at)
+        if taken.any():
+            codes, steps, values, epoch, placed = shaped.rows(self, lines, taken, records)
             rows.extend(codes, steps, values, epoch=epoch)
-            self._marked.update(np.concatenate([run.starts for run, _ in taken]).tolist())
+            self._marked.update(lines.starts[taken[lines.run]].tolist())
             if len(rows) - first > len(placed):  # rows of lines read one by one among them
-                rows.reorder(first, np.argsort(np.concatenate([*places, placed]), kind="stable"))
+                others = np.repeat(np.array(places, dtype=np.int64), counts)
+                rows.reorder(first, np.argsort(np.concatenate([others, placed]), kind="stable"))
         self.scan_ranges = by_line
 
     def _lines_one_by_one(self, chunk: Chunk, start: int, end: int, by_line: list[tuple[int, int, Any]]) -> None:
@@ -671,12 +679,48 @@ _LOOK = 1 << 16
 _KV_TOKEN = re.compile(r"[ \t]*(?:iter|iteration|global_step|step|epoch)", re.I)
 
 
-class _Run(NamedTuple):
-    """The lines of one run: their starts, the index of each one's shape, each shape's field grid (its lines)."""
+class _RunLines(NamedTuple):
+    """The lines of a chunk's runs: their starts, the index of each one's shape and of its run, each shape's
+    field grid (its lines, in order), the anchors (the first field of the first shape's lines: a step or an
+    epoch) and per run: its first and last anchor (None without), whether they never go back within it,
+    whether its first line has the first shape and whether it has a line of another."""
 
     starts: np.ndarray
     kinds: np.ndarray
+    run: np.ndarray
     grids: list[np.ndarray]
+    first: list[int | None]
+    last: list[int | None]
+    smooth: list[bool]
+    leads: list[bool]
+    paired: list[bool]
+
+    @classmethod
+    def of(cls, starts: np.ndarray, kinds: np.ndarray, run: np.ndarray, grids: list[np.ndarray], runs: int
+           ) -> _RunLines:
+        anchors = grids[0][:, 0].astype(np.int64)
+        anchor_run = run[kinds == 0]
+        count = np.bincount(anchor_run, minlength=runs)
+        ends = np.cumsum(count)
+        has = count > 0
+        first = np.where(has, anchors[np.minimum(ends - count, len(anchors) - 1)] if len(anchors) else 0, 0)
+        last = np.where(has, anchors[np.maximum(ends - 1, 0)] if len(anchors) else 0, 0)
+        back = anchor_run[1:][(anchors[1:] < anchors[:-1]) & (anchor_run[1:] == anchor_run[:-1])]
+        smooth = np.ones(runs, dtype=bool)
+        smooth[back] = False
+        leads = np.zeros(runs, dtype=bool)
+        run_starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        leads[run[run_starts]] = kinds[run_starts] == 0
+        has_list = has.tolist()
+        return cls(starts, kinds, run, grids, [a if h else None for a, h in zip(first.tolist(), has_list, strict=True)],
+                   [a if h else None for a, h in zip(last.tolist(), has_list, strict=True)], smooth.tolist(),
+                   leads.tolist(), (np.bincount(run[kinds != 0], minlength=runs) > 0).tolist())
+
+    def goes_on(self, index: int, previous: int | None) -> bool:
+        """Whether the anchors of run ``index`` never go back (from ``previous`` on): a restart is recorded at
+        its line, read line by line."""
+        first = self.first[index]
+        return self.smooth[index] and (first is None or previous is None or first >= previous)
 
 
 def _few_lines_matches(text: str, patterns: tuple[tuple[re.Pattern[str], str], ...], start: int, end: int
@@ -708,19 +752,6 @@ def _line_tries(patterns: tuple[tuple[re.Pattern[str], str], ...]) -> list[tuple
     """Per pattern: its index, kind, and ``match`` when it is anchored at line starts, else ``finditer``."""
     return [(index, kind, pattern.match, None) if pattern.pattern.startswith("^") and pattern.flags & re.M
             else (index, kind, None, pattern.finditer) for index, (pattern, kind) in enumerate(patterns)]
-
-
-def _split_runs(every: np.ndarray, kinds: np.ndarray, grids: list[np.ndarray], starts: list[np.ndarray]
-                ) -> list[_Run]:
-    """The lines of all runs (``every``, their ``kinds`` and the grids of each kind) cut back into runs."""
-    runs, at, taken = [], 0, [0] * len(grids)
-    for begins in starts:
-        mine = kinds[at:at + len(begins)]
-        counts = np.bincount(mine, minlength=len(grids))
-        runs.append(_Run(begins, mine, [grid[taken[k]:taken[k] + counts[k]] for k, grid in enumerate(grids)]))
-        taken = [t + int(c) for t, c in zip(taken, counts, strict=True)]
-        at += len(begins)
-    return runs
 
 
 def _others_match(line: str, handlers: dict[str, Any], *but: str) -> bool:
@@ -757,13 +788,15 @@ class _Shaped:
             return _EpochBlocks.of(text, header, handlers)
         return None
 
-    def take(self, parser: GenericTextParser, run: _Run) -> Any:
-        """The state the run's lines change, changed as read one by one would (its tags coded, in order), and
+    def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
+        """The state the lines of run ``index`` change, changed as read one by one would (its tags coded, in order), and
         what :meth:`rows` needs of it; None (nothing changed) if not sure: read line by line."""
         raise NotImplementedError
 
-    def rows(self, parser: GenericTextParser, taken: list[tuple[_Run, Any]]) -> tuple[np.ndarray, ...]:
-        """The rows of the runs taken: codes, steps, values, epoch(s) and the line start of each."""
+    def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
+             ) -> tuple[Any, ...]:
+        """The rows of the runs ``taken`` (with what :meth:`take` gave): codes, steps, values, epoch(s) and the
+        line start of each."""
         raise NotImplementedError
 
 
@@ -777,6 +810,7 @@ class _KvLines(_Shaped):
         self.names = [roles[index] for index in self.pairs]
         epochs = [index for index, role in enumerate(roles) if role == "epoch"]
         self.epoch = epochs[-1] if epochs else None  # (the last one counts, line by line)
+        self.coded = False  # whether the names have their codes (in the order lines give them)
 
     @classmethod
     def of(cls, m: re.Match[str], handlers: dict[str, Any]) -> _KvLines | None:
@@ -810,19 +844,22 @@ class _KvLines(_Shaped):
         shape = line_shape(line, spans, [True] + [False] * (len(spans) - 1))
         return None if shape is None else cls(shape, roles, token == "epoch")
 
-    def take(self, parser: GenericTextParser, run: _Run) -> Any:
-        steps = run.grids[0][:, 0]
-        if parser._epoch_now is not None or not _goes_on(steps, parser._last_anchor.get(-1)):
+    def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
+        if parser._epoch_now is not None or not lines.goes_on(index, parser._last_anchor.get(-1)):
             return None  # a pair line could take it; a restart, recorded at its line
-        parser.rows.codes(self.names)
+        if not self.coded:
+            parser.rows.codes(self.names)
+            self.coded = True
         parser._kv_seen = True
         parser._kv_epoch_seen = parser._kv_epoch_seen or self.by_epoch
-        parser.anchor(int(steps[-1]), None, 0)
+        parser.anchor(lines.last[index], None, 0)  # type: ignore[arg-type]
         return True
 
-    def rows(self, parser: GenericTextParser, taken: list[tuple[_Run, Any]]) -> tuple[Any, ...]:
-        grid = np.concatenate([run.grids[0] for run, _ in taken])
-        starts = np.concatenate([run.starts for run, _ in taken])
+    def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
+             ) -> tuple[Any, ...]:
+        mine = taken[lines.run]
+        grid = lines.grids[0][mine]
+        starts = lines.starts[mine]
         steps = grid[:, 0].astype(np.int64)
         width = len(self.pairs)
         if self.epoch is not None:
@@ -841,6 +878,7 @@ class _EpochBlocks(_Shaped):
     def __init__(self, shapes: tuple[LineShape, ...], names: list[list[str]]) -> None:
         self.shapes = shapes  # the header's first
         self.names = names  # of each pair line shape
+        self.coded: set[int] = set()  # the pair line shapes whose names have their codes
 
     @classmethod
     def of(cls, text: str, header: re.Match[str], handlers: dict[str, Any]) -> _EpochBlocks | None:
@@ -862,45 +900,49 @@ class _EpochBlocks(_Shaped):
                 names.append(shape[1])
         return cls(tuple(shapes), names) if names else None
 
-    def take(self, parser: GenericTextParser, run: _Run) -> Any:
-        epochs = run.grids[0][:, 0]
-        if not _goes_on(epochs, parser._last_anchor.get(-1)):
+    def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
+        if not lines.goes_on(index, parser._last_anchor.get(-1)):
             return None  # a restart, recorded at its line
         before = parser._epoch_now
-        if run.kinds[0] != 0 and before is None:
+        if not lines.leads[index] and before is None:
             return None  # pair lines with no epoch yet: not read
-        kinds, firsts = np.unique(run.kinds, return_index=True)
-        for kind in kinds[np.argsort(firsts)].tolist():
-            if kind:
-                parser.rows.codes(self.names[kind - 1])
-                parser._pairs_seen = True
-        if len(epochs):
-            parser._epoch_now = int(epochs[-1])
-            parser.anchor(int(epochs[-1]), None, 0)
+        if len(self.coded) < len(self.names):  # the names coded in the order of the lines
+            kinds = lines.kinds[lines.run == index]
+            shapes, firsts = np.unique(kinds, return_index=True)
+            for kind in shapes[np.argsort(firsts)].tolist():
+                if kind and kind not in self.coded:
+                    parser.rows.codes(self.names[kind - 1])
+                    self.coded.add(kind)
+        parser._pairs_seen = parser._pairs_seen or lines.paired[index]
+        last = lines.last[index]
+        if last is not None:
+            parser._epoch_now = last
+            parser.anchor(last, None, 0)
         return -1 if before is None else before
 
-    def rows(self, parser: GenericTextParser, taken: list[tuple[_Run, Any]]) -> tuple[Any, ...]:
-        run_of = np.concatenate([np.full(len(run.starts), index) for index, (run, _) in enumerate(taken)])
-        starts = np.concatenate([run.starts for run, _ in taken])
-        kinds = np.concatenate([run.kinds for run, _ in taken])
-        before = np.array([record for _, record in taken], dtype=np.int64)
+    def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
+             ) -> tuple[Any, ...]:
+        mine = taken[lines.run]
+        starts, kinds, run_of = lines.starts, lines.kinds, lines.run
+        before = np.array([-1 if record is None else record for record in records], dtype=np.int64)
         headers = kinds == 0
         header_lines = starts[headers]
-        epochs = np.concatenate([np.zeros(1), *(run.grids[0][:, 0] for run, _ in taken)]).astype(np.int64)
+        epochs = np.concatenate([np.zeros(1), lines.grids[0][:, 0]]).astype(np.int64)
         header_run = np.concatenate([[-1], run_of[headers]])
         codes, steps, values, places = [], [], [], []
         for kind, names in enumerate(self.names, 1):
-            mine = kinds == kind
-            if not mine.any():
+            of_kind = kinds == kind
+            keep = mine[of_kind]
+            if not keep.any():
                 continue
-            lines, runs = starts[mine], run_of[mine]
-            under = np.searchsorted(header_lines, lines, side="right")  # the header above, + 1 (0: none)
+            at, runs = starts[of_kind][keep], run_of[of_kind][keep]
+            under = np.searchsorted(header_lines, at, side="right")  # the header above, + 1 (0: none)
             epoch = np.where(header_run[under] == runs, epochs[under], before[runs])  # (a header of its run)
             width = len(names)
-            codes.append(np.tile(np.array(parser.rows.codes(names), dtype=np.int32), len(lines)))
+            codes.append(np.tile(np.array(parser.rows.codes(names), dtype=np.int32), len(at)))
             steps.append(np.repeat(epoch, width))
-            values.append(np.concatenate([run.grids[kind] for run, _ in taken]).ravel())
-            places.append(np.repeat(lines, width))
+            values.append(lines.grids[kind][keep].ravel())
+            places.append(np.repeat(at, width))
         if not places:
             return (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0), NAN, np.empty(0, np.int64))
         order = np.argsort(np.concatenate(places), kind="stable")
