@@ -92,18 +92,27 @@ def line_starts(chars: np.ndarray, start: int, end: int) -> np.ndarray:
 
 def line_kinds(chars: np.ndarray, starts: np.ndarray, shapes: tuple[LineShape, ...]) -> np.ndarray | None:
     """The index of the shape of each line at ``starts`` (lines known to have one of ``shapes``), told by their
-    first pieces; None when one first piece begins another (then they cannot tell)."""
+    first pieces, or when all have the same first piece by their second (after the first field); None when one
+    such piece begins another (then they cannot tell)."""
+    if len(shapes) == 1:
+        return np.zeros(len(starts), dtype=np.int64)
     firsts = [shape.pieces[0].encode("ascii") for shape in shapes]
+    at = starts
+    if len(set(firsts)) == 1:  # "iter N | loss …" and "iter N | val_loss …": told after the step
+        if any(len(shape.pieces) < 2 for shape in shapes):
+            return None
+        firsts = [shape.pieces[1].encode("ascii") for shape in shapes]
+        is_value = _IS_VALUE[chars]
+        run_ends = np.flatnonzero(is_value[:-1] & ~is_value[1:]) + 1
+        at = run_ends[np.searchsorted(run_ends, starts + len(shapes[0].pieces[0]))]
     if any(a != b and b.startswith(a) for a in firsts for b in firsts) or len(set(firsts)) < len(firsts):
         return None
     kinds = np.zeros(len(starts), dtype=np.int64)
-    if len(shapes) == 1:
-        return kinds
     padded = np.concatenate((chars, np.zeros(max(map(len, firsts)), dtype=np.uint8)))
     for index, first in enumerate(firsts[1:], 1):
         same = np.ones(len(starts), dtype=bool)
         for offset, byte in enumerate(first):
-            same &= padded[starts + offset] == byte
+            same &= padded[at + offset] == byte
         kinds[same] = index
     return kinds
 

@@ -333,7 +333,8 @@ class GenericTextParser(GenericRules, TextParser):
             chars, [(starts[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs)
         if grids is None:
             return False
-        self._read_runs(chunk, shaped, runs, _RunLines.of(starts, kinds, run_of, grids, len(runs)))
+        self._read_runs(chunk, shaped, runs, _RunLines.of(starts, kinds, run_of, grids, len(runs),
+                                                                 shaped.every_kind))
         return True
 
     def _read_runs(self, chunk: Chunk, shaped: _Shaped, runs: list[tuple[int, int]], lines: _RunLines) -> None:
@@ -681,9 +682,9 @@ _KV_TOKEN = re.compile(r"[ \t]*(?:iter|iteration|global_step|step|epoch)", re.I)
 
 class _RunLines(NamedTuple):
     """The lines of a chunk's runs: their starts, the index of each one's shape and of its run, each shape's
-    field grid (its lines, in order), the anchors (the first field of the first shape's lines: a step or an
-    epoch) and per run: its first and last anchor (None without), whether they never go back within it,
-    whether its first line has the first shape and whether it has a line of another."""
+    field grid (its lines, in order), the anchors (the first field of the lines of the first shape, or of
+    every shape: a step or an epoch) and per run: its first and last anchor (None without), whether they never
+    go back within it, whether its first line has the first shape and which shapes its lines have."""
 
     starts: np.ndarray
     kinds: np.ndarray
@@ -693,13 +694,19 @@ class _RunLines(NamedTuple):
     last: list[int | None]
     smooth: list[bool]
     leads: list[bool]
-    paired: list[bool]
+    has: list[list[bool]]
 
     @classmethod
-    def of(cls, starts: np.ndarray, kinds: np.ndarray, run: np.ndarray, grids: list[np.ndarray], runs: int
-           ) -> _RunLines:
-        anchors = grids[0][:, 0].astype(np.int64)
-        anchor_run = run[kinds == 0]
+    def of(cls, starts: np.ndarray, kinds: np.ndarray, run: np.ndarray, grids: list[np.ndarray], runs: int,
+           every_kind: bool) -> _RunLines:
+        if every_kind and len(grids) > 1:
+            anchors = np.empty(len(starts), dtype=np.int64)
+            for kind, grid in enumerate(grids):
+                anchors[kinds == kind] = grid[:, 0]
+            anchor_run = run
+        else:
+            anchors = grids[0][:, 0].astype(np.int64)
+            anchor_run = run[kinds == 0] if len(grids) > 1 else run
         count = np.bincount(anchor_run, minlength=runs)
         ends = np.cumsum(count)
         has = count > 0
@@ -714,7 +721,8 @@ class _RunLines(NamedTuple):
         has_list = has.tolist()
         return cls(starts, kinds, run, grids, [a if h else None for a, h in zip(first.tolist(), has_list, strict=True)],
                    [a if h else None for a, h in zip(last.tolist(), has_list, strict=True)], smooth.tolist(),
-                   leads.tolist(), (np.bincount(run[kinds != 0], minlength=runs) > 0).tolist())
+                   leads.tolist(), np.bincount(run * len(grids) + kinds, minlength=runs * len(grids)).reshape(
+                       runs, len(grids)).astype(bool).tolist())
 
     def goes_on(self, index: int, previous: int | None) -> bool:
         """Whether the anchors of run ``index`` never go back (from ``previous`` on): a restart is recorded at
@@ -776,6 +784,7 @@ class _Shaped:
     """The shapes a chunk's templated lines have and how a run of them is read (equal to line by line)."""
 
     shapes: tuple[LineShape, ...]
+    every_kind = False  # whether every line has an anchor (else the first shape's)
 
     @staticmethod
     def of(text: str, handlers: dict[str, Any]) -> _Shaped | None:
@@ -783,7 +792,7 @@ class _Shaped:
         kv = KV_STEP.search(text, 0, _LOOK)
         header = EPOCH_HEADER.search(text, 0, _LOOK) if "Epoch" in text[:_LOOK] else None
         if kv is not None and (header is None or kv.start() < header.start()):
-            return _KvLines.of(kv, handlers)
+            return _KvLines.of(text, kv.start(), handlers)
         if header is not None:
             return _EpochBlocks.of(text, header, handlers)
         return None
@@ -800,20 +809,44 @@ class _Shaped:
         raise NotImplementedError
 
 
-class _KvLines(_Shaped):
-    """Key-value lines with a step (``iter N | name value | …``) of one shape."""
+class _KvShape(NamedTuple):
+    """How a key-value line of one shape is read: the fields that are pairs and their names, the field that is
+    the epoch (None: none), and whether the step is an epoch ("Epoch 3/10 - loss: …")."""
 
-    def __init__(self, shape: LineShape, roles: list[str | None], by_epoch: bool) -> None:
-        self.shapes = (shape,)
-        self.by_epoch = by_epoch  # the step is an epoch ("Epoch 3/10 - loss: …")
-        self.pairs = [index for index, role in enumerate(roles) if role not in (None, "step", "epoch")]
-        self.names = [roles[index] for index in self.pairs]
-        epochs = [index for index, role in enumerate(roles) if role == "epoch"]
-        self.epoch = epochs[-1] if epochs else None  # (the last one counts, line by line)
-        self.coded = False  # whether the names have their codes (in the order lines give them)
+    pairs: list[int]
+    names: list[str]
+    epoch: int | None
+    by_epoch: bool
+
+
+class _KvLines(_Shaped):
+    """Key-value lines with a step (``iter N | name value | …``) of a few shapes (a training and an evaluation
+    line, say), seen in the head of the chunk."""
+
+    every_kind = True  # every line has a step
+
+    def __init__(self, shapes: list[tuple[LineShape, _KvShape]]) -> None:
+        self.shapes = tuple(shape for shape, _ in shapes)
+        self.reads = [read for _, read in shapes]
+        self.coded: set[int] = set()  # the shapes whose names have their codes (in the order lines give them)
 
     @classmethod
-    def of(cls, m: re.Match[str], handlers: dict[str, Any]) -> _KvLines | None:
+    def of(cls, text: str, start: int, handlers: dict[str, Any]) -> _KvLines | None:
+        """The shapes of the first key-value lines of ``text`` from ``start`` on (up to 4, in the head)."""
+        shapes: list[tuple[LineShape, _KvShape]] = []
+        known: list[re.Pattern[str]] = []
+        for count, m in enumerate(KV_STEP.finditer(text, start, _LOOK)):
+            if count >= 256 or len(shapes) >= 4:
+                break
+            if m.end() < _LOOK and not any(pattern.fullmatch(m.group(0)) for pattern in known):
+                shape = cls._shape_of(m, handlers)
+                if shape is not None:
+                    shapes.append(shape)
+                    known.append(re.compile(shape[0].source()))
+        return cls(shapes) if shapes else None
+
+    @staticmethod
+    def _shape_of(m: re.Match[str], handlers: dict[str, Any]) -> tuple[LineShape, _KvShape] | None:
         """The shape of the key-value line ``m`` matched, as ``_on_kv_step`` reads it; None when that line would
         not be read (too few pairs), has a step among its pairs or also matches another generic pattern."""
         line = m.group(0)
@@ -837,39 +870,75 @@ class _KvLines(_Shaped):
                 return None  # the step in a pair: rare, read line by line
             roles.append("epoch" if lower == "epoch" else None if lower in _STEP_NAMES else name)
             spans.append((rest_at + a + item.start(2), rest_at + a + item.end(2)))
-        pairs = sum(role not in (None, "step", "epoch") for role in roles)
-        # (a pair line is no other kind here: no epoch header before, which the run checks)
-        if not pairs or pairs * 2 < len(segments) or _others_match(line, handlers, "kv_step", "pair_line"):
+        pairs = [index for index, role in enumerate(roles) if role not in (None, "step", "epoch")]
+        # (a pair line is no other kind here: no epoch header before, which each run checks)
+        if not pairs or len(pairs) * 2 < len(segments) or _others_match(line, handlers, "kv_step", "pair_line"):
             return None
         shape = line_shape(line, spans, [True] + [False] * (len(spans) - 1))
-        return None if shape is None else cls(shape, roles, token == "epoch")
+        epochs = [index for index, role in enumerate(roles) if role == "epoch"]  # (the last one counts)
+        read = _KvShape(pairs, [roles[index] for index in pairs], epochs[-1] if epochs else None,  # type: ignore[misc]
+                        token == "epoch")
+        return None if shape is None else (shape, read)
 
     def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
         if parser._epoch_now is not None or not lines.goes_on(index, parser._last_anchor.get(-1)):
             return None  # a pair line could take it; a restart, recorded at its line
-        if not self.coded:
-            parser.rows.codes(self.names)
-            self.coded = True
+        if len(self.coded) < len(self.reads):
+            _code_in_order(parser, lines, index, self.coded, [read.names for read in self.reads], 0)
         parser._kv_seen = True
-        parser._kv_epoch_seen = parser._kv_epoch_seen or self.by_epoch
+        parser._kv_epoch_seen = parser._kv_epoch_seen or any(
+            read.by_epoch for kind, read in enumerate(self.reads) if lines.has[index][kind])
         parser.anchor(lines.last[index], None, 0)  # type: ignore[arg-type]
         return True
 
     def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
              ) -> tuple[Any, ...]:
         mine = taken[lines.run]
-        grid = lines.grids[0][mine]
-        starts = lines.starts[mine]
-        steps = grid[:, 0].astype(np.int64)
-        width = len(self.pairs)
-        if self.epoch is not None:
-            epoch: Any = np.repeat(grid[:, self.epoch], width)
-        elif self.by_epoch:
-            epoch = np.repeat(steps.astype(np.float64), width)
-        else:
-            epoch = NAN
-        codes = np.tile(np.array(parser.rows.codes(self.names), dtype=np.int32), len(steps))
-        return codes, np.repeat(steps, width), grid[:, self.pairs].ravel(), epoch, np.repeat(starts, width)
+        codes, steps, values, epochs, places = [], [], [], [], []
+        for kind, read in enumerate(self.reads):
+            of_kind = lines.kinds == kind
+            keep = mine[of_kind]
+            if not keep.any():
+                continue
+            grid = lines.grids[kind][keep]
+            step = grid[:, 0].astype(np.int64)
+            width = len(read.pairs)
+            if read.epoch is not None:
+                epoch = grid[:, read.epoch]
+            elif read.by_epoch:
+                epoch = step.astype(np.float64)
+            else:
+                epoch = np.full(len(step), NAN)
+            codes.append(np.tile(np.array(parser.rows.codes(read.names), dtype=np.int32), len(step)))
+            steps.append(np.repeat(step, width))
+            values.append(grid[:, read.pairs].ravel())
+            epochs.append(np.repeat(epoch, width))
+            places.append(np.repeat(lines.starts[of_kind][keep], width))
+        return _in_line_order(codes, steps, values, epochs, places)
+
+
+def _code_in_order(parser: GenericTextParser, lines: _RunLines, index: int, coded: set[int],
+                   names: list[list[str]], first: int) -> None:
+    """Give the names of each shape (from kind ``first`` on) of run ``index`` their codes, in the order its
+    lines have them (as line by line), once."""
+    kinds = lines.kinds[lines.run == index]
+    shapes, firsts = np.unique(kinds, return_index=True)
+    for kind in shapes[np.argsort(firsts)].tolist():
+        if kind >= first and kind not in coded:
+            parser.rows.codes(names[kind - first])
+            coded.add(kind)
+
+
+def _in_line_order(codes: list[np.ndarray], steps: list[np.ndarray], values: list[np.ndarray],
+                   epochs: list[np.ndarray], places: list[np.ndarray]) -> tuple[Any, ...]:
+    """The rows of each shape (codes, steps, values, epochs, line starts) as one set of columns in line order
+    (within a line, in the order of its pairs)."""
+    if not places:
+        return (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0), NAN, np.empty(0, np.int64))
+    if len(places) == 1:
+        return codes[0], steps[0], values[0], epochs[0], places[0]
+    order = np.argsort(np.concatenate(places), kind="stable")
+    return tuple(np.concatenate(column)[order] for column in (codes, steps, values, epochs, places))
 
 
 class _EpochBlocks(_Shaped):
@@ -907,13 +976,8 @@ class _EpochBlocks(_Shaped):
         if not lines.leads[index] and before is None:
             return None  # pair lines with no epoch yet: not read
         if len(self.coded) < len(self.names):  # the names coded in the order of the lines
-            kinds = lines.kinds[lines.run == index]
-            shapes, firsts = np.unique(kinds, return_index=True)
-            for kind in shapes[np.argsort(firsts)].tolist():
-                if kind and kind not in self.coded:
-                    parser.rows.codes(self.names[kind - 1])
-                    self.coded.add(kind)
-        parser._pairs_seen = parser._pairs_seen or lines.paired[index]
+            _code_in_order(parser, lines, index, self.coded, self.names, 1)
+        parser._pairs_seen = parser._pairs_seen or any(lines.has[index][1:])
         last = lines.last[index]
         if last is not None:
             parser._epoch_now = last
@@ -943,12 +1007,7 @@ class _EpochBlocks(_Shaped):
             steps.append(np.repeat(epoch, width))
             values.append(lines.grids[kind][keep].ravel())
             places.append(np.repeat(at, width))
-        if not places:
-            return (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0), NAN, np.empty(0, np.int64))
-        order = np.argsort(np.concatenate(places), kind="stable")
-        step = np.concatenate(steps)[order]
-        return (np.concatenate(codes)[order], step, np.concatenate(values)[order], step.astype(np.float64),
-                np.concatenate(places)[order])
+        return _in_line_order(codes, steps, values, [step.astype(np.float64) for step in steps], places)
 
 
 def _pair_shape(line: str, handlers: dict[str, Any]) -> tuple[LineShape, list[str]] | None:
