@@ -21,7 +21,7 @@ import numpy as np
 
 from tanalyze.readers.text._numbers import parse_some_numbers
 
-__all__ = ["LineShape", "line_kinds", "line_shape", "line_starts", "read_fields", "shape_runs"]
+__all__ = ["LineShape", "line_kinds", "line_shape", "line_starts", "read_fields", "shape_runs", "value_runs"]
 
 #: the characters a field may hold: a piece after a field begins with none of them
 _VALUE_CHARS = "0123456789.eE+-"
@@ -76,8 +76,8 @@ def line_shape(line: str, spans: list[tuple[int, int]], integers: list[bool]) ->
 @functools.lru_cache(maxsize=32)
 def _runs_pattern(shapes: tuple[LineShape, ...]) -> re.Pattern[str]:
     """Whole lines of any of ``shapes``, one or more in a row."""
-    lines = "|".join(shape.source() for shape in shapes)
-    return re.compile(rf"^(?:(?:{lines})\n)+", re.M)
+    lines = shapes[0].source() if len(shapes) == 1 else "(?:" + "|".join(shape.source() for shape in shapes) + ")"
+    return re.compile(rf"^(?:{lines}\n)+", re.M)
 
 
 def shape_runs(text: str, shapes: tuple[LineShape, ...]) -> list[tuple[int, int]]:
@@ -90,7 +90,14 @@ def line_starts(chars: np.ndarray, start: int, end: int) -> np.ndarray:
     return np.concatenate(([start], np.flatnonzero(chars[start:end - 1] == 10) + start + 1))
 
 
-def line_kinds(chars: np.ndarray, starts: np.ndarray, shapes: tuple[LineShape, ...]) -> np.ndarray | None:
+def value_runs(chars: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which characters a number may have, and where each run of them ends (text ending with a line break)."""
+    is_value = _IS_VALUE[chars]
+    return is_value, np.flatnonzero(is_value[:-1] & ~is_value[1:]) + 1
+
+
+def line_kinds(chars: np.ndarray, starts: np.ndarray, shapes: tuple[LineShape, ...], run_ends: np.ndarray
+               ) -> np.ndarray | None:
     """The index of the shape of each line at ``starts`` (lines known to have one of ``shapes``), told by their
     first pieces, or when all have the same first piece by their second (after the first field); None when one
     such piece begins another (then they cannot tell)."""
@@ -102,8 +109,6 @@ def line_kinds(chars: np.ndarray, starts: np.ndarray, shapes: tuple[LineShape, .
         if any(len(shape.pieces) < 2 for shape in shapes):
             return None
         firsts = [shape.pieces[1].encode("ascii") for shape in shapes]
-        is_value = _IS_VALUE[chars]
-        run_ends = np.flatnonzero(is_value[:-1] & ~is_value[1:]) + 1
         at = run_ends[np.searchsorted(run_ends, starts + len(shapes[0].pieces[0]))]
     if any(a != b and b.startswith(a) for a in firsts for b in firsts) or len(set(firsts)) < len(firsts):
         return None
@@ -117,8 +122,8 @@ def line_kinds(chars: np.ndarray, starts: np.ndarray, shapes: tuple[LineShape, .
     return kinds
 
 
-def read_fields(chars: np.ndarray, lines: list[tuple[np.ndarray, LineShape]], runs: list[tuple[int, int]]
-                ) -> list[np.ndarray] | None:
+def read_fields(chars: np.ndarray, lines: list[tuple[np.ndarray, LineShape]], runs: list[tuple[int, int]],
+                values: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray] | None:
     """The fields of each group of lines (their starts, their shape: lines known to have it, all in ``runs``)
     as (lines, fields) float64 grids; None when one is not a number (cannot be, the shape's regex checked them). A field is the
     run of number characters from its start; they are kept (but those of the pieces), each run's end (a

@@ -38,6 +38,7 @@ from tanalyze.readers.text._shaped import (
     line_starts,
     read_fields,
     shape_runs,
+    value_runs,
 )
 from tanalyze.readers.values import NAN, NUMBER, to_float
 
@@ -328,9 +329,10 @@ class GenericTextParser(GenericRules, TextParser):
             return False  # mostly other lines, or short runs: line by line is as quick
         run_of = np.repeat(np.arange(len(runs)), sizes)
         starts = every_line[np.concatenate([np.arange(a, b) for a, b in bounds.tolist()])]
-        kinds = line_kinds(chars, starts, shaped.shapes)
+        values = value_runs(chars)
+        kinds = line_kinds(chars, starts, shaped.shapes, values[1])
         grids = None if kinds is None else read_fields(
-            chars, [(starts[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs)
+            chars, [(starts[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs, values)
         if grids is None:
             return False
         self._read_runs(chunk, shaped, runs, _RunLines.of(starts, kinds, run_of, grids, len(runs),
