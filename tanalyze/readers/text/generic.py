@@ -328,7 +328,10 @@ class GenericTextParser(GenericRules, TextParser):
         if not lines or lines < 4 * len(runs) or 2 * lines < len(every_line):
             return False  # mostly other lines, or short runs: line by line is as quick
         run_of = np.repeat(np.arange(len(runs)), sizes)
-        starts = every_line[np.concatenate([np.arange(a, b) for a, b in bounds.tolist()])]
+        edge = np.zeros(len(every_line) + 1, dtype=np.int8)
+        edge[bounds[:, 0]] = 1
+        edge[bounds[:, 1]] = -1  # (a line, of another shape, always comes between two runs)
+        starts = every_line[np.cumsum(edge[:-1], dtype=np.int8) > 0]
         values = value_runs(chars)
         kinds = line_kinds(chars, starts, shaped.shapes, values[1])
         grids = None if kinds is None else read_fields(
@@ -380,6 +383,9 @@ class GenericTextParser(GenericRules, TextParser):
         handlers = self._handlers
         text = chunk.text
         few = text.count("\n", start, end) <= 8
+        if few and self.patterns is GenericRules.generic_patterns and _NO_GENERIC_LINE.fullmatch(text, start, end):
+            by_line.append((start, end, self.lookalike))
+            return  # (no generic pattern can match there)
         for kind, m in (_few_lines_matches(text, self.patterns, start, end) if few
                         else ordered_matches(text, self.patterns, start, end)):
             handlers[kind](m, chunk)
@@ -731,6 +737,11 @@ class _RunLines(NamedTuple):
         its line, read line by line."""
         first = self.first[index]
         return self.smooth[index] and (first is None or previous is None or first >= previous)
+
+
+#: Lines no generic pattern can match: without any of ``: = [ *`` (pairs, meters, summaries) and the words
+#: that begin key-value lines and epoch headers (the words' letters of both cases).
+_NO_GENERIC_LINE = re.compile(r"(?:(?![Ii][Tt][Ee][Rr]|[Ss][Tt][Ee][Pp]|[Ee][Pp][Oo][Cc][Hh])[^:=\[*])*")
 
 
 def _few_lines_matches(text: str, patterns: tuple[tuple[re.Pattern[str], str], ...], start: int, end: int
