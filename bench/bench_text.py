@@ -323,6 +323,62 @@ def naive_text(path: Path) -> int:
     return len(frame)
 
 
+KV_LINE = re.compile(r"iter (\d+) \|(.*)")
+KV_PAIR = re.compile(r"([\w/]+) (\S+)")
+
+
+def naive_text_kv(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = KV_LINE.match(line)
+            if m:
+                step = int(m.group(1))
+                for name, value in KV_PAIR.findall(m.group(2)):
+                    try:
+                        number = float(value)
+                    except ValueError:
+                        continue
+                    tags.append(name)
+                    steps.append(step)
+                    values.append(number)
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
+EPOCH_LINE = re.compile(r"Epoch (\d+)/\d+$")
+EPOCH_PAIR = re.compile(r"([A-Za-z][\w ]*?): (\S+)")
+
+
+def naive_text_epochs(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    epochs: list[float] = []
+    epoch = None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = EPOCH_LINE.match(line)
+            if m:
+                epoch = int(m.group(1))
+                continue
+            if epoch is None:
+                continue
+            for name, value in EPOCH_PAIR.findall(line):
+                try:
+                    number = float(value)
+                except ValueError:
+                    continue
+                tags.append(name)
+                steps.append(epoch)
+                values.append(number)
+                epochs.append(float(epoch))
+    frame = _frame(tags, steps, values, [math.nan] * len(values))
+    frame["epoch"] = np.asarray(epochs)
+    return len(frame)
+
+
 LLMC_STEP = re.compile(r"step\s+(\d+)/(\d+) \| loss (\S+) \(([^)]*)\)\| norm (\S+) \(([^)]*)\)\| lr (\S+)(.*)")
 LLMC_TAIL = re.compile(r"\| (\S+) ms \| (\S+)% \w+ MFU \| (\S+) tok/s")
 LLMC_VAL = re.compile(r"val loss (\S+)")
@@ -502,7 +558,8 @@ def naive_fairseq_json(path: Path) -> int:
 
 
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
-         "text": naive_text, "llmc": naive_llmc, "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "fairseq": naive_fairseq,
+         "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs, "llmc": naive_llmc,
+         "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "fairseq": naive_fairseq,
          "fairseq_json": naive_fairseq_json}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
@@ -519,8 +576,8 @@ def _time(fn, path: Path, repeat: int) -> tuple[float, int]:
 
 
 #: formats read by a reader of another name (llm.c's main.log and console are both the llmc reader's, fairseq's
-#: simple and JSON formats the fairseq reader's)
-READER = {"llmc_main": "llmc", "fairseq_json": "fairseq"}
+#: simple and JSON formats the fairseq reader's, the generic shapes the text reader's)
+READER = {"llmc_main": "llmc", "fairseq_json": "fairseq", "text_kv": "text", "text_epochs": "text"}
 
 
 def _ours(name: str):

@@ -357,6 +357,50 @@ def make_fairseq_json(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_text_kv(path: Path, megabytes: int) -> None:
+    """A custom loop's key-value lines (what the generic reader reads as "kv_step"): a config dump, then
+    ``iter N | loss … | lr … | grad_norm … | tokens/s …`` every 10 iterations, an evaluation line of another
+    shape and a checkpoint message every 500 (nanoGPT-like scripts printing with ``|``)."""
+    rng = random.Random(5)
+    head = "Starting training with config:\n" + "".join(
+        f"  {name}_{i}: {rng.choice(['None', 'True', '0.1', '1024', 'adamw'])}\n"
+        for i, name in enumerate(["lr", "batch_size", "warmup", "optimizer"] * 25)
+    )
+
+    def block(index: int) -> str:
+        iteration = 10 * (index + 1)
+        loss = 11.0 * (iteration + 100) ** -0.15 + rng.random() * 0.05
+        text = (f"iter {iteration} | loss {loss:.4f} | lr {6e-4 * min(1.0, iteration / 2000):.6f} | "
+                f"grad_norm {0.2 + rng.random():.3f} | tokens/s {50000 + rng.random() * 2000:.0f}\n")
+        if iteration % 500 == 0:
+            text += (f"iter {iteration} | val_loss {loss + 0.1:.4f} | val_ppl {2.718 ** (loss + 0.1):.2f}\n"
+                     f"saving checkpoint to out/ckpt_{iteration}.pt\n")
+        return text
+
+    _write(path, megabytes, head, block)
+
+
+def make_text_epochs(path: Path, megabytes: int) -> None:
+    """Epoch blocks (the generic reader's "epoch_header" and "pair_line"): an ``Epoch N/M`` line, then
+    ``Train Loss: … - Train Acc: …`` and ``Val Loss: … - Val Acc: …``, a saved-model message now and then
+    (Keras-like hand-written loops; a real log has an epoch per block, so a large one is synthetic)."""
+    rng = random.Random(6)
+    head = "Loading dataset...\nModel: ResNet18 (11,689,512 parameters)\n"
+    epochs = 10 ** 7
+
+    def block(index: int) -> str:
+        epoch = index + 1
+        loss = 2.5 * epoch ** -0.1
+        text = (f"Epoch {epoch}/{epochs}\n"
+                f"Train Loss: {loss + rng.random() * 0.01:.4f} - Train Acc: {1 - loss / 3 + rng.random() * 0.01:.4f}\n"
+                f"Val Loss: {loss + 0.05 + rng.random() * 0.01:.4f} - Val Acc: {1 - loss / 2.8:.4f}\n")
+        if epoch % 25 == 0:
+            text += f"Saved best model to checkpoints/best_{epoch}.pt\n"
+        return text
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -364,6 +408,8 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "deepspeed": make_deepspeed,
     "nanogpt": make_nanogpt,
     "text": make_text,
+    "text_kv": make_text_kv,
+    "text_epochs": make_text_epochs,
     "llmc": make_llmc,
     "llmc_main": make_llmc_main,
     "modded_nanogpt": make_modded_nanogpt,

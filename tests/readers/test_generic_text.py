@@ -223,3 +223,124 @@ def test_averaged_meter_lines_of_one_shape_are_read_at_once():
     assert _averaged_values(rests, "\t", ("Time", "Loss")) == "0.208 3.4360e+00 0.1 nan"
     assert _averaged_values(rests, "\t", ("Time", "Acc")) is None
     assert _averaged_values((rests[0], "\tTime 0.1 (0.2)"), "\t", ("Time", "Loss")) is None
+
+
+def _kv_line(step, rng, loss=None):
+    loss = f"{rng.random() * 3:.4f}" if loss is None else loss
+    return (f"iter {step} | loss {loss} | lr [{rng.random() * 1e-3:.6f}] | grad_norm {rng.random():.3f} | "
+            f"tokens/s {rng.random() * 1e5:.0f}\n")
+
+
+def _epoch_block(epoch, rng, total=100):
+    return (f"Epoch {epoch}/{total}\nTrain Loss: {rng.random():.4f} - Train Acc: {rng.random() * 100:.2f}%\n"
+            f"Val Loss: {rng.random():.4f} - Val Acc: {rng.random() * 100:.2f}% - Time: {rng.random() * 90:.1f}s\n")
+
+
+#: lines of other shapes (or damaged ones) put among the usual ones
+_ODD_LINES = (
+    "iter {s} | loss nan | lr [1e-4] | grad_norm inf | tokens/s 100\n",
+    "iter {s} | loss abc | lr [1e-4] | grad_norm 0.5 | tokens/s 100\n",
+    "saving checkpoint to out/ckpt_{s}.pt\n",
+    "step: {s}, loss: 2.5, grad_norm: 0.9\n",
+    "global_step={s}, loss=1.25, lr=3e-4\n",
+    "step: {s}, epoch: 2, loss: 2.5\n",
+    "Epoch {e} - loss: 0.4210 - val_loss: 0.5120\n",
+    "iter {s} | val_loss 2.3456 | val_ppl 10.44\n",
+    "Epoch {e}/100\n",
+    "Epoch {e}/100\n" * 6,
+    "iter {s} | loss 0.5 | lr [1e-4] | grad_norm 0.5 | tokens/s 100\n" * 6,
+    "Train Loss: 0.5 - Train Acc: 0.9\n",
+    "Train Loss: nan - Train Acc: 0.9\n",
+    "Test Loss: 5.3181 | Test Perplexity: 204.00\n",
+    "Epoch [1][{s}/791]\tlr: 1.2e-4, loss: 0.5\n",
+    "Train Loss: 0.5 - Train Acc: 0.9 \u00b5\n",
+    "iter {s} | loss 1.0e+00 | lr [1e-4] | grad_norm 0.5 | tokens/s 100\n",
+    "iter {s} | loss -0.0 | lr [.5] | grad_norm +1 | tokens/s 1.\n",
+    "  \n",
+)
+
+
+def _irregular(seed, epochs):
+    """Usual lines (key-value, or epoch blocks) with odd ones among them now and then, steps that go back
+    once, and sometimes no line break at the end."""
+    import random
+
+    rng = random.Random(seed)
+    out, step, epoch = [], 10, 1
+    for index in range(900):
+        if index == 500:
+            step, epoch = step // 3, max(1, epoch // 3)  # a restart
+        if rng.random() < 0.03:
+            out.append(rng.choice(_ODD_LINES).format(s=step, e=epoch))
+        if epochs:
+            out.append(_epoch_block(epoch, rng))
+            epoch += 1
+        else:
+            out.append(_kv_line(step, rng))
+            step += 10
+    text = "".join(out)
+    return text[:-1] if seed % 2 else text
+
+
+def _same_at_once_and_line_by_line(path, monkeypatch):
+    from tanalyze.readers.text import _parts
+    from tanalyze.readers.text.generic import GenericTextParser
+
+    for chunk_chars in (_parts.CHUNK_CHARS, 1 << 12):
+        monkeypatch.setattr(_parts, "CHUNK_CHARS", chunk_chars)
+        (at_once,) = GenericTextReader().read([path])
+        monkeypatch.setattr(GenericTextParser, "line_by_line", True)
+        (by_line,) = GenericTextReader().read([path])
+        monkeypatch.setattr(GenericTextParser, "line_by_line", False)
+        pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True, obj=str(path))
+        assert (at_once.notes, at_once.warnings, at_once.restarts) == (by_line.notes, by_line.warnings,
+                                                                       by_line.restarts), path
+    return at_once
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("epochs", [False, True], ids=["kv_step", "epoch_blocks"])
+def test_shaped_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, seed, epochs):
+    """Key-value lines and epoch blocks of one printed shape are read run by run at once, the lines between
+    one by one: the same rows (every column), notes, warnings and restarts as every line on its own, with odd
+    lines (NaN, junk, a word for a number, other shapes, other separators), a restart and a cut last line, at
+    the usual chunk size and a small one."""
+    run = _same_at_once_and_line_by_line(write(tmp_path / "train.log", _irregular(seed, epochs)), monkeypatch)
+    assert run.restarts or len(run.phases) > 1  # the step going back: a restart, or a new session
+
+
+def test_shaped_lines_of_the_real_logs_and_the_bench(tmp_path, monkeypatch, real_logs):
+    from bench.text_logs import make_text_epochs, make_text_kv
+
+    make_text_kv(tmp_path / "kv.log", 1)
+    make_text_epochs(tmp_path / "epochs.log", 1)
+    files = [p for folder in ("other_text", "crash_logs", "mmdet2_json") for p in sorted((real_logs / folder).rglob("*"))
+             if p.suffix in (".log", ".txt")]
+    for path in [tmp_path / "kv.log", tmp_path / "epochs.log", *files]:
+        _same_at_once_and_line_by_line(path, monkeypatch)
+
+
+@pytest.mark.parametrize("epochs", [False, True], ids=["kv_step", "epoch_blocks"])
+def test_clean_shaped_lines_take_the_fast_path(tmp_path, monkeypatch, epochs):
+    """Lines of one shape are never read one by one (no handler of their kind is called)."""
+    import random
+
+    from tanalyze.readers.text.generic import GenericTextParser
+
+    rng = random.Random(1)
+    text = "".join(_epoch_block(e, rng, 3000) if epochs else _kv_line(10 * e, rng) for e in range(1, 3001))
+    path = write(tmp_path / "train.log", text)
+    calls = []
+    for kind in ("kv_step", "epoch_header", "pair_line"):
+        monkeypatch.setattr(GenericTextParser, f"_on_{kind}", lambda self, m, chunk, kind=kind: calls.append(kind))
+    (run,) = GenericTextReader().read([path])
+    assert calls == []
+    monkeypatch.undo()
+    frame = run.scalars
+    if epochs:
+        assert len(frame) == 3000 * 5 and set(frame["tag"]) == {"Train Loss", "Train Acc", "Val Loss", "Val Acc", "Time"}
+        assert frame["step"].max() == 3000 and (frame["epoch"] == frame["step"]).all()
+    else:
+        assert len(frame) == 3000 * 4 and set(frame["tag"]) == {"loss", "lr", "grad_norm", "tokens/s"}
+        assert frame["step"].max() == 30000
+    _same_at_once_and_line_by_line(path, monkeypatch)

@@ -21,7 +21,7 @@ from bisect import bisect_right
 from itertools import chain, compress, repeat
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -30,7 +30,16 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._regex import matches_by_line, require, tagged_matches
+from tanalyze.readers.text._regex import matches_by_line, ordered_matches, require, tagged_matches
+from tanalyze.readers.text._shaped import (
+    LineShape,
+    line_kinds,
+    line_shape,
+    line_starts,
+    read_fields,
+    shape_runs,
+    value_runs,
+)
 from tanalyze.readers.values import NAN, NUMBER, to_float
 
 __all__ = ["GenericRules", "GenericTextParser", "GenericTextReader", "detect_generic"]
@@ -297,8 +306,90 @@ class GenericTextParser(GenericRules, TextParser):
         self._init_generic()
 
     def feed(self, chunk: Chunk) -> None:
-        if self.line_by_line or not self._meters_at_once(chunk):
+        if self.line_by_line or not (self._shaped_at_once(chunk) or self._meters_at_once(chunk)):
             super().feed(chunk)
+
+    def _shaped_at_once(self, chunk: Chunk) -> bool:
+        """Key-value lines (or epoch blocks) printed from one template read run by run at once, the lines
+        between them one by one at their place: the same rows as line by line. False (nothing read) when the
+        chunk's head has no such line, or too few of its lines are in runs for this to pay."""
+        text = chunk.text
+        if chunk.incomplete or not text.isascii():
+            return False
+        shaped = _Shaped.of(text, self._handlers)
+        if shaped is None:
+            return False
+        runs = shape_runs(text, shaped.shapes)
+        chars = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+        every_line = line_starts(chars, 0, len(chars))
+        bounds = np.searchsorted(every_line, np.array(runs, dtype=np.int64).reshape(-1, 2))  # lines of each run
+        sizes = bounds[:, 1] - bounds[:, 0] if len(runs) else np.empty(0, np.int64)
+        lines = int(sizes.sum())
+        if not lines or lines < 4 * len(runs) or 2 * lines < len(every_line):
+            return False  # mostly other lines, or short runs: line by line is as quick
+        run_of = np.repeat(np.arange(len(runs)), sizes)
+        edge = np.zeros(len(every_line) + 1, dtype=np.int8)
+        edge[bounds[:, 0]] = 1
+        edge[bounds[:, 1]] = -1  # (a line, of another shape, always comes between two runs)
+        starts = every_line[np.cumsum(edge[:-1], dtype=np.int8) > 0]
+        values = value_runs(chars)
+        kinds = line_kinds(chars, starts, shaped.shapes, values[1])
+        grids = None if kinds is None else read_fields(
+            chars, [(starts[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs, values)
+        if grids is None:
+            return False
+        self._read_runs(chunk, shaped, runs, _RunLines.of(starts, kinds, run_of, grids, len(runs),
+                                                                 shaped.every_kind))
+        return True
+
+    def _read_runs(self, chunk: Chunk, shaped: _Shaped, runs: list[tuple[int, int]], lines: _RunLines) -> None:
+        """Each run taken (its state changed in turn) or read line by line, and the lines between them read line
+        by line, in order; then the rows of the runs taken added at once, put in line order with the others."""
+        rows = self.rows
+        first = len(rows)
+        by_line: list[tuple[int, int, Any]] = []
+        taken = np.zeros(len(runs), dtype=bool)
+        records: list[Any] = [None] * len(runs)
+        counts, places = [], []  # rows of lines read one by one, and where
+        at = 0
+        for index, (start, end) in enumerate(runs):
+            count = len(rows)
+            self._lines_one_by_one(chunk, at, start, by_line)
+            record = shaped.take(self, lines, index)
+            if record is None:
+                self._lines_one_by_one(chunk, start, end, by_line)
+            else:
+                taken[index], records[index] = True, record
+            counts.append(len(rows) - count)
+            places.append(at)
+            at = end
+        count = len(rows)
+        self._lines_one_by_one(chunk, at, len(chunk.text), by_line)
+        counts.append(len(rows) - count)
+        places.append(at)
+        if taken.any():
+            codes, steps, values, epoch, placed = shaped.rows(self, lines, taken, records)
+            rows.extend(codes, steps, values, epoch=epoch)
+            self._marked.update(lines.starts[taken[lines.run]].tolist())
+            if len(rows) - first > len(placed):  # rows of lines read one by one among them
+                others = np.repeat(np.array(places, dtype=np.int64), counts)
+                rows.reorder(first, np.argsort(np.concatenate([others, placed]), kind="stable"))
+        self.scan_ranges = by_line
+
+    def _lines_one_by_one(self, chunk: Chunk, start: int, end: int, by_line: list[tuple[int, int, Any]]) -> None:
+        """The lines of ``chunk.text[start:end]`` read as ``feed`` reads every line (and scanned for look-alikes)."""
+        if end <= start:
+            return
+        handlers = self._handlers
+        text = chunk.text
+        few = text.count("\n", start, end) <= 8
+        if few and self.patterns is GenericRules.generic_patterns and _NO_GENERIC_LINE.fullmatch(text, start, end):
+            by_line.append((start, end, self.lookalike))
+            return  # (no generic pattern can match there)
+        for kind, m in (_few_lines_matches(text, self.patterns, start, end) if few
+                        else ordered_matches(text, self.patterns, start, end)):
+            handlers[kind](m, chunk)
+        by_line.append((start, end, self.lookalike))
 
     def _meters_at_once(self, chunk: Chunk) -> bool:
         """The training meter lines of the chunk read at once, and its lines of other kinds one by one, each
@@ -590,6 +681,361 @@ class _Meters:
             return codes[valid] if not valid.all() else codes
         found, names = pd.factorize(np.array(self.tags, dtype=object))
         return np.array(rows.codes(list(names)), dtype=np.int32)[found] if len(found) else np.empty(0, np.int32)
+
+
+#: How far into a chunk the first templated line is looked for (a chunk that begins otherwise is read line by line).
+_LOOK = 1 << 16
+_KV_TOKEN = re.compile(r"[ \t]*(?:iter|iteration|global_step|step|epoch)", re.I)
+
+
+class _RunLines(NamedTuple):
+    """The lines of a chunk's runs: their starts, the index of each one's shape and of its run, each shape's
+    field grid (its lines, in order), the anchors (the first field of the lines of the first shape, or of
+    every shape: a step or an epoch) and per run: its first and last anchor (None without), whether they never
+    go back within it, whether its first line has the first shape and which shapes its lines have."""
+
+    starts: np.ndarray
+    kinds: np.ndarray
+    run: np.ndarray
+    grids: list[np.ndarray]
+    first: list[int | None]
+    last: list[int | None]
+    smooth: list[bool]
+    leads: list[bool]
+    has: list[list[bool]]
+
+    @classmethod
+    def of(cls, starts: np.ndarray, kinds: np.ndarray, run: np.ndarray, grids: list[np.ndarray], runs: int,
+           every_kind: bool) -> _RunLines:
+        if every_kind and len(grids) > 1:
+            anchors = np.empty(len(starts), dtype=np.int64)
+            for kind, grid in enumerate(grids):
+                anchors[kinds == kind] = grid[:, 0]
+            anchor_run = run
+        else:
+            anchors = grids[0][:, 0].astype(np.int64)
+            anchor_run = run[kinds == 0] if len(grids) > 1 else run
+        count = np.bincount(anchor_run, minlength=runs)
+        ends = np.cumsum(count)
+        has = count > 0
+        first = np.where(has, anchors[np.minimum(ends - count, len(anchors) - 1)] if len(anchors) else 0, 0)
+        last = np.where(has, anchors[np.maximum(ends - 1, 0)] if len(anchors) else 0, 0)
+        back = anchor_run[1:][(anchors[1:] < anchors[:-1]) & (anchor_run[1:] == anchor_run[:-1])]
+        smooth = np.ones(runs, dtype=bool)
+        smooth[back] = False
+        leads = np.zeros(runs, dtype=bool)
+        run_starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        leads[run[run_starts]] = kinds[run_starts] == 0
+        has_list = has.tolist()
+        return cls(starts, kinds, run, grids, [a if h else None for a, h in zip(first.tolist(), has_list, strict=True)],
+                   [a if h else None for a, h in zip(last.tolist(), has_list, strict=True)], smooth.tolist(),
+                   leads.tolist(), np.bincount(run * len(grids) + kinds, minlength=runs * len(grids)).reshape(
+                       runs, len(grids)).astype(bool).tolist())
+
+    def goes_on(self, index: int, previous: int | None) -> bool:
+        """Whether the anchors of run ``index`` never go back (from ``previous`` on): a restart is recorded at
+        its line, read line by line."""
+        first = self.first[index]
+        return self.smooth[index] and (first is None or previous is None or first >= previous)
+
+
+#: Lines no generic pattern can match: without any of ``: = [ *`` (pairs, meters, summaries) and the words
+#: that begin key-value lines and epoch headers (the words' letters of both cases).
+_NO_GENERIC_LINE = re.compile(r"(?:(?![Ii][Tt][Ee][Rr]|[Ss][Tt][Ee][Pp]|[Ee][Pp][Oo][Cc][Hh])[^:=\[*])*")
+
+
+def _few_lines_matches(text: str, patterns: tuple[tuple[re.Pattern[str], str], ...], start: int, end: int
+                       ) -> list[tuple[str, re.Match[str]]]:
+    """``ordered_matches`` of a few whole lines, quicker: each pattern anchored at line starts tried there only
+    (a match of such a pattern begins at its line's start), the others searched in each line; per line in
+    order of position, then of pattern (as ``ordered_matches`` merges them)."""
+    out = []
+    tries = _line_tries(patterns)
+    while start < end:
+        stop = text.find("\n", start, end) + 1 or end
+        found = []
+        for index, kind, match, search in tries:
+            if match is not None:
+                m = match(text, start, stop)
+                if m is not None:
+                    found.append((m.start(), index, kind, m))
+            else:
+                found.extend((m.start(), index, kind, m) for m in search(text, start, stop))
+        if len(found) > 1:
+            found.sort(key=itemgetter(0, 1))
+        out.extend((kind, m) for _, _, kind, m in found)
+        start = stop
+    return out
+
+
+@functools.cache
+def _line_tries(patterns: tuple[tuple[re.Pattern[str], str], ...]) -> list[tuple[int, str, Any, Any]]:
+    """Per pattern: its index, kind, and ``match`` when it is anchored at line starts, else ``finditer``."""
+    return [(index, kind, pattern.match, None) if pattern.pattern.startswith("^") and pattern.flags & re.M
+            else (index, kind, None, pattern.finditer) for index, (pattern, kind) in enumerate(patterns)]
+
+
+def _others_match(line: str, handlers: dict[str, Any], *but: str) -> bool:
+    """Whether a generic pattern of another kind than ``but`` matches ``line``."""
+    return any(kind not in but and kind in handlers and pattern.search(line) is not None
+               for pattern, kind in GenericRules.generic_patterns)
+
+
+def _lines_after(text: str, start: int, count: int) -> list[tuple[int, str]]:
+    """Up to ``count`` whole lines of ``text`` from ``start`` on, with where each begins."""
+    out = []
+    while len(out) < count and start < len(text):
+        end = text.find("\n", start)
+        if end < 0:
+            break
+        out.append((start, text[start:end]))
+        start = end + 1
+    return out
+
+
+class _Shaped:
+    """The shapes a chunk's templated lines have and how a run of them is read (equal to line by line)."""
+
+    shapes: tuple[LineShape, ...]
+    every_kind = False  # whether every line has an anchor (else the first shape's)
+
+    @staticmethod
+    def of(text: str, handlers: dict[str, Any]) -> _Shaped | None:
+        """The key-value lines or the epoch blocks of the head of ``text``, whichever comes first; None if none."""
+        kv = KV_STEP.search(text, 0, _LOOK)
+        header = EPOCH_HEADER.search(text, 0, _LOOK) if "Epoch" in text[:_LOOK] else None
+        if kv is not None and (header is None or kv.start() < header.start()):
+            return _KvLines.of(text, kv.start(), handlers)
+        if header is not None:
+            return _EpochBlocks.of(text, header, handlers)
+        return None
+
+    def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
+        """The state the lines of run ``index`` change, changed as read one by one would (its tags coded, in order), and
+        what :meth:`rows` needs of it; None (nothing changed) if not sure: read line by line."""
+        raise NotImplementedError
+
+    def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
+             ) -> tuple[Any, ...]:
+        """The rows of the runs ``taken`` (with what :meth:`take` gave): codes, steps, values, epoch(s) and the
+        line start of each."""
+        raise NotImplementedError
+
+
+class _KvShape(NamedTuple):
+    """How a key-value line of one shape is read: the fields that are pairs and their names, the field that is
+    the epoch (None: none), and whether the step is an epoch ("Epoch 3/10 - loss: …")."""
+
+    pairs: list[int]
+    names: list[str]
+    epoch: int | None
+    by_epoch: bool
+
+
+class _KvLines(_Shaped):
+    """Key-value lines with a step (``iter N | name value | …``) of a few shapes (a training and an evaluation
+    line, say), seen in the head of the chunk."""
+
+    every_kind = True  # every line has a step
+
+    def __init__(self, shapes: list[tuple[LineShape, _KvShape]]) -> None:
+        self.shapes = tuple(shape for shape, _ in shapes)
+        self.reads = [read for _, read in shapes]
+        self.coded: set[int] = set()  # the shapes whose names have their codes (in the order lines give them)
+
+    @classmethod
+    def of(cls, text: str, start: int, handlers: dict[str, Any]) -> _KvLines | None:
+        """The shapes of the first key-value lines of ``text`` from ``start`` on (up to 4, in the head)."""
+        shapes: list[tuple[LineShape, _KvShape]] = []
+        known: list[re.Pattern[str]] = []
+        for count, m in enumerate(KV_STEP.finditer(text, start, _LOOK)):
+            if count >= 256 or len(shapes) >= 4:
+                break
+            if m.end() < _LOOK and not any(pattern.fullmatch(m.group(0)) for pattern in known):
+                shape = cls._shape_of(m, handlers)
+                if shape is not None:
+                    shapes.append(shape)
+                    known.append(re.compile(shape[0].source()))
+        return cls(shapes) if shapes else None
+
+    @staticmethod
+    def _shape_of(m: re.Match[str], handlers: dict[str, Any]) -> tuple[LineShape, _KvShape] | None:
+        """The shape of the key-value line ``m`` matched, as ``_on_kv_step`` reads it; None when that line would
+        not be read (too few pairs), has a step among its pairs or also matches another generic pattern."""
+        line = m.group(0)
+        token = m.group(1).lower()
+        base = m.start()
+        spans, roles = [(m.start(2) - base, m.end(2) - base)], ["step"]
+        rest, rest_at = m.group(3), m.start(3) - base
+        bounds, at = [], 0
+        for split in _KV_SPLIT.finditer(rest):
+            bounds.append((at, split.start()))
+            at = split.end()
+        bounds.append((at, len(rest)))
+        segments = [(a, b) for a, b in bounds if rest[a:b].strip()]
+        for a, b in segments:
+            item = _KV_SEGMENT.match(rest[a:b])
+            if not item:
+                continue  # (the same text on every line of the shape: never a pair)
+            name = item.group(1).strip()
+            lower = name.lower()
+            if lower in _STEP_NAMES and lower != "epoch" and token == "epoch":
+                return None  # the step in a pair: rare, read line by line
+            roles.append("epoch" if lower == "epoch" else None if lower in _STEP_NAMES else name)
+            spans.append((rest_at + a + item.start(2), rest_at + a + item.end(2)))
+        pairs = [index for index, role in enumerate(roles) if role not in (None, "step", "epoch")]
+        # (a pair line is no other kind here: no epoch header before, which each run checks)
+        if not pairs or len(pairs) * 2 < len(segments) or _others_match(line, handlers, "kv_step", "pair_line"):
+            return None
+        shape = line_shape(line, spans, [True] + [False] * (len(spans) - 1))
+        epochs = [index for index, role in enumerate(roles) if role == "epoch"]  # (the last one counts)
+        read = _KvShape(pairs, [roles[index] for index in pairs], epochs[-1] if epochs else None,  # type: ignore[misc]
+                        token == "epoch")
+        return None if shape is None else (shape, read)
+
+    def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
+        if parser._epoch_now is not None or not lines.goes_on(index, parser._last_anchor.get(-1)):
+            return None  # a pair line could take it; a restart, recorded at its line
+        if len(self.coded) < len(self.reads):
+            _code_in_order(parser, lines, index, self.coded, [read.names for read in self.reads], 0)
+        parser._kv_seen = True
+        parser._kv_epoch_seen = parser._kv_epoch_seen or any(
+            read.by_epoch for kind, read in enumerate(self.reads) if lines.has[index][kind])
+        parser.anchor(lines.last[index], None, 0)  # type: ignore[arg-type]
+        return True
+
+    def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
+             ) -> tuple[Any, ...]:
+        mine = taken[lines.run]
+        codes, steps, values, epochs, places = [], [], [], [], []
+        for kind, read in enumerate(self.reads):
+            of_kind = lines.kinds == kind
+            keep = mine[of_kind]
+            if not keep.any():
+                continue
+            grid = lines.grids[kind][keep]
+            step = grid[:, 0].astype(np.int64)
+            width = len(read.pairs)
+            if read.epoch is not None:
+                epoch = grid[:, read.epoch]
+            elif read.by_epoch:
+                epoch = step.astype(np.float64)
+            else:
+                epoch = np.full(len(step), NAN)
+            codes.append(np.tile(np.array(parser.rows.codes(read.names), dtype=np.int32), len(step)))
+            steps.append(np.repeat(step, width))
+            values.append(grid[:, read.pairs].ravel())
+            epochs.append(np.repeat(epoch, width))
+            places.append(np.repeat(lines.starts[of_kind][keep], width))
+        return _in_line_order(codes, steps, values, epochs, places)
+
+
+def _code_in_order(parser: GenericTextParser, lines: _RunLines, index: int, coded: set[int],
+                   names: list[list[str]], first: int) -> None:
+    """Give the names of each shape (from kind ``first`` on) of run ``index`` their codes, in the order its
+    lines have them (as line by line), once."""
+    kinds = lines.kinds[lines.run == index]
+    shapes, firsts = np.unique(kinds, return_index=True)
+    for kind in shapes[np.argsort(firsts)].tolist():
+        if kind >= first and kind not in coded:
+            parser.rows.codes(names[kind - first])
+            coded.add(kind)
+
+
+def _in_line_order(codes: list[np.ndarray], steps: list[np.ndarray], values: list[np.ndarray],
+                   epochs: list[np.ndarray], places: list[np.ndarray]) -> tuple[Any, ...]:
+    """The rows of each shape (codes, steps, values, epochs, line starts) as one set of columns in line order
+    (within a line, in the order of its pairs)."""
+    if not places:
+        return (np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0), NAN, np.empty(0, np.int64))
+    if len(places) == 1:
+        return codes[0], steps[0], values[0], epochs[0], places[0]
+    order = np.argsort(np.concatenate(places), kind="stable")
+    return tuple(np.concatenate(column)[order] for column in (codes, steps, values, epochs, places))
+
+
+class _EpochBlocks(_Shaped):
+    """``Epoch N/M`` lines and the ``Name: value - …`` lines under them, each of a shape seen in the first block."""
+
+    def __init__(self, shapes: tuple[LineShape, ...], names: list[list[str]]) -> None:
+        self.shapes = shapes  # the header's first
+        self.names = names  # of each pair line shape
+        self.coded: set[int] = set()  # the pair line shapes whose names have their codes
+
+    @classmethod
+    def of(cls, text: str, header: re.Match[str], handlers: dict[str, Any]) -> _EpochBlocks | None:
+        """The shapes of the first ``header`` and of the pair lines after it (up to the next header); None when
+        the header or no pair line can be read so."""
+        if _others_match(header.group(0), handlers, "epoch_header"):
+            return None
+        base = header.start()
+        first = line_shape(header.group(0), [(header.start(1) - base, header.end(1) - base)], [True])
+        if first is None:
+            return None
+        shapes, names = [first], []
+        for _, line in _lines_after(text, header.end() + 1, 64):
+            if EPOCH_HEADER.match(line):
+                break
+            shape = _pair_shape(line, handlers)
+            if shape is not None and shape[0] not in shapes:
+                shapes.append(shape[0])
+                names.append(shape[1])
+        return cls(tuple(shapes), names) if names else None
+
+    def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
+        if not lines.goes_on(index, parser._last_anchor.get(-1)):
+            return None  # a restart, recorded at its line
+        before = parser._epoch_now
+        if not lines.leads[index] and before is None:
+            return None  # pair lines with no epoch yet: not read
+        if len(self.coded) < len(self.names):  # the names coded in the order of the lines
+            _code_in_order(parser, lines, index, self.coded, self.names, 1)
+        parser._pairs_seen = parser._pairs_seen or any(lines.has[index][1:])
+        last = lines.last[index]
+        if last is not None:
+            parser._epoch_now = last
+            parser.anchor(last, None, 0)
+        return -1 if before is None else before
+
+    def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
+             ) -> tuple[Any, ...]:
+        mine = taken[lines.run]
+        starts, kinds, run_of = lines.starts, lines.kinds, lines.run
+        before = np.array([-1 if record is None else record for record in records], dtype=np.int64)
+        headers = kinds == 0
+        header_lines = starts[headers]
+        epochs = np.concatenate([np.zeros(1), lines.grids[0][:, 0]]).astype(np.int64)
+        header_run = np.concatenate([[-1], run_of[headers]])
+        codes, steps, values, places = [], [], [], []
+        for kind, names in enumerate(self.names, 1):
+            of_kind = kinds == kind
+            keep = mine[of_kind]
+            if not keep.any():
+                continue
+            at, runs = starts[of_kind][keep], run_of[of_kind][keep]
+            under = np.searchsorted(header_lines, at, side="right")  # the header above, + 1 (0: none)
+            epoch = np.where(header_run[under] == runs, epochs[under], before[runs])  # (a header of its run)
+            width = len(names)
+            codes.append(np.tile(np.array(parser.rows.codes(names), dtype=np.int32), len(at)))
+            steps.append(np.repeat(epoch, width))
+            values.append(lines.grids[kind][keep].ravel())
+            places.append(np.repeat(at, width))
+        return _in_line_order(codes, steps, values, [step.astype(np.float64) for step in steps], places)
+
+
+def _pair_shape(line: str, handlers: dict[str, Any]) -> tuple[LineShape, list[str]] | None:
+    """The shape of a ``Name: value - …`` line and its names, as ``_on_pair_line`` reads it; None when it is no
+    such line, might be read as another kind (a step's name first) or has another number than a plain one."""
+    if PAIR_LINE.fullmatch(line) is None or _KV_TOKEN.match(line) or _others_match(line, handlers, "pair_line"):
+        return None
+    items = list(_PAIR_ITEM.finditer(line))
+    shape = line_shape(line, [item.span(2) for item in items], [False] * len(items)) if items else None
+    return None if shape is None else (shape, [item.group(1).strip() for item in items])
+
+
+def _goes_on(steps: np.ndarray, previous: int | None) -> bool:
+    """Whether ``steps`` never go back (from ``previous`` on): a restart is recorded with its line."""
+    return not len(steps) or not ((previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any())
 
 
 _MMENGINE = re.compile(r" - mmengine - INFO - Epoch\(\w+\) +\[")
