@@ -327,6 +327,31 @@ KV_LINE = re.compile(r"iter (\d+) \|(.*)")
 KV_PAIR = re.compile(r"([\w/]+) (\S+)")
 
 
+IMAGENET_METER = re.compile(r"Epoch: \[(\d+)\]\[\s*(\d+)/(\d+)\](.*)")
+IMAGENET_PAIR = re.compile(r"([A-Za-z@][\w@]*)\s+(\S+) \(")
+
+
+def naive_text_imagenet(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    epochs: list[float] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = IMAGENET_METER.match(line)
+            if m:
+                epoch = int(m.group(1))
+                step = epoch * int(m.group(3)) + int(m.group(2))
+                for name, value in IMAGENET_PAIR.findall(m.group(4)):
+                    tags.append(name)
+                    steps.append(step)
+                    values.append(float(value))
+                    epochs.append(float(epoch))
+    frame = _frame(tags, steps, values, [math.nan] * len(values))
+    frame["epoch"] = np.asarray(epochs)
+    return len(frame)
+
+
 def naive_text_kv(path: Path) -> int:
     tags: list[str] = []
     steps: list[int] = []
@@ -558,7 +583,8 @@ def naive_fairseq_json(path: Path) -> int:
 
 
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
-         "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs, "llmc": naive_llmc,
+         "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
+         "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
          "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "fairseq": naive_fairseq,
          "fairseq_json": naive_fairseq_json}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
@@ -577,7 +603,8 @@ def _time(fn, path: Path, repeat: int) -> tuple[float, int]:
 
 #: formats read by a reader of another name (llm.c's main.log and console are both the llmc reader's, fairseq's
 #: simple and JSON formats the fairseq reader's, the generic shapes the text reader's)
-READER = {"llmc_main": "llmc", "fairseq_json": "fairseq", "text_kv": "text", "text_epochs": "text"}
+READER = {"llmc_main": "llmc", "fairseq_json": "fairseq", "text_kv": "text", "text_epochs": "text",
+          "text_imagenet": "text"}
 
 
 def _ours(name: str):

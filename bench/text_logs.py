@@ -357,6 +357,25 @@ def make_fairseq_json(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_text_imagenet(path: Path, megabytes: int) -> None:
+    """The PyTorch ImageNet example's console (``main.py --print-freq 10``): "name value (average)" meters of
+    every tenth batch, ``Epoch: [e][ i/n]`` first, and a checkpoint message per epoch."""
+    rng = random.Random(8)
+    head = "".join(f"=> argument_{i}: {rng.choice(['resnet50', '0.1', '256', 'True'])}\n" for i in range(40))
+
+    def block(index: int) -> str:
+        lines = []
+        for batch in range(0, 5005, 10):
+            lines.append(f"Epoch: [{index}][{batch:>4}/5005]\tTime  {rng.random():.3f} ( {rng.random():.3f})\t"
+                         f"Data  {rng.random() / 10:.3f} ( {rng.random() / 10:.3f})\tLoss {rng.random() * 6:.4e} "
+                         f"({rng.random() * 6:.4e})\tAcc@1 {rng.random() * 100:6.2f} ({rng.random() * 100:6.2f})\t"
+                         f"Acc@5 {rng.random() * 100:6.2f} ({rng.random() * 100:6.2f})\n")
+        lines.append(f"=> saving checkpoint 'checkpoint_{index}.pth.tar'\n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
 def make_text_kv(path: Path, megabytes: int) -> None:
     """A custom loop's key-value lines (what the generic reader reads as "kv_step"): a config dump, then
     ``iter N | loss … | lr … | grad_norm … | tokens/s …`` every 10 iterations, an evaluation line of another
@@ -410,6 +429,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "text": make_text,
     "text_kv": make_text_kv,
     "text_epochs": make_text_epochs,
+    "text_imagenet": make_text_imagenet,
     "llmc": make_llmc,
     "llmc_main": make_llmc_main,
     "modded_nanogpt": make_modded_nanogpt,
