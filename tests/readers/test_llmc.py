@@ -8,6 +8,8 @@ the real console log of the same run, rounded as the logger rounds them.
 
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tanalyze import load
 from tanalyze.readers import get_reader
@@ -198,3 +200,33 @@ def test_a_chunk_of_main_log_records_is_read_at_once():
     for other in ("s:0 trl:1\nnoise\n", "s:0 trl:1", "s:0 trl:x\n", "s:1.5 trl:1\n", "s:0 a_seventeen_byte_:1\n",
                   "s:0 trl:1\r\n", "s:0 trl:1µ\n", " s:0 trl:1\n", "s:0 trl:1:2\n"):
         assert _main_records(other) is None, other
+
+
+_MAIN_KEYS = ("trl", "tel", "lr", "norm", "eval", "grad_accum", "a_key_of_sixteen", "s")
+_MAIN_VALUES = ("3.5", "0.000100", "nan", "-inf", "1,234", "1e-3", "x", "1:2", "", "7")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(
+    st.tuples(st.integers(0, 3000), st.lists(st.tuples(st.sampled_from(_MAIN_KEYS), st.sampled_from(_MAIN_VALUES)),
+                                            min_size=1, max_size=4), st.sampled_from((" ", "\t", "  ")),
+              st.sampled_from(("", " ", "\r"))),
+    st.sampled_from(("noise line", "s:", "s:12", "", " s:3 trl:1"))), min_size=1, max_size=40),
+    st.booleans())
+def test_main_log_records_read_at_once_equal_line_by_line(tmp_path, monkeypatch, lines, cut):
+    """Random main.log texts (steps up and down, odd keys, values that are no numbers, blanks, junk): the chunks
+    read at once give what every line read on its own gives."""
+    from tanalyze.readers.text import _parts
+    from tanalyze.readers.text.llmc import LlmcParser
+
+    text = "".join(line + "\n" if isinstance(line, str) else
+                   f"s:{line[0]}" + "".join(f"{line[2]}{k}:{v}" for k, v in line[1]) + line[3] + "\n" for line in lines)
+    path = write(tmp_path / "main.log", text[:-1] if cut else text)
+    monkeypatch.setattr(_parts, "CHUNK_CHARS", 256)
+    (at_once,) = LlmcReader().read([path])
+    monkeypatch.setattr(LlmcParser, "line_by_line", True)  # (the fixture lives across examples: set back below)
+    (by_line,) = LlmcReader().read([path])
+    monkeypatch.setattr(LlmcParser, "line_by_line", False)
+    pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True)
+    assert (at_once.notes, [w.message for w in at_once.warnings], at_once.restarts) == (
+        by_line.notes, [w.message for w in by_line.warnings], by_line.restarts)
