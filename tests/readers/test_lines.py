@@ -112,3 +112,18 @@ def test_crlf_pairs_split_across_reads_are_one_line_end(tmp_path):
     chunks, stats = _read(write(tmp_path / "a.log", text), chunk_chars=997)
     assert "".join(c.text for c in chunks) == text.replace("\r\n", "\n")
     assert stats.carriage_returns == 0 and stats.lines == 500
+
+
+def test_a_long_line_that_fills_the_chunk_exactly_is_read_whole(tmp_path):
+    """Data of exactly a chunk's size with no line break in it (a found crash: the boundary was looked for
+    past its end), ending in the middle of a character or not."""
+    for size in range(990, 1010):
+        for tail in ("", "é", "✓"):
+            line = "x" * (size - len(tail.encode())) + tail
+            for text in (line, line + "\nafter\n", line + tail * 400):
+                path = write(tmp_path / "a.log", text)
+                for chunk_chars in (size, 1000, len(text.encode())):
+                    chunks, stats = _read(path, chunk_chars=chunk_chars)
+                    read = "".join(c.text for c in chunks)  # (a cut last line may be given a break)
+                    assert read.removesuffix("\n") == text.removesuffix("\n") and stats.replaced_chars == 0
+                assert sniff_window(path, size)

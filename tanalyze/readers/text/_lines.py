@@ -217,7 +217,17 @@ def _clean_utf8(data: bytes, stats: TextStats, line: int, incomplete: bool = Fal
 
 
 def _utf8_boundary(data: bytes, cut: int) -> int:
-    """The largest position <= ``cut`` that does not split a UTF-8 character."""
+    """The largest position <= ``cut`` that does not split a UTF-8 character (at the end of ``data``, one that
+    does not cut its last character short: its other bytes are still to be read)."""
+    if cut >= len(data):
+        cut = len(data)
+        lead = cut - 1
+        while lead > max(0, cut - 4) and (data[lead] & 0xC0) == 0x80:
+            lead -= 1
+        if lead < 0 or data[lead] < 0xC0:
+            return cut  # ends with ASCII, or with stray continuation bytes (no character to keep whole)
+        length = 2 if data[lead] < 0xE0 else 3 if data[lead] < 0xF0 else 4
+        return lead if lead + length > cut else cut
     while cut > 0 and (data[cut] & 0xC0) == 0x80:
         cut -= 1
     return cut
