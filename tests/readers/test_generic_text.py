@@ -219,10 +219,11 @@ def test_averaged_meter_pairs_are_each_line_searched(case, before, damaged):
 def test_averaged_meter_lines_of_one_shape_are_read_at_once():
     from tanalyze.readers.text.generic import _averaged_values
 
-    rests = ("\tTime  0.208 ( 0.212)\tLoss 3.4360e+00 (3.4360e+00)", "\tTime 0.1 (0.2)  Loss nan (nan) ")
-    assert _averaged_values(rests, "\t", ("Time", "Loss")) == "0.208 3.4360e+00 0.1 nan"
+    rests = ("\tTime  0.208 ( 0.212)\tLoss 3.4360e+00 (3.4360e+00)", "\tTime 0.1 (0.2)  Loss -5\t(+.5 ) ")
+    assert _averaged_values(rests, "\t", ("Time", "Loss")) == "0.208 3.4360e+00 0.1 -5"
     assert _averaged_values(rests, "\t", ("Time", "Acc")) is None
     assert _averaged_values((rests[0], "\tTime 0.1 (0.2)"), "\t", ("Time", "Loss")) is None
+    assert _averaged_values((rests[0], "\tTime 0.1 (0.2) Loss nan (nan)"), "\t", ("Time", "Loss")) is None  # searched
 
 
 def _kv_line(step, rng, loss=None):
@@ -256,25 +257,60 @@ _ODD_LINES = (
     "Train Loss: 0.5 - Train Acc: 0.9 \u00b5\n",
     "iter {s} | loss 1.0e+00 | lr [1e-4] | grad_norm 0.5 | tokens/s 100\n",
     "iter {s} | loss -0.0 | lr [.5] | grad_norm +1 | tokens/s 1.\n",
+    "iter {s} | loss 1.2.3 | lr [1e-4] | grad_norm - | tokens/s 1e\n",
+    "Train Loss: 1-2 - Train Acc: .\n",
     "  \n",
 )
 
 
-def _irregular(seed, epochs):
-    """Usual lines (key-value, or epoch blocks) with odd ones among them now and then, steps that go back
-    once, and sometimes no line break at the end."""
+def _meter_line(epoch, batch, rng, batches=500):
+    """A meter line of the PyTorch ImageNet example (numbers padded to a width; sometimes 100.00, one blank)."""
+    return (f"Epoch: [{epoch}][{batch:>4}/{batches}]\tTime {rng.random() * 9:6.3f} ({rng.random() * 9:6.3f})\t"
+            f"Loss {rng.random() * 10:.4e} ({rng.random() * 10:.4e})\t"
+            f"Acc@1 {rng.random() * 120:6.2f} ({rng.random() * 120:6.2f})\n")
+
+
+#: meter lines of other shapes (or damaged ones) put among the usual ones
+_ODD_METERS = (
+    "Epoch: [{e}][{s}/500]\tTime nan (nan)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0)\n",
+    "Epoch: [{e}][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\n",
+    "Epoch: [{e}][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0)\tAcc@5 1.0 (2.0)\n",
+    "Epoch: [{e}][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0)  \n",
+    "Epoch: [{e}][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0)\r\n",
+    "Epoch: [{e}][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 ( 1.0)\tAcc@1 5.0 (5.0)\n",
+    "Epoch: [99999999999][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0)\n",
+    "Epoch: [{e}][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0) \u00b5\n",
+    "Epoch(train) [{e}][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0)\n",
+    "Epoch(val) [{e}][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0)\n",
+    "Test: [ 10/100]\tTime  0.103 ( 0.103)\tLoss 3.1000e+00 (3.1000e+00)\tAcc@1  18.00 ( 18.00)\n",
+    " * Acc@1 18.000 Acc@5 45.000\n",
+    "Epoch: [{e}][{s}/500] loss: 0.5\n",
+    "2021-04-22 14:18:34,659 - INFO - Epoch: [{e}][{s}/500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0)\n",
+    "Epoch: [{e}][ {s} /500]\tTime 0.1 (0.1)\tLoss 1.0 (1.0)\tAcc@1 5.0 (5.0)\n",
+    "Epoch: [{e}][{s}/500]\tTime 1-2 (0.1)\tLoss 1.0 (.)\tAcc@1 5.0 (5.0)\n",
+)
+
+
+def _irregular(seed, kind):
+    """Usual lines (key-value, epoch blocks or meters) with odd ones among them now and then, steps that go
+    back once, and sometimes no line break at the end."""
     import random
 
     rng = random.Random(seed)
+    odd = _ODD_METERS + _ODD_LINES[-3:] if kind == "meters" else _ODD_LINES
     out, step, epoch = [], 10, 1
     for index in range(900):
         if index == 500:
             step, epoch = step // 3, max(1, epoch // 3)  # a restart
         if rng.random() < 0.03:
-            out.append(rng.choice(_ODD_LINES).format(s=step, e=epoch))
-        if epochs:
+            out.append(rng.choice(odd).format(s=step, e=epoch))
+        if kind == "epoch_blocks":
             out.append(_epoch_block(epoch, rng))
             epoch += 1
+        elif kind == "meters":
+            out.append(_meter_line(epoch, step % 500, rng))
+            epoch += step % 500 + 10 >= 500
+            step += 10
         else:
             out.append(_kv_line(step, rng))
             step += 10
@@ -299,48 +335,84 @@ def _same_at_once_and_line_by_line(path, monkeypatch):
 
 
 @pytest.mark.parametrize("seed", range(8))
-@pytest.mark.parametrize("epochs", [False, True], ids=["kv_step", "epoch_blocks"])
-def test_shaped_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, seed, epochs):
-    """Key-value lines and epoch blocks of one printed shape are read run by run at once, the lines between
+@pytest.mark.parametrize("kind", ["kv_step", "epoch_blocks", "meters"])
+def test_shaped_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, seed, kind):
+    """Key-value lines, epoch blocks and the ImageNet example's meters of one printed shape are read run by run at once, the lines between
     one by one: the same rows (every column), notes, warnings and restarts as every line on its own, with odd
     lines (NaN, junk, a word for a number, other shapes, other separators), a restart and a cut last line, at
     the usual chunk size and a small one."""
-    run = _same_at_once_and_line_by_line(write(tmp_path / "train.log", _irregular(seed, epochs)), monkeypatch)
+    run = _same_at_once_and_line_by_line(write(tmp_path / "train.log", _irregular(seed, kind)), monkeypatch)
     assert run.restarts or len(run.phases) > 1  # the step going back: a restart, or a new session
 
 
 def test_shaped_lines_of_the_real_logs_and_the_bench(tmp_path, monkeypatch, real_logs):
-    from bench.text_logs import make_text_epochs, make_text_kv
+    from bench.text_logs import make_text_epochs, make_text_imagenet, make_text_kv
 
     make_text_kv(tmp_path / "kv.log", 1)
     make_text_epochs(tmp_path / "epochs.log", 1)
+    make_text_imagenet(tmp_path / "imagenet.log", 1)
     files = [p for folder in ("other_text", "crash_logs", "mmdet2_json") for p in sorted((real_logs / folder).rglob("*"))
              if p.suffix in (".log", ".txt")]
-    for path in [tmp_path / "kv.log", tmp_path / "epochs.log", *files]:
+    for path in [tmp_path / "kv.log", tmp_path / "epochs.log", tmp_path / "imagenet.log", *files]:
         _same_at_once_and_line_by_line(path, monkeypatch)
 
 
-@pytest.mark.parametrize("epochs", [False, True], ids=["kv_step", "epoch_blocks"])
-def test_clean_shaped_lines_take_the_fast_path(tmp_path, monkeypatch, epochs):
-    """Lines of one shape are never read one by one (no handler of their kind is called)."""
+@pytest.mark.parametrize("kind", ["kv_step", "epoch_blocks", "meters"])
+def test_clean_shaped_lines_take_the_fast_path(tmp_path, monkeypatch, kind):
+    """Lines of one shape are never read one by one (no handler of their kind is called), nor meters by the
+    chunk's meter lines at once."""
     import random
 
     from tanalyze.readers.text.generic import GenericTextParser
 
     rng = random.Random(1)
-    text = "".join(_epoch_block(e, rng, 3000) if epochs else _kv_line(10 * e, rng) for e in range(1, 3001))
+    if kind == "meters":
+        text = "".join(_meter_line(e, i, rng, 1000) for e in range(3) for i in range(0, 1000, 1))
+    else:
+        text = "".join(_epoch_block(e, rng, 3000) if kind == "epoch_blocks" else _kv_line(10 * e, rng)
+                       for e in range(1, 3001))
     path = write(tmp_path / "train.log", text)
     calls = []
-    for kind in ("kv_step", "epoch_header", "pair_line"):
-        monkeypatch.setattr(GenericTextParser, f"_on_{kind}", lambda self, m, chunk, kind=kind: calls.append(kind))
+    for handler in ("kv_step", "epoch_header", "pair_line", "meter"):
+        monkeypatch.setattr(GenericTextParser, f"_on_{handler}", lambda self, m, chunk, kind=handler: calls.append(kind))
+    monkeypatch.setattr(GenericTextParser, "_meters_at_once", lambda self, chunk: calls.append("meters") or False)
     (run,) = GenericTextReader().read([path])
     assert calls == []
     monkeypatch.undo()
     frame = run.scalars
-    if epochs:
+    if kind == "epoch_blocks":
         assert len(frame) == 3000 * 5 and set(frame["tag"]) == {"Train Loss", "Train Acc", "Val Loss", "Val Acc", "Time"}
         assert frame["step"].max() == 3000 and (frame["epoch"] == frame["step"]).all()
+    elif kind == "meters":
+        assert len(frame) == 3000 * 3 and list(frame["tag"].unique()) == ["Time", "Loss", "Acc@1"]
+        assert frame["step"].max() == 2999 and (frame["epoch"] == frame["step"] // 1000).all()
+        last = frame[frame["step"] == 2999].set_index("tag")["value"]
+        line = text.splitlines()[-1].split("\t")
+        assert last.tolist() == [float(line[1].split()[1]), float(line[2].split()[1]), float(line[3].split()[1])]
     else:
         assert len(frame) == 3000 * 4 and set(frame["tag"]) == {"loss", "lr", "grad_norm", "tokens/s"}
         assert frame["step"].max() == 30000
+    _same_at_once_and_line_by_line(path, monkeypatch)
+
+
+def test_a_field_of_a_numbers_characters_that_is_no_number_is_read_on_its_own(tmp_path, monkeypatch):
+    """Runs of templated lines are found with any run of a number's characters as a field; a field that then
+    is no number ("1.2.3") has the runs found again, exactly: that line alone is read one by one."""
+    import random
+
+    from tanalyze.readers.text.generic import GenericTextParser
+
+    rng = random.Random(2)
+    lines = [_kv_line(10 * step, rng) for step in range(1, 2001)]
+    lines[700] = "iter 7010 | loss 1.2.3 | lr [1e-4] | grad_norm 0.5 | tokens/s 100\n"
+    path = write(tmp_path / "train.log", "".join(lines))
+    calls = []
+    original = GenericTextParser._on_kv_step
+    monkeypatch.setattr(GenericTextParser, "_on_kv_step",
+                        lambda self, m, chunk: calls.append(m.group(0)) or original(self, m, chunk))
+    (run,) = GenericTextReader().read([path])
+    assert calls == [lines[700].rstrip("\n")]
+    monkeypatch.undo()
+    check(run.scalars, "loss", {7000: float(lines[699].split()[4])}, count=1999)  # none at 7010
+    assert 7010 in set(run.scalars.loc[run.scalars["tag"] == "lr", "step"])  # its other pairs are read
     _same_at_once_and_line_by_line(path, monkeypatch)

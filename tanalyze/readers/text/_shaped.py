@@ -21,7 +21,7 @@ import numpy as np
 
 from tanalyze.readers.text._numbers import parse_some_numbers
 
-__all__ = ["LineShape", "line_kinds", "line_shape", "line_starts", "read_fields", "shape_runs", "value_runs"]
+__all__ = ["DECIMAL_ONCE", "LineShape", "line_kinds", "line_shape", "line_starts", "read_fields", "shape_runs", "value_runs"]
 
 #: the characters a field may hold: a piece after a field begins with none of them
 _VALUE_CHARS = "0123456789.eE+-"
@@ -33,56 +33,77 @@ _DECIMAL = re.compile(DECIMAL)
 _INTEGER = r"\d{1,15}"  # (an exact double: a step parsed as a float is that integer)
 _INTEGER_RE = re.compile(_INTEGER)
 #: the same, possessive (nothing to try again: a piece no number's character begins follows), 3x quicker
-_DECIMAL_ONCE = r"[-+]?+(?:\d++\.?+\d*+|\.\d++)(?:[eE][-+]?+\d++)?+"
+DECIMAL_ONCE = r"[-+]?+(?:\d++\.?+\d*+|\.\d++)(?:[eE][-+]?+\d++)?+"
 _INTEGER_ONCE = r"\d{1,15}+"
+#: any run of a decimal's characters: 2-3x quicker again; such a field is checked when it is parsed (``float()``
+#: takes a token of these characters exactly when ``DECIMAL`` matches all of it)
+_DECIMAL_CHARS = r"[-+.0-9eE]++"
 
 
 class LineShape(NamedTuple):
     """A line's literal pieces (one more than its fields: before the first, between, after the last up to the
-    line break) and which fields are integers (the others decimals)."""
+    line break), which fields are integers (the others decimals) and, when given, the blanks each field may have
+    before it (after its piece; ``"*"`` any, ``"+"`` at least one, ``""`` none): numbers padded to a width."""
 
     pieces: tuple[str, ...]
     integers: tuple[bool, ...]
+    pads: tuple[str, ...] = ()
 
-    def source(self) -> str:
-        """A regex for one line of this shape, without its line break."""
+    def source(self, exact: bool = True) -> str:
+        """A regex for one line of this shape, without its line break (not ``exact``: a decimal field is any
+        run of a number's characters)."""
+        decimal = DECIMAL_ONCE if exact else _DECIMAL_CHARS
         out = [re.escape(self.pieces[0])]
-        for integer, piece in zip(self.integers, self.pieces[1:], strict=True):
-            out.append(_INTEGER_ONCE if integer else _DECIMAL_ONCE)
+        pads = self.pads or ("",) * len(self.integers)
+        for integer, pad, piece in zip(self.integers, pads, self.pieces[1:], strict=True):
+            if pad:
+                out.append(f"[ \\t]{pad}+")
+            out.append(_INTEGER_ONCE if integer else decimal)
             out.append(re.escape(piece))
         return "".join(out)
 
 
-def line_shape(line: str, spans: list[tuple[int, int]], integers: list[bool]) -> LineShape | None:
+def line_shape(line: str, spans: list[tuple[int, int]], integers: list[bool], pads: list[str] | None = None
+               ) -> LineShape | None:
     """The shape of ``line`` whose fields are at ``spans`` (in order); None when a field is not a plain number of
     its kind, a piece after a field begins with a character a number may have (its end would be unclear), two
-    fields touch, the line begins with a field or is not ASCII."""
+    fields touch, the line begins with a field, is not ASCII, or a field's blanks before it are not what its pad
+    asks (with ``pads``: the blanks before such a field are left out of the piece before it)."""
     if not line.isascii():
         return None
     pieces, at = [], 0
-    for (start, end), integer in zip(spans, integers, strict=True):
+    for index, ((start, end), integer) in enumerate(zip(spans, integers, strict=True)):
         if (_INTEGER_RE if integer else _DECIMAL).fullmatch(line, start, end) is None:
             return None
-        pieces.append(line[at:start])
+        piece = line[at:start]
+        if pads and pads[index]:
+            stripped = piece.rstrip(" \t")
+            if pads[index] == "+" and len(stripped) == len(piece):
+                return None
+            piece = stripped
+        pieces.append(piece)
         at = end
     pieces.append(line[at:])
     if not pieces[0] or any(not piece for piece in pieces[1:-1]):
         return None
     if any(piece[:1] in _VALUE_CHARS and piece for piece in pieces[1:]):
         return None
-    return LineShape(tuple(pieces), tuple(integers))
+    return LineShape(tuple(pieces), tuple(integers), tuple(pads) if pads else ())
 
 
 @functools.lru_cache(maxsize=32)
-def _runs_pattern(shapes: tuple[LineShape, ...]) -> re.Pattern[str]:
+def _runs_pattern(shapes: tuple[LineShape, ...], exact: bool) -> re.Pattern[str]:
     """Whole lines of any of ``shapes``, one or more in a row."""
-    lines = shapes[0].source() if len(shapes) == 1 else "(?:" + "|".join(shape.source() for shape in shapes) + ")"
+    sources = [shape.source(exact) for shape in shapes]
+    lines = sources[0] if len(shapes) == 1 else "(?:" + "|".join(sources) + ")"
     return re.compile(rf"^(?:{lines}\n)+", re.M)
 
 
-def shape_runs(text: str, shapes: tuple[LineShape, ...]) -> list[tuple[int, int]]:
-    """Where in ``text`` (whole lines) runs of lines of ``shapes`` are: (start, end) after their last line break."""
-    return [m.span() for m in _runs_pattern(shapes).finditer(text)]
+def shape_runs(text: str, shapes: tuple[LineShape, ...], exact: bool) -> list[tuple[int, int]]:
+    """Where in ``text`` (whole lines) runs of lines of ``shapes`` are: (start, end) after their last line break.
+    Not ``exact``, a decimal field is any run of a number's characters (:func:`read_fields` then tells when one
+    is no number, and the runs are found again, exactly)."""
+    return [m.span() for m in _runs_pattern(shapes, exact).finditer(text)]
 
 
 def line_starts(chars: np.ndarray, start: int, end: int) -> np.ndarray:
@@ -109,7 +130,7 @@ def line_kinds(chars: np.ndarray, starts: np.ndarray, shapes: tuple[LineShape, .
         if any(len(shape.pieces) < 2 for shape in shapes):
             return None
         firsts = [shape.pieces[1].encode("ascii") for shape in shapes]
-        at = run_ends[np.searchsorted(run_ends, starts + len(shapes[0].pieces[0]))]
+        at = run_ends[np.searchsorted(run_ends, starts + len(shapes[0].pieces[0]), side="right")]
     if any(a != b and b.startswith(a) for a in firsts for b in firsts) or len(set(firsts)) < len(firsts):
         return None
     kinds = np.zeros(len(starts), dtype=np.int64)
@@ -125,10 +146,11 @@ def line_kinds(chars: np.ndarray, starts: np.ndarray, shapes: tuple[LineShape, .
 def read_fields(chars: np.ndarray, lines: list[tuple[np.ndarray, LineShape]], runs: list[tuple[int, int]],
                 values: tuple[np.ndarray, np.ndarray]) -> list[np.ndarray] | None:
     """The fields of each group of lines (their starts, their shape: lines known to have it, all in ``runs``)
-    as (lines, fields) float64 grids; None when one is not a number (cannot be, the shape's regex checked them). A field is the
+    as (lines, fields) float64 grids; None when one is not a number (runs found not ``exact``). A field is the
     run of number characters from its start; they are kept (but those of the pieces), each run's end (a
-    character no number has) made the space after it: the fields of all lines as one text, in line order."""
-    is_value = _IS_VALUE[chars]
+    character no number has) made the space after it: the fields of all lines as one text, in line order.
+    ``values``: :func:`value_runs` of ``chars``."""
+    is_value = values[0].copy()
     at = 0
     for start, end in runs:  # the other lines' characters are no fields
         is_value[at:start] = False
@@ -139,8 +161,8 @@ def read_fields(chars: np.ndarray, lines: list[tuple[np.ndarray, LineShape]], ru
     for begins, shape in lines:
         position = begins + len(shape.pieces[0])
         _clear_pieces(is_value, begins, shape.pieces[0])
-        for piece in shape.pieces[1:]:
-            end = run_ends[np.searchsorted(run_ends, position)]
+        for piece in shape.pieces[1:]:  # (its field ends after the piece: a run ending where the piece does is the piece's)
+            end = run_ends[np.searchsorted(run_ends, position, side="right")]
             ends.append(end)
             _clear_pieces(is_value, end, piece)
             position = end + len(piece)

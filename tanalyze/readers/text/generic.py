@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_right
-from itertools import chain, compress, repeat
+from itertools import compress, repeat
 from operator import itemgetter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,6 +32,7 @@ from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._regex import matches_by_line, ordered_matches, require, tagged_matches
 from tanalyze.readers.text._shaped import (
+    DECIMAL_ONCE,
     LineShape,
     line_kinds,
     line_shape,
@@ -79,6 +80,8 @@ EVAL_METER = require(re.compile(
 ), _named_progress)
 SUMMARY = re.compile(r"^ \* (Acc@1 [^\n]*)$", re.M)
 _METER_PAIR = re.compile(rf"([A-Za-z@][\w@/.-]*(?: [A-Za-z@][\w@/.-]*)*)\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
+#: ``_METER_PAIR`` with the average a group too
+_AVERAGED_PAIR = re.compile(_METER_PAIR.pattern.replace(rf"\(\s*{NUMBER}", rf"\(\s*({NUMBER})"))
 _COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]*):\s+(\S+)")
 _SPACE_PAIR = re.compile(rf"({_NAME}) ({NUMBER})")
 
@@ -319,27 +322,31 @@ class GenericTextParser(GenericRules, TextParser):
         shaped = _Shaped.of(text, self._handlers)
         if shaped is None:
             return False
-        runs = shape_runs(text, shaped.shapes)
         chars = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
         every_line = line_starts(chars, 0, len(chars))
-        bounds = np.searchsorted(every_line, np.array(runs, dtype=np.int64).reshape(-1, 2))  # lines of each run
-        sizes = bounds[:, 1] - bounds[:, 0] if len(runs) else np.empty(0, np.int64)
-        lines = int(sizes.sum())
-        if not lines or lines < 4 * len(runs) or 2 * lines < len(every_line):
-            return False  # mostly other lines, or short runs: line by line is as quick
-        run_of = np.repeat(np.arange(len(runs)), sizes)
-        edge = np.zeros(len(every_line) + 1, dtype=np.int8)
-        edge[bounds[:, 0]] = 1
-        edge[bounds[:, 1]] = -1  # (a line, of another shape, always comes between two runs)
-        starts = every_line[np.cumsum(edge[:-1], dtype=np.int8) > 0]
         values = value_runs(chars)
-        kinds = line_kinds(chars, starts, shaped.shapes, values[1])
-        grids = None if kinds is None else read_fields(
-            chars, [(starts[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs, values)
+        for exact in (False, True):  # (found again exactly when a field of a number's characters is no number)
+            runs = shape_runs(text, shaped.shapes, exact)
+            bounds = np.searchsorted(every_line, np.array(runs, dtype=np.int64).reshape(-1, 2))  # lines of each run
+            sizes = bounds[:, 1] - bounds[:, 0] if len(runs) else np.empty(0, np.int64)
+            lines = int(sizes.sum())
+            if not lines or lines < 4 * len(runs) or 2 * lines < len(every_line):
+                return False  # mostly other lines, or short runs: line by line is as quick
+            run_of = np.repeat(np.arange(len(runs)), sizes)
+            edge = np.zeros(len(every_line) + 1, dtype=np.int8)
+            edge[bounds[:, 0]] = 1
+            edge[bounds[:, 1]] = -1  # (a line, of another shape, always comes between two runs)
+            starts = every_line[np.cumsum(edge[:-1], dtype=np.int8) > 0]
+            kinds = line_kinds(chars, starts, shaped.shapes, values[1])
+            if kinds is None:
+                return False
+            grids = read_fields(
+                chars, [(starts[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs, values)
+            if grids is not None:
+                break
         if grids is None:
             return False
-        self._read_runs(chunk, shaped, runs, _RunLines.of(starts, kinds, run_of, grids, len(runs),
-                                                                 shaped.every_kind))
+        self._read_runs(chunk, shaped, runs, _RunLines.of(starts, kinds, run_of, grids, len(runs), shaped))
         return True
 
     def _read_runs(self, chunk: Chunk, shaped: _Shaped, runs: list[tuple[int, int]], lines: _RunLines) -> None:
@@ -607,19 +614,43 @@ def _averaged_shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
 
 def _averaged_values(rests: tuple[str, ...], before: str, names: tuple[str, ...]) -> str | None:
     """The current values of "name value (average)" meter ``rests`` (as :func:`_pairs` gives them) when each is
-    ``before``, then those pairs in turn with spaces or tabs between and after them: one ``findall`` over the
-    lines, a line a match (checked by their count); None when a line has another shape."""
-    found = _averaged_pattern(before, names).findall("\n".join(rests))
-    if len(found) != len(rests):
+    ``before``, then those pairs in turn with spaces or tabs between and after them, every value and average a
+    decimal; None when a line has another shape, a NaN or is not ASCII (the caller then searches each line). One
+    regex checks every line at once and numpy picks the values out: each is the word before a "(" (no string per
+    pair)."""
+    joined = "\n".join(rests) + "\n"
+    if not joined.isascii() or _averaged_pattern(before, names).fullmatch(joined) is None:
         return None
-    return " ".join(found if len(names) == 1 else chain.from_iterable(found))
+    chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    blank = (chars == 32) | (chars == 9)
+    ends = _walk_back(blank, np.flatnonzero(chars == 40), True)  # blanks, then a "(", follow each value
+    starts = _walk_back(blank, ends, False)  # (a blank comes before each)
+    edges = np.zeros(len(chars) + 1, dtype=np.int8)
+    edges[starts] = 1
+    edges[ends] -= 1
+    kept = np.cumsum(edges[:-1], dtype=np.int8) > 0
+    kept[ends] = True  # the blank or "(" after each value, its separator
+    spaced = chars.copy()
+    spaced[ends] = 32
+    return spaced[kept].tobytes()[:-1].decode("ascii")
+
+
+def _walk_back(blank: np.ndarray, at: np.ndarray, over_blanks: bool) -> np.ndarray:
+    """From each of ``at``, back over the blanks (or the other characters) before it: where that stretch begins."""
+    at = at.copy()
+    moving = np.arange(len(at))
+    while len(moving):
+        moving = moving[blank[at[moving] - 1] == over_blanks]
+        at[moving] -= 1
+    return at
 
 
 @functools.lru_cache(maxsize=64)
 def _averaged_pattern(before: str, names: tuple[str, ...]) -> re.Pattern[str]:
-    """A whole line of :func:`_averaged_values`' shape, the value of each pair a group."""
-    pairs = "[ \t]+".join(re.escape(name) + rf"[ \t]+({NUMBER})[ \t]*\([ \t]*{NUMBER}[ \t]*\)" for name in names)
-    return re.compile(rf"^{re.escape(before)}{pairs}[ \t]*$", re.M)
+    """Lines of :func:`_averaged_values`' shape (possessive repeats: nothing to try again)."""
+    pairs = "[ \t]++".join(
+        re.escape(name) + rf"[ \t]++{DECIMAL_ONCE}[ \t]*+\([ \t]*+{DECIMAL_ONCE}[ \t]*+\)" for name in names)
+    return re.compile(rf"(?:{re.escape(before)}{pairs}[ \t]*+\n)*")
 
 
 def _integers(texts: tuple[str, ...]) -> np.ndarray:
@@ -706,14 +737,14 @@ class _RunLines(NamedTuple):
 
     @classmethod
     def of(cls, starts: np.ndarray, kinds: np.ndarray, run: np.ndarray, grids: list[np.ndarray], runs: int,
-           every_kind: bool) -> _RunLines:
-        if every_kind and len(grids) > 1:
+           shaped: _Shaped) -> _RunLines:
+        if shaped.every_kind and len(grids) > 1:
             anchors = np.empty(len(starts), dtype=np.int64)
             for kind, grid in enumerate(grids):
                 anchors[kinds == kind] = grid[:, 0]
             anchor_run = run
         else:
-            anchors = grids[0][:, 0].astype(np.int64)
+            anchors = shaped.anchors(grids[0])
             anchor_run = run[kinds == 0] if len(grids) > 1 else run
         count = np.bincount(anchor_run, minlength=runs)
         ends = np.cumsum(count)
@@ -801,14 +832,24 @@ class _Shaped:
 
     @staticmethod
     def of(text: str, handlers: dict[str, Any]) -> _Shaped | None:
-        """The key-value lines or the epoch blocks of the head of ``text``, whichever comes first; None if none."""
+        """The key-value lines, the epoch blocks or the training meters of the head of ``text``, whichever comes
+        first; None if none."""
         kv = KV_STEP.search(text, 0, _LOOK)
-        header = EPOCH_HEADER.search(text, 0, _LOOK) if "Epoch" in text[:_LOOK] else None
-        if kv is not None and (header is None or kv.start() < header.start()):
-            return _KvLines.of(text, kv.start(), handlers)
-        if header is not None:
-            return _EpochBlocks.of(text, header, handlers)
-        return None
+        epochs = "Epoch" in text[:_LOOK]
+        header = EPOCH_HEADER.search(text, 0, _LOOK) if epochs else None
+        meter = METER.search(text, 0, _LOOK) if epochs else None
+        found = [(m.start(), rank, m) for rank, m in enumerate((kv, header, meter)) if m is not None]
+        if not found:
+            return None
+        _, rank, first = min(found)
+        if rank == 0:
+            return _KvLines.of(text, first.start(), handlers)
+        return _EpochBlocks.of(text, first, handlers) if rank == 1 else _MeterLines.of(text, first, handlers)
+
+    def anchors(self, grid: np.ndarray) -> np.ndarray:
+        """The anchor (the step, or the epoch that keys the rows) of each line of the first shape, from its
+        fields."""
+        return grid[:, 0].astype(np.int64)
 
     def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
         """The state the lines of run ``index`` change, changed as read one by one would (its tags coded, in order), and
@@ -952,6 +993,69 @@ def _in_line_order(codes: list[np.ndarray], steps: list[np.ndarray], values: lis
         return codes[0], steps[0], values[0], epochs[0], places[0]
     order = np.argsort(np.concatenate(places), kind="stable")
     return tuple(np.concatenate(column)[order] for column in (codes, steps, values, epochs, places))
+
+
+class _MeterLines(_Shaped):
+    """Training meter lines of the PyTorch ImageNet example's kind (``Epoch: [e][ i/n]  name value (average) …``,
+    numbers padded to a width), of the shape of the first one in the chunk's head, each starting its line."""
+
+    _BIG = 2**31  # an epoch, index or batch count from which a run is read line by line (its steps may not fit)
+
+    def __init__(self, shape: LineShape, names: list[str], train: bool) -> None:
+        self.shapes = (shape,)
+        self.names = names
+        self.train = train  # "Epoch(train) [e][i/n]": epochs counted from 1 (MMEngine)
+        self.coded = False
+
+    @classmethod
+    def of(cls, text: str, m: re.Match[str], handlers: dict[str, Any]) -> _MeterLines | None:
+        """The shape of the meter line ``m`` matched, as ``_on_meter`` reads it; None when it does not start its
+        line, is an evaluation's, has other pairs or also matches another generic pattern."""
+        mode = (m.group("mode") or "").lower()
+        if (m.start() and text[m.start() - 1] != "\n") or mode not in ("", "train"):
+            return None
+        rest = m.group("rest")
+        if _averaged_shape_of(rest) is None or _others_match(m.group(0), handlers, "meter"):
+            return None
+        base = m.start()
+        spans = [(m.start(group) - base, m.end(group) - base) for group in ("e", "i", "n")]
+        pads, names = ["*", "*", "*"], []
+        rest_at = m.start("rest") - base
+        for pair in _AVERAGED_PAIR.finditer(rest):
+            names.append(pair.group(1))
+            spans += [(rest_at + pair.start(2), rest_at + pair.end(2)), (rest_at + pair.start(3), rest_at + pair.end(3))]
+            pads += ["+", "*"]
+        shape = line_shape(m.group(0), spans, [True] * 3 + [False] * (len(spans) - 3), pads)
+        return None if shape is None else cls(shape, names, mode == "train")
+
+    def anchors(self, grid: np.ndarray) -> np.ndarray:
+        epochs, indices, batches = (np.minimum(grid[:, column], self._BIG).astype(np.int64) for column in range(3))
+        return (epochs - 1 if self.train else epochs) * batches + indices
+
+    def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
+        if not lines.goes_on(index, parser._last_anchor.get(-1)):
+            return None  # a restart, recorded at its line
+        low, high = np.searchsorted(lines.run, [index, index + 1])
+        counts = lines.grids[0][low:high, :3]
+        if counts.max() >= self._BIG:
+            return None
+        if not self.coded:
+            parser.rows.codes(self.names)
+            self.coded = True
+        parser._meter_seen = True
+        parser._meter_batches, parser._meter_epoch = int(counts[-1, 2]), int(counts[-1, 0])
+        parser._mmengine = parser._mmengine or self.train
+        parser.anchor(lines.last[index], None, 0)  # type: ignore[arg-type]
+        return True
+
+    def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
+             ) -> tuple[Any, ...]:
+        keep = taken[lines.run]
+        grid = lines.grids[0][keep]
+        width = len(self.names)
+        codes = np.tile(np.array(parser.rows.codes(self.names), dtype=np.int32), len(grid))
+        return (codes, np.repeat(self.anchors(grid), width), grid[:, 3::2].ravel(), np.repeat(grid[:, 0], width),
+                np.repeat(lines.starts[keep], width))
 
 
 class _EpochBlocks(_Shaped):
