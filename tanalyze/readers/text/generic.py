@@ -337,11 +337,11 @@ class GenericTextParser(GenericRules, TextParser):
             edge[bounds[:, 0]] = 1
             edge[bounds[:, 1]] = -1  # (a line, of another shape, always comes between two runs)
             starts = every_line[np.cumsum(edge[:-1], dtype=np.int8) > 0]
-            kinds = line_kinds(chars, starts, shaped.shapes, values[1])
+            kinds = line_kinds(chars, starts, shaped.shapes, values.ends)
             if kinds is None:
                 return False
             grids = read_fields(
-                chars, [(starts[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], runs, values)
+                chars, [(starts[kinds == index], shape) for index, shape in enumerate(shaped.shapes)], values)
             if grids is not None:
                 break
         if grids is None:
@@ -1025,7 +1025,8 @@ class _MeterLines(_Shaped):
             names.append(pair.group(1))
             spans += [(rest_at + pair.start(2), rest_at + pair.end(2)), (rest_at + pair.start(3), rest_at + pair.end(3))]
             pads += ["+", "*"]
-        shape = line_shape(m.group(0), spans, [True] * 3 + [False] * (len(spans) - 3), pads)
+        shape = line_shape(m.group(0), spans, [True] * 3 + [False] * (len(spans) - 3), pads,
+                           [False] * 3 + [False, True] * len(names))  # (the averages: checked, not read)
         return None if shape is None else cls(shape, names, mode == "train")
 
     def anchors(self, grid: np.ndarray) -> np.ndarray:
@@ -1054,7 +1055,7 @@ class _MeterLines(_Shaped):
         grid = lines.grids[0][keep]
         width = len(self.names)
         codes = np.tile(np.array(parser.rows.codes(self.names), dtype=np.int32), len(grid))
-        return (codes, np.repeat(self.anchors(grid), width), grid[:, 3::2].ravel(), np.repeat(grid[:, 0], width),
+        return (codes, np.repeat(self.anchors(grid), width), grid[:, 3:].ravel(), np.repeat(grid[:, 0], width),
                 np.repeat(lines.starts[keep], width))
 
 
