@@ -1,5 +1,6 @@
 """Console logs of custom training loops: epoch blocks, progress meters, key-value lines."""
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, settings
@@ -416,3 +417,18 @@ def test_a_field_of_a_numbers_characters_that_is_no_number_is_read_on_its_own(tm
     check(run.scalars, "loss", {7000: float(lines[699].split()[4])}, count=1999)  # none at 7010
     assert 7010 in set(run.scalars.loc[run.scalars["tag"] == "lr", "step"])  # its other pairs are read
     _same_at_once_and_line_by_line(path, monkeypatch)
+
+
+def test_line_breaks_starts_and_unread_stretches_count_characters():
+    """Indices are of characters, not bytes, in a text that is not ASCII too; the stretches between the lines
+    read cover the rest of the text, a last line without its break included."""
+    from tanalyze.readers.text.generic import _line_breaks, _line_starts, _unread_stretches
+
+    text = "a\u00b5\nEpoch 1\n\u4e2d\u6587\nEpoch 2\ntail"
+    breaks = _line_breaks(text)
+    assert breaks.tolist() == [i for i, char in enumerate(text) if char == "\n"] == [2, 10, 13, 21]
+    assert _line_starts(breaks, [0, 4, 14, 20, 23]) == [0, 3, 14, 14, 22]
+    read = np.array([3, 14])
+    assert _unread_stretches(text, breaks, read) == [(0, 3), (11, 14), (22, len(text))]
+    assert _unread_stretches(text, breaks, np.array([22])) == [(0, 22)]
+    assert _unread_stretches("x", _line_breaks("x"), np.array([], dtype=np.int64)) == [(0, 1)]

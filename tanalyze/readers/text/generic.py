@@ -410,7 +410,8 @@ class GenericTextParser(GenericRules, TextParser):
         if any(kind in _SETS_THE_STEP for _, group in others for _, _, kind, _ in group):
             return False
         matches = list(METER.finditer(text))
-        starts = _line_starts(text, list(map(re.Match.start, matches)))
+        breaks = _line_breaks(text)
+        starts = _line_starts(breaks, list(map(re.Match.start, matches)))
         if not {line for line, _ in others}.isdisjoint(starts):
             return False  # a meter on a line of another kind
         groups = list(map(re.Match.groups, matches))
@@ -448,7 +449,8 @@ class GenericTextParser(GenericRules, TextParser):
         placed = np.concatenate(positions)
         if len(placed) and (placed[1:] < placed[:-1]).any():
             rows.reorder(first, np.argsort(placed, kind="stable"))
-        self.scan_ranges = [(low, high, self.lookalike) for low, high in _unread_stretches(text, sorted(self._marked))]
+        self.scan_ranges = [(low, high, self.lookalike)
+                            for low, high in _unread_stretches(text, breaks, np.array(sorted(self._marked), np.int64))]
         return True
 
     def _other_lines(self, chunk: Chunk, others: list, meters: _Meters, before: tuple) -> list[np.ndarray]:
@@ -493,35 +495,26 @@ class GenericTextParser(GenericRules, TextParser):
 _SETS_THE_STEP = frozenset({"epoch_header", "kv_step"})
 
 
-def _unread_stretches(text: str, read: list[int]) -> list[tuple[int, int]]:
-    """The stretches of ``text`` between the lines read (their starts, in order): where look-alike lines may
-    be left (a chunk of meter lines read at once is not scanned again line by line)."""
-    stretches = []
-    at = 0
-    find = text.find
-    for start in read:
-        if start > at:
-            stretches.append((at, start))
-        end = find("\n", start)
-        at = len(text) if end < 0 else end + 1
-    if at < len(text):
-        stretches.append((at, len(text)))
-    return stretches
+def _line_breaks(text: str) -> np.ndarray:
+    """Where the line breaks of ``text`` are (indices into it), numpy reading its characters as codes."""
+    codes = (np.frombuffer(text.encode("ascii"), dtype=np.uint8) if text.isascii()
+             else np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32))
+    return np.flatnonzero(codes == 10)
 
 
-def _line_starts(text: str, positions: list[int]) -> list[int]:
-    """Where the line of each position (in order) starts: each searched back only as far as the position before
-    (a line break between them, or the same line), so that the whole text is scanned at most once."""
-    starts = []
-    line = last = 0
-    find = text.rfind
-    for position in positions:
-        at = find("\n", last, position)
-        if at >= 0:
-            line = at + 1
-        starts.append(line)
-        last = position
-    return starts
+def _unread_stretches(text: str, breaks: np.ndarray, read: np.ndarray) -> list[tuple[int, int]]:
+    """The stretches of ``text`` (its line ``breaks``) between the lines read (their starts, in order): where
+    look-alike lines may be left (a chunk of meter lines read at once is not scanned again line by line)."""
+    ends = np.concatenate((breaks + 1, [len(text)]))[np.searchsorted(breaks, read)]  # after each line read
+    lows = np.concatenate(([0], ends))
+    highs = np.concatenate((read, [len(text)]))
+    gaps = highs > lows
+    return list(zip(lows[gaps].tolist(), highs[gaps].tolist(), strict=True))
+
+
+def _line_starts(breaks: np.ndarray, positions: list[int]) -> list[int]:
+    """Where the line of each position starts (the text's line ``breaks`` given)."""
+    return np.concatenate(([0], breaks + 1))[np.searchsorted(breaks, positions)].tolist()
 
 
 def _pairs(rests: tuple[str, ...]) -> tuple[list[str], str, list[int], list[str] | None]:
