@@ -63,10 +63,10 @@ _TAIL_FIELDS = (
     (re.compile(rf"^({NUMBER}) tok/s$"), "tok_per_s"),
 )
 _ZSCORE = re.compile(rf"^({NUMBER})z$")
-_F = r"[^ \t\n|()%]+"
-_Z = r"[-+.0-9eE]+"  # a z-score computed ('+nanz' has the other shape)
-_HEAD = rf"\nstep +(\d+/\d+ \| loss {_F} \({_Z}z\)\| norm {_F} \({_Z})z\)\| lr ({_F}) \| "
-_HEAD_NANZ = rf"\nstep +(\d+/\d+ \| loss {_F} \(\+nanz\)\| norm {_F}) \(\+nanz\)\| lr ({_F}) \| "
+_F = r"[^ \t\n|()%]++"  # (possessive: what follows is a character it has not)
+_Z = r"[-+.0-9eE]++"  # a z-score computed ('+nanz' has the other shape)
+_HEAD = rf"\nstep ++(\d++/\d++ \| loss {_F} \({_Z}z\)\| norm {_F} \({_Z})z\)\| lr ({_F}) \| "
+_HEAD_NANZ = rf"\nstep ++(\d++/\d++ \| loss {_F} \(\+nanz\)\| norm {_F}) \(\+nanz\)\| lr ({_F}) \| "
 _TAIL = rf"({_F} ms \| {_F}% bf16 MFU \| {_F}) tok/s(?=\n)"
 _TAIL_PART = ((" ms | ", "% bf16 MFU | "), 3)
 #: The step line of train_gpt2.cu (bf16), with its z-scores or before they are computed ('(+nanz)'), read span
