@@ -312,17 +312,20 @@ def duplicated_rows(codes: np.ndarray, steps: np.ndarray, ranks: np.ndarray | No
     ``keep_last_write`` at a fraction of its time and memory on millions of rows."""
     if not len(codes):
         return None
-    codes = codes.astype(np.int64, copy=False)
     steps = steps.astype(np.int64, copy=False)
+    if ranks is None:  # (no wide copies of the columns on the usual path: millions of rows)
+        group, shifted, rank_span = codes, 0, 1
+    else:
+        shifted = ranks.astype(np.int64) + 1
+        rank_span = int(shifted.max()) + 1
+        group = codes.astype(np.int64) * rank_span + shifted
+    if not _repeats_in_order(group, steps):
+        return None
+    codes = codes.astype(np.int64, copy=False)
     low, span = int(steps.min()), int(steps.max()) - int(steps.min()) + 1
-    shifted = ranks.astype(np.int64) + 1 if ranks is not None else np.zeros(len(codes), np.int64)
-    rank_span = int(shifted.max()) + 1
     if (int(codes.max()) + 1) * span * rank_span >= 2**62:
         duplicated = pd.DataFrame({"c": codes, "s": steps, "r": shifted}).duplicated(keep="last").to_numpy()
         return duplicated if duplicated.any() else None
-    group = codes * rank_span + shifted
-    if not _repeats_in_order(group, steps):
-        return None
     if int(group.max()) < 2**15:
         # usual case, no step logged twice: steps rise within every (tag, rank). A stable sort of
         # small integers is a radix sort, much cheaper than hashing every key.
