@@ -24,7 +24,7 @@ def _append(column: array, items: Iterable) -> None:
     if type(items) is list:
         column.fromlist(items)
     elif isinstance(items, np.ndarray):
-        column.frombytes(np.ascontiguousarray(items, dtype=_TYPES[column.typecode]).tobytes())
+        column.frombytes(_bytes_of(items, column.typecode))
     else:
         column.extend(items)
 
@@ -43,8 +43,13 @@ def _copy(column: array, dtype: type, start: int) -> np.ndarray:
 def _array(typecode: str, column: np.ndarray) -> array:
     """A numpy column as an ``array`` of ``typecode``."""
     out = array(typecode)
-    out.frombytes(np.ascontiguousarray(column, dtype=_TYPES[typecode]).tobytes())
+    out.frombytes(_bytes_of(column, typecode))
     return out
+
+
+def _bytes_of(column: np.ndarray, typecode: str) -> memoryview:
+    """The bytes of a numpy column as items of ``typecode``, without a copy when it has that type already."""
+    return memoryview(np.ascontiguousarray(column, dtype=_TYPES[typecode])).cast("B")
 
 
 def _is_default(value: float, default: float) -> bool:
