@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze._display import html as display_html
+from tanalyze._gc import collector_paused
 from tanalyze.assemble import Assembled, assemble
 from tanalyze.checkpoint_files import NO_CHECKPOINTS, CheckpointScan, scan_checkpoints, with_training_args
 from tanalyze.discover import Discovery, NotRead, RunSpec, discover
@@ -582,9 +583,10 @@ def load(
         ConfigError: the config file or a pattern in it is invalid.
         NoLogsError: nothing under the path is a training log.
     """
-    discovery = discover_runs(path, formats=formats, patterns=patterns, join=join, cache=cache)
-    results = read_specs(discovery.runs, jobs=jobs, cache=cache, client=client, progress=progress)
-    return _merge(results, discovery)
+    with collector_paused():  # (runs by the thousand: their tables and results are many small objects)
+        discovery = discover_runs(path, formats=formats, patterns=patterns, join=join, cache=cache)
+        results = read_specs(discovery.runs, jobs=jobs, cache=cache, client=client, progress=progress)
+        return _merge(results, discovery)
 
 
 def read_task(spec: RunSpec, *, cache: Cache | None) -> list[RunResult]:

@@ -7,6 +7,7 @@ from the logs every time, never stored approximately.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -109,14 +110,21 @@ def _encode_frame(frame: pd.DataFrame, prefix: str, arrays: dict[str, np.ndarray
     return {"rows": len(frame), "columns": columns}
 
 
+@functools.lru_cache(maxsize=1024)
+def _category_dtype(categories: tuple[Any, ...], dtype: str, ordered: bool) -> pd.CategoricalDtype:
+    """The dtype of a stored categorical column, made (and its categories checked) once for all the runs that
+    share it: thousands of runs of one export have the same tags."""
+    return pd.CategoricalDtype(pd.Index(list(categories), dtype=dtype), ordered=ordered)
+
+
 def _decode_frame(spec: Mapping[str, Any], prefix: str, arrays: Mapping[str, np.ndarray]) -> pd.DataFrame:
     data: dict[str, Any] = {}
     for i, column in enumerate(spec["columns"]):
         key = f"{prefix}{i}"
         kind = column["kind"]
         if kind == "category":
-            categories = pd.Index(column["categories"], dtype=column["categories_dtype"])
-            data[column["name"]] = pd.Categorical.from_codes(arrays[key], categories=categories, ordered=column["ordered"])
+            dtype = _category_dtype(tuple(column["categories"]), column["categories_dtype"], column["ordered"])
+            data[column["name"]] = pd.Categorical.from_codes(arrays[key], dtype=dtype)
         elif kind == "string":
             codes = arrays[key]
             uniques = np.array(column["values"] + [None], dtype=object)

@@ -25,16 +25,15 @@ mark) are read whole every time (``state["reread"]``).
 
 from __future__ import annotations
 
-import gc
 import re
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tanalyze._gc import collector_paused
 from tanalyze.errors import FormatError
 from tanalyze.readers.base import FilePart, ReadWarning, Restart
 from tanalyze.readers.text._lines import CHUNK_CHARS, Chunk, TextStats, iter_chunks
@@ -120,23 +119,6 @@ def _mark(parser: TextParser, offset: int, line: int, stats: dict[str, Any], tra
     return mark
 
 
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while lines are parsed (restored on exit).
-
-    Parsing allocates millions of short-lived tuples, lists and match objects and makes no reference cycles, so
-    reference counting frees them all; left running, the collector walks every live object of the process
-    again and again: a tenth to a sixth of the time to read a 50 MB log (``bench/bench_text.py``)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def read_part(path: Path, parser: TextParser, start: int = 0, state: Mapping[str, Any] | None = None,
               chunk_chars: int = CHUNK_CHARS) -> FilePart:
     """Feed ``path`` from byte ``start`` (0, or the ``end`` of an earlier part, with its ``state``) to ``parser``
@@ -156,7 +138,7 @@ def read_part(path: Path, parser: TextParser, start: int = 0, state: Mapping[str
     mark: _Mark | None = None
     offset = start
     counted = _counts(stats)  # the counts at the last line end (the next chunk is cleaned before it is seen)
-    with _collector_paused():
+    with collector_paused():
         for chunk in iter_chunks(path, stats, chunk_chars, start=start, line=line):
             if chunk.stop is None and mark is None and stats.encoding == "utf-8":
                 mark = _mark(parser, offset, line, counted, tracebacks)

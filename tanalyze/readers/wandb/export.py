@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from tanalyze._gc import collector_paused
 from tanalyze.errors import FormatError
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.widecsv import read_columns
@@ -251,8 +252,9 @@ class WandbRunsTableReader(Reader):
 
     def read(self, files: list[Path]) -> list[RunData]:
         out: list[RunData] = []
-        for path in files:
-            out.extend(_read_runs_table(path))
+        with collector_paused():  # (thousands of runs, each with its small tables)
+            for path in files:
+                out.extend(_read_runs_table(path))
         return out
 
 
@@ -339,7 +341,9 @@ def _read_runs_table(path: Path) -> list[RunData]:
                              step=np.repeat([final[1] for final in finals], width),
                              value=[value for final in finals for value in final[2]])
         for position, index in enumerate(indices):
-            scalars[index] = table.iloc[position * width:(position + 1) * width].reset_index(drop=True)
+            part = table.iloc[position * width:(position + 1) * width]
+            part.index = pd.RangeIndex(width)  # (what reset_index gives, at a fifth of its cost)
+            scalars[index] = part
 
     out = []
     for index, (name, hparams, notes, _) in enumerate(runs):
