@@ -313,8 +313,8 @@ class GenericTextParser(GenericRules, TextParser):
             super().feed(chunk)
 
     def _shaped_at_once(self, chunk: Chunk) -> bool:
-        """Key-value lines (or epoch blocks) printed from one template read run by run at once, the lines
-        between them one by one at their place: the same rows as line by line. False (nothing read) when the
+        """Key-value lines, epoch blocks or training meters printed from one template read run by run at once,
+        the lines between them one by one at their place: the same rows as line by line. False (nothing read) when the
         chunk's head has no such line, or too few of its lines are in runs for this to pay."""
         text = chunk.text
         if chunk.incomplete or not text.isascii():
