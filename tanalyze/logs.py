@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -583,7 +584,9 @@ def load(
         ConfigError: the config file or a pattern in it is invalid.
         NoLogsError: nothing under the path is a training log.
     """
-    with collector_paused():  # (runs by the thousand: their tables and results are many small objects)
+    # The collector paused: runs by the thousand make many small tables and results (not while a Dask client's
+    # event loop runs in this process: its cycles would pile up for as long as the cluster reads)
+    with collector_paused() if client is None else contextlib.nullcontext():
         discovery = discover_runs(path, formats=formats, patterns=patterns, join=join, cache=cache)
         results = read_specs(discovery.runs, jobs=jobs, cache=cache, client=client, progress=progress)
         return _merge(results, discovery)

@@ -41,3 +41,14 @@ def test_progress_reaches_every_run_on_a_cluster(client, tmp_path):
     calls = []
     tanalyze.load(sweep, client=client, cache=False, progress=lambda d, t, n: calls.append((d, t)))
     assert calls == [(i, 5) for i in range(1, 6)]
+
+
+def test_the_collector_runs_while_a_cluster_reads_and_pauses_while_this_process_reads(client, tmp_path):
+    """The client's event loop lives in this process: its reference cycles are collected as it runs."""
+    import gc
+
+    sweep = make_sweep(tmp_path, runs=3, steps=10)
+    seen = []
+    tanalyze.load(sweep, client=client, cache=False, progress=lambda d, t, n: seen.append(gc.isenabled()))
+    tanalyze.load(sweep, jobs=1, cache=False, progress=lambda d, t, n: seen.append(gc.isenabled()))
+    assert seen == [True] * 3 + [False] * 3 and gc.isenabled()
