@@ -79,9 +79,10 @@ EVAL_METER = require(re.compile(
     re.M,
 ), _named_progress)
 SUMMARY = re.compile(r"^ \* (Acc@1 [^\n]*)$", re.M)
-_METER_PAIR = re.compile(rf"([A-Za-z@][\w@/.-]*(?: [A-Za-z@][\w@/.-]*)*)\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
-#: ``_METER_PAIR`` with the average a group too
-_AVERAGED_PAIR = re.compile(_METER_PAIR.pattern.replace(rf"\(\s*{NUMBER}", rf"\(\s*({NUMBER})"))
+_METER_NAME = r"[A-Za-z@][\w@/.-]*(?: [A-Za-z@][\w@/.-]*)*"
+_METER_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
+#: the same, the average a group too (where the line's template is learnt)
+_AVERAGED_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*({NUMBER})\s*\)")
 _COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]*):\s+(\S+)")
 _SPACE_PAIR = re.compile(rf"({_NAME}) ({NUMBER})")
 
