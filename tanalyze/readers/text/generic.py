@@ -325,7 +325,7 @@ class GenericTextParser(GenericRules, TextParser):
             return False
         chars = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
         every_line = line_starts(chars, 0, len(chars))
-        values = value_runs(chars)
+        values = None
         for exact in (False, True):  # (found again exactly when a field of a number's characters is no number)
             runs = shape_runs(text, shaped.shapes, exact)
             bounds = np.searchsorted(every_line, np.array(runs, dtype=np.int64).reshape(-1, 2))  # lines of each run
@@ -338,6 +338,7 @@ class GenericTextParser(GenericRules, TextParser):
             edge[bounds[:, 0]] = 1
             edge[bounds[:, 1]] = -1  # (a line, of another shape, always comes between two runs)
             starts = every_line[np.cumsum(edge[:-1], dtype=np.int8) > 0]
+            values = value_runs(chars) if values is None else values  # (once the runs are worth reading)
             kinds = line_kinds(chars, starts, shaped.shapes, values.ends)
             if kinds is None:
                 return False
