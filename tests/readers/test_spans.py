@@ -5,10 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tanalyze.readers import get_reader
 from tanalyze.readers.text import _parts
-from tanalyze.readers.text._spans import Shape, read_spans, spans
+from tanalyze.readers.text._shaped import LineShape
+from tanalyze.readers.text._spans import read_spans, spans
 from tanalyze.readers.text.llmc import LlmcParser
 from tanalyze.readers.text.modded_nanogpt import ModdedNanoGPTParser
 from tests.readers.text_helpers import write
@@ -114,8 +117,81 @@ def test_a_chunk_is_cut_at_its_breaker_lines_and_read_whole():
     assert "".join(text[a:b] for a, b, _ in cut) == text
     assert [(text[a:b], breaker) for a, b, breaker in cut] == [
         ("step:1/9 t:1\n", False), ("step:2/9 v:5\n", True), ("noise\nstep:3/9 t:3\n", False), ("step:4/9 v:7", True)]
-    shape = Shape(re.compile(r"\nstep:(\d+/\d+ t:[^ \n]+)(?=\n)"), ("/", " t:"), 3)
-    reads = read_spans(body, [(a, b) for a, b, breaker in cut if not breaker], "step:", (shape,))
+    shape = LineShape(("step:", "/", " t:", ""), (True, True, False))
+    reads = read_spans(text, [(a, b) for a, b, breaker in cut if not breaker], "step:", (shape,))
     assert [read[0].tolist() for read in reads if read is not None] == [[[1, 9, 1]], [[3, 9, 3]]]
-    assert read_spans(body, [(0, len(text))], "step:", (shape,)) == [None]  # a line of another shape
-    assert np.array_equal(read_spans("\nx\n", [(0, 2)], "step:", (shape,))[0][0], np.empty((0, 0)))
+    assert read_spans(text + "\n", [(0, len(text) + 1)], "step:", (shape,)) == [None]  # a line of another shape
+    assert np.array_equal(read_spans("x\n", [(0, 2)], "step:", (shape,))[0][0], np.empty((0, 0)))
+
+
+def test_spans_with_a_field_that_is_no_number_or_text_beyond_ascii():
+    shape = LineShape(("step:", "/", " t:", "ms"), (True, True, False))
+    other = LineShape(("step:", "/", " loss:", " t:", "ms"), (True, True, False, False))
+    text = "é → start\nstep:1/9 t:1.5ms\nstep:2/9 t:2e-3ms\nµ noise\nstep:3/9 t:-.5ms\n"
+    (read,) = read_spans(text, [(0, len(text))], "step:", (other, shape))
+    assert read[1] == 1 and read[0].tolist() == [[1, 9, 1.5], [2, 9, 0.002], [3, 9, -0.5]]
+    after = text.index("step:2")
+    ranges = [(0, after), (after, len(text))]  # split after the first step line
+    assert [r[0].tolist() for r in read_spans(text, ranges, "step:", (shape,))] == [[[1, 9, 1.5]],
+                                                                                    [[2, 9, 0.002], [3, 9, -0.5]]]
+    odd = text.replace("t:2e-3ms", "t:2e-3.1ms")  # number characters, no number: found again exactly
+    assert read_spans(odd, [(0, len(odd))], "step:", (shape,)) == [None]
+    assert [r is None for r in read_spans(odd, ranges, "step:", (shape,))] == [False, True]
+    mixed = "step:1/9 t:1ms\nstep:2/9 loss:3.5 t:2ms\n"  # one range, two shapes: line by line
+    assert read_spans(mixed, [(0, len(mixed))], "step:", (shape, other)) == [None]
+    split = [(0, mixed.index("step:2")), (mixed.index("step:2"), len(mixed))]
+    assert [(r[0].tolist(), r[1]) for r in read_spans(mixed, split, "step:", (shape, other))] == [
+        ([[1, 9, 1]], 0), ([[2, 9, 3.5, 2]], 1)]
+
+
+@pytest.mark.parametrize(("name", "parser", "text"), [
+    ("modded_nanogpt", ModdedNanoGPTParser, "step:0/6000 val_loss:10.9 train_time:0ms step_avg:nanms\n"
+     + "".join(f"step:{n}/6000 train_loss:{9 - n / 100} train_time:{n * 85}ms step_avg:85.0ms\n" for n in range(1, 126))
+     + "step:125/6000 val_loss:4.5 train_time:10634ms step_avg:85.0ms\n" + _modded(126, 3000, {})),
+    ("llmc", LlmcParser, "=> setting grad_accum_steps=1\nval loss 11.007921\n"
+     + _llmc(1, 3000, {step: _llmc_line(step, step > 250) for step in range(1, 251)}))],
+    ids=["modded_nanogpt", "llmc"])
+def test_the_step_lines_of_a_clean_log_are_read_at_once(name, parser, text, tmp_path, monkeypatch):
+    """No train step line of a clean log is read on its own: both shapes of it (one span of each, as evaluation
+    lines cut them), evaluation lines between."""
+    def one_by_one(self, m, chunk):
+        assert "val_loss" in m.group(0), f"read on its own: {m.group(0)!r}"  # (modded-nanogpt's breaker lines)
+
+    monkeypatch.setattr(parser, "_on_step", one_by_one)
+    (run,) = get_reader(name).read([write(tmp_path / "train.log", text)])
+    assert run.scalars["step"].max() == 3000 and len(run.scalars) > 6000
+    assert (run.scalars["tag"] == "train/loss").sum() == {"llmc": 3000, "modded_nanogpt": 125}[name]
+
+
+_LLMC_NUMBERS = ("5.697861", "11.009662", "1.34e-04", "+1.59", "-0.06", "15.0789", "121515", "8.57e-07", "0.0006", ".5")
+_LLMC_FIELDS = _LLMC_NUMBERS * 6 + ("+nan", "nan", "1.2.3", "1e", "-", "1_0", "")  # (mostly numbers: spans at once)
+
+
+def _random_llmc_line(step: int, fields: list[str], nanz: bool, pad: str) -> str:
+    loss, z1, norm, z2, lr, ms, mfu, tok = fields
+    z1, z2 = ("+nanz", "+nanz") if nanz else (z1 + "z", z2 + "z")
+    return (f"step{pad}{step}/19560 | loss {loss} ({z1})| norm {norm} ({z2})| lr {lr} | {ms} ms | {mfu}% bf16 MFU "
+            f"| {tok} tok/s")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(
+    st.tuples(st.integers(0, 3000), st.lists(st.sampled_from(_LLMC_FIELDS), min_size=8, max_size=8), st.booleans(),
+              st.sampled_from((" ", "  ", "\t", ""))),
+    st.sampled_from(("val loss 3.25", "HellaSwag: 2493/10042 = 0.248257", "noise", "", "step 5/10: train loss 4.6 "
+                     "(1.5 ms, 5678 tok/s)", "=> setting grad_accum_steps=1", "step  7/19560 | loss 5.0", "µ"))),
+    min_size=1, max_size=40), st.booleans())
+def test_llmc_console_read_at_once_equals_line_by_line(tmp_path, monkeypatch, lines, cut):
+    """Random llm.c console texts (steps up and down, fields that are no numbers or NaN, z-scores or not, other
+    lines between): the spans read at once give what every line read on its own gives."""
+    text = "".join((line if isinstance(line, str) else _random_llmc_line(*line)) + "\n" for line in lines)
+    path = write(tmp_path / "train.log", text[:-1] if cut else text)
+    monkeypatch.setattr(_parts, "CHUNK_CHARS", 512)
+    reader = get_reader("llmc")
+    (at_once,) = reader.read([path])
+    monkeypatch.setattr(LlmcParser, "line_by_line", True)  # (the fixture lives across examples: set back below)
+    (by_line,) = reader.read([path])
+    monkeypatch.setattr(LlmcParser, "line_by_line", False)
+    pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True)
+    assert (at_once.notes, [w.message for w in at_once.warnings], at_once.restarts, at_once.hparams) == (
+        by_line.notes, [w.message for w in by_line.warnings], by_line.restarts, by_line.hparams)

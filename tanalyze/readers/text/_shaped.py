@@ -25,8 +25,6 @@ __all__ = ["DECIMAL_ONCE", "LineShape", "ValueRuns", "line_kinds", "line_shape",
 
 #: the characters a field may hold: a piece after a field begins with none of them
 _VALUE_CHARS = "0123456789.eE+-"
-_IS_VALUE = np.zeros(256, dtype=bool)
-_IS_VALUE[list(_VALUE_CHARS.encode("ascii"))] = True
 #: the decimal numbers of the line patterns (``values.NUMBER`` without NaN and infinities, read line by line)
 DECIMAL = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _DECIMAL = re.compile(DECIMAL)
@@ -102,11 +100,12 @@ def _runs_pattern(shapes: tuple[LineShape, ...], exact: bool) -> re.Pattern[str]
     return re.compile(rf"^(?:{lines}\n)+", re.M)
 
 
-def shape_runs(text: str, shapes: tuple[LineShape, ...], exact: bool) -> list[tuple[int, int]]:
-    """Where in ``text`` (whole lines) runs of lines of ``shapes`` are: (start, end) after their last line break.
-    Not ``exact``, a decimal field is any run of a number's characters (:func:`read_fields` then tells when one
-    is no number, and the runs are found again, exactly)."""
-    return [m.span() for m in _runs_pattern(shapes, exact).finditer(text)]
+def shape_runs(text: str, shapes: tuple[LineShape, ...], exact: bool, start: int = 0, end: int | None = None
+               ) -> list[tuple[int, int]]:
+    """Where in ``text[start:end]`` (whole lines) runs of lines of ``shapes`` are: (start, end) after their last
+    line break. Not ``exact``, a decimal field is any run of a number's characters (:func:`read_fields` then
+    tells when one is no number, and the runs are found again, exactly)."""
+    return [m.span() for m in _runs_pattern(shapes, exact).finditer(text, start, len(text) if end is None else end)]
 
 
 def line_starts(chars: np.ndarray, start: int, end: int) -> np.ndarray:
@@ -124,7 +123,10 @@ class ValueRuns(NamedTuple):
 
 def value_runs(chars: np.ndarray) -> ValueRuns:
     """The runs of characters a number may have in ``chars`` (ending with a line break)."""
-    is_value = _IS_VALUE[chars]
+    is_value = (chars - 48) < 10  # (comparisons: three times quicker than a table look-up per character)
+    for char in b".+-":
+        is_value |= chars == char
+    is_value |= (chars | 32) == 101  # 'e' or 'E'
     edges = np.flatnonzero(is_value[1:] != is_value[:-1]) + 1  # a start, its end, the next start, …
     if len(chars) and is_value[0]:
         edges = np.concatenate(([0], edges))

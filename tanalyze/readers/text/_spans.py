@@ -1,16 +1,16 @@
 """Spans of usual lines read at once: the fast path of the console parsers whose lines are few shapes.
 
-A console log is mostly one line kind printed the same way every time (llm.c's
-``step N/M | loss …``, modded-nanogpt's ``step:N/M train_time:…``). Such a span
-is read at once: one ``findall`` of the line's whole :class:`Shape` over the span,
-its fields joined and split on single spaces, all numbers parsed in bulk
-(:func:`~tanalyze.readers.text._numbers.parse_numbers`, bit for bit ``float()``).
+A console log is mostly one line kind printed from one template every time (llm.c's
+``step N/M | loss …``, modded-nanogpt's ``step:N/M train_time:…``): a
+:class:`~tanalyze.readers.text._shaped.LineShape`. The lines of such a span are
+found as runs by one regex, their fields cut out of the text with numpy and parsed
+in bulk, bit for bit as ``float()`` (see :mod:`~tanalyze.readers.text._shaped`).
 
 The span is read at once only when every line of it that starts with the kind's
-prefix has that shape and every field is a number as the format's own line
-pattern takes it; otherwise the caller reads the span line by line (the one
-path that knows every rule). Lines of other kinds that carry points (evaluation
-lines) cut the chunk into spans (:func:`spans`), so rows stay in line order.
+prefix has that shape (so every field is a plain decimal number); otherwise the
+caller reads the span line by line (the one path that knows every rule). Lines of
+other kinds that carry points (evaluation lines) cut the chunk into spans
+(:func:`spans`), so rows stay in line order.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from typing import ClassVar, NamedTuple, cast
+from typing import ClassVar, cast
 
 import numpy as np
 
@@ -26,26 +26,19 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._regex import ordered_matches
+from tanalyze.readers.text._shaped import (
+    LineShape,
+    ValueRuns,
+    line_starts,
+    read_fields,
+    shape_runs,
+    value_runs,
+)
 from tanalyze.readers.values import NUMBER
 
-__all__ = ["Shape", "SpanParser", "field_grid", "spans", "read_span", "read_spans"]
+__all__ = ["SpanParser", "field_grid", "spans", "read_spans"]
 
 _NUMBER = re.compile(NUMBER)
-
-
-class Shape(NamedTuple):
-    """One usual line: ``pattern`` matches it after its line break, up to (not over) the next, with all its
-    fields in one group; replacing each of ``separators`` (in order) by a space leaves ``width`` fields.
-
-    With ``parts``, the pattern has one group per part instead, each with its own (separators, width): a
-    column printed otherwise (``1.71e-04`` among fixed-point numbers) is then parsed on its own, and the
-    fields are the parts' fields in order (``separators`` and ``width`` are unused).
-    """
-
-    pattern: re.Pattern[str]
-    separators: tuple[str, ...]
-    width: int
-    parts: tuple[tuple[tuple[str, ...], int], ...] = ()
 
 
 def spans(body: str, breakers: re.Pattern[str], words: tuple[str, ...], start: int = 0, end: int | None = None
@@ -76,51 +69,71 @@ def spans(body: str, breakers: re.Pattern[str], words: tuple[str, ...], start: i
     return out
 
 
-def read_spans(body: str, ranges: list[tuple[int, int]], prefix: str, shapes: tuple[Shape, ...]
+class _Text:
+    """A chunk's text as one byte per character (those beyond ASCII as ``?``: no line of a shape has one) and
+    the runs of a number's characters in it, each made when first needed."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @functools.cached_property
+    def chars(self) -> np.ndarray:
+        return np.frombuffer(self.text.encode("ascii", errors="replace"), dtype=np.uint8)
+
+    @functools.cached_property
+    def values(self) -> ValueRuns:
+        return value_runs(self.chars)
+
+
+def read_spans(text: str, ranges: list[tuple[int, int]], prefix: str, shapes: tuple[LineShape, ...]
                ) -> list[tuple[np.ndarray, int] | None]:
-    """:func:`read_span` of each of ``ranges`` (in order), the usual case in one pass: when all their lines
-    have one shape, a single ``findall`` and one bulk parse for them all, split by line counts; else each half
-    so (a log whose shape changes once, as llm.c's when its z-scores begin, costs a few passes more)."""
-    counts = [body.count("\n" + prefix, start, end + 1) for start, end in ranges]
-    return _read_group(body, ranges, counts, prefix, shapes)
+    """The fields of the lines of each of ``ranges`` of ``text`` (whole lines) that begin with ``prefix`` as a
+    (lines, fields) grid and the index of the shape they all have (an empty grid and -1 when there are none;
+    None when a line has another shape). Each shape begins with ``prefix``. The usual case in one pass: when all
+    their lines have one shape, one search for runs and one bulk parse for them all, split by range; else each
+    half so (a log whose shape changes once, as llm.c's when its z-scores begin, costs a few passes more)."""
+    counts = [text.count("\n" + prefix, max(start - 1, 0), end) + (start == 0 and text.startswith(prefix))
+              for start, end in ranges]
+    return _read_group(_Text(text), ranges, counts, shapes)
 
 
-def _read_group(body: str, ranges: list[tuple[int, int]], counts: list[int], prefix: str,
-                shapes: tuple[Shape, ...]) -> list[tuple[np.ndarray, int] | None]:
-    if len(ranges) == 1:
-        return [read_span(body, *ranges[0], prefix, shapes)]
+def _read_group(text: _Text, ranges: list[tuple[int, int]], counts: list[int], shapes: tuple[LineShape, ...]
+                ) -> list[tuple[np.ndarray, int] | None]:
     if not ranges:
         return []
-    total = sum(counts)
-    if not total:
+    if not sum(counts):
         return [(np.empty((0, 0)), -1)] * len(ranges)
-    low, high = ranges[0][0], ranges[-1][1]
     for index, shape in enumerate(shapes):
-        found = shape.pattern.findall(body, low, high + 1)
-        if len(found) != total:
-            continue
-        grid = _grid(found, shape)
-        if grid is None:
-            break
-        bounds = np.cumsum([0, *counts])
-        return [(grid[a:b], index) if b > a else (np.empty((0, 0)), -1)
-                for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)]
+        grid = _grid(text, ranges, counts, shape)
+        if grid is not None:
+            bounds = np.cumsum([0, *counts]).tolist()
+            return [(grid[a:b], index) if b > a else (np.empty((0, 0)), -1)
+                    for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    if len(ranges) == 1:
+        return [None]
     half = len(ranges) // 2
-    return [*_read_group(body, ranges[:half], counts[:half], prefix, shapes),
-            *_read_group(body, ranges[half:], counts[half:], prefix, shapes)]
+    return [*_read_group(text, ranges[:half], counts[:half], shapes),
+            *_read_group(text, ranges[half:], counts[half:], shapes)]
 
 
-def _grid(found: list, shape: Shape) -> np.ndarray | None:
-    """The fields of lines found with ``shape`` as a (lines, width) grid; None when one is not a NUMBER."""
-    if not shape.parts:
-        return field_grid(found, shape.separators, shape.width)
-    columns = []
-    for index, (separators, width) in enumerate(shape.parts):
-        grid = field_grid([groups[index] for groups in found], separators, width)
-        if grid is None:
+def _grid(text: _Text, ranges: list[tuple[int, int]], counts: list[int], shape: LineShape) -> np.ndarray | None:
+    """The fields of the lines of ``ranges`` when each range's lines that begin with the prefix (``counts``) are
+    all of ``shape``; else None. A decimal field is first found as any run of a number's characters, then,
+    when one such is no number, exactly (that line then has no shape)."""
+    low, high = ranges[0][0], ranges[-1][1]
+    for exact in (False, True):
+        runs = shape_runs(text.text, (shape,), exact, low, high)
+        if not runs:
             return None
-        columns.append(grid)
-    return np.hstack(columns)
+        chars = text.chars
+        starts = np.concatenate([line_starts(chars, a, b) for a, b in runs])
+        per_range = np.diff(np.searchsorted(starts, [a for a, _ in ranges] + [high]))
+        if not np.array_equal(per_range, counts):  # (a line of another shape; or in no range: a breaker's)
+            return None
+        grids = read_fields(chars, [(starts, shape)], text.values)
+        if grids is not None:
+            return grids[0]
+    return None
 
 
 def field_grid(found: list[str], separators: tuple[str, ...], width: int) -> np.ndarray | None:
@@ -138,23 +151,6 @@ def field_grid(found: list[str], separators: tuple[str, ...], width: int) -> np.
     return None if numbers is None else numbers.reshape(len(found), width)
 
 
-def read_span(body: str, start: int, end: int, prefix: str, shapes: tuple[Shape, ...]
-              ) -> tuple[np.ndarray, int] | None:
-    """The fields of the lines of ``text[start:end]`` that begin with ``prefix`` (``body = "\\n" + text``) as
-    a (lines, width) grid and the index of the shape they all have; an empty grid when there are none; None
-    when a line has another shape, or a field is not a NUMBER."""
-    lines = body.count("\n" + prefix, start, end + 1)
-    if not lines:
-        return np.empty((0, 0)), -1
-    for index, shape in enumerate(shapes):
-        found = shape.pattern.findall(body, start, end + 1)
-        if len(found) != lines:
-            continue
-        grid = _grid(found, shape)
-        return None if grid is None else (grid, index)
-    return None
-
-
 class SpanParser:
     """Mixin for a :class:`~tanalyze.readers.text._parser.TextParser` whose main lines are read span by span.
 
@@ -166,7 +162,7 @@ class SpanParser:
     """
 
     span_prefix: ClassVar[str]
-    span_shapes: ClassVar[tuple[Shape, ...]]
+    span_shapes: ClassVar[tuple[LineShape, ...]]
     span_breakers: ClassVar[re.Pattern[str]]
     span_breaker_words: ClassVar[tuple[str, ...]]
     #: read every line on its own (spans of usual lines are read at once otherwise); for tests
@@ -188,7 +184,7 @@ class SpanParser:
             return
         body = "\n" + chunk.text
         cut = spans(body, self.span_breakers, self.span_breaker_words)
-        reads = read_spans(body, [(a, b) for a, b, breaker in cut if not breaker], self.span_prefix,
+        reads = read_spans(chunk.text, [(a, b) for a, b, breaker in cut if not breaker], self.span_prefix,
                            self.span_shapes)
         taken = self._taken(reads, parser)
         by_line = []

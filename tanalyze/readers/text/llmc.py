@@ -37,7 +37,8 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._spans import Shape, SpanParser
+from tanalyze.readers.text._shaped import LineShape
+from tanalyze.readers.text._spans import SpanParser
 from tanalyze.readers.values import NUMBER, to_float
 
 __all__ = ["LlmcParser", "LlmcReader", "detect_llmc"]
@@ -63,22 +64,19 @@ _TAIL_FIELDS = (
     (re.compile(rf"^({NUMBER}) tok/s$"), "tok_per_s"),
 )
 _ZSCORE = re.compile(rf"^({NUMBER})z$")
-_F = r"[^ \t\n|()%]++"  # (possessive: what follows is a character it has not)
-_Z = r"[-+.0-9eE]++"  # a z-score computed ('+nanz' has the other shape)
-_HEAD = rf"\nstep ++(\d++/\d++ \| loss {_F} \({_Z}z\)\| norm {_F} \({_Z})z\)\| lr ({_F}) \| "
-_HEAD_NANZ = rf"\nstep ++(\d++/\d++ \| loss {_F} \(\+nanz\)\| norm {_F}) \(\+nanz\)\| lr ({_F}) \| "
-_TAIL = rf"({_F} ms \| {_F}% bf16 MFU \| {_F}) tok/s(?=\n)"
-_TAIL_PART = ((" ms | ", "% bf16 MFU | "), 3)
 #: The step line of train_gpt2.cu (bf16), with its z-scores or before they are computed ('(+nanz)'), read span
-#: by span at once (see ._spans; the learning rate, printed with an exponent, parsed apart); 'val loss',
-#: 'HellaSwag' and other metric lines cut the spans.
+#: by span at once (see ._spans); 'val loss', 'HellaSwag' and other metric lines cut the spans.
+_TAIL_PIECES = (" | ", " ms | ", "% bf16 MFU | ", " tok/s")
 _SHAPES = (
-    Shape(re.compile(_HEAD + _TAIL), (), 0, ((("/", " | loss ", "z)| norm ", " ("), 6), ((), 1), _TAIL_PART)),
-    Shape(re.compile(_HEAD_NANZ + _TAIL), (), 0, ((("/", " | loss ", " (+nanz)| norm "), 4), ((), 1), _TAIL_PART)),
+    LineShape(("step", "/", " | loss ", " (", "z)| norm ", " (", "z)| lr ", *_TAIL_PIECES),
+              (True, True, *[False] * 8), ("+", *[""] * 9)),
+    LineShape(("step", "/", " | loss ", " (+nanz)| norm ", " (+nanz)| lr ", *_TAIL_PIECES),
+              (True, True, *[False] * 6), ("+", *[""] * 7)),
 )
 _SHAPE_TAGS = (("train/loss", "loss_zscore", "grad_norm", "norm_zscore", "lr", "time_ms", "mfu", "tok_per_s"),
                ("train/loss", "grad_norm", "lr", "time_ms", "mfu", "tok_per_s"))
-_BREAKERS = re.compile(r"\n(?:val loss |HellaSwag: |s:\d|step[ \t]+\d+/\d+:|=> setting grad_accum_steps=)")
+#: (main.log records never reach the spans: a chunk with one is read as main.log, see ``feed``)
+_BREAKERS = re.compile(r"\n(?:val loss |HellaSwag: |step[ \t]+\d+/\d+:|=> setting grad_accum_steps=)")
 #: printed by train_gpt2 before its first step: a console log that died before any step line still has it, and
 #: a session appended to a log begins with it
 _BANNER = re.compile(r"^=> setting grad_accum_steps=\d+$", re.M)
@@ -110,7 +108,7 @@ class LlmcParser(SpanParser, TextParser):
     span_prefix = "step"
     span_shapes = _SHAPES
     span_breakers = _BREAKERS
-    span_breaker_words = ("\nval loss ", "\nHellaSwag: ", "\ns:", ": train loss ", "\n=> setting grad_accum_steps=")
+    span_breaker_words = ("\nval loss ", "\nHellaSwag: ", ": train loss ", "\n=> setting grad_accum_steps=")
 
     def feed(self, chunk: Chunk) -> None:
         if "\ns:" in chunk.text or chunk.text.startswith("s:"):
@@ -151,8 +149,6 @@ class LlmcParser(SpanParser, TextParser):
         self.scan_ranges = None
 
     def span_rows(self, grid: np.ndarray, shape: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
-        if grid[:, :2].max() >= 2**53 or (shape == 0 and np.isnan(grid[:, 3:6:2]).any()):
-            return None  # digits int() reads exactly, or a z-score 'nan' (skipped and counted): line by line
         return _SHAPE_TAGS[shape], grid[:, 0].astype(np.int64), grid[:, 2:].ravel()
 
     def span_done(self, grid: np.ndarray, shape: int, steps: np.ndarray) -> None:

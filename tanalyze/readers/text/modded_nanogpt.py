@@ -27,7 +27,8 @@ import numpy as np
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._spans import Shape, SpanParser
+from tanalyze.readers.text._shaped import LineShape
+from tanalyze.readers.text._spans import SpanParser
 from tanalyze.readers.values import NUMBER, to_float
 
 __all__ = ["ModdedNanoGPTParser", "ModdedNanoGPTReader", "detect_modded_nanogpt"]
@@ -36,14 +37,11 @@ STEP_LINE = re.compile(r"^step:(\d+)/(\d+)((?: [A-Za-z_]\w*:[^\s:]+)+)[ \t]*$", 
 _FIELD = re.compile(rf"^([A-Za-z_]\w*):({NUMBER})(ms)?$")
 PEAK_MEMORY = re.compile(r"^peak memory allocated: (\d+) MiB reserved: (\d+) MiB[ \t]*$", re.M)
 TAGS = {"train_loss": "train/loss", "val_loss": "val/loss", "train_time": "train_time_ms", "step_avg": "step_avg_ms"}
-_F = r"[^ \t\n:]+"
 #: The train line as the speedrun prints it (with the train loss, as the early records do, or without), read
 #: span by span at once (see ._spans); lines that cut the spans: validation lines and the peak memory line.
 _SHAPES = (
-    Shape(re.compile(rf"\nstep:(\d+/\d+ train_time:{_F}ms step_avg:{_F})ms(?=\n)"),
-          ("/", " train_time:", "ms step_avg:"), 4),
-    Shape(re.compile(rf"\nstep:(\d+/\d+ train_loss:{_F} train_time:{_F}ms step_avg:{_F})ms(?=\n)"),
-          ("/", " train_loss:", " train_time:", "ms step_avg:"), 5),
+    LineShape(("step:", "/", " train_time:", "ms step_avg:", "ms"), (True, True, False, False)),
+    LineShape(("step:", "/", " train_loss:", " train_time:", "ms step_avg:", "ms"), (True, True, False, False, False)),
 )
 _SHAPE_TAGS = (("train_time_ms", "step_avg_ms"), ("train/loss", "train_time_ms", "step_avg_ms"))
 _BREAKERS = re.compile(r"\n(?:step:\d+/\d+ val_loss:|peak memory )")
@@ -70,8 +68,6 @@ class ModdedNanoGPTParser(SpanParser, TextParser):
     span_breaker_words = (" val_loss:", "\npeak memory ")
 
     def span_rows(self, grid: np.ndarray, shape: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
-        if np.isnan(grid).any() or grid[:, :2].max() >= 2**53:
-            return None  # 'nanms' (skipped and counted), or digits int() reads exactly: line by line
         return _SHAPE_TAGS[shape], grid[:, 0].astype(np.int64), grid[:, 2:].ravel()
 
     def span_done(self, grid: np.ndarray, shape: int, steps: np.ndarray) -> None:
