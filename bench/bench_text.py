@@ -497,6 +497,54 @@ def naive_modded_nanogpt(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+BUILD_RECORD = re.compile(r"(\d+) (\w+) (\S+)")
+BUILD_TAGS = {"train": "train/loss", "val": "val/loss", "hella": "hellaswag/acc"}
+
+
+def naive_build_nanogpt(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = BUILD_RECORD.match(line)
+            if m:
+                tags.append(BUILD_TAGS.get(m.group(2), m.group(2)))
+                steps.append(int(m.group(1)))
+                values.append(float(m.group(3)))
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
+BUILD_STEP = re.compile(r"step +(\d+) \| (.*)")
+BUILD_FIELD = re.compile(rf"([\w/]+):? ({NUMBER})(ms)?")
+BUILD_FIELDS = {"loss": "train/loss", "norm": "grad_norm", "dt": "time_ms", "tok/sec": "tok_per_s"}
+BUILD_VAL = re.compile(rf"validation loss: ({NUMBER})")
+BUILD_HELLA = re.compile(rf"HellaSwag accuracy: \d+/\d+=({NUMBER})")
+
+
+def naive_build_nanogpt_console(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    step = -1
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = BUILD_STEP.match(line)
+            if m:
+                step = int(m.group(1))
+                for name, text, _ in BUILD_FIELD.findall(m.group(2)):
+                    tags.append(BUILD_FIELDS.get(name, name))
+                    steps.append(step)
+                    values.append(float(text))
+                continue
+            m = BUILD_VAL.match(line) or BUILD_HELLA.match(line)
+            if m:
+                tags.append("val/loss" if line.startswith("validation") else "hellaswag/acc")
+                steps.append(step + 1)
+                values.append(float(m.group(1)))
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 FAIRSEQ_INNER = re.compile(r"(\S+ \S+) \| INFO \| train_inner \| epoch (\d+):\s+(\d+) / (\d+) (.*)")
 FAIRSEQ_SUMMARY = re.compile(r"(\S+ \S+) \| INFO \| (train|valid) \| epoch (\d+) \| (.*)")
 FAIRSEQ_STAMP = "%Y-%m-%d %H:%M:%S"
@@ -585,7 +633,8 @@ def naive_fairseq_json(path: Path) -> int:
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
-         "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "fairseq": naive_fairseq,
+         "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "build_nanogpt": naive_build_nanogpt,
+         "build_nanogpt_console": naive_build_nanogpt_console, "fairseq": naive_fairseq,
          "fairseq_json": naive_fairseq_json}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
@@ -604,7 +653,7 @@ def _time(fn, path: Path, repeat: int) -> tuple[float, int]:
 #: formats read by a reader of another name (llm.c's main.log and console are both the llmc reader's, fairseq's
 #: simple and JSON formats the fairseq reader's, the generic shapes the text reader's)
 READER = {"llmc_main": "llmc", "fairseq_json": "fairseq", "text_kv": "text", "text_epochs": "text",
-          "text_imagenet": "text"}
+          "text_imagenet": "text", "build_nanogpt_console": "build_nanogpt"}
 
 
 def _ours(name: str):

@@ -263,6 +263,42 @@ def make_llmc_main(path: Path, megabytes: int) -> None:
     _write(path, megabytes, "s:0 tel:11.0079\n", block)
 
 
+def make_build_nanogpt(path: Path, megabytes: int) -> None:
+    """build-nanogpt's ``log/log.txt``: a train record per step, a validation and a HellaSwag record every 250
+    (its ``f.write`` statements)."""
+    rng = random.Random(8)
+
+    def block(index: int) -> str:
+        step = index * 250
+        lines = [f"{step} val {3 + 8 * (step + 100) ** -0.3 + rng.random() * 0.01:.4f}\n",
+                 f"{step} hella {0.24 + step / 1e7:.4f}\n"]
+        lines += [f"{n} train {3 + 8 * (n + 100) ** -0.3 + rng.random() * 0.1:.6f}\n" for n in range(step, step + 250)]
+        return "".join(lines)
+
+    _write(path, megabytes, "", block)
+
+
+def make_build_nanogpt_console(path: Path, megabytes: int) -> None:
+    """build-nanogpt's console: a step line per step, the validation and HellaSwag lines before the step line of
+    every 250th loop (its ``print`` statements)."""
+    rng = random.Random(9)
+    head = "using device: cuda\ntotal desired batch size: 524288\n=> calculated gradient accumulation steps: 32\n"
+
+    def block(index: int) -> str:
+        step = index * 250
+        correct = 2400 + index % 600
+        lines = [f"validation loss: {3 + 8 * (step + 100) ** -0.3 + rng.random() * 0.01:.4f}\n",
+                 f"HellaSwag accuracy: {correct}/10042={correct / 10042:.4f}\n"]
+        for n in range(step, step + 250):
+            dt = 0.33 + rng.random() / 100
+            lines.append(f"step {n:5d} | loss: {3 + 8 * (n + 100) ** -0.3 + rng.random() * 0.1:.6f} | "
+                         f"lr {6e-4 * min(1, (n + 1) / 715):.4e} | norm: {0.2 + rng.random():.4f} | dt: {dt * 1000:.2f}ms | "
+                         f"tok/sec: {524288 / dt:.2f}\n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
 def make_modded_nanogpt(path: Path, megabytes: int) -> None:
     """A modded-nanogpt speedrun log: the training script's source and ``nvidia-smi`` on top, then a line per
     step (``train_time``/``step_avg`` only, as the later records write) and a validation line every 125 steps
@@ -433,6 +469,8 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "llmc": make_llmc,
     "llmc_main": make_llmc_main,
     "modded_nanogpt": make_modded_nanogpt,
+    "build_nanogpt": make_build_nanogpt,
+    "build_nanogpt_console": make_build_nanogpt_console,
     "fairseq": make_fairseq,
     "fairseq_json": make_fairseq_json,
 }

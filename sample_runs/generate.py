@@ -927,6 +927,98 @@ def run_normal_nanogpt() -> dict[str, Any]:
     return {"runs": {"normal_nanogpt": label}}
 
 
+def build_nanogpt_worker(cfg: dict[str, Any]) -> None:
+    """build-nanogpt's training loop ("Let's reproduce GPT-2") on the character corpus: its cosine learning rate
+    with warmup, gradient accumulation and clipping, its console prints and its ``log/log.txt`` writes, each
+    statement as that script has it (no HellaSwag: its data would be a download)."""
+    seed_all(cfg["seed"])
+    data = CharData(block_size=32)
+    B, T, grad_accum_steps = cfg["batch_size"], data.block_size, cfg["grad_accum_steps"]
+    g = torch.Generator().manual_seed(cfg["seed"])
+    print(f"total desired batch size: {B * T * grad_accum_steps}")
+    print(f"=> calculated gradient accumulation steps: {grad_accum_steps}")
+    model = TinyGPT(data.vocab_size, T, cfg["n_embd"], cfg["n_layer"], cfg["n_head"])
+    max_lr, warmup_steps, max_steps = cfg["max_lr"], cfg["warmup_steps"], cfg["max_steps"]
+    min_lr = max_lr * 0.1
+
+    def get_lr(it: int) -> float:
+        if it < warmup_steps:
+            return max_lr * (it + 1) / warmup_steps
+        if it > max_steps:
+            return min_lr
+        decay_ratio = (it - warmup_steps) / (max_steps - warmup_steps)
+        return min_lr + 0.5 * (1.0 + math.cos(math.pi * decay_ratio)) * (max_lr - min_lr)
+
+    optimizer = torch.optim.AdamW(model.parameters(), lr=max_lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    log_dir = "log"
+    os.makedirs(log_dir, exist_ok=True)
+    log_file = os.path.join(log_dir, "log.txt")
+    with open(log_file, "w"):  # open for writing to clear the file
+        pass
+    for step in range(max_steps):
+        t0 = time.time()
+        last_step = step == max_steps - 1
+        if step % cfg["val_every"] == 0 or last_step:
+            model.eval()
+            with torch.no_grad():
+                val_loss_steps = 10
+                val_loss_accum = sum(model(*data.batch("val", B, g))[1] / val_loss_steps for _ in range(val_loss_steps))
+            print(f"validation loss: {val_loss_accum.item():.4f}")
+            with open(log_file, "a") as f:
+                f.write(f"{step} val {val_loss_accum.item():.4f}\n")
+        model.train()
+        optimizer.zero_grad()
+        loss_accum = 0.0
+        for _ in range(grad_accum_steps):
+            x, y = data.batch("train", B, g)
+            _, loss = model(x, y)
+            loss = loss / grad_accum_steps
+            loss_accum += loss.detach()
+            loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        lr = get_lr(step)
+        for param_group in optimizer.param_groups:
+            param_group["lr"] = lr
+        optimizer.step()
+        t1 = time.time()
+        dt = t1 - t0  # time difference in seconds
+        tokens_per_sec = B * T * grad_accum_steps / dt
+        print(f"step {step:5d} | loss: {loss_accum.item():.6f} | lr {lr:.4e} | norm: {norm:.4f} | dt: {dt * 1000:.2f}ms | "
+              f"tok/sec: {tokens_per_sec:.2f}")
+        with open(log_file, "a") as f:
+            f.write(f"{step} train {loss_accum.item():.6f}\n")
+
+
+def read_build_nanogpt(path: Path) -> dict[str, list[tuple[int, float]]]:
+    """The records of a build-nanogpt ``log.txt``: ``{step} {kind} {value}``."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    for line in path.read_text().splitlines():
+        step, kind, value = line.split(" ")
+        out.setdefault(kind, []).append((int(step), float(value)))
+    return out
+
+
+@register
+def run_normal_build_nanogpt() -> dict[str, Any]:
+    """One job, its files where it writes them: ``log/log.txt`` below the folder it ran in, and its console
+    captured there (``train.out``, as ``nohup`` or a scheduler keeps it): one run, the records a twin."""
+    cfg = {"seed": 9, "n_embd": 64, "n_layer": 2, "n_head": 2, "batch_size": 8, "grad_accum_steps": 2,
+           "max_lr": 3e-3, "warmup_steps": 20, "max_steps": 300, "val_every": 25}
+    out = fresh(HERE / "normal_build_nanogpt")
+    run_worker(["build_nanogpt", json.dumps(cfg)], out / "train.out", cwd=out)
+    series = read_build_nanogpt(out / "log" / "log.txt")
+    common = {"regime": "normal", "train_tag": "train/loss", "val_tag": "val/loss", "train": series["train"],
+              "val": series["val"], "notes": "step = the loop index; the validation at the top of loop N and its "
+              "train loss share step N",
+              "cause": "tiny char-level Transformer trained by build-nanogpt's loop (AdamW, cosine lr with warmup to "
+              "3e-3, gradient accumulation 2, clipping at 1.0): a healthy run"}
+    label = make_label(fmt="build_nanogpt", logger="build-nanogpt's print() lines (stdout captured)", **common)
+    check_regime("normal_build_nanogpt", label, series["train"], series["val"])
+    records = make_label(fmt="build_nanogpt", logger="build-nanogpt's log/log.txt writes", twin_of="normal_build_nanogpt",
+                         **common)
+    return {"runs": {"normal_build_nanogpt": label, "normal_build_nanogpt/log": records}}
+
+
 # ---- HF Trainer runs
 
 
@@ -1421,7 +1513,8 @@ def run_normal_add_scalars() -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- main
 
-WORKERS = {"nanogpt": nanogpt_worker, "hf": hf_worker, "keras": keras_worker}
+WORKERS = {"nanogpt": nanogpt_worker, "build_nanogpt": build_nanogpt_worker, "hf": hf_worker,
+           "keras": keras_worker}
 
 
 def machine_paths_in_outputs() -> list[str]:

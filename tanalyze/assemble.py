@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -103,7 +104,7 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
                 part = RunPart(part.format, part.directory, part.files, "main", part.label.removeprefix("twin: "),
                                part.tag_prefix, part.tag_suffix, part.pattern, part.rank)
             elif index != chosen and part.kind != "twin":
-                part = RunPart(part.format, part.directory, part.files, "twin", f"twin: {part.label or part.format}",
+                part = RunPart(part.format, part.directory, part.files, "twin", f"twin: {part.label or _files(part)}",
                                part.tag_prefix, part.tag_suffix, part.pattern, part.rank)
             roles.append((i, part))
     roles.sort(key=lambda item: (item[1].kind == "twin", item[0]))
@@ -157,12 +158,21 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
         joined.notes.append(_compare_twin(label, table, concat_frames(twin), chosen_format))
     if chosen != 0:
         preferred = ", ".join(sorted({parts[i].format for i in sinks[0]}))
+        chosen_name = chosen_format
+        if preferred == chosen_format:  # two sinks of one format: told apart by their files
+            chosen_name, preferred = (", ".join(_files(parts[i]) for i in sinks[k]) for k in (chosen, 0))
         joined.notes.append(
-            f"read from {chosen_format} rather than {preferred}: it goes on to step {ends[chosen]:,}, "
+            f"read from {chosen_name} rather than {preferred}: it goes on to step {ends[chosen]:,}, "
             f"the other stops at step {ends[0]:,}" if ends[0] is not None else
-            f"read from {chosen_format} rather than {preferred}, which holds no points"
+            f"read from {chosen_name} rather than {preferred}, which holds no points"
         )
     return Assembled(joined, chosen_format, ordered)
+
+
+def _files(part: RunPart) -> str:
+    """A part named by its files and format: ``train.out (build_nanogpt)``."""
+    names = sorted({Path(f).name for f in part.files})
+    return f"{names[0] if len(names) == 1 else f'{len(names)} files'} ({part.format})"
 
 
 def _where(part: RunPart) -> str:

@@ -22,8 +22,9 @@ writers spread one run over several sources. The rules, in the order they apply
    ``main_tag/key`` (``Loss/train``, ``Loss/val``).
 4. **Twins** — several sinks of one job in one folder (Ultralytics ``results.csv`` + event
    file, detectron2 ``metrics.json`` + event file, Lightning's CSV and TensorBoard loggers
-   in one ``version_N/``) and an HF output folder whose ``trainer_state.json`` has its
-   TensorBoard events under ``runs/<date>_<host>/``: one run. One source is read as the
+   in one ``version_N/``), an HF output folder whose ``trainer_state.json`` has its
+   TensorBoard events under ``runs/<date>_<host>/``, and build-nanogpt's ``log/log.txt``
+   below the folder holding the job's captured console: one run. One source is read as the
    run (the framework's own structured record first, see :data:`PRECEDENCE`, unless a
    twin goes on to later steps); the others are listed with it and compared, not added
    twice.
@@ -187,6 +188,7 @@ def identify(
         _join_torchrun(sources, by_dir, owner)
         _join_add_scalars(root, sources, by_dir, owner)  # before splits: tensorboardX nests keys as Loss/train/
         _join_splits(sources, by_dir, owner)
+        _join_log_folder(sources, by_dir, owner)
 
     members: dict[Path, list[_Member]] = defaultdict(list)
     for index, source in enumerate(sources):
@@ -270,6 +272,23 @@ def _join_splits(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner
             estimator = parent_has_events and bool(_EVAL_NAMED.fullmatch(lowered))
             if paired or keras or estimator:
                 owner[index] = (parent, _Member(source, "split", f"{name} split", prefix=f"{name}/"))
+
+
+#: Formats whose script writes its records to a ``log/`` folder below the one it runs in
+_LOG_FOLDER_FORMATS = frozenset({"build_nanogpt"})
+
+
+def _join_log_folder(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
+    """Rule 4b: build-nanogpt writes its records to ``log/log.txt`` below the folder it runs in, where the job's
+    captured console (``nohup``, a scheduler's ``.out``) is kept: the one console of that format in the folder
+    above is the run, ``log/`` its twin (the one that goes on to later steps is read, see ``assemble``)."""
+    for directory, indices in by_dir.items():
+        if directory.name != "log" or len(indices) != 1 or indices[0] in owner:
+            continue
+        source = sources[indices[0]]
+        above = [i for i in by_dir.get(directory.parent, ()) if sources[i].format == source.format]
+        if source.format in _LOG_FOLDER_FORMATS and len(above) == 1 and above[0] not in owner:
+            owner[indices[0]] = (directory.parent, _Member(source, "twin", f"twin: {_describe(source)} in log"))
 
 
 def _join_add_scalars(root: Path, sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:

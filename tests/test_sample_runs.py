@@ -31,6 +31,7 @@ LOG_FILES = {  # format -> glob of the files that make a run of it
     "lightning_csv": "metrics.csv",
     "wandb_local": "run-*.wandb",
     "nanogpt": "train.log",
+    "build_nanogpt": "*",  # log.txt, or the console as captured
 }
 REQUIRED = {
     "regime", "borderline", "format", "train_loss_tag", "val_loss_tag", "divergence_step", "divergence_kind",
@@ -130,7 +131,27 @@ def hf_console_dicts(folder: Path) -> list[dict]:
     return [ast.literal_eval(line) for line in lines if line.startswith("{'") and line.endswith("}")]
 
 
-PARSERS = {"tensorboard": tb_scalars, "hf_trainer_state": hf_state, "lightning_csv": lightning, "nanogpt": nanogpt}
+def build_nanogpt(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    """log.txt's records, or the console's step lines and the validation lines before them (at their loop)."""
+    out: dict[str, list[tuple[int, float]]] = {}
+    names = {"train": "train/loss", "val": "val/loss"}
+    if (folder / "log.txt").is_file():
+        for line in (folder / "log.txt").read_text().splitlines():
+            step, kind, value = line.split(" ")
+            out.setdefault(names[kind], []).append((int(step), float(value)))
+        return out
+    step = -1
+    for line in (folder / "train.out").read_text().splitlines():
+        if m := re.match(r"step +(\d+) \| loss: (\S+) \|", line):
+            step = int(m[1])
+            out.setdefault("train/loss", []).append((step, float(m[2])))
+        elif m := re.match(r"validation loss: (\S+)$", line):
+            out.setdefault("val/loss", []).append((step + 1, float(m[1])))
+    return out
+
+
+PARSERS = {"tensorboard": tb_scalars, "hf_trainer_state": hf_state, "lightning_csv": lightning, "nanogpt": nanogpt,
+           "build_nanogpt": build_nanogpt}
 
 
 def series(run: str, tag: str) -> list[tuple[int, float]]:

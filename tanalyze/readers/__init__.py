@@ -41,6 +41,7 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.text.hf_console:HFConsoleReader",
     "tanalyze.readers.text.deepspeed:DeepSpeedReader",
     "tanalyze.readers.text.modded_nanogpt:ModdedNanoGPTReader",
+    "tanalyze.readers.text.build_nanogpt:BuildNanoGPTReader",
     "tanalyze.readers.text.nanogpt:NanoGPTReader",
     "tanalyze.readers.text.generic:GenericTextReader",
 )

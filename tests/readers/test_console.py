@@ -8,7 +8,8 @@ from tanalyze.readers import READERS, get_reader
 from tanalyze.readers.text.console import console_readers, detect_console_format, parse_console_file
 from tests.readers.text_helpers import check, notes_text, write
 
-TEXT_FORMATS = ["megatron", "llmc", "fairseq", "hf_console", "deepspeed", "modded_nanogpt", "nanogpt", "text"]
+TEXT_FORMATS = ["megatron", "llmc", "fairseq", "hf_console", "deepspeed", "modded_nanogpt", "build_nanogpt", "nanogpt",
+                "text"]
 
 SAMPLES = {
     "megatron": " iteration       10/     100 | lm loss: 1.000000E+01 | grad norm: 2.5 |\n",
@@ -18,6 +19,7 @@ SAMPLES = {
     "llmc": "s:0 tel:11.0079\ns:0 trl:11.0097 lr:0.000001 norm:15.08\n",
     "fairseq": "| epoch 001:     10 / 31621 loss=15.180, ppl=37113.65, num_updates=11, lr=1.1e-07\n",
     "modded_nanogpt": "step:1/6200 train_loss:10.9184 train_time:74701ms step_avg:nanms\n",
+    "build_nanogpt": "0 val 10.9310\n0 hella 0.2413\n0 train 10.934416\n",
     "text": "Epoch 1/2\nTrain Loss: 2.0\nEpoch 2/2\nTrain Loss: 1.0\n",
 }
 
@@ -25,7 +27,8 @@ SAMPLES = {
 def test_console_formats_are_the_registrys_text_readers_in_registry_order():
     names = [reader.name for reader in console_readers()]
     assert names == TEXT_FORMATS
-    positions = [next(i for i, entry in enumerate(READERS) if entry.endswith(type(r).__name__)) for r in console_readers()]
+    positions = [next(i for i, entry in enumerate(READERS) if entry.endswith(":" + type(r).__name__))
+                 for r in console_readers()]
     assert positions == sorted(positions)
 
 

@@ -41,6 +41,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "modded_nanogpt": "modded_nanogpt_logs/KellerJordan__modded-nanogpt/records/track_1_short/2024-10-10_Muon",
     # The corpus's nanoGPT consoles live inside W&B run folders (the W&B reader's); a standalone one is bundled.
     "nanogpt": "sample_runs:normal_nanogpt",
+    # no build-nanogpt log.txt in the corpus; the bundled one was written by its training loop
+    "build_nanogpt": "sample_runs:normal_build_nanogpt",
     "wandb-local": "wandb_local/jackokeefe11__nanoGPT/wandb/run-20240214_195452-kt2awly2",
     "wandb-chart-csv": "wandb_csv_export/druidowm__nanoGPT/wandb_export.csv",
     "wandb-runs-csv": "wandb_csv_export/Lucas-longxutang__Comp3242_Group_Project_nanoGPT/training_records/wandb_export.csv",

@@ -18,6 +18,7 @@ from tanalyze.readers.text import _parts
 from tanalyze.readers.text._parts import parse_path
 from tanalyze.readers.text._reader import runs_from_parsed
 from tanalyze.readers.text.console import console_readers
+from tests.conftest import SAMPLE_RUNS
 from tests.readers.text_helpers import write
 
 TEXT_READERS = {reader.name for reader in console_readers()}
@@ -74,6 +75,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
         if claimed is not None and claimed.name in TEXT_READERS:
             found.append((claimed.name, path))
     found += [("nanogpt", p) for p in sorted(root.glob("wandb_local/*nanoGPT/wandb/*/files/output.log"))]
+    # (no build-nanogpt log in the corpus: the bundled run's log.txt and console, written by its training loop)
+    found += [("build_nanogpt", p) for p in sorted(SAMPLE_RUNS.glob("normal_build_nanogpt/**/*.*"))]
     return found
 
 

@@ -31,8 +31,8 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
+from tanalyze.readers.text._keys import KEY_BYTES, key_codes
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
@@ -252,23 +252,6 @@ class LlmcParser(SpanParser, TextParser):
 #: A text of main.log records only, each ending with its line break (what :data:`MAIN_LINE` matches)
 _MAIN_RECORDS = re.compile(r"(?:s:\d++(?:[ \t]++[A-Za-z_]\w*+:\S++)++[ \t]*+\n)++")
 _BLANKS_TO_SPACE = bytes.maketrans(b"\t\n", b"  ")
-_KEY_BYTES = 16  # longer keys (none that llm.c writes): the lines are read one by one
-
-
-def _key_codes(chars: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """A code per key (``lengths`` bytes of ``chars`` from ``starts``, 1 to 16 each), in order of first use: each
-    key's bytes packed into two integers (8 bytes each, exact), the pair of them factorized."""
-    total = int(lengths.sum())
-    begin = np.cumsum(lengths) - lengths
-    place = np.arange(total) - np.repeat(begin, lengths)  # each key byte's place in its key
-    key_chars = chars[np.repeat(starts, lengths) + place].astype(np.uint64)
-    low = np.add.reduceat(np.where(place < 8, key_chars << (8 * np.minimum(place, 7)).astype(np.uint64), 0), begin)
-    if lengths.max() <= 8:
-        return pd.factorize(low)[0]
-    high = np.add.reduceat(np.where(place >= 8, key_chars << (8 * np.maximum(place - 8, 0)).astype(np.uint64), 0),
-                           begin)
-    low_codes, high_codes = pd.factorize(low)[0], pd.factorize(high)[0]
-    return pd.factorize(low_codes.astype(np.int64) * (int(high_codes.max()) + 1) + high_codes)[0]
 
 
 def _main_records(text: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
@@ -286,7 +269,7 @@ def _main_records(text: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
     if len(colons) != len(starts):
         return None
     lengths = colons - starts
-    if lengths.max() > _KEY_BYTES:
+    if lengths.max() > KEY_BYTES:  # (none that llm.c writes): the lines are read one by one
         return None
     # the values, one space between them (each word's blank), commas out: to_float's thousands separators
     edges = np.zeros(len(chars) + 1, dtype=np.int8)
@@ -304,7 +287,7 @@ def _main_records(text: str) -> tuple[list[str], np.ndarray, np.ndarray, np.ndar
     if loop_steps.max() >= 2**53:
         return None  # digits a float cannot hold exactly: int() of them, line by line
     pairs = ~first
-    code_of_pair = _key_codes(chars, starts[pairs], lengths[pairs])
+    code_of_pair = key_codes(chars, starts[pairs], lengths[pairs])
     new_key = np.flatnonzero(np.diff(np.maximum.accumulate(code_of_pair), prepend=-1) > 0)  # first use of each
     pair_starts = starts[pairs]
     keys = [text[a:a + n] for a, n in zip(pair_starts[new_key].tolist(), lengths[pairs][new_key].tolist(), strict=True)]
