@@ -432,3 +432,17 @@ def test_line_breaks_starts_and_unread_stretches_count_characters():
     assert _unread_stretches(text, breaks, read) == [(0, 3), (11, 14), (22, len(text))]
     assert _unread_stretches(text, breaks, np.array([22])) == [(0, 22)]
     assert _unread_stretches("x", _line_breaks("x"), np.array([], dtype=np.int64)) == [(0, 1)]
+
+
+def test_an_evaluation_on_its_own_line_after_a_step_line_is_read_at_that_step(tmp_path):
+    text = ("lr: 0.001\nbatch size: 32\n"  # a config dump before training: no step yet, not read
+            + "".join(f"step {s} | loss {3 - s / 200:.4f} | acc {s / 400:.3f}\n"
+                      + (f"val loss: {3.2 - s / 250:.4f} | val acc: {s / 500:.3f}\n" if s % 50 == 0 else "")
+                      for s in range(0, 300, 10)))
+    (run,) = GenericTextReader().read([write(tmp_path / "train.log", text)])
+    check(run.scalars, "val loss", {0: 3.2, 50: 3.0, 250: 2.2}, count=6)
+    check(run.scalars, "val acc", {50: 0.1}, count=6)
+    assert not {"lr", "batch size"} & set(run.scalars["tag"])
+    assert "'Name: value' lines after such a line (an evaluation printed on its own line) are keyed by that " \
+           "line's step" in notes_text(run)
+    assert run.warnings == []

@@ -121,13 +121,14 @@ class GenericRules:
         self._meter_batches: int | None = None
         self._eval_meter_seen = False
         self._pairs_seen = False
+        self._pairs_at_step_seen = False
         self._kv_seen = False
         self._kv_epoch_seen = False
         self._mmengine = False
         self._meter_epoch: int | None = None
 
-    _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen", "_kv_seen",
-                      "_kv_epoch_seen", "_mmengine", "_meter_epoch")
+    _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
+                      "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_mmengine", "_meter_epoch")
 
     def _generic_snapshot(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._GENERIC_STATE}
@@ -230,16 +231,31 @@ class GenericRules:
         self.mark(chunk, m.start())  # type: ignore[attr-defined]
         self.anchor(self._epoch_now, chunk, m.start())  # type: ignore[attr-defined]
 
+    #: read 'Name: value' lines after a key-value step line ('validation loss: 2.1' after 'step 500 | loss …') at
+    #: that line's step (a host parser whose own line kinds include such lines leaves them to those)
+    pairs_at_step = False
+
     def _on_pair_line(self, m: re.Match[str], chunk: Chunk) -> None:
-        if self._epoch_now is None or self._taken(chunk, m.start()):
+        if self._taken(chunk, m.start()):
+            return
+        if self._epoch_now is not None:
+            step, epoch = self._epoch_now, float(self._epoch_now)
+        elif self.pairs_at_step and self._kv_seen:
+            step, epoch = self.current_step(), NAN  # type: ignore[attr-defined]
+        else:
             return
         pairs = []
         for name, value in _PAIR_ITEM.findall(m.group(0)):
             pairs.append((name.strip(), float(value)))
+        if self._epoch_now is None and KV_STEP.match(chunk.text, m.start()):
+            return  # a line that names its own step ('step: 7, loss: 2.5'): a key-value line, no evaluation
         if pairs:
-            self._pairs_seen = True
+            if self._epoch_now is None:
+                self._pairs_at_step_seen = True
+            else:
+                self._pairs_seen = True
             self.mark(chunk, m.start())  # type: ignore[attr-defined]
-            self.rows.add_pairs(pairs, self._epoch_now, epoch=float(self._epoch_now))  # type: ignore[attr-defined]
+            self.rows.add_pairs(pairs, step, epoch=epoch)  # type: ignore[attr-defined]
 
     def _on_kv_step(self, m: re.Match[str], chunk: Chunk) -> None:
         if self._taken(chunk, m.start()):
@@ -285,6 +301,9 @@ class GenericRules:
             notes.append("'Name: value' lines under an 'Epoch N/M' line are keyed by the epoch number (step = epoch)")
         if self._kv_seen:
             notes.append("'iter N | name value | …' lines: step from the line")
+        if self._pairs_at_step_seen:
+            notes.append("'Name: value' lines after such a line (an evaluation printed on its own line) are keyed by "
+                         "that line's step")
         if self._kv_epoch_seen:
             notes.append("'Epoch N: name value, …' lines without a step are keyed by the epoch number (step = epoch)")
         return notes
@@ -294,6 +313,7 @@ class GenericTextParser(GenericRules, TextParser):
     """Console logs of custom loops (meters, epoch blocks, key-value lines)."""
 
     family = "text"
+    pairs_at_step = True
     # (a progress bar's line, with "12%|", is no look-alike; the test for it follows the keyword, so that only
     # lines that begin with one are looked at)
     lookalike = re.compile(
