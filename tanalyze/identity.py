@@ -274,8 +274,9 @@ def _join_splits(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner
                 owner[index] = (parent, _Member(source, "split", f"{name} split", prefix=f"{name}/"))
 
 
-#: Formats whose script writes its records to a ``log/`` folder below the one it runs in
+#: Formats whose script writes its records to a ``log/`` folder below the one it runs in (``logs/`` in forks)
 _LOG_FOLDER_FORMATS = frozenset({"build_nanogpt"})
+_LOG_FOLDERS = frozenset({"log", "logs"})
 
 
 def _join_log_folder(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
@@ -283,12 +284,13 @@ def _join_log_folder(sources: Sequence[Source], by_dir: dict[Path, list[int]], o
     captured console (``nohup``, a scheduler's ``.out``) is kept: the one console of that format in the folder
     above is the run, ``log/`` its twin (the one that goes on to later steps is read, see ``assemble``)."""
     for directory, indices in by_dir.items():
-        if directory.name != "log" or len(indices) != 1 or indices[0] in owner:
+        if directory.name not in _LOG_FOLDERS or len(indices) != 1 or indices[0] in owner:
             continue
         source = sources[indices[0]]
         above = [i for i in by_dir.get(directory.parent, ()) if sources[i].format == source.format]
         if source.format in _LOG_FOLDER_FORMATS and len(above) == 1 and above[0] not in owner:
-            owner[indices[0]] = (directory.parent, _Member(source, "twin", f"twin: {_describe(source)} in log"))
+            owner[indices[0]] = (directory.parent,
+                                 _Member(source, "twin", f"twin: {_describe(source)} in {directory.name}"))
 
 
 def _join_add_scalars(root: Path, sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:

@@ -204,6 +204,12 @@ def test_the_console_and_log_txt_of_one_job_are_one_run(tmp_path):
     assert any(n.startswith("read from log.txt (build_nanogpt) rather than train.out (build_nanogpt): it goes on to "
                             "step 299, the other stops at step 150") for n in info.notes), info.notes
 
-    # two consoles above log/: which one is the job's is not known, so nothing is joined
+    # a fork's logs/ folder, the console whole again
+    (job / "train.out").write_text(console)
+    (job / "log").rename(job / "logs")
+    info = load(tmp_path, cache=False).runs["gpt2"]
+    assert any("twin: log.txt (build_nanogpt) in logs" in n and "agrees" in n for n in info.notes), info.notes
+
+    # two consoles above logs/: which one is the job's is not known, so nothing is joined
     (job / "other.out").write_text(console)
-    assert sorted(load(tmp_path, cache=False).runs) == ["gpt2/log", "gpt2/other.out", "gpt2/train.out"]
+    assert sorted(load(tmp_path, cache=False).runs) == ["gpt2/logs", "gpt2/other.out", "gpt2/train.out"]
