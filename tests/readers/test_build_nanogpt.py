@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +15,7 @@ from tanalyze.readers import get_reader
 from tanalyze.readers.text import _parts
 from tanalyze.readers.text.build_nanogpt import BuildNanoGPTParser, detect_build_nanogpt
 from tanalyze.readers.text.console import detect_console_format
-from tests.readers.text_helpers import check, notes_text, write
+from tests.readers.text_helpers import check, notes_text, read_both_ways, write
 
 
 def _loop(max_steps: int, first: int = 0) -> tuple[str, str]:
@@ -136,16 +135,7 @@ def _irregular(seed: int) -> str:
 @pytest.mark.parametrize("text", [LOG, CONSOLE, _irregular(1), _irregular(2)], ids=["log", "console", "mixed1", "mixed2"])
 def test_read_at_once_equals_every_line_read_on_its_own(text, tmp_path, monkeypatch):
     path = write(tmp_path / "log.txt", text)
-    reader = get_reader("build_nanogpt")
-    for chunk_chars in (_parts.CHUNK_CHARS, 1 << 12):
-        monkeypatch.setattr(_parts, "CHUNK_CHARS", chunk_chars)
-        (at_once,) = reader.read([path])
-        monkeypatch.setattr(BuildNanoGPTParser, "line_by_line", True)
-        (by_line,) = reader.read([path])
-        monkeypatch.setattr(BuildNanoGPTParser, "line_by_line", False)
-        pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True)
-        assert (at_once.notes, at_once.warnings, at_once.restarts, at_once.hparams) == (
-            by_line.notes, by_line.warnings, by_line.restarts, by_line.hparams)
+    at_once = read_both_ways("build_nanogpt", BuildNanoGPTParser, path, monkeypatch, (_parts.CHUNK_CHARS, 1 << 12))
     assert len(at_once.scalars) > 500
 
 
@@ -171,15 +161,7 @@ def test_records_read_at_once_equal_line_by_line(tmp_path, monkeypatch, lines, c
     """Random log.txt texts (steps up and down, other kinds, values that are no numbers, junk)."""
     text = "".join((line if isinstance(line, str) else f"{line[0]} {line[1]} {line[2]}") + "\n" for line in lines)
     path = write(tmp_path / "log.txt", text[:-1] if cut else text)
-    monkeypatch.setattr(_parts, "CHUNK_CHARS", 256)
-    reader = get_reader("build_nanogpt")
-    (at_once,) = reader.read([path])
-    monkeypatch.setattr(BuildNanoGPTParser, "line_by_line", True)  # (the fixture lives across examples)
-    (by_line,) = reader.read([path])
-    monkeypatch.setattr(BuildNanoGPTParser, "line_by_line", False)
-    pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True)
-    assert (at_once.notes, [w.message for w in at_once.warnings], at_once.restarts) == (
-        by_line.notes, [w.message for w in by_line.warnings], by_line.restarts)
+    read_both_ways("build_nanogpt", BuildNanoGPTParser, path, monkeypatch, (256,))
 
 
 def test_the_console_and_log_txt_of_one_job_are_one_run(tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,7 +13,7 @@ from tanalyze.readers.text._shaped import LineShape
 from tanalyze.readers.text._spans import read_spans, spans
 from tanalyze.readers.text.llmc import LlmcParser
 from tanalyze.readers.text.modded_nanogpt import ModdedNanoGPTParser
-from tests.readers.text_helpers import write
+from tests.readers.text_helpers import read_both_ways, write
 
 
 def _modded(first: int, last: int, irregular: dict[int, str]) -> str:
@@ -85,19 +84,7 @@ def test_spans_read_at_once_equal_every_line_read_on_its_own(name, parser, text,
     folders = {"modded_nanogpt": ["modded_nanogpt_logs"], "llmc": ["llmc_logs", "crash_logs/HectorFCardenas__llm.c"]}
     files = [p for folder in folders[name] for p in sorted((real_logs / folder).rglob("*")) if p.is_file()]
     files.append(write(tmp_path / "irregular.log", text))
-    reader = get_reader(name)
-    at_once_runs = []
-    for path in files:
-        for chunk_chars in (_parts.CHUNK_CHARS, 1 << 14):
-            monkeypatch.setattr(_parts, "CHUNK_CHARS", chunk_chars)
-            (at_once,) = reader.read([path])
-            monkeypatch.setattr(parser, "line_by_line", True)
-            (by_line,) = reader.read([path])
-            monkeypatch.setattr(parser, "line_by_line", False)
-            pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True, obj=str(path))
-            assert (at_once.notes, at_once.warnings, at_once.restarts, at_once.hparams) == (
-                by_line.notes, by_line.warnings, by_line.restarts, by_line.hparams), path
-        at_once_runs.append(at_once)
+    at_once_runs = [read_both_ways(name, parser, path, monkeypatch, (_parts.CHUNK_CHARS, 1 << 14)) for path in files]
     irregular = at_once_runs[-1]
     restarts, warnings = {"modded_nanogpt": ([1701, 2000], ["1 line(s) look like", "2 point(s) skipped"]),
                           "llmc": ([2000], ["the last line ends without a line break"])}[name]
@@ -186,12 +173,4 @@ def test_llmc_console_read_at_once_equals_line_by_line(tmp_path, monkeypatch, li
     lines between): the spans read at once give what every line read on its own gives."""
     text = "".join((line if isinstance(line, str) else _random_llmc_line(*line)) + "\n" for line in lines)
     path = write(tmp_path / "train.log", text[:-1] if cut else text)
-    monkeypatch.setattr(_parts, "CHUNK_CHARS", 512)
-    reader = get_reader("llmc")
-    (at_once,) = reader.read([path])
-    monkeypatch.setattr(LlmcParser, "line_by_line", True)  # (the fixture lives across examples: set back below)
-    (by_line,) = reader.read([path])
-    monkeypatch.setattr(LlmcParser, "line_by_line", False)
-    pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True)
-    assert (at_once.notes, [w.message for w in at_once.warnings], at_once.restarts, at_once.hparams) == (
-        by_line.notes, [w.message for w in by_line.warnings], by_line.restarts, by_line.hparams)
+    read_both_ways("llmc", LlmcParser, path, monkeypatch, (512,))

@@ -47,3 +47,25 @@ def write(path: Path, data: str | bytes) -> Path:
     else:
         path.write_bytes(data)
     return path
+
+
+def read_both_ways(name: str, parser: type, path: Path, monkeypatch, chunk_chars: tuple[int | None, ...] = (None,)
+                   ) -> RunData:
+    """``path`` read by reader ``name`` with its at-once paths and with ``parser`` reading every line on its own,
+    at each chunk size (None: as it is set): the same rows exactly, notes, warnings, restarts and hparams. The run
+    read at once (at the last size)."""
+    from tanalyze.readers import get_reader
+    from tanalyze.readers.text import _parts
+
+    reader = get_reader(name)
+    for size in chunk_chars:
+        if size is not None:
+            monkeypatch.setattr(_parts, "CHUNK_CHARS", size)
+        (at_once,) = reader.read([path])
+        monkeypatch.setattr(parser, "line_by_line", True)  # (set back below: a fixture may live across examples)
+        (by_line,) = reader.read([path])
+        monkeypatch.setattr(parser, "line_by_line", False)
+        pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True, obj=str(path))
+        assert (at_once.notes, at_once.warnings, at_once.restarts, at_once.hparams) == (
+            by_line.notes, by_line.warnings, by_line.restarts, by_line.hparams), path
+    return at_once

@@ -139,6 +139,22 @@ class TextParser:
                 )
             )
 
+    def anchors_go_on(self, steps: np.ndarray, rank: int = -1) -> bool:
+        """Whether the main-line steps ``steps`` of lines read at once never go back, from the last anchor of
+        ``rank`` on (else the caller reads them line by line, where a restart is recorded at its line)."""
+        previous = self._last_anchor.get(rank)
+        return not len(steps) or not ((previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any())
+
+    def take_whole_chunk(self, codes: np.ndarray, steps: np.ndarray, values: np.ndarray, lines: int,
+                         anchors: np.ndarray) -> None:
+        """The rows of a chunk whose ``lines`` were all read at once (its main lines' steps ``anchors``, which go
+        on): no line of it is left for the look-alike scan."""
+        self.rows.extend(codes, steps, values)
+        self.parsed_lines += lines
+        self.scan_ranges = []
+        if len(anchors):
+            self.anchor(int(anchors[-1]), None, 0)
+
     def may_have_lookalikes(self, chunk: Chunk) -> bool:
         """False when a cheap count proves every look-alike line of the chunk was read (skips the scan)."""
         return True

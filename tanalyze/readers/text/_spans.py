@@ -230,7 +230,7 @@ class SpanParser:
                 return None
             taken.append(rows)
         steps = [rows[1] for rows in taken if rows is not None]
-        if steps and not _goes_on(np.concatenate(steps), parser._last_anchor.get(-1)):
+        if steps and not parser.anchors_go_on(np.concatenate(steps)):
             return None
         return taken
 
@@ -254,7 +254,7 @@ class SpanParser:
         if not len(read[0]):
             return True
         rows = self.span_rows(*read)
-        if rows is None or not _goes_on(rows[1], parser._last_anchor.get(-1)):
+        if rows is None or not parser.anchors_go_on(rows[1]):
             return False
         parser.rows.extend_lines(*rows)
         self._done(parser, read, rows)
@@ -278,8 +278,3 @@ def _matches(text: str, patterns: tuple[tuple[re.Pattern[str], str], ...], start
 def _all_anchored(patterns: tuple[tuple[re.Pattern[str], str], ...]) -> bool:
     """Whether every one of ``patterns`` matches from a line start only (``^`` with ``re.M``)."""
     return all(p.pattern.startswith("^") and bool(p.flags & re.M) for p, _ in patterns)
-
-
-def _goes_on(steps: np.ndarray, previous: int | None) -> bool:
-    """Whether ``steps`` never go back (from ``previous`` on): a restart is recorded with its line."""
-    return not ((previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any())

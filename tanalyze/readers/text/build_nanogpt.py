@@ -105,17 +105,12 @@ class BuildNanoGPTParser(SpanParser, TextParser):
         kinds, kind_of_line, steps, values = records
         train = kinds.index("train") if "train" in kinds else -1
         anchors = steps[kind_of_line == train]
-        previous = self._last_anchor.get(-1)
-        if len(anchors) and ((previous is not None and anchors[0] < previous) or (anchors[1:] < anchors[:-1]).any()):
+        if not self.anchors_go_on(anchors):
             return False
         codes = np.array(self.rows.codes([RECORD_TAGS.get(kind, kind) for kind in kinds]), dtype=np.int32)
-        self.rows.extend(codes[kind_of_line], steps, values)
+        self.take_whole_chunk(codes[kind_of_line], steps, values, len(steps), anchors)
         self._other_names.update(kind for kind in kinds if kind not in RECORD_TAGS)
         self._records += len(steps)
-        self.parsed_lines += len(steps)
-        self.scan_ranges = []  # every line was read: no look-alike left
-        if len(anchors):
-            self.anchor(int(anchors[-1]), None, 0)
         return True
 
     def _on_record(self, m: re.Match[str], chunk: Chunk) -> None:

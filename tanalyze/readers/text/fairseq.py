@@ -191,8 +191,7 @@ class FairseqParser(TextParser):
             first, done = done, done + count
             if not count:
                 continue
-            previous = self._last_anchor.get(-1)
-            if (previous is not None and steps[first] < previous) or (np.diff(steps[first:done]) < 0).any():
+            if not self.anchors_go_on(steps[first:done]):
                 for m in matches_of(JSON_LINE, text, start, end):  # a restart: recorded with its line
                     self._on_json(m, chunk)
                 by_line.append((start, end, self.lookalike))

@@ -451,9 +451,8 @@ class GenericTextParser(GenericRules, TextParser):
         meters = _Meters.read(lines, fields) if fields else None
         if meters is None:
             return False
-        previous = self._last_anchor.get(-1)
         steps = meters.steps[meters.read]
-        if len(steps) and ((previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any()):
+        if not self.anchors_go_on(steps):
             return False  # a restart: recorded with its line
         rows = self.rows
         first = len(rows)
@@ -1151,11 +1150,6 @@ def _pair_shape(line: str, handlers: dict[str, Any]) -> tuple[LineShape, list[st
     items = list(_PAIR_ITEM.finditer(line))
     shape = line_shape(line, [item.span(2) for item in items], [False] * len(items)) if items else None
     return None if shape is None else (shape, [item.group(1).strip() for item in items])
-
-
-def _goes_on(steps: np.ndarray, previous: int | None) -> bool:
-    """Whether ``steps`` never go back (from ``previous`` on): a restart is recorded with its line."""
-    return not len(steps) or not ((previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any())
 
 
 _MMENGINE = re.compile(r" - mmengine - INFO - Epoch\(\w+\) +\[")

@@ -131,17 +131,12 @@ class LlmcParser(SpanParser, TextParser):
         train[line_of_pair[key_of_pair == train_key]] = True
         steps = loop_steps + train  # a train record is the update of loop `s`, done: s + 1
         anchors = steps[train]
-        previous = self._last_anchor.get(-1)
-        if len(anchors) and ((previous is not None and anchors[0] < previous) or (anchors[1:] < anchors[:-1]).any()):
+        if not self.anchors_go_on(anchors):
             return False
         codes = np.array(self.rows.codes([MAIN_LOG_TAGS.get(key, key) for key in keys]), dtype=np.int32)
-        self.rows.extend(codes[key_of_pair], steps[line_of_pair], values)
+        self.take_whole_chunk(codes[key_of_pair], steps[line_of_pair], values, len(loop_steps), anchors)
         self._unknown_keys.update(key for key in keys if key not in MAIN_LOG_TAGS)
         self._main_lines += len(loop_steps)
-        self.parsed_lines += len(loop_steps)
-        self.scan_ranges = []  # every line was read: no look-alike left
-        if len(anchors):
-            self.anchor(int(anchors[-1]), None, 0)
         return True
 
     def line_by_line_chunk(self, chunk: Chunk) -> None:

@@ -126,8 +126,7 @@ class NanoGPTParser(TextParser):
         if steps.max() >= 2**53:
             return False  # read exactly by int(), line by line
         steps = steps.astype(np.int64)
-        previous = self._last_anchor.get(-1)
-        if (previous is not None and steps[0] < previous) or (steps[1:] < steps[:-1]).any():
+        if not self.anchors_go_on(steps):
             return False  # a restart: recorded with its line
         self._add_iterations(steps, grid[:, 1:])
         self._units.update(units)
