@@ -244,10 +244,13 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
         parts = read
     results = []
     saved = _checkpoints(spec.directory)
+    nccl_of: dict[tuple[str, ...], NcclScan | None] = {}  # one file can hold thousands of runs (a runs table)
     for part in parts:
         files = tuple(dict.fromkeys((*spec.files, *(str(p) for p in part.extra_files))))
         status = _status(files, spec, run_format, part.hparams)
-        nccl = _nccl(files, spec)
+        if files not in nccl_of:
+            nccl_of[files] = _nccl(files, spec)
+        nccl = nccl_of[files]
         name = spec.name if part.name is None else f"{spec.name}/{part.name}"
         if part.title and part.name is None:
             parent = name.rpartition("/")[0]

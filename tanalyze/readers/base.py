@@ -118,13 +118,15 @@ class Phase:
 class RunData:
     """One run as a reader returns it (mutable while the reader builds it).
 
-    ``scalars`` is a tidy table; its ``run`` column is filled in by ``load``.
+    ``scalars`` is a tidy table, or its columns as arrays (:class:`~tanalyze.schema.ScalarColumns`:
+    ``load`` joins the arrays of thousands of runs without a table per run); its ``run`` column is
+    filled in by ``load``.
     ``name`` is set only when one file holds several runs (a W&B chart export):
     it is appended to the run's folder name. ``phases`` lists the sessions of a
     log that holds several (see :class:`Phase`); empty for one session.
     """
 
-    scalars: pd.DataFrame = field(default_factory=empty_scalars)
+    scalars: pd.DataFrame | ScalarColumns = field(default_factory=empty_scalars)
     histograms: pd.DataFrame = field(default_factory=empty_histograms)
     hparams: Mapping[str, Any] = field(default_factory=dict)
     warnings: list[ReadWarning] = field(default_factory=list)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,7 @@ _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::\s?(.*))?$")
 _NOT_EXCEPTION = ("During handling", "The above exception", "Traceback")
 
 
+@lru_cache(maxsize=4096)  # asked for each run of a file that holds thousands (a runs table)
 def is_console_log(path: str | os.PathLike[str]) -> bool:
     """True for a file that looks like a run's console output (``*.log``, ``*.out``, ``*.err``, ``stdout`` …)."""
     p = Path(path)

@@ -229,8 +229,8 @@ def test_runs_table_with_an_infinite_step_keeps_values_as_hparams(tmp_path):
 
 
 def test_runs_table_of_many_runs_gives_each_row_its_own_points(tmp_path):
-    """Runs with the same final tags share one table cut per run: each run still gets exactly its own
-    points, in summary-column order, with its own tags as categories; runs without a step get none."""
+    """Each run gets exactly its own final points as arrays (``load`` joins them), in summary-column order,
+    with its own tags; runs without a step get none."""
     import numpy as np
     import pandas as pd
 
@@ -255,8 +255,41 @@ def test_runs_table_of_many_runs_gives_each_row_its_own_points(tmp_path):
         assert run.hparams["batch"] == 32 and run.hparams["lr"] == 0.001
         assert run.hparams["_summary"]["acc"] == i / 3
         if run.name in expected:
-            pd.testing.assert_frame_equal(run.scalars, expected[run.name], check_exact=True)
+            pd.testing.assert_frame_equal(run.scalars.frame(""), expected[run.name], check_exact=True)
             assert run.notes[-1] == f"the {len(expected[run.name])} final value(s) are single points at iter = {100 * i}"
         else:
-            assert run.scalars.empty and run.notes[-1].startswith("no step column among the final values")
-    assert runs[1].scalars["value"].to_numpy().tobytes() == np.array([1 / 3, 1 / 2, 1 / 7]).tobytes()
+            assert len(run.scalars) == 0 and run.notes[-1].startswith("no step column among the final values")
+    assert runs[1].scalars.value.tobytes() == np.array([1 / 3, 1 / 2, 1 / 7]).tobytes()
+
+
+@pytest.mark.parametrize(("cell", "expected"), [
+    ("12", 12), (" -3 ", -3), ("+7", 7), ("0.5", 0.5), ("1e-4", 1e-4), ("3.0", 3.0), ("", None), ("  ", None),
+    ("True", True), ("false", False), ("NaN", "nan"), ("-Infinity", float("-inf")), ("1e999", "1e999"),
+    ("trial-5", "trial-5"), ("2026-05-25T14:08:33.000Z", "2026-05-25T14:08:33.000Z"), ("-", "-"),
+])
+def test_runs_table_cells_become_python_values(cell, expected):
+    from tanalyze.readers.wandb.export import _value
+
+    got = _value(cell)
+    if expected == "nan":
+        assert isinstance(got, float) and got != got
+    else:
+        assert got == expected and type(got) is type(expected)
+
+
+def test_runs_table_of_many_runs_loads_as_one_table_with_each_runs_points(tmp_path):
+    """``load`` joins the runs' arrays: every run keeps its own points, in its own order, with its own
+    tags, and a run with no step has none."""
+    lines = ['"Name","State","Created","lr","seed","iter","loss","val/loss"']
+    for i in range(2000):
+        step = "" if i % 7 == 6 else str(10 * i)
+        val = "" if i % 2 else f"{i / 9!r}"
+        lines.append(f'"r{i}","finished","2024","0.1","{i % 3}","{step}","{1 / (i + 1)!r}","{val}"')
+    logs = load(write(tmp_path, "runs.csv", "\n".join(lines) + "\n"))
+    assert len(logs.runs) == 2000
+    for i in (0, 1, 6, 1999):
+        expected = [] if i % 7 == 6 else [(10 * i, 1 / (i + 1))]
+        assert points(logs, f"runs.csv/r{i}", "loss") == expected
+        assert points(logs, f"runs.csv/r{i}", "val/loss") == ([] if i % 2 or i % 7 == 6 else [(10 * i, i / 9)])
+        assert logs.runs[f"runs.csv/r{i}"].hparams["seed"] == i % 3
+    assert len(logs.scalars) == sum(0 if i % 7 == 6 else 1 + (i % 2 == 0) for i in range(2000))

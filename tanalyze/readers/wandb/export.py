@@ -22,7 +22,6 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from tanalyze.errors import FormatError
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.widecsv import read_columns
 from tanalyze.readers.wandb.history import STEP_KEYS, as_step
-from tanalyze.schema import empty_scalars, scalar_frame
+from tanalyze.schema import ScalarColumns, empty_histograms, empty_scalars, scalar_frame
 
 __all__ = ["WandbChartExportReader", "WandbRunsTableReader", "split_run_metric"]
 
@@ -258,20 +257,16 @@ class WandbRunsTableReader(Reader):
         return out
 
 
-@lru_cache(maxsize=1 << 16)
 def _value(cell: str) -> Any:
-    """A runs-table cell as a Python value: numbers, booleans, and text as it is (remembered: a column
-    repeats its cells from run to run, and every value is immutable)."""
+    """A runs-table cell as a Python value: numbers, booleans, and text as it is."""
     text = cell.strip()
-    if text == "":
-        return None
-    lowered = text.lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if re.fullmatch(r"[+-]?\d+", text):
+    if (text[1:] if text[:1] in ("+", "-") else text).isdecimal():
         return int(text)
     number = _number(text)
-    if number is not None and (math.isfinite(number) or lowered in ("nan", "inf", "-inf", "infinity", "-infinity")):
+    if number is None:
+        lowered = text.lower()
+        return None if text == "" else lowered == "true" if lowered in ("true", "false") else text
+    if math.isfinite(number) or text.lower() in ("nan", "inf", "-inf", "infinity", "-infinity"):
         return number
     return text
 
@@ -295,77 +290,125 @@ def _read_runs_table(path: Path) -> list[RunData]:
     lead = 0
     while lead < len(header) and header[lead] in _RUN_COLUMNS:
         lead += 1
-    rest = header[lead:]
-    split = split_config_summary(rest)
-    config_columns = rest if split is None else rest[:split]
-    summary_columns = [] if split is None else rest[split:]
-    body = [(number, row) for number, row in enumerate(rows, start=2) if any(c.strip() for c in row)]
+    split = split_config_summary(header[lead:])
+    summary_start = len(header) if split is None else lead + split
+    body = [(number, row) for number, row in enumerate(rows, start=2) if any(map(str.strip, row))]
     ragged = [number for number, row in body if len(row) != len(header)]
     body = [(number, row) for number, row in body if len(row) == len(header)]
-    names = Counter(row[0] for _, row in body)
-    seen: Counter[str] = Counter()
+    if not body:
+        return []
+    # Column by column: each distinct cell is read once, and the final points of all runs are found at once.
+    cells = list(zip(*(row for _, row in body), strict=True))
+    values = [_column_values(column) for column in cells]
+    notes_column = header.index("Notes") if "Notes" in header[:lead] else None
+    if notes_column is not None:
+        values[notes_column] = [None if v == "-" else v for v in values[notes_column]]
+    names = _run_names([n for n, _ in body], cells[0], cells[header.index("Created")] if "Created" in header else None)
+    summary_keys = header[summary_start:]
+    finals = _FinalPoints(summary_keys, values[summary_start:], len(body))
 
-    runs: list[tuple[str, dict[str, Any], list[str], tuple[list[str], int, list[float]] | None]] = []
-    for number, row in body:
-        record = dict(zip(header, row, strict=True))
-        name = record["Name"] or f"row {number}"
-        seen[name] += 1
-        if names[name] > 1:
-            created = record.get("Created", "").strip()
-            name = f"{name} ({created})" if created else f"{name}#{seen[name]}"
-        info = {key: _value(record[key]) for key in header[:lead] if key != "Name"}
-        if info.get("Notes") == "-":
-            info["Notes"] = None
-        config = {key: _value(record[key]) for key in config_columns}
-        summary = {key: _value(record[key]) for key in summary_columns}
-        summary = {k: v for k, v in summary.items() if v is not None}
-        hparams = {**config, "_wandb": {k: v for k, v in info.items() if v is not None}}
-        if summary:
-            hparams["_summary"] = summary
+    info_keys = [(i, key) for i, key in enumerate(header[:lead]) if key != "Name"]
+    config_keys = header[lead:summary_start]
+    no_histograms = empty_histograms()  # one for all runs: a reader's tables are never changed in place
+    skipped = [ReadWarning(str(path), f"{len(ragged)} row(s) with the wrong number of cells skipped",
+                           f"line {ragged[0]}", count=len(ragged))] if ragged else []
+    out = []
+    runs = zip(names, _by_row([values[i] for i, _ in info_keys], len(names)),
+               _by_row(values[lead:summary_start], len(names)), _by_row(values[summary_start:], len(names)), strict=True)
+    for index, (name, info, config, summary) in enumerate(runs):
+        hparams = dict(zip(config_keys, config, strict=True))
+        hparams["_wandb"] = {key: v for (_, key), v in zip(info_keys, info, strict=True) if v is not None}
+        final_values = {key: v for key, v in zip(summary_keys, summary, strict=True) if v is not None}
+        if final_values:
+            hparams["_summary"] = final_values
         notes = ["W&B runs-table export: config and final (summary) values only; it has no curves"]
         if split is None:
             notes.append("config and summary columns cannot be told apart here; all are kept as hparams")
-        runs.append((name, hparams, notes, _final_points(summary, notes)))
-
-    # The final points of runs with the same tags: one table for all of them, cut into one per run
-    # (building thousands of four-row tables one by one costs a hundred times more).
-    by_tags: dict[tuple[str, ...], list[int]] = {}
-    for index, (_, _, _, final) in enumerate(runs):
-        if final is not None:
-            by_tags.setdefault(tuple(final[0]), []).append(index)
-    scalars: dict[int, pd.DataFrame] = {}
-    for tags, indices in by_tags.items():
-        width = len(tags)
-        finals = [runs[index][3] for index in indices]
-        table = scalar_frame(run="", tag=list(tags) * len(indices),
-                             step=np.repeat([final[1] for final in finals], width),
-                             value=[value for final in finals for value in final[2]])
-        for position, index in enumerate(indices):
-            part = table.iloc[position * width:(position + 1) * width]
-            part.index = pd.RangeIndex(width)  # (what reset_index gives, at a fifth of its cost)
-            scalars[index] = part
-
-    out = []
-    for index, (name, hparams, notes, _) in enumerate(runs):
-        data = RunData(name=name, hparams=hparams, notes=notes,
-                       scalars=scalars[index] if index in scalars else empty_scalars())
-        if ragged:
-            data.warnings.append(ReadWarning(str(path), f"{len(ragged)} row(s) with the wrong number of cells skipped",
-                                             f"line {ragged[0]}", count=len(ragged)))
-        out.append(data)
+        scalars, note = finals.run(index)
+        if note:
+            notes.append(note)
+        out.append(RunData(name=name, hparams=hparams, notes=notes, warnings=list(skipped),
+                           histograms=no_histograms, scalars=scalars))
     return out
 
 
-def _final_points(summary: dict[str, Any], notes: list[str]) -> tuple[list[str], int, list[float]] | None:
-    """The run's final values as points: their tags, the step and the values (None when there are none)."""
-    numeric = {k: float(v) for k, v in summary.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-    step_key = next((k for k in ("_step", *STEP_KEYS) if as_step(summary.get(k)) is not None), None)
-    tags = {k: v for k, v in numeric.items() if k != step_key and not k.startswith("_")}
-    if not tags:
-        return None
-    if step_key is None:
-        notes.append("no step column among the final values: they are kept as hparams only")
-        return None
-    step = as_step(summary[step_key])
-    notes.append(f"the {len(tags)} final value(s) are single points at {step_key} = {step}")
-    return list(tags), step, list(tags.values())
+def _by_row(columns: list[list[Any]], rows: int) -> list[tuple[Any, ...]]:
+    """Columns turned into rows (``rows`` empty tuples when there are no columns)."""
+    return list(zip(*columns, strict=True)) if columns else [()] * rows
+
+
+def _column_values(column: tuple[str, ...]) -> list[Any]:
+    """A column's cells as Python values (a column repeats its cells from run to run: each is read once)."""
+    known = {cell: _value(cell) for cell in set(column)}
+    return [known[cell] for cell in column]
+
+
+def _run_names(numbers: list[int], names: tuple[str, ...], created: tuple[str, ...] | None) -> list[str]:
+    """Each row's run name; a name several rows share gets the row's creation time (or ``#k``) added."""
+    named = [name or f"row {number}" for number, name in zip(numbers, names, strict=True)]
+    counts = Counter(named)
+    seen: Counter[str] = Counter()
+    out = []
+    for index, name in enumerate(named):
+        seen[name] += 1
+        if counts[name] > 1:
+            when = created[index].strip() if created is not None else ""
+            name = f"{name} ({when})" if when else f"{name}#{seen[name]}"
+        out.append(name)
+    return out
+
+
+class _FinalPoints:
+    """Every run's final values as points, found for all runs at once: the numeric summary cells other
+    than the step and ``_``-keys, at the step the run's first step key holds."""
+
+    def __init__(self, keys: list[str], columns: list[list[Any]], runs: int) -> None:
+        """``columns``: the summary columns as Python values, one list of ``runs`` per key."""
+        numeric = np.zeros((runs, len(keys)), bool)
+        values = np.zeros((runs, len(keys)))
+        for j, column in enumerate(columns):
+            flags = [isinstance(v, int | float) and not isinstance(v, bool) for v in column]
+            numeric[:, j] = flags
+            values[:, j] = [float(v) if flag else 0.0 for v, flag in zip(column, flags, strict=True)]
+        step_key = np.full(runs, -1, np.int64)
+        steps = np.zeros(runs, np.int64)
+        for key in reversed(("_step", *STEP_KEYS)):  # the first key that holds a step wins: applied last
+            if key in keys:
+                j = keys.index(key)
+                found = [as_step(v) for v in columns[j]]
+                has = np.array([step is not None for step in found], bool)
+                step_key[has] = j
+                steps[has] = [step for step in found if step is not None]
+        underscore = np.array([key.startswith("_") for key in keys], bool)
+        chosen = numeric & ~underscore & (np.arange(len(keys))[None, :] != step_key[:, None])
+        points = chosen & (step_key >= 0)[:, None]
+        counts = points.sum(axis=1)
+        # Each run's arrays are views of these (one array per column for all runs, not four per run).
+        self._step = np.repeat(steps, counts)
+        self._value = values[points]
+        self._wall_time = np.full(len(self._value), np.nan)
+        patterns, pattern = np.unique(points, axis=0, return_inverse=True)
+        self._pattern = pattern.reshape(-1).tolist()
+        self._tags = [tuple(key for key, flag in zip(keys, row, strict=True) if flag) for row in patterns.tolist()]
+        self._codes = np.arange(len(keys), dtype=np.int32)
+        self._starts = np.concatenate(([0], np.cumsum(counts))).tolist()
+        self._keys = keys
+        self._step_key = step_key.tolist()
+        self._steps = steps.tolist()
+        self._unplaced = (chosen.any(axis=1) & (step_key < 0)).tolist()
+
+    def run(self, index: int) -> tuple[ScalarColumns, str | None]:
+        """Run ``index``'s points and the note that says where they are (None: no note)."""
+        begin, end = self._starts[index], self._starts[index + 1]
+        if begin == end:
+            if self._unplaced[index]:
+                return _NO_POINTS, "no step column among the final values: they are kept as hparams only"
+            return _NO_POINTS, None
+        width = end - begin
+        columns = ScalarColumns(self._tags[self._pattern[index]], self._codes[:width], self._step[begin:end],
+                                self._value[begin:end], self._wall_time[begin:end])
+        step_key = self._keys[self._step_key[index]]
+        return columns, f"the {width} final value(s) are single points at {step_key} = {self._steps[index]}"
+
+
+_NO_POINTS = ScalarColumns((), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0), np.empty(0))
