@@ -21,7 +21,7 @@ import pandas as pd
 
 from tanalyze.identity import RunPart
 from tanalyze.readers.base import Phase, Restart, RunData
-from tanalyze.schema import ScalarColumns, concat_frames, empty_scalars, keep_last_write
+from tanalyze.schema import concat_frames, empty_scalars, keep_last_write
 
 __all__ = ["assemble", "Assembled"]
 
@@ -38,12 +38,6 @@ class Assembled:
     data: RunData
     format: str
     parts: tuple[RunPart, ...]
-
-
-def _table(scalars: pd.DataFrame | ScalarColumns) -> pd.DataFrame:
-    if isinstance(scalars, ScalarColumns):
-        return scalars.frame("") if len(scalars) else empty_scalars()
-    return scalars
 
 
 def _renamed(frame: pd.DataFrame, part: RunPart) -> pd.DataFrame:
@@ -78,7 +72,7 @@ def _last_step(read: Sequence[list[RunData]], indices: list[int]) -> int | None:
     last = None
     for i in indices:
         for data in read[i]:
-            table = _table(data.scalars)
+            table = data.scalar_table()
             if len(table):
                 step = int(table["step"].max())
                 last = step if last is None else max(last, step)
@@ -123,10 +117,10 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
             for key, value in data.hparams.items():
                 hparams.setdefault(key, value)
             if part.kind == "twin":
-                twin_frames.setdefault(part.label, []).append(_table(data.scalars))
+                twin_frames.setdefault(part.label, []).append(data.scalar_table())
                 joined.extra_files.extend(data.extra_files)
                 continue
-            frames.append(_ranked(_renamed(_table(data.scalars), part), part))
+            frames.append(_ranked(_renamed(data.scalar_table(), part), part))
             if len(data.histograms):
                 histograms.append(_renamed(data.histograms, part))
             joined.restarts.extend(Restart(r.step, r.file, _labelled(part, r.detail), r.until) for r in data.restarts)

@@ -140,6 +140,12 @@ class RunData:
     #: it replaces the last part of the folder-based name.
     title: str | None = None
 
+    def scalar_table(self) -> pd.DataFrame:
+        """The scalars as a tidy table (built from the arrays when they are held as such; ``run`` left empty)."""
+        if isinstance(self.scalars, ScalarColumns):
+            return self.scalars.frame("") if len(self.scalars) else empty_scalars()
+        return self.scalars
+
 
 class Reader(ABC):
     """A log format family. Subclasses set ``name`` and ``description``.

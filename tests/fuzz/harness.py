@@ -181,7 +181,7 @@ def check_run_data(runs: object, where: str) -> list[RunData]:
     if not isinstance(runs, list) or not all(isinstance(run, RunData) for run in runs):
         raise Crash(f"{where}: read() returned {type(runs).__name__}, not a list of RunData")
     for run in runs:
-        frame = run.scalars
+        frame = run.scalar_table()
         try:
             validate_scalars(frame)
         except Exception as exc:  # noqa: BLE001 - any schema failure is the finding

@@ -203,7 +203,7 @@ STEP_INFERRED_TAGS = {"megatron": ("time (ms)/",)}
 def _points(runs, name: str) -> Counter:
     out: Counter = Counter()
     for run in runs:
-        frame = run.scalars
+        frame = run.scalar_table()
         values = [("nan" if isinstance(v, float) and math.isnan(v) else v) for v in frame["value"].tolist()]
         tags = frame["tag"].astype(str).tolist()
         steps = [None] * len(frame) if name in STEP_INFERRED else frame["step"].tolist()
@@ -229,7 +229,7 @@ def _unexplained(lost: Counter, runs, reference, name: str) -> Counter:
     first = min(starts)
     steps: dict[tuple, list[int]] = {}
     for run in reference:  # where each lost point was in the reference read (step-inferred points carry no step)
-        frame = run.scalars
+        frame = run.scalar_table()
         for tag, step, value in zip(frame["tag"].astype(str), frame["step"].tolist(), frame["value"].tolist(),
                                     strict=True):
             steps.setdefault((run.name, tag, "nan" if isinstance(value, float) and math.isnan(value) else value),

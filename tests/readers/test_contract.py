@@ -15,7 +15,7 @@ import pytest
 from tanalyze.discover import discover
 from tanalyze.errors import FormatError
 from tanalyze.readers import Reader, RunData, get_readers
-from tanalyze.schema import ScalarColumns, validate_scalars
+from tanalyze.schema import validate_scalars
 from tests.conftest import SAMPLE_RUNS, real_log
 
 CONTRACT_EXAMPLES: dict[str, str] = {
@@ -119,7 +119,7 @@ def test_real_example_gives_a_valid_tidy_table(reader):
     runs = [run for files in example_files(reader) for run in reader.read(files)]
     assert runs and any(len(run.scalars) for run in runs), f"{reader.name} read no points from its example"
     for run in runs:
-        frame = run.scalars.frame("") if isinstance(run.scalars, ScalarColumns) else run.scalars
+        frame = run.scalar_table()
         assert frame["step"].dtype == np.int64 and frame["value"].dtype == np.float64
         assert frame["wall_time"].dtype == np.float64
         validate_scalars(frame)
