@@ -186,8 +186,8 @@ def _sft_like(steps: int) -> str:
 def test_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypatch, real_logs):
     """Step and timer lines (and the overflow messages among them) are read a chunk or a span at once; the
     same rows, notes and warnings as reading every line on its own, on the real logs and on a made one."""
-    from tanalyze.readers.text._parts import read_part
     from tanalyze.readers.text.deepspeed import DeepSpeedParser
+    from tests.readers.text_helpers import read_both_ways
 
     files = sorted((real_logs / "deepspeed_text_log").rglob("*.log"))
     files += [real_logs / "other_text/microsoft__DeepSpeedExamples/data_efficiency/vit_finetuning/out/cifar/training.log",
@@ -200,10 +200,8 @@ def test_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypat
         pd.testing.assert_frame_equal(at_once.scalars, by_line.scalars, check_exact=True)
         assert (at_once.notes, at_once.warnings, at_once.restarts) == (by_line.notes, by_line.warnings,
                                                                        by_line.restarts), path
-    sft = files[-1]
-    for size in (2048, 8192):  # chunks that end between overflow messages and the step they count at
-        part = read_part(sft, DeepSpeedParser(sft), chunk_chars=size)
-        assert part.columns["step"].tolist() == DeepSpeedReader().read_part(sft).columns["step"].tolist()
+    # chunks that end between overflow messages and the step they count at
+    read_both_ways("deepspeed", DeepSpeedParser, files[-1], monkeypatch, (700, 2048, 8192))
     frame = by_line.scalars[by_line.scalars["tag"] == "overflow_skips"]
     skips = dict(zip(zip(frame["step"], frame["rank"].fillna(-1), strict=True), frame["value"], strict=True))
     # before a step line: counted at it (its rank); between it and its timer line: at the timer line (no rank);

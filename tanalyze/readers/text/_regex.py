@@ -8,11 +8,11 @@ matches grouped by line.
 from __future__ import annotations
 
 import functools
-import heapq
 import re
 import re._constants as _sre
 import re._parser as _sre_parser
 from collections.abc import Callable, Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -115,15 +115,29 @@ def tagged_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], s
     """:func:`ordered_matches` as (position, index of the pattern, kind, match)."""
     end = len(text) if end is None else end
     span = text if (start, end) == (0, len(text)) else text[start:end]
-    lines = _LineStarts(text)
+    lines = line_starts(text)
     # a pattern tried at the few lines it can start on needs no test of the whole text first
-    iterators = [_tagged(matches_of(pattern, text, start, end, lines), index, kind)
-                 for index, (pattern, kind) in enumerate(patterns)
-                 if _few_lines(pattern, lines, start, end) is not None or _may_match(pattern, span)]
-    if len(iterators) == 1:
-        yield from iterators[0]
-        return
-    yield from heapq.merge(*iterators)
+    found = [(m.start(), index, kind, m) for index, (pattern, kind) in enumerate(patterns)
+             if _few_lines(pattern, lines, start, end) is not None or _may_match(pattern, span)
+             for m in matches_of(pattern, text, start, end, lines)]
+    found.sort(key=_position_and_pattern)  # (stable, and no two matches of one pattern start at one place)
+    yield from found
+
+
+_position_and_pattern = itemgetter(0, 1)
+
+
+_last_lines: _LineStarts | None = None
+
+
+def line_starts(text: str) -> _LineStarts:
+    """The line starts of ``text``, made once for a text that several scans read in turn (a chunk is scanned for
+    its line kinds, then for look-alikes): the last text's are kept."""
+    global _last_lines
+    lines = _last_lines
+    if lines is None or lines.text is not text:
+        lines = _last_lines = _LineStarts(text)
+    return lines
 
 
 class _LineStarts:
@@ -364,7 +378,7 @@ def matches_of(pattern: re.Pattern[str], text: str, start: int = 0, end: int | N
     if form is None:
         yield from pattern.finditer(text, start, end)
         return
-    lines = lines or _LineStarts(text)
+    lines = lines or line_starts(text)
     few = _few_lines(pattern, lines, start, end)
     if few is not None:
         yield from _at_line_starts(pattern, text, few, start, end)
@@ -412,10 +426,3 @@ def matches_by_line(text: str, matches: Iterator[tuple[int, int, str, re.Match[s
         group.append(found)
     if group:
         yield line, group
-
-
-def _tagged(matches: Iterator[re.Match[str]], index: int, kind: str) -> Iterator[tuple[int, int, str, re.Match[str]]]:
-    for m in matches:
-        yield m.start(), index, kind, m
-
-

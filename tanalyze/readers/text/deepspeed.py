@@ -31,6 +31,7 @@ import re
 from array import array
 from bisect import bisect_right
 from itertools import islice
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,17 @@ def _step_line_start(text: str, index: int, start: int, end: int) -> int:
     restart's line)."""
     steps = (m for m in _ENGINE_LINE.finditer(text, start, end) if m.group(_RANK + 1))
     return next(islice(steps, index, None)).start()
+
+
+def _first_line(step_lines: list[tuple[str, ...]], step_positions: list[int], timer_lines: list[tuple[str, ...]],
+                timer_positions: list[int]) -> tuple[int, int, int] | None:
+    """(position, step, rank) of a span's first step or timer line (None: it has neither)."""
+    if step_positions and (not timer_positions or step_positions[0] < timer_positions[0]):
+        return step_positions[0], int(step_lines[0][_STEP]), int(step_lines[0][_RANK])
+    if timer_positions:
+        line = timer_lines[0]
+        return timer_positions[0], int(line[_GLOBAL] or line[_OLD_STEP]), -1
+    return None
 
 
 class _TimerShapes:
@@ -364,31 +376,40 @@ class DeepSpeedEngineLines:
         ``_on_ds_overflow`` then ``_on_ds_step``/``_on_ds_timer`` (``_flush_overflows``) count them, their rows
         added together; those after the span's last such line wait for the next one."""
         text = chunk.text
-        marked = self._marked  # type: ignore[attr-defined]
         self._overflow_total += len(overflows)
+        starts = [m.start() for m in overflows]
+        self._marked.update([text.rfind("\n", 0, at) + 1 for at in starts])  # type: ignore[attr-defined]
+        # The line each message is counted at (the first step or timer line after it), for all at once; the
+        # messages before one line form a group.
+        step_at = np.searchsorted(step_positions, starts, side="right")
+        timer_at = np.searchsorted(timer_positions, starts, side="right")
+        step_next = np.append(np.asarray(step_positions, np.int64), np.iinfo(np.int64).max)[step_at]
+        timer_next = np.append(np.asarray(timer_positions, np.int64), np.iinfo(np.int64).max)[timer_at]
+        on_step = step_next < timer_next
+        line_at = np.where(on_step, step_next, timer_next)
+        ends = (np.flatnonzero(np.diff(line_at)) + 1).tolist() + [len(overflows)]
 
-        def target(pos: int) -> tuple[int, int, int] | None:
-            """(position, step, rank) of the first step or timer line after ``pos``."""
-            at_step, at_timer = bisect_right(step_positions, pos), bisect_right(timer_positions, pos)
-            if at_step < len(step_positions) and (at_timer == len(timer_positions)
-                                                  or step_positions[at_step] < timer_positions[at_timer]):
-                line = step_lines[at_step]
-                return step_positions[at_step], int(line[_STEP]), int(line[_RANK])
-            if at_timer < len(timer_positions):
-                line = timer_lines[at_timer]
-                return timer_positions[at_timer], int(line[_GLOBAL] or line[_OLD_STEP]), -1
+        def target(group: int) -> tuple[int, int, int] | None:
+            """(position, step, rank) of the line the messages of ``group`` (one of its indices) are counted at."""
+            if on_step[group]:
+                line = step_lines[step_at[group]]
+                return step_positions[step_at[group]], int(line[_STEP]), int(line[_RANK])
+            if timer_at[group] < len(timer_positions):
+                line = timer_lines[timer_at[group]]
+                return timer_positions[timer_at[group]], int(line[_GLOBAL] or line[_OLD_STEP]), -1
             return None
 
-        groups: list[list] = []  # [target, messages]
+        groups: list[tuple] = []  # (target, messages)
         if self._pending_skips:
-            groups.append([target(-1), []])
-        for m in overflows:
-            marked.add(text.rfind("\n", 0, m.start()) + 1)
-            where = target(m.start())
+            groups.append((_first_line(step_lines, step_positions, timer_lines, timer_positions), []))
+        begin = 0
+        for end in ends if overflows else ():
+            where = target(begin)
             if groups and groups[-1][0] == where:
-                groups[-1][1].append(m)
+                groups[-1][1].extend(overflows[begin:end])
             else:
-                groups.append([where, [m]])
+                groups.append((where, overflows[begin:end]))
+            begin = end
         rows = self.rows  # type: ignore[attr-defined]
         base = rows.total
         tags: list[str] = []
@@ -517,7 +538,10 @@ class DeepSpeedEngineLines:
     def _ds_timers_at_once(self, lines: list[tuple[str, ...]]) -> bool:
         """Timer lines of one engine with rising steps and numeric fields; False (nothing read) otherwise."""
         columns = list(zip(*lines, strict=True))
-        steps = [int(new or old) for new, old in zip(columns[_GLOBAL], columns[_OLD_STEP], strict=True)]
+        if "" in columns[_GLOBAL]:
+            steps = [int(new or old) for new, old in zip(columns[_GLOBAL], columns[_OLD_STEP], strict=True)]
+        else:
+            steps = list(map(int, columns[_GLOBAL]))
         if steps[0] == self._ds_last_timer or not rising(steps):
             return False  # a second engine logs the same steps
         values = floats(interleave(*columns[_TIMER_FIELDS]))
@@ -527,7 +551,7 @@ class DeepSpeedEngineLines:
             self.rows.extend_lines(_TIMER_LINE_TAGS, steps, values, parse_timestamps(columns[_STAMP]))  # type: ignore[attr-defined]
         except OverflowError:
             return False
-        for line in reversed(lines):
+        for line in reversed(lines) if "0" in columns[_EPOCH] else ():
             if line[_EPOCH] == "0" and int(line[_GLOBAL]):  # micro_step restarts every epoch; global_step does not
                 self._ds_grad_accum = int(line[_MICRO]) / int(line[_GLOBAL])
                 break
@@ -837,10 +861,11 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
         self.parsed_lines += read
         step_end, accum_end = self._last_step, self._ds_grad_accum
         step_positions, step_lines, timer_positions, timer_lines = self._read_at_once
-        steps = [int(line[_STEP]) for line in step_lines]
+        steps = list(map(int, map(itemgetter(_STEP), step_lines)))
         accums = [(pos, int(line[_MICRO]) / int(line[_GLOBAL])) for pos, line in zip(timer_positions, timer_lines,
                                                                                          strict=True)
-                  if line[_EPOCH] == "0" and line[_GLOBAL] and int(line[_GLOBAL])]
+                  if line[_EPOCH] == "0" and line[_GLOBAL] and int(line[_GLOBAL])
+                  ] if "0" in map(itemgetter(_EPOCH), timer_lines) else []  # (epoch 0 only: mostly none)
         accum_at = [pos for pos, _ in accums]
         handlers = self._handlers
         counts: list[int] = []
