@@ -12,6 +12,7 @@ import re
 import re._constants as _sre
 import re._parser as _sre_parser
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -117,14 +118,19 @@ def tagged_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], s
     span = text if (start, end) == (0, len(text)) else text[start:end]
     lines = line_starts(text)
     # a pattern tried at the few lines it can start on needs no test of the whole text first
-    found = [(m.start(), index, kind, m) for index, (pattern, kind) in enumerate(patterns)
-             if _few_lines(pattern, lines, start, end) is not None or _may_match(pattern, span)
-             for m in matches_of(pattern, text, start, end, lines)]
-    found.sort(key=_position_and_pattern)  # (stable, and no two matches of one pattern start at one place)
-    yield from found
+    runs = [[(m.start(), index, kind, m) for m in matches_of(pattern, text, start, end, lines)]
+            for index, (pattern, kind) in enumerate(patterns)
+            if _few_lines(pattern, lines, start, end) is not None or _may_match(pattern, span)]
+    found = [run for run in runs if run]
+    if len(found) == 1:
+        yield from found[0]
+        return
+    # each run is in order of position, and they follow in pattern order: a stable sort by position keeps
+    # matches at one place in pattern order
+    yield from sorted(chain.from_iterable(found), key=_position)
 
 
-_position_and_pattern = itemgetter(0, 1)
+_position = itemgetter(0)
 
 
 _last_lines: _LineStarts | None = None
