@@ -262,14 +262,13 @@ def analyze_throughput(
         return seconds >= min_cost_seconds and seconds >= min_cost_share * pace.run_seconds
 
     rel = np.log(pace.slow / pace.level)
-    stalls = [
-        Stall(int(pace.steps[i]), float(pace.values[i]), float(pace.slow[i] / pace.level[i]), pace.extra_seconds(i))
-        for i in np.flatnonzero(pace.slow >= stall_factor * pace.level)
-    ]
+    stalls = [_stall(pace, i) for i in np.flatnonzero(pace.slow >= stall_factor * pace.level)]
     marks = [np.asarray(m, dtype=np.int64) for m in (eval_steps, epoch_steps) if m is not None and len(m)]
     pauses, stalls = _split_pauses(stalls, pace.steps, marks)
     slow_mask, dips = _periodic_dips(pace.steps, rel, dip_z, dip_min_slowdown, dip_min_count, dip_min_coverage,
                                      dip_alpha)
+    if dips is not None:
+        pauses = _with_dips_at_marks(pace, dips, pauses, marks)
     c_steps, c_log = pace.steps[~slow_mask], np.log(pace.slow[~slow_mask])
     change_points, final_slowness, tau = _level_changes(c_steps, c_log, penalty_scale, max_change_points, min_drop)
     final_median = from_slowness(final_slowness if final_slowness is not None else pace.median, pace.kind)
@@ -385,6 +384,27 @@ def _pace(series: Series, source_curve: Curve | None, warmup: int | str | None, 
     level = rolling_median(s_slow, max(11, min(101, s_slow.size // 20 * 2 + 1)))
     return _Pace(kind, KINDS[kind].unit, int(start), steps, s_slow, gaps, series.values[start:], level,
                  float(np.median(s_slow)), seconds_factor, run_seconds, rate_seconds, series.source == "values")
+
+
+def _stall(pace: _Pace, index: int) -> Stall:
+    """The logged point at ``index`` as a slow point: its step, value, slowdown and the seconds it cost."""
+    return Stall(int(pace.steps[index]), float(pace.values[index]), float(pace.slow[index] / pace.level[index]),
+                 pace.extra_seconds(index))
+
+
+def _with_dips_at_marks(pace: _Pace, dips: PeriodicDips, pauses: list[Stall], marks: list[np.ndarray]) -> list[Stall]:
+    """``pauses`` with the periodic dips added when they are at evaluations or epoch starts (at least 80% of them,
+    by the rule of :func:`_split_pauses`): a loop that times its step with the evaluation before it is slower at
+    every evaluation, which is time spent evaluating, not a throughput problem. Marks at most of the logged steps
+    tell nothing apart: then the dips stay dips."""
+    if not marks or np.unique(np.concatenate(marks)).size * 2 > pace.steps.size:
+        return pauses
+    points = [_stall(pace, i) for i in np.flatnonzero(np.isin(pace.steps, np.asarray(dips.steps)))]
+    at_marks, _ = _split_pauses(points, pace.steps, marks)
+    if not points or len(at_marks) < 0.8 * len(points):
+        return pauses
+    known = {st.step for st in pauses}
+    return sorted(pauses + [st for st in at_marks if st.step not in known], key=lambda st: st.step)
 
 
 def _split_pauses(stalls: list[Stall], steps: np.ndarray, marks: list[np.ndarray]) -> tuple[list[Stall], list[Stall]]:

@@ -318,6 +318,27 @@ def test_pauses_at_epoch_starts_are_evaluation_time_with_their_share():
     assert f.evidence["share"] == pytest.approx(f.evidence["seconds"] / run, rel=0.05)
 
 
+@pytest.mark.parametrize("evaluated", ["at_dips", "nowhere", "every_step"])
+def test_periodic_dips_at_evaluations_are_evaluation_time(evaluated):
+    """A loop that times each step with the evaluation at its top (build-nanogpt, nanoGPT) is ~2x slower at
+    every evaluation: too mild for a stall, but time spent evaluating, not a throughput problem. Without
+    evaluation steps, or with one at every logged step (nothing told apart), the dips stay a warning."""
+    steps = np.arange(0, 3000)
+    t = step_times(n=steps.size, seed=23, level=20.0)
+    t[(steps % 25 == 0) & (steps > 0)] *= 2.3
+    evals = {"at_dips": np.arange(0, 3000, 25), "nowhere": None, "every_step": steps}[evaluated]
+    r = analyze_throughput(curve(t, steps), kind="step_time_s", eval_steps=evals)
+    assert r.dips is not None and r.dips.period_steps == 25
+    if evaluated == "at_dips":
+        assert "throughput_dips" not in codes(r)
+        [f] = r.findings
+        assert f.code == "evaluation_time" and str(f.severity) == "info" and "at evaluation steps" in f.message
+        assert f.evidence["steps"] == list(range(25, 3000, 25))
+        assert f.evidence["seconds"] == pytest.approx(119 * 1.3 * 20.0, rel=0.05)
+    else:
+        assert "throughput_dips" in codes(r) and "evaluation_time" not in codes(r)
+
+
 def test_a_stall_that_costs_nothing_is_no_finding():
     # microsecond timing jitter: one interval 10x the pace of 1 us steps is a "stall" of 9 us
     t = step_times(n=500, seed=22, level=1e-6)
