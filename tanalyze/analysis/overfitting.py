@@ -11,7 +11,8 @@ the evaluations after the minimum lie above ``min + band`` (band = the larger of
 ``tolerance`` and ``noise_sigmas`` × the second-difference noise of the curve
 from a little before the minimum to the end), their median is above it too, the Theil–Sen trend after the minimum is upward, and
 the training loss did not rise along with it (that would be degradation, not
-overfitting). And it must be more than the minimum being a low draw of the noise:
+overfitting; a rise of its level counts only beyond what the noise of a per-step
+loss moves the two medians it is read from). And it must be more than the minimum being a low draw of the noise:
 at least ``min_points_rising`` evaluations after the minimum, spanning
 ``min_span_share`` of the run, and either a one-sided Kendall trend test on
 them (the minimum itself left out: its selection biases any test) at
@@ -169,7 +170,7 @@ def analyze_overfitting(
     gap_onset = gap_end = None
     gap_trend = None
     t_curve = train.collapse_steps().finite_part() if train is not None else None
-    train_log_change = 0.0
+    train_log_change = train_rise_noise = 0.0
     p_gap = 1.0  # one-sided Kendall p of the gap widening over the evaluations after the minimum
     if t_curve is not None and len(t_curve) >= 2:
         strip = int(np.clip(round(len(t_curve) / max(n, 1)), 1, 501))
@@ -183,6 +184,7 @@ def analyze_overfitting(
             span = max(abs(t_onset), 1e-12)
             train_log_change = (t_end - t_onset) / span
             t_change = train_log_change
+        train_rise_noise = _level_change_noise(t_curve.values, strip, max(abs(t_onset), 1e-12))
         if losses_comparable:
             gaps = v.values - levels
             ok = np.isfinite(gaps)
@@ -220,7 +222,8 @@ def analyze_overfitting(
         rise_rel = rise_abs / abs(vmin) if vmin != 0 else None
         min_rise_units = np.log1p(min_rise) if is_log else min_rise * scale
         bar = max(band, min_rise_units)
-        train_rising = train_log_change > max(band, tail_rise / 2) and train_log_change > 0
+        # (a rise of the training loss's level beyond what its noise moves the two medians it is read from)
+        train_rising = train_log_change > max(band, tail_rise / 2, 2 * train_rise_noise) and train_log_change > 0
         span = v.steps[-1] - v.steps[0]
         stalled_share = (v.steps[-1] - onset_step) / span if span > 0 else 0.0
         dropped = -train_log_change >= -np.log1p(-gap_min_train_drop)
@@ -290,6 +293,16 @@ def analyze_overfitting(
         train_change_rel=t_change, gap_at_onset=gap_onset, gap_end=gap_end, gap_trend=gap_trend,
         losses_comparable=losses_comparable, findings=findings,
     )
+
+
+def _level_change_noise(values: np.ndarray, strip: int, scale: float) -> float:
+    """The standard error of the change between two medians of ``strip`` points of the (training) curve
+    ``values``, in the units ``train_log_change`` is in (log; or relative to ``scale`` when a value is not
+    positive): a per-step loss is noisy, and its level at two places differs by chance that much."""
+    finite = values[np.isfinite(values)]
+    points = np.log(finite) if finite.size and (finite > 0).all() else finite / scale
+    sigma = noise_sigma(points)
+    return 0.0 if not np.isfinite(sigma) else float(1.2533 * sigma * np.sqrt(2.0 / strip))
 
 
 def kendall_increasing_p(values: np.ndarray) -> float:

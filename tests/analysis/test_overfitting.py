@@ -56,6 +56,25 @@ def test_rising_train_loss_is_degradation_not_overfitting():
     assert not result.detected and "training loss rose" in result.reason
 
 
+@pytest.mark.parametrize("train_trend", [0.0, 0.5])
+def test_a_noisy_per_step_training_loss_is_read_for_its_level(train_trend):
+    """A per-step training loss with 15% noise per point and 10 points per evaluation: its level at the validation
+    minimum and at the end, each a median of 10 points, differ by chance by several percent. Flat, it has not
+    risen: the validation loss's clear rise is overfitting. Rising by half (far beyond that noise), it is
+    degradation."""
+    rng = np.random.default_rng(11)
+    val_steps = np.arange(1, 61) * 100
+    val = np.concatenate([np.linspace(1.3, 0.9, 30), np.linspace(0.9, 1.0, 30)])
+    train_steps = np.arange(10, 6010, 10)
+    level = 0.8 * np.exp(np.where(train_steps > 3000, train_trend * (train_steps - 3000) / 3000, 0.0))
+    train = level * np.exp(0.15 * rng.standard_normal(train_steps.size))
+    result = analyze_overfitting(Curve.from_arrays(val_steps, val, "val"), Curve.from_arrays(train_steps, train, "train"))
+    if train_trend:
+        assert not result.detected and "training loss rose" in result.reason
+    else:
+        assert result.detected and result.pattern == "rising", result.reason
+
+
 def test_widening_gap_while_val_stalls_for_long():
     # 48 evaluations after the minimum (at sin(11) ~ -1) while the training loss halves: an established stall
     steps = np.arange(1, 76)
