@@ -302,8 +302,9 @@ class DeepSpeedEngineLines:
         line by line.
         """
         text = chunk.text
-        steps_seen = text.count(", skipped=", start, end)
-        timers_seen = text.count(", RunningAvgSamplesPerSec=", start, end)
+        step_positions = _occurrences(text, ", skipped=", start, end)  # (their number tells all were matched)
+        timer_positions = _occurrences(text, ", RunningAvgSamplesPerSec=", start, end)
+        steps_seen, timers_seen = len(step_positions), len(timer_positions)
         overflowing = self._overflows_in_spans and (self._pending_skips or text.find("Skipping step", start, end) >= 0)
         if not steps_seen and not timers_seen:
             self._read_at_once = ([], [], [], [])
@@ -312,21 +313,20 @@ class DeepSpeedEngineLines:
         step_lines = [line for line in found if line[_RANK]]
         timer_lines = [line for line in found if not line[_RANK]] if timers_seen else []
         if len(step_lines) == steps_seen and len(timer_lines) == timers_seen:
-            read = self._ds_usual(chunk, step_lines, timer_lines, start, end, strict)
+            read = self._ds_usual(chunk, step_lines, step_positions, timer_lines, timer_positions, start, end, strict)
             return (read, True) if read is not None else (-1, False)
         if overflowing or strict:
             return -1, False  # overflow messages among lines of other shapes: for the caller, line by line
         return self._ds_any(chunk, start, end), False
 
-    def _ds_usual(self, chunk: Chunk, step_lines: list[tuple[str, ...]], timer_lines: list[tuple[str, ...]],
-                  start: int, end: int, strict: bool = False) -> int | None:
+    def _ds_usual(self, chunk: Chunk, step_lines: list[tuple[str, ...]], step_positions: list[int],
+                  timer_lines: list[tuple[str, ...]], timer_positions: list[int], start: int, end: int,
+                  strict: bool = False) -> int | None:
         """Lines matched by ``_ENGINE_LINE``: all at once when they allow it, else one by one. With overflow
         messages among them (``_overflows_in_spans``), or ``strict``, all at once or None (nothing read: the
         caller reads every line on its own); what was read at once is then in ``_read_at_once``."""
         text = chunk.text
         overflows = list(DS_OVERFLOW.finditer(text, start, end)) if self._overflows_in_spans else []
-        step_positions = _occurrences(text, ", skipped=", start, end) if step_lines else []
-        timer_positions = _occurrences(text, ", RunningAvgSamplesPerSec=", start, end) if timer_lines else []
         self._read_at_once = (step_positions, step_lines, timer_positions, timer_lines)
         if strict or overflows or self._pending_skips:
             saved = self._engine_state()
