@@ -90,7 +90,7 @@ class Chunk:
 
     __slots__ = (
         "text", "first_line", "incomplete", "stop", "_raw", "_raw_bytes", "_lines", "_cursor_pos", "_cursor_line",
-        "_cursor_byte", "_bytes_exact", "_bytes",
+        "_cursor_byte", "_bytes_exact", "_bytes", "line_index",
     )
 
     def __init__(
@@ -117,6 +117,9 @@ class Chunk:
         self._cursor_byte = 0
         self._bytes_exact: bool | None = None
         self._bytes = data  # the cleaned UTF-8 bytes: searching them is cheaper than searching the text
+        #: where the chunk's lines start, made by the first scan that needs it and shared by the others
+        #: (see ``_regex.line_index``); it goes with the chunk
+        self.line_index: object | None = None
 
     @property
     def redraws(self) -> bool:

@@ -26,7 +26,7 @@ import numpy as np
 
 from tanalyze.readers.base import ReadWarning, Restart
 from tanalyze.readers.text._lines import Chunk, TextStats
-from tanalyze.readers.text._regex import matches_of, ordered_matches
+from tanalyze.readers.text._regex import line_index, matches_of, ordered_matches
 from tanalyze.readers.text._rows import Rows
 from tanalyze.readers.values import short
 
@@ -182,7 +182,7 @@ class TextParser:
             ranges = self.scan_ranges if self.scan_ranges is not None else [(0, len(chunk.text), self.lookalike)]
             found = (m for low, high, lookalikes in ranges
                      for lookalike in (lookalikes if isinstance(lookalikes, tuple) else (lookalikes,))
-                     for m in matches_of(lookalike, chunk.text, low, high))
+                     for m in matches_of(lookalike, chunk.text, low, high, line_index(chunk)))
             for m in found:
                 start = chunk.text.rfind("\n", 0, m.start()) + 1
                 if start in marked or start in seen:

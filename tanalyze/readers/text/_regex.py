@@ -112,11 +112,13 @@ def ordered_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], 
 
 
 def tagged_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], start: int = 0,
-                   end: int | None = None) -> Iterator[tuple[int, int, str, re.Match[str]]]:
-    """:func:`ordered_matches` as (position, index of the pattern, kind, match)."""
+                   end: int | None = None, lines: _LineStarts | None = None
+                   ) -> Iterator[tuple[int, int, str, re.Match[str]]]:
+    """:func:`ordered_matches` as (position, index of the pattern, kind, match); ``lines``: the text's line
+    starts when other scans share them (:func:`line_index`)."""
     end = len(text) if end is None else end
     span = text if (start, end) == (0, len(text)) else text[start:end]
-    lines = line_starts(text)
+    lines = lines or _LineStarts(text)
     # a pattern tried at the few lines it can start on needs no test of the whole text first
     runs = [[(m.start(), index, kind, m) for m in matches_of(pattern, text, start, end, lines)]
             for index, (pattern, kind) in enumerate(patterns)
@@ -133,17 +135,12 @@ def tagged_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], s
 _position = itemgetter(0)
 
 
-_last_lines: _LineStarts | None = None
-
-
-def line_starts(text: str) -> _LineStarts:
-    """The line starts of ``text``, made once for a text that several scans read in turn (a chunk is scanned for
-    its line kinds, then for look-alikes): the last text's are kept."""
-    global _last_lines
-    lines = _last_lines
-    if lines is None or lines.text is not text:
-        lines = _last_lines = _LineStarts(text)
-    return lines
+def line_index(chunk: Any) -> _LineStarts:
+    """The line starts of a chunk's text (a :class:`~tanalyze.readers.text._lines.Chunk`), made once for the
+    scans of its line kinds and of its look-alikes, and gone with the chunk."""
+    if chunk.line_index is None:
+        chunk.line_index = _LineStarts(chunk.text)
+    return chunk.line_index
 
 
 class _LineStarts:
@@ -384,7 +381,7 @@ def matches_of(pattern: re.Pattern[str], text: str, start: int = 0, end: int | N
     if form is None:
         yield from pattern.finditer(text, start, end)
         return
-    lines = lines or line_starts(text)
+    lines = lines or _LineStarts(text)
     few = _few_lines(pattern, lines, start, end)
     if few is not None:
         yield from _at_line_starts(pattern, text, few, start, end)

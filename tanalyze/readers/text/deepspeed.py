@@ -42,7 +42,7 @@ from tanalyze.readers.text._fields import fields_into
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._regex import matches_by_line, require, tagged_matches
+from tanalyze.readers.text._regex import line_index, matches_by_line, require, tagged_matches
 from tanalyze.readers.text.generic import GenericRules
 from tanalyze.readers.values import NAN, NUMBER, parse_timestamp, parse_timestamps, to_float
 
@@ -828,7 +828,7 @@ class DeepSpeedParser(DeepSpeedEngineLines, GenericRules, TextParser):
             super().feed(chunk)
             return
         text = chunk.text
-        others = list(matches_by_line(text, tagged_matches(text, self._other_patterns)))
+        others = list(matches_by_line(text, tagged_matches(text, self._other_patterns, lines=line_index(chunk))))
         if self._chunk_at_once(chunk, others):
             return
         start = 0

@@ -30,7 +30,7 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._regex import matches_by_line, ordered_matches, require, tagged_matches
+from tanalyze.readers.text._regex import line_index, matches_by_line, ordered_matches, require, tagged_matches
 from tanalyze.readers.text._shaped import (
     DECIMAL_ONCE,
     LineShape,
@@ -428,7 +428,7 @@ class GenericTextParser(GenericRules, TextParser):
         text = chunk.text
         if not chunk.contains("Epoch"):
             return False
-        others = list(matches_by_line(text, tagged_matches(text, self._other_patterns)))
+        others = list(matches_by_line(text, tagged_matches(text, self._other_patterns, lines=line_index(chunk))))
         if any(kind in _SETS_THE_STEP for _, group in others for _, _, kind, _ in group):
             return False
         matches = list(METER.finditer(text))
