@@ -5,7 +5,8 @@ Draws only what the result holds; matplotlib is imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -14,15 +15,33 @@ from tanalyze.plotting import label
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-    from tanalyze.analysis.sweep import Experiment
-
 __all__ = ["plot_experiment", "MAX_BANDS"]
 
 #: Configurations drawn as bands at most (the best ones).
 MAX_BANDS = 8
 
 
-def plot_experiment(experiment: Experiment) -> Figure:
+class DrawnExperiment(Protocol):
+    """What the figure reads of an experiment (``analysis.sweep.Experiment``, which draws itself with this
+    module: naming the class here would tie the two modules in a circle)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def higher_is_better(self) -> bool: ...
+    @property
+    def importance(self) -> Sequence[Any]: ...
+    @property
+    def heatmap(self) -> Any: ...
+    @property
+    def groups(self) -> Sequence[Any]: ...
+
+
+def plot_experiment(experiment: DrawnExperiment) -> Figure:
     """Three panels: importance (forest and permutation), the heat map, the best configurations' bands."""
     import matplotlib.pyplot as plt
 
