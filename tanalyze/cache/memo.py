@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from tanalyze.cache import Cache
 
-__all__ = ["Digest", "load_memo", "save_memo", "KIND"]
+__all__ = ["Digest", "load_memo", "save_memo", "source_digest", "KIND"]
 
 #: The folder of these entries inside a cache's layout.
 KIND = "memo"
@@ -64,3 +66,16 @@ def save_memo(cache: Cache | None, what: str, digest: str, value: Any) -> bool:
     if cache is None:
         return False
     return cache.save(KIND, _key(what, digest), {"none": np.zeros(0, dtype=np.int8)}, {"value": value})
+
+
+@cache
+def source_digest(*modules: Any, versions: tuple[str, ...] = ()) -> str:
+    """The source of the modules that make a result, and the ``versions`` of the libraries it depends on (a new
+    release or a local edit is a new digest)."""
+    digest = Digest().add(*versions)
+    for module in modules:
+        try:
+            digest.add(Path(module.__file__).read_text(encoding="utf-8"))
+        except (OSError, TypeError):
+            digest.add(module.__name__)
+    return digest.hexdigest()

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from tanalyze._display import register
 from tanalyze.report.api import make_report
-from tanalyze.report.fragments import render_check_html, render_logs_html
-from tanalyze.report.sweep import render_sweep_html
+from tanalyze.report.fragments import render_check_html, render_logs_html, render_sweep_html
 
 #: Diagnoses of at most this many runs show each run's section in Jupyter; more show the summary only.
 REPR_SECTIONS_UP_TO = 3

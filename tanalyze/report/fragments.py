@@ -1,7 +1,7 @@
-"""Jupyter displays of loaded logs and check reports, drawn with the report's templates and style.
+"""Jupyter displays of loaded logs, check reports and sweeps, drawn with the report's templates and style.
 
 Diagnoses are shown by :class:`~tanalyze.report.api.Report` (``tanalyze.report(diagnoses)``);
-this module adds the two results the report page has no section for. Everything from logs goes through autoescaping.
+this module adds the results the report page has no section of their own for (a sweep's section, alone). Everything from logs goes through autoescaping.
 """
 
 from __future__ import annotations
@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from tanalyze.report.html import STYLE, _render
+from tanalyze.report.sweep import sweep_context
 
 if TYPE_CHECKING:
+    from tanalyze.analysis.sweep import SweepResult
     from tanalyze.checks import CheckReport
     from tanalyze.logs import Logs
 
-__all__ = ["render_logs_html", "render_check_html", "MAX_ROWS"]
+__all__ = ["render_logs_html", "render_check_html", "render_sweep_html", "MAX_ROWS"]
 
 #: Runs (or rule results) listed before the rest are counted; a repr must stay quick and small.
 MAX_ROWS = 500
@@ -62,3 +64,9 @@ def render_check_html(report: CheckReport) -> str:
         "more": max(0, len(report.rules) - MAX_ROWS),
     }
     return _render("check.html.j2", context)
+
+
+def render_sweep_html(result: SweepResult) -> str:
+    """A sweep's analysis: the report's sweep section alone, with its style."""
+    return _render("sweep_fragment.html.j2", {"style": Markup(STYLE), "experiments": sweep_context(result.experiments),
+                                              "skipped": list(result.skipped)})

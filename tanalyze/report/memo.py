@@ -1,27 +1,22 @@
-"""The report's cross-run parts kept in the cache by a digest of what they are made from.
+"""The report's compare charts kept in the cache by a digest of what they are made from.
 
 A warm report (no run changed) would otherwise draw its compare charts again
-(thousands of curves: seconds of drawing) and fit the sweep's importance forests
-again (importing scikit-learn alone costs more than the rest). Each is stored
-under a digest of every number, name and option it is made from, and of the code
-that makes it, so a changed run gives a new digest and a fresh result: memoised,
-never stale. Without a cache both are simply made.
+(thousands of curves: seconds of drawing). Each is stored under a digest of
+every number, name and option it is made from, and of the code that makes it,
+so a changed run gives a new digest and a fresh chart: memoised, never stale.
+Without a cache they are simply drawn. (The sweep's importances are kept the
+same way, by :func:`tanalyze.report.sweep.importance_of`.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict
-from functools import cache as once
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tanalyze import curves as _curves
-from tanalyze.analysis.importance import Importance, hparam_importance
 from tanalyze.cache import Cache
-from tanalyze.cache.memo import Digest, load_memo, save_memo
+from tanalyze.cache.memo import Digest, load_memo, save_memo, source_digest
 from tanalyze.report import chartdata as _chartdata
 from tanalyze.report import downsample as _downsample
 from tanalyze.report import figures as _figures
@@ -31,21 +26,14 @@ from tanalyze.report.chartdata import blowup_step
 from tanalyze.report.figures import FigureMaker, Rendered
 from tanalyze.report.model import RunView
 
-__all__ = ["compare_figure", "importance_of"]
+__all__ = ["compare_figure"]
 
 
-@once
 def _code(*modules: Any) -> str:
-    """The source of the modules that make a result (a new release or a local edit is a new digest)."""
+    """The source of the modules that draw a figure, and matplotlib's version."""
     import matplotlib
 
-    digest = Digest().add(matplotlib.__version__)
-    for module in modules:
-        try:
-            digest.add(Path(module.__file__).read_text(encoding="utf-8"))
-        except (OSError, TypeError):
-            digest.add(module.__name__)
-    return digest.hexdigest()
+    return source_digest(*modules, versions=(matplotlib.__version__,))
 
 
 def compare_figure(maker: FigureMaker, role: str, tag: str, runs: Sequence[RunView], *, max_lines: int, key: int,
@@ -67,28 +55,3 @@ def compare_figure(maker: FigureMaker, role: str, tag: str, runs: Sequence[RunVi
     rendered = maker.compare(role, tag, runs, max_lines=max_lines, key=key)
     save_memo(cache, "compare", digest.hexdigest(), asdict(rendered))
     return rendered
-
-
-def importance_of(cache: Cache | None) -> Callable[..., tuple[Importance, ...]]:
-    """:func:`~tanalyze.analysis.importance.hparam_importance`, answered from the cache for inputs seen before."""
-    if cache is None:
-        return hparam_importance
-
-    def memoised(keys: Sequence[str], features: np.ndarray, target: np.ndarray, numeric: Sequence[bool],
-                 groups: np.ndarray | None = None, **options: Any) -> tuple[Importance, ...]:
-        from tanalyze.analysis import importance as module
-
-        digest = Digest().add(_code(module), list(keys), np.asarray(features, dtype=np.float64),
-                              np.asarray(target, dtype=np.float64), [bool(n) for n in numeric], options,
-                              None if groups is None else np.asarray(groups))
-        found = load_memo(cache, "importance", digest.hexdigest())
-        if isinstance(found, list):
-            try:
-                return tuple(Importance(**item) for item in found)
-            except TypeError:
-                pass
-        made = hparam_importance(keys, features, target, numeric, groups, **options)
-        save_memo(cache, "importance", digest.hexdigest(), [asdict(item) for item in made])
-        return made
-
-    return memoised

@@ -9,16 +9,21 @@ only (run names and settings, which come from logs, stay text for the autoescapi
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 from markupsafe import Markup
 
+from tanalyze.analysis import importance as _importance
 from tanalyze.analysis.hparams import normalise_hparams
-from tanalyze.analysis.sweep import Experiment, SweepResult, SweepRun, analyse_sweep
+from tanalyze.analysis.importance import Importance, hparam_importance
+from tanalyze.analysis.sweep import Experiment, SweepRun, analyse_sweep
+from tanalyze.cache import Cache
+from tanalyze.cache.memo import Digest, load_memo, save_memo, source_digest
 
-__all__ = ["experiments_of", "sweep_context", "render_sweep_html", "MAX_GROUPS_SHOWN", "BAND_GROUPS"]
+__all__ = ["experiments_of", "importance_of", "sweep_context", "MAX_GROUPS_SHOWN", "BAND_GROUPS"]
 
 #: Configurations listed in a table at most (the best first); the rest are counted.
 MAX_GROUPS_SHOWN = 30
@@ -30,9 +35,7 @@ _W, _H, _PAD = 420.0, 170.0, 6.0
 def experiments_of(runs: Sequence[Any], name: str | None = None, *, cache: Any = None) -> tuple[Experiment, ...]:
     """The experiments among report runs (:class:`~tanalyze.report.model.RunView`), scored by their validation
     loss role. Runs without one are left out; fewer than four alike runs make no experiment. ``cache``: where
-    the settings' importances are kept by their inputs (see :mod:`tanalyze.report.memo`)."""
-    from tanalyze.report.memo import importance_of
-
+    the settings' importances are kept by their inputs (see :func:`importance_of`)."""
     items = []
     for run in runs:
         series = run.series.get("val_loss")
@@ -49,6 +52,31 @@ def experiments_of(runs: Sequence[Any], name: str | None = None, *, cache: Any =
     if len(items) < 4:
         return ()
     return analyse_sweep(items, name=name, importance=importance_of(cache)).experiments
+
+
+def importance_of(cache: Cache | None) -> Callable[..., tuple[Importance, ...]]:
+    """:func:`~tanalyze.analysis.importance.hparam_importance`, answered from the cache for inputs seen before
+    (a warm report need not fit the importance forests again: importing scikit-learn alone costs more than the
+    rest)."""
+    if cache is None:
+        return hparam_importance
+
+    def memoised(keys: Sequence[str], features: np.ndarray, target: np.ndarray, numeric: Sequence[bool],
+                 groups: np.ndarray | None = None, **options: Any) -> tuple[Importance, ...]:
+        digest = Digest().add(source_digest(_importance), list(keys), np.asarray(features, dtype=np.float64),
+                              np.asarray(target, dtype=np.float64), [bool(n) for n in numeric], options,
+                              None if groups is None else np.asarray(groups))
+        found = load_memo(cache, "importance", digest.hexdigest())
+        if isinstance(found, list):
+            try:
+                return tuple(Importance(**item) for item in found)
+            except TypeError:
+                pass
+        made = hparam_importance(keys, features, target, numeric, groups, **options)
+        save_memo(cache, "importance", digest.hexdigest(), [asdict(item) for item in made])
+        return made
+
+    return memoised
 
 
 def _color(t: float, higher: bool) -> str:
@@ -133,11 +161,3 @@ def sweep_context(experiments: Sequence[Experiment]) -> list[dict[str, Any]]:
             "instability": [r.reason() for r in e.instability], "cautions": list(e.cautions),
         })
     return out
-
-
-def render_sweep_html(result: SweepResult) -> str:
-    """Jupyter: the sweep section alone, with the report's style."""
-    from tanalyze.report.html import STYLE, _render
-
-    return _render("sweep_fragment.html.j2", {"style": Markup(STYLE), "experiments": sweep_context(result.experiments),
-                                              "skipped": list(result.skipped)})

@@ -14,11 +14,11 @@ from tanalyze.cache.memo import Digest, load_memo, save_memo
 from tanalyze.report import report_paths
 from tanalyze.report.figures import FigureMaker
 from tanalyze.report.html import render_html
-from tanalyze.report.memo import importance_of
+from tanalyze.report.sweep import importance_of
 from tests.scale_helpers import append_events, make_sweep
 from tests.sweep_helpers import synthetic_runs
 
-MEMO = importlib.import_module("tanalyze.report.memo")
+SWEEP = importlib.import_module("tanalyze.report.sweep")
 
 
 def test_digest_tells_apart_values_dtypes_and_order():
@@ -44,13 +44,13 @@ def test_memo_round_trip_and_no_cache(tmp_path):
 def forests(monkeypatch):
     """How many times the importance forests were fitted."""
     seen = []
-    real = MEMO.hparam_importance
+    real = SWEEP.hparam_importance
 
     def counting(*args, **kwargs):
         seen.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(MEMO, "hparam_importance", counting)
+    monkeypatch.setattr(SWEEP, "hparam_importance", counting)
     return seen
 
 
