@@ -241,3 +241,20 @@ def test_wall_clock_breakdown_timers_and_the_communication_share(tmp_path, monke
     result = analyze_communication(timer_curves(curves))
     assert result.step_source == "fwd + bwd + step" and result.comm_timers == ("bwd_allreduce",)
     assert result.median_share == pytest.approx(60.0 / (50 + 120 + 10))  # steps 2-4: 50/170, 60/180, 70/190
+
+
+def test_a_long_e2e_line_of_words_is_read_in_time(tmp_path):
+    """Found by the long fuzz run: a damaged line break joined an E2E line to a long line of words, and the pairs'
+    pattern looked for an "=" from every word start to the line's end (a read of minutes). The pairs before the
+    words are read; the read is guarded so that a return of the old pattern fails instead of hanging."""
+    from tests.fuzz.harness import read_direct
+
+    text = ("epoch: 0|step: 0|ppo_ep: 1|act_loss: 0.25|cri_loss: 0.125|unsuper_loss: 0.0\n"
+            "|E2E latency=2.51s |Generate time=1.43s (57.00%) |CurSamplesPerSec=3.2 "
+            + "then many words without an equals sign " * 5000 + "\n")
+    (tmp_path / "train.log").write_text(text)
+    [run] = read_direct("deepspeed", tmp_path, ("train.log",), limit=20.0)
+    frame = run.scalar_table()
+    assert frame[frame["tag"] == "E2E latency"]["value"].tolist() == [2.51]
+    assert frame[frame["tag"] == "CurSamplesPerSec"]["value"].tolist() == [3.2]
+    assert frame[frame["tag"] == "act_loss"]["value"].tolist() == [0.25]

@@ -75,7 +75,9 @@ THROUGHPUT = re.compile(
     rf"Time/seq ({NUMBER})s(?:, [^\n]*)?$",
     re.M,
 )
-_EQ_PAIR = re.compile(rf"([A-Za-z][\w /]*?)=\s*({NUMBER})")
+#: (a name of at most 80 characters: unbounded, a long line of words without "=" took time in the square of its
+#: length, as each word start looked for an "=" to the line's end)
+_EQ_PAIR = re.compile(rf"([A-Za-z][\w /]{{0,80}}?)=\s*({NUMBER})")
 _THROUGHPUT = ("latency", "tflops", "samples_per_second", "time_per_sequence")
 
 
