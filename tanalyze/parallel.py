@@ -217,8 +217,9 @@ def _run_pool(func, items, collector: _Collector, workers: int, chunks: list[lis
             while (queue and submitted < MAX_TASKS_PER_POOL) or in_flight:
                 while queue and len(in_flight) < limit and submitted < MAX_TASKS_PER_POOL:
                     submitted += 1
-                    chunk = queue.pop()
+                    chunk = queue[-1]  # (taken off the queue once submitted: a broken pool refuses it)
                     in_flight[pool.submit(run_chunk, func, [items[i] for i in chunk], many)] = chunk
+                    queue.pop()
                 finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 for future in finished:
                     outcomes = future.result()  # raises BrokenProcessPool when a worker died

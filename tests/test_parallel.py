@@ -111,6 +111,47 @@ def test_a_worker_that_dies_costs_its_run_only(sweep):
     assert [r for r in results if not isinstance(r, Failure)] == [s.name for s in specs if s.name != BAD_RUN]
 
 
+def test_a_chunk_a_broken_pool_refuses_is_run_by_the_next_pool(monkeypatch):
+    """A worker's death breaks the pool at once: a chunk submitted after it is refused (BrokenProcessPool from
+    ``submit``), and must be run by the next pool, not lost (it was, under load: its results stayed None)."""
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from tanalyze import parallel
+
+    class BreaksAtSecondSubmit:
+        """A pool whose first task dies with its worker; the pool is broken from then on."""
+
+        pools = 0
+
+        def __init__(self, **_):
+            type(self).pools += 1
+            self.first_pool = type(self).pools == 1
+            self.submitted = 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, *args):
+            self.submitted += 1
+            future = Future()
+            if self.first_pool and self.submitted == 1:
+                future.set_exception(BrokenProcessPool("a worker died"))
+            elif self.first_pool:
+                raise BrokenProcessPool("a worker died")
+            else:
+                future.set_result(fn(*args))
+            return future
+
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", BreaksAtSecondSubmit)
+    names = [f"run{i}" for i in range(6)]
+    results = parallel.map_runs(str.upper, names, names, jobs=2, chunk_size=2)
+    assert results == [name.upper() for name in names]
+
+
 def test_progress_is_called_once_per_run_with_increasing_counts(sweep):
     calls = []
     tanalyze.load(sweep, jobs=2, cache=False, progress=lambda done, total, name: calls.append((done, total, name)))
