@@ -446,3 +446,22 @@ def test_an_evaluation_on_its_own_line_after_a_step_line_is_read_at_that_step(tm
     assert "'Name: value' lines after such a line (an evaluation printed on its own line) are keyed by that " \
            "line's step" in notes_text(run)
     assert run.warnings == []
+
+
+@pytest.mark.parametrize("tail", ["words " * 20_000, "x" * 80_000], ids=["many words", "one long token"])
+def test_long_lines_of_letters_are_read_in_time(tmp_path, tail):
+    """Found by the long fuzz run: a damaged line made a meter line end in a long run of words (or of one token)
+    with a "(" and no ":", and the pairs' name patterns, unbounded, ran from every letter to the line's end and
+    back (minutes). Names are now at most 4 words of 64 characters. The read is guarded so that a return of the
+    old patterns fails instead of hanging; the meters around the line are read."""
+    from tests.fuzz.harness import read_direct
+
+    meter = "Epoch: [0][{i}/100]  Time 0.512 (0.601)  Data 0.101 (0.201)  Loss {loss:.4f} ({loss:.4f})\n"
+    text = "".join(meter.format(i=i, loss=7 - i / 10) for i in range(10, 40, 10))
+    text += "Test: [ 5/10]  Time 0.1 (0.2)  " + tail + " (\n"
+    text += "Epoch: [0][50/100] note: " + "y" * 80_000 + "\n"
+    text += meter.format(i=60, loss=1.5)
+    (tmp_path / "train.log").write_text(text)
+    [run] = read_direct("text", tmp_path, ("train.log",), limit=20.0)
+    frame = run.scalar_table()
+    assert frame[frame["tag"] == "Loss"]["value"].tolist() == [6.0, 5.0, 4.0, 1.5]

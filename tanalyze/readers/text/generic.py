@@ -45,7 +45,9 @@ from tanalyze.readers.values import NAN, NUMBER, to_float
 
 __all__ = ["GenericRules", "GenericTextParser", "GenericTextReader", "detect_generic"]
 
-_NAME = r"[A-Za-z][\w./@%()-]*(?: [A-Za-z][\w./@%()-]*){0,3}"
+#: (words of at most 64 characters, as in the names below: an unbounded word made a long token of letters take
+#: time in the square of its length, every letter of it a start that ran to its end and back)
+_NAME = r"[A-Za-z][\w./@%()-]{0,63}(?: [A-Za-z][\w./@%()-]{0,63}){0,3}"
 _UNIT = r"(?:[a-zA-Z]{1,3}\b|%)?"
 
 METER = re.compile(
@@ -79,11 +81,11 @@ EVAL_METER = require(re.compile(
     re.M,
 ), _named_progress)
 SUMMARY = re.compile(r"^ \* (Acc@1 [^\n]*)$", re.M)
-_METER_NAME = r"[A-Za-z@][\w@/.-]*(?: [A-Za-z@][\w@/.-]*)*"
+_METER_NAME = r"[A-Za-z@][\w@/.-]{0,63}(?: [A-Za-z@][\w@/.-]{0,63}){0,3}"
 _METER_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
 #: the same, the average a group too (where the line's template is learnt)
 _AVERAGED_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*({NUMBER})\s*\)")
-_COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]*):\s+(\S+)")
+_COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]{0,127}):\s+(\S+)")
 _SPACE_PAIR = re.compile(rf"({_NAME}) ({NUMBER})")
 
 EPOCH_HEADER = require(
