@@ -380,7 +380,8 @@ class DeepSpeedEngineLines:
         text = chunk.text
         self._overflow_total += len(overflows)
         starts = [m.start() for m in overflows]
-        self._marked.update([text.rfind("\n", 0, at) + 1 for at in starts])  # type: ignore[attr-defined]
+        line_starts = [text.rfind("\n", 0, at) + 1 for at in starts]
+        self._marked.update(line_starts)  # type: ignore[attr-defined]
         # The line each message is counted at (the first step or timer line after it), for all at once; the
         # messages before one line form a group.
         step_at = np.searchsorted(step_positions, starts, side="right")
@@ -401,16 +402,16 @@ class DeepSpeedEngineLines:
                 return timer_positions[timer_at[group]], int(line[_GLOBAL] or line[_OLD_STEP]), -1
             return None
 
-        groups: list[tuple] = []  # (target, messages)
+        groups: list[tuple] = []  # (target, indices of its messages)
         if self._pending_skips:
             groups.append((_first_line(step_lines, step_positions, timer_lines, timer_positions), []))
         begin = 0
         for end in ends if overflows else ():
             where = target(begin)
             if groups and groups[-1][0] == where:
-                groups[-1][1].extend(overflows[begin:end])
+                groups[-1][1].extend(range(begin, end))
             else:
-                groups.append((where, overflows[begin:end]))
+                groups.append((where, list(range(begin, end))))
             begin = end
         rows = self.rows  # type: ignore[attr-defined]
         base = rows.total
@@ -425,11 +426,11 @@ class DeepSpeedEngineLines:
         for where, messages in groups:
             count = len(messages) + self._pending_skips  # those from before the span: in the first group only
             if messages:
-                m = messages[-1]
+                m = overflows[messages[-1]]
                 attempted = to_float(m.group(1))
                 reduced = to_float(m.group(2)) if m.group(2) else None
                 scale = reduced if reduced is not None else attempted
-                wall = _wall(text, text.rfind("\n", 0, m.start()) + 1)
+                wall = _wall(text, line_starts[messages[-1]])  # (the line starts found above)
             else:
                 scale, wall = self._pending_scale, self._pending_wall
             self._pending_wall = wall  # as _on_ds_overflow leaves it, counted or not
