@@ -158,7 +158,7 @@ _BLANKS = (" ", "  ", "\t", " \t", "\r", "\u00a0", "")
     .map(lambda lines: (shape, lines))),
     st.sampled_from(("\t", "  ", "", "| ")), st.integers(0, 6), st.sampled_from(_BLANKS))
 def test_meter_pairs_of_shaped_lines_are_each_line_searched(case, before, damaged, junk):
-    """The pairs of a chunk's meter lines read at once (one regex for every line's shape, numpy picking the
+    """The pairs of a chunk's meter lines read at once (numpy checking every line's words and picking the
     values) are those each line searched on its own gives, whatever the blanks, values and damage."""
     from tanalyze.readers.text.generic import _COLON_PAIR, _pairs
 
@@ -188,6 +188,11 @@ def test_meter_lines_of_one_shape_are_read_at_once():
     assert _shaped_values((rests[0], "\tlr: 1, loss: 2, eta: 3"), "\t", ("lr", "eta", "loss")) is None
     assert _shaped_values((rests[0], "\tlr: 1, eta: 2, loss: 3µ"), "\t", ("lr", "eta", "loss")) is None
     assert _shaped_values((rests[0], "\tlr: 1, eta: 2, loss: 3 lr: 4"), "\t", ("lr", "eta", "loss")) is None
+    # the names of both lines, in turn, are right; a pair moved to the line before is not
+    assert _shaped_values(("\tlr: 1, eta: 2, loss: 3 lr: 4", "\teta: 5, loss: 6"), "\t",
+                          ("lr", "eta", "loss")) is None
+    assert _shaped_values((rests[0], "\tlr: 1,\reta: 2, loss: 3"), "\t", ("lr", "eta", "loss")) is None
+    assert _shaped_values((rests[0], "\tlr: 1, eta: 2, loss:3"), "\t", ("lr", "eta", "loss")) is None
 
 
 _AVERAGED_NAMES = ("Time", "Data", "Loss", "Acc@1", "Data Time", "lr")

@@ -141,9 +141,12 @@ class _Decimals:
         odd, has_e, chars = self.odd, self.has_e, self.chars
         work = self.raw
         if odd.any():
-            in_odd = odd[self.token] & (chars != 32)
+            tokens = np.flatnonzero(odd)
+            lengths = self.ends[tokens] - self.starts[tokens]
+            before = np.cumsum(lengths) - lengths  # the characters of the odd tokens before each
             copy = chars.copy()
-            copy[in_odd] = 48  # "000…": an integer to the reader below, set apart
+            # "000…": an integer to the reader below, set apart
+            copy[np.arange(before[-1] + lengths[-1]) + np.repeat(self.starts[tokens] - before, lengths)] = 48
             work = copy.tobytes()
             has_e = has_e & ~odd
         numbers = np.fromstring(work.translate(_EXPONENT_TO_BLANK if self.exponents else None, b"."), dtype=np.int64,

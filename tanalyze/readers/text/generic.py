@@ -544,7 +544,7 @@ def _pairs(rests: tuple[str, ...]) -> tuple[list[str], str, list[int], list[str]
     """The (name, raw value) pairs of each meter line's rest, as ``_meter_pairs`` finds them: names, the raw
     values as one text (separated by one space, commas taken out), how many pairs each line has, and the names of
     every line when they are the same. When every line has the pairs of the first, and only blanks between them,
-    the lines are matched against that shape in C; otherwise each line is searched for its pairs."""
+    every line is checked against that shape at once (numpy); otherwise each line is searched for its pairs."""
     for shape_of, values_of in ((_shape_of, _shaped_values), (_averaged_shape_of, _averaged_values)):
         shape = shape_of(rests[0])
         if shape is not None:
@@ -580,37 +580,43 @@ def _shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
 def _shaped_values(rests: tuple[str, ...], before: str, names: tuple[str, ...]) -> str | None:
     """The raw values of ``rests`` (as :func:`_pairs` gives them) when each is ``before``, then ``name: value``
     for each of ``names`` in turn, with blanks (spaces, tabs) between and after them; None when a rest has another
-    shape or is not ASCII (the caller then searches each for its pairs). One regex checks every line's shape at
-    once and numpy picks the values out of the joined lines: no string per pair."""
+    shape, another white space or is not ASCII (the caller then searches each for its pairs). numpy checks every
+    line's shape at once, by its words: each line has twice as many words as there are names, and the odd words
+    (counted from 1), joined, are ``name:`` of those names in turn; the even words are the values. No string per
+    pair."""
     if before.strip(" \t"):  # words before the pairs: cut off (each line checked to begin with them)
         if not all(map(str.startswith, rests, repeat(before + names[0] + ":"))):
             return None
-        joined, before = "\n".join([rest[len(before):] for rest in rests]) + "\n", ""
-    else:  # blanks only (a tab, mostly): left in, for the regex to check
+        joined = "\n".join([rest[len(before):] for rest in rests]) + "\n"
+    else:  # blanks only (a tab, mostly): no word
         joined = "\n".join(rests) + "\n"
-    if not joined.isascii() or _shape_pattern(before, tuple(names)).fullmatch(joined) is None:
+    if not joined.isascii():
         return None
     chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+    controls = np.flatnonzero(chars < 32)
+    breaks = chars[controls] == 10
+    if not (breaks | (chars[controls] == 9)).all():
+        return None  # a carriage return, a form feed…: white space to the per-line search, a word here
     blank = (chars == 32) | (chars == 9) | (chars == 10)
-    begins = ~blank  # where each word begins: names are the odd words (counted from 1), values the even ones
+    begins = ~blank  # where each word begins
     begins[1:] &= blank[:-1]
-    in_value = (np.cumsum(begins, dtype=np.int32) & 1) == 0
-    ends = blank.copy()  # the blank right after each word, kept after values as their separator
+    words = np.cumsum(begins, dtype=np.int32)  # the words begun up to each character
+    per_line = 2 * len(names)
+    if not np.array_equal(words[controls[breaks]], np.arange(per_line, per_line * (len(rests) + 1), per_line)):
+        return None  # a line with more or fewer words
+    in_value = (words & 1) == 0
+    ends = blank.copy()  # the blank right after each word, kept as its separator
     ends[1:] &= ~blank[:-1]
     ends[0] = False
-    kept = chars[in_value & (~blank | ends)].tobytes()
-    return kept[:-1].translate(_BLANKS_TO_SPACE, b",").decode("ascii")  # (the last value's separator dropped)
+    kept = ~blank | ends
+    said = chars[~in_value & kept].tobytes().translate(_BLANKS_TO_SPACE)
+    if said != "".join(f"{name}: " for name in names).encode("ascii") * len(rests):
+        return None  # other names, or in another order
+    values = chars[in_value & kept].tobytes()
+    return values[:-1].translate(_BLANKS_TO_SPACE, b",").decode("ascii")  # (the last value's separator dropped)
 
 
 _BLANKS_TO_SPACE = bytes.maketrans(b"\t\n", b"  ")
-
-
-@functools.lru_cache(maxsize=64)
-def _shape_pattern(before: str, names: tuple[str, ...]) -> re.Pattern[str]:
-    """Lines of ``before`` then ``name: value`` pairs, those names in that order, blanks between and after: what
-    :func:`_shaped_values` reads (possessive repeats: nothing to try again, about twice as quick)."""
-    pairs = "[ \t]++".join(re.escape(name) + r":[ \t]++\S++" for name in names)
-    return re.compile(rf"(?:{re.escape(before)}{pairs}[ \t]*+\n)*")
 
 
 def _averaged_shape_of(rest: str) -> tuple[str, tuple[str, ...]] | None:
