@@ -178,16 +178,12 @@ class TextParser:
                 self._cut_last_line = self._cut_candidates[-1]
         self._cut_candidates = []
         if self.lookalike is not None and self.may_have_lookalikes(chunk):
-            seen: set[int] = set()
-            ranges = self.scan_ranges if self.scan_ranges is not None else [(0, len(chunk.text), self.lookalike)]
-            found = (m for low, high, lookalikes in ranges
+            text = chunk.text
+            ranges = self.scan_ranges if self.scan_ranges is not None else [(0, len(text), self.lookalike)]
+            found = [m.start() for low, high, lookalikes in _joined(ranges)
                      for lookalike in (lookalikes if isinstance(lookalikes, tuple) else (lookalikes,))
-                     for m in matches_of(lookalike, chunk.text, low, high, line_index(chunk)))
-            for m in found:
-                start = chunk.text.rfind("\n", 0, m.start()) + 1
-                if start in marked or start in seen:
-                    continue
-                seen.add(start)
+                     for m in matches_of(lookalike, text, low, high, line_index(chunk))]
+            for start in sorted({text.rfind("\n", 0, at) + 1 for at in found}.difference(marked)):
                 if chunk.incomplete:
                     self._cut_last_line = (chunk.first_line, chunk.line_at(start))
                     continue
@@ -303,3 +299,15 @@ def _json_state(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _json_state(item) for key, item in value.items()}
     return value
+
+
+def _joined(ranges: list[tuple[int, int, Any]]) -> list[tuple[int, int, Any]]:
+    """Look-alike scan ranges with each run of touching ranges of one scan made one (a scan per range costs
+    more than the characters it reads when ranges are single lines)."""
+    out: list[tuple[int, int, Any]] = []
+    for low, high, lookalikes in ranges:
+        if out and out[-1][1] == low and out[-1][2] is lookalikes:
+            out[-1] = (out[-1][0], high, lookalikes)
+        else:
+            out.append((low, high, lookalikes))
+    return out
