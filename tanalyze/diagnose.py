@@ -690,8 +690,10 @@ def diagnose_run(
     metric_findings: list[Finding] = []
     if val is not None and main is not val and _nonfinite_from_start(val):
         # NaN/Inf from the first evaluation while training is finite: the metric or the validation data is
-        # broken (a NaN record, an empty split, a division by zero); no learning rate makes it finite.
-        metric_findings.append(_metric_finding(val))
+        # broken (a NaN record, an empty split, a division by zero); no learning rate makes it finite. When the
+        # training loss is non-finite from its start too, the model is: the divergence finding says so.
+        if not _nonfinite_from_start(main):
+            metric_findings.append(_metric_finding(val))
         val = None
     elif val is not None and main is not val:
         val_analysis = analyze_divergence(val, learning_rate=lr, **params.get("divergence", {}))

@@ -13,6 +13,7 @@ from tanalyze.diagnose import Diagnoses, RunDiagnosis, diagnose, diagnose_run
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs, RunInfo
 from tanalyze.schema import concat_frames, empty_histograms, scalar_frame
+from tests.conftest import real_log
 
 TOP_KEYS = ["run", "format", "roles", "verdict", "overfitting", "divergence", "spikes", "early_stopping", "progress",
             "gradients", "throughput", "resources", "findings", "warnings", "role_details", "phase", "status", "restarts", "ranks",
@@ -288,3 +289,17 @@ def test_pauses_at_epoch_starts_are_time_spent_not_stalls():
     assert f.evidence["seconds"] == pytest.approx(3 * 30, rel=0.05)
     assert f.evidence["share"] == pytest.approx(90 / (90 + 595 * 0.5), rel=0.05)
     assert "evaluate less often" in f.message
+
+
+@pytest.mark.real_logs
+def test_loss_nan_from_the_first_step_is_a_broken_start_not_a_learning_rate_or_metric_problem():
+    """A real llm.c job whose validation loss is NaN before the first update and whose training loss is NaN from
+    step 1: the divergence says it was never finite and names the start (checkpoint, inputs, numerics); the
+    validation NaN is not blamed on the metric "while the training loss is finite"."""
+    path = real_log("crash_logs/HectorFCardenas__llm.c/gpt2_train.11672255.log")
+    [d] = tanalyze.diagnose(tanalyze.load(path)).values()
+    assert d.verdict.label == "diverged" and d.divergence.never_finite and d.divergence.step == 1
+    assert d.verdict.reasons[0] == "train/loss was NAN from its first logged step (1) and never finite"
+    [finding] = [f for f in d.findings if f.code == "diverged_nonfinite"]
+    assert "lower the learning rate" not in finding.message and "checkpoint or initialisation" in finding.message
+    assert not [f for f in d.findings if f.code == "metric_nonfinite"]

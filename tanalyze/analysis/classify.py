@@ -271,7 +271,8 @@ def _adversarial(generator: Curve, discriminator: Curve, divergence: DivergenceR
         if d is not None and d.kind in ("nan", "inf"):
             evidence.update(divergence_kind=d.kind, divergence_step=d.step, onset_step=d.onset_step)
             return Verdict("diverged", 0.99, evidence,
-                           (f"{curve.tag} (GAN) became {d.kind.upper()} at step {d.step} and never recovered",))
+                           (d.how(f"{curve.tag} (GAN)") if d.never_finite
+                            else f"{d.how(f'{curve.tag} (GAN)')} and never recovered",))
     g, d = generator.collapse_steps().finite_part(), discriminator.collapse_steps().finite_part()
     if min(len(g), len(d)) < th.min_points:
         return Verdict("insufficient_data", 1.0, evidence,
@@ -379,7 +380,7 @@ def _classify(
         evidence.update(divergence_kind=d.kind, divergence_step=d.step, onset_step=d.onset_step, ratio=d.ratio)
         if d.kind in ("nan", "inf"):
             confidence = 0.99
-            reasons.append(f"{main.tag} became {d.kind.upper()} at step {d.step} and never recovered")
+            reasons.append(d.how(main.tag) if d.never_finite else f"{d.how(main.tag)} and never recovered")
         else:
             confidence = _past(d.ratio if d.ratio else 4.0, 2.0) * (0.8 if d.gradual else 1.0)
             reasons.append(f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> {d.level_after:.4g}) "

@@ -82,7 +82,7 @@ class RestartAdvice(ResultMixin):
     margin_steps: int
     lr_at_onset: float | None
     suggested_lr: float | None
-    suggested_max_grad_norm: float
+    suggested_max_grad_norm: float | None
     text: str
 
 
@@ -100,6 +100,14 @@ class Divergence(ResultMixin):
     gradual: bool
     grad_norm_lead_steps: int | None
     restart: RestartAdvice
+    #: non-finite from the first logged point: broken before training could move it (no learning rate did it)
+    never_finite: bool = False
+
+    def how(self, tag: str) -> str:
+        """What happened to ``tag``'s curve, in words (a non-finite divergence)."""
+        if self.never_finite:
+            return f"{tag} was {self.kind.upper()} from its first logged step ({self.step}) and never finite"
+        return f"{tag} became {self.kind.upper()} at step {self.step}"
 
 
 @dataclass(frozen=True)
@@ -241,7 +249,15 @@ def _restart(
     learning_rate: Curve | None,
     grad_norm: Curve | None,
     lr_reduction: float,
+    never_finite: bool = False,
 ) -> RestartAdvice:
+    if never_finite:  # no update made it non-finite: the learning rate and clipping are not the cause
+        return RestartAdvice(
+            int(steps[0]), onset_step, margin, None, None, None,
+            "no update made it non-finite, so neither a lower learning rate nor clipping will help: check the "
+            "checkpoint or initialisation the run started from, the inputs (NaN/Inf values, empty batches, labels "
+            "out of range) and the numerics (fp16 overflow, a fused kernel or library error), then restart from "
+            "scratch")
     target = onset_step - margin
     earlier = steps[steps <= target]
     resume = int(earlier[-1]) if earlier.size else int(steps[0])
@@ -433,7 +449,9 @@ def analyze_divergence(
             ratio=ratio,
             gradual=gradual,
             grad_norm_lead_steps=_lead(grad_onsets, onset_step, lookback),
-            restart=_restart(steps, onset_step, restart_margin, learning_rate, grad_norm, lr_reduction),
+            restart=_restart(steps, onset_step, restart_margin, learning_rate, grad_norm, lr_reduction,
+                             never_finite=terminal_start == 0),
+            never_finite=terminal_start == 0,
         )
 
     findings = _findings(curve.tag, divergence, spikes, nonfinite_idx.size, first_nonfinite, terminal_start,
@@ -539,7 +557,7 @@ def _findings(
         d = divergence
         if d.kind in ("nan", "inf"):
             code = "diverged_nonfinite"
-            head = f"{tag} became {d.kind.upper()} at step {d.step} and stayed non-finite to the end"
+            head = d.how(tag) if d.never_finite else f"{d.how(tag)} and stayed non-finite to the end"
             if d.onset_step != d.step:
                 head += f"; it had been exploding since step {d.onset_step}"
         else:
@@ -550,7 +568,8 @@ def _findings(
         if d.grad_norm_lead_steps is not None and d.grad_norm_lead_steps > 0:
             head += f"; the gradient norm spiked {d.grad_norm_lead_steps} steps earlier"
         out.append(
-            Finding(code, Severity.ERROR, f"{head}. Advice: {d.restart.text}.", recommend(code),
+            Finding(code, Severity.ERROR, f"{head}. Advice: {d.restart.text}.",
+                    recommend(f"{code}_from_start" if d.never_finite else code),
                     step=d.step, step_end=None, evidence={"onset_step": d.onset_step, "restart": d.restart.to_dict()})
         )
     transient = nonfinite - (len(steps) - terminal_start if terminal_start is not None else 0)

@@ -26,6 +26,14 @@ CAUSES: dict[str, Cause] = {
         "Resume from a checkpoint at least ~100 steps before the onset, lower the learning rate 2-10x, "
         "enable gradient clipping (e.g. max norm 1.0), and check the data around that step.",
     ),
+    "diverged_nonfinite_from_start": Cause(
+        "Loss NaN/Inf from the first logged step",
+        "a checkpoint or initialisation with NaN/Inf weights, NaN/Inf in the inputs, labels out of range for "
+        "the loss, fp16 overflow in the first forward pass, a kernel or library error",
+        "No update made it non-finite, so a lower learning rate will not help: check the checkpoint or "
+        "initialisation, the first batches and labels, and run one forward pass in fp32 to rule out the numerics; "
+        "then restart from scratch.",
+    ),
     "diverged_explosion": Cause(
         "Loss exploded and did not recover",
         "learning rate too high or warm-up too short, no gradient clipping, instability in attention logits",

@@ -144,3 +144,22 @@ def test_a_spike_in_the_last_points_of_a_log_is_not_yet_a_warning(after, severit
     spikes = [f for f in result.findings if f.code == "loss_spike"]
     assert spikes and str(spikes[0].severity) == severity
     assert ("whether it recovers cannot be seen" in spikes[0].message) == (severity == "info")
+
+
+def test_loss_never_finite_is_no_learning_rate_problem():
+    """A loss NaN from its first logged point diverged before any update could move it: the advice names the
+    checkpoint, the inputs and the numerics, not a lower learning rate or clipping."""
+    steps = np.arange(1, 201)
+    lr = Curve.from_arrays(steps, np.linspace(1e-6, 2e-4, 200), "lr")
+    d = analyze_divergence(Curve.from_arrays(steps, np.full(200, np.nan), "loss"), learning_rate=lr).divergence
+    assert d.kind == "nan" and d.never_finite and d.step == 1
+    assert d.restart.suggested_lr is None and d.restart.suggested_max_grad_norm is None
+    assert "learning rate" not in d.restart.text.split(",")[0] and "checkpoint or initialisation" in d.restart.text
+    [finding] = analyze_divergence(Curve.from_arrays(steps, np.full(200, np.nan), "loss"), learning_rate=lr).findings
+    assert finding.code == "diverged_nonfinite" and "from its first logged step (1) and never finite" in finding.message
+    assert "lower learning rate will not help" in finding.recommendation
+    json.dumps(d.to_dict())
+
+    late = np.r_[np.linspace(3.0, 2.0, 100), np.full(100, np.nan)]  # finite, then NaN: the usual advice
+    d = analyze_divergence(Curve.from_arrays(steps, late, "loss"), learning_rate=lr).divergence
+    assert not d.never_finite and d.step == 101 and d.restart.suggested_lr == pytest.approx(d.restart.lr_at_onset / 3)
