@@ -752,8 +752,9 @@ def diagnose_run(
                      or (f.code == "loss_spike" and f.step in {sp.onset_step for sp in val_spikes})]
     if overfitting is not None:
         findings += overfitting.findings
+    finished = status is not None and status.status == "finished"
     warning = _early_warning(main, loss_analysis, divergence, curves, role_map, grad, lr,
-                             params.get("early_warning", {}))
+                             {"finished": finished, **params.get("early_warning", {})})
     saved = _checkpoints(checkpoints, curves, role_map, frame, params.get("checkpoints", {}))
     nccl_result = analyze_nccl(nccl) if nccl is not None else None
     for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning, saved, system,

@@ -303,3 +303,14 @@ def test_loss_nan_from_the_first_step_is_a_broken_start_not_a_learning_rate_or_m
     [finding] = [f for f in d.findings if f.code == "diverged_nonfinite"]
     assert "lower the learning rate" not in finding.message and "checkpoint or initialisation" in finding.message
     assert not [f for f in d.findings if f.code == "metric_nonfinite"]
+
+
+@pytest.mark.real_logs
+def test_loss_rising_in_the_last_epoch_of_a_finished_fine_tune_is_information():
+    """A real Alpaca fine-tune (3 epochs, W&B exit code 0) whose loss rises through its last epoch: the
+    divergence warning it earns is information, since the run finished; the verdict stays normal."""
+    path = real_log("wandb_local/0-KaiKai-0__stanford_alpaca/wandb/run-20231102_032820-iqu955sp")
+    [d] = tanalyze.diagnose(tanalyze.load(path)).values()
+    assert d.status.status == "finished" and d.verdict.label == "normal"
+    [w] = [f for f in d.findings if f.code == "divergence_warning"]
+    assert w.severity == "info" and w.step == 1071 and "when the run finished" in w.message

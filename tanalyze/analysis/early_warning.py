@@ -253,6 +253,7 @@ def analyze_early_warning(
     recent_share: float = 0.2,
     trend_z: float = 4.0,
     trend_gate: float = 1.1,
+    finished: bool = False,
 ) -> EarlyWarningResult:
     """How early a divergence could be seen (``onset_step`` given), or whether one is coming (not given).
 
@@ -265,6 +266,8 @@ def analyze_early_warning(
         loss_factor, grad_factor, history: see the module doc.
         loss_scale_drop: the fall of the fp16 loss scale that counts as a precursor.
         recent_share: on a run that did not diverge, the last share of it where a firing score warns.
+        finished: the run is known to have reached its end: a score firing at the end is information (no
+            blow-up can follow a run that is over; it matters to whoever trains on from its last checkpoint).
     """
     steps, score, loss_ratio, grad_ratio, loss_part, grad_part = warning_scores(
         loss, grad_norm, loss_factor=loss_factor, grad_factor=grad_factor, history=history, trend_z=trend_z,
@@ -293,7 +296,8 @@ def analyze_early_warning(
             i = int(np.flatnonzero(steps == warning_step)[0])
             findings = (_warning_finding(tag, warning_step, float(loss_ratio[-1]), float(grad_ratio[-1]),
                                          float(score[i]), threshold, grad_norm is not None,
-                                         climbing=float(loss_ratio[-1]) < loss_factor and float(grad_ratio[-1]) < grad_factor),)
+                                         climbing=float(loss_ratio[-1]) < loss_factor and float(grad_ratio[-1]) < grad_factor,
+                                         finished=finished),)
         return EarlyWarningResult(tag, first, last, None, (), None, None, threshold,
                                   warning_step if warns else None, None, None, max_score, score_at_end, findings)
 
@@ -360,10 +364,16 @@ def _precursor_finding(tag: str, onset: int, span: int, precursors: list[Precurs
 
 
 def _warning_finding(tag: str, step: int, loss_ratio: float, grad_ratio: float, score: float, threshold: float,
-                     has_grad: bool, climbing: bool) -> Finding:
+                     has_grad: bool, climbing: bool, finished: bool = False) -> Finding:
     parts = [f"{tag} is {loss_ratio:.3g}x its running minimum" + (" and climbing steadily" if climbing else "")]
     if has_grad:
         parts.append(f"the gradient norm is {grad_ratio:.3g}x its trailing median")
+    if finished:
+        message = (f"divergence warning since step {step:,}: " + " and ".join(parts)
+                   + f" (warning score {score:.2f} ≥ {threshold:g}) when the run finished, without diverging")
+        return Finding("divergence_warning", Severity.INFO, message, recommend("divergence_warning_finished"),
+                       step=step, evidence={"loss_ratio": loss_ratio, "grad_ratio": grad_ratio, "score": score,
+                                            "threshold": threshold, "finished": True})
     message = (f"divergence warning since step {step:,}: " + " and ".join(parts)
                + f" (warning score {score:.2f} ≥ {threshold:g}); the run has not diverged yet")
     return Finding("divergence_warning", Severity.WARNING, message, recommend("divergence_warning"), step=step,

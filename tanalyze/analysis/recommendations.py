@@ -122,6 +122,13 @@ CAUSES: dict[str, Cause] = {
         "Check the learning rate now; save a checkpoint, and lower the learning rate or enable gradient "
         "clipping before the loss blows up.",
     ),
+    "divergence_warning_finished": Cause(
+        "Divergence warning at the end of a finished run",
+        "the loss climbing away from its minimum in the last part of a run that then ended normally (a learning "
+        "rate too high for the last epochs, in-epoch rises of a multi-epoch fine-tune)",
+        "Nothing to stop: the run is over. Before training on from its last checkpoint, lower the learning rate "
+        "or pick an earlier checkpoint nearer the loss minimum.",
+    ),
     "grad_nonfinite": Cause(
         "Gradient norm became NaN/Inf",
         "fp16 overflow (occasional ones are normal with dynamic loss scaling), a bad batch, too high a learning rate",

@@ -77,6 +77,22 @@ def test_run_climbing_now_warns_before_it_diverges():
     assert "has not diverged yet" in w.message
 
 
+def test_climb_at_the_end_of_a_finished_run_is_information():
+    """The same climb in a run known to have finished: no blow-up can follow, so the warning is information
+    (with what to do before training on from its checkpoint), not a warning."""
+    from tanalyze.runstatus import RunStatus
+
+    curves, _ = make_gradual_divergence(n_steps=2000, seed=5, start_at=0.4, sharpness=2.0)
+    ended = {tag: c.between(None, 900) for tag, c in curves.items()}
+    roles = {"train_loss": TRAIN, "learning_rate": LR, "grad_norm": GRAD}
+    d = diagnose_run(_frame("ended", ended), roles=roles, status=RunStatus("finished", "exit code 0"))
+    [w] = [f for f in d.findings if f.code == "divergence_warning"]
+    assert w.severity == "info" and 800 < w.step < 900 and "when the run finished, without diverging" in w.message
+    assert "training on from its last checkpoint" in w.recommendation
+    crashed = diagnose_run(_frame("ended", ended), roles=roles, status=RunStatus("crashed", "Traceback"))
+    assert [f.severity for f in crashed.findings if f.code == "divergence_warning"] == ["warning"]
+
+
 def test_score_has_no_look_ahead():
     curves, _ = make_gradual_divergence(n_steps=1500, seed=7, start_at=0.5)
     loss, grad = curves[TRAIN], curves[GRAD]
