@@ -23,9 +23,16 @@ def safe_text(text: object, limit: int = 2000) -> str:
 
 def writable(text: str) -> str:
     """``text`` as it can be written to a UTF-8 file: bytes of a file name that were not UTF-8 (which Python
-    keeps as lone surrogates, ``\\udce9``) become U+FFFD instead of failing the write."""
+    keeps as lone surrogates, ``\\udce9``) and other lone surrogates (a JSON ``"\\ud800"`` escape) become
+    U+FFFD instead of failing the write."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", text)
     return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")

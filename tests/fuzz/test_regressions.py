@@ -221,3 +221,35 @@ def test_damaged_lines_the_long_fuzz_run_found(name, line_index, kind, salt, tmp
     from tests.fuzz.test_no_silent_loss import test_a_damaged_line_costs_that_line_only
 
     test_a_damaged_line_costs_that_line_only.hypothesis.inner_test(name, line_index, kind, salt, tmp_path_factory)
+
+
+def _lone_surrogate_files(tmp_path):
+    """Files of JSON formats whose metric key holds a lone surrogate escape (``"\\ud800"``): a string no
+    UTF-8 file or Arrow column can hold."""
+    key = '"\\ud800_loss"'
+    detr = tmp_path / "detr" / "log.txt"
+    detr.parent.mkdir()
+    detr.write_text("".join(f'{{"train_loss": {2 - e / 10}, {key}: {e}, "epoch": {e}, "n_parameters": 41}}\n'
+                            for e in range(3)))
+    mmdet = tmp_path / "mmdet" / "20210422_141751.log.json"
+    mmdet.parent.mkdir()
+    mmdet.write_text('{"env_info": "x", "config": "y"}\n' + "".join(
+        f'{{"mode": "train", "epoch": 1, "iter": {i}, "lr": 0.001, "loss": {2 - i / 100}, {key}: 1.0}}\n'
+        for i in (50, 100, 150)))
+    detectron2 = tmp_path / "d2" / "metrics.json"
+    detectron2.parent.mkdir()
+    detectron2.write_text("".join(f'{{"iteration": {i}, "total_loss": 1.0, {key}: 0.5}}\n' for i in (19, 39)))
+    history = tmp_path / "wandb" / "wandb-history.jsonl"
+    history.parent.mkdir()
+    history.write_text("".join(f'{{"_step": {i}, "loss": 1.0, {key}: 0.5}}\n' for i in range(3)))
+    return {"detr": detr, "mmdet2": mmdet, "detectron2": detectron2, "wandb-history": history}
+
+
+@pytest.mark.parametrize("name", ["detr", "mmdet2", "detectron2", "wandb-history"])
+def test_metric_name_with_a_lone_surrogate_escape_is_read_with_a_replacement_character(tmp_path, name):
+    """Was (found by the long fuzz run on DETR and MMDetection logs): a JSON key "\\ud800…" made a tag name
+    pandas' Arrow strings cannot encode, and the read failed with a UnicodeEncodeError."""
+    path = _lone_surrogate_files(tmp_path)[name]
+    [run] = get_reader(name).read([path])
+    tags = set(run.scalar_table()["tag"].astype(str))
+    assert "\ufffd_loss" in tags and not any("\ud800" in tag for tag in tags)

@@ -26,6 +26,7 @@ from tanalyze.errors import FormatError
 from tanalyze.readers.base import Phase, ReadWarning, Restart, RunData
 from tanalyze.readers.phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
 from tanalyze.schema import keep_last_write, scalar_frame
+from tanalyze.text import writable
 
 __all__ = [
     "PointBuffer",
@@ -95,7 +96,16 @@ class PointBuffer:
     def code(self, tag: str) -> int:
         code = self._codes.get(tag)
         if code is None:
-            code = self._codes[tag] = len(self._codes)
+            code = self._new_code(tag)
+        return code
+
+    def _new_code(self, tag: str) -> int:
+        """The code of a tag not seen yet; a name no file can hold (lone surrogates of a JSON escape) is
+        written with U+FFFD in their place, and names that become one share its code."""
+        name = writable(tag)
+        code = self._codes.get(name)
+        if code is None:
+            code = self._codes[name] = len(self._codes)
         return code
 
     def add(self, row: int, tag: str, step: int, value: float, epoch: float = math.nan) -> None:

@@ -28,6 +28,7 @@ import pandas as pd
 from tanalyze.readers.base import Phase, ReadWarning, Restart
 from tanalyze.readers.phases import find_phase_starts, phase_detail, phase_offset
 from tanalyze.schema import concat_frames, empty_histograms, empty_scalars, keep_last_write, scalar_frame
+from tanalyze.text import writable
 
 __all__ = ["Sparse", "SparseBuilder", "History", "sparse_from_rows", "sparse_from_frame", "history_to_tidy", "system_to_tidy",
            "STEP_KEYS", "RESERVED", "as_step"]
@@ -91,8 +92,11 @@ class SparseBuilder:
     def _append(self, key: str, n: int, value: float) -> None:
         index = self._index.get(key)
         if index is None:
-            index = self._index[key] = array("q")
-            self._values[key] = array("d")
+            key = writable(key)  # (lone surrogates of a JSON escape: U+FFFD, as no file can hold them)
+            index = self._index.get(key)
+            if index is None:
+                index = self._index[key] = array("q")
+                self._values[key] = array("d")
         index.append(n)
         self._values[key].append(value)
 
@@ -108,7 +112,7 @@ class SparseBuilder:
             if histogram is None:
                 out.media[key] += 1
             else:
-                out.histograms.append((key, n, *histogram))
+                out.histograms.append((writable(key), n, *histogram))
         elif isinstance(value, dict) and "_type" in value:
             out.media[key] += 1
         else:
