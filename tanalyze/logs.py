@@ -38,7 +38,7 @@ from tanalyze.schema import (
     join_columns,
     validate_scalars,
 )
-from tanalyze.text import safe_text
+from tanalyze.text import safe_text, writable
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -251,10 +251,11 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
         if files not in nccl_of:
             nccl_of[files] = _nccl(files, spec)
         nccl = nccl_of[files]
-        name = spec.name if part.name is None else f"{spec.name}/{part.name}"
+        # (a name from a file's contents may hold lone surrogates, as a YAML or JSON "\ud800" escape: U+FFFD)
+        name = spec.name if part.name is None else f"{spec.name}/{writable(part.name)}"
         if part.title and part.name is None:
             parent = name.rpartition("/")[0]
-            name = f"{parent}/{part.title}" if parent else part.title
+            name = f"{parent}/{writable(part.title)}" if parent else writable(part.title)
         scalars = part.scalars
         if isinstance(scalars, ScalarColumns):
             pass  # made a table, with its run name, when one is needed

@@ -253,3 +253,19 @@ def test_metric_name_with_a_lone_surrogate_escape_is_read_with_a_replacement_cha
     [run] = get_reader(name).read([path])
     tags = set(run.scalar_table()["tag"].astype(str))
     assert "\ufffd_loss" in tags and not any("\ud800" in tag for tag in tags)
+
+
+def test_run_named_with_a_lone_surrogate_escape_keeps_its_points(tmp_path):
+    """Was: an MLflow run whose meta.yaml names it "r\\ud800n" (a YAML escape) lost all its points: its run
+    column could not be built ("could not be read: UnicodeEncodeError")."""
+    run = tmp_path / "mlruns" / "0" / "abc123"
+    (run / "metrics").mkdir(parents=True)
+    (tmp_path / "mlruns" / "0" / "meta.yaml").write_text(
+        "artifact_location: x\nexperiment_id: '0'\nlifecycle_stage: active\nname: Default\n")
+    (run / "meta.yaml").write_text('run_id: abc123\nrun_name: "r\\ud800n"\nexperiment_id: \'0\'\nstatus: 3\n'
+                                   "start_time: 1\nend_time: 2\nlifecycle_stage: active\n")
+    (run / "metrics" / "loss").write_text("1 0.5 0\n2 0.4 1\n3 0.3 2\n")
+    logs = load(tmp_path, cache=False)
+    assert list(logs.runs) == ["mlruns/r\ufffdn"]
+    assert logs.scalars["value"].tolist() == [0.5, 0.4, 0.3]
+    assert not logs.runs["mlruns/r\ufffdn"].warnings
