@@ -256,8 +256,9 @@ def test_metric_name_with_a_lone_surrogate_escape_is_read_with_a_replacement_cha
 
 
 def test_run_named_with_a_lone_surrogate_escape_keeps_its_points(tmp_path):
-    """Was: an MLflow run whose meta.yaml names it "r\\ud800n" (a YAML escape) lost all its points: its run
-    column could not be built ("could not be read: UnicodeEncodeError")."""
+    """Was: an MLflow run whose meta.yaml names it "r\\ud800n" (a YAML escape), or with a metric file whose
+    name is not UTF-8, lost all its points: its run or tag column could not be built ("could not be read:
+    UnicodeEncodeError")."""
     run = tmp_path / "mlruns" / "0" / "abc123"
     (run / "metrics").mkdir(parents=True)
     (tmp_path / "mlruns" / "0" / "meta.yaml").write_text(
@@ -265,7 +266,11 @@ def test_run_named_with_a_lone_surrogate_escape_keeps_its_points(tmp_path):
     (run / "meta.yaml").write_text('run_id: abc123\nrun_name: "r\\ud800n"\nexperiment_id: \'0\'\nstatus: 3\n'
                                    "start_time: 1\nend_time: 2\nlifecycle_stage: active\n")
     (run / "metrics" / "loss").write_text("1 0.5 0\n2 0.4 1\n3 0.3 2\n")
+    if os.name == "posix":  # a metric file whose name is not UTF-8 ("acc_\xe9"): its tag gets U+FFFD
+        (run / "metrics" / os.fsdecode(b"acc_\xe9")).write_text("1 0.1 0\n2 0.2 1\n")
     logs = load(tmp_path, cache=False)
     assert list(logs.runs) == ["mlruns/r\ufffdn"]
-    assert logs.scalars["value"].tolist() == [0.5, 0.4, 0.3]
+    by_tag = logs.scalars.groupby("tag", observed=True)["value"].apply(list).to_dict()
+    assert by_tag["loss"] == [0.5, 0.4, 0.3]
+    assert by_tag.get("acc_\ufffd", [0.1, 0.2]) == [0.1, 0.2] and len(by_tag) == (2 if os.name == "posix" else 1)
     assert not logs.runs["mlruns/r\ufffdn"].warnings
