@@ -425,7 +425,7 @@ def _health(
     gradients = None
     if grad is not None or scale is not None or skipped is not None or hist is not None:
         gradients = analyze_gradients(grad, histograms=hist, loss_scale=scale, skipped=skipped,
-                                      **params.get("gradients", {}))
+                                      loss=role_curve(curves, roles, "train_loss"), **params.get("gradients", {}))
 
     throughput = None
     options = dict(params.get("throughput", {}))

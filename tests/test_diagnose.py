@@ -314,3 +314,14 @@ def test_loss_rising_in_the_last_epoch_of_a_finished_fine_tune_is_information():
     assert d.status.status == "finished" and d.verdict.label == "normal"
     [w] = [f for f in d.findings if f.code == "divergence_warning"]
     assert w.severity == "info" and w.step == 1071 and "when the run finished" in w.message
+
+
+@pytest.mark.real_logs
+def test_gradient_spikes_the_loss_absorbed_are_information_on_a_real_run():
+    """A real 19,560-step llm.c GPT-2 run: five transient gradient-norm spikes (up to 13.8x) that its loss did
+    not follow are information, not a warning."""
+    path = real_log("llmc_logs/HectorFCardenas__llm.c/gpt2_train.11685414.log")
+    [d] = tanalyze.diagnose(tanalyze.load(path)).values()
+    [f] = [f for f in d.findings if f.code == "grad_explosion"]
+    assert f.severity == "info" and f.evidence["count"] == 5 and f.evidence["loss_rise"] < 1.1
+    assert d.verdict.label == "normal"

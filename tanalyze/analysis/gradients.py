@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -163,6 +164,8 @@ def analyze_gradients(
     layer_vanish_factor: float = 1e-3,
     layer_explode_factor: float = 1e2,
     layer_persist: int = 2,
+    loss: Curve | None = None,
+    loss_follow_ratio: float = 1.25,
 ) -> GradientHealth:
     """Gradient health of one run from its global grad-norm curve, histograms, loss scale and skips.
 
@@ -172,7 +175,9 @@ def analyze_gradients(
       when most norms are below it;
     - explosions: a norm above ``explosion_factor`` × the median of the previous
       ``window`` norms (at least ``min_history`` of them; a median, not a mean, so
-      earlier spikes do not hide later ones);
+      earlier spikes do not hide later ones); with the training ``loss`` given, transient explosions the loss
+      did not follow (it stayed below ``loss_follow_ratio`` × its level before each, around each) are
+      information: a bad batch the optimizer absorbed;
     - collapses: below ``collapse_factor`` × that trailing median for at least
       ``collapse_min_points`` consecutive points, after the first
       ``settle_fraction`` of the run (the fast early fall of the norm is normal);
@@ -199,7 +204,7 @@ def analyze_gradients(
         grad_norm, max_norm=max_norm, band=(lo_band, hi_band), handled_by_scaling=loss_scale is not None,
         window=window, min_history=min_history, explosion_factor=explosion_factor,
         collapse_factor=collapse_factor, collapse_min_points=collapse_min_points, settle_fraction=settle_fraction,
-        clip_rate_warn=clip_rate_warn,
+        clip_rate_warn=clip_rate_warn, loss=loss, loss_follow_ratio=loss_follow_ratio,
     )
     scale = loss_scale_stats(loss_scale, floor=loss_scale_floor, late_drop=loss_scale_late_drop) if loss_scale else None
     skips = skipped_steps(skipped, cumulative=skipped_cumulative, early_fraction=early_fraction) if skipped else None
@@ -238,6 +243,8 @@ def _norm_health(
     collapse_min_points: int,
     settle_fraction: float,
     clip_rate_warn: float,
+    loss: Curve | None = None,
+    loss_follow_ratio: float = 1.25,
 ) -> tuple[dict, list[Finding]]:
     """The global norm's statistics (``GradientHealth`` fields) and findings: non-finite values, the band,
     explosions, collapses and clipping."""
@@ -284,7 +291,8 @@ def _norm_health(
         # to where it was at the start is no explosion worth a warning.
         early = float(np.median(fin[: max(min_history, fin.size // 5)]))
         ceiling = explosion_factor * max(early, max_norm or 0.0)
-        findings.append(_explosion_finding(explosions, int(f_steps[-1]), ceiling, explosion_factor, window))
+        findings.append(_explosion_finding(explosions, int(f_steps[-1]), ceiling, explosion_factor, window,
+                                           _loss_rise(loss, explosions, f_steps), loss_follow_ratio))
     if collapses:
         findings.append(_collapse_finding(collapses, int(f_steps[-1]), collapse_factor))
     if max_norm is not None:
@@ -352,24 +360,61 @@ def _band_finding(fin: np.ndarray, q: np.ndarray, above: float, below: float, ba
 
 
 def _explosion_finding(explosions: list[GradEvent], last_step: int, ceiling: float, factor: float,
-                       window: int) -> Finding:
+                       window: int, loss_rise: float | None = None, follow_ratio: float = 1.25) -> Finding:
     """Never recovered, or two orders of magnitude: an error; a transient spike: a warning, unless no norm
-    went above ``ceiling`` (``factor`` x the run's early level or the clip value): information."""
+    went above ``ceiling`` (``factor`` x the run's early level or the clip value), or the loss did not follow
+    any (its largest rise around them, ``loss_rise``, below ``follow_ratio``): information."""
     first = explosions[0]
     worst = max(explosions, key=lambda e: e.ratio)
     lasting = explosions[-1].step_end == last_step
+    unfollowed = loss_rise is not None and loss_rise < follow_ratio
+    severity = (Severity.ERROR if worst.ratio >= 100 or lasting
+                else Severity.WARNING if max(e.value for e in explosions) > ceiling and not unfollowed
+                else Severity.INFO)
+    around = ""
+    if loss_rise is not None:
+        around = (f" The loss did not follow: around them it stayed within {loss_rise - 1:+.1%} of its level before."
+                  if unfollowed else f" Around them the loss rose up to {loss_rise:.3g}x its level before.")
+    evidence: dict[str, Any] = {"events": [e.to_dict() for e in explosions[:20]], "count": len(explosions)}
+    if loss_rise is not None:
+        evidence["loss_rise"] = loss_rise
     return _finding(
         "grad_explosion",
-        Severity.ERROR if worst.ratio >= 100 or lasting
-        else Severity.WARNING if max(e.value for e in explosions) > ceiling else Severity.INFO,
+        severity,
         f"{len(explosions)} gradient-norm explosion(s) above {factor:g}x the trailing "
         f"median of {window} steps; first at step {first.step} (norm {first.value:.3g}, "
         f"{first.ratio:.1f}x the trailing {first.reference:.3g}); worst at step {worst.step} "
-        f"({worst.value:.3g}, {worst.ratio:.1f}x).",
+        f"({worst.value:.3g}, {worst.ratio:.1f}x).{around}",
         step=first.step,
         step_end=explosions[-1].step_end,
-        evidence={"events": [e.to_dict() for e in explosions[:20]], "count": len(explosions)},
+        evidence=evidence,
     )
+
+
+def _loss_rise(loss: Curve | None, explosions: list[GradEvent], grad_steps: np.ndarray,
+               reach: int = 3, history: int = 20) -> float | None:
+    """The largest rise of the training loss around the explosions: per event, the loss's maximum from
+    ``reach`` logged intervals (of the loss or of the norm, the longer) before the event to as many after
+    it, over the median of its ``history`` points before that; None when that cannot be told (no loss, a loss
+    that is not positive, an event without loss points around it or before it)."""
+    if loss is None:
+        return None
+    curve = loss.collapse_steps().finite_part()
+    steps, values = curve.steps, curve.values
+    if len(values) < 2 or (values <= 0).any():
+        return None
+    spacing = max(float(np.median(np.diff(steps))), float(np.median(np.diff(grad_steps))) if len(grad_steps) > 1
+                  else 1.0)
+    margin = reach * spacing
+    worst = 0.0
+    for event in explosions:
+        low = int(np.searchsorted(steps, event.step - margin, side="left"))
+        high = int(np.searchsorted(steps, event.step_end + margin, side="right"))
+        if high <= low or low == 0:
+            return None
+        level = float(np.median(values[max(0, low - history):low]))
+        worst = max(worst, float(values[low:high].max()) / level)
+    return worst
 
 
 def _collapse_finding(collapses: list[GradEvent], last_step: int, factor: float) -> Finding:

@@ -331,3 +331,22 @@ def test_explosion_severity_transient_vs_unrecovered():
     r = analyze_gradients(curve(g))
     assert r.explosions[-1].step == 9000 and r.explosions[-1].step_end == 9990
     assert next(f for f in r.findings if f.code == "grad_explosion").severity == "error"
+
+
+def test_explosion_the_loss_did_not_follow_is_information():
+    """A transient gradient spike that the training loss absorbed (a bad batch, clipped) is information; the
+    same spike with the loss rising around it stays a warning, with the loss's rise as evidence."""
+    g = norms(1000)
+    g[600:603] *= 10  # a 10x spike at steps 6000..6020, back at once
+    rng = np.random.default_rng(1)
+    flat = 2.0 * np.exp(rng.normal(0, 0.01, 1000))
+    quiet = analyze_gradients(curve(g), loss=curve(flat, tag="loss"))
+    [f] = [f for f in quiet.findings if f.code == "grad_explosion"]
+    assert f.severity == "info" and "The loss did not follow" in f.message and f.evidence["loss_rise"] < 1.1
+    followed = flat.copy()
+    followed[601:604] *= 1.6
+    [f] = [f for f in analyze_gradients(curve(g), loss=curve(followed, tag="loss")).findings
+           if f.code == "grad_explosion"]
+    assert f.severity == "warning" and "the loss rose up to 1.6" in f.message.lower()
+    [f] = [f for f in analyze_gradients(curve(g)).findings if f.code == "grad_explosion"]  # no loss: as before
+    assert f.severity == "warning" and "loss_rise" not in f.evidence
