@@ -24,6 +24,9 @@ __all__ = ["Boundary", "RestartEvent", "RestartCost", "analyze_restarts"]
 #: Time lost (as a share of the run's wall time) or steps redone (as a share of its steps) from which the
 #: finding is a warning rather than information.
 WARN_SHARE = 0.10
+#: Time lost below which the finding is information whatever its share: a run of seconds (a tutorial's loop,
+#: writers reopened in one script) that "lost half its time" lost seconds.
+MIN_LOST_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,7 @@ def _pace(steps: np.ndarray, wall: np.ndarray, cuts: np.ndarray) -> float | None
 
 def _with_finding(cost: RestartCost, timeline_steps: np.ndarray, steps: np.ndarray) -> RestartCost:
     lost_share = (cost.time_lost_s / cost.run_wall_s
-                  if cost.time_lost_s is not None and cost.run_wall_s else None)
+                  if cost.time_lost_s is not None and cost.run_wall_s and cost.run_wall_s >= 1.0 else None)
     span = int(steps.max() - steps.min()) if len(steps) else 0
     redo_share = cost.steps_redone / span if cost.steps_redone is not None and span > 0 else None
     worst = max((x for x in (lost_share, redo_share) if x is not None), default=0.0)
@@ -168,7 +171,8 @@ def _with_finding(cost: RestartCost, timeline_steps: np.ndarray, steps: np.ndarr
     }
     finding = Finding(
         code="restarts_time_lost",
-        severity=Severity.WARNING if worst >= WARN_SHARE else Severity.INFO,
+        severity=(Severity.WARNING if worst >= WARN_SHARE
+                  and (cost.time_lost_s is None or cost.time_lost_s >= MIN_LOST_S) else Severity.INFO),
         message=message,
         recommendation=recommend("restarts_time_lost"),
         step=cost.events[0].step,

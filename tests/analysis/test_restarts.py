@@ -66,3 +66,15 @@ def test_without_wall_time_only_steps_are_counted():
 @pytest.mark.parametrize(("seconds", "text"), [(45, "45 s"), (750, "12.5 min"), (18720, "5.2 h"), (3 * 86400, "3.0 d")])
 def test_durations_read_as_people_say_them(seconds, text):
     assert format_duration(seconds) == text
+
+
+def test_restarts_that_cost_seconds_are_information():
+    """A run of seconds whose writers restarted (a loop reopening its SummaryWriter) lost seconds, not "half
+    its time": information, and no share of a wall time under a second; a minute or more lost still warns."""
+    steps = np.arange(0, 100, 10)
+    quick = analyze_restarts(steps, np.linspace(0.0, 0.5, 10), [Boundary(50, "restart", until=80)])
+    assert quick.steps_redone == 30 and quick.time_lost_s < 1
+    assert quick.findings[0].severity == "info" and "wall time" not in quick.findings[0].message
+    slow = analyze_restarts(steps, np.r_[np.arange(5) * 10.0, 650.0 + np.arange(5) * 10.0],
+                            [Boundary(50, "restart", until=80)])
+    assert slow.time_lost_s >= 60 and slow.findings[0].severity == "warning"
