@@ -56,6 +56,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.errors import FormatError
+from tanalyze.identity import unique_names
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import load_config, name_list
 from tanalyze.readers.values import config_value
@@ -527,22 +528,6 @@ def _seconds(timestamps: np.ndarray) -> np.ndarray:
     return seconds
 
 
-def _writable_names(keys: list[str]) -> list[str]:
-    """Metric names as a file can hold them: a file name that is not UTF-8 (its bytes kept as lone surrogates)
-    gets U+FFFD in their place, and ``#2``… when that makes it another metric's name."""
-    out: list[str] = []
-    taken = set(keys)
-    for key in keys:
-        name = writable(key)
-        if name != key:
-            base, number = name, 2
-            while name in taken:
-                name, number = f"{base} #{number}", number + 1
-            taken.add(name)
-        out.append(name)
-    return out
-
-
 def _finish(runs: list[_Run], problems: list[ReadWarning]) -> list[RunData]:
     runs = sorted(runs, key=lambda r: (r.start_ms is None, r.start_ms or 0, r.run_id))  # in the order they ran
     out = []
@@ -561,7 +546,7 @@ def _finish(runs: list[_Run], problems: list[ReadWarning]) -> list[RunData]:
             parts.append((timestamps, values, steps))
         if parts:  # one table, the metrics in name order, each in step order
             codes = np.repeat(np.arange(len(keys), dtype=np.int32), [len(part[2]) for part in parts])
-            tag = pd.Series(pd.Categorical.from_codes(codes, categories=_writable_names(keys)))
+            tag = pd.Series(pd.Categorical.from_codes(codes, categories=unique_names(map(writable, keys))))
             timestamps, values, steps = _concat_series(parts)
             data.scalars = scalar_frame(run="", tag=tag, step=steps, value=values, wall_time=_seconds(timestamps))
         data.hparams = {**{k: config_value(v) for k, v in sorted(run.params.items())},
