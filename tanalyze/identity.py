@@ -48,6 +48,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tanalyze.text import distinct
+
 __all__ = ["Source", "RunPart", "PRECEDENCE", "identify", "SPLIT_NAMES", "unique_names", "run_name"]
 
 #: Which twin is read as the run, best first: a framework's own structured record (exact values,
@@ -428,15 +430,7 @@ def unique_names(names: Iterable[str], labels: Sequence[str] | None = None) -> l
             inputs_of.setdefault(name, set()).add(label)
         names = [name if len(inputs_of[name]) == 1 else f"{label}:{name}"
                  for name, label in zip(names, labels, strict=True)]
-    used: set[str] = set()
-    out = []
-    for name in names:
-        final, suffix = name, 2
-        while final in used:
-            final, suffix = f"{name}#{suffix}", suffix + 1
-        used.add(final)
-        out.append(final)
-    return out
+    return distinct(names)
 
 
 _VERSION = re.compile(r"version_(\d+)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["safe_text", "writable"]
+__all__ = ["distinct", "safe_text", "writable"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
@@ -36,3 +36,16 @@ def writable(text: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def distinct(names: list[str]) -> list[str]:
+    """``names`` with each one already taken numbered ``name#2``, ``name#3`` … in order."""
+    used: set[str] = set()
+    out = []
+    for name in names:
+        final, suffix = name, 2
+        while final in used:
+            final, suffix = f"{name}#{suffix}", suffix + 1
+        used.add(final)
+        out.append(final)
+    return out

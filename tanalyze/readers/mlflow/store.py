@@ -56,12 +56,11 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.errors import FormatError
-from tanalyze.identity import unique_names
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import load_config, name_list
 from tanalyze.readers.values import config_value
 from tanalyze.schema import scalar_frame
-from tanalyze.text import writable
+from tanalyze.text import distinct, writable
 
 __all__ = ["MLflowReader"]
 
@@ -546,7 +545,7 @@ def _finish(runs: list[_Run], problems: list[ReadWarning]) -> list[RunData]:
             parts.append((timestamps, values, steps))
         if parts:  # one table, the metrics in name order, each in step order
             codes = np.repeat(np.arange(len(keys), dtype=np.int32), [len(part[2]) for part in parts])
-            tag = pd.Series(pd.Categorical.from_codes(codes, categories=unique_names(map(writable, keys))))
+            tag = pd.Series(pd.Categorical.from_codes(codes, categories=distinct(list(map(writable, keys)))))
             timestamps, values, steps = _concat_series(parts)
             data.scalars = scalar_frame(run="", tag=tag, step=steps, value=values, wall_time=_seconds(timestamps))
         data.hparams = {**{k: config_value(v) for k, v in sorted(run.params.items())},
