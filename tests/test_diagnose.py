@@ -325,3 +325,18 @@ def test_gradient_spikes_the_loss_absorbed_are_information_on_a_real_run():
     [f] = [f for f in d.findings if f.code == "grad_explosion"]
     assert f.severity == "info" and f.evidence["count"] == 5 and f.evidence["loss_rise"] < 1.1
     assert d.verdict.label == "normal"
+
+
+@pytest.mark.real_logs
+def test_a_lone_low_evaluation_is_not_taken_for_the_validation_minimum_on_real_detr_runs():
+    """Two real DETR runs (300 and 239 epochs). In the first, the test loss levels off near 8.2 by epoch 80
+    and falls to 8.0 after the learning-rate drop at 200 (AP still rising): one evaluation drawn low (7.64 at
+    epoch 92, its neighbours 8.03 and 8.57) is no minimum to count a stall from, so the run is normal. In the
+    second the test loss turns at epoch 45 and climbs 37%: overfitting, from there, not from a lone low draw."""
+    root = real_log("detr_log_txt/PukarBaral__sten_detr")
+    [flat] = tanalyze.diagnose(tanalyze.load(root / "outputs")).values()
+    assert flat.roles["val_loss"] == "test_loss" and flat.verdict.label == "normal"
+    assert not [f for f in flat.findings if f.code == "overfitting"]
+    [rising] = tanalyze.diagnose(tanalyze.load(root / "outputs_2")).values()
+    assert rising.verdict.label == "overfitting" and rising.overfitting.pattern == "rising"
+    assert rising.overfitting.onset_step == 45 and rising.overfitting.val_min == pytest.approx(13.39728, abs=1e-4)

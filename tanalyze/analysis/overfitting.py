@@ -1,6 +1,8 @@
 """Overfitting: the validation loss stops improving and rises while the training loss keeps falling.
 
-Onset is the validation minimum; the *window* is every evaluation within
+Onset is the validation minimum — not a lone low draw of a noisy curve (an evaluation
+whose neighbours lie well above it): then the lowest evaluation where the median of three
+neighbouring ones is lowest; the *window* is every evaluation within
 ``tolerance`` (1 %) of it, because on a noisy or flat bottom any of them could
 be called the minimum. Prechelt's generalisation loss at the end,
 ``GL = 100 · (E_va(end) / min E_va − 1)`` (L. Prechelt, "Early Stopping — But
@@ -123,6 +125,7 @@ def analyze_overfitting(
     gap_min_evals: int = 20,
     clear_rise: float = 0.15,
     clear_sigmas: float = 6.0,
+    lone_draw: float = 0.0025,
 ) -> OverfittingResult:
     """Detect overfitting from the validation curve (and the training curve when given).
 
@@ -140,6 +143,9 @@ def analyze_overfitting(
         gap_min_evals: and the evaluations after the minimum (20); shorter stalls are an INFO ``val_plateau``.
         min_points_rising, min_span_share, trend_alpha, clear_rise, clear_sigmas: the persistence test of a
             rise (see the module doc).
+        lone_draw: the lowest evaluation is the minimum unless the median of it and its neighbours lies more
+            than this (0.25 %) above the lowest such median: then it is a lone low draw of the noise, and the
+            minimum is sought around that lowest median.
     """
     if val is None or len(val) == 0:
         return _empty("no validation loss: overfitting cannot be judged", val, train, 0, losses_comparable)
@@ -148,7 +154,7 @@ def analyze_overfitting(
     if n < min_points:
         return _empty(f"only {n} finite validation point(s); need {min_points}", val, train, n, losses_comparable)
     y, is_log = loss_space(v.values)
-    imin = int(np.argmin(y))
+    imin = _lowest(y, np.log1p(lone_draw) if is_log else lone_draw * max(float(np.min(np.abs(y))), 1e-12))
     vmin = float(v.values[imin])
     limit = vmin * (1 + tolerance) if vmin > 0 else vmin + tolerance * abs(vmin)
     near = np.flatnonzero(v.values <= limit)
@@ -170,20 +176,26 @@ def analyze_overfitting(
     gap_onset = gap_end = None
     gap_trend = None
     t_curve = train.collapse_steps().finite_part() if train is not None else None
-    train_log_change = train_rise_noise = 0.0
+    train_log_change = train_later_change = train_rise_noise = 0.0
     p_gap = 1.0  # one-sided Kendall p of the gap widening over the evaluations after the minimum
     if t_curve is not None and len(t_curve) >= 2:
         strip = int(np.clip(round(len(t_curve) / max(n, 1)), 1, 501))
         levels = train_level_at(t_curve, v.steps, strip)
         t_onset = float(levels[imin]) if np.isfinite(levels[imin]) else float(t_curve.values[0])
         t_end = float(trailing_median(t_curve.values, strip, include_current=True)[-1])
-        if t_onset > 0 and t_end > 0:
+        # the training level over the later half of the evaluations after the minimum, where the validation
+        # rise is read: a training loss that climbed there and came down by the end also degraded
+        later_steps = t_curve.steps >= v.steps[n - max(2, int(np.ceil((n - imin - 1) / 2)))]
+        t_later = float(np.median(t_curve.values[later_steps])) if later_steps.any() else t_end
+        if t_onset > 0 and t_end > 0 and t_later > 0:
             train_log_change = float(np.log(t_end / t_onset))
             t_change = float(t_end / t_onset - 1)
+            train_later_change = float(np.log(t_later / t_onset))
         else:
             span = max(abs(t_onset), 1e-12)
             train_log_change = (t_end - t_onset) / span
             t_change = train_log_change
+            train_later_change = (t_later - t_onset) / span
         train_rise_noise = _level_change_noise(t_curve.values, strip, max(abs(t_onset), 1e-12))
         if losses_comparable:
             gaps = v.values - levels
@@ -223,7 +235,8 @@ def analyze_overfitting(
         min_rise_units = np.log1p(min_rise) if is_log else min_rise * scale
         bar = max(band, min_rise_units)
         # (a rise of the training loss's level beyond what its noise moves the two medians it is read from)
-        train_rising = train_log_change > max(band, tail_rise / 2, 2 * train_rise_noise) and train_log_change > 0
+        rise = max(train_log_change, train_later_change)
+        train_rising = rise > max(band, tail_rise / 2, 2 * train_rise_noise) and rise > 0
         span = v.steps[-1] - v.steps[0]
         stalled_share = (v.steps[-1] - onset_step) / span if span > 0 else 0.0
         dropped = -train_log_change >= -np.log1p(-gap_min_train_drop)
@@ -274,6 +287,10 @@ def analyze_overfitting(
             f"step {window[0]} to {window[1]}) and ended at {val_end:.4g} ({100 * (rise_rel or 0):+.1f}% over "
             f"the later evaluations{gl_txt}){train_txt}{gap_txt}"
         )
+        lone = int(np.argmin(y))
+        if lone != imin:
+            message += (f"; its lowest evaluation, {v.values[lone]:.4g} at step {int(v.steps[lone])}, is a lone low "
+                        "draw between higher neighbours, not where the curve turned")
         findings = (Finding("overfitting", Severity.WARNING, message, recommend("overfitting"), step=onset_step,
                             step_end=int(v.steps[-1]), evidence={"pattern": pattern, "gl_end": gl_end,
                                                                  "window": list(window)}),)
@@ -293,6 +310,25 @@ def analyze_overfitting(
         train_change_rel=t_change, gap_at_onset=gap_onset, gap_end=gap_end, gap_trend=gap_trend,
         losses_comparable=losses_comparable, findings=findings,
     )
+
+
+def _lowest(y: np.ndarray, tolerance: float) -> int:
+    """Where the curve is lowest: its lowest evaluation, unless that is a lone low draw of a noisy curve —
+    the median of it and its two neighbours lies more than ``tolerance`` (in ``y``'s units) above the lowest
+    such median; then the lowest evaluation of the three around that lowest median. The last evaluation's
+    median is the one before it (a last low draw is no new minimum), the first evaluation's itself."""
+    lowest = int(np.argmin(y))
+    if len(y) < 5:
+        return lowest
+    from scipy.ndimage import median_filter  # imported on use: scipy is slow to import
+
+    smooth = median_filter(y, size=3, mode="mirror")  # at the end: median(y[-2], y[-1], y[-2]) = y[-2]
+    smooth[0] = y[0]
+    centre = int(np.argmin(smooth))
+    if smooth[lowest] <= smooth[centre] + tolerance:
+        return lowest
+    lo, hi = max(0, centre - 1), min(len(y), centre + 2)
+    return lo + int(np.argmin(y[lo:hi]))
 
 
 def _level_change_noise(values: np.ndarray, strip: int, scale: float) -> float:

@@ -56,6 +56,34 @@ def test_rising_train_loss_is_degradation_not_overfitting():
     assert not result.detected and "training loss rose" in result.reason
 
 
+def test_a_lone_low_draw_after_the_turn_is_not_the_minimum():
+    # falls to 0.8 at evaluation 10 and climbs to 0.95 by 30; one evaluation late on is drawn low (0.70)
+    steps = np.arange(1, 31) * 50
+    wobble = 0.005 * np.sin(np.arange(30) * 2.1)
+    val = np.concatenate([np.linspace(1.0, 0.8, 10), np.linspace(0.8, 0.95, 21)[1:]]) * (1 + wobble)
+    val[24] = 0.70
+    train = np.linspace(1.0, 0.3, 30)
+    result = analyze_overfitting(Curve.from_arrays(steps, val, "val"), Curve.from_arrays(steps, train, "train"))
+    assert result.detected and result.pattern == "rising"
+    assert 400 <= result.onset_step <= 600 and result.val_min == pytest.approx(val[8:11].min())
+    [finding] = result.findings
+    assert "0.7 at step 1250, is a lone low draw" in finding.message
+    # the same low draw with the curve still falling around it is not taken away: still improving
+    falling = np.linspace(1.0, 0.75, 30)
+    falling[24] = 0.70
+    assert not analyze_overfitting(Curve.from_arrays(steps, falling, "val")).detected
+
+
+def test_a_training_loss_that_climbs_after_the_minimum_and_comes_back_is_degradation():
+    # the validation loss turns at evaluation 10 and rises; the training loss rises with it over the later half
+    # and is back at its earlier level only at the very end
+    steps = np.arange(1, 31) * 10
+    val = np.concatenate([np.linspace(2, 1, 10), np.linspace(1.05, 1.8, 20)])
+    train = np.concatenate([np.linspace(1.8, 0.9, 10), np.linspace(0.95, 1.6, 17), [1.0, 0.9, 0.9]])
+    result = analyze_overfitting(Curve.from_arrays(steps, val, "val"), Curve.from_arrays(steps, train, "train"))
+    assert not result.detected and "training loss rose" in result.reason
+
+
 @pytest.mark.parametrize("train_trend", [0.0, 0.5])
 def test_a_noisy_per_step_training_loss_is_read_for_its_level(train_trend):
     """A per-step training loss with 15% noise per point and 10 points per evaluation: its level at the validation
