@@ -65,6 +65,7 @@ from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.ranks import RankAnalysis, analyze_ranks
 from tanalyze.analysis.recommendations import recommend
+from tanalyze.analysis.reinforcement import classify_reinforcement
 from tanalyze.analysis.resources import ResourceHealth, analyze_resources
 from tanalyze.analysis.restarts import Boundary, RestartCost, analyze_restarts
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
@@ -104,6 +105,8 @@ ANALYSIS_VERSION = "10"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 10: W&B system metrics (sampled on a clock) take no gpu_memory role
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+#: Loss findings that stand in a reinforcement-learning run, where a loss's level and swings mean nothing.
+_NONFINITE_CODES = frozenset({"nonfinite_values", "diverged_nonfinite"})
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
 ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources",
                    "ranks", "early_warning", "checkpoints", "system", "communication")
@@ -668,9 +671,12 @@ def diagnose_run(
     val = role_curve(curves, role_map, "val_loss")
     lr = role_curve(curves, role_map, "learning_rate")
     grad = role_curve(curves, role_map, "grad_norm")
-    if train is None:
+    # reinforcement learning: the reward decides the verdict, the losses (policy, critic, KL) only by NaN/Inf
+    reward = role_curve(curves, role_map, "reward")
+    entropy = role_curve(curves, role_map, "policy_entropy") if reward is not None else None
+    if train is None and reward is None:
         warnings.append("no training loss found among the tags" + (f" ({len(curves)} tag(s))" if curves else ""))
-    if val is None:
+    if val is None and reward is None:
         warnings.append("no validation loss: overfitting and early stopping cannot be judged")
     elif train is not None and not role_map.losses_comparable:
         warnings.append(f"{train.tag} and {val.tag} measure different quantities: their gap is not judged")
@@ -714,12 +720,16 @@ def diagnose_run(
         parts = {t: curves[t] for t in role_map["train_loss"].components if t in curves}
         components = parts if len(parts) >= 2 else None
     epoch_train = role_curve(curves, role_map, "train_loss_epoch") if train is not None else None
-    verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
-                           num_classes=num_classes, thresholds=thresholds or Thresholds(),
-                           adversarial=adversarial, components=components,
-                           epoch_train=epoch_train)
+    if reward is not None:
+        verdict = classify_reinforcement(reward, entropy=entropy, loss=main, loss_divergence=loss_analysis)
+    else:
+        verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
+                               num_classes=num_classes, thresholds=thresholds or Thresholds(),
+                               adversarial=adversarial, components=components,
+                               epoch_train=epoch_train)
     early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
-    progress = analyze_progress(main, epochs=epoch, **params.get("progress", {})) if main is not None else None
+    progress = (analyze_progress(main, epochs=epoch, **params.get("progress", {}))
+                if main is not None and reward is None else None)
     eval_steps = val.steps if val is not None and val is not train else None
     clip = clip_value(hparams) if hparams else None
     if clip is None:
@@ -745,16 +755,20 @@ def diagnose_run(
     loss_findings = list(loss_analysis.findings)
     if adversarial is not None:  # a GAN's losses swing by design: their spikes are information
         loss_findings = [replace(f, severity=Severity.INFO) if f.code == "loss_spike" else f for f in loss_findings]
+    elif reward is not None:  # an RL loss's level and swings mean nothing; only NaN/Inf does
+        loss_findings = [f if f.code in _NONFINITE_CODES else replace(f, severity=Severity.INFO)
+                         for f in loss_findings]
     findings: list[Finding] = loss_findings + list(verdict.findings) + metric_findings
     if val_analysis is not None:  # its spikes and non-finite values; a val "explosion" is judged as overfitting
         findings += [f for f in val_analysis.findings
-                     if f.code == "nonfinite_values" or f.code == "diverged_nonfinite"
+                     if f.code in _NONFINITE_CODES
                      or (f.code == "loss_spike" and f.step in {sp.onset_step for sp in val_spikes})]
     if overfitting is not None:
         findings += overfitting.findings
     finished = status is not None and status.status == "finished"
-    warning = _early_warning(main, loss_analysis, divergence, curves, role_map, grad, lr,
-                             {"finished": finished, **params.get("early_warning", {})})
+    warning = None if reward is not None else _early_warning(
+        main, loss_analysis, divergence, curves, role_map, grad, lr,
+        {"finished": finished, **params.get("early_warning", {})})
     saved = _checkpoints(checkpoints, curves, role_map, frame, params.get("checkpoints", {}))
     nccl_result = analyze_nccl(nccl) if nccl is not None else None
     for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning, saved, system,
@@ -764,7 +778,8 @@ def diagnose_run(
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))
     shown = (("train_loss", train), ("train_loss_epoch", epoch_train), ("val_loss", val), ("learning_rate", lr),
              ("grad_norm", grad),
-             ("throughput", role_curve(curves, role_map, "throughput")), ("step_time", role_curve(curves, role_map, "step_time")))
+             ("throughput", role_curve(curves, role_map, "throughput")), ("step_time", role_curve(curves, role_map, "step_time")),
+             ("reward", reward), ("policy_entropy", entropy))
     kept = {role: curve for role, curve in shown if curve is not None}
     return RunDiagnosis(
         run=run,

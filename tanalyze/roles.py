@@ -53,6 +53,8 @@ ROLES: Mapping[str, str] = MappingProxyType(  # read-only view of the role table
         "skipped_steps": "optimizer steps skipped (overflow / NaN): indicator, counter or per-interval count",
         "attention_entropy": "attention entropy",
         "epoch": "epoch counter logged as a curve",
+        "reward": "reward the policy earns (reinforcement learning; higher is better)",
+        "policy_entropy": "entropy of the policy's outputs (reinforcement learning)",
     }
 )
 
@@ -295,6 +297,40 @@ def _match_epoch(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
     return None
 
 
+_REWARD = {"reward", "rewards", "rew"}
+#: Words that make a reward tag something else: its spread, a preference pair of DPO or a reward model
+#: (``rewards/chosen``, ``rewards/margins``, ``rewards/accuracies``), a coefficient, a loss.
+_NOT_A_REWARD = {
+    "std", "var", "min", "max", "frac", "zero", "clip", "clipped", "coef", "weight", "scale", "kl", "loss", "lr",
+    "time", "chosen", "rejected", "margin", "margins", "acc", "accuracy", "accuracies", "count", "num",
+}
+#: Words that qualify a reward without naming another one (``rollout/ep_rew_mean``, ``critic/rewards/mean``).
+_REWARD_QUALIFIERS = {
+    "mean", "avg", "average", "episode", "episodic", "ep", "train", "training", "rollout", "env", "critic",
+    "total", "score", "scores", "per", "step", "batch", "objective", "rlhf", "charts",
+}
+
+
+def _match_reward(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    ws = set(words)
+    if not ws & _REWARD or ws & _NOT_A_REWARD:
+        return None
+    if ws & _VAL:
+        return 3, "the reward of an evaluation"
+    if ws - _REWARD - _REWARD_QUALIFIERS - {w for w in ws if w.isdigit()}:
+        return 2, "a named or cumulative reward"
+    return 1, "reward"
+
+
+def _match_policy_entropy(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    ws = set(words)
+    if "entropy" not in ws or ws & ({"attn", "attention", "loss", "coef", "weight", "std", "min", "max"} | _VAL):
+        return None
+    if ws - {"entropy", "actor", "policy", "mean", "objective", "train", "rollout", "avg"}:
+        return 2, "an entropy"
+    return 1, "policy entropy"
+
+
 _SIMPLE = {
     "learning_rate": _match_lr,
     "grad_norm": _match_grad_norm,
@@ -304,6 +340,8 @@ _SIMPLE = {
     "skipped_steps": _match_skipped,
     "attention_entropy": _match_attention_entropy,
     "epoch": _match_epoch,
+    "reward": _match_reward,
+    "policy_entropy": _match_policy_entropy,
 }
 
 

@@ -340,3 +340,28 @@ def test_a_lone_low_evaluation_is_not_taken_for_the_validation_minimum_on_real_d
     [rising] = tanalyze.diagnose(tanalyze.load(root / "outputs_2")).values()
     assert rising.verdict.label == "overfitting" and rising.overfitting.pattern == "rising"
     assert rising.overfitting.onset_step == 45 and rising.overfitting.val_min == pytest.approx(13.39728, abs=1e-4)
+
+
+@pytest.mark.real_logs
+def test_reinforcement_learning_runs_are_judged_by_their_reward():
+    """Real RL runs. verl GRPO (Qwen2.5-1.5B): its reward stays 0 while the policy entropy climbs from 0.46 to
+    11.6 nats, near uniform over the vocabulary: a collapse, told by the entropy, not by a sum of the actor's
+    loss terms. DeepSpeed-Chat RLHF: the reward rises from -0.7 to 4.7; its actor and critic losses swing
+    around zero by design and earn no warning. A Keras DQN's CartPole-like episodes reach the 200 cap (normal);
+    a connect-four agent that never wins in 7,870 episodes is not learning."""
+    [verl] = tanalyze.diagnose(tanalyze.load(real_log("distributed_logs/Foo1szz__verl"))).values()
+    assert verl.roles["reward"] == "critic/rewards/mean" and verl.roles["policy_entropy"] == "actor/entropy"
+    assert verl.verdict.label == "diverged" and verl.verdict.evidence["main_curve"] == "critic/rewards/mean"
+    assert [f.code for f in verl.findings if f.severity == "error"] == ["policy_collapse"]
+    assert verl.verdict.evidence["entropy_end"] == pytest.approx(11.6, abs=0.05)
+
+    chat = real_log("deepspeed_text_log/microsoft__DeepSpeedExamples/applications/DeepSpeed-Chat/training/"
+                    "step3_rlhf_finetuning")
+    [rlhf] = tanalyze.diagnose(tanalyze.load(chat)).values()
+    assert rlhf.roles["reward"] == "average reward score" and rlhf.verdict.label == "normal"
+    assert rlhf.verdict.evidence["end_level"] > 4.0 > 0.5 > rlhf.verdict.evidence["start_level"]
+    assert not [f for f in rlhf.findings if f.severity != "info" and f.code in ("divergence_warning", "loss_spike")]
+
+    runs = tanalyze.diagnose(tanalyze.load(real_log("wandb_system/13udha__connect-four-tensorflow")))
+    labels = {name.rsplit("-", 1)[-1]: d.verdict.label for name, d in runs.items()}
+    assert labels == {"5gikewie": "underfitting", "qtikjrov": "normal"}

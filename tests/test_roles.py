@@ -64,6 +64,23 @@ CASES = {
         {"train_loss": "train_loss", "val_loss": "valid_loss", "throughput": "tokens_per_sec", "step_time": "iter_time",
          "gpu_memory": "gpu_mem", "attention_entropy": "attn/entropy", "loss_scale": "grad_scale"},
     ),
+    # reinforcement learning: the reward (its mean, not its spread) and the policy entropy (not its loss term)
+    "verl_grpo": (
+        ["actor/entropy", "actor/entropy_loss", "actor/kl_loss", "actor/loss", "actor/pg_loss", "actor/lr",
+         "critic/rewards/mean", "critic/rewards/max", "critic/rewards/min", "critic/score/mean"],
+        {"train_loss": "actor/entropy_loss + actor/kl_loss + actor/loss + actor/pg_loss", "learning_rate": "actor/lr",
+         "reward": "critic/rewards/mean", "policy_entropy": "actor/entropy"},
+    ),
+    "trl_grpo": (
+        ["loss", "reward", "reward_std", "rewards/accuracy_reward/mean", "frac_reward_zero_std", "entropy", "kl"],
+        {"train_loss": "loss", "reward": "reward", "policy_entropy": "entropy"},
+    ),
+    "sb3": (["rollout/ep_rew_mean", "eval/mean_reward", "rollout/ep_len_mean"], {"reward": "rollout/ep_rew_mean"}),
+    # DPO's rewards are a preference pair's log-ratios, not a policy's reward: a DPO run is judged by its loss
+    "trl_dpo": (
+        ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen"],
+        {"train_loss": "loss"},
+    ),
 }
 
 

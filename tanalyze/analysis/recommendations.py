@@ -83,6 +83,28 @@ CAUSES: dict[str, Cause] = {
         "Stop at (or keep the checkpoint of) the validation minimum; add regularisation "
         "(weight decay, dropout, augmentation), get more data, or use a smaller model.",
     ),
+    "policy_collapse": Cause(
+        "RL: the policy entropy blew up",
+        "a learning rate too high for the actor, a KL penalty or clip range too loose, an entropy bonus too "
+        "strong, a reward that can be gamed by random output",
+        "Resume from a checkpoint before the onset with a lower actor learning rate; tighten the PPO clip range "
+        "or raise the KL coefficient; lower or drop the entropy bonus; watch the entropy and the KL to the "
+        "reference policy from the first steps.",
+    ),
+    "reward_collapse": Cause(
+        "RL: the reward collapsed",
+        "policy updates too large (learning rate, clip range, KL coefficient), a value function that lost track, "
+        "catastrophic forgetting, a reward that was hacked and then corrected",
+        "Keep the checkpoint of the best reward; lower the learning rate, tighten the clip range or raise the "
+        "KL coefficient; check the advantage normalisation and the critic's loss around the turn.",
+    ),
+    "reward_flat": Cause(
+        "RL: the reward does not rise",
+        "a reward that is (almost) always the same (too sparse, a bug in the reward function), too little "
+        "exploration, a learning rate too small, advantages that are all zero",
+        "Check that the reward varies between samples and that the advantages are not all zero; raise the "
+        "learning rate or the exploration; shape a sparser reward or start from an easier task.",
+    ),
     "underfitting": Cause(
         "Underfitting: losses stay high",
         "model too small, learning rate too small, too much regularisation, too few steps",

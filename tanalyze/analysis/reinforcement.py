@@ -1,0 +1,162 @@
+"""The verdict of a reinforcement-learning run: judged by its reward, not by its losses.
+
+A policy-gradient loss (``actor/pg_loss``, DeepSpeed-Chat's ``act_loss``) is an advantage-weighted
+objective that hovers around zero by design, and the critic's, the KL term's and the entropy bonus's
+belong to other objectives: none of them should fall the way a supervised loss does, and their sum means
+nothing. What tells whether the policy learns is the reward it earns (higher is better):
+
+============  ============================================================================
+label         reward (and policy entropy)
+============  ============================================================================
+normal        the reward rose beyond its noise and kept most of its gain
+underfitting  the reward never rose beyond its noise: the policy is not learning
+unstable      the reward rose, then gave back most of its gain (a collapse); or it fell
+diverged      a loss or the reward became NaN/Inf; or the policy entropy blew up (its
+              outputs spread towards uniform: the policy collapsed)
+============  ============================================================================
+
+Levels are medians of the first and last tenth of the points (at least two) and the best of the
+medians of stretches as long; a change counts when it clears both ``gain_sigmas`` standard errors of such a median
+and ``min_gain`` of the reward's scale (the largest of those levels in absolute value), since rewards
+have no common unit. An episodic reward is noisy by nature: roughness alone is never instability here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tanalyze.analysis.classify import Verdict, _past, _shrink
+from tanalyze.analysis.divergence import DivergenceResult
+from tanalyze.analysis.recommendations import recommend
+from tanalyze.analysis.results import Finding, Severity
+from tanalyze.curves import Curve, bin_medians, noise_sigma
+
+__all__ = ["RewardThresholds", "classify_reinforcement"]
+
+
+@dataclass(frozen=True)
+class RewardThresholds:
+    """Every threshold of the reinforcement-learning verdict, with its default."""
+
+    min_points: int = 8  # finite reward points needed for any verdict
+    min_gain: float = 0.05  # a rise or fall counts from 5 % of the reward's scale …
+    gain_sigmas: float = 4.0  # … and this many standard errors of the difference of two level medians
+    collapse_share: float = 0.25  # a collapse: the reward ends with at most this share of its best gain
+    entropy_blowup: float = 4.0  # the policy entropy ends this many times above its starting level
+
+
+def classify_reinforcement(
+    reward: Curve,
+    *,
+    entropy: Curve | None = None,
+    loss: Curve | None = None,
+    loss_divergence: DivergenceResult | None = None,
+    thresholds: RewardThresholds = RewardThresholds(),
+) -> Verdict:
+    """The verdict of a run whose policy earns ``reward`` (see the module doc).
+
+    ``entropy`` — the policy's entropy, when logged; ``loss`` and ``loss_divergence`` — a training loss and
+    its divergence analysis, of which only non-finite values count.
+    """
+    th = thresholds
+    evidence: dict[str, Any] = {"main_curve": reward.tag, "main_role": "reward", "reinforcement": True}
+    d = loss_divergence.divergence if loss_divergence is not None else None
+    if d is not None and d.kind in ("nan", "inf") and loss is not None:
+        evidence.update(divergence_kind=d.kind, divergence_step=d.step, onset_step=d.onset_step)
+        text = d.how(loss.tag) if d.never_finite else f"{d.how(loss.tag)} and never recovered"
+        return Verdict("diverged", 0.99, evidence, (text,))
+    collapsed = reward.collapse_steps()
+    finite = np.isfinite(collapsed.values)
+    if len(collapsed) and finite.any() and not finite[-1]:
+        last = int(np.flatnonzero(finite)[-1]) + 1
+        step = int(collapsed.steps[last])
+        evidence.update(divergence_kind="nan" if np.isnan(collapsed.values[last]) else "inf", divergence_step=step)
+        return Verdict("diverged", 0.95, evidence, (f"{reward.tag} became non-finite at step {step} and stayed so",))
+    blowup = _entropy_blowup(entropy, th) if entropy is not None else None
+    if blowup is not None:
+        ratio, start, end, onset, text = blowup
+        evidence.update(entropy_tag=entropy.tag, entropy_start=start, entropy_end=end, entropy_ratio=ratio,
+                        onset_step=onset)
+        finding = Finding("policy_collapse", Severity.ERROR, text, recommend("policy_collapse"), step=onset,
+                          step_end=int(entropy.steps[-1]), evidence={"ratio": ratio, "start": start, "end": end})
+        return Verdict("diverged", round(_past(ratio, th.entropy_blowup), 3), evidence, (text,), findings=(finding,))
+
+    r = collapsed.finite_part()
+    n = len(r)
+    if n < th.min_points:
+        text = f"only {n} finite point(s) of {reward.tag}; need {th.min_points}"
+        evidence["points"] = n
+        return Verdict("insufficient_data", 1.0, evidence, (text,),
+                       findings=(Finding("insufficient_data", Severity.INFO, text, recommend("insufficient_data")),))
+    f = reward_features(r, th)
+    evidence.update(f)
+    data = n / (n + 5)
+    gain, peak_gain, bar = f["gain"], f["best"] - f["start_level"], f["bar"]
+    levels = (f"from {f['start_level']:.4g} (median of its first {f['head_points']} points) to {f['end_level']:.4g} "
+              f"(median of its last {f['head_points']})")
+    if peak_gain > bar and gain <= th.collapse_share * peak_gain and f["best"] - f["end_level"] > bar:
+        given_back = (peak_gain - gain) / peak_gain
+        text = (f"{reward.tag} rose from {f['start_level']:.4g} to {f['best']:.4g} by step {f['best_step']}, then gave "
+                f"back {100 * given_back:.0f}% of that gain, ending at {f['end_level']:.4g}: the policy collapsed")
+        confidence = _shrink(_past(given_back, 1 - th.collapse_share), data)
+        finding = Finding("reward_collapse", Severity.WARNING, text, recommend("reward_collapse"),
+                          step=f["best_step"], step_end=f["last_step"])
+        return Verdict("unstable", round(confidence, 3), evidence, (text,), findings=(finding,))
+    if gain > bar:
+        reasons = [f"{reward.tag} rose {levels}, beyond its noise"]
+        if f["best"] - f["end_level"] > bar:
+            reasons.append(f"it ended below its best, {f['best']:.4g} at step {f['best_step']}")
+        return Verdict("normal", round(_shrink(_past(gain, bar), data), 3), evidence, tuple(reasons))
+    if gain < -bar:
+        text = f"{reward.tag} fell {levels}: the policy got worse as it trained"
+        finding = Finding("reward_collapse", Severity.WARNING, text, recommend("reward_collapse"),
+                          step=f["first_step"], step_end=f["last_step"])
+        return Verdict("unstable", round(_shrink(_past(-gain, bar), data), 3), evidence, (text,), findings=(finding,))
+    text = (f"{reward.tag} did not rise beyond its noise: {levels} (a change of at least {bar:.4g} was needed): "
+            "the policy is not learning")
+    confidence = _shrink(0.5 + 0.3 * (1 - abs(gain) / bar) if bar > 0 else 0.8, data)
+    finding = Finding("reward_flat", Severity.WARNING, text, recommend("reward_flat"), step=f["first_step"],
+                      step_end=f["last_step"])
+    return Verdict("underfitting", round(confidence, 3), evidence, (text,), findings=(finding,))
+
+
+def reward_features(r: Curve, th: RewardThresholds = RewardThresholds()) -> dict[str, Any]:
+    """The levels of a reward curve (finite points, one per step) and the change that counts (``bar``)."""
+    n = len(r)
+    k = max(2, int(round(0.1 * n)))
+    head, tail = float(np.median(r.values[:k])), float(np.median(r.values[-k:]))
+    # the best level on stretches as long as the head and tail windows: the largest of many shorter, noisier
+    # medians would be biased high and read noise as a rise and a collapse
+    bx, by = bin_medians(r.steps.astype(np.float64), r.values, max(1, n // k))
+    best_index = int(np.argmax(by))
+    sigma = noise_sigma(r.values)
+    level_noise = 1.2533 * float(sigma) / np.sqrt(k) if np.isfinite(sigma) else 0.0
+    scale = max(abs(head), abs(tail), abs(float(by[best_index])))
+    bar = max(th.gain_sigmas * level_noise * np.sqrt(2.0), th.min_gain * scale)
+    return {
+        "points": n, "head_points": k, "first_step": int(r.steps[0]), "last_step": int(r.steps[-1]),
+        "start_level": head, "end_level": tail, "gain": tail - head, "best": float(by[best_index]),
+        "best_step": int(round(bx[best_index])), "noise": float(sigma) if np.isfinite(sigma) else None,
+        "bar": float(bar),
+    }
+
+
+def _entropy_blowup(entropy: Curve, th: RewardThresholds) -> tuple[float, float, float, int, str] | None:
+    """``(ratio, start, end, onset step, text)`` when the policy entropy ends ``entropy_blowup`` times above
+    its starting level (medians of the first and last tenth), else None."""
+    e = entropy.collapse_steps().finite_part()
+    if len(e) < th.min_points:
+        return None
+    k = max(2, int(round(0.1 * len(e))))
+    start, end = float(np.median(e.values[:k])), float(np.median(e.values[-k:]))
+    if not start > 0 or end / start < th.entropy_blowup:
+        return None
+    ratio = end / start
+    onset = int(e.steps[int(np.argmax(e.values > start * np.sqrt(ratio)))])
+    text = (f"the policy entropy {entropy.tag} rose {ratio:.1f}x, from {start:.4g} (median of its first {k} points) "
+            f"to {end:.4g}, past its geometric middle from step {onset}: the policy's outputs spread towards "
+            "uniform (the policy collapsed)")
+    return ratio, start, end, onset, text

@@ -1,0 +1,98 @@
+import numpy as np
+import pytest
+
+from tanalyze.analysis.divergence import analyze_divergence
+from tanalyze.analysis.reinforcement import RewardThresholds, classify_reinforcement, reward_features
+from tanalyze.curves import Curve
+
+STEPS = np.arange(1, 201)
+
+
+def noisy(levels: np.ndarray, sigma: float, seed: int = 0) -> np.ndarray:
+    return levels + sigma * np.random.default_rng(seed).standard_normal(len(levels))
+
+
+def reward(values, tag: str = "rollout/ep_rew_mean") -> Curve:
+    return Curve.from_arrays(STEPS[: len(values)], values, tag)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_reward_that_rises_through_its_noise_is_normal(seed):
+    verdict = classify_reinforcement(reward(noisy(np.linspace(20, 180, 200), 25.0, seed)))
+    assert verdict.label == "normal" and verdict.confidence > 0.8
+    assert verdict.evidence["main_role"] == "reward" and verdict.evidence["reinforcement"] is True
+    assert verdict.reasons[0].startswith("rollout/ep_rew_mean rose from")
+
+
+def test_a_negative_reward_that_rises_is_normal():
+    # a pendulum's reward: -1200 towards -200, below zero throughout
+    verdict = classify_reinforcement(reward(noisy(np.linspace(-1200, -200, 200), 80.0)))
+    assert verdict.label == "normal"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_reward_that_only_wanders_in_its_noise_is_not_learning(seed):
+    verdict = classify_reinforcement(reward(noisy(np.full(200, 10.0), 3.0, seed)))
+    assert verdict.label == "underfitting", verdict.reasons
+    [finding] = verdict.findings
+    assert finding.code == "reward_flat" and "the policy is not learning" in finding.message
+
+
+def test_a_reward_that_is_always_zero_is_not_learning():
+    verdict = classify_reinforcement(reward(np.zeros(200)))
+    assert verdict.label == "underfitting" and verdict.evidence["gain"] == 0.0
+
+
+def test_a_reward_that_rose_and_gave_its_gain_back_collapsed():
+    levels = np.concatenate([np.linspace(0, 100, 100), np.linspace(100, 5, 20), np.full(80, 5.0)])
+    verdict = classify_reinforcement(reward(noisy(levels, 5.0)))
+    assert verdict.label == "unstable"
+    [finding] = verdict.findings
+    assert finding.code == "reward_collapse" and finding.severity == "warning"
+    assert 80 <= finding.step <= 110 and "the policy collapsed" in finding.message
+
+
+def test_a_reward_that_keeps_most_of_its_gain_is_normal_with_a_note():
+    levels = np.concatenate([np.linspace(0, 100, 120), np.full(80, 75.0)])
+    verdict = classify_reinforcement(reward(noisy(levels, 3.0)))
+    assert verdict.label == "normal" and "ended below its best" in verdict.reasons[1]
+
+
+def test_a_falling_reward_is_unstable():
+    verdict = classify_reinforcement(reward(noisy(np.linspace(50, 10, 200), 4.0)))
+    assert verdict.label == "unstable" and "fell" in verdict.reasons[0]
+
+
+def test_a_policy_entropy_that_blows_up_is_a_collapse_whatever_the_reward():
+    entropy = Curve.from_arrays(STEPS[:20], np.concatenate([[0.46, 1.3, 2.6, 2.7, 6.0, 7.5], np.full(14, 11.6)]),
+                                "actor/entropy")
+    verdict = classify_reinforcement(reward(np.zeros(20), "critic/rewards/mean"), entropy=entropy)
+    assert verdict.label == "diverged"
+    [finding] = verdict.findings
+    assert finding.code == "policy_collapse" and finding.severity == "error" and finding.step == 5
+    assert verdict.evidence["entropy_ratio"] == pytest.approx(11.6 / np.median([0.46, 1.3]))
+    # an entropy that falls slowly as the policy sharpens is no collapse
+    falling = Curve.from_arrays(STEPS, np.linspace(2.0, 0.8, 200), "actor/entropy")
+    assert classify_reinforcement(reward(noisy(np.linspace(0, 1, 200), 0.1)), entropy=falling).label == "normal"
+
+
+def test_nan_in_the_loss_or_the_reward_is_a_divergence():
+    loss = Curve.from_arrays(STEPS, np.concatenate([np.full(150, 0.1), np.full(50, np.nan)]), "actor/pg_loss")
+    rising = reward(noisy(np.linspace(0, 10, 200), 1.0))
+    verdict = classify_reinforcement(rising, loss=loss, loss_divergence=analyze_divergence(loss))
+    assert verdict.label == "diverged" and verdict.evidence["divergence_kind"] == "nan"
+    broken = np.concatenate([np.linspace(0, 10, 150), np.full(50, np.nan)])
+    verdict = classify_reinforcement(reward(broken))
+    assert verdict.label == "diverged" and verdict.evidence["divergence_step"] == 151
+
+
+def test_too_few_points():
+    verdict = classify_reinforcement(reward(np.arange(5.0)))
+    assert verdict.label == "insufficient_data" and "only 5 finite point(s)" in verdict.reasons[0]
+
+
+def test_the_bar_is_noise_or_a_share_of_the_scale():
+    quiet = reward_features(reward(np.linspace(100, 101, 200)))
+    assert quiet["bar"] == pytest.approx(RewardThresholds().min_gain * 101, rel=0.01)
+    loud = reward_features(reward(noisy(np.full(200, 100.0), 20.0)))
+    assert loud["bar"] > 20.0 and loud["head_points"] == 20
