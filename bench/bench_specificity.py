@@ -38,7 +38,9 @@ score = importlib.util.module_from_spec(_spec)
 sys.modules["hardcases_score"] = score
 _spec.loader.exec_module(score)
 
-SKIP_KINDS = {"gan", "multi_loss", "siblings", "val_nan"}
+#: Kinds whose verdict is not their training loss's alone (redrawing that loss's noise says nothing about them):
+#: GANs, summed losses, sibling comparisons, NaN validation, reinforcement learning (judged by the reward).
+SKIP_KINDS = {"gan", "multi_loss", "siblings", "val_nan", "rl"}
 PROBLEMS = {"overfitting", "underfitting", "unstable", "diverged"}
 
 

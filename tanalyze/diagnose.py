@@ -448,7 +448,8 @@ def _health(
     elif step_time is not None:
         options.setdefault("interval_means", "elapsed" in tag_words(step_time.tag))
         throughput = analyze_throughput(step_time, kind=step_time_unit(step_time.tag, step_time), **options)
-    elif train is not None and np.isfinite(train.wall_time).sum() >= 3 and len(roles["train_loss"].components) == 1:
+    elif (train is not None and np.isfinite(train.wall_time).sum() >= 3 and len(roles["train_loss"].components) == 1
+          and "reward" not in roles):  # an RL run logs per episode, whose length is the policy's doing
         throughput = analyze_throughput(None, kind="wall_time", wall_time_curve=train, **options)
 
     resources = None

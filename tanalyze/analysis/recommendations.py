@@ -91,6 +91,13 @@ CAUSES: dict[str, Cause] = {
         "or raise the KL coefficient; lower or drop the entropy bonus; watch the entropy and the KL to the "
         "reference policy from the first steps.",
     ),
+    "entropy_collapse": Cause(
+        "RL: the policy became deterministic before it learned",
+        "a learning rate too high for the policy (a few large updates push it onto one action), no or too small "
+        "an entropy bonus, rewards or advantages of a large scale",
+        "Lower the learning rate (3-10x), add or raise an entropy bonus, normalise the advantages, clip the "
+        "policy update (PPO) or the gradient norm; restart from scratch: a collapsed policy no longer explores.",
+    ),
     "reward_collapse": Cause(
         "RL: the reward collapsed",
         "policy updates too large (learning rate, clip range, KL coefficient), a value function that lost track, "

@@ -10,7 +10,9 @@ label         reward (and policy entropy)
 ============  ============================================================================
 normal        the reward rose beyond its noise and kept most of its gain
 underfitting  the reward never rose beyond its noise: the policy is not learning
-unstable      the reward rose, then gave back most of its gain (a collapse); or it fell
+unstable      the reward rose, then gave back most of its gain (a collapse); or it fell; or it
+              did not rise by half its scale while the policy entropy fell to near zero (the
+              policy settled on fixed choices before it learned anything: premature convergence)
 diverged      a loss or the reward became NaN/Inf; or the policy entropy blew up (its
               outputs spread towards uniform: the policy collapsed)
 ============  ============================================================================
@@ -46,6 +48,8 @@ class RewardThresholds:
     gain_sigmas: float = 4.0  # … and this many standard errors of the difference of two level medians
     collapse_share: float = 0.25  # a collapse: the reward ends with at most this share of its best gain
     entropy_blowup: float = 4.0  # the policy entropy ends this many times above its starting level
+    entropy_floor: float = 0.05  # … or below this share of its early peak while the reward did not rise …
+    collapse_rise: float = 0.5  # … by this share of its scale (beyond noise is not enough then)
 
 
 def classify_reinforcement(
@@ -105,11 +109,21 @@ def classify_reinforcement(
         finding = Finding("reward_collapse", Severity.WARNING, text, recommend("reward_collapse"),
                           step=f["best_step"], step_end=f["last_step"])
         return Verdict("unstable", round(confidence, 3), evidence, (text,), findings=(finding,))
-    if gain > bar:
+    sharpened = _entropy_collapse(entropy, th) if entropy is not None else None
+    if gain > bar and (sharpened is None or gain > th.collapse_rise * f["scale"]):
         reasons = [f"{reward.tag} rose {levels}, beyond its noise"]
         if f["best"] - f["end_level"] > bar:
             reasons.append(f"it ended below its best, {f['best']:.4g} at step {f['best_step']}")
         return Verdict("normal", round(_shrink(_past(gain, bar), data), 3), evidence, tuple(reasons))
+    if sharpened is not None:
+        share, peak, end, onset, text = sharpened
+        text = f"{reward.tag} did not rise ({levels}) while {text}"
+        evidence.update(entropy_tag=entropy.tag, entropy_start=peak, entropy_end=end, entropy_ratio=end / peak,
+                        onset_step=onset)
+        finding = Finding("entropy_collapse", Severity.WARNING, text, recommend("entropy_collapse"), step=onset,
+                          step_end=f["last_step"], evidence={"start": peak, "end": end})
+        return Verdict("unstable", round(_shrink(_past(1 / max(share, 1e-12), 1 / th.entropy_floor), data), 3),
+                       evidence, (text,), findings=(finding,))
     if gain < -bar:
         text = f"{reward.tag} fell {levels}: the policy got worse as it trained"
         finding = Finding("reward_collapse", Severity.WARNING, text, recommend("reward_collapse"),
@@ -140,8 +154,26 @@ def reward_features(r: Curve, th: RewardThresholds = RewardThresholds()) -> dict
         "points": n, "head_points": k, "first_step": int(r.steps[0]), "last_step": int(r.steps[-1]),
         "start_level": head, "end_level": tail, "gain": tail - head, "best": float(by[best_index]),
         "best_step": int(round(bx[best_index])), "noise": float(sigma) if np.isfinite(sigma) else None,
-        "bar": float(bar),
+        "scale": float(scale), "bar": float(bar),
     }
+
+
+def _entropy_collapse(entropy: Curve, th: RewardThresholds) -> tuple[float, float, float, int, str] | None:
+    """``(share, early peak, end, onset step, text)`` when the policy entropy ends below ``entropy_floor`` of
+    its highest value over its first tenth (the end a median of the last tenth), else None."""
+    e = entropy.collapse_steps().finite_part()
+    if len(e) < th.min_points:
+        return None
+    k = max(2, int(round(0.1 * len(e))))
+    peak, end = float(np.max(e.values[:k])), float(np.median(e.values[-k:]))
+    if not peak > 0 or end / peak > th.entropy_floor:
+        return None
+    share = max(end, 0.0) / peak
+    onset = int(e.steps[int(np.argmax(e.values <= th.entropy_floor * peak))])
+    text = (f"the policy entropy {entropy.tag} fell from {peak:.4g} to {end:.4g} ({100 * share:.2g}% of it), below "
+            f"{100 * th.entropy_floor:.0f}% of it from step {onset}: the policy settled on fixed choices before it "
+            "learned anything")
+    return share, peak, end, onset, text
 
 
 def _entropy_blowup(entropy: Curve, th: RewardThresholds) -> tuple[float, float, float, int, str] | None:
@@ -155,8 +187,8 @@ def _entropy_blowup(entropy: Curve, th: RewardThresholds) -> tuple[float, float,
     if not start > 0 or end / start < th.entropy_blowup:
         return None
     ratio = end / start
-    onset = int(e.steps[int(np.argmax(e.values > start * np.sqrt(ratio)))])
+    onset = int(e.steps[int(np.argmax(e.values >= th.entropy_blowup * start))])
     text = (f"the policy entropy {entropy.tag} rose {ratio:.1f}x, from {start:.4g} (median of its first {k} points) "
-            f"to {end:.4g}, past its geometric middle from step {onset}: the policy's outputs spread towards "
+            f"to {end:.4g}, {th.entropy_blowup:g}x or more from step {onset}: the policy's outputs spread towards "
             "uniform (the policy collapsed)")
     return ratio, start, end, onset, text

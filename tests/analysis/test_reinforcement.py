@@ -96,3 +96,18 @@ def test_the_bar_is_noise_or_a_share_of_the_scale():
     assert quiet["bar"] == pytest.approx(RewardThresholds().min_gain * 101, rel=0.01)
     loud = reward_features(reward(noisy(np.full(200, 100.0), 20.0)))
     assert loud["bar"] > 20.0 and loud["head_points"] == 20
+
+
+def test_an_entropy_that_falls_to_zero_before_the_reward_rises_is_premature_convergence():
+    # a learning rate far too high: after a few updates the policy always takes one action
+    entropy = Curve.from_arrays(STEPS, np.concatenate([[0.69, 0.25, 0.078, 0.031, 0.014], np.full(195, 2e-5)]),
+                                "policy/entropy")
+    stuck = reward(noisy(np.full(200, 9.5), 0.6), "episode/reward")
+    verdict = classify_reinforcement(stuck, entropy=entropy)
+    assert verdict.label == "unstable"
+    [finding] = verdict.findings
+    assert finding.code == "entropy_collapse" and finding.step == 4  # first at or below 5% of 0.69
+    assert "settled on fixed choices before it learned anything" in finding.message
+    # the same fall of the entropy while the reward climbs is a policy that learned and sharpened
+    learned = reward(noisy(np.linspace(20, 500, 200), 30.0), "episode/reward")
+    assert classify_reinforcement(learned, entropy=entropy).label == "normal"
