@@ -313,6 +313,10 @@ _REWARD_QUALIFIERS = {
 
 def _match_reward(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
     ws = set(words)
+    if ws & {"return", "returns"} and not ws & (_REWARD | _NOT_A_REWARD | _VAL):
+        # an episode's return (CleanRL's charts/episodic_return): a reward summed over the episode; a tag
+        # named reward is preferred (verl's critic/returns/mean are the value targets beside critic/rewards/mean)
+        return 2, "an episode return"
     if not ws & _REWARD or ws & _NOT_A_REWARD:
         return None
     if ws & _VAL:

@@ -67,7 +67,7 @@ CASES = {
     # reinforcement learning: the reward (its mean, not its spread) and the policy entropy (not its loss term)
     "verl_grpo": (
         ["actor/entropy", "actor/entropy_loss", "actor/kl_loss", "actor/loss", "actor/pg_loss", "actor/lr",
-         "critic/rewards/mean", "critic/rewards/max", "critic/rewards/min", "critic/score/mean"],
+         "critic/rewards/mean", "critic/rewards/max", "critic/rewards/min", "critic/score/mean", "critic/returns/mean"],
         {"train_loss": "actor/entropy_loss + actor/kl_loss + actor/loss + actor/pg_loss", "learning_rate": "actor/lr",
          "reward": "critic/rewards/mean", "policy_entropy": "actor/entropy"},
     ),
@@ -76,6 +76,12 @@ CASES = {
         {"train_loss": "loss", "reward": "reward", "policy_entropy": "entropy"},
     ),
     "sb3": (["rollout/ep_rew_mean", "eval/mean_reward", "rollout/ep_len_mean"], {"reward": "rollout/ep_rew_mean"}),
+    "cleanrl": (
+        ["charts/episodic_return", "charts/episodic_length", "losses/entropy", "losses/policy_loss",
+         "losses/value_loss", "charts/learning_rate"],
+        {"train_loss": "losses/value_loss", "learning_rate": "charts/learning_rate",
+         "reward": "charts/episodic_return", "policy_entropy": "losses/entropy"},
+    ),
     # DPO's rewards are a preference pair's log-ratios, not a policy's reward: a DPO run is judged by its loss
     "trl_dpo": (
         ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen"],

@@ -46,7 +46,8 @@ VERDICTS: tuple[str, ...] = ("diverged", "unstable", "overfitting", "underfittin
 
 #: Roles drawn on the loss chart, and the smaller panels beside it (in this order).
 LOSS_ROLES: tuple[str, ...] = ("train_loss", "val_loss")
-AUX_ROLES: tuple[str, ...] = ("learning_rate", "grad_norm", "throughput", "step_time", "gpu_memory", "loss_scale")
+AUX_ROLES: tuple[str, ...] = ("reward", "policy_entropy", "learning_rate", "grad_norm", "throughput", "step_time",
+                              "gpu_memory", "loss_scale")
 
 ROLE_TITLES: dict[str, str] = {
     "train_loss": "train loss",
@@ -57,6 +58,8 @@ ROLE_TITLES: dict[str, str] = {
     "step_time": "step time",
     "gpu_memory": "GPU memory",
     "loss_scale": "loss scale",
+    "reward": "reward",
+    "policy_entropy": "policy entropy",
 }
 
 
