@@ -45,7 +45,7 @@ MANY_RUNS = 200
 #: its embedded data when its section is shown, which keeps a 2,000-run page small and quick to open.
 STATIC_FIGURES_MAX_RUNS = MANY_RUNS
 #: Roles whose panels are smoothed like the loss (the others, e.g. the learning rate, are schedules).
-SMOOTHED_AUX = ("grad_norm", "throughput", "step_time", "gpu_memory")
+SMOOTHED_AUX = ("reward", "policy_entropy", "grad_norm", "throughput", "step_time", "gpu_memory")
 LOG_ROLES = ("learning_rate", "grad_norm", "loss_scale")
 LOG_SCALE_DECADES = 1.5
 
