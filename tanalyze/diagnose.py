@@ -708,6 +708,8 @@ def diagnose_run(
     val_spikes = tuple(sp for sp in val_analysis.spikes if sp.end_step is not None) if val_analysis else ()
     spikes = loss_analysis.spikes + val_spikes
     divergence = loss_analysis.divergence
+    if reward is not None and divergence is not None and divergence.kind not in ("nan", "inf"):
+        divergence = None  # an RL loss's level means nothing: only NaN/Inf in it is a divergence
     if divergence is None and val_analysis is not None and val_analysis.divergence is not None \
             and val_analysis.divergence.kind != "explosion":
         divergence = val_analysis.divergence

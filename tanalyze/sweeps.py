@@ -4,8 +4,8 @@
 >>> result                                           # in Jupyter: importance, heat map, best configuration
 >>> result.plot()
 
-The metric is the validation loss role of each run (lower is better) unless ``metric`` names a tag; its direction
-is inferred from its name (accuracy, mAP, F1, BLEU … are higher-is-better) unless ``higher`` says.
+The metric is the validation loss role of each run (lower is better), or in a reinforcement-learning run without one
+its reward role (higher is better), unless ``metric`` names a tag; its direction is inferred from its name (accuracy, mAP, F1, BLEU … are higher-is-better) unless ``higher`` says.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ SWEEP_SCHEMA_ID = "tanalyze.sweep/1"
 
 def metric_tag(tags: set[str] | frozenset[str], metric: str | None, roles: Mapping[str, Any]) -> str | None:
     """The tag scored for one run: ``metric`` as logged (or the one tag ending in ``/metric``, any case), else the
-    validation loss role (a summed role ``a+b`` is not a logged tag: no metric)."""
+    validation loss role, else the reward role (a summed role ``a+b`` is not a logged tag: no metric)."""
     if metric is None:
-        tag = roles.get("val_loss")
-        return tag if isinstance(tag, str) and tag in tags else None
+        found = [t for t in (roles.get("val_loss"), roles.get("reward")) if isinstance(t, str) and t in tags]
+        return found[0] if found else None
     if metric in tags:
         return metric
     wanted = metric.lower()

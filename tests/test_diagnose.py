@@ -1,5 +1,6 @@
 import json
 import pickle
+from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
@@ -365,3 +366,14 @@ def test_reinforcement_learning_runs_are_judged_by_their_reward():
     runs = tanalyze.diagnose(tanalyze.load(real_log("wandb_system/13udha__connect-four-tensorflow")))
     labels = {name.rsplit("-", 1)[-1]: d.verdict.label for name, d in runs.items()}
     assert labels == {"5gikewie": "underfitting", "qtikjrov": "normal"}
+
+
+def test_a_policy_loss_that_swings_is_no_divergence_of_a_learning_rl_run():
+    """A really trained REINFORCE run (bench/hardcases/rl_learns): its per-episode policy loss swings by orders of
+    magnitude as episodes lengthen, which read as a loss would be an explosion; the reward reaches the cap."""
+    path = Path(__file__).resolve().parents[1] / "bench" / "hardcases" / "rl_learns"
+    [d] = tanalyze.diagnose(tanalyze.load(path)).values()
+    assert d.roles["reward"] == "episode/reward" and d.verdict.label == "normal"
+    assert d.loss_analysis.divergence is not None and d.loss_analysis.divergence.kind == "explosion"
+    assert d.divergence is None and d.early_warning is None and d.throughput is None
+    assert not [f for f in d.findings if f.severity != "info"]

@@ -52,7 +52,7 @@ BAND_POINTS = 120
 #: Welch's test: a p-value below this says "better beyond seed noise".
 ALPHA = 0.05
 _HIGHER = re.compile(r"(^|[^a-z])(acc|accuracy|top1|top5|map|f1|bleu|rouge\w*|auc|auroc|precision|recall|iou|miou|"
-                     r"dice|score|reward|return|r2|ap|ap50|ap75|exact_match|em|pass@\d+|win_rate|psnr|ssim)"
+                     r"dice|scores?|rewards?|rew|returns?|r2|ap|ap50|ap75|exact_match|em|pass@\d+|win_rate|psnr|ssim)"
                      r"($|[^a-z])", re.IGNORECASE)
 #: Configuration sources by reader format, as shown to the user.
 _SOURCE_NAMES = {

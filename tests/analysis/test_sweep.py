@@ -196,3 +196,14 @@ def test_a_real_wandb_sweep_export_groups_seeds_and_drops_summaries():
     assert {"block_size", "n_head", "pos_encoding", "norm_type"} <= keys and "seed" not in keys
     assert not any(k.startswith("_") or k.startswith("val") for k in keys)  # W&B internals and summaries
     assert any("known for fewer than half of the runs" in c for c in e.cautions)
+
+
+def test_a_reinforcement_learning_sweep_is_scored_by_its_reward_higher_is_better():
+    from tanalyze.analysis.sweep import higher_is_better
+    from tanalyze.sweeps import metric_tag
+
+    roles = {"train_loss": "policy/loss", "reward": "episode/reward", "policy_entropy": "policy/entropy"}
+    assert metric_tag({"policy/loss", "episode/reward", "policy/entropy"}, None, roles) == "episode/reward"
+    assert metric_tag({"loss", "eval_loss", "reward"}, None, {"val_loss": "eval_loss", "reward": "reward"}) == "eval_loss"
+    assert all(higher_is_better(t) for t in ("episode/reward", "critic/rewards/mean", "charts/episodic_return",
+                                             "average reward score", "rollout/ep_rew_mean"))
