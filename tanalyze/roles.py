@@ -299,10 +299,12 @@ def _match_epoch(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
 
 _REWARD = {"reward", "rewards", "rew"}
 #: Words that make a reward tag something else: its spread, a preference pair of DPO or a reward model
-#: (``rewards/chosen``, ``rewards/margins``, ``rewards/accuracies``), a coefficient, a loss.
+#: (``rewards/chosen``, ``rewards/margins``, ``rewards/accuracies``), a coefficient, a loss or an error of
+#: predicting one (``train/return_mse`` of a forecasting model).
 _NOT_A_REWARD = {
     "std", "var", "min", "max", "frac", "zero", "clip", "clipped", "coef", "weight", "scale", "kl", "loss", "lr",
     "time", "chosen", "rejected", "margin", "margins", "acc", "accuracy", "accuracies", "count", "num",
+    "error", "err", "pred", "predicted", "prediction", "target", "targets", *_OBJECTIVE,
 }
 #: Words that qualify a reward without naming another one (``rollout/ep_rew_mean``, ``critic/rewards/mean``).
 _REWARD_QUALIFIERS = {

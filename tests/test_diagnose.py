@@ -377,3 +377,6 @@ def test_a_policy_loss_that_swings_is_no_divergence_of_a_learning_rl_run():
     assert d.loss_analysis.divergence is not None and d.loss_analysis.divergence.kind == "explosion"
     assert d.divergence is None and d.early_warning is None and d.throughput is None
     assert not [f for f in d.findings if f.severity != "info"]
+    # with the reward role switched off, the run is judged by its policy loss, as before RL runs were known
+    [by_loss] = tanalyze.diagnose(tanalyze.load(path), roles={"reward": None}).values()
+    assert by_loss.verdict.evidence["main_role"] == "train" and by_loss.divergence is not None

@@ -82,6 +82,9 @@ CASES = {
         {"train_loss": "losses/value_loss", "learning_rate": "charts/learning_rate",
          "reward": "charts/episodic_return", "policy_entropy": "losses/entropy"},
     ),
+    # a forecasting model's error on returns is a loss, not a reward
+    "forecast": (["train/loss", "val/loss", "train/return_mse", "val/return_mae"],
+                 {"train_loss": "train/loss", "val_loss": "val/loss"}),
     # DPO's rewards are a preference pair's log-ratios, not a policy's reward: a DPO run is judged by its loss
     "trl_dpo": (
         ["loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen"],
