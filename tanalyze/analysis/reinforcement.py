@@ -117,7 +117,8 @@ def classify_reinforcement(
         return Verdict("normal", round(_shrink(_past(gain, bar), data), 3), evidence, tuple(reasons))
     if sharpened is not None:
         share, peak, end, onset, text = sharpened
-        text = f"{reward.tag} did not rise ({levels}) while {text}"
+        rose = (f"rose only {levels}, less than half its scale," if gain > bar else f"did not rise ({levels})")
+        text = f"{reward.tag} {rose} while {text}"
         evidence.update(entropy_tag=entropy.tag, entropy_start=peak, entropy_end=end, entropy_ratio=end / peak,
                         onset_step=onset)
         finding = Finding("entropy_collapse", Severity.WARNING, text, recommend("entropy_collapse"), step=onset,

@@ -108,6 +108,9 @@ def test_an_entropy_that_falls_to_zero_before_the_reward_rises_is_premature_conv
     [finding] = verdict.findings
     assert finding.code == "entropy_collapse" and finding.step == 4  # first at or below 5% of 0.69
     assert "settled on fixed choices before it learned anything" in finding.message
+    # a rise beyond the noise that is small for the reward's scale does not outweigh the collapse
+    inching = classify_reinforcement(reward(noisy(np.linspace(9, 10, 200), 0.1), "episode/reward"), entropy=entropy)
+    assert inching.label == "unstable" and inching.reasons[0].startswith("episode/reward rose only from 9")
     # the same fall of the entropy while the reward climbs is a policy that learned and sharpened
     learned = reward(noisy(np.linspace(20, 500, 200), 30.0), "episode/reward")
     assert classify_reinforcement(learned, entropy=entropy).label == "normal"
