@@ -2,7 +2,8 @@
 """Regenerate the labelled hard cases by really training small models on CPU.
 
 Each run here is a real training job (an MLP, a tiny character Transformer, a
-GAN, a multi-head net, a tiny GPT-2 under the HF Trainer) logged by a real
+GAN, a multi-head net, a tiny GPT-2 under the HF Trainer, a REINFORCE policy on
+gymnasium's CartPole) logged by a real
 logger (``torch.utils.tensorboard``, ``tensorboardX``, Lightning's CSVLogger,
 the HF Trainer's ``trainer_state.json``). The hard part of each run is produced
 by its cause (warm restarts, corrupted batches, a long warm-up, a tiny train
@@ -947,9 +948,6 @@ def run_llm_clip() -> dict[str, dict[str, Any]]:
                             "pre-clip gradient norm sits above 1 almost all the time and is clipped; a healthy run")}
 
 
-# --------------------------------------------------------------------------- main
-
-
 def reinforce_cartpole(*, name: str, lr: float, episodes: int, seed: int) -> dict[str, list[tuple[int, float]]]:
     """REINFORCE with normalised discounted returns on gymnasium's CartPole-v1 (a 64-unit MLP policy, Adam),
     one update per episode, logged per episode: the episode's reward, the policy's mean entropy over the
@@ -1022,6 +1020,9 @@ def run_rl_not_learning() -> dict[str, dict[str, Any]]:
     s = reinforce_cartpole(name=name, lr=1e-6, episodes=400, seed=22)
     return {name: _rl_label("underfitting", s, "the same REINFORCE with Adam at 1e-6: the policy barely moves, the "
                                                "episode reward stays at a random policy's ~20 for all 400 episodes")}
+
+
+# --------------------------------------------------------------------------- main
 
 
 def main(argv: list[str] | None = None) -> int:
