@@ -11,14 +11,15 @@ label         reward (and policy entropy)
 normal        the reward rose beyond its noise and kept most of its gain
 underfitting  the reward never rose beyond its noise: the policy is not learning
 unstable      the reward rose, then gave back most of its gain (a collapse); or it fell; or it
-              did not rise by half its scale while the policy entropy fell to near zero (the
+              did not rise by half its start while the policy entropy fell to near zero (the
               policy settled on fixed choices before it learned anything: premature convergence)
 diverged      a loss or the reward became NaN/Inf; or the policy entropy blew up (its
               outputs spread towards uniform: the policy collapsed)
 ============  ============================================================================
 
-Levels are medians of the first and last tenth of the points (at least two) and the best of the
-medians of stretches as long; a change counts when it clears both ``gain_sigmas`` standard errors of such a median
+Levels are means of the first and last tenth of the points (at least two) and the best of those of
+stretches as long (means, since rewards are often discrete: see :func:`reward_features`); a change
+counts when it clears both ``gain_sigmas`` standard errors of the difference of two such levels
 and ``min_gain`` of the reward's scale (the largest of those levels in absolute value), since rewards
 have no common unit. An episodic reward is noisy by nature: roughness alone is never instability here.
 """
@@ -34,7 +35,7 @@ from tanalyze.analysis.classify import Verdict, _past, _shrink
 from tanalyze.analysis.divergence import DivergenceResult
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, Severity
-from tanalyze.curves import Curve, bin_medians, noise_sigma
+from tanalyze.curves import Curve, noise_sigma
 
 __all__ = ["RewardThresholds", "classify_reinforcement"]
 
@@ -45,11 +46,11 @@ class RewardThresholds:
 
     min_points: int = 8  # finite reward points needed for any verdict
     min_gain: float = 0.05  # a rise or fall counts from 5 % of the reward's scale …
-    gain_sigmas: float = 4.0  # … and this many standard errors of the difference of two level medians
+    gain_sigmas: float = 4.0  # … and this many standard errors of the difference of two levels
     collapse_share: float = 0.25  # a collapse: the reward ends with at most this share of its best gain
     entropy_blowup: float = 4.0  # the policy entropy ends this many times above its starting level
     entropy_floor: float = 0.05  # … or below this share of its early peak while the reward did not rise …
-    collapse_rise: float = 0.5  # … by this share of its scale (beyond noise is not enough then)
+    collapse_rise: float = 0.5  # … by this share of its starting level (beyond noise is not enough then)
 
 
 def classify_reinforcement(
@@ -99,8 +100,8 @@ def classify_reinforcement(
     evidence.update(f)
     data = n / (n + 5)
     gain, peak_gain, bar = f["gain"], f["best"] - f["start_level"], f["bar"]
-    levels = (f"from {f['start_level']:.4g} (median of its first {f['head_points']} points) to {f['end_level']:.4g} "
-              f"(median of its last {f['head_points']})")
+    levels = (f"from {f['start_level']:.4g} (mean of its first {f['head_points']} points) to {f['end_level']:.4g} "
+              f"(mean of its last {f['head_points']})")
     if peak_gain > bar and gain <= th.collapse_share * peak_gain and f["best"] - f["end_level"] > bar:
         given_back = (peak_gain - gain) / peak_gain
         text = (f"{reward.tag} rose from {f['start_level']:.4g} to {f['best']:.4g} by step {f['best_step']}, then gave "
@@ -110,14 +111,15 @@ def classify_reinforcement(
                           step=f["best_step"], step_end=f["last_step"])
         return Verdict("unstable", round(confidence, 3), evidence, (text,), findings=(finding,))
     sharpened = _entropy_collapse(entropy, th) if entropy is not None else None
-    if gain > bar and (sharpened is None or gain > th.collapse_rise * f["scale"]):
+    if gain > bar and (sharpened is None or gain > th.collapse_rise * abs(f["start_level"])):
         reasons = [f"{reward.tag} rose {levels}, beyond its noise"]
         if f["best"] - f["end_level"] > bar:
             reasons.append(f"it ended below its best, {f['best']:.4g} at step {f['best_step']}")
         return Verdict("normal", round(_shrink(_past(gain, bar), data), 3), evidence, tuple(reasons))
     if sharpened is not None:
         share, peak, end, onset, text = sharpened
-        rose = (f"rose only {levels}, less than half its scale," if gain > bar else f"did not rise ({levels})")
+        rose = (f"rose only {levels}, less than half its starting level," if gain > bar
+                else f"did not rise ({levels})")
         text = f"{reward.tag} {rose} while {text}"
         evidence.update(entropy_tag=entropy.tag, entropy_start=peak, entropy_end=end, entropy_ratio=end / peak,
                         onset_step=onset)
@@ -139,24 +141,64 @@ def classify_reinforcement(
 
 
 def reward_features(r: Curve, th: RewardThresholds = RewardThresholds()) -> dict[str, Any]:
-    """The levels of a reward curve (finite points, one per step) and the change that counts (``bar``)."""
+    """The levels of a reward curve (finite points, one per step) and the change that counts (``bar``).
+
+    Levels are means, not medians: an episode's reward is often discrete (a win is 1, a loss 0; an episode
+    length), and the median of 0/1 outcomes stays 0 while the win rate climbs from 10 % to 40 %. The noise is
+    the larger of the robust second-difference estimate and that of the first differences (which a discrete
+    reward does not fool into zero, and an outlier raises: the bar grows with it); a level's standard error is
+    it over √k, times what correlated noise adds (:func:`_correlation_inflation`: a rolling mean such as SB3's
+    ``ep_rew_mean`` wanders more than its point-to-point noise says).
+    """
     n = len(r)
     k = max(2, int(round(0.1 * n)))
-    head, tail = float(np.median(r.values[:k])), float(np.median(r.values[-k:]))
+    head, tail = _level(r.values[:k]), _level(r.values[-k:])
     # the best level on stretches as long as the head and tail windows: the largest of many shorter, noisier
-    # medians would be biased high and read noise as a rise and a collapse
-    bx, by = bin_medians(r.steps.astype(np.float64), r.values, max(1, n // k))
-    best_index = int(np.argmax(by))
-    sigma = noise_sigma(r.values)
-    level_noise = 1.2533 * float(sigma) / np.sqrt(k) if np.isfinite(sigma) else 0.0
-    scale = max(abs(head), abs(tail), abs(float(by[best_index])))
+    # levels would be biased high and read noise as a rise and a collapse
+    edges = np.linspace(0, n, max(1, n // k) + 1).round().astype(np.int64)
+    stretches = [(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True) if b > a]
+    levels = np.array([_level(r.values[a:b]) for a, b in stretches])
+    best_index = int(np.argmax(levels))
+    a, b = stretches[best_index]
+    sigma = _noise(r.values)
+    level_noise = sigma / np.sqrt(k) * _correlation_inflation(r.values, k)
+    scale = max(abs(head), abs(tail), abs(float(levels[best_index])))
     bar = max(th.gain_sigmas * level_noise * np.sqrt(2.0), th.min_gain * scale)
     return {
         "points": n, "head_points": k, "first_step": int(r.steps[0]), "last_step": int(r.steps[-1]),
-        "start_level": head, "end_level": tail, "gain": tail - head, "best": float(by[best_index]),
-        "best_step": int(round(bx[best_index])), "noise": float(sigma) if np.isfinite(sigma) else None,
-        "scale": float(scale), "bar": float(bar),
+        "start_level": head, "end_level": tail, "gain": tail - head, "best": float(levels[best_index]),
+        "best_step": int(r.steps[(a + b - 1) // 2]), "noise": sigma, "scale": float(scale), "bar": float(bar),
     }
+
+
+def _level(values: np.ndarray) -> float:
+    """The mean of ``values`` (not a trimmed one: trimming 10 % of 0/1 outcomes drops every rare 1)."""
+    return float(np.mean(values))
+
+
+def _correlation_inflation(values: np.ndarray, k: int) -> float:
+    """How much more the mean of ``k`` neighbouring points moves than independent noise would let it:
+    ``sqrt((1 + ρ) / (1 - ρ))`` for the lag-1 autocorrelation ρ of the points around their running mean over
+    ``k`` (an AR(1) process's variance factor for a mean), between 1 and 10."""
+    if len(values) < 3 * k or k < 3:
+        return 1.0
+    kernel = np.ones(k) / k
+    padded = np.concatenate([np.full(k // 2, values[0]), values, np.full(k - 1 - k // 2, values[-1])])
+    residual = values - np.convolve(padded, kernel, mode="valid")
+    a, b = residual[:-1], residual[1:]
+    if not (np.std(a) > 0 and np.std(b) > 0):
+        return 1.0
+    rho = float(np.clip(np.corrcoef(a, b)[0, 1], 0.0, 0.98))
+    return float(min(10.0, np.sqrt((1 + rho) / (1 - rho))))
+
+
+def _noise(values: np.ndarray) -> float:
+    """Point-to-point noise of a reward, blind to its trend: the larger of the robust second-difference
+    estimate and the standard deviation of the first differences over √2 (0 with fewer than 4 points)."""
+    robust = noise_sigma(values)
+    plain = float(np.std(np.diff(values))) / np.sqrt(2.0) if len(values) >= 4 else float("nan")
+    found = [x for x in (robust, plain) if np.isfinite(x)]
+    return float(max(found)) if found else 0.0
 
 
 def _entropy_collapse(entropy: Curve, th: RewardThresholds) -> tuple[float, float, float, int, str] | None:

@@ -114,3 +114,26 @@ def test_an_entropy_that_falls_to_zero_before_the_reward_rises_is_premature_conv
     # the same fall of the entropy while the reward climbs is a policy that learned and sharpened
     learned = reward(noisy(np.linspace(20, 500, 200), 30.0), "episode/reward")
     assert classify_reinforcement(learned, entropy=entropy).label == "normal"
+
+
+def test_a_win_rate_that_climbs_is_learning_though_each_episode_is_won_or_lost():
+    # 0/1 outcomes whose rate climbs from 10% to 50% over 2,000 episodes: the median of either end is 0
+    steps = np.arange(2000)
+    for seed in range(5):
+        wins = (np.random.default_rng(seed).random(2000) < 0.1 + 0.4 * steps / 2000).astype(float)
+        verdict = classify_reinforcement(Curve.from_arrays(steps, wins, "episode_reward"))
+        assert verdict.label == "normal", verdict.reasons
+        assert 0.05 < verdict.evidence["start_level"] < 0.2 and 0.38 < verdict.evidence["end_level"] < 0.62
+
+
+def test_correlated_noise_around_a_flat_reward_is_not_read_as_a_change():
+    # AR(1) noise (each episode's reward carries half the last one's luck) around a flat level
+    def ar1(seed: int) -> np.ndarray:
+        shocks = np.random.default_rng(seed).standard_normal(1000)
+        out = np.zeros(1000)
+        for i in range(1, 1000):
+            out[i] = 0.5 * out[i - 1] + shocks[i]
+        return 10 + out
+
+    labels = [classify_reinforcement(Curve.from_arrays(np.arange(1000), ar1(seed), "r")).label for seed in range(40)]
+    assert labels.count("underfitting") == 40  # with the independent-noise standard error alone: 7 of 40 not
