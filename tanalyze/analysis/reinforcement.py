@@ -11,8 +11,8 @@ label         reward (and policy entropy)
 normal        the reward rose beyond its noise and kept most of its gain
 underfitting  the reward never rose beyond its noise: the policy is not learning
 unstable      the reward rose, then gave back most of its gain (a collapse); or it fell; or it
-              did not rise by half its start while the policy entropy fell to near zero (the
-              policy settled on fixed choices before it learned anything: premature convergence)
+              did not rise by half its starting level while the policy entropy fell to near zero
+              (the policy settled on fixed choices before it learned: premature convergence)
 diverged      a loss or the reward became NaN/Inf; or the policy entropy blew up (its
               outputs spread towards uniform: the policy collapsed)
 ============  ============================================================================
