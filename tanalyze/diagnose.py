@@ -98,11 +98,13 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_wit
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "10"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "11"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
-# 10: W&B system metrics (sampled on a clock) take no gpu_memory role
+# 10: W&B system metrics (sampled on a clock) take no gpu_memory role; 11: losses never finite, warnings on finished
+# runs, gradient spikes the loss absorbed, restarts of seconds; a lone low validation draw is no minimum; RL runs
+# judged by their reward
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Loss findings that stand in a reinforcement-learning run, where a loss's level and swings mean nothing.
