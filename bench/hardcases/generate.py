@@ -996,30 +996,30 @@ def _rl_label(regime: str, series: dict[str, list[tuple[int, float]]], why: str)
                  reward_first_tenth=float(np.median(rewards[:tenth])), reward_last_tenth=float(np.median(rewards[-tenth:])))
 
 
-@register
-def run_rl_learns() -> dict[str, dict[str, Any]]:
-    name = "rl_learns"
-    s = reinforce_cartpole(name=name, lr=5e-3, episodes=400, seed=21)
-    return {name: _rl_label("normal", s, "REINFORCE on CartPole-v1 with Adam at 5e-3: the episode reward climbs from "
-                                         "~25 to the 500 cap (with one dip on the way, as policy gradients do) and "
-                                         "stays there; a policy-gradient loss that swings by design")}
+#: The RL hard cases: name -> (truth, Adam learning rate, seed, why). Each is REINFORCE on CartPole for 400 episodes.
+RL_RUNS: dict[str, tuple[str, float, int, str]] = {
+    "rl_learns": ("normal", 5e-3, 21, "REINFORCE on CartPole-v1 with Adam at 5e-3: the episode reward climbs from ~25 "
+                  "to the 500 cap (with one dip on the way, as policy gradients do) and stays there; a policy-gradient "
+                  "loss that swings by design"),
+    "rl_entropy_collapse": ("unstable", 5e-2, 24, "the same REINFORCE with Adam at 5e-2, far too high: within ten "
+                            "episodes the policy entropy falls from ln 2 to ~0 (one action always) and the episode "
+                            "reward sits at ~9, below a random policy's ~20"),
+    "rl_not_learning": ("underfitting", 1e-6, 22, "the same REINFORCE with Adam at 1e-6: the policy barely moves, the "
+                        "episode reward stays at a random policy's ~20 for all 400 episodes"),
+}
 
 
-@register
-def run_rl_entropy_collapse() -> dict[str, dict[str, Any]]:
-    name = "rl_entropy_collapse"
-    s = reinforce_cartpole(name=name, lr=5e-2, episodes=400, seed=24)
-    return {name: _rl_label("unstable", s, "the same REINFORCE with Adam at 5e-2, far too high: within ten episodes "
-                                           "the policy entropy falls from ln 2 to ~0 (one action always) and the "
-                                           "episode reward sits at ~9, below a random policy's ~20")}
+def _rl_run(name: str) -> Callable[[], dict[str, dict[str, Any]]]:
+    truth, lr, seed, why = RL_RUNS[name]
+
+    def run() -> dict[str, dict[str, Any]]:
+        return {name: _rl_label(truth, reinforce_cartpole(name=name, lr=lr, episodes=400, seed=seed), why)}
+
+    return run
 
 
-@register
-def run_rl_not_learning() -> dict[str, dict[str, Any]]:
-    name = "rl_not_learning"
-    s = reinforce_cartpole(name=name, lr=1e-6, episodes=400, seed=22)
-    return {name: _rl_label("underfitting", s, "the same REINFORCE with Adam at 1e-6: the policy barely moves, the "
-                                               "episode reward stays at a random policy's ~20 for all 400 episodes")}
+for _name in RL_RUNS:
+    RUNS[_name] = _rl_run(_name)
 
 
 # --------------------------------------------------------------------------- main
