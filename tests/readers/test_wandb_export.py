@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tanalyze.discover import discover
@@ -293,3 +294,29 @@ def test_runs_table_of_many_runs_loads_as_one_table_with_each_runs_points(tmp_pa
         assert points(logs, f"runs.csv/r{i}", "val/loss") == ([] if i % 2 or i % 7 == 6 else [(10 * i, i / 9)])
         assert logs.runs[f"runs.csv/r{i}"].hparams["seed"] == i % 3
     assert len(logs.scalars) == sum(0 if i % 7 == 6 else 1 + (i % 2 == 0) for i in range(2000))
+
+
+@pytest.mark.parametrize("cells", [
+    ["0.5", "1e-4", "-2.25", "3.0", "12", " -3 ", "+7", "", "NaN", "-Infinity", "1e999", "1_000.5", "١.٥", "2.5e3"],
+    ["0.5", "x", "", "true", "7"],
+    [" ", "0.1"],
+    [repr(v) for v in np.random.default_rng(3).normal(size=500)] + [str(i) for i in range(-5, 5)],
+])
+def test_runs_table_columns_of_numbers_read_at_once_give_what_each_cell_gives(cells):
+    from tanalyze.readers.wandb.export import _cell_values, _value
+
+    got = _cell_values(np.array(cells, dtype=object)).tolist()
+    expected = [_value(cell) for cell in cells]
+    assert [(type(v), repr(v)) for v in got] == [(type(v), repr(v)) for v in expected]
+
+
+@pytest.mark.parametrize("width", [0, 1, 7, 8, 9, 70])
+def test_runs_table_point_patterns_are_the_distinct_rows(width):
+    from tanalyze.readers.wandb.export import _distinct_rows
+
+    flags = np.random.default_rng(width).random((400, width)) < 0.4
+    patterns, which = _distinct_rows(flags)
+    assert (patterns[which] == flags).all() and len({row.tobytes() for row in patterns}) == len(patterns)
+    if width:
+        expected, inverse = np.unique(flags, axis=0, return_inverse=True)
+        assert (patterns == expected).all() and (which == inverse.reshape(-1)).all()

@@ -22,6 +22,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -262,13 +263,17 @@ def _value(cell: str) -> Any:
     text = cell.strip()
     if (text[1:] if text[:1] in ("+", "-") else text).isdecimal():
         return int(text)
-    number = _number(text)
+    # ``float`` reads nothing that ends otherwise: a digit, a point, or inf/infinity/nan
+    number = _number(text) if text and (text[-1].isdecimal() or text[-1] in _FLOAT_ENDS) else None
     if number is None:
         lowered = text.lower()
         return None if text == "" else lowered == "true" if lowered in ("true", "false") else text
     if math.isfinite(number) or text.lower() in ("nan", "inf", "-inf", "infinity", "-infinity"):
         return number
     return text
+
+
+_FLOAT_ENDS = frozenset(".nNfFyY")
 
 
 def split_config_summary(columns: list[str]) -> int | None:
@@ -292,20 +297,25 @@ def _read_runs_table(path: Path) -> list[RunData]:
         lead += 1
     split = split_config_summary(header[lead:])
     summary_start = len(header) if split is None else lead + split
-    body = [(number, row) for number, row in enumerate(rows, start=2) if any(map(str.strip, row))]
-    ragged = [number for number, row in body if len(row) != len(header)]
-    body = [(number, row) for number, row in body if len(row) == len(header)]
+    width = len(header)
+    body, ragged = [], []
+    for number, row in enumerate(rows, start=2):
+        if len(row) == width and (row[0].strip() or any(map(str.strip, row))):
+            body.append((number, row))
+        elif any(map(str.strip, row)):
+            ragged.append(number)
     if not body:
         return []
     # Column by column: each distinct cell is read once, and the final points of all runs are found at once.
-    cells = list(zip(*(row for _, row in body), strict=True))
-    values = [_column_values(column) for column in cells]
+    columns = [_Column.of(cells) for cells in zip(*(row for _, row in body), strict=True)]
     notes_column = header.index("Notes") if "Notes" in header[:lead] else None
     if notes_column is not None:
-        values[notes_column] = [None if v == "-" else v for v in values[notes_column]]
-    names = _run_names([n for n, _ in body], cells[0], cells[header.index("Created")] if "Created" in header else None)
+        columns[notes_column] = columns[notes_column].without("-")
+    created = columns[header.index("Created")].written() if "Created" in header else None
+    names = _run_names([n for n, _ in body], columns[0].written(), created)
     summary_keys = header[summary_start:]
-    finals = _FinalPoints(summary_keys, values[summary_start:], len(body))
+    finals = _FinalPoints(summary_keys, columns[summary_start:], len(body))
+    values = [column.values() for column in columns]
 
     info_keys = [(i, key) for i, key in enumerate(header[:lead]) if key != "Name"]
     config_keys = header[lead:summary_start]
@@ -337,13 +347,70 @@ def _by_row(columns: list[list[Any]], rows: int) -> list[tuple[Any, ...]]:
     return list(zip(*columns, strict=True)) if columns else [()] * rows
 
 
-def _column_values(column: tuple[str, ...]) -> list[Any]:
-    """A column's cells as Python values (a column repeats its cells from run to run: each is read once)."""
-    known = {cell: _value(cell) for cell in set(column)}
-    return [known[cell] for cell in column]
+@dataclass(frozen=True)
+class _Column:
+    """One column of a runs table: its distinct cells as written (``texts``) and as Python values
+    (``cells``, see ``_value``), and for each row which of them it holds (``codes``)."""
+
+    texts: np.ndarray
+    cells: np.ndarray
+    codes: np.ndarray
+
+    @classmethod
+    def of(cls, column: tuple[str, ...]) -> _Column:
+        codes, texts = pd.factorize(np.asarray(column, dtype=object))
+        return cls(texts, _cell_values(texts), codes)
+
+    def values(self) -> list[Any]:
+        """Each row's value."""
+        return self.cells[self.codes].tolist()
+
+    def written(self) -> list[str]:
+        """Each row's cell as written."""
+        return self.texts[self.codes].tolist()
+
+    def without(self, marker: str) -> _Column:
+        """The column with ``marker`` cells read as no value (a runs table's ``-`` for no notes)."""
+        cells = self.cells.copy()
+        cells[[v == marker for v in cells.tolist()]] = None
+        return _Column(self.texts, cells, self.codes)
+
+    def numbers(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which rows hold a number (not a boolean), and the numbers (0 where none)."""
+        flags = np.array([type(v) is int or type(v) is float for v in self.cells.tolist()], bool)
+        numbers = np.array([float(v) if flag else 0.0 for v, flag in zip(self.cells.tolist(), flags.tolist(),
+                                                                           strict=True)], np.float64)
+        return flags[self.codes], numbers[self.codes]
+
+    def steps(self) -> tuple[np.ndarray, np.ndarray]:
+        """Which rows hold a step (see ``as_step``), and the steps (0 where none)."""
+        found = [as_step(v) for v in self.cells.tolist()]
+        has = np.array([step is not None for step in found], bool)
+        steps = np.array([0 if step is None else step for step in found], np.int64)
+        return has[self.codes], steps[self.codes]
 
 
-def _run_names(numbers: list[int], names: tuple[str, ...], created: tuple[str, ...] | None) -> list[str]:
+def _cell_values(cells: np.ndarray) -> np.ndarray:
+    """``_value`` of each of ``cells`` (distinct strings) as an object array; a column of numbers is
+    converted at once.
+
+    numpy converts text with ``float`` itself, so a finite number with a fraction is what ``_value``
+    gives; the rest (whole numbers, non-finite values, empty cells) are given by ``_value``.
+    """
+    values = np.full(len(cells), None, dtype=object)
+    filled = cells != ""
+    try:
+        numbers = cells[filled].astype(np.float64)
+    except ValueError:  # some cell is not a number: each is read on its own
+        values[:] = [_value(cell) for cell in cells]
+        return values
+    values[filled] = numbers
+    positions = np.flatnonzero(filled)[~np.isfinite(numbers) | (numbers == np.trunc(numbers))]
+    values[positions] = [_value(cell) for cell in cells[positions]]
+    return values
+
+
+def _run_names(numbers: list[int], names: list[str], created: list[str] | None) -> list[str]:
     """Each row's run name; a name several rows share gets the row's creation time (or ``#k``) added."""
     named = [name or f"row {number}" for number, name in zip(numbers, names, strict=True)]
     counts = Counter(named)
@@ -362,23 +429,19 @@ class _FinalPoints:
     """Every run's final values as points, found for all runs at once: the numeric summary cells other
     than the step and ``_``-keys, at the step the run's first step key holds."""
 
-    def __init__(self, keys: list[str], columns: list[list[Any]], runs: int) -> None:
-        """``columns``: the summary columns as Python values, one list of ``runs`` per key."""
+    def __init__(self, keys: list[str], columns: list[_Column], runs: int) -> None:
         numeric = np.zeros((runs, len(keys)), bool)
         values = np.zeros((runs, len(keys)))
         for j, column in enumerate(columns):
-            flags = [isinstance(v, int | float) and not isinstance(v, bool) for v in column]
-            numeric[:, j] = flags
-            values[:, j] = [float(v) if flag else 0.0 for v, flag in zip(column, flags, strict=True)]
+            numeric[:, j], values[:, j] = column.numbers()
         step_key = np.full(runs, -1, np.int64)
         steps = np.zeros(runs, np.int64)
         for key in reversed(("_step", *STEP_KEYS)):  # the first key that holds a step wins: applied last
             if key in keys:
                 j = keys.index(key)
-                found = [as_step(v) for v in columns[j]]
-                has = np.array([step is not None for step in found], bool)
+                has, found = columns[j].steps()
                 step_key[has] = j
-                steps[has] = [step for step in found if step is not None]
+                steps[has] = found[has]
         underscore = np.array([key.startswith("_") for key in keys], bool)
         chosen = numeric & ~underscore & (np.arange(len(keys))[None, :] != step_key[:, None])
         points = chosen & (step_key >= 0)[:, None]
@@ -387,8 +450,8 @@ class _FinalPoints:
         self._step = np.repeat(steps, counts)
         self._value = values[points]
         self._wall_time = np.full(len(self._value), np.nan)
-        patterns, pattern = np.unique(points, axis=0, return_inverse=True)
-        self._pattern = pattern.reshape(-1).tolist()
+        patterns, pattern = _distinct_rows(points)
+        self._pattern = pattern.tolist()
         self._tags = [tuple(key for key, flag in zip(keys, row, strict=True) if flag) for row in patterns.tolist()]
         self._codes = np.arange(len(keys), dtype=np.int32)
         self._starts = np.concatenate(([0], np.cumsum(counts))).tolist()
@@ -409,6 +472,16 @@ class _FinalPoints:
                                 self._value[begin:end], self._wall_time[begin:end])
         step_key = self._keys[self._step_key[index]]
         return columns, f"the {width} final value(s) are single points at {step_key} = {self._steps[index]}"
+
+
+def _distinct_rows(flags: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of a boolean matrix and, for each row, which of them it is (as ``np.unique``
+    with ``axis=0``, sorted alike, but each row compared as one string of bits)."""
+    packed = np.packbits(np.pad(flags, ((0, 0), (0, 1))), axis=1)  # at least one byte per row
+    distinct, inverse = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).reshape(-1),
+                                  return_inverse=True)
+    bits = np.unpackbits(distinct.view(np.uint8).reshape(len(distinct), -1), axis=1, count=flags.shape[1])
+    return bits.astype(bool), inverse.reshape(-1)
 
 
 _NO_POINTS = ScalarColumns((), np.empty(0, np.int32), np.empty(0, np.int64), np.empty(0), np.empty(0))
