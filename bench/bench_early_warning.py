@@ -86,10 +86,11 @@ def healthy_set(runs: int) -> tuple[int, int]:
     bases = spec_bench.healthy_bases()
     warned = problems = 0
     for i in range(runs):
-        name, curves = bases[i % len(bases)]
+        name, curves, config = bases[i % len(bases)]
         rng = np.random.default_rng(i)
         varied = {role: (spec_bench.vary(c, rng) if role != "learning_rate" else c) for role, c in curves.items()}
-        d = diagnose_run(spec_bench.frame_of(f"{name}#{i}", varied), roles={r: c.tag for r, c in varied.items()})
+        d = diagnose_run(spec_bench.frame_of(f"{name}#{i}", varied), roles={r: c.tag for r, c in varied.items()},
+                         **config)
         warned += any(f.code == "divergence_warning" for f in d.findings)
         problems += d.verdict.label in spec_bench.PROBLEMS
     return warned, problems

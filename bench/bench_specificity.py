@@ -20,6 +20,7 @@ import sys
 import warnings
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,22 +45,30 @@ SKIP_KINDS = {"gan", "multi_loss", "siblings", "val_nan", "rl"}
 PROBLEMS = {"overfitting", "underfitting", "unstable", "diverged"}
 
 
-def healthy_bases() -> list[tuple[str, dict[str, Curve]]]:
-    """(name, {role: curve}) of every healthy labelled run that can be varied on its own."""
+def healthy_bases() -> list[tuple[str, dict[str, Curve], dict[str, Any]]]:
+    """(name, {role: curve}, its configuration) of every healthy labelled run that can be varied on its own."""
     out = []
     for root in (REPO / "bench" / "hardcases", REPO / "sample_runs"):
         labels = score.load_labels(root / "LABELS.json")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            diagnoses = tanalyze.diagnose(tanalyze.load(root))
+            logs = tanalyze.load(root)
+            diagnoses = tanalyze.diagnose(logs)
         for s in score.score(diagnoses, labels):
             if s.truth != "normal" or s.kind in SKIP_KINDS:
                 continue
             d = diagnoses[s.run]
             curves = {role: c for role, c in d.curves.items() if role in ("train_loss", "train_loss_epoch", "val_loss", "learning_rate")}
             if "train_loss" in curves and len(curves["train_loss"].finite_part()) >= 20:
-                out.append((s.run, curves))
+                out.append((s.run, curves, configuration(logs, s.run)))
     return out
+
+
+def configuration(logs: tanalyze.Logs, run: str) -> dict[str, Any]:
+    """What a variant keeps of its run besides the curves: its config and logged texts (``diagnose_run``'s
+    ``hparams`` and ``text``): a variant is the same run with its noise drawn again."""
+    info = logs.runs[run]
+    return {"hparams": info.hparams, "text": info.text}
 
 
 def vary(curve: Curve, rng: np.random.Generator, block: int = 8) -> Curve:
@@ -108,10 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     info: Counter[str] = Counter()
     wrong: list[str] = []
     for i in range(args.runs):
-        name, curves = bases[i % len(bases)]
+        name, curves, config = bases[i % len(bases)]
         rng = np.random.default_rng(i)
         varied = {role: (vary(c, rng) if role != "learning_rate" else c) for role, c in curves.items()}
-        d = diagnose_run(frame_of(f"{name}#{i}", varied), roles={role: c.tag for role, c in varied.items()})
+        d = diagnose_run(frame_of(f"{name}#{i}", varied), roles={role: c.tag for role, c in varied.items()}, **config)
         verdicts[d.verdict.label] += 1
         if d.verdict.label in PROBLEMS:
             wrong.append(f"{name}#{i}: {d.verdict.label} ({d.verdict.confidence:.2f}) {d.verdict.reasons[0][:120]}")

@@ -66,7 +66,8 @@ def scored_runs(variants: int = 0) -> tuple[list, list[Judged]]:
     for root in (REPO / "sample_runs", REPO / "bench" / "hardcases"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            diagnoses = tanalyze.diagnose(tanalyze.load(root))
+            logs = tanalyze.load(root)
+            diagnoses = tanalyze.diagnose(logs)
         scored = score.score(diagnoses, score.load_labels(root / "LABELS.json"))
         out += scored
         for s in scored:
@@ -81,7 +82,8 @@ def scored_runs(variants: int = 0) -> tuple[list, list[Judged]]:
                 new = {role: (spec_bench.vary(c, rng) if role != "learning_rate" else c) for role, c in curves.items()}
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    d = diagnose_run(spec_bench.frame_of(f"{s.run}#{i}", new), roles={r: c.tag for r, c in new.items()})
+                    d = diagnose_run(spec_bench.frame_of(f"{s.run}#{i}", new), roles={r: c.tag for r, c in new.items()},
+                                     **spec_bench.configuration(logs, s.run))
                 varied.append(Judged(s.truth, d.verdict.label, d.verdict.confidence))
     return out, varied
 

@@ -62,6 +62,7 @@ from tanalyze.analysis.early_warning import EarlyWarningResult, analyze_early_wa
 from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
 from tanalyze.analysis.nccl import NcclAnalysis, analyze_nccl
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
+from tanalyze.analysis.pretrained import language_model_start
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.ranks import RankAnalysis, analyze_ranks
 from tanalyze.analysis.recommendations import recommend
@@ -75,7 +76,7 @@ from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
 from tanalyze.checkpoint_files import CheckpointScan
 from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
-from tanalyze.logs import Logs
+from tanalyze.logs import Logs, RunInfo
 from tanalyze.readers.base import Phase, Restart
 from tanalyze.roles import (
     Roles,
@@ -94,17 +95,19 @@ from tanalyze.text import safe_text
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "compare_with_siblings", "ANALYSIS_VERSION"]
+__all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_info", "compare_with_siblings",
+           "ANALYSIS_VERSION"]
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "11"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "12"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
 # 10: W&B system metrics (sampled on a clock) take no gpu_memory role; 11: losses never finite, warnings on finished
 # runs, gradient spikes the loss absorbed, restarts of seconds; a lone low validation draw is no minimum; RL runs
-# judged by their reward
+# judged by their reward; 12: a language model's fine-tune that falls a little is no underfitting; the report reads
+# the run's configuration (its gradient clipping) as diagnose does
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Loss findings that stand in a reinforcement-learning run, where a loss's level and swings mean nothing.
@@ -612,6 +615,7 @@ def diagnose_run(
     restarts: Sequence[Restart] = (),
     checkpoints: CheckpointScan | None = None,
     nccl: NcclScan | None = None,
+    text: Mapping[str, str] | None = None,
     **params: Mapping[str, Any],
 ) -> RunDiagnosis:
     """Diagnose one run from its tidy table (rows of one run; every point is used, or those of one session).
@@ -634,6 +638,9 @@ def diagnose_run(
         checkpoints: the checkpoints it saved (``RunInfo.checkpoints``), judged against the best evaluation of the
             monitored metric (``checkpoints={"top_k": 3}`` sets the what-if's ``k``).
         nccl: what NCCL printed in the run's console logs (``RunInfo.nccl``): transports, warnings, timeouts.
+        text: the texts the run logged (``RunInfo.text``; a Hugging Face run's ``model_config`` and ``args``):
+            with ``hparams``, what tells a fine-tune of a trained language model (see
+            :mod:`tanalyze.analysis.pretrained`).
         **params: per-analyzer parameters by name: ``divergence``, ``overfitting``,
             ``early_stopping``, ``progress``, ``gradients``, ``throughput``, ``resources``, ``early_warning``,
             ``checkpoints``, ``communication``
@@ -731,7 +738,7 @@ def diagnose_run(
         verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
                                num_classes=num_classes, thresholds=thresholds or Thresholds(),
                                adversarial=adversarial, components=components,
-                               epoch_train=epoch_train)
+                               epoch_train=epoch_train, language_model=language_model_start(hparams or {}, text))
     early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
     progress = (analyze_progress(main, epochs=epoch, **params.get("progress", {}))
                 if main is not None and reward is None else None)
@@ -951,13 +958,20 @@ def diagnose(
     out: dict[str, RunDiagnosis] = {}
     empty = logs.scalars.iloc[0:0]
     for name, info in logs.runs.items():
-        out[name] = diagnose_run(
-            groups.get(name, empty), run=name, format=info.format, roles=roles, histograms=hist_groups.get(name),
-            read_warnings=tuple(str(w) for w in info.warnings), num_classes=num_classes, thresholds=thresholds,
-            hparams=info.hparams, phases=info.phases, status=info.status, restarts=info.restarts,
-            checkpoints=info.checkpoints, nccl=info.nccl, **params,
-        )
+        out[name] = diagnose_info(groups.get(name, empty), info, histograms=hist_groups.get(name), roles=roles,
+                                  num_classes=num_classes, thresholds=thresholds, **params)
     return Diagnoses(compare_with_siblings(out))
+
+
+def diagnose_info(frame: pd.DataFrame, info: RunInfo, *, histograms: pd.DataFrame | None = None,
+                  **options: Any) -> RunDiagnosis:
+    """:func:`diagnose_run` of one run as read: its rows, and all its reader found besides them (``info``:
+    name, format, warnings, config, texts, sessions, status, resumes, checkpoints, NCCL lines).
+    ``options`` are :func:`diagnose_run`'s own (``roles``, ``num_classes``, ``thresholds``, analyzer parameters)."""
+    return diagnose_run(frame, run=info.name, format=info.format, histograms=histograms,
+                        read_warnings=tuple(str(w) for w in info.warnings), hparams=info.hparams, text=info.text,
+                        phases=info.phases, status=info.status, restarts=info.restarts,
+                        checkpoints=info.checkpoints, nccl=info.nccl, **options)
 
 
 def compare_with_siblings(diagnoses: Mapping[str, RunDiagnosis]) -> dict[str, RunDiagnosis]:

@@ -44,18 +44,11 @@ def _mapped(task, specs: Sequence[RunSpec], *, jobs, client, progress, many=None
 
 def _diagnosed(spec: RunSpec, cache: Cache | None, options: Mapping[str, Any]) -> list[tuple[RunResult, Any]]:
     """Read one run and diagnose each of its parts."""
-    from tanalyze.diagnose import diagnose_run
+    from tanalyze.diagnose import diagnose_info
 
-    out = []
-    for result in read_run(spec, cache=cache):
-        info = result.info
-        diagnosis = diagnose_run(result.scalars, run=info.name, format=info.format,
-                                 histograms=result.histograms if result.has_histograms else None,
-                                 read_warnings=tuple(str(w) for w in info.warnings), hparams=info.hparams,
-                                 phases=info.phases, status=info.status, restarts=info.restarts,
-                                 checkpoints=info.checkpoints, nccl=info.nccl, **options)
-        out.append((result, diagnosis))
-    return out
+    return [(result, diagnose_info(result.scalars, result.info,
+                                   histograms=result.histograms if result.has_histograms else None, **options))
+            for result in read_run(spec, cache=cache)]
 
 
 def diagnose_task(spec: RunSpec, *, cache: Cache | None, options: Mapping[str, Any]) -> list[tuple[Any, Any]]:
@@ -64,13 +57,10 @@ def diagnose_task(spec: RunSpec, *, cache: Cache | None, options: Mapping[str, A
 
 
 def _failed_diagnosis(spec: RunSpec, error: str, options: Mapping[str, Any]):
-    from tanalyze.diagnose import diagnose_run
+    from tanalyze.diagnose import diagnose_info
 
     result = failed_result(spec, error)
-    diagnosis = diagnose_run(result.scalars, run=spec.name, format=spec.format,
-                             read_warnings=tuple(str(w) for w in result.info.warnings), phases=result.info.phases,
-                             status=result.info.status, restarts=result.info.restarts, **options)
-    return result.info, diagnosis
+    return result.info, diagnose_info(result.scalars, result.info, **options)
 
 
 def diagnose_path(

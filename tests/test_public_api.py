@@ -54,7 +54,7 @@ SIGNATURES = {
     "run_status": ["files", "*consoles", "*run_format", "*hparams", "*now"],
     "diagnose": ["logs", "*roles", "*num_classes", "*thresholds", "**params"],
     "diagnose_run": ["frame", "*run", "*format", "*roles", "*histograms", "*read_warnings", "*num_classes",
-                     "*thresholds", "*hparams", "*phases", "*status", "*restarts", "*checkpoints", "*nccl",
+                     "*thresholds", "*hparams", "*phases", "*status", "*restarts", "*checkpoints", "*nccl", "*text",
                      "**params"],
     "resolve_roles": ["source", "overrides"],
     "check": ["candidate", "*baseline", "*config", "*roles", "*progress", "*jobs", "*cache", "*client"],

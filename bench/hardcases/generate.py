@@ -886,9 +886,12 @@ def hf_worker(cfg: dict[str, Any]) -> None:
         def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
             return {"input_ids": self.x[i], "labels": self.x[i]}
 
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=data.vocab_size, n_positions=32, n_embd=cfg["n_embd"],
-                                       n_layer=cfg.get("n_layer", 2), n_head=2, bos_token_id=0, eos_token_id=0))
-    train = Windows("train", cfg["n_train"], cfg["seed"])
+    if cfg.get("init_from"):  # a fine-tune: the weights another Trainer saved
+        model = GPT2LMHeadModel.from_pretrained(cfg["init_from"])
+    else:
+        model = GPT2LMHeadModel(GPT2Config(vocab_size=data.vocab_size, n_positions=32, n_embd=cfg["n_embd"],
+                                           n_layer=cfg.get("n_layer", 2), n_head=2, bos_token_id=0, eos_token_id=0))
+    train = Windows(cfg.get("train_split", "train"), cfg["n_train"], cfg["seed"])
     args = TrainingArguments(
         output_dir=".", max_steps=cfg["max_steps"], per_device_train_batch_size=cfg.get("batch", 16),
         per_device_eval_batch_size=64, learning_rate=cfg["lr"], warmup_steps=cfg.get("warmup_steps", 0),
@@ -902,13 +905,16 @@ def hf_worker(cfg: dict[str, Any]) -> None:
                       eval_dataset=evaluation if cfg.get("eval_steps") else None)
     trainer.train()
     trainer.save_state()
+    if cfg.get("save_model"):
+        trainer.save_model(cfg["save_model"])  # the weights and the model's config.json
 
 
-def hf_run(name: str, cfg: dict[str, Any], *, transformers4: bool = False) -> dict[str, list[tuple[int, float]]]:
-    """Run :func:`hf_worker` in the run's folder; with ``transformers4``, under the 4.x Trainer found in the folder
-    named by ``$HARDCASES_TRANSFORMERS4`` (``pip install --no-deps --target DIR transformers==4.46.3
+def hf_run(name: str, cfg: dict[str, Any], *, transformers4: bool = False, out: Path | None = None
+           ) -> dict[str, list[tuple[int, float]]]:
+    """Run :func:`hf_worker` in the run's folder (or ``out``); with ``transformers4``, under the 4.x Trainer found
+    in the folder named by ``$HARDCASES_TRANSFORMERS4`` (``pip install --no-deps --target DIR transformers==4.46.3
     tokenizers==0.20.3 huggingface_hub==0.26.5``): the 4.x Trainer rounds the logged loss to 4 decimals."""
-    out = fresh(name)
+    out = out or fresh(name)
     env = dict(os.environ)
     if transformers4:
         if not os.environ.get("HARDCASES_TRANSFORMERS4"):
@@ -946,6 +952,58 @@ def run_llm_clip() -> dict[str, dict[str, Any]]:
                         max_grad_norm=1.0, share_grad_norm_above_1=round(sum(v > 1 for v in norms) / len(norms), 3),
                         why="an LLM-like fine-tune (tiny GPT-2, batches of 4, AdamW, max_grad_norm 1.0): the logged "
                             "pre-clip gradient norm sits above 1 almost all the time and is clipped; a healthy run")}
+
+
+#: The tiny GPT-2 the fine-tune cases start from: 600 steps on the training split, as ``llm_clip`` trains.
+PRETRAIN = {"seed": 31, "lr": 1e-3, "max_steps": 600, "n_embd": 96, "n_layer": 3, "n_train": 4000, "batch": 8,
+            "warmup_steps": 30, "logging_steps": 20}
+
+
+def config_only(folder: Path) -> None:
+    """Keep the model's ``config.json`` a Trainer saved in ``folder``, not its weights and tokenizer files."""
+    for path in folder.iterdir():
+        if path.is_file() and path.name not in ("trainer_state.json", "config.json"):
+            path.unlink()
+
+
+@register
+def run_finetune_small_fall() -> dict[str, dict[str, Any]]:
+    import tempfile
+
+    name = "finetune_small_fall"
+    out = fresh(name)
+    with tempfile.TemporaryDirectory() as scratch:
+        weights = Path(scratch) / "pretrained"
+        hf_run(name, {**PRETRAIN, "save_model": str(weights)}, out=Path(scratch))
+        s = hf_run(name, {"seed": 32, "lr": 1e-4, "max_steps": 300, "n_train": 2000, "batch": 8, "warmup_steps": 10,
+                          "logging_steps": 5, "eval_steps": 50, "train_split": "val", "init_from": str(weights),
+                          "save_model": "."}, out=out)
+    config_only(out)
+    loss = [v for _, v in s["loss"]]
+    return {name: label("normal", kind="finetune", fmt="hf_trainer_state", logger="transformers.Trainer trainer_state.json",
+                        train_tag="loss", val_tag="eval_loss", train=s["loss"], val=s["eval_loss"],
+                        first_loss=round(loss[0], 4), last_loss=round(loss[-1], 4),
+                        why="a fine-tune of a tiny GPT-2 pretrained by another Trainer (its weights loaded with "
+                            "from_pretrained, its config.json saved beside the state) on text it has not seen, at "
+                            "lr 1e-4: the loss starts near where the pretraining ended, falls a few percent and "
+                            "levels off, and the evaluation loss with it. A fine-tune converging, not a model that "
+                            "cannot fit its data")}
+
+
+@register
+def run_scratch_tiny_lr() -> dict[str, dict[str, Any]]:
+    name = "scratch_tiny_lr"
+    out = fresh(name)
+    s = hf_run(name, {**PRETRAIN, "seed": 33, "lr": 3e-7, "max_steps": 300, "logging_steps": 5, "eval_steps": 50,
+                      "save_model": "."}, out=out)
+    config_only(out)
+    loss = [v for _, v in s["loss"]]
+    return {name: label("underfitting", kind="tiny_lr", fmt="hf_trainer_state",
+                        logger="transformers.Trainer trainer_state.json", train_tag="loss", val_tag="eval_loss",
+                        train=s["loss"], val=s["eval_loss"], first_loss=round(loss[0], 4), last_loss=round(loss[-1], 4),
+                        why="the same tiny GPT-2 trained from scratch at lr 3e-7 (its config.json beside the state "
+                            "names a GPT2LMHeadModel, as a fine-tune's does): the loss starts at ln(vocab) and "
+                            "hardly moves. The model is not learning")}
 
 
 def reinforce_cartpole(*, name: str, lr: float, episodes: int, seed: int) -> dict[str, list[tuple[int, float]]]:

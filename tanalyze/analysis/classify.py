@@ -44,6 +44,7 @@ import numpy as np
 
 from tanalyze.analysis.divergence import DivergenceResult, analyze_divergence
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
+from tanalyze.analysis.pretrained import LanguageModelStart
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.curves import Curve, bin_medians, loss_space, noise_sigma, theil_sen
@@ -71,6 +72,7 @@ class Thresholds:
     rough_relative: float = 0.25  # … and at least this share of the total log decrease …
     rough_excess: float = 1.5  # … and the level itself swings this many times more than i.i.d. noise would
     #                            move it (a noisy mini-batch loss around a smooth trend is ~1)
+    fall_sigmas: float = 3.0  # a fine-tune's small fall must clear this many sigmas of the difference of its levels
     level_sigmas: float = 4.0  # a rise from the minimum or a rebound must clear this many sigmas of the levels …
     min_abs_share: float = 0.02  # … and this share of the starting level in the loss's units (near zero,
     #                              ratios of tiny values are noise: 0.0005 -> 0.001 is no "doubling")
@@ -205,6 +207,9 @@ def train_features(
         "last_step": int(c.steps[-1]) if n else None,
         "log_space": is_log,
         "start_level": head,
+        # the level of the first points, over as many as the end level (the same noise): a fall between the
+        # two can be weighed against ``level_noise``
+        "first_tenth_level": unit(float(np.median(y[:t]))),
         "end_level": tail,
         "min_level": low,
         "change": float(change),
@@ -233,6 +238,7 @@ def classify_run(
     adversarial: tuple[Curve, Curve] | None = None,
     components: dict[str, Curve] | None = None,
     epoch_train: Curve | None = None,
+    language_model: LanguageModelStart | None = None,
 ) -> Verdict:
     """The verdict for one run from its training and validation loss.
 
@@ -249,10 +255,14 @@ def classify_run(
     ``epoch_train`` — the per-epoch training loss logged beside a per-step ``train`` (Lightning's
     ``train_loss_epoch``): the curve a practitioner reads for the trend, so a climb back or roughness of the
     per-step curve counts as instability only when the epoch curve climbs back too.
+    ``language_model`` — the generative language model the run's configuration names (see
+    :mod:`tanalyze.analysis.pretrained`): a loss that starts from trained weights and falls a little, beyond its
+    noise, is a fine-tune converging, not underfitting.
     """
     if adversarial is not None:
         return _adversarial(*adversarial, divergence, thresholds)
-    verdict = _classify(train, val, divergence, overfitting, learning_rate, num_classes, thresholds, epoch_train)
+    verdict = _classify(train, val, divergence, overfitting, learning_rate, num_classes, thresholds, epoch_train,
+                        language_model)
     if components and len(components) >= 2 and verdict.label not in ("diverged", "insufficient_data"):
         verdict = _with_components(verdict, components, learning_rate, thresholds)
     return verdict
@@ -348,6 +358,7 @@ def _classify(
     num_classes: int | None,
     thresholds: Thresholds,
     epoch_train: Curve | None = None,
+    language_model: LanguageModelStart | None = None,
 ) -> Verdict:
     """The verdict of one training loss (and its validation loss): see :func:`classify_run`."""
     th = thresholds
@@ -431,7 +442,8 @@ def _classify(
     if unstable:
         scores["unstable"] = _shrink(max(unstable), data)
     under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence,
-                                               _val_levelled(val, th) if main_role == "train" else False)
+                                               _val_levelled(val, th) if main_role == "train" else False,
+                                               language_model)
     if num_classes is None and main_role == "train":
         plateau = chance_plateau(main, val, th)
         if plateau is not None:
@@ -467,10 +479,13 @@ def _classify(
         if noise is not None:
             rough = f["roughness"] if f["roughness"] is not None else 1e9
             near.append(min(0.9, noise / th.rough_noise, rough / th.rough_relative))
-        near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
+        if "trained_start" not in evidence:  # a fine-tune's small decrease is expected
+            near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
         confidence = _shrink(1 - 0.5 * max(near), data)
         reasons = [f"{main.tag} fell {_percent(-change)} {_levels(f)}; "
-                   "no overfitting, instability, divergence or stalled progress found"] + notes
+                   "no overfitting, instability, divergence or stalled progress found"]
+        reasons += [evidence["trained_start"]] if "trained_start" in evidence else []
+        reasons += notes
     findings: tuple[Finding, ...] = ()
     if label == "unstable":
         findings = (Finding("unstable", Severity.WARNING, "; ".join(why["unstable"]), recommend("unstable"),
@@ -573,11 +588,12 @@ def _val_levelled(val: Curve | None, th: Thresholds) -> bool:
 
 def _underfitting(
     f: dict[str, Any], tag: str, learning_rate: Curve | None, num_classes: int | None, th: Thresholds,
-    evidence: dict[str, Any], val_levelled: bool = False,
+    evidence: dict[str, Any], val_levelled: bool = False, language_model: LanguageModelStart | None = None,
 ) -> tuple[list[float], list[str]]:
     """Confidences and reasons of every underfitting criterion met (no decrease, not converged, chance level).
     A training loss still falling while the validation loss has levelled off (``val_levelled``) is not
-    "not converged": further steps would fit the training set only."""
+    "not converged": further steps would fit the training set only. A language model's loss that started from
+    trained weights and fell beyond its noise (``language_model``) has no decrease to make up."""
     scores: list[float] = []
     why: list[str] = []
     change = f["change"]
@@ -595,6 +611,9 @@ def _underfitting(
         # The fall happened before this log began: a flat curve here is a plateau, not evidence of underfitting.
         evidence["flat_after_late_start"] = (f"{tag} changed {_percent(abs(change))} {_levels(f)}; the log starts "
                                              f"at step {first}, so the fall before it is unknown")
+    elif change > -th.min_decrease and (trained := _trained_start(f, language_model, th)) is not None:
+        evidence["trained_start"] = (f"{tag} started from trained weights ({trained}): a fine-tune, whose small "
+                                     "fall is no underfitting")
     elif change > -th.min_decrease:
         strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
         direction = "rose" if change > 0 else "fell only"
@@ -616,6 +635,19 @@ def _underfitting(
             scores.append(0.5 + 0.45 * min(1.0, (f["end_level"] / chance - th.chance_fraction) / (1 - th.chance_fraction)))
             why.append(f"{tag} ends at {f['end_level']:.4g}, near chance level ln({num_classes}) = {chance:.4g}")
     return scores, why
+
+
+def _trained_start(f: dict[str, Any], language_model: LanguageModelStart | None, th: Thresholds) -> str | None:
+    """Why a language model's loss that fell by less than ``min_decrease`` started from trained weights, when
+    it fell beyond its noise (from its first tenth to its last, ``fall_sigmas`` standard errors of the
+    difference of the two levels), else None."""
+    if language_model is None or not f["log_space"] or f["change"] >= 0 or f["level_noise"] is None:
+        return None
+    fall = float(np.log(f["first_tenth_level"] / f["end_level"]))
+    if fall <= th.fall_sigmas * np.sqrt(2) * f["level_noise"]:
+        return None
+    first = f.get("first_value")
+    return language_model.trained_start(max(f["start_level"], first if first is not None else -np.inf))
 
 
 def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds()) -> tuple[int, float, str] | None:

@@ -79,7 +79,7 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
     When the run's files did not change since its last report, its views (diagnoses, summaries, curves of
     the tags with a role, static figures drawn with the same options) come from the results cache and its
     scalars are not read at all."""
-    from tanalyze.diagnose import diagnose_run
+    from tanalyze.diagnose import diagnose_info
 
     position, spec = task
     figures_of = {"index": position, "smoothing": smoothing} if maker is not None else None
@@ -106,11 +106,8 @@ def _process(task: tuple[int, RunSpec], roles: Mapping[str, Any] | None, maker: 
             # how the run ended depends on the clock too (a run still being written): never from the cache
             diagnosis = {**cached[part], "status": to_jsonable(info.status.to_dict())}
         else:
-            diagnosis = to_jsonable(diagnose_run(
-                result.scalars, run=info.name, format=info.format, roles=roles,
-                histograms=result.histograms if result.has_histograms else None,
-                read_warnings=tuple(str(w) for w in info.warnings), phases=info.phases, status=info.status,
-                restarts=info.restarts, checkpoints=info.checkpoints, nccl=info.nccl,
+            diagnosis = to_jsonable(diagnose_info(
+                result.scalars, info, histograms=result.histograms if result.has_histograms else None, roles=roles,
             ).to_dict())
             made.append(diagnosis)
         # Plain dicts instead of read-only mappings, so that the run can travel between processes.

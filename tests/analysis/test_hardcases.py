@@ -159,3 +159,12 @@ def test_percentages_never_round_up_to_100(diagnosed):
     for d in diagnosed.values():
         for text in d.verdict.reasons:
             assert "fell 100%" not in text, text
+
+
+def test_a_fine_tune_that_falls_a_little_is_normal_and_tiny_lr_from_scratch_is_not(diagnosed):
+    # Both are tiny GPT-2s under the HF Trainer with their config.json beside the state: the fine-tune starts
+    # from weights another Trainer saved; the other starts from scratch at ln(vocab) and hardly moves.
+    tune, scratch = _run(diagnosed, "finetune_small_fall"), _run(diagnosed, "scratch_tiny_lr")
+    assert -0.10 < tune.verdict.evidence["change"] < 0
+    assert tune.verdict.label == "normal" and "started from trained weights" in tune.verdict.evidence["trained_start"]
+    assert scratch.verdict.label == "underfitting" and "trained_start" not in scratch.verdict.evidence

@@ -181,3 +181,26 @@ def test_bom_non_utf8_bytes_and_non_numeric_values(tmp_path):
     assert any("non-numeric values skipped under: flag, note" in n for n in run.notes)
     assert any("not UTF-8" in w.message for w in run.warnings)
     assert run.hparams["trial_name"] == "caf\ufffd"
+
+
+def test_the_model_config_and_adapter_config_beside_the_state_become_hparams(tmp_path):
+    out = tmp_path / "out"
+    checkpoint = out / "checkpoint-20"
+    checkpoint.mkdir(parents=True)
+    history = [{"step": 10, "epoch": 0.5, "loss": 2.0}, {"step": 20, "epoch": 1.0, "loss": 1.9}]
+    state = checkpoint / "trainer_state.json"
+    state.write_text(json.dumps({"global_step": 20, "log_history": history}))
+    (out / "config.json").write_text(json.dumps({"architectures": ["GPT2LMHeadModel"], "vocab_size": 50257}))
+    (checkpoint / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "task_type": "CAUSAL_LM"}))
+    run = HFTrainerStateReader().read([state])[0]
+    assert run.hparams["model_config"] == {"architectures": ["GPT2LMHeadModel"], "vocab_size": 50257}
+    assert run.hparams["adapter_config"]["task_type"] == "CAUSAL_LM"
+    assert sorted(p.name for p in run.extra_files) == ["adapter_config.json", "config.json"]
+
+
+def test_a_config_json_that_is_not_a_models_is_left_alone(tmp_path):
+    state = tmp_path / "trainer_state.json"
+    state.write_text(json.dumps({"global_step": 10, "log_history": [{"step": 10, "loss": 2.0}]}))
+    (tmp_path / "config.json").write_text(json.dumps({"dataset": "wikitext", "lr": 3e-4}))
+    run = HFTrainerStateReader().read([state])[0]
+    assert "model_config" not in run.hparams and not run.extra_files

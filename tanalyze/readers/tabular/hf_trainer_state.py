@@ -17,6 +17,9 @@ column. Decisions:
 * the top-level fields (``global_step``, ``max_steps``, ``num_train_epochs``,
   ``train_batch_size``, ``logging_steps``, ``best_metric`` …) and
   ``all_results.json``/``train_results.json``/``eval_results.json`` become hparams;
+* the model's ``config.json`` and a PEFT ``adapter_config.json`` beside the state (or in the output
+  folder above a checkpoint) become ``hparams["model_config"]`` / ``hparams["adapter_config"]``: they tell
+  a fine-tune of a trained language model (see :mod:`tanalyze.analysis.pretrained`);
 * an output folder holding ``checkpoint-N/trainer_state.json`` copies is one run
   (see :meth:`HFTrainerStateReader.run_directory`): each copy is a prefix of the
   same growing history, so only the latest one is read and the others are named
@@ -38,6 +41,7 @@ from tanalyze.readers.tabular.common import (
     PointBuffer,
     as_step,
     is_number,
+    load_config,
     name_list,
     read_text,
     settle_rewrites,
@@ -55,6 +59,9 @@ _NOT_HPARAMS = frozenset({"log_history", "stateful_callbacks", "is_local_process
 _STEP_EPOCH = frozenset({"step", "epoch"})
 _SUMMARY_KEYS = frozenset({"train_runtime", "train_samples_per_second", "train_steps_per_second"})
 MAX_STATE_BYTES = 2 * 1024**3
+#: Files a Trainer saves beside its state that describe the model: (file name, hparams key, a key it always holds).
+_MODEL_FILES = (("config.json", "model_config", ("architectures", "model_type")),
+                ("adapter_config.json", "adapter_config", ("peft_type",)))
 
 
 def _is_state_head(head: bytes) -> bool:
@@ -65,6 +72,7 @@ class HFTrainerStateReader(Reader):
     """Hugging Face Trainer state: ``trainer_state.json`` (+ ``all_results.json`` …)."""
 
     name = "hf_trainer_state"
+    cache_version = 2  # 2: the model's config.json / adapter_config.json beside the state
     description = "Hugging Face Trainer trainer_state.json (+ all/train/eval_results.json, checkpoint-N copies)"
 
     def sniff(self, path: Path, head: bytes) -> bool:
@@ -115,6 +123,7 @@ class HFTrainerStateReader(Reader):
                 run.warnings.append(ReadWarning(str(result), f"not valid JSON: {exc}"))
                 continue
             run.hparams = {**run.hparams, result.stem: data}
+        _read_model_files(chosen, run)
         return [run]
 
     def _history(self, state: dict[str, Any], path: Path, run: RunData) -> None:
@@ -159,6 +168,22 @@ class HFTrainerStateReader(Reader):
         note = _epoch_note(history, steps)
         if note:
             run.notes.append(note)
+
+
+def _read_model_files(state: Path, run: RunData) -> None:
+    """The model's config and adapter config saved beside ``state`` (else in the output folder above its
+    checkpoint folder) into the run's hparams; files of that name that are not a model's are left alone."""
+    folders = [state.parent] + ([state.parent.parent] if _CHECKPOINT.match(state.parent.name) else [])
+    for name, key, marks in _MODEL_FILES:
+        path = next((folder / name for folder in folders if (folder / name).is_file()), None)
+        if path is None:
+            continue
+        data, warning = load_config(path)
+        if isinstance(data, dict) and any(mark in data for mark in marks):
+            run.hparams = {**run.hparams, key: data}
+            run.extra_files.append(path)
+        elif warning is not None:
+            run.warnings.append(warning)
 
 
 def _has_state(folder: Path) -> bool:
