@@ -482,7 +482,8 @@ def _classify(
         if "trained_start" not in evidence:  # a fine-tune's small decrease is expected
             near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
         confidence = _shrink(1 - 0.5 * max(near), data)
-        reasons = [f"{main.tag} fell {_percent(-change)} {_levels(f)}; "
+        moved = "rose" if change > 0 else "fell"  # a resumed run's plateau may end a little higher
+        reasons = [f"{main.tag} {moved} {_percent(abs(change))} {_levels(f)}; "
                    "no overfitting, instability, divergence or stalled progress found"]
         reasons += [evidence["trained_start"]] if "trained_start" in evidence else []
         reasons += notes

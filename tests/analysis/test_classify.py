@@ -127,3 +127,10 @@ def test_a_percentage_never_rounds_to_what_it_is_not_and_never_prints_a_row_of_z
 
     assert [_percent(f) for f in (-0.5, 0.99996, 0.00004)] == ["50%", "99.996%", "0.004%"]
     assert _percent(-0.9999999998) == "more than 99.99%" and _percent(1e-9) == "less than 0.0001%"
+
+
+def test_a_normal_verdict_says_rose_when_a_resumed_plateau_ends_a_little_higher():
+    steps = np.arange(140_000, 150_000, 50)
+    loss = np.linspace(3.70, 3.73, steps.size)
+    verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    assert verdict.label == "normal" and verdict.reasons[0].startswith("loss rose 0.8% from 3.7")
