@@ -49,7 +49,7 @@ import pandas as pd
 
 from tanalyze._display import html as display_html
 from tanalyze.analysis.checkpoints import CheckpointResult, analyze_checkpoints, monitored_metric
-from tanalyze.analysis.classify import Thresholds, Verdict, classify_run
+from tanalyze.analysis.classify import Thresholds, Verdict, classify_run, judged_loss
 from tanalyze.analysis.communication import (
     CommunicationResult,
     analyze_communication,
@@ -699,7 +699,7 @@ def diagnose_run(
     val, val_train, note = _align_validation(val, train, epoch)
     if note:
         warnings.append(note)
-    main = train if train is not None else val
+    main = judged_loss(train, val, thresholds or Thresholds())
     loss_analysis = analyze_divergence(main, grad_norm=grad, learning_rate=lr, **params.get("divergence", {}))
     # The validation loss has spikes of its own (a bad evaluation batch, BatchNorm statistics, an LR jump).
     val_analysis = None

@@ -49,7 +49,7 @@ from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.curves import Curve, bin_medians, loss_space, noise_sigma, theil_sen
 
-__all__ = ["LABELS", "Verdict", "Thresholds", "classify_run", "train_features"]
+__all__ = ["LABELS", "Verdict", "Thresholds", "classify_run", "judged_loss", "train_features"]
 
 LABELS = ("normal", "overfitting", "underfitting", "unstable", "diverged", "insufficient_data")
 
@@ -364,9 +364,12 @@ def _classify(
     th = thresholds
     reasons: list[str] = []  # what decided the label, first
     notes: list[str] = []  # what limited the judgement, after the reasons
-    main, main_role = train, "train"
-    if (main is None or len(main) == 0) and val is not None and len(val):
-        main, main_role = val, "val"
+    main = judged_loss(train, val, th)
+    main_role = "val" if main is val and main is not None else "train"
+    if main_role == "val" and train is not None and len(train):
+        notes.append(f"only {_finite_points(train)} finite point(s) of {train.tag}, {_finite_points(val)} of "
+                     f"{val.tag}: the verdict rests on the validation loss")
+    elif main_role == "val":
         notes.append("no training loss: the verdict rests on the validation loss")
     if val is None or len(val.finite_part()) == 0:
         notes.append("no validation loss: overfitting cannot be judged; verdict from the training loss alone")
@@ -495,6 +498,21 @@ def _classify(
         findings = (Finding("underfitting", Severity.WARNING, "; ".join(why["underfitting"]), recommend("underfitting"),
                             step=f["first_step"], step_end=f["last_step"]),)
     return Verdict(label, round(float(confidence), 3), evidence, tuple(reasons), also, findings)
+
+
+def judged_loss(train: Curve | None, val: Curve | None, thresholds: Thresholds = Thresholds()) -> Curve | None:
+    """The loss the verdict reads: the training loss; the validation loss when there is no training loss, or
+    when the training loss has too few finite points for a verdict (``min_points``) and the validation loss
+    has them (a per-epoch evaluation beside a training loss logged twice in the whole run)."""
+    if train is None or len(train) == 0:
+        return val if val is not None and len(val) else train
+    if val is not None and _finite_points(train) < thresholds.min_points <= _finite_points(val):
+        return val
+    return train
+
+
+def _finite_points(curve: Curve) -> int:
+    return len(curve.collapse_steps().finite_part())
 
 
 def _epoch_smooth(epoch_train: Curve | None, th: Thresholds) -> str | None:

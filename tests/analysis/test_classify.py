@@ -134,3 +134,17 @@ def test_a_normal_verdict_says_rose_when_a_resumed_plateau_ends_a_little_higher(
     loss = np.linspace(3.70, 3.73, steps.size)
     verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
     assert verdict.label == "normal" and verdict.reasons[0].startswith("loss rose 0.8% from 3.7")
+
+
+def test_a_training_loss_logged_twice_leaves_the_verdict_to_a_validation_loss_evaluated_every_epoch():
+    # a Lightning run logging its train loss every 50 of 100 steps and its validation MSE every epoch
+    train = Curve.from_arrays(np.array([49, 99]), np.array([6294.0, 2874.0]), "Train loss")
+    epochs = np.arange(100)
+    val = Curve.from_arrays(epochs, 3e5 * np.exp(-epochs / 8) + 2800, "Valid MSE")
+    verdict = classify_run(train, val)
+    assert verdict.label == "normal" and verdict.evidence["main_curve"] == "Valid MSE"
+    assert "only 2 finite point(s) of Train loss, 100 of Valid MSE: the verdict rests on the validation loss" \
+        in verdict.reasons
+    few = Curve.from_arrays(epochs[:5], val.values[:5], "Valid MSE")
+    assert classify_run(train, few).label == "insufficient_data"  # neither has enough: the training loss decides
+    assert classify_run(train, few).evidence["main_curve"] == "Train loss"
