@@ -142,6 +142,8 @@ def train_features(
     h = max(1, int(round(0.03 * n)))
     t = max(2, int(round(0.10 * n)))
     head_y, tail_y = float(np.median(y[:h])), float(np.median(y[-t:]))
+    if head_y == tail_y and y[0] > head_y:  # already at its final value by its second point: it fell from the first
+        h, head_y = 1, float(y[0])
     unit = (lambda v: float(np.exp(v))) if is_log else float
     head, tail = unit(head_y), unit(tail_y)
     bins = int(np.clip(n // 5, 1, 40))  # at least 5 points per bin where possible
@@ -497,7 +499,26 @@ def _classify(
     elif label == "underfitting" or "underfitting" in also:
         findings = (Finding("underfitting", Severity.WARNING, "; ".join(why["underfitting"]), recommend("underfitting"),
                             step=f["first_step"], step_end=f["last_step"]),)
+    findings += _at_zero(main, evidence)
     return Verdict(label, round(float(confidence), 3), evidence, tuple(reasons), also, findings)
+
+
+def _at_zero(main: Curve, evidence: dict[str, Any]) -> tuple[Finding, ...]:
+    """A warning when the loss sits at exactly 0 over the second half of the run or more: the model fits every
+    training example as logged (memorisation of a small set), or the loss is not computed (every label masked)."""
+    c = main.collapse_steps().finite_part()
+    zero = c.values == 0
+    if not len(c) or not zero[-1]:
+        return ()
+    start = len(c) - int(np.argmin(zero[::-1])) if not zero.all() else 0
+    if len(c) - start < max(2, len(c) / 2):
+        return ()
+    step = int(c.steps[start])
+    evidence["zero_from_step"] = step
+    return (Finding("loss_at_zero", Severity.WARNING,
+                    f"{main.tag} is exactly 0 from step {step} to the end ({len(c) - start} of {len(c)} points): the "
+                    "model fits every training example as logged, or the loss is not computed from the data",
+                    recommend("loss_at_zero"), step=step, step_end=int(c.steps[-1])),)
 
 
 def judged_loss(train: Curve | None, val: Curve | None, thresholds: Thresholds = Thresholds()) -> Curve | None:

@@ -117,6 +117,14 @@ CAUSES: dict[str, Cause] = {
         "model too small, learning rate too small, too much regularisation, too few steps",
         "Raise the learning rate (try 3-10x), train longer, use a bigger model, or reduce regularisation.",
     ),
+    "loss_at_zero": Cause(
+        "Training loss exactly 0",
+        "a small training set memorised (many epochs over a few examples), every label masked or ignored (a "
+        "data collator or prompt template that leaves no target tokens), a loss rounded to 0 in the log",
+        "Evaluate on held-out data: on a small set this is memorisation, and the held-out loss will show "
+        "overfitting; check that the batches carry target labels (not all -100) and that the loss is computed "
+        "from them.",
+    ),
     "plateau": Cause(
         "Loss plateau",
         "learning rate too small for this phase, saturated model, data exhausted",

@@ -148,3 +148,16 @@ def test_a_training_loss_logged_twice_leaves_the_verdict_to_a_validation_loss_ev
     few = Curve.from_arrays(epochs[:5], val.values[:5], "Valid MSE")
     assert classify_run(train, few).label == "insufficient_data"  # neither has enough: the training loss decides
     assert classify_run(train, few).evidence["main_curve"] == "Train loss"
+
+
+def test_a_loss_at_exactly_zero_from_its_second_point_fell_all_the_way_and_is_flagged():
+    # a QLoRA run of 1,000 epochs over a few examples: 0.0328 at step 10, then 0 (as logged, 4 decimals) to the end
+    steps = np.arange(10, 1010, 10)
+    loss = np.r_[0.0328, np.zeros(99)]
+    verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    assert verdict.label == "normal" and verdict.reasons[0].startswith("loss fell 100% from 0.0328 (its first point)")
+    [finding] = [f for f in verdict.findings if f.code == "loss_at_zero"]
+    assert finding.severity == "warning" and finding.step == 20 and "99 of 100 points" in finding.message
+    # a loss reaching 0 only over its last tenth is not flagged
+    late = np.r_[np.linspace(1.0, 0.01, 90), np.zeros(10)]
+    assert not [f for f in classify_run(Curve.from_arrays(steps, late, "loss")).findings if f.code == "loss_at_zero"]
