@@ -107,7 +107,8 @@ ANALYSIS_VERSION = "12"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 10: W&B system metrics (sampled on a clock) take no gpu_memory role; 11: losses never finite, warnings on finished
 # runs, gradient spikes the loss absorbed, restarts of seconds; a lone low validation draw is no minimum; RL runs
 # judged by their reward; 12: a language model's fine-tune that falls a little is no underfitting; the report reads
-# the run's configuration (its gradient clipping) as diagnose does
+# the run's configuration (its gradient clipping) as diagnose does; a sparse training loss leaves the verdict to a
+# validation loss; a loss at exactly 0; gradient collapses that are too short to tell or that the loss fell with
 
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Loss findings that stand in a reinforcement-learning run, where a loss's level and swings mean nothing.

@@ -294,7 +294,8 @@ def _norm_health(
         findings.append(_explosion_finding(explosions, int(f_steps[-1]), ceiling, explosion_factor, window,
                                            _loss_rise(loss, explosions, f_steps), loss_follow_ratio))
     if collapses:
-        findings.append(_collapse_finding(collapses, int(f_steps[-1]), collapse_factor))
+        findings.append(_collapse_finding(collapses, int(f_steps[-1]), collapse_factor, collapse_min_points,
+                                          _loss_fall(loss, collapses[-1])))
     if max_norm is not None:
         clipped = fin > max_norm
         rate = float(clipped.mean())
@@ -417,17 +418,40 @@ def _loss_rise(loss: Curve | None, explosions: list[GradEvent], grad_steps: np.n
     return worst
 
 
-def _collapse_finding(collapses: list[GradEvent], last_step: int, factor: float) -> Finding:
-    """A dip that recovered is information; gradients that stay collapsed are a problem."""
-    first = collapses[0]
+def _loss_fall(loss: Curve | None, collapse: GradEvent, history: int = 20) -> float | None:
+    """How many times lower the training loss sits from a gradient collapse on than over the ``history`` points
+    before it (None when that cannot be told: no positive loss, no points before or after)."""
+    if loss is None:
+        return None
+    curve = loss.collapse_steps().finite_part()
+    if len(curve) < 2 or (curve.values <= 0).any():
+        return None
+    at = int(np.searchsorted(curve.steps, collapse.step, side="left"))
+    before, after = curve.values[max(0, at - history):at], curve.values[at:]
+    if not len(before) or not len(after):
+        return None
+    return float(np.median(before) / np.median(after))
+
+
+def _collapse_finding(collapses: list[GradEvent], last_step: int, factor: float, min_points: int = 3,
+                      loss_fall: float | None = None, converged_fall: float = 5.0) -> Finding:
+    """A dip that recovered is information; gradients that stay collapsed are a problem, unless the collapse is
+    too short to tell (fewer than ``min_points`` points at the end of the log) or the loss fell with it
+    (``converged_fall`` times or more: a model that fits its data has little gradient left)."""
+    first, last = collapses[0], collapses[-1]
+    stays = last.step_end == last_step and last.n_points >= min_points
+    converged = loss_fall is not None and loss_fall >= converged_fall
+    text = (f"Gradient norm collapsed below {factor:g}x its trailing median at step "
+            f"{first.step} ({first.reference:.3g} → {first.value:.3g}, {first.n_points} points"
+            + (" until the end" if first.step_end == last_step else f", until step {first.step_end}")
+            + f"); {len(collapses)} collapse(s) in total.")
+    if stays and converged:
+        text += f" The training loss fell {loss_fall:.3g}x with it: the model fits its data, so little gradient is left."
     return _finding(
         "grad_collapse",
-        Severity.WARNING if collapses[-1].step_end == last_step else Severity.INFO,
-        f"Gradient norm collapsed below {factor:g}x its trailing median at step "
-        f"{first.step} ({first.reference:.3g} → {first.value:.3g}, {first.n_points} points"
-        + (" until the end" if first.step_end == last_step else f", until step {first.step_end}")
-        + f"); {len(collapses)} collapse(s) in total.",
+        Severity.WARNING if stays and not converged else Severity.INFO,
+        text,
         step=first.step,
         step_end=first.step_end,
-        evidence={"events": [e.to_dict() for e in collapses[:20]], "count": len(collapses)},
+        evidence={"events": [e.to_dict() for e in collapses[:20]], "count": len(collapses), "loss_fall": loss_fall},
     )

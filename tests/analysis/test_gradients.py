@@ -57,6 +57,30 @@ def test_sustained_collapse_is_found_at_its_onset():
     assert "grad_collapse" in codes(r)
 
 
+def _collapse_severity(result):
+    return next(f for f in result.findings if f.code == "grad_collapse").severity
+
+
+def test_a_collapse_that_stays_is_a_warning_unless_the_loss_fell_with_it():
+    # a classifier that fits its data: the loss falls 500x and the gradient with it (a RoBERTa run of this shape)
+    g = norms()
+    g[600:] *= 0.01
+    flat = np.full(1000, 1.5)
+    fitted = np.where(np.arange(1000) < 600, 1.5, 0.003)
+    assert _collapse_severity(analyze_gradients(curve(g), loss=curve(flat, tag="loss"))) == "warning"
+    result = analyze_gradients(curve(g), loss=curve(fitted, tag="loss"))
+    finding = next(f for f in result.findings if f.code == "grad_collapse")
+    assert finding.severity == "info" and "fell 500x with it" in finding.message
+    assert finding.evidence["loss_fall"] == pytest.approx(500)
+
+
+def test_one_low_norm_at_the_last_logged_step_is_information():
+    g = norms()
+    g[-1] *= 0.05  # the last logged step (a partial last batch): too short to tell whether it stays
+    r = analyze_gradients(curve(g))
+    assert [e.n_points for e in r.collapses] == [1] and _collapse_severity(r) == "info"
+
+
 def test_a_single_low_point_is_not_a_collapse():
     g = norms()
     g[600] *= 0.01
