@@ -470,3 +470,52 @@ def test_long_lines_of_letters_are_read_in_time(tmp_path, tail):
     [run] = read_direct("text", tmp_path, ("train.log",), limit=20.0)
     frame = run.scalar_table()
     assert frame[frame["tag"] == "Loss"]["value"].tolist() == [6.0, 5.0, 4.0, 1.5]
+
+
+def _logged(path, fmt, datefmt=None, lines=()):
+    """A training loop's log written by Python's own ``logging`` with the format ``fmt``."""
+    import logging
+
+    logger = logging.getLogger(f"train.{path.stem}")
+    logger.propagate = False
+    handler = logging.FileHandler(path, mode="w")
+    handler.setFormatter(logging.Formatter(fmt, datefmt))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        logger.info("Started training")
+        for line in lines:
+            logger.info(line)
+        logger.warning("done")
+    finally:
+        handler.close()
+        logger.removeHandler(handler)
+    return path
+
+
+@pytest.mark.parametrize("fmt,datefmt", [
+    ("%(asctime)s - %(name)s - %(levelname)s - %(message)s", None),
+    ("%(name)s - %(levelname)s - %(message)s", None),
+    ("%(levelname)s:%(name)s:%(message)s", None),  # logging.basicConfig's default
+    ("%(asctime)s - %(levelname)s - %(name)s - %(message)s", "%m/%d/%Y %H:%M:%S"),  # the HF examples' format
+    ("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s", None),  # hydra's job logging
+    ("%(asctime)s | %(levelname)-8s | %(module)s:%(funcName)s:%(lineno)d - %(message)s", None),  # loguru-like
+])
+def test_key_value_lines_behind_a_logging_prefix_are_read(tmp_path, fmt, datefmt):
+    lines = [f"epoch={i // 10}, step={8 * (i + 1)}, loss={1 / (i + 1):.6f}" for i in range(30)]
+    path = _logged(tmp_path / "train.log", fmt, datefmt, lines)
+    run = _read(path)
+    check(run.scalars, "loss", {8: 1.0, 16: 0.5, 240: 0.033333}, count=30)
+    assert "the logging prefix of its lines (time, level, logger name) removed before reading" in notes_text(run)
+
+
+def test_a_log_that_reads_as_it_is_keeps_its_prefix():
+    # MMEngine's own text log: its ' - mmengine - INFO - Epoch(train)' lines are read as they are
+    run = _read(real_log(f"{MMENGINE}/yolov5_s-v61_fast_1xb12-40e_image/20230805_113504/20230805_113504.log"))
+    assert "logging prefix" not in notes_text(run)
+
+
+def test_prose_behind_a_logging_prefix_is_not_a_training_log(tmp_path):
+    path = _logged(tmp_path / "server.log", "%(asctime)s - %(levelname)s - %(message)s",
+                   lines=[f"request {i} served in 12 ms" for i in range(30)])
+    assert not GenericTextReader().sniff(path, path.read_bytes()[:4096])

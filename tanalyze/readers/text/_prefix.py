@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["PREFIXES", "RankPrefix", "detect", "split", "split_lines", "strip_window"]
+__all__ = ["LOGGING", "PREFIXES", "RankPrefix", "detect", "detect_logging", "split", "split_lines", "strip_window"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,22 @@ PREFIXES: tuple[RankPrefix, ...] = (
     # Ray's actor prefix: a process, not a rank (its lines are read as one log, the prefix removed)
     RankPrefix("ray", re.compile(r"\([A-Za-z_][\w.]* pid=\d+(?:, ip=[\d.]+)?\) ?"), 0.3),
 )
+#: A logging library's line prefix (no rank; removed only, and only by readers that ask for it: see
+#: :func:`detect_logging`): Python ``logging`` formats (``2024-01-01 12:00:00,123 - __main__ - INFO - ``,
+#: ``INFO:root:``, ``12/06/2024 10:00:00 - INFO - __main__ - ``, hydra's ``[time][name][INFO] - ``), loguru's
+#: ``2024-01-01 12:00:00.123 | INFO     | module:function:42 - ``, absl/glog's ``I0101 12:00:00.123456 42 f.py:7] ``.
+#: A prefix is a run of such parts and holds a time or a level.
+LOGGING = "logging"
+_TIME = (r"(?:\d{4}[-/.]\d{2}[-/.]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?: ?(?:Z|UTC|[+-]\d{2}:?\d{2}))?"
+         r"|\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?|\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)")
+_LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE|SUCCESS)"
+_PART_SEP = r"(?: - | \| |: | |)"
+_KEY_PART = (rf"(?:\[ *(?:{_TIME}|{_LEVEL}) *\]{_PART_SEP}|{_TIME}(?: - | \| |: | )|{_LEVEL} *(?: - | \| |: | )"
+             rf"|{_LEVEL}:[\w.<>-]+:|[IWEF]\d{{4}} \d{{2}}:\d{{2}}:\d{{2}}\.\d+ +\d+ [\w.-]+:\d+\] ?)")
+_OTHER_PART = rf"(?:\[[^\]\n]{{1,80}}\]{_PART_SEP}|[\w.<>-]+(?::[\w.<>-]+){{0,2}}(?: - | \| ))"
+_LOGGING_PREFIX = re.compile(rf"(?:{_OTHER_PART})*{_KEY_PART}(?:{_KEY_PART}|{_OTHER_PART})*")
+#: at least this share of the first lines must carry it
+LOGGING_SHARE = 0.5
 #: what torch's ``[rankN]:`` prefixes on its own (a traceback, a warning): no sign of a launcher
 _TORCH_OWN = re.compile(r"\s|Traceback|\[[WEIF]\d|\w+(?:Error|Exception)\b|\^|$")
 _NESTED = re.compile(r"\[(?:default|rank)\d{1,6}\]: ?")
@@ -151,6 +167,22 @@ def _prefix(name: str) -> RankPrefix:
     return next(p for p in PREFIXES if p.name == name)
 
 
+def detect_logging(window: str) -> bool:
+    """Whether most of the first lines of ``window`` carry a logging library's prefix (see :data:`LOGGING`)."""
+    lines = [line for line in window.split("\n", SAMPLE_LINES)[:SAMPLE_LINES] if line.strip()]
+    if len(lines) > 1 and not window.endswith("\n"):
+        lines = lines[:-1]
+    prefixed = sum(1 for line in lines if _LOGGING_PREFIX.match(line))
+    return prefixed >= MIN_LINES and prefixed >= LOGGING_SHARE * len(lines)
+
+
+_LOGGING_AT_LINE_START = re.compile("^" + _LOGGING_PREFIX.pattern, re.M)
+
+
+def _without_logging(text: str) -> str:
+    return _LOGGING_AT_LINE_START.sub("", text)
+
+
 def split(text: str, name: str) -> dict[int, list[str]]:
     """The lines of ``text`` (whole lines, ``\\n``-terminated) by rank, prefix stripped; -1: unprefixed lines.
 
@@ -161,6 +193,8 @@ def split(text: str, name: str) -> dict[int, list[str]]:
         return {}
     if name.startswith(NESTED_SRUN):
         return _split_nested(text, int(name[len(NESTED_SRUN):]))
+    if name == LOGGING:
+        return split_lines(text, name)
     body = "\n" + (text[:-1] if text.endswith("\n") else text)  # every line after a line break: regexes that
     # begin with a literal are searched fast
     prefix = _prefix(name)
@@ -185,6 +219,9 @@ def split(text: str, name: str) -> dict[int, list[str]]:
 
 def split_lines(text: str, name: str) -> dict[int, list[str]]:
     """:func:`split`, line by line."""
+    if name == LOGGING:  # no rank: every line in one lane, the prefix removed in one pass
+        lines = _without_logging(text).split("\n")
+        return {-1: lines[:-1] if lines and lines[-1] == "" else lines}
     pattern = _prefix(name).pattern
     match = pattern.match
     lanes: dict[int, list[str]] = {}
@@ -210,6 +247,8 @@ def strip_window(window: str, name: str) -> str:
     if name.startswith(NESTED_SRUN):
         lanes = _split_nested(window, int(name[len(NESTED_SRUN):]))
         return "\n".join(line for lane in lanes.values() for line in lane)
+    if name == LOGGING:
+        return _without_logging(window)
     pattern = _prefix(name).pattern
     out = []
     for line in window.split("\n"):

@@ -27,7 +27,7 @@ import pandas as pd
 
 from tanalyze.readers.base import FilePart, Phase, ReadWarning, ResumableReader, RunData
 from tanalyze.readers.phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
-from tanalyze.readers.text import _parts, _ranked
+from tanalyze.readers.text import _parts, _prefix, _ranked
 from tanalyze.readers.text._lines import TEXT_SUFFIXES, looks_like_text
 from tanalyze.readers.text._parser import ParsedFile, TextParser
 from tanalyze.readers.text._rows import dedupe, duplicated_rows
@@ -345,7 +345,8 @@ class TextReader(ResumableReader):
         prefix = ", ".join(sorted(prefixes))
         run.notes.insert(0, f"{len(ranks)} rank(s) ({', '.join(map(str, ranks))}) of one job in one log, told apart "
                             f"by the launcher's line prefix ({prefix}), read as one run with a rank column" if ranks
-                         else f"the launcher's line prefix ({prefix}) removed before reading")
+                         else "the logging prefix of its lines (time, level, logger name) removed before reading"
+                         if prefix == _prefix.LOGGING else f"the launcher's line prefix ({prefix}) removed before reading")
         return run
 
     def extend(self, files: list[Path], runs: list[RunData], tails: list[FilePart]) -> list[RunData] | None:

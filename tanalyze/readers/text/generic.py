@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_right
+from collections.abc import Mapping
 from itertools import compress, repeat
 from operator import itemgetter
 from pathlib import Path
@@ -26,10 +27,12 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from tanalyze.readers.text._lines import Chunk
+from tanalyze.readers.base import FilePart
+from tanalyze.readers.text import _prefix, _ranked
+from tanalyze.readers.text._lines import Chunk, sniff_window
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
-from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._reader import TextReader, is_console_candidate
 from tanalyze.readers.text._regex import line_index, matches_by_line, ordered_matches, require, tagged_matches
 from tanalyze.readers.text._shaped import (
     DECIMAL_ONCE,
@@ -1175,8 +1178,29 @@ def detect_generic(window: str) -> bool:
 
 class GenericTextReader(TextReader):
     name = "text"
-    description = "console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines)"
+    description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
+                   "also behind a logging library's line prefix")
     parser = GenericTextParser
+    cache_version = 4  # 4: lines behind a logging library's prefix (time, level, logger name)
 
     def detect(self, window: str) -> bool:
         return detect_generic(window)
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        return super().sniff(path, head) or (is_console_candidate(path, head) and self._behind_logging(path))
+
+    def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
+        path = Path(path)
+        if not (start and state is not None) and self._behind_logging(path):
+            return _ranked.read_part(path, _prefix.LOGGING, self.parser, start, state)
+        return super().read_part(path, start, state)  # a grown log goes on as its part began
+
+    def _behind_logging(self, path: Path) -> bool:
+        """Whether the file's metric lines show only once a logging library's line prefix is removed (Python
+        ``logging``, loguru, absl): a file that reads as it is, or whose lines carry a launcher's rank
+        prefix, is read as it is."""
+        if _ranked.prefix_of(path):
+            return False
+        window = sniff_window(path)
+        return (not self.detect(window) and _prefix.detect_logging(window)
+                and self.detect(_prefix.strip_window(window, _prefix.LOGGING)))
