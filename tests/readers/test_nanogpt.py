@@ -80,6 +80,18 @@ def test_restarted_run_and_cut_iteration_line(tmp_path):
     assert points(run.scalars, "time_ms") == 8
 
 
+def test_a_fork_that_prints_more_fields_before_the_time(tmp_path):
+    # a nanoGPT fork (MoE auxiliary loss, throughput): its fields between the loss and the time are read too
+    text = "".join(f"iter {10 * i}: loss {11 - i / 10:.4f}, aux_loss {0.05 + i / 1000:.4f}, time 250.00ms, "
+                   f"mfu {'-100.00' if i < 5 else '12.50'}%, throughput 0.020 MT/s\n" for i in range(20))
+    (run,) = NanoGPTReader().read([write(tmp_path / "train.log", text)])
+    check(run.scalars, "loss", {0: 11.0, 190: 9.1}, count=20)
+    check(run.scalars, "aux_loss", {0: 0.05, 190: 0.069}, count=20)
+    check(run.scalars, "time_ms", {0: 250.0}, count=20)
+    check(run.scalars, "mfu", {50: 12.5}, count=15)
+    assert run.warnings == []
+
+
 IRREGULAR = (
     "iter 0: loss 4.0000, time 100.00ms, mfu -100.00%\n"
     "step 0: train loss 4.1, val loss 4.2\n"

@@ -30,7 +30,8 @@ from tanalyze.readers.values import NUMBER, to_float
 __all__ = ["NanoGPTParser", "NanoGPTReader", "detect_nanogpt"]
 
 _UNIT = r"(?: ?([A-Za-z]{1,5}))?"
-ITER = re.compile(rf"^iter (\d+): loss ({NUMBER}){_UNIT}, time ({NUMBER}) ?ms((?:, [^\n]*)?)$", re.M)
+# (forks print more fields between the loss and the time: ``loss 11.0018, aux_loss 0.0508, time …``)
+ITER = re.compile(rf"^iter (\d+): loss ({NUMBER}){_UNIT}((?:, [^\n]*?)?), time ({NUMBER}) ?ms((?:, [^\n]*)?)$", re.M)
 EVAL = re.compile(rf"^step (\d+): train loss ({NUMBER}){_UNIT}, val loss ({NUMBER}){_UNIT}((?:, [^\n]*)?)$", re.M)
 _EXTRA = re.compile(rf", ([A-Za-z_][\w ]*?) ({NUMBER})(%?)(?=,|$)")
 MFU_NOT_MEASURED = -100.0
@@ -167,8 +168,8 @@ class NanoGPTParser(TextParser):
         step = int(m.group(1))
         if m.group(3):
             self._units.add(m.group(3))
-        pairs = [("loss", float(m.group(2))), ("time_ms", float(m.group(4)))]
-        pairs.extend(self._extra(m.group(5)))
+        pairs = [("loss", float(m.group(2))), *self._extra(m.group(4)), ("time_ms", float(m.group(5)))]
+        pairs.extend(self._extra(m.group(6)))
         self.mark(chunk, m.start())
         self.anchor(step, chunk, m.start())
         self.rows.add_pairs(pairs, step)
@@ -211,6 +212,7 @@ def detect_nanogpt(window: str) -> bool:
 
 class NanoGPTReader(TextReader):
     name = "nanogpt"
+    cache_version = 4  # 4: fields a fork prints between the loss and the time
     description = "nanoGPT console logs ('iter N: loss …, time …ms, mfu …%', 'step N: train loss …, val loss …')"
     parser = NanoGPTParser
 

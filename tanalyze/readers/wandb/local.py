@@ -63,7 +63,7 @@ def run_folder(path: Path) -> Path | None:
 class WandbLocalReader(Reader):
     name = "wandb-local"
     description = "W&B local run folders (run-*/, offline-run-*/: .wandb log, config, summary, console)"
-    cache_version = 2  # 2: the run's W&B display name and id (RunData.title)
+    cache_version = 3  # 2: the run's W&B display name and id (RunData.title); 3: fork fields in nanoGPT console lines
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if run_folder(path) is not None:
