@@ -114,6 +114,7 @@ def assemble(parts: Sequence[RunPart], read: Sequence[list[RunData]]) -> Assembl
     for i, part in roles:
         for data in read[i]:
             joined.warnings.extend(data.warnings)
+            joined.title = joined.title or data.title  # the name its owner knows the run by (a W&B run's)
             for key, value in data.hparams.items():
                 hparams.setdefault(key, value)
             if part.kind == "twin":

@@ -479,7 +479,8 @@ def _add_input(parser: argparse.ArgumentParser) -> None:
         "--pattern",
         action="append",
         metavar="REGEX",
-        help="read text logs no reader knows with this regex; named groups: step, epoch, rank, "
+        help="read text logs no reader knows (or only the generic one) with this regex; named groups: step, epoch, "
+        "rank, "
         "one per metric (or tag + value); repeatable",
     )
     parser.add_argument(

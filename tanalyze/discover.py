@@ -21,6 +21,7 @@ from typing import Protocol
 from tanalyze.errors import InputError, NoLogsError
 from tanalyze.identity import RunPart, Source, identify
 from tanalyze.readers import HEAD_BYTES, Reader, get_readers
+from tanalyze.readers.text.generic import GenericTextReader
 from tanalyze.readers.text.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
 from tanalyze.runstatus.scan import is_console_log
 from tanalyze.text import writable
@@ -178,7 +179,7 @@ def discover(
     ``formats`` restricts discovery to those reader names. ``patterns`` are user
     line patterns (:mod:`tanalyze.readers.text.pattern`): one with a glob takes the
     files it matches before any reader; one without takes text files that no
-    reader claims and in which it matches. ``join`` applies the run-identity rules of
+    reader claims, or only the generic text reader (a guess), and in which it matches. ``join`` applies the run-identity rules of
     :mod:`tanalyze.identity` (folders one writer split a run over, twins); False gives
     one run per folder and format; None takes ``[runs] join`` from the nearest config
     file at or above ``path`` (default true). Raises
@@ -223,7 +224,8 @@ def discover(
         user = match_pattern(file, base, patterns, None) if use_patterns else None
         stamp = heads.stamp(file) if heads is not None and join and user is None else None  # before the head is read
         reader, head = _claim(file, readers, errors) if user is None else (None, b"")
-        if reader is None and user is None and use_patterns:
+        if (reader is None or reader.name == GenericTextReader.name) and user is None and use_patterns:
+            # a user's pattern is meant; the generic reader's reading of custom lines is a guess
             user = match_pattern(file, base, patterns, head or _read_head(file))
         if user is not None:
             by_pattern[(file.parent, user.regex)].append(file)

@@ -24,7 +24,8 @@ writers spread one run over several sources. The rules, in the order they apply
    file, detectron2 ``metrics.json`` + event file, Lightning's CSV and TensorBoard loggers
    in one ``version_N/``), an HF output folder whose ``trainer_state.json`` has its
    TensorBoard events under ``runs/<date>_<host>/``, and build-nanogpt's ``log/log.txt``
-   below the folder holding the job's captured console: one run. One source is read as the
+   below the folder holding the job's captured console, and the job's captured console beside
+   the ``wandb/`` folder of its one W&B run: one run. One source is read as the
    run (the framework's own structured record first, see :data:`PRECEDENCE`, unless a
    twin goes on to later steps); the others are listed with it and compared, not added
    twice.
@@ -191,6 +192,7 @@ def identify(
         _join_add_scalars(root, sources, by_dir, owner)  # before splits: tensorboardX nests keys as Loss/train/
         _join_splits(sources, by_dir, owner)
         _join_log_folder(sources, by_dir, owner)
+        _join_wandb_console(sources, by_dir, owner)
 
     members: dict[Path, list[_Member]] = defaultdict(list)
     for index, source in enumerate(sources):
@@ -293,6 +295,27 @@ def _join_log_folder(sources: Sequence[Source], by_dir: dict[Path, list[int]], o
         if source.format in _LOG_FOLDER_FORMATS and len(above) == 1 and above[0] not in owner:
             owner[indices[0]] = (directory.parent,
                                  _Member(source, "twin", f"twin: {_describe(source)} in {directory.name}"))
+
+
+#: Readers of a job's captured console (its stdout/stderr as text)
+CONSOLE_FORMATS = frozenset({"text", "nanogpt", "build_nanogpt", "modded_nanogpt", "llmc", "hf_console", "deepspeed",
+                             "megatron", "fairseq"})
+
+
+def _join_wandb_console(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
+    """Rule 4c: the job's captured console (``python train.py | tee train.log``) in the folder where W&B wrote
+    its ``wandb/`` folder is the one W&B run there written twice: one run, the W&B run read, the console its
+    twin (compared, and read where it goes on further). Not when ``wandb/`` holds several runs (which one
+    the console belongs to cannot be told) or the folder several consoles."""
+    for directory, indices in by_dir.items():
+        if len(indices) != 1 or indices[0] in owner or sources[indices[0]].format not in CONSOLE_FORMATS:
+            continue
+        wandb_runs = [i for folder, found in by_dir.items() if folder.parent == directory / "wandb"
+                      for i in found if sources[i].format == "wandb-local"]
+        if len(wandb_runs) == 1 and wandb_runs[0] not in owner:
+            console = sources[indices[0]]
+            owner[indices[0]] = (sources[wandb_runs[0]].directory,
+                                 _Member(console, "twin", f"twin: {_describe(console)} (the job's console)"))
 
 
 def _join_add_scalars(root: Path, sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:

@@ -207,3 +207,25 @@ def test_wandb_runs_are_named_by_their_display_name_and_id():
     assert "wandb/mini-gpt (kt2awly2)" in logs.runs
     # a run that died before its run record was written keeps its folder's name
     assert "wandb/run-20240216_065242-ibal0bht" in logs.runs
+
+
+CRASHES = Path(__file__).parent / "fixtures" / "crashes"
+
+
+def test_the_console_beside_its_wandb_folder_is_the_one_wandb_run_written_twice(tmp_path):
+    # a job run as `python job.py | tee train.log` with wandb: train.log and wandb/offline-run-*/ hold one run
+    shutil.copytree(CRASHES / "wandb_crashed", tmp_path / "job")
+    logs = tanalyze.load(tmp_path / "job", cache=False)
+    [(name, info)] = logs.runs.items()
+    assert name == "wandb/wandb-crashed (27ga96a6)" and info.format == "wandb-local"
+    assert any("twin: train.log (text)" in note and "agrees on all 31 common points" in note for note in info.notes)
+    assert len(logs.scalars) == 31
+
+
+def test_a_console_beside_several_wandb_runs_stays_its_own_run(tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(CRASHES / "wandb_crashed", job)
+    shutil.copytree(CRASHES / "wandb_killed" / "wandb" / "offline-run-20261203_115650-rn5rxoev",
+                    job / "wandb" / "offline-run-20261203_115650-rn5rxoev")
+    formats = sorted(run.format for run in discover(job).runs)
+    assert formats == ["text", "wandb-local", "wandb-local"]  # which W&B run it belongs to cannot be told

@@ -519,3 +519,31 @@ def test_prose_behind_a_logging_prefix_is_not_a_training_log(tmp_path):
     path = _logged(tmp_path / "server.log", "%(asctime)s - %(levelname)s - %(message)s",
                    lines=[f"request {i} served in 12 ms" for i in range(30)])
     assert not GenericTextReader().sniff(path, path.read_bytes()[:4096])
+
+
+@pytest.mark.parametrize("template", [
+    "step {step} loss {loss:.4f} lr {lr}",  # print(f"step {step} loss {loss:.4f} lr {lr}")
+    "step: {step} loss: {loss:.4f} lr: {lr}",
+    "step={step} loss={loss:.4f} lr={lr}",
+    "Epoch {step}  train_loss {loss:.4f}  lr {lr}",
+])
+def test_pairs_separated_by_blanks_only_are_read_at_once_as_line_by_line(tmp_path, monkeypatch, template):
+    lines = ["Starting training"]
+    for i in range(60):
+        lines.append(template.format(step=10 * (i + 1), loss=2.5 / (i + 1), lr=3e-4))
+        if i == 30:
+            lines.append("step 310 saved a checkpoint to out/ckpt.pt")  # words, not pairs: no metrics
+    run = _same_at_once_and_line_by_line(write(tmp_path / "train.log", "\n".join(lines) + "\n"), monkeypatch)
+    name = "train_loss" if template.startswith("Epoch") else "loss"
+    check(run.scalars, name, {10: 2.5, 20: 1.25, 600: 0.0417}, count=60)  # as printed, 4 decimals
+    check(run.scalars, "lr", {10: 3e-4, 600: 3e-4}, count=60)
+
+
+@pytest.mark.parametrize("text", [
+    "Step 1 Install the package\nStep 2 Run the script\nStep 3 Open the report\n",
+    "Epoch 1 of 10\nEpoch 2 of 10\nEpoch 3 of 10\n",
+    "step 1 took 3 seconds and 2 retries\nstep 2 took 4 seconds and 1 retries\nstep 3 took 2 seconds and 0 retries\n",
+])
+def test_words_after_a_step_are_no_blank_separated_pairs(tmp_path, text):
+    path = write(tmp_path / "notes.log", text)
+    assert not GenericTextReader().sniff(path, path.read_bytes()[:4096])

@@ -98,11 +98,17 @@ _PAIR = rf"{_NAME}[ \t]*[:=][ \t]*{NUMBER}{_UNIT}"
 PAIR_LINE = re.compile(rf"^[ \t]*{_PAIR}(?:[ \t]*[-|,;][ \t]*{_PAIR})*[ \t]*$", re.M)
 _PAIR_ITEM = re.compile(rf"({_NAME})[ \t]*[:=][ \t]*({NUMBER})")
 
+#: One-word pairs separated by blanks only, to the end of the line: ``loss 2.31 lr 3e-4``, ``loss=2.31 lr=3e-4``,
+#: ``loss: 2.31 lr: 3e-4`` (what ``print(f"step {step} loss {loss}")`` writes).
+_BLANK_PAIR = rf"(?!of\b)[A-Za-z_][\w./@%-]{{0,63}}[ \t]*[:=]?[ \t]*{NUMBER}{_UNIT}"
+_BLANK_PAIRS = rf"(?:[ \t]+{_BLANK_PAIR})+[ \t]*$"
 KV_STEP = re.compile(
-    r"^[ \t]*(iter|iteration|global_step|step|epoch)[ \t]*[:=]?[ \t]*(\d+)(?:[ \t]*/[ \t]*\d+)?[ \t]*(?:[|,:]|[ \t]-[ \t])([^\n]*)$",
+    r"^[ \t]*(iter|iteration|global_step|step|epoch)[ \t]*[:=]?[ \t]*(\d+)(?:[ \t]*/[ \t]*\d+)?"
+    rf"(?:[ \t]*(?:[|,:]|[ \t]-[ \t])|(?={_BLANK_PAIRS}))([^\n]*)$",
     re.M | re.I,
 )
 _KV_SPLIT = re.compile(r"\||,(?![^\[]*\])|\s-\s")
+_BLANK_PAIR_AT = re.compile(rf"[ \t]*{_BLANK_PAIR}")
 _KV_SEGMENT = re.compile(rf"^\s*({_NAME})\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
 
 _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
@@ -268,7 +274,8 @@ class GenericRules:
         token, step = m.group(1).lower(), int(m.group(2))
         epoch = float(step) if token == "epoch" else NAN
         pairs = []
-        segments = [s for s in _KV_SPLIT.split(m.group(3)) if s.strip()]
+        rest = m.group(3)
+        segments = [rest[a:b] for a, b in _kv_bounds(rest) if rest[a:b].strip()]
         for segment in segments:
             item = _KV_SEGMENT.match(segment)
             if not item:
@@ -831,6 +838,22 @@ def _line_tries(patterns: tuple[tuple[re.Pattern[str], str], ...]) -> list[tuple
             else (index, kind, None, pattern.finditer) for index, (pattern, kind) in enumerate(patterns)]
 
 
+def _kv_bounds(rest: str) -> list[tuple[int, int]]:
+    """Where the segments of a key-value line's rest (after its step) lie: between ``|``, ``,`` and `` - ``, or,
+    when it has none of them, one segment per blank-separated pair (``loss 2.31 lr 3e-4``)."""
+    bounds, at = [], 0
+    for split in _KV_SPLIT.finditer(rest):
+        bounds.append((at, split.start()))
+        at = split.end()
+    bounds.append((at, len(rest)))
+    if len(bounds) == 1:
+        blank = [(m.start(), m.end()) for m in _BLANK_PAIR_AT.finditer(rest)]
+        if blank and blank[-1][1] == len(rest.rstrip()) and all(
+                a == b_prev for (a, _), (_, b_prev) in zip(blank[1:], blank, strict=False)) and blank[0][0] == 0:
+            return blank
+    return bounds
+
+
 def _others_match(line: str, handlers: dict[str, Any], *but: str) -> bool:
     """Whether a generic pattern of another kind than ``but`` matches ``line``."""
     return any(kind not in but and kind in handlers and pattern.search(line) is not None
@@ -933,12 +956,7 @@ class _KvLines(_Shaped):
         base = m.start()
         spans, roles = [(m.start(2) - base, m.end(2) - base)], ["step"]
         rest, rest_at = m.group(3), m.start(3) - base
-        bounds, at = [], 0
-        for split in _KV_SPLIT.finditer(rest):
-            bounds.append((at, split.start()))
-            at = split.end()
-        bounds.append((at, len(rest)))
-        segments = [(a, b) for a, b in bounds if rest[a:b].strip()]
+        segments = [(a, b) for a, b in _kv_bounds(rest) if rest[a:b].strip()]
         for a, b in segments:
             item = _KV_SEGMENT.match(rest[a:b])
             if not item:
