@@ -110,6 +110,8 @@ ANALYSIS_VERSION = "12"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # the run's configuration (its gradient clipping) as diagnose does; a sparse training loss leaves the verdict to a
 # validation loss; a loss at exactly 0; gradient collapses that are too short to tell or that the loss fell with
 
+#: Points a reward needs to be the curve a run is judged by (fewer: an evaluation summary beside a loss curve).
+_REWARD_CURVE_POINTS = 3
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 #: Loss findings that stand in a reinforcement-learning run, where a loss's level and swings mean nothing.
 _NONFINITE_CODES = frozenset({"nonfinite_values", "diverged_nonfinite"})
@@ -684,6 +686,12 @@ def diagnose_run(
     grad = role_curve(curves, role_map, "grad_norm")
     # reinforcement learning: the reward decides the verdict, the losses (policy, critic, KL) only by NaN/Inf
     reward = role_curve(curves, role_map, "reward")
+    if reward is not None and (train is not None or val is not None) \
+            and len(reward.collapse_steps().finite_part()) < _REWARD_CURVE_POINTS:
+        # a reward evaluated once or twice (a score printed after training) is no curve to judge the run by
+        warnings.append(f"{reward.tag} has only {len(reward.collapse_steps().finite_part())} point(s): the run is "
+                        "judged by its loss, not as reinforcement learning")
+        reward = None
     entropy = role_curve(curves, role_map, "policy_entropy") if reward is not None else None
     if train is None and reward is None:
         warnings.append("no training loss found among the tags" + (f" ({len(curves)} tag(s))" if curves else ""))

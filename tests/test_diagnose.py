@@ -393,3 +393,18 @@ def test_a_policy_loss_that_swings_is_no_divergence_of_a_learning_rl_run():
     # with the reward role switched off, the run is judged by its policy loss, as before RL runs were known
     [by_loss] = tanalyze.diagnose(tanalyze.load(path), roles={"reward": None}).values()
     assert by_loss.verdict.evidence["main_role"] == "train" and by_loss.divergence is not None
+
+
+def test_a_reward_printed_once_after_training_does_not_make_the_run_reinforcement_learning():
+    # an SFT script that logs its loss every few steps and prints one evaluation reward at the end
+    steps = np.arange(8, 168, 8)
+    loss = 2.0 * np.exp(-np.arange(20) / 6) + 0.2
+    frame = scalar_frame(run="sft", tag=["loss"] * 20 + ["reward"], step=np.r_[steps, 160],
+                         value=np.r_[loss, 0.0243])
+    d = diagnose_run(frame)
+    assert d.verdict.label == "normal" and d.verdict.evidence["main_curve"] == "loss"
+    assert any("reward has only 1 point(s): the run is judged by its loss" in w for w in d.warnings)
+    # a reward curve still decides
+    rl = scalar_frame(run="rl", tag=["loss"] * 20 + ["reward"] * 20, step=np.r_[steps, steps],
+                      value=np.r_[loss, np.linspace(10, 200, 20)])
+    assert "reward" in " ".join(diagnose_run(rl).verdict.reasons)
