@@ -547,3 +547,12 @@ def test_pairs_separated_by_blanks_only_are_read_at_once_as_line_by_line(tmp_pat
 def test_words_after_a_step_are_no_blank_separated_pairs(tmp_path, text):
     path = write(tmp_path / "notes.log", text)
     assert not GenericTextReader().sniff(path, path.read_bytes()[:4096])
+
+
+def test_a_name_may_end_in_its_unit_in_parentheses(tmp_path, monkeypatch):
+    lines = [f"step {10 * i} | loss {2 / (i + 1):.4f} | GPU Mem (GB): 12.81 | Time (s): {0.5 + i / 100:.2f}"
+             for i in range(30)]
+    run = _same_at_once_and_line_by_line(write(tmp_path / "train.log", "\n".join(lines) + "\n"), monkeypatch)
+    check(run.scalars, "GPU Mem (GB)", {0: 12.81, 290: 12.81}, count=30)
+    check(run.scalars, "Time (s)", {0: 0.5, 290: 0.79}, count=30)
+    check(run.scalars, "loss", {0: 2.0, 10: 1.0}, count=30)

@@ -1143,6 +1143,7 @@ def detect_deepspeed(window: str) -> bool:
 
 class DeepSpeedReader(TextReader):
     name = "deepspeed"
+    cache_version = 4  # 4: the generic key-value lines it reads too (blank-separated pairs, units in names)
     description = "DeepSpeed / DeepSpeed-Chat console logs (step=…, skipped=…; OVERFLOW; ppl/reward/PPO lines)"
     parser = DeepSpeedParser
 

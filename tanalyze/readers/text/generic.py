@@ -109,7 +109,8 @@ KV_STEP = re.compile(
 )
 _KV_SPLIT = re.compile(r"\||,(?![^\[]*\])|\s-\s")
 _BLANK_PAIR_AT = re.compile(rf"[ \t]*{_BLANK_PAIR}")
-_KV_SEGMENT = re.compile(rf"^\s*({_NAME})\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
+# (a name may end in its unit in parentheses: ``GPU Mem (GB): 12.8``, ``Time (s): 0.52``)
+_KV_SEGMENT = re.compile(rf"^\s*({_NAME}(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
 
 _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
 
@@ -1199,7 +1200,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 4  # 4: lines behind a logging library's prefix (time, level, logger name)
+    cache_version = 5  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names
 
     def detect(self, window: str) -> bool:
         return detect_generic(window)
