@@ -966,6 +966,17 @@ def config_only(folder: Path) -> None:
             path.unlink()
 
 
+def model_config_case(name: str, out: Path, cfg: dict[str, Any], truth: str, kind: str, why: str
+                      ) -> dict[str, dict[str, Any]]:
+    """A tiny GPT-2 trained under the HF Trainer into ``out``, which keeps its state and the model's config.json."""
+    s = hf_run(name, {**cfg, "save_model": "."}, out=out)
+    config_only(out)
+    loss = [v for _, v in s["loss"]]
+    return {name: label(truth, kind=kind, fmt="hf_trainer_state", logger="transformers.Trainer trainer_state.json",
+                        train_tag="loss", val_tag="eval_loss", train=s["loss"], val=s["eval_loss"],
+                        first_loss=round(loss[0], 4), last_loss=round(loss[-1], 4), why=why)}
+
+
 @register
 def run_finetune_small_fall() -> dict[str, dict[str, Any]]:
     import tempfile
@@ -975,35 +986,25 @@ def run_finetune_small_fall() -> dict[str, dict[str, Any]]:
     with tempfile.TemporaryDirectory() as scratch:
         weights = Path(scratch) / "pretrained"
         hf_run(name, {**PRETRAIN, "save_model": str(weights)}, out=Path(scratch))
-        s = hf_run(name, {"seed": 32, "lr": 1e-4, "max_steps": 300, "n_train": 2000, "batch": 8, "warmup_steps": 10,
-                          "logging_steps": 5, "eval_steps": 50, "train_split": "val", "init_from": str(weights),
-                          "save_model": "."}, out=out)
-    config_only(out)
-    loss = [v for _, v in s["loss"]]
-    return {name: label("normal", kind="finetune", fmt="hf_trainer_state", logger="transformers.Trainer trainer_state.json",
-                        train_tag="loss", val_tag="eval_loss", train=s["loss"], val=s["eval_loss"],
-                        first_loss=round(loss[0], 4), last_loss=round(loss[-1], 4),
-                        why="a fine-tune of a tiny GPT-2 pretrained by another Trainer (its weights loaded with "
-                            "from_pretrained, its config.json saved beside the state) on text it has not seen, at "
-                            "lr 1e-4: the loss starts near where the pretraining ended, falls a few percent and "
-                            "levels off, and the evaluation loss with it. A fine-tune converging, not a model that "
-                            "cannot fit its data")}
+        return model_config_case(
+            name, out, {"seed": 32, "lr": 1e-4, "max_steps": 300, "n_train": 2000, "batch": 8, "warmup_steps": 10,
+                        "logging_steps": 5, "eval_steps": 50, "train_split": "val", "init_from": str(weights)},
+            "normal", "finetune",
+            "a fine-tune of a tiny GPT-2 pretrained by another Trainer (its weights loaded with from_pretrained, its "
+            "config.json saved beside the state) on text it has not seen, at lr 1e-4: the loss starts near where the "
+            "pretraining ended, falls a few percent and levels off, and the evaluation loss with it. A fine-tune "
+            "converging, not a model that cannot fit its data")
 
 
 @register
 def run_scratch_tiny_lr() -> dict[str, dict[str, Any]]:
     name = "scratch_tiny_lr"
-    out = fresh(name)
-    s = hf_run(name, {**PRETRAIN, "seed": 33, "lr": 3e-7, "max_steps": 300, "logging_steps": 5, "eval_steps": 50,
-                      "save_model": "."}, out=out)
-    config_only(out)
-    loss = [v for _, v in s["loss"]]
-    return {name: label("underfitting", kind="tiny_lr", fmt="hf_trainer_state",
-                        logger="transformers.Trainer trainer_state.json", train_tag="loss", val_tag="eval_loss",
-                        train=s["loss"], val=s["eval_loss"], first_loss=round(loss[0], 4), last_loss=round(loss[-1], 4),
-                        why="the same tiny GPT-2 trained from scratch at lr 3e-7 (its config.json beside the state "
-                            "names a GPT2LMHeadModel, as a fine-tune's does): the loss starts at ln(vocab) and "
-                            "hardly moves. The model is not learning")}
+    return model_config_case(
+        name, fresh(name), {**PRETRAIN, "seed": 33, "lr": 3e-7, "max_steps": 300, "logging_steps": 5, "eval_steps": 50},
+        "underfitting", "tiny_lr",
+        "the same tiny GPT-2 trained from scratch at lr 3e-7 (its config.json beside the state names a "
+        "GPT2LMHeadModel, as a fine-tune's does): the loss starts at ln(vocab) and hardly moves. The model is not "
+        "learning")
 
 
 def reinforce_cartpole(*, name: str, lr: float, episodes: int, seed: int) -> dict[str, list[tuple[int, float]]]:
