@@ -16,6 +16,7 @@ No framework prints these, many scripts do:
 from __future__ import annotations
 
 import functools
+import os
 import re
 from bisect import bisect_right
 from collections.abc import Mapping
@@ -1214,12 +1215,22 @@ class GenericTextReader(TextReader):
             return _ranked.read_part(path, _prefix.LOGGING, self.parser, start, state)
         return super().read_part(path, start, state)  # a grown log goes on as its part began
 
-    def _behind_logging(self, path: Path) -> bool:
+    @staticmethod
+    def _behind_logging(path: Path) -> bool:
         """Whether the file's metric lines show only once a logging library's line prefix is removed (Python
         ``logging``, loguru, absl): a file that reads as it is, or whose lines carry a launcher's rank
-        prefix, is read as it is."""
-        if _ranked.prefix_of(path):
+        prefix, is read as it is. Decided once per file version (sniffing and reading both ask)."""
+        try:
+            info = os.stat(path)
+        except OSError:
             return False
-        window = sniff_window(path)
-        return (not self.detect(window) and _prefix.detect_logging(window)
-                and self.detect(_prefix.strip_window(window, _prefix.LOGGING)))
+        return _behind_logging(str(path), info.st_size, info.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=16)
+def _behind_logging(path: str, size: int, mtime_ns: int) -> bool:
+    if _ranked.prefix_of(Path(path)):
+        return False
+    window = sniff_window(Path(path))
+    return (not detect_generic(window) and _prefix.detect_logging(window)
+            and detect_generic(_prefix.strip_window(window, _prefix.LOGGING)))
