@@ -100,7 +100,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "12"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "13"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -108,7 +108,8 @@ ANALYSIS_VERSION = "12"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # runs, gradient spikes the loss absorbed, restarts of seconds; a lone low validation draw is no minimum; RL runs
 # judged by their reward; 12: a language model's fine-tune that falls a little is no underfitting; the report reads
 # the run's configuration (its gradient clipping) as diagnose does; a sparse training loss leaves the verdict to a
-# validation loss; a loss at exactly 0; gradient collapses that are too short to tell or that the loss fell with
+# validation loss; a loss at exactly 0; gradient collapses that are too short to tell or that the loss fell with;
+# 13: a failed job with no point says it ended before logging (ended_before_metrics)
 
 #: Points a reward needs to be the curve a run is judged by (fewer: an evaluation summary beside a loss curve).
 _REWARD_CURVE_POINTS = 3
@@ -602,6 +603,14 @@ def _adversarial_curves(curves: Mapping[str, Curve], roles: Roles) -> tuple[Curv
     return sides[0], sides[1]
 
 
+def _ended_before_metrics(verdict: Verdict, status: RunStatus) -> Verdict:
+    """The verdict of a run with no point whose job failed: it says the job ended before logging, and how."""
+    why = f"the job ended ({status.status}: {status.reason}) before it logged any metric"
+    ended = Finding("ended_before_metrics", Severity.ERROR, why[:1].upper() + why[1:], recommend("ended_before_metrics"))
+    return replace(verdict, reasons=(why,),
+                   findings=tuple(ended if f.code == "insufficient_data" else f for f in verdict.findings))
+
+
 def diagnose_run(
     frame: pd.DataFrame,
     *,
@@ -748,6 +757,8 @@ def diagnose_run(
                                num_classes=num_classes, thresholds=thresholds or Thresholds(),
                                adversarial=adversarial, components=components,
                                epoch_train=epoch_train, language_model=language_model_start(hparams or {}, text))
+    if not len(frame) and status is not None and status.failed:
+        verdict = _ended_before_metrics(verdict, status)
     early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
     progress = (analyze_progress(main, epochs=epoch, **params.get("progress", {}))
                 if main is not None and reward is None else None)

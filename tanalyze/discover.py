@@ -11,7 +11,7 @@ listed so the caller can say what was ignored.
 from __future__ import annotations
 
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Protocol
 
 from tanalyze.errors import InputError, NoLogsError
-from tanalyze.identity import RunPart, Source, identify
+from tanalyze.identity import RunPart, Source, identify, run_name
 from tanalyze.readers import HEAD_BYTES, Reader, get_readers
 from tanalyze.readers.text.generic import GenericTextReader
+from tanalyze.readers.text.job_console import JOB_CONSOLE_FORMAT
 from tanalyze.readers.text.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
-from tanalyze.runstatus.scan import is_console_log
+from tanalyze.runstatus.scan import is_console_log, run_status
 from tanalyze.text import writable
 
 __all__ = ["RunSpec", "Discovery", "NotRead", "HeadTagsMemo", "discover"]
@@ -277,6 +278,12 @@ def discover(
             )
         )
     runs = _with_consoles(runs, unrecognized, root)
+    if not formats or JOB_CONSOLE_FORMAT in formats:
+        failed = _failed_jobs(runs, unrecognized, root, single_file)
+        if failed:
+            taken = {f for run in failed for f in run.files}
+            unrecognized = [f for f in unrecognized if f not in taken]
+            runs += failed
     if not runs:
         detail = ""
         if unrecognized:
@@ -361,6 +368,31 @@ def _with_consoles(runs: list[RunSpec], unrecognized: list[str], root: Path) -> 
             if consoles:
                 run = replace(run, consoles=tuple(sorted(consoles)))
         out.append(run)
+    return out
+
+
+def _failed_jobs(runs: list[RunSpec], unrecognized: list[str], root: Path, single_file: bool) -> list[RunSpec]:
+    """A run for each unclaimed console log that no run took as its own and whose tail shows its job failed
+    (crashed, out of memory, killed, hung): a job that ended before it logged a metric is still a run.
+
+    Named like the other runs: its folder, or folder/file where the folder holds other runs or several such logs.
+    """
+    attached = {c for run in runs for c in run.consoles}
+    found = [Path(f) for f in unrecognized if f not in attached and is_console_log(f) and run_status([f]).failed]
+    if not found:
+        return []
+    per_folder = Counter(f.parent for f in found)
+    with_runs = {Path(run.directory) for run in runs}
+    taken = {run.name for run in runs}
+    out = []
+    for file in found:
+        base = root.name if single_file else run_name(root, file.parent)
+        name = base if per_folder[file.parent] == 1 and file.parent not in with_runs else f"{base}/{file.name}"
+        if name in taken:
+            name = f"{name} [{JOB_CONSOLE_FORMAT}]"
+        taken.add(name)
+        out.append(RunSpec(name=writable(name), directory=str(file.parent), format=JOB_CONSOLE_FORMAT,
+                           files=(str(file),)))
     return out
 
 

@@ -307,6 +307,25 @@ def test_loss_nan_from_the_first_step_is_a_broken_start_not_a_learning_rate_or_m
 
 
 @pytest.mark.real_logs
+def test_a_job_that_ran_out_of_memory_before_its_first_step_is_a_run_that_says_so(capsys):
+    """Real llm.c jobs that died while allocating (out of memory) or on an assertion, before any step: each is a
+    run whose verdict says the job ended before logging and how; ``check`` fails it."""
+    folder = real_log("crash_logs/HectorFCardenas__llm.c")
+    diagnoses = tanalyze.diagnose(tanalyze.load(folder))
+    oom = diagnoses["HectorFCardenas__llm.c/gpt2_train.11672072.log"]
+    assert oom.format == "job-console" and oom.status.status == "oom" and oom.verdict.label == "insufficient_data"
+    assert oom.verdict.reasons == ("the job ended (oom: GPU out of memory (failed allocation: 39612 MiB for "
+                                   "activations)) before it logged any metric",)
+    [ended] = [f for f in oom.findings if f.code == "ended_before_metrics"]
+    assert ended.severity == "error" and "smaller micro-batch" in ended.recommendation
+    assert not [f for f in oom.findings if f.code == "insufficient_data"]
+    assert diagnoses["HectorFCardenas__llm.c/gpt2_train.11673594.log"].status.status == "crashed"
+    assert sorted(d.format for d in diagnoses.values()).count("job-console") == 5
+    assert main(["check", str(folder / "gpt2_train.11672072.log"), "--no-cache"]) == 1
+    assert "FAIL  run_status       oom: GPU out of memory" in capsys.readouterr().out
+
+
+@pytest.mark.real_logs
 def test_loss_rising_in_the_last_epoch_of_a_finished_fine_tune_is_information():
     """A real Alpaca fine-tune (3 epochs, W&B exit code 0) whose loss rises through its last epoch: the
     divergence warning it earns is information, since the run finished; the verdict stays normal."""

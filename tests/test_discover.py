@@ -15,7 +15,10 @@ def _csv_run(folder: Path) -> None:
 
 
 def _consoles(root: Path) -> dict[str, tuple[str, ...]]:
-    return {Path(run.directory).name: tuple(Path(c).name for c in run.consoles) for run in discover(root).runs}
+    """Each run's folder and the consoles it was given; a failed job's console that no run took is its own run
+    (``job-console``), listed by its file's name."""
+    return {Path(run.files[0]).name if run.format == "job-console" else Path(run.directory).name:
+            tuple(Path(c).name for c in run.consoles) for run in discover(root).runs}
 
 
 def test_a_console_above_one_run_is_that_runs(tmp_path):
@@ -29,7 +32,7 @@ def test_a_console_above_several_runs_is_given_to_none_of_them_unless_named_afte
         _csv_run(tmp_path / "sweep" / name)
     (tmp_path / "sweep" / "train.log").write_text("Traceback (most recent call last):\nValueError: boom\n")
     (tmp_path / "sweep" / "lr2.log").write_text("Killed\n")
-    assert _consoles(tmp_path) == {"lr1": (), "lr2": ("lr2.log",), "lr3": ()}
+    assert _consoles(tmp_path) == {"lr1": (), "lr2": ("lr2.log",), "lr3": (), "train.log": ()}
 
 
 def test_a_runs_own_folder_console_wins_over_one_above(tmp_path):
@@ -37,7 +40,24 @@ def test_a_runs_own_folder_console_wins_over_one_above(tmp_path):
         _csv_run(tmp_path / name)
     (tmp_path / "a" / "stdout.log").write_text("done\n")
     (tmp_path / "train.log").write_text("Killed\n")
-    assert _consoles(tmp_path) == {"a": ("stdout.log",), "b": ()}
+    assert _consoles(tmp_path) == {"a": ("stdout.log",), "b": (), "train.log": ()}
+
+
+def test_a_failed_jobs_console_without_metrics_is_a_run_named_by_its_folder_or_file(tmp_path):
+    _csv_run(tmp_path / "ok")
+    (tmp_path / "ok" / "notes.txt").write_text("lr sweep, see wiki\n")  # no status: stays not read
+    (tmp_path / "oom").mkdir()
+    (tmp_path / "oom" / "slurm-7.out").write_text(
+        "loading model\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    (tmp_path / "jobs").mkdir()
+    for name in ("a.log", "b.log"):
+        (tmp_path / "jobs" / name).write_text("Traceback (most recent call last):\nValueError: boom\n")
+    found = discover(tmp_path)
+    failed = {run.name: run.files for run in found.runs if run.format == "job-console"}
+    assert failed == {"oom": (str(tmp_path / "oom" / "slurm-7.out"),),
+                      "jobs/a.log": (str(tmp_path / "jobs" / "a.log"),), "jobs/b.log": (str(tmp_path / "jobs" / "b.log"),)}
+    assert found.unrecognized == (str(tmp_path / "ok" / "notes.txt"),)
+    assert not [run for run in discover(tmp_path, formats=("csv",)).runs if run.format == "job-console"]
 
 
 def test_a_folder_and_a_file_named_in_bytes_that_are_not_utf8_are_read_named_and_reported(tmp_path):

@@ -356,6 +356,14 @@ CAUSES: dict[str, Cause] = {
         "a checkpoint manager keeping the best by the monitored metric",
         "Use that checkpoint for evaluation and release, not the last one.",
     ),
+    "ended_before_metrics": Cause(
+        "The job failed before it logged a metric",
+        "a failure while starting: out of memory allocating the model or activations, a configuration "
+        "assertion, a missing file or dataset, a cancellation in the queue",
+        "Fix what the status line names and rerun: out of memory, a smaller micro-batch or sequence length "
+        "(with gradient accumulation), activation checkpointing or sharding; an exception, its last frame; "
+        "a cancellation, the time limit or the queue.",
+    ),
     "insufficient_data": Cause(
         "Not enough data to judge",
         "the run is too short or the needed curve was not logged",

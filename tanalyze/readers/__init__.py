@@ -44,6 +44,8 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.text.build_nanogpt:BuildNanoGPTReader",
     "tanalyze.readers.text.nanogpt:NanoGPTReader",
     "tanalyze.readers.text.generic:GenericTextReader",
+    # claims nothing by content: discovery gives it the consoles of jobs that failed before any metric
+    "tanalyze.readers.text.job_console:JobConsoleReader",
 )
 
 

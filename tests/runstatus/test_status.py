@@ -270,10 +270,15 @@ def test_runs_cli_shows_status_of_runs_and_of_consoles_without_metrics(tmp_path,
     out = capsys.readouterr().out
     assert "status: KILLED  the log ends without the end marker" in out
     gloo = _aged_copy(tmp_path, "gloo_timeout")
-    assert main(["runs", str(gloo), "--no-cache"]) == 2  # no metrics: still an error, but the status is shown
+    assert main(["runs", str(gloo), "--no-cache"]) == 0  # no metrics, but a failed job: a run of its own
     captured = capsys.readouterr()
+    assert "[job-console]  1 file(s), 0 tag(s), 0 points" in captured.out
     assert "status: NCCL_TIMEOUT" in captured.out and "train.log:20:" in captured.out
-    assert "no training logs found" in captured.err
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "train.log").write_text("Training completed. Do not forget to share your model\n")
+    assert main(["runs", str(tmp_path / "notes"), "--no-cache"]) == 2  # finished, no metrics: not a run
+    captured = capsys.readouterr()
+    assert "status: FINISHED" in captured.out and "no training logs found" in captured.err
 
 
 def test_watchdog_timeout_then_abort_and_cancel_is_a_distributed_hang(tmp_path):
