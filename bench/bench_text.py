@@ -5,7 +5,7 @@
     python bench/bench_text.py --only nanogpt   # one format
 
 One realistic synthetic log per console format (Megatron, HF console, DeepSpeed, nanoGPT, the generic
-reader's MMDetection-style meters, llm.c's console and main.log, modded-nanogpt, fairseq's simple and JSON formats) is written once
+reader's MMDetection-style meters, llm.c's console and main.log, modded-nanogpt, fairseq's simple and JSON formats, Keras's model.fit) is written once
 (see ``text_logs.py``: banners, dumps, noise and evaluation lines as real logs of the format have).
 Each is read, in the same run, by:
 
@@ -630,12 +630,43 @@ def naive_fairseq_json(path: Path) -> int:
     return len(frame)
 
 
+KERAS_EPOCH = re.compile(r"Epoch (\d+)/(\d+)\s*$")
+KERAS_COUNTER = re.compile(r"(\d+)/(\d+) (?=\[[=>.]*\]|━|- )")
+KERAS_PAIR = re.compile(rf" - (\w+): ({NUMBER})")
+KERAS_STEP_TIME = re.compile(r" (\d+(?:\.\d+)?)ms/step")
+
+
+def naive_keras_console(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    epoch = None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = KERAS_EPOCH.match(line)
+            if m:
+                epoch = int(m.group(1))
+                continue
+            counters = list(KERAS_COUNTER.finditer(line))
+            # (an earlier update's last digits run into the counter of the last: "0.41231875/1875")
+            if epoch is None or not counters or not counters[-1].group(1).endswith(counters[-1].group(2)):
+                continue
+            segment = line[counters[-1].end():]
+            timed = KERAS_STEP_TIME.search(segment)
+            pairs = ([("step_time_ms", timed.group(1))] if timed else []) + KERAS_PAIR.findall(segment)
+            for name, value in pairs:
+                tags.append(name)
+                steps.append(epoch - 1)
+                values.append(float(value))
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
          "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "build_nanogpt": naive_build_nanogpt,
          "build_nanogpt_console": naive_build_nanogpt_console, "fairseq": naive_fairseq,
-         "fairseq_json": naive_fairseq_json}
+         "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -456,6 +456,36 @@ def make_text_epochs(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_keras_console(path: Path, megabytes: int) -> None:
+    """``model.fit(verbose=1)`` of tf.keras redirected to a file, as ``tests/fixtures/keras_console`` holds it
+    from real fits: an ``Epoch N/M`` line, then one long line per epoch in which the bar's updates (every
+    50 ms of a minute-long epoch of 1,875 batches) run on, the last one with the epoch's metrics; Keras
+    callbacks' messages now and then, ``model.evaluate`` at the end of nothing (the file is cut at size)."""
+    rng = random.Random(7)
+    head = "Model: \"sequential\"\nTotal params: 1,863,690\nTrainable params: 1,863,690\n"
+    epochs, batches = 10 ** 5, 1875
+
+    def bar(done: int) -> str:
+        filled = 30 * done // batches
+        return "[" + "=" * filled + (">" + "." * (29 - filled) if filled < 30 else "") + "]"
+
+    def block(index: int) -> str:
+        epoch = index + 1
+        loss = 2.3 * epoch ** -0.2
+        parts = [f"Epoch {epoch}/{epochs}\n"]
+        for done in range(1, batches, 1875 // 1200 + 1):
+            parts.append(f"{done:>4}/{batches} {bar(done)} - ETA: {(batches - done) // 30}s - loss: "
+                         f"{loss + rng.random() * 0.05:.4f} - accuracy: {1 - loss / 3:.4f}")
+        parts.append(f"{batches}/{batches} {bar(batches)} - 61s 32ms/step - loss: {loss:.4f} - accuracy: "
+                     f"{1 - loss / 3:.4f} - val_loss: {loss + 0.05 + rng.random() * 0.01:.4f} - val_accuracy: "
+                     f"{1 - loss / 2.8:.4f}\n")
+        if epoch % 10 == 0:
+            parts.append(f"\nEpoch {epoch}: val_loss improved, saving model to checkpoints/model_{epoch:03d}.h5\n")
+        return "".join(parts)
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -473,4 +503,5 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "build_nanogpt_console": make_build_nanogpt_console,
     "fairseq": make_fairseq,
     "fairseq_json": make_fairseq_json,
+    "keras_console": make_keras_console,
 }

@@ -39,6 +39,7 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.text.llmc:LlmcReader",
     "tanalyze.readers.text.fairseq:FairseqReader",
     "tanalyze.readers.text.hf_console:HFConsoleReader",
+    "tanalyze.readers.text.keras_console:KerasConsoleReader",
     "tanalyze.readers.text.deepspeed:DeepSpeedReader",
     "tanalyze.readers.text.modded_nanogpt:ModdedNanoGPTReader",
     "tanalyze.readers.text.build_nanogpt:BuildNanoGPTReader",

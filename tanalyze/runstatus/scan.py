@@ -75,8 +75,14 @@ _FINISHED = [
     (re.compile(r"done training in [\d.]+ seconds"), "fairseq: done training"),
     (re.compile(r"\d+ epochs completed in [\d.]+ hours"), "Ultralytics: epochs completed"),
     (re.compile(r"^peak memory (?:allocated|consumption)"), "modded-nanogpt printed its final peak memory"),
+    (re.compile(r"^Epoch \d+: early stopping"), "Keras: early stopping ended the fit"),
 ]
 _LAST_STEP = re.compile(r"^\s*step\s+(\d+)\s*/\s*(\d+)\b")
+#: Keras's header of a fit's last epoch ("Epoch 20/20"), and the update that ends an epoch ("63/63 ━━━", "63/63 - 1s")
+_LAST_EPOCH = re.compile(r"^\s*Epoch (\d+)/\1\s*$")
+_EPOCH_END = re.compile(r"(\d+)/\1 (?:\[=+\]|━|- )")
+#: lines after the last epoch's header within which its end is looked for (Keras callbacks print in between)
+_EPOCH_END_WITHIN = 6
 _STARTED = re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*|^\s*\|\s*Name\s*\|\s*Type\s*\|"
                       r"|^\s*\d+\s+Trainable params|^GPU available: ")
 _KILLED = [
@@ -181,7 +187,7 @@ _KEYWORDS = (
     "distnetwork", "diststore", "closed by peer", "heartbeat", "cuda error", "cublas", "assertion",
     "terminate called", "fatal python", "segmentation", "sigsegv", "sigabrt", "aborted", "bus error",
     "illegal instruction", "running training", "| name", "trainable params", "gpu available", "failures:",
-    "root cause", "keyboardinterrupt",
+    "root cause", "keyboardinterrupt", "early stopping",
 )
 
 
@@ -198,11 +204,14 @@ def _candidates(lines: list[str]) -> list[int]:
             index = bisect_right(starts, at) - 1
             found.add(index)
             at = text.find(word, starts[index + 1] if index + 1 < len(starts) else len(text))
-    for i, line in enumerate(lines):  # llm.c-style "step N/M": a candidate only when it is the last step
-        if line.lstrip()[:4] == "step" and "/" in line:
+    for i, line in enumerate(lines):  # llm.c-style "step N/M", Keras's "Epoch N/M": only when it is the last
+        head = line.lstrip()[:5]
+        if head[:4] == "step" and "/" in line:
             got = _LAST_STEP.search(line)
             if got and got.group(1) == got.group(2):
                 found.add(i)
+        elif head == "Epoch" and _LAST_EPOCH.match(line):
+            found.add(i)
     return sorted(found)
 
 
@@ -245,7 +254,8 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
 #: that hold one (a log's long lines, e.g. TensorFlow's cost-model dumps, would otherwise dominate).
 _GUARDS = {
     "finished": ("train_runtime", "trainer.fit", "signaling trainer", "training completed", "total average",
-                 "after training", "overall training", "done training", "epochs completed", "peak memory"),
+                 "after training", "overall training", "done training", "epochs completed", "peak memory",
+                 "early stopping"),
     "nccl": ("nccl", "collective", "processgroup", "timed out", "dist", "closed by peer", "heartbeat"),
     "oom": ("memory", "oom", "alloc", "resource_exhausted", "memoryerror"),
     "fatal": ("error", "assert", "terminate called", "fatal", "segment", "sigsegv", "sigabrt", "aborted",
@@ -271,6 +281,13 @@ def _line_signal(lines: list[str], index: int, name: str, number: int | None,
         for pattern, detail in _FINISHED:
             if pattern.search(line):
                 return Signal("finished", Evidence(name, number, _shown(line)), detail), 0
+    if line.lstrip()[:5] == "Epoch" and _LAST_EPOCH.match(line):
+        for after in lines[index + 1:index + 1 + _EPOCH_END_WITHIN]:
+            if _EPOCH_END.search(after.replace("\b", "")):
+                epochs = _LAST_EPOCH.match(line).group(1)
+                return Signal("finished", Evidence(name, number, _shown(line)),
+                              f"Keras: the fit's last epoch ({epochs}/{epochs}) ended"), 0
+        return None, 0
     last_step = _LAST_STEP.search(line) if "step" in low else None
     if last_step and last_step.group(1) == last_step.group(2) and int(last_step.group(1)) > 0:
         return Signal("finished", Evidence(name, number, _shown(line, last_step)),

@@ -77,6 +77,9 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     found += [("nanogpt", p) for p in sorted(root.glob("wandb_local/*nanoGPT/wandb/*/files/output.log"))]
     # (no build-nanogpt log in the corpus: the bundled run's log.txt and console, written by its training loop)
     found += [("build_nanogpt", p) for p in sorted(SAMPLE_RUNS.glob("normal_build_nanogpt/**/*.*"))]
+    # (no Keras console in the corpus: the bundled ones, written by real Keras fits)
+    keras = Path(__file__).resolve().parents[1] / "fixtures" / "keras_console"
+    found += [("keras_console", p) for p in sorted(keras.glob("*.log"))] + [("keras_console", keras / "overfit/train.log")]
     return found
 
 
