@@ -27,6 +27,7 @@ __all__ = ["assemble", "Assembled"]
 
 #: Tag words that only say "training", dropped when matching a tag across twins (``loss`` = ``train/loss``).
 _TRAIN_WORDS = frozenset({"train", "training"})
+_SAME_WORD = {"validation": "val", "valid": "val"}
 _EXAMPLE_TAGS = 5
 _RELATIVE_TOLERANCE = 1e-4  # float32 events against JSON/CSV values printed to 5 significant digits
 
@@ -182,7 +183,12 @@ def _labelled(part: RunPart, text: str) -> str:
 
 
 def _key(tag: str) -> tuple[str, ...]:
-    words = [w for w in re.split(r"[^0-9a-z]+", tag.lower()) if w and w not in _TRAIN_WORDS]
+    """What a tag measures, as words, for pairing a twin's tags with the run's: ``train`` words and Keras's
+    ``epoch_`` prefix dropped, ``validation``/``valid`` read as ``val`` (Keras's console ``val_loss`` is its
+    TensorBoard callback's ``validation/epoch_loss``)."""
+    head, _, last = tag.lower().rpartition("/")
+    last = last.removeprefix("epoch_")
+    words = [_SAME_WORD.get(w, w) for w in re.split(r"[^0-9a-z]+", f"{head}/{last}") if w and w not in _TRAIN_WORDS]
     return tuple(sorted(words))
 
 

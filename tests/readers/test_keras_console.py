@@ -105,3 +105,24 @@ def test_a_loss_keras_prints_as_nan_is_a_nan_point(tmp_path):
     frame = run.scalar_table()
     loss = frame[frame["tag"] == "loss"]["value"].to_numpy()
     assert loss[0] == 1.3862 and np.isnan(loss[1:]).all() and not run.warnings
+
+
+def test_a_keras_console_above_its_tensorboard_log_dir_is_that_runs_twin():
+    """Keras's TensorBoard callback wrote logs/train and logs/validation; the job's console is in the folder
+    above: one run, the events read, the console compared (epoch_loss is loss, validation/epoch_loss val_loss)."""
+    logs = tanalyze.load(FIXTURES / "with_tensorboard", cache=False)
+    (info,) = logs.runs.values()
+    assert info.format == "tensorboard" and info.status.status == "finished"
+    [twin] = [note for note in info.notes if note.startswith("twin: train.log (keras_console)")]
+    assert "it agrees on all 32 common points of 4 tag(s)" in twin
+
+
+def test_a_keras_console_above_two_runs_belongs_to_neither(tmp_path):
+    import shutil
+
+    for name in ("a", "b"):
+        shutil.copytree(FIXTURES / "with_tensorboard" / "logs", tmp_path / "logs" / name)
+    shutil.copy(FIXTURES / "with_tensorboard" / "train.log", tmp_path / "train.log")
+    logs = tanalyze.load(tmp_path, cache=False)
+    assert sorted((name, info.format) for name, info in logs.runs.items()) == [
+        ("logs/a", "tensorboard"), ("logs/b", "tensorboard"), (tmp_path.name, "keras_console")]
