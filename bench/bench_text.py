@@ -5,7 +5,8 @@
     python bench/bench_text.py --only nanogpt   # one format
 
 One realistic synthetic log per console format (Megatron, HF console, DeepSpeed, nanoGPT, the generic
-reader's MMDetection-style meters, llm.c's console and main.log, modded-nanogpt, fairseq's simple and JSON formats, Keras's model.fit) is written once
+reader's MMDetection-style meters, llm.c's console and main.log, modded-nanogpt, fairseq's simple and JSON formats, Keras's model.fit,
+PyTorch's MNIST example) is written once
 (see ``text_logs.py``: banners, dumps, noise and evaluation lines as real logs of the format have).
 Each is read, in the same run, by:
 
@@ -661,12 +662,43 @@ def naive_keras_console(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+MNIST_TRAIN = re.compile(r"Train Epoch: (\d+) \[(\d+)/(\d+) \(\d+%\)\]\tLoss: (\S+)")
+MNIST_TEST = re.compile(r"Test set: Average loss: (\S+), Accuracy: (\d+)/(\d+)")
+
+
+def naive_torch_examples(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    first = step = None
+    end = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = MNIST_TRAIN.match(line)
+            if m:
+                epoch, seen, size = int(m.group(1)), int(m.group(2)), int(m.group(3))
+                first = epoch if first is None else first
+                step = (epoch - first) * size + seen
+                end = (epoch - first + 1) * size
+                tags.append("train/loss")
+                steps.append(step)
+                values.append(float(m.group(4)))
+                continue
+            m = MNIST_TEST.match(line)
+            if m:
+                tags += ["test/loss", "test/accuracy"]
+                steps += [end, end]
+                values += [float(m.group(1)), int(m.group(2)) / int(m.group(3))]
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
          "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "build_nanogpt": naive_build_nanogpt,
          "build_nanogpt_console": naive_build_nanogpt_console, "fairseq": naive_fairseq,
-         "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console}
+         "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console,
+         "torch_examples": naive_torch_examples}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -486,6 +486,26 @@ def make_keras_console(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_torch_examples(path: Path, megabytes: int) -> None:
+    """PyTorch's MNIST example as ``tests/fixtures/torch_examples`` holds it from a real training: a
+    ``Train Epoch: e [seen/60000 (p%)]\tLoss: …`` line every 10 batches of 64, the ``Test set:`` summary
+    after each epoch, between blank lines (an epoch per block: a large log is many epochs)."""
+    rng = random.Random(8)
+    size, batches = 60000, 938
+
+    def block(index: int) -> str:
+        epoch = index + 1
+        loss = 2.3 * epoch ** -0.3
+        lines = [f"Train Epoch: {epoch} [{b * 64}/{size} ({100. * b / batches:.0f}%)]\tLoss: "
+                 f"{loss * (0.8 + rng.random() * 0.4):.6f}\n" for b in range(0, batches, 10)]
+        correct = int(size / 6 * (1 - loss / 4))
+        lines.append(f"\nTest set: Average loss: {loss * 0.9:.4f}, Accuracy: {correct}/10000 "
+                     f"({100. * correct / 10000:.0f}%)\n\n")
+        return "".join(lines)
+
+    _write(path, megabytes, "", block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -504,4 +524,5 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "fairseq": make_fairseq,
     "fairseq_json": make_fairseq_json,
     "keras_console": make_keras_console,
+    "torch_examples": make_torch_examples,
 }

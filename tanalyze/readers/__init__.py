@@ -45,6 +45,8 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.text.build_nanogpt:BuildNanoGPTReader",
     "tanalyze.readers.text.nanogpt:NanoGPTReader",
     "tanalyze.readers.text.generic:GenericTextReader",
+    # after the generic reader: a log it reads keeps it; these templates are the rest of the hand-written loops
+    "tanalyze.readers.text.torch_examples:TorchExamplesReader",
     # claims nothing by content: discovery gives it the consoles of jobs that failed before any metric
     "tanalyze.readers.text.job_console:JobConsoleReader",
 )

@@ -76,6 +76,7 @@ _FINISHED = [
     (re.compile(r"\d+ epochs completed in [\d.]+ hours"), "Ultralytics: epochs completed"),
     (re.compile(r"^peak memory (?:allocated|consumption)"), "modded-nanogpt printed its final peak memory"),
     (re.compile(r"^Epoch \d+: early stopping"), "Keras: early stopping ended the fit"),
+    (re.compile(r"^\s*Finished [Tt]raining\.?\s*$"), "the script printed 'Finished Training' (PyTorch's tutorials)"),
 ]
 _LAST_STEP = re.compile(r"^\s*step\s+(\d+)\s*/\s*(\d+)\b")
 #: Keras's header of a fit's last epoch ("Epoch 20/20"), and the update that ends an epoch ("63/63 ━━━", "63/63 - 1s")
@@ -187,7 +188,7 @@ _KEYWORDS = (
     "distnetwork", "diststore", "closed by peer", "heartbeat", "cuda error", "cublas", "assertion",
     "terminate called", "fatal python", "segmentation", "sigsegv", "sigabrt", "aborted", "bus error",
     "illegal instruction", "running training", "| name", "trainable params", "gpu available", "failures:",
-    "root cause", "keyboardinterrupt", "early stopping",
+    "root cause", "keyboardinterrupt", "early stopping", "finished training",
 )
 
 
@@ -255,7 +256,7 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
 _GUARDS = {
     "finished": ("train_runtime", "trainer.fit", "signaling trainer", "training completed", "total average",
                  "after training", "overall training", "done training", "epochs completed", "peak memory",
-                 "early stopping"),
+                 "early stopping", "finished training"),
     "nccl": ("nccl", "collective", "processgroup", "timed out", "dist", "closed by peer", "heartbeat"),
     "oom": ("memory", "oom", "alloc", "resource_exhausted", "memoryerror"),
     "fatal": ("error", "assert", "terminate called", "fatal", "segment", "sigsegv", "sigabrt", "aborted",

@@ -80,6 +80,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     # (no Keras console in the corpus: the bundled ones, written by real Keras fits)
     keras = Path(__file__).resolve().parents[1] / "fixtures" / "keras_console"
     found += [("keras_console", p) for p in sorted(keras.glob("*.log"))] + [("keras_console", keras / "overfit/train.log")]
+    examples = Path(__file__).resolve().parents[1] / "fixtures" / "torch_examples"
+    found += [("torch_examples", p) for p in sorted(examples.glob("*.log"))]
     return found
 
 

@@ -1,0 +1,98 @@
+"""The console lines of PyTorch's examples and tutorials, printed by small real torch trainings
+(tests/fixtures/torch_examples) with the templates of their sources."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tanalyze
+from tanalyze.readers import get_reader
+from tanalyze.readers.text.console import detect_console_format
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "torch_examples"
+
+
+def _points(name: str) -> dict[tuple[str, int], float]:
+    (run,) = get_reader("torch_examples").read([FIXTURES / name])
+    assert not run.warnings, run.warnings
+    frame = run.scalar_table()
+    return {(str(t), int(s)): float(v) for t, s, v in zip(frame["tag"], frame["step"], frame["value"], strict=True)}
+
+
+def test_the_mnist_examples_lines_are_at_the_samples_seen_and_its_test_summary_at_the_epochs_end():
+    points = _points("mnist_example.log")
+    assert points[("train/loss", 0)] == 2.689019 and points[("train/loss", 640)] == 1.937855
+    assert points[("test/loss", 6000)] == 0.4405 and points[("test/accuracy", 6000)] == pytest.approx(0.954)
+    assert max(step for tag, step in points if tag == "test/loss") == 4 * 6000
+    assert {tag for tag, _ in points} == {"train/loss", "test/loss", "test/accuracy"}
+
+
+def test_the_tutorials_epoch_and_step_counters_give_the_step_and_the_epochs_line_its_end():
+    points = _points("tutorial_overfit.log")
+    assert points[("Loss", 2)] == 2.1306 and points[("Loss", 4)] == 1.4859 and points[("Loss", 6)] == 0.8890
+    assert points[("Validation Loss", 4)] == 1.2041 and points[("Validation Accuracy", 4)] == 74.02
+    assert points[("Validation Loss", 160)] == 0.9324
+
+
+def test_the_cifar_tutorials_epoch_and_batch_pairs_are_placed_by_the_largest_batch():
+    (run,) = get_reader("torch_examples").read([FIXTURES / "cifar_tutorial.log"])
+    frame = run.scalar_table()
+    assert frame["step"].tolist() == [500 * k for k in range(1, 7)] + [3000 + 500 * k for k in range(1, 7)]
+    assert frame["value"].tolist()[:2] == [0.690, 0.080] and frame["value"].tolist()[6] == 0.020
+    assert any("3,000 being the largest batch printed" in note for note in run.notes)
+
+
+def test_a_step_counter_in_brackets_is_the_step():
+    points = _points("step_counter.log")
+    assert points[("Loss", 20)] == 2.1012 and points[("LR", 20)] == 3.3e-4 and max(s for _, s in points) == 600
+
+
+@pytest.mark.parametrize(("name", "truth"), [("mnist_example.log", "normal"), ("tutorial_overfit.log", "overfitting"),
+                                             ("cifar_tutorial.log", "normal"), ("step_counter.log", "normal")])
+def test_verdicts_of_the_trainings_whose_truth_is_known(name, truth):
+    (diagnosis,) = tanalyze.diagnose(tanalyze.load(FIXTURES / name, cache=False)).values()
+    assert diagnosis.format == "torch_examples" and diagnosis.verdict.label == truth
+
+
+def test_finished_training_is_an_end_marker():
+    status = tanalyze.run_status([str(FIXTURES / "cifar_tutorial.log")])
+    assert status.status == "finished" and "Finished Training" in status.reason
+
+
+@pytest.mark.parametrize("text", [
+    "Epoch [1/10] starting\n",  # a counter without any pair
+    "[1, 2] is a list\n",
+])
+def test_lines_without_pairs_are_not_claimed(text, tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text(text * 5)
+    assert detect_console_format(path) is None
+
+
+def test_a_line_read_by_the_generic_reader_keeps_the_file_there(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"step {i} | loss {2 - i / 10:.3f}\n" for i in range(10))
+                    + "[Step 3/10] Loss: 1.7\n[Step 4/10] Loss: 1.6\n")
+    assert detect_console_format(path).name == "text"
+
+
+@pytest.mark.parametrize("name", ["mnist_example.log", "tutorial_overfit.log", "cifar_tutorial.log",
+                                  "step_counter.log"])
+def test_the_mnist_lines_read_at_once_equal_them_read_line_by_line(name, tmp_path, monkeypatch):
+    from tanalyze.readers.text.torch_examples import TorchExamplesParser
+    from tests.readers.text_helpers import read_both_ways
+
+    read_both_ways("torch_examples", TorchExamplesParser, FIXTURES / name, monkeypatch, (None, 300))
+    # the same log with lines that break the usual shape: another width, a NaN, a resumed epoch, junk
+    text = (FIXTURES / "mnist_example.log").read_text().splitlines(keepends=True)
+    text[3] = "Train Epoch: 1 [1920/6000 (32%)]\tLoss: nan\n"
+    text[20:20] = ["Train Epoch: 1 [0/6000 (0%)]\tLoss: 2.5\n", "Train Epoch: 1 [640/6000]\tloss=2.4\n", "junk [\n"]
+    read_both_ways("torch_examples", TorchExamplesParser, write(tmp_path / "x.log", "".join(text)), monkeypatch,
+                   (None, 300))
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
