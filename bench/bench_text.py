@@ -6,7 +6,7 @@
 
 One realistic synthetic log per console format (Megatron, HF console, DeepSpeed, nanoGPT, the generic
 reader's MMDetection-style meters, llm.c's console and main.log, modded-nanogpt, fairseq's simple and JSON formats, Keras's model.fit,
-PyTorch's MNIST example) is written once
+PyTorch's MNIST example, Lightning's tqdm bar) is written once
 (see ``text_logs.py``: banners, dumps, noise and evaluation lines as real logs of the format have).
 Each is read, in the same run, by:
 
@@ -692,13 +692,56 @@ def naive_torch_examples(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+TQDM_BAR = re.compile(r"(?P<desc>[^|]*?):?\s*\d*%?\|[^|]*\|\s*(?P<i>\d+)/(?P<n>\d+)\s*\[[^\]]*?, [^\],]*, (?P<post>[^\]]*)\]")
+TQDM_PAIR = re.compile(r"([A-Za-z_][\w./-]*)=([^,\]]+)")
+TQDM_EPOCH = re.compile(r"[Ee]poch\s*(\d+)")
+
+
+def naive_tqdm_console(path: Path) -> int:
+    """Each redraw (universal newlines split at ``\\r``): the last one at each step kept, its pairs read; an
+    evaluation's value only when it changes."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    pending = None
+    shown: dict[str, str] = {}
+
+    def flush(step: int, post: str) -> None:
+        for name, text in TQDM_PAIR.findall(post):
+            if name == "v_num":
+                continue
+            if "val" in name:
+                if shown.get(name) == text:
+                    continue
+                shown[name] = text
+            tags.append(name)
+            steps.append(step)
+            values.append(float(text))
+
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = TQDM_BAR.match(line)
+            if m is None:
+                continue
+            epoch = TQDM_EPOCH.search(m.group("desc"))
+            if epoch is None:
+                continue
+            step = int(epoch.group(1)) * int(m.group("n")) + max(int(m.group("i")) - 1, 0)
+            if pending is not None and pending[0] != step:
+                flush(*pending)
+            pending = (step, m.group("post"))
+    if pending is not None:
+        flush(*pending)
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
          "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "build_nanogpt": naive_build_nanogpt,
          "build_nanogpt_console": naive_build_nanogpt_console, "fairseq": naive_fairseq,
          "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console,
-         "torch_examples": naive_torch_examples}
+         "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -506,6 +506,38 @@ def make_torch_examples(path: Path, megabytes: int) -> None:
     _write(path, megabytes, "", block)
 
 
+def make_tqdm_console(path: Path, megabytes: int) -> None:
+    """Lightning's ``TQDMProgressBar`` in a job's stderr, as ``tests/fixtures/tqdm_console`` holds it from a real
+    fit: every batch redrawn twice after ``\r`` (the count moving on, then the new ``train_loss``), ``v_num`` and
+    the last ``val_loss`` on the bar, a validation bar after each epoch of 500 batches."""
+    rng = random.Random(9)
+    batches = 500
+    head = "GPU available: True (cuda), used: True\nTPU available: False, using: 0 TPU cores\n"
+    state = {"val": None}
+
+    def bar(epoch: int, done: int, post: str) -> str:
+        filled = 10 * done // batches
+        return (f"\rEpoch {epoch}: {100 * done // batches:3d}%|{'█' * filled}{' ' * (10 - filled)}| {done}/{batches} "
+                f"[00:{done // 60:02d}<00:{(batches - done) // 60:02d}, {7 + rng.random():.2f}it/s, {post}]")
+
+    def block(epoch: int) -> str:
+        parts = []
+        val = state["val"]
+        loss = 3.0 * (epoch + 1) ** -0.3
+        previous = f"v_num=0, train_loss={loss:.3g}" + (f", val_loss={val:.3g}" if val else "")
+        for done in range(1, batches + 1):
+            parts.append(bar(epoch, done, previous))
+            value = loss * (0.8 + rng.random() * 0.4)
+            previous = f"v_num=0, train_loss={value:.3g}" + (f", val_loss={val:.3g}" if val else "")
+            parts.append(bar(epoch, done, previous))
+        parts.append("\n\rValidation DataLoader 0: 100%|██████████| 20/20 [00:01<00:00, 15.20it/s]\x1b[A")
+        state["val"] = loss * 1.1
+        parts.append(bar(epoch, batches, f"v_num=0, train_loss={value:.3g}, val_loss={state['val']:.3g}"))
+        return "".join(parts)
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -525,4 +557,5 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "fairseq_json": make_fairseq_json,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
+    "tqdm_console": make_tqdm_console,
 }

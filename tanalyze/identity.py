@@ -25,8 +25,8 @@ writers spread one run over several sources. The rules, in the order they apply
    in one ``version_N/``), an HF output folder whose ``trainer_state.json`` has its
    TensorBoard events under ``runs/<date>_<host>/``, and build-nanogpt's ``log/log.txt``
    below the folder holding the job's captured console, the job's captured console beside
-   the ``wandb/`` folder of its one W&B run, and a Keras job's console above the one run its
-   ``TensorBoard`` or ``CSVLogger`` callback wrote: one run. One source is read as the
+   the ``wandb/`` folder of its one W&B run, and a Keras or Lightning job's console above the one
+   run its logger wrote: one run. One source is read as the
    run (the framework's own structured record first, see :data:`PRECEDENCE`, unless a
    twin goes on to later steps); the others are listed with it and compared, not added
    twice.
@@ -194,7 +194,7 @@ def identify(
         _join_splits(sources, by_dir, owner)
         _join_log_folder(sources, by_dir, owner)
         _join_wandb_console(sources, by_dir, owner)
-        _join_keras_console(sources, by_dir, owner)
+        _join_console_above(sources, by_dir, owner)
 
     members: dict[Path, list[_Member]] = defaultdict(list)
     for index, source in enumerate(sources):
@@ -301,9 +301,11 @@ def _join_log_folder(sources: Sequence[Source], by_dir: dict[Path, list[int]], o
 
 #: Readers of a job's captured console (its stdout/stderr as text)
 CONSOLE_FORMATS = frozenset({"text", "nanogpt", "build_nanogpt", "modded_nanogpt", "llmc", "hf_console", "deepspeed",
-                             "megatron", "fairseq", "keras_console"})
-#: What a Keras job writes besides its console: its ``TensorBoard`` callback's log_dir, its ``CSVLogger``'s file
-_KERAS_SINKS = frozenset({"tensorboard", "keras_csv"})
+                             "megatron", "fairseq", "keras_console", "tqdm_console", "torch_examples"})
+#: Consoles whose job also writes its run below the folder the console is kept in, and what that run is written
+#: as: Keras's ``TensorBoard`` callback or ``CSVLogger``; Lightning's default loggers (``lightning_logs/version_N``)
+_CONSOLE_ABOVE_ITS_RUN = {"keras_console": frozenset({"tensorboard", "keras_csv"}),
+                          "tqdm_console": frozenset({"lightning_csv", "tensorboard"})}
 
 
 def _join_wandb_console(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
@@ -322,18 +324,20 @@ def _join_wandb_console(sources: Sequence[Source], by_dir: dict[Path, list[int]]
                                  _Member(console, "twin", f"twin: {_describe(console)} (the job's console)"))
 
 
-def _join_keras_console(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
-    """Rule 4e: a Keras job's captured console (``python train.py > train.log``) in the folder below which its
-    ``TensorBoard`` callback wrote its log_dir (``logs/``, ``logs/fit/<time>/`` with ``train/`` and
-    ``validation/``) or its ``CSVLogger`` its file: when everything below that folder is that one run, the
-    console is its twin. Not when the folder holds other sources or several runs lie below it."""
+def _join_console_above(sources: Sequence[Source], by_dir: dict[Path, list[int]], owner: dict) -> None:
+    """Rule 4e: a job's captured console (``python train.py > train.log``) in the folder below which the job's
+    logger wrote its run: Keras's ``TensorBoard`` callback (``logs/``, ``logs/fit/<time>/`` with ``train/`` and
+    ``validation/``) or ``CSVLogger``, Lightning's loggers (``lightning_logs/version_0/``). When everything below
+    that folder is that one run, the console is its twin. Not when the folder holds other sources or several
+    runs lie below it."""
     for directory, indices in by_dir.items():
-        if len(indices) != 1 or indices[0] in owner or sources[indices[0]].format != "keras_console":
+        if len(indices) != 1 or indices[0] in owner or sources[indices[0]].format not in _CONSOLE_ABOVE_ITS_RUN:
             continue
+        sinks = _CONSOLE_ABOVE_ITS_RUN[sources[indices[0]].format]
         below = [i for folder, found in by_dir.items() if directory in folder.parents for i in found]
         runs = {owner[i][0] if i in owner else sources[i].directory for i in below}
         mains = [i for i in below if i not in owner]
-        if below and len(runs) == 1 and len(mains) <= 1 and all(sources[i].format in _KERAS_SINKS for i in below):
+        if below and len(runs) == 1 and len(mains) <= 1 and all(sources[i].format in sinks for i in below):
             console = sources[indices[0]]
             owner[indices[0]] = (runs.pop(), _Member(console, "twin", f"twin: {_describe(console)} (the job's console)"))
 

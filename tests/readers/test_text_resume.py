@@ -82,6 +82,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     found += [("keras_console", p) for p in sorted(keras.glob("*.log"))] + [("keras_console", keras / "overfit/train.log")]
     examples = Path(__file__).resolve().parents[1] / "fixtures" / "torch_examples"
     found += [("torch_examples", p) for p in sorted(examples.glob("*.log"))]
+    bars = Path(__file__).resolve().parents[1] / "fixtures" / "tqdm_console"
+    found += [("tqdm_console", p) for p in sorted(bars.rglob("*.log"))]
     return found
 
 

@@ -1,0 +1,68 @@
+"""tqdm bars with metrics in their postfix, drawn by real trainings (tests/fixtures/tqdm_console): Lightning's
+TQDMProgressBar and a hand-written loop's set_postfix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tanalyze
+from tanalyze.readers import get_reader
+from tanalyze.readers.text.console import detect_console_format
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tqdm_console"
+
+
+def _frame(path: Path):
+    (run,) = get_reader("tqdm_console").read([path])
+    assert not run.warnings, run.warnings
+    return run.scalar_table()
+
+
+def test_lightnings_bar_agrees_point_for_point_with_its_own_csvlogger():
+    """Each batch's train_loss at Lightning's own step (batch index from 0), val_loss at the last batch of its
+    epoch: the console read beside the CSVLogger's metrics.csv agrees on every common point."""
+    logs = tanalyze.load(FIXTURES / "lightning_tqdm", cache=False)
+    (info,) = logs.runs.values()
+    assert info.format == "lightning_csv" and info.status.status == "finished"
+    [twin] = [note for note in info.notes if note.startswith("twin: train.log (tqdm_console)")]
+    assert "it agrees on all 408 common points of 2 tag(s)" in twin  # 400 batches, 8 evaluations: all of them
+    frame = _frame(FIXTURES / "lightning_tqdm" / "train.log")
+    val = frame[frame["tag"] == "val_loss"]
+    assert val["step"].tolist() == [49 + 50 * k for k in range(8)] and val["value"].tolist()[:2] == [0.136, 0.0399]
+    train = frame[frame["tag"] == "train_loss"]
+    assert train["step"].tolist() == list(range(400)) and train["value"].tolist()[:2] == [9.52, 12.6]
+    assert "v_num" not in set(frame["tag"])
+
+
+def test_a_loops_own_bar_whose_count_lags_is_stepped_by_its_postfix():
+    frame = _frame(FIXTURES / "custom_tqdm.log")
+    loss = frame[frame["tag"] == "loss"]
+    # 6 epochs of 40 batches. In the first, the bar's count stood at 10 while two pairs of batches in a row printed
+    # the same loss (1.14, 1.09): each pair is one point, so that epoch has 38; the count catching up at its end
+    # is a redraw, and the next epoch starts at step 40 again
+    assert loss["step"].tolist() == list(range(38)) + list(range(40, 240))
+    assert loss["value"].tolist()[:3] == [1.36, 1.4, 1.35] and loss["value"].tolist()[-1] == 0.103
+    assert set(frame[frame["tag"] == "lr"]["value"]) == {0.05}
+
+
+@pytest.mark.parametrize(("name", "truth"), [("lightning_tqdm/train.log", "normal"), ("custom_tqdm.log", "normal"),
+                                             ("lightning_overfit.log", "overfitting")])
+def test_verdicts_of_the_trainings_whose_truth_is_known(name, truth):
+    (diagnosis,) = tanalyze.diagnose(tanalyze.load(FIXTURES / name, cache=False)).values()
+    assert diagnosis.format == "tqdm_console" and diagnosis.verdict.label == truth
+
+
+def test_bars_without_metrics_are_not_claimed(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("".join(f"Loading shards: {k * 25}%|{'#' * k}| {k}/4 [00:0{k}<00:00, 1.2it/s]\r" for k in range(5))
+                    + "\n" + "Map: 100%|##########| 500/500 [00:00<00:00, 9000.00 examples/s]\n" * 3)
+    assert detect_console_format(path) is None
+
+
+def test_two_bars_with_metrics_in_another_log_do_not_make_it_a_tqdm_log(tmp_path):
+    path = tmp_path / "train.log"
+    bar = "Epoch 1: 100%|##########| 5/5 [00:00<00:00, 9.0it/s, loss=0.5]\n"
+    path.write_text(bar * 2 + "".join(f"step {i} | loss {2 - i / 10:.3f}\n" for i in range(10)))
+    assert detect_console_format(path).name == "text"
