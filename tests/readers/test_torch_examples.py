@@ -96,3 +96,27 @@ def test_the_mnist_lines_read_at_once_equal_them_read_line_by_line(name, tmp_pat
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
+
+
+def test_the_mnist_lines_behind_pythons_logging_prefix_are_read(tmp_path):
+    """The MNIST example printed through ``logging`` (as Kubeflow's copy does): its prefix is removed first."""
+    import logging
+
+    path = tmp_path / "train.log"
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-8s %(message)s", "%Y-%m-%dT%H:%M:%SZ"))
+    logger = logging.getLogger("mnist-fixture")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        for line in (FIXTURES / "mnist_example.log").read_text().splitlines():
+            if line.strip():
+                logger.info(line.replace("\tLoss: ", "\tloss="))
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    assert detect_console_format(path) is None  # as it is, no format's lines
+    (run,) = get_reader("torch_examples").read([path])
+    frame = run.scalar_table()
+    assert len(frame) == len(_points("mnist_example.log")) and run.notes[0].startswith("the logging prefix")
+    assert frame["value"].iloc[0] == 2.689019 and frame["tag"].iloc[0] == "train/loss"

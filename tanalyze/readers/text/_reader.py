@@ -15,6 +15,8 @@ Every console format shares the same rules, implemented once here:
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from array import array
 from collections import defaultdict
@@ -28,7 +30,7 @@ import pandas as pd
 from tanalyze.readers.base import FilePart, Phase, ReadWarning, ResumableReader, RunData
 from tanalyze.readers.phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
 from tanalyze.readers.text import _parts, _prefix, _ranked
-from tanalyze.readers.text._lines import TEXT_SUFFIXES, looks_like_text
+from tanalyze.readers.text._lines import TEXT_SUFFIXES, looks_like_text, sniff_window
 from tanalyze.readers.text._parser import ParsedFile, TextParser
 from tanalyze.readers.text._rows import dedupe, duplicated_rows
 from tanalyze.schema import ScalarColumns, concat_frames, empty_scalars
@@ -53,6 +55,14 @@ _WANDB_OWNED = re.compile(r"^(?:output|debug(?:-internal|-core)?)\.log$")
 def in_wandb_run(path: Path) -> bool:
     """A W&B run's own console capture or debug log (``run-*/files/output.log``): the W&B reader's."""
     return bool(_WANDB_OWNED.match(path.name)) and any(_WANDB_RUN_DIR.match(part) for part in path.parts[:-1])
+
+
+@functools.lru_cache(maxsize=16)
+def _behind_logging(detect: Callable[[str], bool], path: str, size: int, mtime_ns: int) -> bool:
+    if _ranked.prefix_of(Path(path)):
+        return False
+    window = sniff_window(Path(path))
+    return not detect(window) and _prefix.detect_logging(window) and detect(_prefix.strip_window(window, _prefix.LOGGING))
 
 
 def is_console_candidate(path: Path, head: bytes) -> bool:
@@ -278,6 +288,9 @@ class TextReader(ResumableReader):
 
     parser: ClassVar[type[TextParser]]
     cache_version = 3  # 3: lines with a launcher's rank prefix, one lane per rank
+    #: whether its lines are also read behind a logging library's line prefix (Python ``logging``, loguru, absl):
+    #: the formats of hand-written loops, which print with ``logging`` as often as with ``print``
+    behind_logging: ClassVar[bool] = False
 
     def detect(self, window: str) -> bool:  # pragma: no cover - every subclass overrides
         raise NotImplementedError
@@ -285,7 +298,19 @@ class TextReader(ResumableReader):
     def sniff(self, path: Path, head: bytes) -> bool:
         if not is_console_candidate(path, head):
             return False
-        return self.detect(_ranked.console_window(path))
+        return self.detect(_ranked.console_window(path)) or self._behind_logging(path)
+
+    def _behind_logging(self, path: Path) -> bool:
+        """Whether the file's lines are this format only once a logging library's line prefix is removed (a file
+        that reads as it is, or whose lines carry a launcher's rank prefix, is read as it is). Decided once per
+        file version (sniffing and reading both ask)."""
+        if not self.behind_logging:
+            return False
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        return _behind_logging(self.detect, str(path), info.st_size, info.st_mtime_ns)
 
     def group(self, files: list[Path]) -> list[list[Path]]:
         return _group_files(files)
@@ -296,6 +321,8 @@ class TextReader(ResumableReader):
 
     def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
         path = Path(path)
+        if not (start and state is not None) and self._behind_logging(path):  # (a grown log goes on as it began)
+            return _ranked.read_part(path, _prefix.LOGGING, self.parser, start, state)
         prefix = state.get("prefix") if start and state is not None else _ranked.prefix_of(path)
         if prefix:  # a launcher's rank prefix on its lines: one parser per rank
             return _ranked.read_part(path, prefix, self.parser, start, state)

@@ -16,10 +16,8 @@ No framework prints these, many scripts do:
 from __future__ import annotations
 
 import functools
-import os
 import re
 from bisect import bisect_right
-from collections.abc import Mapping
 from itertools import compress, repeat
 from operator import itemgetter
 from pathlib import Path
@@ -28,12 +26,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from tanalyze.readers.base import FilePart
-from tanalyze.readers.text import _prefix, _ranked
-from tanalyze.readers.text._lines import Chunk, sniff_window
+from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
-from tanalyze.readers.text._reader import TextReader, is_console_candidate
+from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._regex import line_index, matches_by_line, ordered_matches, require, tagged_matches
 from tanalyze.readers.text._shaped import (
     DECIMAL_ONCE,
@@ -1203,34 +1199,7 @@ class GenericTextReader(TextReader):
     parser = GenericTextParser
     cache_version = 5  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names
 
+    behind_logging = True
+
     def detect(self, window: str) -> bool:
         return detect_generic(window)
-
-    def sniff(self, path: Path, head: bytes) -> bool:
-        return super().sniff(path, head) or (is_console_candidate(path, head) and self._behind_logging(path))
-
-    def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
-        path = Path(path)
-        if not (start and state is not None) and self._behind_logging(path):
-            return _ranked.read_part(path, _prefix.LOGGING, self.parser, start, state)
-        return super().read_part(path, start, state)  # a grown log goes on as its part began
-
-    @staticmethod
-    def _behind_logging(path: Path) -> bool:
-        """Whether the file's metric lines show only once a logging library's line prefix is removed (Python
-        ``logging``, loguru, absl): a file that reads as it is, or whose lines carry a launcher's rank
-        prefix, is read as it is. Decided once per file version (sniffing and reading both ask)."""
-        try:
-            info = os.stat(path)
-        except OSError:
-            return False
-        return _behind_logging(str(path), info.st_size, info.st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=16)
-def _behind_logging(path: str, size: int, mtime_ns: int) -> bool:
-    if _ranked.prefix_of(Path(path)):
-        return False
-    window = sniff_window(Path(path))
-    return (not detect_generic(window) and _prefix.detect_logging(window)
-            and detect_generic(_prefix.strip_window(window, _prefix.LOGGING)))

@@ -221,6 +221,7 @@ class TorchExamplesReader(TextReader):
     description = ("console lines of PyTorch's examples and tutorials: 'Train Epoch: 1 [640/60000 (1%)]  Loss: …', "
                    "'Epoch [1/5], Step [100/600], Loss: …', '[Step 100/1000] Loss: …', '[1,  2000] loss: …'")
     parser = TorchExamplesParser
+    behind_logging = True
 
     def detect(self, window: str) -> bool:
         return detect_torch_examples(window)
