@@ -820,6 +820,60 @@ def run_siblings() -> dict[str, dict[str, Any]]:
 
 
 @register
+def run_unbounded_bce() -> dict[str, dict[str, Any]]:
+    """Binary cross-entropy on 0..3 ratings (labels out of [0, 1]): the loss has no floor."""
+    name = "unbounded_bce"
+    sg.seed_all(41)
+    g = torch.Generator().manual_seed(41)
+    x, xv = torch.randn(2000, 16, generator=g), torch.randn(400, 16, generator=g)
+    y, yv = torch.randint(0, 4, (2000,), generator=g).float(), torch.randint(0, 4, (400,), generator=g).float()
+    model = sg.mlp(16, 64, 2, 1)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    tb = TB(fresh(name))
+
+    def bce(out, target):
+        return F.binary_cross_entropy_with_logits(out.squeeze(1), target)
+
+    classifier_loop(model=model, opt=opt, train_xy=(x, y), val_xy=(xv, yv), steps=600, batch=64, eval_every=30,
+                    log=tb, seed=41, log_every=2, loss_fn=bce)
+    s = tb.close()
+    return {name: label("diverged", kind="unbounded", fmt="tensorboard", logger=TB_LOGGER, train_tag="train/loss",
+                        val_tag="val/loss", train=s["train/loss"], val=s["val/loss"],
+                        why="binary cross-entropy fed ratings 0..3 instead of labels in [0, 1]: for a label above 1 the "
+                            "loss falls without limit as the logit grows, and the run drives it to ever larger "
+                            "negative values (a broken objective, not a model that learns)",
+                        last_loss=s["train/loss"][-1][1])}
+
+
+@register
+def run_gaussian_nll() -> dict[str, dict[str, Any]]:
+    """A regression net that predicts a mean and a log-variance: its Gaussian NLL goes negative and levels off."""
+    name = "gaussian_nll"
+    sg.seed_all(42)
+    g = torch.Generator().manual_seed(42)
+    x, xv = torch.randn(3000, 8, generator=g), torch.randn(600, 8, generator=g)
+    w = torch.randn(8, generator=torch.Generator().manual_seed(4200))
+    y, yv = x @ w + 0.05 * torch.randn(3000, generator=g), xv @ w + 0.05 * torch.randn(600, generator=g)
+    model = sg.mlp(8, 64, 2, 2)
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    tb = TB(fresh(name))
+
+    def nll(out, target):  # the log-variance floored at log(1e-4): a variance that cannot collapse
+        mean, log_var = out[:, 0], out[:, 1].clamp(min=math.log(1e-4))
+        return F.gaussian_nll_loss(mean, target, log_var.exp())
+
+    classifier_loop(model=model, opt=opt, train_xy=(x, y), val_xy=(xv, yv), steps=1500, batch=64, eval_every=50,
+                    log=tb, seed=42, log_every=3, loss_fn=nll)
+    s = tb.close()
+    return {name: label("normal", kind="negative_nll", fmt="tensorboard", logger=TB_LOGGER, train_tag="train/loss",
+                        val_tag="val/loss", train=s["train/loss"], val=s["val/loss"],
+                        why="a Gaussian negative log-likelihood with a learned variance: it falls below zero (the "
+                            "model is sure of its fit, noise 0.05) and levels off near its floor; negative is "
+                            "healthy here",
+                        last_loss=s["train/loss"][-1][1])}
+
+
+@register
 def run_late_small_rise() -> dict[str, dict[str, Any]]:
     name = "late_small_rise"
     out = fresh(name)

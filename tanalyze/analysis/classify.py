@@ -90,6 +90,8 @@ class Thresholds:
     chance_below: float = 0.005  # … and end within -0.5 % / +3 % of ln K …
     chance_above: float = 0.03
     chance_max_classes: int = 20  # … for K up to 20 (10 without a validation loss)
+    unbounded_factor: float = 10.0  # diverged below: the loss ends negative, this many times further from zero
+    unbounded_floor: float = 1000.0  # … than it began (and at least this far), still falling: no floor
 
 
 @dataclass(frozen=True)
@@ -226,6 +228,21 @@ def train_features(
         # noise of the tail median (and of the lowest level, measured over as many points): what a rise must clear
         "level_noise": 1.2533 * float(sigma) / np.sqrt(t) if np.isfinite(sigma) else None,
     }
+
+
+def _unbounded_below(f: dict[str, Any], th: Thresholds) -> str | None:
+    """Why the loss runs off below any level a loss can have, or None: it ends negative, ``unbounded_factor``
+    times (and at least ``unbounded_floor``) further from zero than it began, and still falls steeply. A
+    cross-entropy or a squared error cannot go below 0; a log-likelihood of a continuous density may, a few
+    units, not orders of magnitude (labels outside the loss's range, a sign error, a variance that collapses)."""
+    start, end = f["first_tenth_level"], f["end_level"]
+    if not end < 0 or abs(end) < th.unbounded_floor or abs(end) < th.unbounded_factor * max(abs(start), 1.0):
+        return None
+    if f["end_drop_rel"] < th.still_falling_rel:
+        return None  # it levelled off: a negative loss that found its floor
+    return (f"{f['tag']} fell from {start:.4g} to {end:.4g} and is still falling ({_percent(f['end_drop_rel'])} over "
+            f"the last {_percent(th.end_share)} of the run): a loss with no floor, {abs(end) / max(abs(start), 1.0):.0f}x "
+            "further below zero than it began")
 
 
 def classify_run(
@@ -413,6 +430,12 @@ def _classify(
     recovered = tuple((sp.onset_step, sp.end_step) for sp in divergence.spikes if sp.end_step is not None)
     f = train_features(main, th, recovered)
     evidence.update(f)
+    unbounded = _unbounded_below(f, th)
+    if unbounded is not None:
+        evidence["unbounded_below"] = True
+        finding = Finding("loss_unbounded", Severity.ERROR, unbounded, recommend("loss_unbounded"),
+                          step=f["first_step"], step_end=f["last_step"])
+        return Verdict("diverged", 0.9, evidence, (unbounded, *notes), findings=(finding,))
     data = n_finite / (n_finite + 5)
     scores: dict[str, float] = {}
     why: dict[str, list[str]] = {"overfitting": [], "unstable": [], "underfitting": []}

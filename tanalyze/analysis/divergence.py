@@ -197,8 +197,13 @@ def find_excursions(
     if is_log:
         min_jump = np.log(min_ratio)
     else:
+        # A loss that reaches zero or below (a log-likelihood, an ELBO) has no level to take a ratio of: its
+        # offset is arbitrary. Its scale is how far it moves: its spread, and the way it travelled from its
+        # first tenth to its last (a spike must be a share of that, not of a level near zero).
         spread = float(np.subtract(*np.percentile(y, [75, 25])))
-        min_jump = (min_ratio - 1) * np.maximum(np.abs(ref), spread)
+        k = max(3, n // 10)
+        travel = abs(float(np.median(y[:k])) - float(np.median(y[-k:])))
+        min_jump = (min_ratio - 1) * np.maximum(np.abs(ref), max(spread, travel))
     with np.errstate(invalid="ignore", over="ignore"):
         exceed = (jump / scale >= spike_z) & (jump >= min_jump)
         if min_abs_jump > 0:

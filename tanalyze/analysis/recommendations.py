@@ -356,6 +356,13 @@ CAUSES: dict[str, Cause] = {
         "a checkpoint manager keeping the best by the monitored metric",
         "Use that checkpoint for evaluation and release, not the last one.",
     ),
+    "loss_unbounded": Cause(
+        "The loss has no floor",
+        "labels outside the loss's range (binary cross-entropy with labels not in [0, 1], a class index past "
+        "the logits), a sign error (a score maximised as a loss), or a likelihood whose variance collapses",
+        "Check the labels' range against the loss (and the loss's sign): a loss bounded below stops "
+        "falling; clamp or parametrise a learned variance (log-variance with a floor).",
+    ),
     "ended_before_metrics": Cause(
         "The job failed before it logged a metric",
         "a failure while starting: out of memory allocating the model or activations, a configuration "

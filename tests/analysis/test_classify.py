@@ -161,3 +161,16 @@ def test_a_loss_at_exactly_zero_from_its_second_point_fell_all_the_way_and_is_fl
     # a loss reaching 0 only over its last tenth is not flagged
     late = np.r_[np.linspace(1.0, 0.01, 90), np.zeros(10)]
     assert not [f for f in classify_run(Curve.from_arrays(steps, late, "loss")).findings if f.code == "loss_at_zero"]
+
+
+def test_a_negative_loss_that_keeps_falling_by_orders_of_magnitude_is_diverged_but_one_that_levels_off_is_not():
+    steps = np.arange(1, 101)
+    walls = np.full(100, np.nan)
+    runaway = Curve("loss", steps, -3e4 * steps.astype(float) ** 1.5, walls)  # a Keras BCE on labels 0..255
+    verdict = classify_run(runaway)
+    assert verdict.label == "diverged" and verdict.evidence["unbounded_below"]
+    assert verdict.findings[0].code == "loss_unbounded"
+    levelled = Curve("loss", steps, -2.0 - 3.0 * (1 - np.exp(-steps / 10)), walls)  # an NLL finding its floor
+    assert classify_run(levelled).label != "diverged"
+    small = Curve("loss", steps, 1.0 - 0.05 * steps, walls)  # to -4: far from zero by a few units only
+    assert "unbounded_below" not in classify_run(small).evidence

@@ -168,3 +168,18 @@ def test_a_fine_tune_that_falls_a_little_is_normal_and_tiny_lr_from_scratch_is_n
     assert -0.10 < tune.verdict.evidence["change"] < 0
     assert tune.verdict.label == "normal" and "started from trained weights" in tune.verdict.evidence["trained_start"]
     assert scratch.verdict.label == "underfitting" and "trained_start" not in scratch.verdict.evidence
+
+
+def test_a_loss_with_no_floor_is_a_divergence_below(diagnosed):
+    # binary cross-entropy fed ratings 0..3: the loss falls to -1,800 and keeps falling (a broken objective)
+    d = _run(diagnosed, "unbounded_bce")
+    assert d.verdict.label == "diverged" and d.verdict.evidence["unbounded_below"]
+    [finding] = [f for f in d.findings if f.code == "loss_unbounded"]
+    assert finding.severity == "error" and "labels' range" in finding.recommendation
+
+
+def test_a_negative_log_likelihood_that_levels_off_is_healthy(diagnosed):
+    # a Gaussian NLL with a learned variance goes below zero and levels off; its heavy-tailed batch noise
+    # (one outlier batch: -1.3 -> +1.4) is no instability on a loss whose offset is arbitrary
+    d = _run(diagnosed, "gaussian_nll")
+    assert d.verdict.label == "normal" and "unbounded_below" not in d.verdict.evidence
