@@ -112,6 +112,10 @@ ANALYSIS_VERSION = "14"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 13: a failed job with no point says it ended before logging (ended_before_metrics); 14: a loss with no floor
 # (loss_unbounded), the spikes of a loss that reaches zero or below weighed against how far it travels
 
+#: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
+_STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
+                  "hf_console": "hf_patience"}
+
 #: Points a reward needs to be the curve a run is judged by (fewer: an evaluation summary beside a loss curve).
 _REWARD_CURVE_POINTS = 3
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -760,7 +764,8 @@ def diagnose_run(
                                epoch_train=epoch_train, language_model=language_model_start(hparams or {}, text))
     if not len(frame) and status is not None and status.failed:
         verdict = _ended_before_metrics(verdict, status)
-    early = simulate_early_stopping(val, val_train, **params.get("early_stopping", {})) if val is not None else None
+    stopping = {"headline": _STOPPING_RULE.get(format or "", "lightning_patience"), **params.get("early_stopping", {})}
+    early = simulate_early_stopping(val, val_train, **stopping) if val is not None else None
     progress = (analyze_progress(main, epochs=epoch, **params.get("progress", {}))
                 if main is not None and reward is None else None)
     eval_steps = val.steps if val is not None and val is not train else None

@@ -12,6 +12,8 @@ Rules replayed over the logged validation curve, evaluation by evaluation:
     improvement means ``current < best - min_delta`` (then ``best = current``,
     ``wait = 0``), else ``wait += 1`` and training stops when ``wait >= patience``;
     ``check_finite=True`` stops at the first non-finite value. ``best`` starts at +inf.
+``keras_patience`` — Keras ``EarlyStopping(monitor="val_loss", patience, min_delta)``: Lightning's rule,
+    but a non-finite value is no improvement rather than a stop.
 ``prechelt_gl`` — GL_α: stop when ``GL(t) = 100 · (E_va(t) / min_{t'≤t} E_va(t') − 1) > α``.
 ``prechelt_pq`` — PQ_α: stop when ``GL(t) / P_k(t) > α`` with training progress
     ``P_k(t) = 1000 · (Σ strip / (k · min strip) − 1)`` over a strip of ``k`` training values.
@@ -47,6 +49,7 @@ __all__ = ["StopSimulation", "EarlyStoppingResult", "simulate_early_stopping", "
 RULE_NAMES = {
     "hf_patience": "transformers EarlyStoppingCallback",
     "lightning_patience": "Lightning EarlyStopping",
+    "keras_patience": "keras.callbacks.EarlyStopping",
     "prechelt_gl": "Prechelt GL",
     "prechelt_pq": "Prechelt PQ",
     "prechelt_up": "Prechelt UP",
@@ -222,6 +225,8 @@ def simulate_early_stopping(
                  _hf(values, patience, threshold)),
         simulate("lightning_patience", {"patience": patience, "min_delta": min_delta, "mode": "min"},
                  _lightning(values, patience, min_delta, True)),
+        simulate("keras_patience", {"monitor": "val_loss", "patience": patience, "min_delta": min_delta},
+                 _lightning(values, patience, min_delta, False)),
     ]
     positive = bool(finite.any() and (values[finite] > 0).all())
     if positive:

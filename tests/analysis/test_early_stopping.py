@@ -81,3 +81,21 @@ def test_synthetic_overfitting_run_reports_savings():
 def test_no_validation_curve():
     result = simulate_early_stopping(None)
     assert result.rules == () and result.evaluations == 0 and result.stop_step is None
+
+
+def test_keras_rule_is_lightnings_but_a_nan_is_no_stop_and_a_keras_run_is_told_in_keras_terms():
+    val = Curve.from_arrays([1, 2, 3, 4, 5, 6], [1.0, 0.8, float("nan"), 0.7, 0.75, 0.76], "val_loss")
+    result = simulate_early_stopping(val, patience=2)
+    assert result.rule("lightning_patience").stop_step == 3  # check_finite: the NaN stops it
+    assert result.rule("keras_patience").stop_step == 6  # NaN no improvement; 0.75, 0.76 do not beat 0.7
+    assert stops(simulate_early_stopping(VAL, patience=2))["keras_patience"] == 50
+
+
+def test_a_keras_runs_finding_names_keras_early_stopping():
+    import tanalyze
+    from tests.conftest import REPO
+
+    logs = tanalyze.load(REPO / "tests" / "fixtures" / "keras_console" / "overfit", cache=False)
+    (d,) = tanalyze.diagnose(logs).values()
+    [f] = [f for f in d.findings if f.code == "early_stopping"]
+    assert f.message.startswith("with keras.callbacks.EarlyStopping(monitor=val_loss, patience=3, min_delta=0.0)")
