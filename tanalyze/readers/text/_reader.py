@@ -298,9 +298,9 @@ class TextReader(ResumableReader):
     def sniff(self, path: Path, head: bytes) -> bool:
         if not is_console_candidate(path, head):
             return False
-        return self.detect(_ranked.console_window(path)) or self._behind_logging(path)
+        return self.detect(_ranked.console_window(path)) or self.behind_logging_prefix(path)
 
-    def _behind_logging(self, path: Path) -> bool:
+    def behind_logging_prefix(self, path: Path) -> bool:
         """Whether the file's lines are this format only once a logging library's line prefix is removed (a file
         that reads as it is, or whose lines carry a launcher's rank prefix, is read as it is). Decided once per
         file version (sniffing and reading both ask)."""
@@ -321,7 +321,7 @@ class TextReader(ResumableReader):
 
     def read_part(self, path: Path, start: int = 0, state: Mapping[str, Any] | None = None) -> FilePart:
         path = Path(path)
-        if not (start and state is not None) and self._behind_logging(path):  # (a grown log goes on as it began)
+        if not (start and state is not None) and self.behind_logging_prefix(path):  # (a grown log goes on as it began)
             return _ranked.read_part(path, _prefix.LOGGING, self.parser, start, state)
         prefix = state.get("prefix") if start and state is not None else _ranked.prefix_of(path)
         if prefix:  # a launcher's rank prefix on its lines: one parser per rank

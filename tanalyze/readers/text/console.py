@@ -34,7 +34,8 @@ def detect_console_format(path: Path) -> TextReader | None:
     for reader in console_readers():
         if reader.detect(window):
             return reader
-    return None
+    # (then behind a logging library's line prefix, for the formats read there too)
+    return next((reader for reader in console_readers() if reader.behind_logging_prefix(Path(path))), None)
 
 
 def parse_console_file(path: Path) -> RunData:
