@@ -36,6 +36,10 @@ from tanalyze.schema import validate_scalars
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE_RUNS = REPO / "sample_runs"
 REAL_LOGS = Path(os.environ.get("TANALYZE_REAL_LOGS", REPO.parent / "shared" / "real_logs"))
+FIXTURES = REPO / "tests" / "fixtures"
+#: Formats whose seeds are the fixtures their real writer wrote (neither the sample runs nor the corpus has one)
+FIXTURE_SEEDS = {"keras_console": ("keras_console",), "torch_examples": ("torch_examples",),
+                 "tqdm_console": ("tqdm_console",)}
 
 #: Seeds larger than this (all files of a run together) are not used: fuzzing speed matters more.
 MAX_SEED_BYTES = 420_000
@@ -114,7 +118,9 @@ def seeds(reader: str) -> tuple[Seed, ...]:
     if reader == PATTERN_FORMAT:
         return _pattern_seeds()
     found: list[tuple[int, Seed]] = []
-    for root in (SAMPLE_RUNS, REAL_LOGS):
+    # a format with no run in either: the bundled fixtures written by its real writer
+    roots = (SAMPLE_RUNS, REAL_LOGS, *(FIXTURES / name for name in FIXTURE_SEEDS.get(reader, ())))
+    for root in roots:
         for spec in _discovered(str(root)):
             if spec.format != reader:
                 continue
