@@ -6,7 +6,8 @@
 
 One realistic synthetic log per console format (Megatron, HF console, DeepSpeed, nanoGPT, the generic
 reader's MMDetection-style meters, llm.c's console and main.log, modded-nanogpt, fairseq's simple and JSON formats, Keras's model.fit,
-PyTorch's MNIST example, Lightning's tqdm bar) is written once
+PyTorch's MNIST example, Lightning's tqdm bar,
+timm's train.py) is written once
 (see ``text_logs.py``: banners, dumps, noise and evaluation lines as real logs of the format have).
 Each is read, in the same run, by:
 
@@ -735,13 +736,44 @@ def naive_tqdm_console(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+TIMM_TRAIN = re.compile(r"Train: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]  Loss: (\S+) \(\S+\)  Time: \S+s,\s*(\S+)/s .*"
+                        r"LR: (\S+)")
+TIMM_TEST = re.compile(r"Test: \[\s*(\d+)/(\d+)\]  Time: .*?Loss:\s+\S+ \(\s*(\S+)\)  Acc@1:\s+\S+ \(\s*(\S+)\)  "
+                       r"Acc@5:\s+\S+ \(\s*(\S+)\)")
+
+
+def naive_timm_console(path: Path) -> int:
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    end = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = TIMM_TRAIN.match(line)
+            if m:
+                epoch, update, updates = int(m.group(1)), int(m.group(2)), int(m.group(3))
+                step = epoch * updates + update
+                end = (epoch + 1) * updates - 1
+                tags += ["train_loss", "samples_per_s", "lr"]
+                steps += [step] * 3
+                values += [float(m.group(4)), float(m.group(5)), float(m.group(6))]
+                continue
+            m = TIMM_TEST.match(line)
+            if m and m.group(1) == m.group(2):
+                tags += ["eval_loss", "eval_top1", "eval_top5"]
+                steps += [end] * 3
+                values += [float(m.group(3)), float(m.group(4)), float(m.group(5))]
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
          "llmc_main": naive_llmc_main, "modded_nanogpt": naive_modded_nanogpt, "build_nanogpt": naive_build_nanogpt,
          "build_nanogpt_console": naive_build_nanogpt_console, "fairseq": naive_fairseq,
          "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console,
-         "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console}
+         "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console,
+         "timm_console": naive_timm_console}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -538,6 +538,30 @@ def make_tqdm_console(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_timm_console(path: Path, megabytes: int) -> None:
+    """timm's ``train.py`` on ImageNet as ``tests/fixtures/timm_console`` holds it from a real training: a
+    ``Train:`` line every 50 of 1,251 updates and the last, then the validation's ``Test:`` lines every 10 of
+    49 batches and the last (an epoch per block: a large log is many epochs)."""
+    rng = random.Random(10)
+    updates = 1251
+
+    def block(epoch: int) -> str:
+        loss = 6.9 * (epoch + 1) ** -0.3
+        lines = []
+        for i in sorted({*range(0, updates, 50), updates - 1}):
+            now, rate = loss * (0.9 + rng.random() * 0.2), 1900 + rng.random() * 200
+            lines.append(f"Train: {epoch} [{i:>4d}/{updates} ({100. * (i + 1) / updates:>3.0f}%)]  Loss: {now:#.3g} "
+                         f"({loss:#.3g})  Time: {1024 / rate:.3f}s, {rate:>7.2f}/s  ({0.520:.3f}s, {1969.23:>7.2f}/s)  "
+                         f"LR: {1e-3 / (epoch + 1):.3e}  Data: {0.012:.3f} ({0.035:.3f})\n")
+        for i in sorted({*range(0, 48, 10), 48}):
+            top1 = 100 - 20 * loss / 3
+            lines.append(f"Test: [{i:>4d}/48]  Time: {0.945:.3f} ({0.512:.3f})  Loss: {loss:>7.3f} ({loss:>6.3f})  "
+                         f"Acc@1: {top1:>7.3f} ({top1:>7.3f})  Acc@5: {top1 + 5:>7.3f} ({top1 + 5:>7.3f})\n")
+        return "".join(lines)
+
+    _write(path, megabytes, "", block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -558,4 +582,5 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,
+    "timm_console": make_timm_console,
 }

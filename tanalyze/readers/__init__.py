@@ -44,8 +44,9 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.text.modded_nanogpt:ModdedNanoGPTReader",
     "tanalyze.readers.text.build_nanogpt:BuildNanoGPTReader",
     "tanalyze.readers.text.nanogpt:NanoGPTReader",
-    # before the generic reader, which takes tqdm's redraws for noise
+    # before the generic reader, which takes tqdm's redraws for noise and timm's test meters alone
     "tanalyze.readers.text.tqdm_console:TqdmConsoleReader",
+    "tanalyze.readers.text.timm_console:TimmConsoleReader",
     "tanalyze.readers.text.generic:GenericTextReader",
     # after the generic reader: a log it reads keeps it; these templates are the rest of the hand-written loops
     "tanalyze.readers.text.torch_examples:TorchExamplesReader",

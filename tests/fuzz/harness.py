@@ -39,7 +39,7 @@ REAL_LOGS = Path(os.environ.get("TANALYZE_REAL_LOGS", REPO.parent / "shared" / "
 FIXTURES = REPO / "tests" / "fixtures"
 #: Formats whose seeds are the fixtures their real writer wrote (neither the sample runs nor the corpus has one)
 FIXTURE_SEEDS = {"keras_console": ("keras_console",), "torch_examples": ("torch_examples",),
-                 "tqdm_console": ("tqdm_console",)}
+                 "tqdm_console": ("tqdm_console",), "timm_console": ("timm_console",)}
 
 #: Seeds larger than this (all files of a run together) are not used: fuzzing speed matters more.
 MAX_SEED_BYTES = 420_000

@@ -9,7 +9,7 @@ from tanalyze.readers.text.console import console_readers, detect_console_format
 from tests.readers.text_helpers import check, notes_text, write
 
 TEXT_FORMATS = ["megatron", "llmc", "fairseq", "hf_console", "keras_console", "deepspeed", "modded_nanogpt", "build_nanogpt", "nanogpt",
-                "tqdm_console", "text", "torch_examples"]
+                "tqdm_console", "timm_console", "text", "torch_examples"]
 
 SAMPLES = {
     "megatron": " iteration       10/     100 | lm loss: 1.000000E+01 | grad norm: 2.5 |\n",
@@ -23,6 +23,7 @@ SAMPLES = {
     "text": "Epoch 1/2\nTrain Loss: 2.0\nEpoch 2/2\nTrain Loss: 1.0\n",
     "torch_examples": "Epoch [1/2], Step [10/20], Loss: 2.3\nEpoch [1/2], Step [20/20], Loss: 2.1\n",
     "tqdm_console": "".join(f"Epoch 0: {k}0%|###| {k}/9 [00:01<00:01, 9.1it/s, loss={2 - k / 10}]\r" for k in range(4)),
+    "timm_console": "Train: 0 [   0/9 ( 11%)]  Loss: 2.3 (2.3)  LR: 1.000e-03\nTrain: 0 [   8/9 (100%)]  Loss: 2.1 (2.2)\n",
     "keras_console": "Epoch 1/2\n50/50 - 1s - loss: 1.3280 - val_loss: 1.1175 - 517ms/epoch - 10ms/step\n",
 }
 

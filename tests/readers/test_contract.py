@@ -42,6 +42,7 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     # no such console in the corpus; the bundled ones were printed by real torch trainings (their generate.py)
     "torch_examples": "fixtures:torch_examples/mnist_example.log",
     "tqdm_console": "fixtures:tqdm_console/custom_tqdm.log",
+    "timm_console": "fixtures:timm_console/vit_train.log",
     "llmc": "llmc_logs/HectorFCardenas__llm.c/gpt2_train.11672114.log",
     "modded_nanogpt": "modded_nanogpt_logs/KellerJordan__modded-nanogpt/records/track_1_short/2024-10-10_Muon",
     # The corpus's nanoGPT consoles live inside W&B run folders (the W&B reader's); a standalone one is bundled.

@@ -84,6 +84,7 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     found += [("torch_examples", p) for p in sorted(examples.glob("*.log"))]
     bars = Path(__file__).resolve().parents[1] / "fixtures" / "tqdm_console"
     found += [("tqdm_console", p) for p in sorted(bars.rglob("*.log"))]
+    found += [("timm_console", Path(__file__).resolve().parents[1] / "fixtures" / "timm_console" / "vit_train.log")]
     return found
 
 
