@@ -7,13 +7,15 @@
 tqdm redraws a bar after ``\\r``; each redraw is a line here. A batch's values are those of the last
 redraw at its position: the bar's count, or, when the count lags (a loop's own bar only refreshes its
 count now and then; its postfix is redrawn at every ``set_postfix``), the number of times the postfix
-changed in the epoch so far (there, two batches in a row whose values print alike are one). Step = ``(epoch − base) × batches per epoch + batch index`` (from 0, as
-Lightning's own loggers count its steps), ``base`` the first
-epoch printed when it is 0 or 1 (Lightning counts from 0, most loops from 1), else 0 (a resumed job);
-a bar without an epoch in its description counts its batches from 0. A value of an evaluation (a name with
-``val``, ``eval`` or ``test``) tqdm keeps showing after it was logged (Lightning's ``val_loss`` during the
-next epoch) is read when it changes, at the step it first shows (an evaluation that prints the same
-digits as the one before gives no new point). ``v_num`` (the logger's version) is not a metric.
+changed in the epoch so far (there, two batches in a row whose values print alike are one).
+
+Step = ``(epoch − base) × batches per epoch + batch index`` (from 0, as Lightning's own loggers count its
+steps); ``base`` is the first epoch printed when it is 0 or 1 (Lightning counts from 0, most loops from 1),
+else 0 (a resumed job); a bar without an epoch in its description counts its batches from 0. A value of an
+evaluation (a name with ``val``, ``eval`` or ``test``) that tqdm keeps showing after it was logged
+(Lightning's ``val_loss`` during the next epoch) is read when it changes, at the step it first shows (an
+evaluation that prints the same digits as the one before gives no new point). ``v_num`` (the logger's
+version) is not a metric.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ _NOT_BATCH_PAIRS = re.compile(r"(?:^|,)[ \t]*(?:[\w./-]*(?:val|valid|validation|
 
 
 def _batch_values(post: str) -> str:
+    """The postfix without the pairs that are no batch's values (what tells a new batch)."""
     return _NOT_BATCH_PAIRS.sub("", post)
 
 
@@ -55,6 +58,8 @@ def _epoch_of(desc: str) -> int | None:
     if found is None:
         return None if _EVALUATION.search(desc) else 0
     return int(found.group(1))
+
+
 #: a window that shows a bar with a metric in its postfix
 _DETECT = re.compile(r"\|[ \t]*\d+/\d+[ \t]*\[[^\]\n]*,[^\]\n]*,[ \t]*[^\]\n]*[A-Za-z_]\w*=[-+.\d]")
 
