@@ -321,6 +321,11 @@ def test_a_job_that_ran_out_of_memory_before_its_first_step_is_a_run_that_says_s
     assert not [f for f in oom.findings if f.code == "insufficient_data"]
     assert diagnoses["HectorFCardenas__llm.c/gpt2_train.11673594.log"].status.status == "crashed"
     assert sorted(d.format for d in diagnoses.values()).count("job-console") == 5
+    slurm = tanalyze.load(real_log("distributed_logs/HEISENYAN__openvla-oft"), cache=False)
+    (info,) = slurm.runs.values()  # several failed attempts in one slurm.out: its tracebacks told, the last named
+    assert info.format == "job-console" and info.status.status == "killed"
+    assert "14 Python traceback(s) in the log; last exception: torch.distributed.elastic.multiprocessing.errors." \
+           "ChildFailedError" in info.notes
     assert main(["check", str(folder / "gpt2_train.11672072.log"), "--no-cache"]) == 1
     assert "FAIL  run_status       oom: GPU out of memory" in capsys.readouterr().out
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from tanalyze.readers.base import Reader, RunData
+from tanalyze.readers.text.console import parse_console_file
 
 __all__ = ["JOB_CONSOLE_FORMAT", "JobConsoleReader"]
 
 JOB_CONSOLE_FORMAT = "job-console"
 
+#: notes of the console reading that the run's own note already says
+_SAID_ABOVE = ("no known console format recognised", "carry no metrics")
 _NOTE = ("the job's console holds no line of a known metric format: the job ended before it logged one "
          "(its status says how), or its lines need --pattern REGEX")
 
@@ -35,4 +38,9 @@ class JobConsoleReader(Reader):
         return [[f] for f in sorted(files)]
 
     def read(self, files: list[Path]) -> list[RunData]:
-        return [RunData(notes=[_NOTE])]
+        """One run with what the console holds besides metrics: its tracebacks (how many, the last exception) and
+        what cleaning it took (NUL bytes, ``\\r`` redraws)."""
+        notes = [_NOTE]
+        for path in files:
+            notes += [note for note in parse_console_file(path).notes if not any(said in note for said in _SAID_ABOVE)]
+        return [RunData(notes=notes)]
