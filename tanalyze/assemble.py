@@ -28,6 +28,7 @@ __all__ = ["assemble", "Assembled"]
 #: Tag words that only say "training", dropped when matching a tag across twins (``loss`` = ``train/loss``).
 _TRAIN_WORDS = frozenset({"train", "training"})
 _SAME_WORD = {"validation": "val", "valid": "val"}
+_SAME_WORDS = {"lr": ("learning", "rate")}  # (LLaMA-Factory's lr is the Trainer's learning_rate)
 _EXAMPLE_TAGS = 5
 _RELATIVE_TOLERANCE = 1e-4  # float32 events against JSON/CSV values printed to 5 significant digits
 
@@ -185,11 +186,20 @@ def _labelled(part: RunPart, text: str) -> str:
 def _key(tag: str) -> tuple[str, ...]:
     """What a tag measures, as words, for pairing a twin's tags with the run's: ``train`` words and Keras's
     ``epoch_`` prefix dropped, ``validation``/``valid`` read as ``val`` (Keras's console ``val_loss`` is its
-    TensorBoard callback's ``validation/epoch_loss``)."""
+    TensorBoard callback's ``validation/epoch_loss``), ``lr`` as ``learning rate``."""
     head, _, last = tag.lower().rpartition("/")
     last = last.removeprefix("epoch_")
     words = [_SAME_WORD.get(w, w) for w in re.split(r"[^0-9a-z]+", f"{head}/{last}") if w and w not in _TRAIN_WORDS]
-    return tuple(sorted(words))
+    return tuple(sorted(w for word in words for w in _SAME_WORDS.get(word, (word,))))
+
+
+def _by_key(tags) -> dict[tuple[str, ...], str]:
+    """Tags by what they measure (:func:`_key`); of two with one key (``loss`` and ``train_loss``), the one whose
+    name is the key itself (``loss``): the plain name is the per-step curve, the prefixed one often a summary."""
+    out: dict[tuple[str, ...], str] = {}
+    for tag in sorted(map(str, tags), key=len, reverse=True):
+        out[_key(tag)] = tag  # the shortest name, written last, wins
+    return out
 
 
 def _compare_twin(label: str, main: pd.DataFrame, twin: pd.DataFrame, main_format: str) -> str:
@@ -201,8 +211,8 @@ def _compare_twin(label: str, main: pd.DataFrame, twin: pd.DataFrame, main_forma
             f"({len(twin):,} points, {twin['tag'].nunique()} tags, steps {int(steps.min()):,}–{int(steps.max()):,})")
     if main.empty:
         return head
-    main_tags = {_key(str(t)): str(t) for t in main["tag"].unique()}
-    twin_tags = {_key(str(t)): str(t) for t in twin["tag"].unique()}
+    main_tags = _by_key(main["tag"].unique())
+    twin_tags = _by_key(twin["tag"].unique())
     shared = [k for k in twin_tags if k in main_tags]
     only = sorted(twin_tags[k] for k in twin_tags if k not in main_tags)
     parts = [head]

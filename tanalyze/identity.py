@@ -58,6 +58,7 @@ __all__ = ["Source", "RunPart", "PRECEDENCE", "identify", "SPLIT_NAMES", "unique
 #: evaluation rows, its step axis), then event files, then other tables, then console text.
 PRECEDENCE: tuple[str, ...] = (
     "hf_trainer_state",
+    "llamafactory",
     "detectron2",
     "mmengine",
     "mmdet2",

@@ -26,6 +26,7 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.mlflow.store:MLflowReader",
     # structured logs written by trainers (JSON, CSV), most specific first
     "tanalyze.readers.tabular.hf_trainer_state:HFTrainerStateReader",
+    "tanalyze.readers.tabular.llamafactory:LlamaFactoryReader",
     "tanalyze.readers.tabular.detectron2:Detectron2Reader",
     "tanalyze.readers.tabular.detr:DetrReader",
     "tanalyze.readers.tabular.mmengine:MMEngineReader",

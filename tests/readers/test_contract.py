@@ -43,6 +43,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "torch_examples": "fixtures:torch_examples/mnist_example.log",
     "tqdm_console": "fixtures:tqdm_console/custom_tqdm.log",
     "timm_console": "fixtures:timm_console/vit_train.log",
+    # no LLaMA-Factory run in the corpus; the bundled one was written by a real LLaMA-Factory SFT (its generate.py)
+    "llamafactory": "fixtures:llamafactory/sft_tiny_llama/trainer_log.jsonl",
     "llmc": "llmc_logs/HectorFCardenas__llm.c/gpt2_train.11672114.log",
     "modded_nanogpt": "modded_nanogpt_logs/KellerJordan__modded-nanogpt/records/track_1_short/2024-10-10_Muon",
     # The corpus's nanoGPT consoles live inside W&B run folders (the W&B reader's); a standalone one is bundled.

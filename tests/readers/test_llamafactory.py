@@ -1,0 +1,68 @@
+"""LLaMA-Factory's trainer_log.jsonl, written by a real LLaMA-Factory SFT run (tests/fixtures/llamafactory)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+import tanalyze
+from tanalyze.readers import get_reader
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "llamafactory" / "sft_tiny_llama"
+
+
+def test_each_record_is_read_at_its_optimizer_step_with_exact_values():
+    (run,) = get_reader("llamafactory").read([FIXTURE / "trainer_log.jsonl"])
+    assert not run.warnings and run.hparams["total_steps"] == 60
+    frame = run.scalar_table()
+    loss = frame[frame["tag"] == "loss"]
+    assert loss["step"].tolist() == list(range(5, 65, 5))
+    assert loss["value"].iloc[0] == 5.3276927947998045
+    lr = frame[frame["tag"] == "lr"]
+    assert lr["value"].iloc[0] == 0.0018666666666666666
+    evals = frame[frame["tag"] == "eval_loss"]
+    assert evals["step"].tolist() == [20, 40, 60] and evals["value"].iloc[0] == 5.258332252502441
+    assert set(frame["tag"]) == {"loss", "lr", "eval_loss"}  # percentage and the times are no metrics
+
+
+def test_beside_the_trainers_state_it_is_its_twin_and_agrees_on_every_point():
+    logs = tanalyze.load(FIXTURE, cache=False)
+    (info,) = logs.runs.values()
+    assert info.format == "hf_trainer_state"
+    [twin] = [n for n in info.notes if n.startswith("twin: trainer_log.jsonl (llamafactory)")]
+    assert "it agrees on all 27 common points of 3 tag(s)" in twin  # its lr is the state's learning_rate
+
+
+def test_the_tiny_model_from_scratch_is_underfitting():
+    (d,) = tanalyze.diagnose(tanalyze.load(FIXTURE / "trainer_log.jsonl", cache=False)).values()
+    assert d.format == "llamafactory" and d.verdict.label == "underfitting"
+    assert d.roles["val_loss"] == "eval_loss" and d.roles["learning_rate"] == "lr"
+
+
+def test_records_a_second_process_wrote_again_are_counted_not_read_as_restarts(tmp_path):
+    records = [json.loads(line) for line in (FIXTURE / "trainer_log.jsonl").read_text().splitlines()]
+    doubled = []
+    for record in records:
+        doubled.append(record)
+        if "loss" in record:  # the other process's copy: the same step, its own loss
+            doubled.append({**record, "loss": record["loss"] + 1e-4, "elapsed_time": "0:00:01"})
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in doubled))
+    (run,) = get_reader("llamafactory").read([path])
+    assert not run.restarts and not run.warnings
+    assert any(note.startswith("12 record(s) repeating the step") for note in run.notes)
+    loss = run.scalar_table().query("tag == 'loss'")["value"].to_numpy()
+    assert np.array_equal(loss, [r["loss"] for r in records if "loss" in r])
+
+
+def test_numbers_written_as_text_are_read(tmp_path):
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_text("".join(json.dumps({"current_steps": s, "total_steps": 30, "loss": 2.0 - s / 100,
+                                        "throughput": f"{1000 + s:.2f}", "elapsed_time": "0:00:24"}) + "\n"
+                            for s in range(10, 40, 10)))
+    (run,) = get_reader("llamafactory").read([path])
+    frame = run.scalar_table()
+    assert frame[frame["tag"] == "throughput"]["value"].tolist() == [1010.0, 1020.0, 1030.0]
+    assert "3 number(s) written as text read as numbers" in run.notes
