@@ -48,7 +48,8 @@ def test_a_loops_own_bar_whose_count_lags_is_stepped_by_its_postfix():
 
 
 @pytest.mark.parametrize(("name", "truth"), [("lightning_tqdm/train.log", "normal"), ("custom_tqdm.log", "normal"),
-                                             ("lightning_overfit.log", "overfitting")])
+                                             ("lightning_overfit.log", "overfitting"),
+                                             ("custom_val_overfit.log", "overfitting")])
 def test_verdicts_of_the_trainings_whose_truth_is_known(name, truth):
     (diagnosis,) = tanalyze.diagnose(tanalyze.load(FIXTURES / name, cache=False)).values()
     assert diagnosis.format == "tqdm_console" and diagnosis.verdict.label == truth
@@ -66,3 +67,15 @@ def test_two_bars_with_metrics_in_another_log_do_not_make_it_a_tqdm_log(tmp_path
     bar = "Epoch 1: 100%|##########| 5/5 [00:00<00:00, 9.0it/s, loss=0.5]\n"
     path.write_text(bar * 2 + "".join(f"step {i} | loss {2 - i / 10:.3f}\n" for i in range(10)))
     assert detect_console_format(path).name == "text"
+
+
+def test_a_loops_printed_evaluations_between_its_bars_are_read_at_the_last_batch_before_them():
+    """A loop that draws a tqdm bar per epoch and prints ``Epoch e: val_loss=… val_acc=…`` after it: the printed
+    validation is read too (without it the overfitting this run shows could not be seen)."""
+    path = FIXTURES / "custom_val_overfit.log"
+    frame = _frame(path)
+    val = frame[frame["tag"] == "val_loss"]
+    assert val["step"].tolist()[:3] == [2, 5, 8] and val["value"].iloc[0] == 1.1662  # 3 batches an epoch
+    assert len(val) == 40 and frame[frame["tag"] == "val_acc"]["value"].iloc[-1] == 0.670
+    (d,) = tanalyze.diagnose(tanalyze.load(path, cache=False)).values()
+    assert d.verdict.label == "overfitting" and d.roles["val_loss"] == "val_loss"

@@ -15,7 +15,8 @@ else 0 (a resumed job); a bar without an epoch in its description counts its bat
 evaluation (a name with ``val``, ``eval`` or ``test``) that tqdm keeps showing after it was logged
 (Lightning's ``val_loss`` during the next epoch) is read when it changes, at the step it first shows (an
 evaluation that prints the same digits as the one before gives no new point). ``v_num`` (the logger's
-version) is not a metric.
+version) is not a metric. A line the loop prints with an evaluation's values between its bars
+(``Epoch 3: val_loss=0.52, val_acc=0.81``) is read at the step of the last batch drawn before it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text.generic import GenericRules
-from tanalyze.readers.values import to_float
+from tanalyze.readers.values import NUMBER, to_float
 
 __all__ = ["TqdmConsoleParser", "TqdmConsoleReader", "detect_tqdm_console"]
 
@@ -60,6 +61,14 @@ def _epoch_of(desc: str) -> int | None:
     return int(found.group(1))
 
 
+#: a line the loop printed with an evaluation's value (``Epoch 3: val_loss=0.52``, ``Validation Loss: 0.61``)
+PRINTED_EVALUATION = re.compile(
+    r"^(?![^\n|]*\|[^\n|]*\|)"  # (not a bar: no "|…|" in the line)
+    rf"[^\n]*?\b(?:val|valid|validation|eval|evaluation|test)\w*(?: [A-Za-z]\w*)?[ \t]*[:=][ \t]*{NUMBER}[^\n]*$",
+    re.M | re.IGNORECASE)
+_PRINTED_PAIR = re.compile(rf"([A-Za-z][\w ./-]{{0,40}}?)[ \t]*[:=][ \t]*({NUMBER})")
+#: names of a printed line's counters, not metrics
+_COUNTERS = frozenset({"epoch", "step", "iter", "iteration", "batch"})
 #: a window that shows a bar with a metric in its postfix
 _DETECT = re.compile(r"\|[ \t]*\d+/\d+[ \t]*\[[^\]\n]*,[^\]\n]*,[ \t]*[^\]\n]*[A-Za-z_]\w*=[-+.\d]")
 
@@ -70,7 +79,7 @@ class TqdmConsoleParser(TextParser):
     patterns = ()  # (feed reads the bars itself)
     state_fields = {"_epoch": "last", "_base": "last", "_batches": "last", "_changes": "last", "_count": "last",
                     "_post": "last", "_key": "last", "_pending": "last", "_shown": "last", "_recorded_step": "last",
-                    "_bars": "sum", "_recorded": "sum"}
+                    "_bars": "sum", "_recorded": "sum", "_evaluations": "sum"}
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -86,16 +95,31 @@ class TqdmConsoleParser(TextParser):
         self._recorded_step: int | None = None
         self._bars = 0
         self._recorded = 0
+        self._evaluations = 0  # printed evaluation lines read
         self._out: tuple[list[str], list[int], list[float]] = ([], [], [])
 
     def feed(self, chunk: Chunk) -> None:
         """Every redraw of the chunk in one loop (a bar is redrawn twice a batch: the per-line machinery of the
         other parsers would cost more than the reading), the rows added at once."""
-        found = BAR.findall(chunk.text)
-        bar = self._bar
-        for desc, count, total, post in found:
-            bar(desc, count, total, post)
-        bars = len(found)
+        text = chunk.text
+        printed = list(PRINTED_EVALUATION.finditer(text))
+        if printed:  # the loop prints its evaluations too: bars and those lines in their order
+            events = sorted([(m.start(), m) for m in BAR.finditer(text)] + [(m.start(), m) for m in printed],
+                            key=lambda item: item[0])
+            bars = 0
+            for _, m in events:
+                if m.re is BAR:
+                    bars += 1
+                    self._bar(m.group("desc"), m.group("i"), m.group("n"), m.group("post"))
+                else:
+                    self._printed(m.group(0))
+            self.parsed_lines += len(printed)
+        else:
+            found = BAR.findall(text)
+            bar = self._bar
+            for desc, count, total, post in found:
+                bar(desc, count, total, post)
+            bars = len(found)
         self._bars += bars
         self.parsed_lines += bars
         tags, steps, values = self._out
@@ -103,6 +127,23 @@ class TqdmConsoleParser(TextParser):
             self.rows.extend(self.rows.codes(tags), steps, values)
             self.anchor(steps[-1], None, 0)
             self._out = ([], [], [])
+
+    def _printed(self, line: str) -> None:
+        """A line the loop printed with an evaluation's values (``Epoch 3: val_loss=0.52, val_acc=0.81``): its
+        pairs at the step of the last batch drawn (the evaluation ran after it)."""
+        step = self._pending[0] if self._pending is not None else self._recorded_step
+        if step is None:
+            return
+        tags, steps, values = self._out
+        for name, text in _PRINTED_PAIR.findall(line):
+            name = name.strip()
+            value = to_float(text)
+            if value is None or name.lower() in _COUNTERS:
+                continue
+            tags.append(name)
+            steps.append(step)
+            values.append(value)
+        self._evaluations += 1
 
     def _bar(self, desc: str, count_text: str, total: str, post: str) -> None:
         epoch = _epoch_of(desc)
@@ -178,10 +219,13 @@ class TqdmConsoleParser(TextParser):
                 self.rows.extend(self.rows.codes(tags), steps, values)
                 self.anchor(steps[-1], None, 0)
                 self._out = ([], [], [])
-        self.notes[:0] = [
-            f"tqdm bars: {self._bars:,} redraws, the last at each batch read ({self._recorded:,} batches); step = "
-            f"(epoch − {self._base or 0}) × batches per epoch + batch index (from 0); values still shown from an earlier "
-            "evaluation are not repeated"]
+        notes = [f"tqdm bars: {self._bars:,} redraws, the last at each batch read ({self._recorded:,} batches); step = "
+                 f"(epoch − {self._base or 0}) × batches per epoch + batch index (from 0); values still shown from an "
+                 "earlier evaluation are not repeated"]
+        if self._evaluations:
+            notes.append(f"{self._evaluations:,} printed evaluation line(s) (a name with val, eval or test) read at the "
+                         "step of the last batch drawn before them")
+        self.notes[:0] = notes
 
 
 def detect_tqdm_console(window: str) -> bool:
