@@ -18,7 +18,6 @@ Decisions:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
@@ -26,37 +25,23 @@ from tanalyze.readers.tabular.common import (
     JsonLines,
     PointBuffer,
     as_step,
+    first_json_object,
     is_number,
     name_list,
     settle_rewrites,
 )
+from tanalyze.readers.values import to_float
 
 __all__ = ["LlamaFactoryReader"]
 
 _BOOKKEEPING = frozenset({"current_steps", "total_steps", "percentage", "elapsed_time", "remaining_time", "epoch"})
 
 
-def _first_record(head: bytes) -> dict | None:
-    line = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0]
-    if not line.startswith(b"{"):
-        return None
-    try:
-        record = json.loads(line.decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError):
-        return None
-    return record if isinstance(record, dict) else None
-
-
 def _number(value: object) -> float | None:
     """A record's value as a number: a JSON number, or a number written as text."""
     if is_number(value):
         return float(value)  # type: ignore[arg-type]
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+    return to_float(value) if isinstance(value, str) else None
 
 
 class LlamaFactoryReader(Reader):
@@ -68,7 +53,7 @@ class LlamaFactoryReader(Reader):
     def sniff(self, path: Path, head: bytes) -> bool:
         if path.suffix.lower() not in (".jsonl", ".json", ".log", ".txt"):
             return False
-        record = _first_record(head)
+        record = first_json_object(head)
         return record is not None and "current_steps" in record and "total_steps" in record
 
     def group(self, files: list[Path]) -> list[list[Path]]:
