@@ -24,7 +24,7 @@ from tanalyze.readers import HEAD_BYTES, Reader, get_readers
 from tanalyze.readers.text.generic import GenericTextReader
 from tanalyze.readers.text.job_console import JOB_CONSOLE_FORMAT
 from tanalyze.readers.text.pattern import PATTERN_FORMAT, PatternReader, UserPattern, match_pattern
-from tanalyze.runstatus.scan import is_console_log, run_status
+from tanalyze.runstatus.scan import is_console_log, may_show_a_failure, run_status
 from tanalyze.text import writable
 
 __all__ = ["RunSpec", "Discovery", "NotRead", "HeadTagsMemo", "discover"]
@@ -218,6 +218,7 @@ def discover(
     head_tags: dict[Path, tuple[str, ...]] = {}
     by_name = {r.name: r for r in readers}
     unrecognized: list[str] = []
+    quiet: set[str] = set()  # unrecognised files read whole that hold no word of a failure
     use_patterns = bool(patterns) and (not formats or PATTERN_FORMAT in formats)
     by_pattern: dict[tuple[Path, str], list[Path]] = defaultdict(list)
     base = root.parent if single_file else root
@@ -232,6 +233,8 @@ def discover(
             by_pattern[(file.parent, user.regex)].append(file)
         elif reader is None:
             unrecognized.append(str(file))
+            if len(head) < HEAD_BYTES and not may_show_a_failure(head):
+                quiet.add(str(file))  # all of it read: no line a failed job's tail shows
         else:
             directory = reader.run_directory(file)
             if not single_file and not _within(directory, root):
@@ -279,7 +282,7 @@ def discover(
         )
     runs = _with_consoles(runs, unrecognized, root)
     if not formats or JOB_CONSOLE_FORMAT in formats:
-        failed = _failed_jobs(runs, unrecognized, root, single_file)
+        failed = _failed_jobs(runs, [f for f in unrecognized if f not in quiet], root, single_file)
         if failed:
             taken = {f for run in failed for f in run.files}
             unrecognized = [f for f in unrecognized if f not in taken]

@@ -23,7 +23,8 @@ from typing import Any
 from tanalyze.runstatus.model import RUNNING_WITHIN_S, Evidence, RunStatus, Signal, WandbExit, classify
 from tanalyze.runstatus.nccl import NCCL_FAILURE
 
-__all__ = ["TAIL_BYTES", "following", "is_console_log", "scan_console", "wandb_exit", "run_status"]
+__all__ = ["TAIL_BYTES", "following", "is_console_log", "may_show_a_failure", "scan_console", "wandb_exit",
+           "run_status"]
 
 _FOLLOWING: ContextVar[bool] = ContextVar("tanalyze_following_live_runs", default=False)
 
@@ -264,6 +265,18 @@ _GUARDS = {
     "killed": ("cancel", "killed", "terminated", "signal", "received", "pbs", "term_", "reque"),
     "started": ("running training", "name", "trainable", "gpu available"),
 }
+
+
+#: Lower-case words without which no line shows a failed job (a crash, OOM, kill, hang, or a start with no end):
+#: every keyword but those only an end marker needs
+_FAILURE_WORDS = tuple(w for w in _KEYWORDS if w not in _GUARDS["finished"])
+
+
+def may_show_a_failure(text: bytes) -> bool:
+    """Whether ``text`` (a whole small file) holds a word some failure signal needs: one without any cannot give
+    a failed status, so its tail need not be scanned."""
+    low = text.lower()
+    return any(word.encode() in low for word in _FAILURE_WORDS)
 
 
 def _may(low: str, family: str) -> bool:

@@ -345,3 +345,12 @@ def test_a_watchdog_timeout_before_a_killed_root_cause_stays_a_distributed_hang(
         "WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, Timeout(ms)=600000) ran for 600046 milliseconds\n"
         "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n" + _ELASTIC_ROOT_CAUSE)
     assert run_status([str(log)], now=LATER).status == "nccl_timeout"
+
+
+def test_a_small_file_without_a_failures_word_needs_no_tail_scan():
+    from tanalyze.runstatus.scan import may_show_a_failure
+
+    assert not may_show_a_failure(b"0 0.5123 0.4410 0.1 0.2\n1 0.3 0.7 0.05 0.05\n")  # a YOLO label file
+    for line in (b"Traceback (most recent call last):", b"Killed", b"torch.OutOfMemoryError: CUDA out of memory",
+                 b"***** Running training *****"):  # (a start with no end is a kill too)
+        assert may_show_a_failure(b"noise\n" + line + b"\n"), line
