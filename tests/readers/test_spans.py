@@ -1,4 +1,5 @@
-"""Spans of usual lines read at once (llm.c, modded-nanogpt): the same run as every line read on its own."""
+"""Lines of a few shapes read at once (llm.c, modded-nanogpt, the MNIST example, timm): the same run as every line
+read on its own."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from tanalyze.readers import get_reader
 from tanalyze.readers.text import _parts
 from tanalyze.readers.text._shaped import LineShape
-from tanalyze.readers.text._spans import read_spans, spans
+from tanalyze.readers.text._spans import shaped_lines, starting_with
 from tanalyze.readers.text.llmc import LlmcParser
 from tanalyze.readers.text.modded_nanogpt import ModdedNanoGPTParser
 from tests.readers.text_helpers import read_both_ways, write
@@ -94,41 +95,55 @@ def test_spans_read_at_once_equal_every_line_read_on_its_own(name, parser, text,
     assert len(irregular.scalars) > 6000
 
 
-def test_a_chunk_is_cut_at_its_breaker_lines_and_read_whole():
-    text = "step:1/9 t:1\nstep:2/9 v:5\nnoise\nstep:3/9 t:3\nstep:4/9 v:7"
-    body = "\n" + text
-    import re
-
-    breakers = re.compile(r"\nstep:\d+/\d+ v:")
-    cut = spans(body, breakers, (" v:",))
-    assert "".join(text[a:b] for a, b, _ in cut) == text
-    assert [(text[a:b], breaker) for a, b, breaker in cut] == [
-        ("step:1/9 t:1\n", False), ("step:2/9 v:5\n", True), ("noise\nstep:3/9 t:3\n", False), ("step:4/9 v:7", True)]
-    shape = LineShape(("step:", "/", " t:", ""), (True, True, False))
-    reads = read_spans(text, [(a, b) for a, b, breaker in cut if not breaker], "step:", (shape,))
-    assert [read[0].tolist() for read in reads if read is not None] == [[[1, 9, 1]], [[3, 9, 3]]]
-    assert read_spans(text + "\n", [(0, len(text) + 1)], "step:", (shape,)) == [None]  # a line of another shape
-    assert np.array_equal(read_spans("x\n", [(0, 2)], "step:", (shape,))[0][0], np.empty((0, 0)))
-
-
-def test_spans_with_a_field_that_is_no_number_or_text_beyond_ascii():
+def test_the_lines_of_each_shape_are_found_whole_and_few_candidates_are_tried_one_by_one():
     shape = LineShape(("step:", "/", " t:", "ms"), (True, True, False))
     other = LineShape(("step:", "/", " loss:", " t:", "ms"), (True, True, False, False))
-    text = "é → start\nstep:1/9 t:1.5ms\nstep:2/9 t:2e-3ms\nµ noise\nstep:3/9 t:-.5ms\n"
-    (read,) = read_spans(text, [(0, len(text))], "step:", (other, shape))
-    assert read[1] == 1 and read[0].tolist() == [[1, 9, 1.5], [2, 9, 0.002], [3, 9, -0.5]]
-    after = text.index("step:2")
-    ranges = [(0, after), (after, len(text))]  # split after the first step line
-    assert [r[0].tolist() for r in read_spans(text, ranges, "step:", (shape,))] == [[[1, 9, 1.5]],
-                                                                                    [[2, 9, 0.002], [3, 9, -0.5]]]
-    odd = text.replace("t:2e-3ms", "t:2e-3.1ms")  # number characters, no number: found again exactly
-    assert read_spans(odd, [(0, len(odd))], "step:", (shape,)) == [None]
-    assert [r is None for r in read_spans(odd, ranges, "step:", (shape,))] == [False, True]
-    mixed = "step:1/9 t:1ms\nstep:2/9 loss:3.5 t:2ms\n"  # one range, two shapes: line by line
-    assert read_spans(mixed, [(0, len(mixed))], "step:", (shape, other)) == [None]
-    split = [(0, mixed.index("step:2")), (mixed.index("step:2"), len(mixed))]
-    assert [(r[0].tolist(), r[1]) for r in read_spans(mixed, split, "step:", (shape, other))] == [
-        ([[1, 9, 1]], 0), ([[2, 9, 3.5, 2]], 1)]
+    text = ("é → start\nstep:1/9 t:1.5ms\nstep:2/9 t:2e-3ms\nµ noise\nstep:3/9 loss:2 t:-.5ms\nstep:4/9 t:1.2.3ms\n"
+            "step:5/9 t:1ms")  # (the last line has no line break: not whole)
+    chars = np.frombuffer(text.encode("ascii", errors="replace"), dtype=np.uint8)
+    starts = np.concatenate(([0], np.flatnonzero(chars[:-1] == 10) + 1))
+    candidates = starting_with(chars, starts, "step:")
+    assert candidates.tolist() == [False, True, True, False, True, True, True]
+    loose = shaped_lines(text, starts, (shape, other), False, candidates)
+    assert [lines.tolist() for lines in loose] == [[1, 2, 5], [4]]  # ("1.2.3": number characters)
+    assert [lines.tolist() for lines in shaped_lines(text, starts, (shape, other), True)] == [[1, 2], [4]]
+    # the second shape looked for among the lines left (one by one) or over the text: the same lines
+    assert [lines.tolist() for lines in shaped_lines(text, starts, (other, shape), True, candidates)] == [[4], [1, 2]]
+    assert [lines.tolist() for lines in shaped_lines(text, starts, (other, shape), True)] == [[4], [1, 2]]
+
+
+@pytest.mark.parametrize(("name", "parser", "handler", "text"), [
+    ("torch_examples", "TorchExamplesParser", "_on_summary",
+     "".join(f"Train Epoch: {e} [{b * 64}/60000 ({100. * b / 938:.0f}%)]\tLoss: {2 / e:.6f}\n" for e in range(1, 4)
+             for b in range(0, 938, 10)).replace("Train Epoch: 2 [0/", "\nTest set: Average loss: 0.5000, Accuracy: "
+                                                  "9000/10000 (90%)\n\nTrain Epoch: 2 [0/")),
+    ("timm_console", "TimmConsoleParser", "_on_test",
+     "".join(f"Train: {e} [{i:>4d}/1251 ({100. * (i + 1) / 1251:>3.0f}%)]  Loss: 6.91 (6.92)  Time: 0.5s, 2000.00/s  "
+             f"(0.5s, 2000.00/s)  LR: 1.000e-03  Data: 0.012 (0.035)\n" for e in range(3) for i in range(0, 1251, 50))
+     .replace("Train: 1 [   0", "".join(f"{name}: [{i:>4d}/48]  Time: 0.945 (0.512)  Loss:  0.620 (0.600)  Acc@1: "
+                                         f"85.938 ( 86.100)  Acc@5:  97.266 ( 97.300)\n" for name in ("Test", "Test (EMA)")
+                                         for i in (0, 10, 48)) + "Train: 1 [   0"))],
+    ids=["mnist", "timm"])
+def test_the_summaries_of_a_clean_log_are_read_at_once(name, parser, handler, text, tmp_path, monkeypatch):
+    """No test summary of a clean log is read on its own: each is read with the train lines, at the end of the
+    epoch of the train line above it."""
+    import importlib
+
+    module = importlib.import_module(f"tanalyze.readers.text.{name}")
+
+    def one_by_one(self, m, chunk):
+        raise AssertionError(f"read on its own: {m.group(0)!r}")
+
+    monkeypatch.setattr(getattr(module, parser), handler, one_by_one)
+    (run,) = get_reader(name).read([write(tmp_path / "train.log", text)])
+    frame = run.scalars
+    if name == "torch_examples":
+        assert frame.loc[frame["tag"] == "test/accuracy", ["step", "value"]].values.tolist() == [[60000, 0.9]]
+    else:
+        evaluations = frame[frame["tag"].str.startswith("eval_")]
+        assert sorted(set(evaluations["tag"])) == ["eval_ema_loss", "eval_ema_top1", "eval_ema_top5", "eval_loss",
+                                                   "eval_top1", "eval_top5"]
+        assert set(evaluations["step"]) == {1250} and evaluations["value"].tolist()[:3] == [0.6, 86.1, 97.3]
 
 
 @pytest.mark.parametrize(("name", "parser", "text"), [
@@ -142,7 +157,7 @@ def test_the_step_lines_of_a_clean_log_are_read_at_once(name, parser, text, tmp_
     """No train step line of a clean log is read on its own: both shapes of it (one span of each, as evaluation
     lines cut them), evaluation lines between."""
     def one_by_one(self, m, chunk):
-        assert "val_loss" in m.group(0), f"read on its own: {m.group(0)!r}"  # (modded-nanogpt's breaker lines)
+        assert "val_loss" in m.group(0), f"read on its own: {m.group(0)!r}"  # (modded-nanogpt's validation lines)
 
     monkeypatch.setattr(parser, "_on_step", one_by_one)
     (run,) = get_reader(name).read([write(tmp_path / "train.log", text)])
@@ -170,7 +185,67 @@ def _random_llmc_line(step: int, fields: list[str], nanz: bool, pad: str) -> str
     min_size=1, max_size=40), st.booleans())
 def test_llmc_console_read_at_once_equals_line_by_line(tmp_path, monkeypatch, lines, cut):
     """Random llm.c console texts (steps up and down, fields that are no numbers or NaN, z-scores or not, other
-    lines between): the spans read at once give what every line read on its own gives."""
+    lines between): the lines read at once give what every line read on its own gives."""
     text = "".join((line if isinstance(line, str) else _random_llmc_line(*line)) + "\n" for line in lines)
     path = write(tmp_path / "train.log", text[:-1] if cut else text)
     read_both_ways("llmc", LlmcParser, path, monkeypatch, (512,))
+
+
+_MNIST_NUMBERS = ("2.302585", "0.0523", "1", "0", "1e-3", "nan", "1.2.3", "-0.5")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(
+    st.tuples(st.just("train"), st.integers(0, 3), st.sampled_from((0, 640, 5120, 59520)), st.sampled_from((60000, 0)),
+              st.sampled_from(_MNIST_NUMBERS)),
+    st.tuples(st.just("test"), st.sampled_from(_MNIST_NUMBERS), st.integers(0, 10), st.sampled_from((10000, 0)),
+              st.sampled_from(("97", "9.5", "x"))),
+    st.sampled_from(("", "", "noise", "Validation set: Average loss: 0.5, Accuracy: 5/10 (50%)",
+                     "Epoch [1/5], Step [100/600], Loss: 0.2", "Train Epoch: 1 [640/6000]\tloss=2.4",
+                     "[1,  2000] loss: 2.215", "µ", "Test set: Average loss: 0.4"))),
+    min_size=1, max_size=40), st.booleans())
+def test_mnist_lines_and_test_summaries_read_at_once_equal_line_by_line(tmp_path, monkeypatch, lines, cut):
+    """Random MNIST-example texts (train lines and their test summaries, fields that are no numbers, epochs up and
+    down, other lines between): what is read at once gives what every line read on its own gives."""
+    from tanalyze.readers.text.torch_examples import TorchExamplesParser
+
+    def line(item) -> str:
+        if isinstance(item, str):
+            return item
+        if item[0] == "train":
+            _, epoch, seen, size, loss = item
+            return f"Train Epoch: {epoch} [{seen}/{size} (1%)]\tLoss: {loss}"
+        _, loss, correct, total, percent = item
+        return f"Test set: Average loss: {loss}, Accuracy: {correct}/{total} ({percent}%)"
+
+    text = "".join(line(item) + "\n" for item in lines)
+    path = write(tmp_path / "train.log", text[:-1] if cut else text)
+    read_both_ways("torch_examples", TorchExamplesParser, path, monkeypatch, (None, 256))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(
+    st.tuples(st.just("train"), st.integers(0, 3), st.sampled_from((0, 10, 39)), st.sampled_from(_MNIST_NUMBERS)),
+    st.tuples(st.sampled_from(("Test", "Test (EMA)")), st.sampled_from((0, 10, 11, 12)),
+              st.sampled_from(_MNIST_NUMBERS)),
+    st.sampled_from(("", "noise", "Train: 1 [  20/40 ( 52%)]  Loss: 0.4", "Test: [  11/11]  Loss: 0.5", "µ"))),
+    min_size=1, max_size=40), st.booleans())
+def test_timm_lines_and_validations_read_at_once_equal_line_by_line(tmp_path, monkeypatch, lines, cut):
+    """Random timm texts (train lines, validation batches of the model and its EMA, the last of them or not, fields
+    that are no numbers, other lines between): what is read at once gives what every line read on its own gives."""
+    from tanalyze.readers.text.timm_console import TimmConsoleParser
+
+    def line(item) -> str:
+        if isinstance(item, str):
+            return item
+        if item[0] == "train":
+            _, epoch, update, loss = item
+            return (f"Train: {epoch} [{update:>4d}/40 ( 52%)]  Loss: {loss} (1.24)  Time: 0.014s, 4444.81/s  "
+                    "(0.014s, 4444.81/s)  LR: 5.161e-04  Data: 0.001 (0.001)")
+        name, batch, loss = item
+        return (f"{name}: [{batch:>4d}/11]  Time: 0.945 (0.512)  Loss: {loss:>7} ({loss:>6})  Acc@1: 91.667 ( 91.667)  "
+                "Acc@5: 100.000 (100.000)")
+
+    text = "".join(line(item) + "\n" for item in lines)
+    path = write(tmp_path / "train.log", text[:-1] if cut else text)
+    read_both_ways("timm_console", TimmConsoleParser, path, monkeypatch, (None, 256))

@@ -93,11 +93,13 @@ def line_shape(line: str, spans: list[tuple[int, int]], integers: list[bool], pa
 
 
 @functools.lru_cache(maxsize=32)
-def _runs_pattern(shapes: tuple[LineShape, ...], exact: bool) -> re.Pattern[str]:
-    """Whole lines of any of ``shapes``, one or more in a row."""
+def _runs_pattern(shapes: tuple[LineShape, ...], exact: bool) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Whole lines of any of ``shapes``, one or more in a row: at the text's start, and after a line break.
+    (A pattern that begins with a line break is searched for by its literal start, at C speed; one that begins
+    with ``^`` is tried at every character, which costs several times more where few lines have the shape.)"""
     sources = [shape.source(exact) for shape in shapes]
     lines = sources[0] if len(shapes) == 1 else "(?:" + "|".join(sources) + ")"
-    return re.compile(rf"^(?:{lines}\n)+", re.M)
+    return re.compile(rf"(?:{lines}\n)+"), re.compile(rf"\n(?:{lines}\n)+")
 
 
 def shape_runs(text: str, shapes: tuple[LineShape, ...], exact: bool, start: int = 0, end: int | None = None
@@ -105,7 +107,17 @@ def shape_runs(text: str, shapes: tuple[LineShape, ...], exact: bool, start: int
     """Where in ``text[start:end]`` (whole lines) runs of lines of ``shapes`` are: (start, end) after their last
     line break. Not ``exact``, a decimal field is any run of a number's characters (:func:`read_fields` then
     tells when one is no number, and the runs are found again, exactly)."""
-    return [m.span() for m in _runs_pattern(shapes, exact).finditer(text, start, len(text) if end is None else end)]
+    end = len(text) if end is None else end
+    first, after_break = _runs_pattern(shapes, exact)
+    out = []
+    if start == 0:
+        m = first.match(text, 0, end)
+        if m is not None:
+            out.append(m.span())
+            start = m.end()
+    # (a run ends with its line break: the next run begins after another line's)
+    out += [(m.start() + 1, m.end()) for m in after_break.finditer(text, max(start - 1, 0), end)]
+    return out
 
 
 def line_starts(chars: np.ndarray, start: int, end: int) -> np.ndarray:
@@ -166,7 +178,7 @@ def read_fields(chars: np.ndarray, lines: list[tuple[np.ndarray, LineShape]], ru
     first run of a number's characters after its piece does (the piece after it begins with no such character),
     and begins there or after its piece; the fields read are cut out of ``chars`` (``runs``: :func:`value_runs`
     of them) one after the other, a space after each, and parsed at once."""
-    starts, ends, counts = [], [], []
+    starts, ends, integer, counts = [], [], [], []
     for begins, shape in lines:
         position = begins + len(shape.pieces[0])
         skipped = shape.skipped or (False,) * len(shape.integers)
@@ -182,21 +194,46 @@ def read_fields(chars: np.ndarray, lines: list[tuple[np.ndarray, LineShape]], ru
             if not skip:
                 starts.append(np.maximum(runs.starts[run], position))
                 ends.append(end)
+                integer.append(shape.integers[field])
             position = end + len(piece)
         counts.append(_read_count(shape) * len(begins))
     if not starts:
         return [np.empty((len(begins), 0)) for begins, _ in lines]
-    first, stop = np.concatenate(starts), np.concatenate(ends) + 1  # (each field with the character after it)
-    tokens = chars[_stretches(first, stop)]
-    tokens[np.cumsum(stop - first) - 1] = 32
-    values, valid = parse_some_numbers(tokens[:-1].tobytes().decode("ascii"))
-    if not valid.all():
-        return None
+    values = np.empty(sum(map(len, starts)))
+    bounds = np.cumsum([0, *map(len, starts)]).tolist()
+    for kind in (True, False):  # integers (digits only: the line's pattern took them so) read as such, at once
+        fields = [index for index, is_integer in enumerate(integer) if is_integer == kind]
+        if not fields:
+            continue
+        parsed = _parse_tokens(chars, np.concatenate([starts[i] for i in fields]),
+                               np.concatenate([ends[i] for i in fields]), kind)
+        if parsed is None:
+            return None
+        at = 0
+        for index in fields:
+            size = bounds[index + 1] - bounds[index]
+            values[bounds[index]:bounds[index + 1]] = parsed[at:at + size]
+            at += size
     out, at = [], 0
     for (begins, shape), count in zip(lines, counts, strict=True):  # each field of every line in turn
         out.append(values[at:at + count].reshape(_read_count(shape), len(begins)).T)
         at += count
     return out
+
+
+def _parse_tokens(chars: np.ndarray, first: np.ndarray, end: np.ndarray, integers: bool) -> np.ndarray | None:
+    """The numbers at ``chars[first[i]:end[i]]``, cut out one after the other with a space after each; None when
+    one is not a number (integers: digits only, at most 15)."""
+    stop = end + 1  # (each with the character after it, then made a space)
+    tokens = chars[_stretches(first, stop)]
+    tokens[np.cumsum(stop - first) - 1] = 32
+    if integers:
+        if not len(first):
+            return np.empty(0)
+        parsed = np.fromstring(tokens[:-1].tobytes(), dtype=np.int64, sep=" ")
+        return parsed.astype(np.float64) if len(parsed) == len(first) else None
+    values, valid = parse_some_numbers(tokens[:-1].tobytes().decode("ascii"))
+    return values if valid.all() else None
 
 
 @functools.lru_cache(maxsize=64)

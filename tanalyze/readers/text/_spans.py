@@ -1,23 +1,25 @@
-"""Spans of usual lines read at once: the fast path of the console parsers whose lines are few shapes.
+"""Lines of a known template read at once: the fast path of the console parsers whose lines are few shapes.
 
 A console log is mostly one line kind printed from one template every time (llm.c's
-``step N/M | loss …``, modded-nanogpt's ``step:N/M train_time:…``): a
-:class:`~tanalyze.readers.text._shaped.LineShape`. The lines of such a span are
-found as runs by one regex, their fields cut out of the text with numpy and parsed
-in bulk, bit for bit as ``float()`` (see :mod:`~tanalyze.readers.text._shaped`).
+``step N/M | loss …``, the MNIST example's ``Train Epoch: e [seen/size (p%)]\tLoss: …``):
+a :class:`~tanalyze.readers.text._shaped.LineShape`. The lines of a chunk that
+have such a shape are found as runs by one regex, their fields cut out of the text
+with numpy and parsed in bulk, bit for bit as ``float()`` (see
+:mod:`~tanalyze.readers.text._shaped`). A parser may name a second kind, its
+summaries (an evaluation printed after each epoch from its own template), read
+at once the same way, their steps from the main lines before them.
 
-The span is read at once only when every line of it that starts with the kind's
-prefix has that shape (so every field is a plain decimal number); otherwise the
-caller reads the span line by line (the one path that knows every rule). Lines of
-other kinds that carry points (evaluation lines) cut the chunk into spans
-(:func:`spans`), so rows stay in line order.
+Every other line that is not blank (a line of another kind, a main line of
+another shape, a value that is no number) is read as line-by-line reading reads
+it, in its place: before it, the parser's state is brought up to the lines read
+at once above it. So a chunk gives exactly the rows, notes and restarts of
+reading every line on its own.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
 from typing import ClassVar, cast
 
 import numpy as np
@@ -26,114 +28,63 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._regex import ordered_matches
-from tanalyze.readers.text._shaped import (
-    LineShape,
-    ValueRuns,
-    line_starts,
-    read_fields,
-    shape_runs,
-    value_runs,
-)
+from tanalyze.readers.text._shaped import LineShape, line_starts, read_fields, shape_runs, value_runs
 from tanalyze.readers.values import NUMBER
 
-__all__ = ["SpanParser", "field_grid", "spans", "read_spans"]
+__all__ = ["SpanParser", "SpanRows", "field_grid", "shaped_lines", "starting_with"]
 
 _NUMBER = re.compile(NUMBER)
+_NO_LINES = np.empty(0, dtype=np.int64)
+
+SpanRows = tuple[tuple[str, ...], np.ndarray, np.ndarray]
 
 
-def spans(body: str, breakers: re.Pattern[str], words: tuple[str, ...], start: int = 0, end: int | None = None
-          ) -> list[tuple[int, int, bool]]:
-    """``text[start:end]`` (``body`` is ``"\\n" + text``) cut at the lines ``breakers`` matches (from their line
-    break on; each holds one of ``words``, which are found first, at C speed): (start, end, is a breaker
-    line) in text positions, in order, covering it whole."""
-    end = len(body) - 1 if end is None else end
-    lines = set()
-    for word in words:
-        at = body.find(word, start, end + 1)
-        while at >= 0:
-            line = body.rfind("\n", 0, at + 1 if word.startswith("\n") else at)
-            if line >= start and breakers.match(body, line, end + 1):
-                lines.add(line)
-            at = body.find(word, at + 1, end + 1)
-    out: list[tuple[int, int, bool]] = []
-    at = start
-    for line in sorted(lines):
-        stop = body.find("\n", line + 1)
-        stop = end if stop < 0 or stop > end else stop  # in body: the line's end in text (its break included)
-        if line > at:
-            out.append((at, line, False))
-        out.append((line, stop, True))
-        at = stop
-    if at < end:
-        out.append((at, end, False))
+def shaped_lines(text: str, starts: np.ndarray, shapes: tuple[LineShape, ...], exact: bool,
+                 candidates: np.ndarray | None = None) -> list[np.ndarray]:
+    """The lines of ``text`` (indices into ``starts``, its line starts) of each of ``shapes``: whole lines, with
+    their line break. Not ``exact``, a decimal field is any run of a number's characters. With ``candidates``
+    (which lines may have a shape), a shape after the first is looked for only among the candidates no shape
+    before took, each tried on its own when they are few."""
+    out = []
+    left = None if candidates is None else candidates.copy()
+    for index, shape in enumerate(shapes):
+        first = shape.pieces[0]
+        if left is not None and index and len(left) and np.count_nonzero(left) <= _FEW:
+            line = _line_pattern(shape, exact)
+            at = np.flatnonzero(left)
+            lines = at[[line.match(text, start) is not None for start in starts[at].tolist()]]
+        elif (left is not None and not left.any()) or not (text.startswith(first) or "\n" + first in text):
+            lines = _NO_LINES
+        else:
+            runs = np.array(shape_runs(text, (shape,), exact), dtype=np.int64).reshape(-1, 2)
+            bounds = np.searchsorted(starts, runs)  # the first line of each run and the line after its last
+            edge = np.zeros(len(starts) + 1, dtype=np.int8)
+            edge[bounds[:, 0]] = 1
+            edge[bounds[:, 1]] = -1  # (a line of another shape always comes between two runs)
+            lines = np.flatnonzero(np.cumsum(edge[:-1], dtype=np.int8) > 0)
+        if left is not None:
+            left[lines] = False
+        out.append(lines)
     return out
 
 
-class _Text:
-    """A chunk's text as one byte per character (those beyond ASCII as ``?``: no line of a shape has one) and
-    the runs of a number's characters in it, each made when first needed."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    @functools.cached_property
-    def chars(self) -> np.ndarray:
-        return np.frombuffer(self.text.encode("ascii", errors="replace"), dtype=np.uint8)
-
-    @functools.cached_property
-    def values(self) -> ValueRuns:
-        return value_runs(self.chars)
+#: candidates few enough to try one by one
+_FEW = 64
 
 
-def read_spans(text: str, ranges: list[tuple[int, int]], prefix: str, shapes: tuple[LineShape, ...]
-               ) -> list[tuple[np.ndarray, int] | None]:
-    """The fields of the lines of each of ``ranges`` of ``text`` (whole lines) that begin with ``prefix`` as a
-    (lines, fields) grid and the index of the shape they all have (an empty grid and -1 when there are none;
-    None when a line has another shape). Each shape begins with ``prefix``. The usual case in one pass: when all
-    their lines have one shape, one search for runs and one bulk parse for them all, split by range; else each
-    half so (a log whose shape changes once, as llm.c's when its z-scores begin, costs a few passes more)."""
-    counts = [text.count("\n" + prefix, max(start - 1, 0), end) + (start == 0 and text.startswith(prefix))
-              for start, end in ranges]
-    return _read_group(_Text(text), ranges, counts, shapes)
+@functools.lru_cache(maxsize=32)
+def _line_pattern(shape: LineShape, exact: bool) -> re.Pattern[str]:
+    return re.compile(shape.source(exact) + "\n")
 
 
-def _read_group(text: _Text, ranges: list[tuple[int, int]], counts: list[int], shapes: tuple[LineShape, ...]
-                ) -> list[tuple[np.ndarray, int] | None]:
-    if not ranges:
-        return []
-    if not sum(counts):
-        return [(np.empty((0, 0)), -1)] * len(ranges)
-    for index, shape in enumerate(shapes):
-        grid = _grid(text, ranges, counts, shape)
-        if grid is not None:
-            bounds = np.cumsum([0, *counts]).tolist()
-            return [(grid[a:b], index) if b > a else (np.empty((0, 0)), -1)
-                    for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-    if len(ranges) == 1:
-        return [None]
-    half = len(ranges) // 2
-    return [*_read_group(text, ranges[:half], counts[:half], shapes),
-            *_read_group(text, ranges[half:], counts[half:], shapes)]
-
-
-def _grid(text: _Text, ranges: list[tuple[int, int]], counts: list[int], shape: LineShape) -> np.ndarray | None:
-    """The fields of the lines of ``ranges`` when each range's lines that begin with the prefix (``counts``) are
-    all of ``shape``; else None. A decimal field is first found as any run of a number's characters, then,
-    when one such is no number, exactly (that line then has no shape)."""
-    low, high = ranges[0][0], ranges[-1][1]
-    for exact in (False, True):
-        runs = shape_runs(text.text, (shape,), exact, low, high)
-        if not runs:
-            return None
-        chars = text.chars
-        starts = np.concatenate([line_starts(chars, a, b) for a, b in runs])
-        per_range = np.diff(np.searchsorted(starts, [a for a, _ in ranges] + [high]))
-        if not np.array_equal(per_range, counts):  # (a line of another shape; or in no range: a breaker's)
-            return None
-        grids = read_fields(chars, [(starts, shape)], text.values)
-        if grids is not None:
-            return grids[0]
-    return None
+def starting_with(chars: np.ndarray, starts: np.ndarray, prefix: str) -> np.ndarray:
+    """Which of the lines at ``starts`` of ``chars`` begin with ``prefix`` (ASCII)."""
+    code = prefix.encode("ascii")
+    padded = np.concatenate((chars, np.zeros(len(code), dtype=np.uint8)))
+    same = np.ones(len(starts), dtype=bool)
+    for offset, byte in enumerate(code):
+        same &= padded[starts + offset] == byte
+    return same
 
 
 def field_grid(found: list[str], separators: tuple[str, ...], width: int) -> np.ndarray | None:
@@ -151,130 +102,270 @@ def field_grid(found: list[str], separators: tuple[str, ...], width: int) -> np.
     return None if numbers is None else numbers.reshape(len(found), width)
 
 
-class SpanParser:
-    """Mixin for a :class:`~tanalyze.readers.text._parser.TextParser` whose main lines are read span by span.
 
-    The subclass sets ``span_prefix`` (how every main line starts: each line of a span that starts so must
-    have one of ``span_shapes``), ``span_breakers`` (after a line break: the other lines that give rows or
-    state, read line by line where they are) and implements :meth:`span_rows` and :meth:`span_done`. A chunk
-    whose spans all read at once gets their rows in one go, the breaker lines' rows put back in line order;
-    otherwise each span is read at once or line by line on its own.
+
+class SpanParser:
+    """Mixin for a :class:`~tanalyze.readers.text._parser.TextParser` whose main lines are read at once.
+
+    The subclass sets ``span_prefix`` (how every main line starts) and ``span_shapes``, and implements
+    :meth:`span_rows` and :meth:`span_done`; with ``summary_shapes``, :meth:`summary_rows` and
+    :meth:`summary_done` too. A chunk is read line by line instead when it has no main line of a shape, a
+    field of one is no number, or its main lines' steps go back (a restart is recorded at its line).
     """
 
     span_prefix: ClassVar[str]
     span_shapes: ClassVar[tuple[LineShape, ...]]
-    span_breakers: ClassVar[re.Pattern[str]]
-    span_breaker_words: ClassVar[tuple[str, ...]]
-    #: read every line on its own (spans of usual lines are read at once otherwise); for tests
+    #: the templates of lines printed after main lines (an epoch's evaluation), read at once too
+    summary_shapes: ClassVar[tuple[LineShape, ...]] = ()
+    #: read every line on its own; for tests
     line_by_line = False
 
-    def span_rows(self, grid: np.ndarray, shape: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
-        """The tags of each line, the steps (int64) and the values (line after line) of a span's lines read
-        at once, or None to read them line by line. Changes nothing."""
+    def span_rows(self, grid: np.ndarray, shape: int) -> SpanRows | None:
+        """The tags of each line, the steps (int64) and the values (line after line) of main lines read at once
+        (``grid``: their fields, all of ``span_shapes[shape]``), or None to read them line by line. Changes
+        nothing."""
         raise NotImplementedError
 
     def span_done(self, grid: np.ndarray, shape: int, steps: np.ndarray) -> None:
-        """What the span's lines change besides rows (the anchor, counts, hparams), once their rows are in."""
+        """What main lines read at once change besides rows and anchors (counts, hparams, the last epoch), once
+        their rows are in: called for the lines above each line read on its own, in order, and the rest."""
         raise NotImplementedError
 
+    def summary_rows(self, grid: np.ndarray, shape: int, main: np.ndarray, before: np.ndarray
+                     ) -> tuple[SpanRows, np.ndarray] | None:
+        """The rows of summary lines (``grid``: their fields, all of ``summary_shapes[shape]``) and which of the
+        lines give them (indices into ``grid``), from the chunk's main lines (``main``: their grid, all of one
+        shape; the last main line above each summary is ``main[before - 1]``, and only lines read at once come
+        between); None to read them line by line. Changes nothing."""
+        return None
+
+    def summary_done(self, grid: np.ndarray, shape: int) -> None:
+        """What summary lines read at once change besides rows (counts), as :meth:`span_done`."""
+
     def feed(self, chunk: Chunk) -> None:
-        parser = cast("TextParser", self)
         if self.line_by_line or self.span_prefix not in chunk.text:
             super().feed(chunk)  # type: ignore[misc]
             return
-        body = "\n" + chunk.text
-        cut = spans(body, self.span_breakers, self.span_breaker_words)
-        reads = read_spans(chunk.text, [(a, b) for a, b, breaker in cut if not breaker], self.span_prefix,
-                           self.span_shapes)
-        taken = self._taken(reads, parser)
-        by_line = []
-        first = len(parser.rows)
-        if taken is not None:
-            self._extend(parser, [t for t in taken if t is not None])
-        placed: list[np.ndarray] = []  # the segment of each row, in the order rows were added: spans', then breakers'
-        later: list[np.ndarray] = []
-        spans_read = iter(zip(reads, taken or [None] * len(reads), strict=True))
-        for index, (start, end, breaker) in enumerate(cut):
-            if not breaker:
-                read, rows = next(spans_read)
-                if taken is not None:
-                    if rows is not None:
-                        placed.append(np.full(len(rows[2]), index))
-                        self._done(parser, read, rows)
+        shaped = self._shaped(chunk)
+        if shaped is None:
+            super().feed(chunk)  # type: ignore[misc]
+            return
+        parser = cast("TextParser", self)
+        text = chunk.text
+        starts, chars, lines, grids = shaped
+        first_main = int(min(kind[0] for kind in lines[: len(self.span_shapes)] if len(kind)))
+        reading = _Reading(parser, chunk)
+        # the lines above the first main line read on their own first: the state the rows read at once start from
+        reading.by_line(0, int(starts[first_main]), chars, starts)
+        main = _Main.of(self, lines[: len(self.span_shapes)], grids)
+        summaries = None
+        if main is not None and parser.anchors_go_on(main.steps_in_order):
+            summaries = self._summaries_read_at_once(lines, grids, main, chars, starts)
+        if summaries is None:  # (as the line-by-line reading goes on)
+            reading.by_line(int(starts[first_main]), len(text), chars, starts)
+            parser.scan_ranges = None
+            return
+        self._take_chunk(reading, starts, chars, main, summaries, first_main)
+
+    def _shaped(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], dict[int, np.ndarray]] | None:
+        """The chunk's line starts and characters, the lines of each main and summary shape and their fields
+        (by shape index); None when no main line has a shape."""
+        text = chunk.text
+        chars = np.frombuffer(text.encode("ascii", errors="replace"), dtype=np.uint8)  # (a "?" per other character)
+        starts = line_starts(chars, 0, len(chars))
+        candidates = starting_with(chars, starts, self.span_prefix)  # every line a main shape may have
+        shapes = self.span_shapes + self.summary_shapes
+        runs = None
+        for exact in (False, True):  # (found again exactly when a field of a number's characters is no number)
+            lines = (shaped_lines(text, starts, self.span_shapes, exact, candidates)
+                     + shaped_lines(text, starts, self.summary_shapes, exact))
+            found = [index for index, kind in enumerate(lines) if len(kind)]
+            if not any(index < len(self.span_shapes) for index in found):
+                return None
+            runs = value_runs(chars) if runs is None else runs
+            grids = read_fields(chars, [(starts[lines[index]], shapes[index]) for index in found], runs)
+            if grids is not None:
+                return starts, chars, lines, dict(zip(found, grids, strict=True))
+        return None
+
+    def _summaries_read_at_once(self, lines: list[np.ndarray], grids: dict[int, np.ndarray], main: _Main, chars: np.ndarray,
+                   starts: np.ndarray) -> list[_Summary] | None:
+        """The summaries read at once: those with a main line above them in the chunk and only lines read at
+        once (or blank lines) between; None when a line has two shapes."""
+        count = len(self.span_shapes)
+        taken = np.zeros(len(starts), dtype=bool)
+        for kind in lines:
+            taken[kind] = True
+        if int(taken.sum()) != sum(map(len, lines)):
+            return None  # (two shapes of one line)
+        if len(main.kinds) != 1:
+            return []  # (the summaries read in their place)
+        (kind,) = main.kinds
+        above_lines = main.lines[kind]
+        nonblank = chars[starts] != 10
+        clear = {index: np.ones(len(lines[count + index]), dtype=bool) for index in range(len(self.summary_shapes))}
+        out: list[_Summary] = []
+        while True:  # (a summary read in its place is a line read on its own for the summaries below it)
+            blockers = np.flatnonzero(~taken & nonblank)
+            out, changed = [], False
+            for index, now in clear.items():
+                at = lines[count + index]
+                if not now.any():
                     continue
-                if read is not None and self._span_at_once(parser, read):
-                    continue
-            before = len(parser.rows)
-            for kind, m in _matches(chunk.text, parser.patterns, start, end, breaker):
-                parser._handlers[kind](m, chunk)
-            if taken is not None and len(parser.rows) > before:
-                later.append(np.full(len(parser.rows) - before, index))
-            by_line.append((start, end, parser.lookalike))
-        parser.scan_ranges = by_line
-        if later and placed:
-            parser.rows.reorder(first, np.argsort(np.concatenate(placed + later), kind="stable"))
+                before = np.searchsorted(above_lines, at)
+                above = above_lines[np.maximum(before - 1, 0)]
+                keep = now & (before > 0) & (np.searchsorted(blockers, above) == np.searchsorted(blockers, at))
+                got = self.summary_rows(grids[count + index][keep], index, main.grids[kind], before[keep]
+                                        ) if keep.any() else None
+                if got is None:
+                    keep[:] = False
+                else:
+                    out.append(_Summary(index, at[keep], grids[count + index][keep], *got))
+                if not np.array_equal(keep, now):
+                    taken[at[now & ~keep]] = False
+                    clear[index], changed = keep, True
+            if not changed:
+                return out
+
+    def _take_chunk(self, reading: _Reading, starts: np.ndarray, chars: np.ndarray, main: _Main,
+                    summaries: list[_Summary], first_main: int) -> None:
+        """The rows read at once added, and the lines below the first main line not read at once read on their
+        own in their place, the state brought up to each."""
+        rows = reading.parser.rows
+        for kind in main.kinds:
+            tags, steps, values = main.rows[kind]
+            rows.extend_lines(tags, steps, values)
+            reading.positions.append(np.repeat(starts[main.lines[kind]], len(tags)))
+        for summary in summaries:
+            (tags, steps, values), which = summary.rows, summary.which
+            rows.extend_lines(tags, steps, values)
+            reading.positions.append(np.repeat(starts[summary.lines[which]], len(tags)))
+        read = np.zeros(len(starts) + 1, dtype=bool)
+        read[: first_main] = True  # (read above)
+        read[-1] = True
+        for kind in main.kinds:
+            read[main.lines[kind]] = True
+        for summary in summaries:
+            read[summary.lines] = True
+        edges = np.flatnonzero(np.diff(np.concatenate(([True], read))))  # the first line of each gap, its end, …
+        unread = np.concatenate(([0], np.cumsum(~read[:-1] & (chars[starts] != 10))))  # (lines not blank)
+        walk = _Walk(self, reading.parser, reading.chunk, starts, main, summaries)
+        for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
+            if unread[b] == unread[a]:
+                continue  # blank lines only
+            walk.until(a)
+            reading.by_line(int(starts[a]), int(starts[b]) if b < len(starts) else len(reading.chunk.text), chars,
+                            starts)
+        walk.until(len(starts))
+        reading.done()
 
     def may_have_lookalikes(self, chunk: Chunk) -> bool:
         scan = cast("TextParser", self).scan_ranges
         return self.line_by_line or scan is None or bool(scan)
 
-    def _taken(self, reads: list[tuple[np.ndarray, int] | None], parser: TextParser
-               ) -> list[tuple[tuple[str, ...], np.ndarray, np.ndarray] | None] | None:
-        """The rows of every span when all are read at once and their steps go on; else None."""
-        taken = []
-        for read in reads:
-            if read is None:
-                return None
-            rows = self.span_rows(*read) if len(read[0]) else None
-            if len(read[0]) and rows is None:
-                return None
-            taken.append(rows)
-        steps = [rows[1] for rows in taken if rows is not None]
-        if steps and not parser.anchors_go_on(np.concatenate(steps)):
-            return None
-        return taken
 
-    @staticmethod
-    def _extend(parser: TextParser, taken: list[tuple[tuple[str, ...], np.ndarray, np.ndarray]]) -> None:
-        if taken and all(rows[0] == taken[0][0] for rows in taken):
-            parser.rows.extend_lines(taken[0][0], np.concatenate([rows[1] for rows in taken]),
-                                     np.concatenate([rows[2] for rows in taken]))
+def _distinct(lines: list[np.ndarray]) -> bool:
+    joined = np.concatenate(lines)
+    return len(np.unique(joined)) == len(joined)
+
+
+class _Reading:
+    """The rows of a chunk as they are added (those read on their own, at the start of their lines, and those read
+    at once, at their lines' starts) and the ranges read on their own (scanned for look-alike lines)."""
+
+    def __init__(self, parser: TextParser, chunk: Chunk) -> None:
+        self.parser, self.chunk = parser, chunk
+        self.first = len(parser.rows)
+        self.positions: list[np.ndarray] = []
+        self.ranges: list[tuple[int, int, re.Pattern[str] | None]] = []
+
+    def by_line(self, low: int, high: int, chars: np.ndarray, starts: np.ndarray) -> None:
+        """The lines of ``text[low:high]`` read on their own, as :meth:`TextParser.feed` reads every line (blank
+        lines: nothing to read)."""
+        if high <= low or not (chars[low:high] != 10).any():
             return
-        for tags, steps, values in taken:
-            parser.rows.extend_lines(tags, steps, values)
+        parser, rows, text = self.parser, self.parser.rows, self.chunk.text
+        count = len(rows)
+        handlers = parser._handlers
+        for kind, m in ordered_matches(text, parser.patterns, low, high):
+            handlers[kind](m, self.chunk)
+        if len(rows) > count:
+            self.positions.append(np.full(len(rows) - count, low, dtype=np.int64))
+        self.ranges.append((low, high, parser.lookalike))
 
-    def _done(self, parser: TextParser, read: tuple[np.ndarray, int] | None,
-              rows: tuple[tuple[str, ...], np.ndarray, np.ndarray]) -> None:
-        assert read is not None
-        self.span_done(read[0], read[1], rows[1])
-        parser.anchor(int(rows[1][-1]), None, 0)
-        parser.parsed_lines += len(rows[1])
-
-    def _span_at_once(self, parser: TextParser, read: tuple[np.ndarray, int]) -> bool:
-        if not len(read[0]):
-            return True
-        rows = self.span_rows(*read)
-        if rows is None or not parser.anchors_go_on(rows[1]):
-            return False
-        parser.rows.extend_lines(*rows)
-        self._done(parser, read, rows)
-        return True
+    def done(self) -> None:
+        """The rows put in line order; the ranges read on their own left to the look-alike scan."""
+        self.parser.scan_ranges = self.ranges
+        if len(self.positions) > 1:
+            self.parser.rows.reorder(self.first, np.argsort(np.concatenate(self.positions), kind="stable"))
 
 
-def _matches(text: str, patterns: tuple[tuple[re.Pattern[str], str], ...], start: int, end: int, line: bool
-             ) -> Iterator[tuple[str, re.Match[str]]]:
-    """``ordered_matches`` of ``text[start:end]``; for one ``line``, with patterns that all match from a line
-    start, each pattern tried there only."""
-    if not line or not _all_anchored(patterns):
-        yield from ordered_matches(text, patterns, start, end)
-        return
-    for pattern, kind in patterns:
-        m = pattern.match(text, start, end)
-        if m is not None:
-            yield kind, m
+class _Main:
+    """The main lines of a chunk read at once: per shape found (``kinds``), their lines (indices into the
+    chunk's line starts), grid and rows; and all of them in line order."""
+
+    def __init__(self, kinds: list[int], lines: dict[int, np.ndarray], grids: dict[int, np.ndarray],
+                 rows: dict[int, SpanRows]) -> None:
+        self.kinds, self.lines, self.grids, self.rows = kinds, lines, grids, rows
+        every = np.concatenate([lines[kind] for kind in kinds])
+        order = np.argsort(every, kind="stable")
+        self.in_order = every[order]
+        self.kind_in_order = np.concatenate([np.full(len(lines[kind]), kind) for kind in kinds])[order]
+        self.row_in_order = np.concatenate([np.arange(len(lines[kind])) for kind in kinds])[order]
+        self.steps_in_order = np.concatenate([rows[kind][1] for kind in kinds])[order]
+        self.changes = np.flatnonzero(self.kind_in_order[1:] != self.kind_in_order[:-1]) + 1
+
+    @classmethod
+    def of(cls, parser: SpanParser, lines: list[np.ndarray], grids: dict[int, np.ndarray]) -> _Main | None:
+        kinds = [kind for kind, at in enumerate(lines) if len(at)]
+        rows = {}
+        for kind in kinds:
+            got = parser.span_rows(grids[kind], kind)
+            if got is None:
+                return None
+            rows[kind] = got
+        return cls(kinds, {kind: lines[kind] for kind in kinds}, {kind: grids[kind] for kind in kinds}, rows)
 
 
-@functools.cache
-def _all_anchored(patterns: tuple[tuple[re.Pattern[str], str], ...]) -> bool:
-    """Whether every one of ``patterns`` matches from a line start only (``^`` with ``re.M``)."""
-    return all(p.pattern.startswith("^") and bool(p.flags & re.M) for p, _ in patterns)
+class _Summary:
+    """Summary lines of one shape read at once: their lines, grid, rows and which lines give the rows."""
+
+    def __init__(self, shape: int, lines: np.ndarray, grid: np.ndarray, rows: SpanRows, which: np.ndarray) -> None:
+        self.shape, self.lines, self.grid, self.rows, self.which = shape, lines, grid, rows, which
+
+
+class _Walk:
+    """The parser's state brought up, line after line, to the lines read at once above a line read on its own:
+    their ``span_done`` and ``summary_done``, anchors and counts."""
+
+    def __init__(self, spans: SpanParser, parser: TextParser, chunk: Chunk, starts: np.ndarray, main: _Main,
+                 summaries: list[_Summary]) -> None:
+        self.spans, self.parser, self.chunk, self.starts, self.main = spans, parser, chunk, starts, main
+        self.summaries = summaries
+        self.at_main = 0
+        self.at_summary = [0] * len(summaries)
+
+    def until(self, line: int) -> None:
+        main, spans, parser = self.main, self.spans, self.parser
+        end = int(np.searchsorted(main.in_order, line))
+        while self.at_main < end:
+            start = self.at_main
+            change = np.searchsorted(main.changes, start, side="right")
+            stop = min(end, int(main.changes[change]) if change < len(main.changes) else end)
+            kind = int(main.kind_in_order[start])
+            low = int(main.row_in_order[start])
+            high = low + stop - start
+            steps = main.rows[kind][1][low:high]
+            spans.span_done(main.grids[kind][low:high], kind, steps)
+            # (a line read on its own above may have had a later step: the restart is at this line)
+            parser.anchor(int(steps[0]), self.chunk, int(self.starts[main.in_order[start]]))
+            parser.anchor(int(steps[-1]), None, 0)
+            parser.parsed_lines += high - low
+            self.at_main = stop
+        for index, summary in enumerate(self.summaries):
+            low = self.at_summary[index]
+            high = int(np.searchsorted(summary.lines, line))
+            if high > low:
+                spans.summary_done(summary.grid[low:high], summary.shape)
+                parser.parsed_lines += high - low
+                self.at_summary[index] = high

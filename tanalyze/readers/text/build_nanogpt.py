@@ -55,7 +55,6 @@ HELLA_LINE = re.compile(rf"^HellaSwag accuracy:[ \t]*(\d+)[ \t]*/[ \t]*(\d+)[ \t
 _STEP_SHAPE = LineShape(("step", " | loss: ", " | lr ", " | norm: ", " | dt: ", "ms | tok/sec: ", ""),
                         (True, *[False] * 5), ("+", *[""] * 5))
 _STEP_TAGS = ("train/loss", "lr", "grad_norm", "time_ms", "tok_per_s")
-_BREAKERS = re.compile(r"\n(?:validation loss:|HellaSwag accuracy:)", re.I)
 #: a text of log.txt records only, each with its line break (read at once; what ``RECORD`` matches)
 _RECORDS = re.compile(r"(?:[0-9]++ [A-Za-z_][\w/.-]*+ [-+.0-9eE]++\n)++")
 #: where a line may be a record (begins with a digit): found after its line break, at C speed
@@ -74,8 +73,6 @@ class BuildNanoGPTParser(SpanParser, TextParser):
 
     span_prefix = "step"
     span_shapes = (_STEP_SHAPE,)
-    span_breakers = _BREAKERS
-    span_breaker_words = ("\nvalidation loss:", "\nHellaSwag accuracy:", "\nHellaswag accuracy:")
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -89,7 +86,7 @@ class BuildNanoGPTParser(SpanParser, TextParser):
         elif self._records_at_once(chunk):
             return
         elif _RECORD_START.match(chunk.text) or _LINE_RECORD_START.search(chunk.text):
-            TextParser.feed(self, chunk)  # records among other lines (spans read only step and breaker lines)
+            TextParser.feed(self, chunk)  # records among other lines: every line in its place
             self.scan_ranges = None
         else:
             super().feed(chunk)

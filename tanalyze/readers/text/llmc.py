@@ -64,8 +64,9 @@ _TAIL_FIELDS = (
     (re.compile(rf"^({NUMBER}) tok/s$"), "tok_per_s"),
 )
 _ZSCORE = re.compile(rf"^({NUMBER})z$")
-#: The step line of train_gpt2.cu (bf16), with its z-scores or before they are computed ('(+nanz)'), read span
-#: by span at once (see ._spans); 'val loss', 'HellaSwag' and other metric lines cut the spans.
+#: The step line of train_gpt2.cu (bf16), with its z-scores or before they are computed ('(+nanz)'), read at
+#: once (see ._spans); 'val loss', 'HellaSwag' and the other lines in their place, on their own (main.log records
+#: never reach it: a chunk with one is read as main.log, see ``feed``).
 _TAIL_PIECES = (" | ", " ms | ", "% bf16 MFU | ", " tok/s")
 _SHAPES = (
     LineShape(("step", "/", " | loss ", " (", "z)| norm ", " (", "z)| lr ", *_TAIL_PIECES),
@@ -75,8 +76,6 @@ _SHAPES = (
 )
 _SHAPE_TAGS = (("train/loss", "loss_zscore", "grad_norm", "norm_zscore", "lr", "time_ms", "mfu", "tok_per_s"),
                ("train/loss", "grad_norm", "lr", "time_ms", "mfu", "tok_per_s"))
-#: (main.log records never reach the spans: a chunk with one is read as main.log, see ``feed``)
-_BREAKERS = re.compile(r"\n(?:val loss |HellaSwag: |step[ \t]+\d+/\d+:|=> setting grad_accum_steps=)")
 #: printed by train_gpt2 before its first step: a console log that died before any step line still has it, and
 #: a session appended to a log begins with it
 _BANNER = re.compile(r"^=> setting grad_accum_steps=\d+$", re.M)
@@ -107,8 +106,6 @@ class LlmcParser(SpanParser, TextParser):
 
     span_prefix = "step"
     span_shapes = _SHAPES
-    span_breakers = _BREAKERS
-    span_breaker_words = ("\nval loss ", "\nHellaSwag: ", ": train loss ", "\n=> setting grad_accum_steps=")
 
     def feed(self, chunk: Chunk) -> None:
         if "\ns:" in chunk.text or chunk.text.startswith("s:"):

@@ -38,13 +38,12 @@ _FIELD = re.compile(rf"^([A-Za-z_]\w*):({NUMBER})(ms)?$")
 PEAK_MEMORY = re.compile(r"^peak memory allocated: (\d+) MiB reserved: (\d+) MiB[ \t]*$", re.M)
 TAGS = {"train_loss": "train/loss", "val_loss": "val/loss", "train_time": "train_time_ms", "step_avg": "step_avg_ms"}
 #: The train line as the speedrun prints it (with the train loss, as the early records do, or without), read
-#: span by span at once (see ._spans); lines that cut the spans: validation lines and the peak memory line.
+#: at once (see ._spans); validation lines and the peak memory line in their place, on their own.
 _SHAPES = (
     LineShape(("step:", "/", " train_time:", "ms step_avg:", "ms"), (True, True, False, False)),
     LineShape(("step:", "/", " train_loss:", " train_time:", "ms step_avg:", "ms"), (True, True, False, False, False)),
 )
 _SHAPE_TAGS = (("train_time_ms", "step_avg_ms"), ("train/loss", "train_time_ms", "step_avg_ms"))
-_BREAKERS = re.compile(r"\n(?:step:\d+/\d+ val_loss:|peak memory )")
 
 
 class ModdedNanoGPTParser(SpanParser, TextParser):
@@ -64,8 +63,6 @@ class ModdedNanoGPTParser(SpanParser, TextParser):
 
     span_prefix = "step:"
     span_shapes = _SHAPES
-    span_breakers = _BREAKERS
-    span_breaker_words = (" val_loss:", "\npeak memory ")
 
     def span_rows(self, grid: np.ndarray, shape: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
         return _SHAPE_TAGS[shape], grid[:, 0].astype(np.int64), grid[:, 2:].ravel()

@@ -22,7 +22,7 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._shaped import LineShape
-from tanalyze.readers.text._spans import SpanParser
+from tanalyze.readers.text._spans import SpanParser, SpanRows
 from tanalyze.readers.values import NUMBER, to_float
 
 __all__ = ["TimmConsoleParser", "TimmConsoleReader", "detect_timm_console"]
@@ -37,8 +37,8 @@ _USUAL_TRAIN = re.compile(r"  Loss: +([-+]?\d+\.?\d*(?:e[-+]?\d+)?) \([^)]*\)  T
 _TEST_TAGS = {"Loss": "loss", "Acc@1": "top1", "Acc@5": "top5"}
 
 
-#: timm's train line as it prints it, read span by span at once (see ._spans) between the validation's lines:
-#: epoch, update, updates, the loss, the rate and the learning rate read; the rest only checked
+#: timm's train line as it prints it, read at once (see ._spans): epoch, update, updates, the loss, the rate and
+#: the learning rate read; the rest only checked
 _TRAIN_SHAPE = LineShape(
     ("Train: ", " [", "/", " (", "%)]  Loss: ", " (", ")  Time: ", "s, ", "/s  (", "s, ", "/s)  LR: ", "  Data: ", " (",
      ")"),
@@ -46,15 +46,21 @@ _TRAIN_SHAPE = LineShape(
     ("", "*", "", "*", "*", "", "", "*", "", "*", "", "", ""),
     (False, False, False, True, False, True, True, False, True, True, False, True, True),
 )
-_BREAKERS = re.compile(r"\nTest(?: \(EMA\))?: \[")
+
+#: its validation lines ("Test: [   0/48]  Time: …", "Test (EMA): …"): the batch, the batches and the running
+#: means of the loss, top-1 and top-5 read; the current values only checked
+_TEST_SHAPES = tuple(
+    LineShape((first, "/", "]  Time: ", " (", ")  Loss: ", " (", ")  Acc@1: ", " (", ")  Acc@5: ", " (", ")"),
+              (True, True) + (False,) * 8, ("*", "", "", "", "*", "*", "*", "*", "*", "*"),
+              (False, False, True, True, True, False, True, False, True, False))
+    for first in ("Test: [", "Test (EMA): ["))
 
 
 class TimmConsoleParser(SpanParser, TextParser):
     family = "timm"
     span_prefix = "Train: "
     span_shapes = (_TRAIN_SHAPE,)
-    span_breakers = _BREAKERS
-    span_breaker_words = ("\nTest",)
+    summary_shapes = _TEST_SHAPES
     lookalike = re.compile(r"^(?:Train: \d+ \[|Test(?: \(EMA\))?: \[)", re.M)
     patterns = ((TRAIN, "train"), (TEST, "test"))
     state_fields = {"_epoch": "last", "_updates": "last", "_evaluations": "sum"}
@@ -65,12 +71,25 @@ class TimmConsoleParser(SpanParser, TextParser):
         self._updates: int | None = None
         self._evaluations = 0
 
-    def span_rows(self, grid: np.ndarray, shape: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
+    def span_rows(self, grid: np.ndarray, shape: int) -> SpanRows | None:
         epochs, updates, totals = (grid[:, k].astype(np.int64) for k in range(3))
         return ("train_loss", "samples_per_s", "lr"), epochs * totals + updates, grid[:, 3:6].ravel()
 
     def span_done(self, grid: np.ndarray, shape: int, steps: np.ndarray) -> None:
         self._epoch, self._updates = int(grid[-1, 0]), int(grid[-1, 2])
+
+    def summary_rows(self, grid: np.ndarray, shape: int, main: np.ndarray, before: np.ndarray
+                     ) -> tuple[SpanRows, np.ndarray] | None:
+        """An epoch's last validation line (its means over the whole set) at the last update of the epoch of the
+        train line above it."""
+        which = np.flatnonzero(grid[:, 0] >= grid[:, 1])
+        above = main[before[which] - 1]
+        steps = (above[:, 0].astype(np.int64) + 1) * above[:, 2].astype(np.int64) - 1
+        prefix = "eval_ema_" if shape else "eval_"
+        return ((prefix + "loss", prefix + "top1", prefix + "top5"), steps, grid[which, 2:5].ravel()), which
+
+    def summary_done(self, grid: np.ndarray, shape: int) -> None:
+        self._evaluations += int(np.count_nonzero(grid[:, 0] >= grid[:, 1]))
 
     def _on_train(self, m: re.Match[str], chunk: Chunk) -> None:
         usual = _USUAL_TRAIN.match(m.group(4))

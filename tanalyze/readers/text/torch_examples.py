@@ -32,7 +32,7 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._shaped import LineShape
-from tanalyze.readers.text._spans import SpanParser
+from tanalyze.readers.text._spans import SpanParser, SpanRows
 from tanalyze.readers.values import NUMBER, to_float
 
 __all__ = ["TorchExamplesParser", "TorchExamplesReader", "detect_torch_examples"]
@@ -72,19 +72,18 @@ def _pairs(rest: str) -> list[tuple[str, float]]:
     return out
 
 
-#: The MNIST example's train line as its source prints it, read span by span at once (see ._spans); the lines
-#: that cut the spans: every other line kind here
+#: The MNIST example's train line and its test summary as its source prints them, read at once (see ._spans)
 _MNIST = LineShape(("Train Epoch: ", " [", "/", " (", "%)]\tLoss: ", ""), (True, True, True, False, False),
                    skipped=(False, False, False, True, False))  # (the percentage: only checked)
-_BREAKERS = re.compile(r"\n(?:[ \t]*(?:[A-Z][a-z]+ set: |Epoch ?\[|\[ ?(?:Step|Iter)|(?:Step|Iter)[a-z]* ?\[)|\[\d)")
+_MNIST_TEST = LineShape(("Test set: Average loss: ", ", Accuracy: ", "/", " (", "%)"), (False, True, True, False),
+                        skipped=(False, False, False, True))
 
 
 class TorchExamplesParser(SpanParser, TextParser):
     family = "torch-examples"
     span_prefix = "Train Epoch: "
     span_shapes = (_MNIST,)
-    span_breakers = _BREAKERS
-    span_breaker_words = (" set: ", "Epoch [", "Epoch[", "Step", "Iter", "\n[")
+    summary_shapes = (_MNIST_TEST,)
     lookalike = re.compile(r"^[ \t]*(?:[A-Z][a-z]+ )?Epoch:? ?\[? ?\d+|^[ \t]*\[ ?(?:Step|Iter) \d|^\[\d+, *\d+\]", re.M)
     patterns = ((SAMPLES, "samples"), (SUMMARY, "summary"), (COUNTERS, "counters"), (STEP, "step"),
                 (CIFAR, "cifar"))
@@ -102,7 +101,7 @@ class TorchExamplesParser(SpanParser, TextParser):
         self._cifar: list[list] = []  # [epoch, batch, [[name, value] …]], placed once the batches per epoch are known
         self._kinds: set[str] = set()
 
-    def span_rows(self, grid: np.ndarray, shape: int) -> tuple[tuple[str, ...], np.ndarray, np.ndarray] | None:
+    def span_rows(self, grid: np.ndarray, shape: int) -> SpanRows | None:
         epochs, seen, sizes = (grid[:, k].astype(np.int64) for k in range(3))
         first = self._first_epoch if self._first_epoch is not None else int(epochs[0])
         return ("train/loss",), (epochs - first) * sizes + seen, grid[:, 3].copy()
@@ -112,6 +111,19 @@ class TorchExamplesParser(SpanParser, TextParser):
             self._first_epoch = int(grid[0, 0])
         self._epoch, self._size = int(grid[-1, 0]), int(grid[-1, 2])
         self._kinds.add("samples")
+
+    def summary_rows(self, grid: np.ndarray, shape: int, main: np.ndarray, before: np.ndarray
+                     ) -> tuple[SpanRows, np.ndarray] | None:
+        """The test summary at the end of the epoch of the train line above it."""
+        above = main[before - 1]
+        first = self._first_epoch if self._first_epoch is not None else int(main[0, 0])
+        steps = (above[:, 0].astype(np.int64) - first + 1) * above[:, 2].astype(np.int64)
+        accuracy = np.divide(grid[:, 1], grid[:, 2], out=np.full(len(grid), np.nan), where=grid[:, 2] != 0)
+        return (("test/loss", "test/accuracy"), steps, np.column_stack((grid[:, 0], accuracy)).ravel()), np.arange(
+            len(grid))
+
+    def summary_done(self, grid: np.ndarray, shape: int) -> None:
+        self._summaries += len(grid)
 
     def _on_samples(self, m: re.Match[str], chunk: Chunk) -> None:
         pairs = _pairs(m.group("rest"))
