@@ -202,7 +202,8 @@ _MNIST_NUMBERS = ("2.302585", "0.0523", "1", "0", "1e-3", "nan", "1.2.3", "-0.5"
               st.sampled_from(("97", "9.5", "x"))),
     st.sampled_from(("", "", "noise", "Validation set: Average loss: 0.5, Accuracy: 5/10 (50%)",
                      "Epoch [1/5], Step [100/600], Loss: 0.2", "Train Epoch: 1 [640/6000]\tloss=2.4",
-                     "[1,  2000] loss: 2.215", "µ", "Test set: Average loss: 0.4"))),
+                     "[1,  2000] loss: 2.215", "µ", "Test set: Average loss: 0.4",
+                     "Valid Epoch: 1 [640/6000 (11%)]\tLoss: 0.3"))),
     min_size=1, max_size=40), st.booleans())
 def test_mnist_lines_and_test_summaries_read_at_once_equal_line_by_line(tmp_path, monkeypatch, lines, cut):
     """Random MNIST-example texts (train lines and their test summaries, fields that are no numbers, epochs up and

@@ -120,3 +120,20 @@ def test_the_mnist_lines_behind_pythons_logging_prefix_are_read(tmp_path):
     frame = run.scalar_table()
     assert len(frame) == len(_points("mnist_example.log")) and run.notes[0].startswith("the logging prefix")
     assert frame["value"].iloc[0] == 2.689019 and frame["tag"].iloc[0] == "train/loss"
+
+
+def test_lines_of_another_mode_among_the_train_lines_are_read_not_dropped(tmp_path):
+    """A fork that prints its validation progress as 'Valid Epoch: e [seen/size]' between the train lines: those
+    lines are read (they were dropped where the train lines around them were read at once)."""
+    lines = []
+    for epoch in (1, 2):
+        for batch in range(0, 938, 10):
+            lines.append(f"Train Epoch: {epoch} [{batch * 64}/60000 ({100. * batch / 938:.0f}%)]\tLoss: {2 / epoch:.6f}\n")
+            if batch % 200 == 0:
+                lines.append(f"Valid Epoch: {epoch} [{batch * 64}/60000 ({100. * batch / 938:.0f}%)]\tLoss: "
+                             f"{1 / epoch + batch / 1e4:.6f}\n")
+        lines.append("\nTest set: Average loss: 0.5000, Accuracy: 9000/10000 (90%)\n\n")
+    (run,) = get_reader("torch_examples").read([write(tmp_path / "train.log", "".join(lines))])
+    valid = run.scalars[run.scalars["tag"] == "valid/loss"]
+    assert len(valid) == 10 and (run.scalars["tag"] == "train/loss").sum() == 188
+    assert valid["step"].tolist()[:2] == [0, 200 * 64] and valid["value"].tolist()[:2] == [1.0, 1.02]

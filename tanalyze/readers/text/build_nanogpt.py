@@ -224,6 +224,7 @@ def detect_build_nanogpt(window: str) -> bool:
 
 class BuildNanoGPTReader(TextReader):
     name = "build_nanogpt"
+    cache_version = 4  # 4: every line not of the main template read in its place, as line by line
     description = "build-nanogpt / 'reproduce GPT-2' log.txt ('N train X', 'N val X', 'N hella X') and console output"
     parser = BuildNanoGPTParser
 

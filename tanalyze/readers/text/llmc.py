@@ -299,6 +299,7 @@ def detect_llmc(window: str) -> bool:
 
 class LlmcReader(TextReader):
     name = "llmc"
+    cache_version = 4  # 4: every line not of the main template read in its place, as line by line
     description = "llm.c main.log ('s:N trl:… tel:… eval:…') and train_gpt2 console output ('step N/M | loss …')"
     parser = LlmcParser
 

@@ -122,6 +122,7 @@ def detect_modded_nanogpt(window: str) -> bool:
 
 class ModdedNanoGPTReader(TextReader):
     name = "modded_nanogpt"
+    cache_version = 4  # 4: every line not of the main template read in its place, as line by line
     description = "modded-nanogpt / NanoGPT speedrun logs ('step:N/M train_loss:… val_loss:… train_time:…ms')"
     parser = ModdedNanoGPTParser
 
