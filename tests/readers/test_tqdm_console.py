@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tanalyze
 from tanalyze.readers import get_reader
@@ -79,3 +81,72 @@ def test_a_loops_printed_evaluations_between_its_bars_are_read_at_the_last_batch
     assert len(val) == 40 and frame[frame["tag"] == "val_acc"]["value"].iloc[-1] == 0.670
     (d,) = tanalyze.diagnose(tanalyze.load(path, cache=False)).values()
     assert d.verdict.label == "overfitting" and d.roles["val_loss"] == "val_loss"
+
+
+_DESCS = ("Epoch 0", "Epoch 1", "Epoch 2/5", "Epoch: 3", "Validation DataLoader 0", "Training", "Sanity Checking",
+          "ep 1", "Epoch 12345")
+_NAMES = ("v_num", "train_loss", "val_loss", "loss", "lr", "test/acc", "interval")
+_VALUES = ("0.5", "1.25", "nan", "x", " 0.5", "1e-3", "0.5 ", "7", "0.5")
+_ODD_NAMES = ("x" * 70, "a b", "")
+_ODD_VALUES = ("1 2", "", "1=2")
+_OTHER_LINES = ("\n", "noise\n", "Epoch 3: val_loss=0.52 val_acc=0.81\n", "| a | b |\n",
+                "Validation: |          | 0/? [00:00<?, ?it/s]\n", "x|y| 3/4 [a]\n", "µ\n")
+
+
+def _bars(names, values):
+    return st.tuples(st.sampled_from(_DESCS), st.sampled_from((":", "")), st.sampled_from(("44%", "", "1234%", " 5%")),
+                     st.integers(0, 6), st.sampled_from(("6", "?", "3")),
+                     st.one_of(st.none(), st.lists(st.tuples(st.sampled_from(names), st.sampled_from(values)),
+                                                   max_size=4)),
+                     st.sampled_from(("\r", "\r", "\n")))
+
+
+def _capture(items) -> str:
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        desc, colon, percent, count, total, post, end = item
+        pairs = "" if post is None else "".join(f", {name}={value}" for name, value in post)
+        out.append(f"{desc}{colon} {percent}|███▍   | {count}/{total} [00:00<00:01, 7.10it/s{pairs}]{end}")
+    return "".join(out)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_bars(_NAMES, _VALUES), min_size=1, max_size=80), st.booleans())
+def test_redraws_read_at_once_equal_them_read_one_by_one(tmp_path, monkeypatch, items, cut):
+    """Random captures of bars (descriptions with and without an epoch, counts and totals that lag, resumed
+    epochs, postfixes of batch and evaluation values that change or not): what each chunk read at once gives, its
+    state carried to the next, is what reading each redraw on its own gives."""
+    from tanalyze.readers.text.tqdm_console import TqdmConsoleParser
+    from tests.readers.text_helpers import read_both_ways, write
+
+    text = _capture(items)
+    read_both_ways("tqdm_console", TqdmConsoleParser, write(tmp_path / "train.log", text[:-1] if cut else text),
+                   monkeypatch, (None, 200, 700))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(_bars(_NAMES + _ODD_NAMES, _VALUES + _ODD_VALUES), st.sampled_from(_OTHER_LINES)),
+                min_size=1, max_size=60), st.booleans())
+def test_odd_lines_and_pieces_among_redraws_give_what_reading_one_by_one_gives(tmp_path, monkeypatch, items, cut):
+    """Lines that are no bars (printed evaluations, tables, noise), names no pair takes whole, values that are no
+    numbers: the chunks that hold them are read redraw by redraw, the others at once, the same rows."""
+    from tanalyze.readers.text.tqdm_console import TqdmConsoleParser
+    from tests.readers.text_helpers import read_both_ways, write
+
+    text = _capture(items)
+    read_both_ways("tqdm_console", TqdmConsoleParser, write(tmp_path / "train.log", text[:-1] if cut else text),
+                   monkeypatch, (None, 300))
+
+
+@pytest.mark.parametrize("name", ["custom_tqdm.log", "custom_val_overfit.log", "lightning_overfit.log",
+                                  "lightning_tqdm/train.log"])
+def test_the_real_captures_read_at_once_equal_them_read_one_by_one(name, monkeypatch):
+    """The captures of real trainings, cut into chunks anywhere (a batch's redraws split between two chunks):
+    read at once, chunk by chunk, as redraw by redraw."""
+    from tanalyze.readers.text.tqdm_console import TqdmConsoleParser
+    from tests.readers.text_helpers import read_both_ways
+
+    read_both_ways("tqdm_console", TqdmConsoleParser, FIXTURES / name, monkeypatch, (None, 150, 211, 397, 1000))

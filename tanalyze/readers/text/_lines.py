@@ -126,6 +126,10 @@ class Chunk:
         """Whether the chunk had bare carriage returns (progress bars captured redraw by redraw)."""
         return self._raw_bytes is not None or self._raw is not None
 
+    def utf8(self) -> bytes:
+        """The chunk's text as UTF-8 (the cleaned bytes it was decoded from, when kept)."""
+        return self._bytes if self._bytes is not None else self.text.encode("utf-8")
+
     def contains(self, marker: str) -> bool:
         """Whether the chunk holds the ASCII ``marker`` (a quick test before a full regex scan)."""
         if self._bytes is not None:

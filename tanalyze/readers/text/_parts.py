@@ -120,7 +120,7 @@ def _mark(parser: TextParser, offset: int, line: int, stats: dict[str, Any], tra
 
 
 def read_part(path: Path, parser: TextParser, start: int = 0, state: Mapping[str, Any] | None = None,
-              chunk_chars: int = CHUNK_CHARS) -> FilePart:
+              chunk_chars: int | None = None) -> FilePart:
     """Feed ``path`` from byte ``start`` (0, or the ``end`` of an earlier part, with its ``state``) to ``parser``
     (new, for this file) and return the part read; ``OSError`` when the file cannot be read."""
     whole = False
@@ -139,7 +139,7 @@ def read_part(path: Path, parser: TextParser, start: int = 0, state: Mapping[str
     offset = start
     counted = _counts(stats)  # the counts at the last line end (the next chunk is cleaned before it is seen)
     with collector_paused():
-        for chunk in iter_chunks(path, stats, chunk_chars, start=start, line=line):
+        for chunk in iter_chunks(path, stats, chunk_chars or CHUNK_CHARS, start=start, line=line):
             if chunk.stop is None and mark is None and stats.encoding == "utf-8":
                 mark = _mark(parser, offset, line, counted, tracebacks)
             parser.feed(chunk)

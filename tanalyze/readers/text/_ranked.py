@@ -93,7 +93,7 @@ def _lane_stats(lane: _Lane, shared: TextStats) -> TextStats:
 
 
 def read_part(path: Path, name: str, make_parser: Callable[[Path], TextParser], start: int = 0,
-              state: Mapping[str, Any] | None = None, chunk_chars: int = CHUNK_CHARS) -> FilePart:
+              state: Mapping[str, Any] | None = None, chunk_chars: int | None = None) -> FilePart:
     """Read ``path`` (lines prefixed as ``name``) from ``start`` with ``state`` (of an earlier ranked part)."""
     whole = False
     if state is not None and state.get("reread"):
@@ -124,7 +124,7 @@ def read_part(path: Path, name: str, make_parser: Callable[[Path], TextParser], 
             lane.counted = _lane_counts(lane, shared)
     lane_of(_LAUNCHER)
     offset = start
-    for chunk in iter_chunks(path, shared, chunk_chars, start=start):
+    for chunk in iter_chunks(path, shared, chunk_chars or CHUNK_CHARS, start=start):
         for rank, lines in _prefix.split(chunk.text, name).items():
             lane = lane_of(rank)
             text = "\n".join(lines) + "\n"

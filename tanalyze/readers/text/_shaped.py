@@ -21,7 +21,8 @@ import numpy as np
 
 from tanalyze.readers.text._numbers import parse_some_numbers
 
-__all__ = ["DECIMAL_ONCE", "LineShape", "ValueRuns", "line_kinds", "line_shape", "line_starts", "read_fields", "shape_runs", "value_runs"]
+__all__ = ["DECIMAL_ONCE", "LineShape", "ValueRuns", "line_kinds", "line_shape", "line_starts", "read_fields", "shape_runs",
+           "stretches", "value_runs"]
 
 #: the characters a field may hold: a piece after a field begins with none of them
 _VALUE_CHARS = "0123456789.eE+-"
@@ -225,7 +226,7 @@ def _parse_tokens(chars: np.ndarray, first: np.ndarray, end: np.ndarray, integer
     """The numbers at ``chars[first[i]:end[i]]``, cut out one after the other with a space after each; None when
     one is not a number (integers: digits only, at most 15)."""
     stop = end + 1  # (each with the character after it, then made a space)
-    tokens = chars[_stretches(first, stop)]
+    tokens = chars[stretches(first, stop)]
     tokens[np.cumsum(stop - first) - 1] = 32
     if integers:
         if not len(first):
@@ -253,7 +254,7 @@ def _run_steps(shape: LineShape) -> tuple[int, ...] | None:
     return tuple(steps)
 
 
-def _stretches(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def stretches(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Every index of the stretches ``starts[i]:ends[i]``, in turn."""
     lengths = ends - starts
     return np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))

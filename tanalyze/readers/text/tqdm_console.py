@@ -25,9 +25,14 @@ import functools
 import re
 from pathlib import Path
 
+import numpy as np
+
 from tanalyze.readers.text._lines import Chunk
+from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._shaped import stretches
+from tanalyze.readers.text._tqdm_bars import NAME, Bars, find_bars, postfix_pieces
 from tanalyze.readers.text.generic import GenericRules
 from tanalyze.readers.values import NUMBER, to_float
 
@@ -77,6 +82,8 @@ class TqdmConsoleParser(TextParser):
     family = "tqdm"
     lookalike = None
     patterns = ()  # (feed reads the bars itself)
+    #: read every redraw on its own (they are read at once otherwise); for tests
+    line_by_line = False
     state_fields = {"_epoch": "last", "_base": "last", "_batches": "last", "_changes": "last", "_count": "last",
                     "_post": "last", "_key": "last", "_pending": "last", "_shown": "last", "_recorded_step": "last",
                     "_bars": "sum", "_recorded": "sum", "_evaluations": "sum"}
@@ -99,6 +106,10 @@ class TqdmConsoleParser(TextParser):
         self._out: tuple[list[str], list[int], list[float]] = ([], [], [])
 
     def feed(self, chunk: Chunk) -> None:
+        if self.line_by_line or not self._bars_at_once(chunk):
+            self._redraw_by_redraw(chunk)
+
+    def _redraw_by_redraw(self, chunk: Chunk) -> None:
         """Every redraw of the chunk in one loop (a bar is redrawn twice a batch: the per-line machinery of the
         other parsers would cost more than the reading), the rows added at once."""
         text = chunk.text
@@ -127,6 +138,42 @@ class TqdmConsoleParser(TextParser):
             self.rows.extend(self.rows.codes(tags), steps, values)
             self.anchor(steps[-1], None, 0)
             self._out = ([], [], [])
+
+    def _bars_at_once(self, chunk: Chunk) -> bool:
+        """The chunk's redraws read at once (:mod:`._tqdm_bars`): the rows and state of reading them one by one.
+        False (the pending batch flushed at most, as the first redraw of the chunk would) when that cannot be: a
+        line that may be read otherwise, a printed evaluation, a postfix piece that is no plain ``name=value``,
+        or a batch recorded at a step below the last (a resumed job: its restart recorded in the loop)."""
+        bars = find_bars(chunk.utf8())
+        if bars is None or _printed_lines(bars):
+            return False
+        epoch_of = np.array([-1 if (e := _epoch_of(d)) is None else e for d in bars.descs] or [0], dtype=np.int64)
+        epochs = epoch_of[bars.desc]
+        with_equals = np.searchsorted(bars.equals, bars.post_end) > np.searchsorted(bars.equals, bars.post_start)
+        active = np.flatnonzero((epochs >= 0) & (bars.post_start >= 0) & with_equals & (bars.total >= 0))
+        read = _Redraws.of(self, bars, active, epochs) if len(active) else None
+        if len(active) and read is None:
+            return False
+        if read is not None:
+            if self._pending is not None and self._pending[0] != int(read.steps[0]):
+                self._flush()  # (what the first redraw does)
+            rows = read.rows(self)
+            if rows is None:
+                return False
+            read.commit(self)
+            tags, steps, values = self._out
+            if tags:
+                self.rows.extend(self.rows.codes(tags), steps, values)
+                self._out = ([], [], [])
+            codes, row_steps, row_values = rows
+            if len(codes):
+                self.rows.extend(codes, row_steps, row_values)
+            last = int(row_steps[-1]) if len(codes) else (steps[-1] if tags else None)
+            if last is not None:
+                self.anchor(last, None, 0)
+        self._bars += len(bars.lines)
+        self.parsed_lines += len(bars.lines)
+        return True
 
     def _printed(self, line: str) -> None:
         """A line the loop printed with an evaluation's values (``Epoch 3: val_loss=0.52, val_acc=0.81``): its
@@ -251,3 +298,202 @@ class TqdmConsoleReader(TextReader):
 
     def detect(self, window: str) -> bool:
         return detect_tqdm_console(window)
+
+
+def _printed_lines(bars: Bars) -> bool:
+    """Whether a line of the chunk that is no bar is one the loop printed with an evaluation's values."""
+    is_bar = np.zeros(len(bars.line_starts), dtype=bool)
+    is_bar[bars.lines] = True
+    others = np.flatnonzero(~is_bar & (bars.line_ends > bars.line_starts))
+    if not len(others):
+        return False
+    data = bars.data
+    joined = b"\n".join(data[a:b] for a, b in zip(bars.line_starts[others].tolist(), bars.line_ends[others].tolist(),
+                                                    strict=True))
+    return PRINTED_EVALUATION.search(joined.decode("utf-8", errors="replace")) is not None
+
+
+def _forward(changed: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` where ``changed``, else the value of the last changed row before."""
+    return values[np.maximum.accumulate(np.where(changed, np.arange(len(changed)), 0))]
+
+
+#: bytes a postfix value read at once may not hold once its blanks around are stripped (``str.strip`` takes more
+#: than blanks; a blank inside is no number either)
+_NOT_IN_VALUE = np.zeros(256, dtype=bool)
+_NOT_IN_VALUE[[*range(9, 14), *range(28, 33), *range(128, 256)]] = True
+
+
+class _Redraws:
+    """The active redraws of a chunk (those ``_bar`` reads on), with what reading them one by one computes: which
+    brought new batch values, their steps, the batches they make (runs of one step) and the flushed batches'
+    rows."""
+
+    def __init__(self, bars: Bars, active: np.ndarray, posts, names: list[str], name_ids: np.ndarray,
+                 changed: np.ndarray, epochs: np.ndarray, changes: np.ndarray, running: np.ndarray,
+                 steps: np.ndarray, base: int) -> None:
+        self.bars, self.active, self.posts, self.names, self.name_ids = bars, active, posts, names, name_ids
+        self.changed, self.epochs, self.changes, self.running, self.steps, self.base = (
+            changed, epochs, changes, running, steps, base)
+        self._result: tuple | None = None
+
+    @classmethod
+    def of(cls, parser: TqdmConsoleParser, bars: Bars, active: np.ndarray, epochs: np.ndarray) -> _Redraws | None:
+        chars = bars.chars
+        posts = postfix_pieces(chars, bars.post_start[active], bars.post_end[active], bars.equals, bars.commas)
+        if posts is None:
+            return None
+        count, total, epoch = bars.count[active], bars.total[active], epochs[active]
+        if max(int(count.max()), parser._count) >= 1 << 40:
+            return None
+        size = len(active)
+        # postfixes whose pieces have the names (and blanks) of the one before
+        same = np.zeros(size, dtype=bool)
+        rows = np.flatnonzero(posts.pieces[1:] == posts.pieces[:-1]) + 1
+        mine, theirs, offsets = _aligned(posts, rows)
+        if len(rows):
+            same[rows] = np.logical_and.reduceat(
+                bars.words.same(posts.name_start[mine], posts.name_end[mine], posts.name_start[theirs],
+                                posts.name_end[theirs])
+                & (posts.name_start[mine] - posts.piece_start[mine] == posts.name_start[theirs]
+                   - posts.piece_start[theirs]), offsets)
+        names: list[str] = []
+        known: dict[str, int] = {}
+        signature = np.zeros(size, dtype=np.int64)
+        signatures: list[np.ndarray] = []
+        for row in np.flatnonzero(~same).tolist():
+            a = int(posts.first[row])
+            b = a + int(posts.pieces[row])
+            found = [bars.data[x:y].decode("utf-8", errors="replace") for x, y in zip(
+                posts.name_start[a:b].tolist(), posts.name_end[a:b].tolist(), strict=True)]
+            if not all(map(NAME.fullmatch, found)):
+                return None  # (a name _PAIR would take part of, or none of)
+            ids = [known.setdefault(name, len(known)) for name in found]
+            signature[row] = len(signatures)
+            signatures.append(np.array(ids, dtype=np.int64))
+        names = list(known)
+        signature = _forward(~same, signature)
+        base_of = np.cumsum([0, *map(len, signatures)])
+        piece_post = np.repeat(np.arange(size), posts.pieces)
+        name_ids = np.concatenate(signatures)[base_of[signature][piece_post] + np.arange(len(piece_post))
+                                              - posts.first[piece_post]]
+        batch = np.array([_NOT_BATCH_PAIRS.fullmatch(f",{name}=0") is None for name in names])[name_ids]
+        # new batch values: the pieces of a batch's values changed (the same names), or its key as text differs
+        changed = np.zeros(size, dtype=bool)
+        if len(rows):
+            differs = ~bars.words.same(posts.value_start[mine], posts.value_end[mine], posts.value_start[theirs],
+                                       posts.value_end[theirs]) & batch[mine]
+            changed[rows] = np.logical_or.reduceat(differs, offsets) & same[rows]
+        for row in np.flatnonzero(~same).tolist():
+            key = _batch_values(cls._post_text(bars, active, row))
+            before = parser._key if row == 0 else _batch_values(cls._post_text(bars, active, row - 1))
+            changed[row] = key != before and "=" in key
+        # the epoch's counters: changes of the values, the largest count drawn
+        new = np.empty(size, dtype=bool)
+        new[0] = parser._epoch is None or int(epoch[0]) != parser._epoch
+        new[1:] = epoch[1:] != epoch[:-1]
+        cumulative = np.cumsum(changed)
+        start = np.maximum.accumulate(np.where(new, np.arange(size), -1))
+        changes = np.where(start >= 0, cumulative - np.where(start > 0, cumulative[np.maximum(start - 1, 0)], 0),
+                           parser._changes + cumulative)
+        segment = np.cumsum(new)
+        folded = count.copy()
+        if not new[0]:
+            folded[0] = max(int(count[0]), parser._count)
+        scale = segment * (max(int(count.max()), parser._count) + 2)
+        running = np.maximum.accumulate(scale + folded) - scale
+        previous = np.empty(size, dtype=np.int64)
+        previous[0] = parser._count
+        previous[1:] = running[:-1]
+        changed |= ~new & (count > previous) & (previous >= changes)
+        base = parser._base if parser._base is not None else (int(epoch[0]) if int(epoch[0]) in (0, 1) else 0)
+        steps = (epoch - base) * total + np.maximum(np.maximum(count, changes) - 1, 0)
+        return cls(bars, active, posts, names, name_ids, changed, epoch, changes, running, steps, base)
+
+    @staticmethod
+    def _post_text(bars: Bars, active: np.ndarray, row: int) -> str:
+        index = active[row]
+        return bars.text(int(bars.post_start[index]), int(bars.post_end[index]))
+
+    def rows(self, parser: TqdmConsoleParser) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The rows of the batches flushed in the chunk (all but the last, left pending), as ``_flush`` gives
+        them; None when a batch would be recorded at a step below the one before (a restart) or a value is not
+        read as ``float`` reads it."""
+        steps, size, posts, chars = self.steps, len(self.steps), self.posts, self.bars.chars
+        group_start = np.ones(size, dtype=bool)
+        group_start[1:] = steps[1:] != steps[:-1]
+        starts = np.flatnonzero(group_start)
+        group_changed = np.logical_or.reduceat(self.changed, starts)
+        pending = parser._pending
+        if pending is not None and pending[0] == int(steps[0]):
+            group_changed[0] |= bool(pending[2])
+        last = np.append(starts[1:], size) - 1
+        flushed = last[:-1]  # (the last batch stays pending)
+        sizes = posts.pieces[flushed]
+        offsets = np.cumsum(sizes) - sizes
+        piece = np.repeat(posts.first[flushed], sizes) + np.arange(int(sizes.sum())) - np.repeat(offsets, sizes)
+        group = np.repeat(np.arange(len(flushed)), sizes)
+        low, high = posts.value_start[piece], posts.value_end[piece]
+        for _ in range(4):  # (blanks around a value: float() strips them)
+            low = np.where((low < high) & ((chars[np.minimum(low, len(chars) - 1)] == 32)
+                                           | (chars[np.minimum(low, len(chars) - 1)] == 9)), low + 1, low)
+            high = np.where((high > low) & ((chars[high - 1] == 32) | (chars[high - 1] == 9)), high - 1, high)
+        if (high <= low).any() or _NOT_IN_VALUE[chars[stretches(low, high)]].any():
+            return None
+        tokens = chars[stretches(low, high + 1)].copy()
+        tokens[np.cumsum(high + 1 - low) - 1] = 32
+        values, valid = parse_some_numbers(tokens[:-1].tobytes().decode("ascii"))
+        ids = self.name_ids[piece]
+        names = np.array(self.names + [""], dtype=object)
+        metric = np.array([name not in _NOT_METRICS for name in self.names] + [False])[ids] & valid
+        shown = np.array([_SHOWN_AFTER.search(name) is not None for name in self.names] + [False])[ids] & metric
+        emit = metric & ~shown & group_changed[group]
+        # a value shown after its evaluation: read when it differs from the one shown before (of the same name)
+        self._shown_update: dict[str, str] = {}
+        candidates = np.flatnonzero(shown)
+        if len(candidates):
+            order = candidates[np.argsort(ids[candidates], kind="stable")]
+            first = np.ones(len(order), dtype=bool)
+            first[1:] = ids[order][1:] != ids[order][:-1]
+            differs = np.ones(len(order), dtype=bool)
+            a, b = posts.value_start[piece[order]], posts.value_end[piece[order]]
+            differs[1:] = ~self.bars.words.same(a[1:], b[1:], a[:-1], b[:-1])
+            for at in np.flatnonzero(first).tolist():
+                name = names[ids[order[at]]]
+                differs[at] = parser._shown.get(name) != self.bars.text(int(a[at]), int(b[at]))
+            emit[order] = differs
+            for at in np.flatnonzero(differs).tolist():
+                self._shown_update[names[ids[order[at]]]] = self.bars.text(int(a[at]), int(b[at]))
+        found = np.bincount(group[emit], minlength=len(flushed))
+        recorded = steps[flushed][found > 0]
+        previous = parser._recorded_step
+        if len(recorded) and ((previous is not None and recorded[0] < previous) or (recorded[1:] < recorded[:-1]).any()):
+            return None
+        self._recorded = recorded
+        self._pending = [int(steps[-1]), self._post_text(self.bars, self.active, size - 1), bool(group_changed[-1])]
+        codes = np.array(parser.rows.codes(self.names), dtype=np.int32)[ids[emit]]
+        return codes, steps[flushed][group[emit]], values[emit]
+
+    def commit(self, parser: TqdmConsoleParser) -> None:
+        """The parser's state after the chunk's redraws, as reading them one by one leaves it."""
+        parser._base = self.base
+        parser._epoch = int(self.epochs[-1])
+        parser._changes = int(self.changes[-1])
+        parser._count = int(self.running[-1])
+        post = self._post_text(self.bars, self.active, len(self.steps) - 1)
+        parser._post, parser._key = post, _batch_values(post)
+        parser._batches = int(self.bars.total[self.active[-1]])
+        parser._pending = self._pending
+        parser._shown.update(self._shown_update)
+        if len(self._recorded):
+            parser._recorded += len(self._recorded)
+            parser._recorded_step = int(self._recorded[-1])
+
+
+def _aligned(posts, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For postfixes ``rows`` (each with as many pieces as the one before): each of their pieces, the piece at its
+    place in the postfix before, and where each row's pieces begin among them."""
+    sizes = posts.pieces[rows]
+    offsets = np.cumsum(sizes) - sizes
+    k = np.arange(int(sizes.sum())) - np.repeat(offsets, sizes)
+    return np.repeat(posts.first[rows], sizes) + k, np.repeat(posts.first[rows - 1], sizes) + k, offsets
