@@ -239,10 +239,11 @@ def postfix_pieces(chars: np.ndarray, start: np.ndarray, end: np.ndarray, equals
     comma_at = np.minimum(low[post] + k, max(len(commas) - 1, 0))
     piece_start = np.where(k == 0, start[post], commas[np.maximum(low[post] + k - 1, 0)] + 1 if len(commas) else 0)
     piece_end = np.where(last, end[post], commas[comma_at] if len(commas) else 0)
+    after = np.append(equals, len(chars))
     equal_low = np.searchsorted(equals, piece_start)
-    if not (np.searchsorted(equals, piece_end) - equal_low == 1).all():
-        return None
-    equal = equals[equal_low]
+    equal = after[equal_low]
+    if not ((equal < piece_end) & (after[equal_low + 1] >= piece_end)).all():
+        return None  # (no "=" in a piece, or two)
     name_start = piece_start
     for _ in range(_LEADING_BLANKS + 1):
         blank = _BLANK[chars[np.minimum(name_start, len(chars) - 1)]] & (name_start < equal)

@@ -435,9 +435,12 @@ class _Redraws:
         group = np.repeat(np.arange(len(flushed)), sizes)
         low, high = posts.value_start[piece], posts.value_end[piece]
         for _ in range(4):  # (blanks around a value: float() strips them)
-            low = np.where((low < high) & ((chars[np.minimum(low, len(chars) - 1)] == 32)
-                                           | (chars[np.minimum(low, len(chars) - 1)] == 9)), low + 1, low)
-            high = np.where((high > low) & ((chars[high - 1] == 32) | (chars[high - 1] == 9)), high - 1, high)
+            leading = (low < high) & ((chars[low] == 32) | (chars[low] == 9))
+            trailing = (high > low) & ((chars[high - 1] == 32) | (chars[high - 1] == 9))
+            if not (leading.any() or trailing.any()):
+                break
+            low = np.where(leading, low + 1, low)
+            high = np.where(trailing & (high - 1 > low), high - 1, high)
         if (high <= low).any() or _NOT_IN_VALUE[chars[stretches(low, high)]].any():
             return None
         tokens = chars[stretches(low, high + 1)].copy()
