@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import ClassVar, cast
+from typing import ClassVar, NamedTuple, cast
 
 import numpy as np
 
@@ -102,15 +102,13 @@ def field_grid(found: list[str], separators: tuple[str, ...], width: int) -> np.
     return None if numbers is None else numbers.reshape(len(found), width)
 
 
-
-
 class SpanParser:
     """Mixin for a :class:`~tanalyze.readers.text._parser.TextParser` whose main lines are read at once.
 
     The subclass sets ``span_prefix`` (how every main line starts) and ``span_shapes``, and implements
     :meth:`span_rows` and :meth:`span_done`; with ``summary_shapes``, :meth:`summary_rows` and
-    :meth:`summary_done` too. A chunk is read line by line instead when it has no main line of a shape, a
-    field of one is no number, or its main lines' steps go back (a restart is recorded at its line).
+    :meth:`summary_done` too. A chunk is read line by line instead when no main line has a shape, its main
+    lines' steps go back (the restart is recorded at its line) or a line has two shapes.
     """
 
     span_prefix: ClassVar[str]
@@ -156,13 +154,13 @@ class SpanParser:
         first_main = int(min(kind[0] for kind in lines[: len(self.span_shapes)] if len(kind)))
         reading = _Reading(parser, chunk)
         # the lines above the first main line read on their own first: the state the rows read at once start from
-        reading.by_line(0, int(starts[first_main]), chars, starts)
+        reading.by_line(0, int(starts[first_main]), chars)
         main = _Main.of(self, lines[: len(self.span_shapes)], grids)
         summaries = None
         if main is not None and parser.anchors_go_on(main.steps_in_order):
             summaries = self._summaries_read_at_once(lines, grids, main, chars, starts)
         if summaries is None:  # (as the line-by-line reading goes on)
-            reading.by_line(int(starts[first_main]), len(text), chars, starts)
+            reading.by_line(int(starts[first_main]), len(text), chars)
             parser.scan_ranges = None
             return
         self._take_chunk(reading, starts, chars, main, summaries, first_main)
@@ -188,8 +186,8 @@ class SpanParser:
                 return starts, chars, lines, dict(zip(found, grids, strict=True))
         return None
 
-    def _summaries_read_at_once(self, lines: list[np.ndarray], grids: dict[int, np.ndarray], main: _Main, chars: np.ndarray,
-                   starts: np.ndarray) -> list[_Summary] | None:
+    def _summaries_read_at_once(self, lines: list[np.ndarray], grids: dict[int, np.ndarray], main: _Main,
+                                chars: np.ndarray, starts: np.ndarray) -> list[_Summary] | None:
         """The summaries read at once: those with a main line above them in the chunk and only lines read at
         once (or blank lines) between; None when a line has two shapes."""
         count = len(self.span_shapes)
@@ -204,10 +202,10 @@ class SpanParser:
         above_lines = main.lines[kind]
         nonblank = chars[starts] != 10
         clear = {index: np.ones(len(lines[count + index]), dtype=bool) for index in range(len(self.summary_shapes))}
-        out: list[_Summary] = []
         while True:  # (a summary read in its place is a line read on its own for the summaries below it)
             blockers = np.flatnonzero(~taken & nonblank)
-            out, changed = [], False
+            out: list[_Summary] = []
+            changed = False
             for index, now in clear.items():
                 at = lines[count + index]
                 if not now.any():
@@ -254,19 +252,13 @@ class SpanParser:
             if unread[b] == unread[a]:
                 continue  # blank lines only
             walk.until(a)
-            reading.by_line(int(starts[a]), int(starts[b]) if b < len(starts) else len(reading.chunk.text), chars,
-                            starts)
+            reading.by_line(int(starts[a]), int(starts[b]) if b < len(starts) else len(reading.chunk.text), chars)
         walk.until(len(starts))
         reading.done()
 
     def may_have_lookalikes(self, chunk: Chunk) -> bool:
         scan = cast("TextParser", self).scan_ranges
         return self.line_by_line or scan is None or bool(scan)
-
-
-def _distinct(lines: list[np.ndarray]) -> bool:
-    joined = np.concatenate(lines)
-    return len(np.unique(joined)) == len(joined)
 
 
 class _Reading:
@@ -279,7 +271,7 @@ class _Reading:
         self.positions: list[np.ndarray] = []
         self.ranges: list[tuple[int, int, re.Pattern[str] | None]] = []
 
-    def by_line(self, low: int, high: int, chars: np.ndarray, starts: np.ndarray) -> None:
+    def by_line(self, low: int, high: int, chars: np.ndarray) -> None:
         """The lines of ``text[low:high]`` read on their own, as :meth:`TextParser.feed` reads every line (blank
         lines: nothing to read)."""
         if high <= low or not (chars[low:high] != 10).any():
@@ -327,11 +319,14 @@ class _Main:
         return cls(kinds, {kind: lines[kind] for kind in kinds}, {kind: grids[kind] for kind in kinds}, rows)
 
 
-class _Summary:
+class _Summary(NamedTuple):
     """Summary lines of one shape read at once: their lines, grid, rows and which lines give the rows."""
 
-    def __init__(self, shape: int, lines: np.ndarray, grid: np.ndarray, rows: SpanRows, which: np.ndarray) -> None:
-        self.shape, self.lines, self.grid, self.rows, self.which = shape, lines, grid, rows, which
+    shape: int
+    lines: np.ndarray
+    grid: np.ndarray
+    rows: SpanRows
+    which: np.ndarray
 
 
 class _Walk:
@@ -346,6 +341,7 @@ class _Walk:
         self.at_summary = [0] * len(summaries)
 
     def until(self, line: int) -> None:
+        """The lines read at once above line ``line`` (an index into the chunk's lines) taken into the state."""
         main, spans, parser = self.main, self.spans, self.parser
         end = int(np.searchsorted(main.in_order, line))
         while self.at_main < end:

@@ -4,8 +4,8 @@ A chunk of a job's stderr is mostly bar redraws, each a line here::
 
     Epoch 1:  44%|████▍     | 22/50 [00:00<00:00, 152.15it/s, v_num=0, train_loss=0.0485, val_loss=0.136]
 
-Their structural characters (line breaks, ``|``, ``[``, ``]``, ``,``, ``=``) are found in one pass over the
-chunk's bytes, and each redraw's parts are cut out between them: the description before the first ``|``, the
+Their structural characters (line breaks, ``|``, ``[``, ``]``, ``,``, ``=``) are found in the chunk's bytes, one
+comparison each, and each redraw's parts are cut out between them: the description before the first ``|``, the
 count and total after the second, the postfix after the second comma inside ``[…]``, and in the postfix its
 ``name=value`` pieces. :func:`find_bars` gives exactly what ``tqdm_console.BAR`` and ``_PAIR`` find, or None
 when a line could make them differ (a line with two ``|`` that is no bar of this form, a piece with no ``=`` or
