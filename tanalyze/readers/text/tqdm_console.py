@@ -140,12 +140,13 @@ class TqdmConsoleParser(TextParser):
             self._out = ([], [], [])
 
     def _bars_at_once(self, chunk: Chunk) -> bool:
-        """The chunk's redraws read at once (:mod:`._tqdm_bars`): the rows and state of reading them one by one.
-        False (the pending batch flushed at most, as the first redraw of the chunk would) when that cannot be: a
-        line that may be read otherwise, a printed evaluation, a postfix piece that is no plain ``name=value``,
-        or a batch recorded at a step below the last (a resumed job: its restart recorded in the loop)."""
+        """The chunk's redraws read at once (:mod:`._tqdm_bars`), and the evaluations the loop printed between them
+        (at the step of the batch drawn last before each): the rows and state of reading them one by one. False
+        (the pending batch flushed at most, as the first redraw of the chunk would) when that cannot be: a line
+        that may be read otherwise, a postfix piece that is no plain ``name=value``, or a batch recorded at a
+        step below the last (a resumed job: its restart recorded in the loop)."""
         bars = find_bars(chunk.utf8())
-        if bars is None or _printed_lines(bars):
+        if bars is None:
             return False
         epoch_of = np.array([-1 if (e := _epoch_of(d)) is None else e for d in bars.descs] or [0], dtype=np.int64)
         epochs = epoch_of[bars.desc]
@@ -154,23 +155,42 @@ class TqdmConsoleParser(TextParser):
         read = _Redraws.of(self, bars, active, epochs) if len(active) else None
         if len(active) and read is None:
             return False
+        # (a printed evaluation above the chunk's first batch is at the batch pending from the chunk before)
+        carried = self._pending[0] if self._pending is not None else self._recorded_step
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # rows, and where they are read
         if read is not None:
             if self._pending is not None and self._pending[0] != int(read.steps[0]):
-                self._flush()  # (what the first redraw does)
+                self._flush()  # (what the first redraw does; its rows stay for the loop when the chunk goes there)
             rows = read.rows(self)
             if rows is None:
                 return False
             read.commit(self)
             tags, steps, values = self._out
             if tags:
-                self.rows.extend(self.rows.codes(tags), steps, values)
+                first = int(bars.line_starts[bars.lines[active[0]]])
+                parts.append((np.array(self.rows.codes(tags), dtype=np.int32), np.array(steps, dtype=np.int64),
+                              np.array(values, dtype=np.float64), np.full(len(tags), first)))
                 self._out = ([], [], [])
-            codes, row_steps, row_values = rows
+            parts.append(rows)
+        printed = _printed_lines(bars)
+        positions = bars.line_starts[bars.lines[active]]
+        for at, line in printed:
+            before = int(np.searchsorted(positions, at))
+            step = int(read.steps[before - 1]) if read is not None and before else carried
+            if step is None:
+                continue
+            pairs = _printed_pairs(line)
+            parts.append((np.array(self.rows.codes([name for name, _ in pairs]), dtype=np.int32),
+                          np.full(len(pairs), step, dtype=np.int64), np.array([v for _, v in pairs], dtype=np.float64),
+                          np.full(len(pairs), at)))
+            self._evaluations += 1
+        self.parsed_lines += len(printed)
+        if parts:
+            order = np.argsort(np.concatenate([part[3] for part in parts]), kind="stable")
+            codes, steps, values = (np.concatenate([part[k] for part in parts])[order] for k in range(3))
             if len(codes):
-                self.rows.extend(codes, row_steps, row_values)
-            last = int(row_steps[-1]) if len(codes) else (steps[-1] if tags else None)
-            if last is not None:
-                self.anchor(last, None, 0)
+                self.rows.extend(codes, steps, values)
+                self.anchor(int(steps[-1]), None, 0)
         self._bars += len(bars.lines)
         self.parsed_lines += len(bars.lines)
         return True
@@ -182,11 +202,7 @@ class TqdmConsoleParser(TextParser):
         if step is None:
             return
         tags, steps, values = self._out
-        for name, text in _PRINTED_PAIR.findall(line):
-            name = name.strip()
-            value = to_float(text)
-            if value is None or name.lower() in _COUNTERS:
-                continue
+        for name, value in _printed_pairs(line):
             tags.append(name)
             steps.append(step)
             values.append(value)
@@ -300,17 +316,31 @@ class TqdmConsoleReader(TextReader):
         return detect_tqdm_console(window)
 
 
-def _printed_lines(bars: Bars) -> bool:
-    """Whether a line of the chunk that is no bar is one the loop printed with an evaluation's values."""
+def _printed_pairs(line: str) -> list[tuple[str, float]]:
+    """The values of a line the loop printed with an evaluation's (counters such as the epoch left out)."""
+    pairs = []
+    for name, text in _PRINTED_PAIR.findall(line):
+        name = name.strip()
+        value = to_float(text)
+        if value is not None and name.lower() not in _COUNTERS:
+            pairs.append((name, value))
+    return pairs
+
+
+def _printed_lines(bars: Bars) -> list[tuple[int, str]]:
+    """The lines of the chunk that are no bar and that the loop printed with an evaluation's values: where each
+    begins (in the chunk's bytes) and its text."""
     is_bar = np.zeros(len(bars.line_starts), dtype=bool)
     is_bar[bars.lines] = True
     others = np.flatnonzero(~is_bar & (bars.line_ends > bars.line_starts))
     if not len(others):
-        return False
+        return []
+    spans = list(zip(bars.line_starts[others].tolist(), bars.line_ends[others].tolist(), strict=True))
     data = bars.data
-    joined = b"\n".join(data[a:b] for a, b in zip(bars.line_starts[others].tolist(), bars.line_ends[others].tolist(),
-                                                    strict=True))
-    return PRINTED_EVALUATION.search(joined.decode("utf-8", errors="replace")) is not None
+    if PRINTED_EVALUATION.search(b"\n".join(data[a:b] for a, b in spans).decode("utf-8", errors="replace")) is None:
+        return []
+    lines = ((a, data[a:b].decode("utf-8", errors="replace")) for a, b in spans)
+    return [(a, line) for a, line in lines if PRINTED_EVALUATION.match(line)]
 
 
 def _forward(changed: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -415,9 +445,9 @@ class _Redraws:
         index = active[row]
         return bars.text(int(bars.post_start[index]), int(bars.post_end[index]))
 
-    def rows(self, parser: TqdmConsoleParser) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    def rows(self, parser: TqdmConsoleParser) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """The rows of the batches flushed in the chunk (all but the last, left pending), as ``_flush`` gives
-        them; None when a batch would be recorded at a step below the one before (a restart) or a value is not
+        them, and where each is read (the line of the next batch's first redraw); None when a batch would be recorded at a step below the one before (a restart) or a value is not
         read as ``float`` reads it."""
         steps, size, posts, chars = self.steps, len(self.steps), self.posts, self.bars.chars
         group_start = np.ones(size, dtype=bool)
@@ -475,7 +505,9 @@ class _Redraws:
         self._recorded = recorded
         self._pending = [int(steps[-1]), self._post_text(self.bars, self.active, size - 1), bool(group_changed[-1])]
         codes = np.array(parser.rows.codes(self.names), dtype=np.int32)[ids[emit]]
-        return codes, steps[flushed][group[emit]], values[emit]
+        # a batch's rows are read when the next batch's first redraw comes
+        flushed_at = self.bars.line_starts[self.bars.lines[self.active[starts[1:]]]]
+        return codes, steps[flushed][group[emit]], values[emit], flushed_at[group[emit]]
 
     def commit(self, parser: TqdmConsoleParser) -> None:
         """The parser's state after the chunk's redraws, as reading them one by one leaves it."""
