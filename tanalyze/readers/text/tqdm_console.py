@@ -186,8 +186,11 @@ class TqdmConsoleParser(TextParser):
             self._evaluations += 1
         self.parsed_lines += len(printed)
         if parts:
-            order = np.argsort(np.concatenate([part[3] for part in parts]), kind="stable")
-            codes, steps, values = (np.concatenate([part[k] for part in parts])[order] for k in range(3))
+            if len(parts) == 1:  # (the batches alone: already in their order)
+                codes, steps, values = parts[0][:3]
+            else:
+                order = np.argsort(np.concatenate([part[3] for part in parts]), kind="stable")
+                codes, steps, values = (np.concatenate([part[k] for part in parts])[order] for k in range(3))
             if len(codes):
                 self.rows.extend(codes, steps, values)
                 self.anchor(int(steps[-1]), None, 0)
