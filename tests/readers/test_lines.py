@@ -127,3 +127,15 @@ def test_a_long_line_that_fills_the_chunk_exactly_is_read_whole(tmp_path):
                     read = "".join(c.text for c in chunks)  # (a cut last line may be given a break)
                     assert read.removesuffix("\n") == text.removesuffix("\n") and stats.replaced_chars == 0
                 assert sniff_window(path, size)
+
+
+def test_a_progress_bar_redrawn_on_one_line_longer_than_a_chunk_is_cut_after_a_redraw(tmp_path):
+    """A loop's bar redrawn after ``\\r`` without ever ending its line (``leave=False``): a line longer than a
+    chunk, cut after one of its redraws, so that each redraw stays whole and nothing is called a long line."""
+    redraws = [f"Epoch 1: {i:3d}%|##  | {i}/100 [00:01<00:02, 7.10it/s, loss={1 / (i + 1):.4f}]" for i in range(100)]
+    path = write(tmp_path / "a.log", "\r".join(redraws) + "\nafter\n")
+    chunks, stats = _read(path, chunk_chars=500)
+    assert len(chunks) > 10 and stats.long_lines == 0
+    assert all(chunk.text.endswith("\n") for chunk in chunks)
+    assert "".join(chunk.text for chunk in chunks).splitlines() == [*redraws, "after"]
+    assert [chunk.first_line for chunk in chunks[:2]] == [1, 1] and chunks[-1].line_of(len(chunks[-1].text) - 2) == 2

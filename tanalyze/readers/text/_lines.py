@@ -329,11 +329,17 @@ def _utf8_chunks(handle, head: bytes, stats: TextStats, chunk_bytes: int, line: 
             if cut < 0:
                 if len(data) < chunk_bytes:
                     break
-                # A line longer than a whole chunk: hand it over in pieces.
-                if not in_long_line:
-                    stats.long_lines += 1
-                    in_long_line = True
-                cut = _utf8_boundary(data, chunk_bytes) or chunk_bytes
+                redraw = data.rfind(b"\r", 0, chunk_bytes - 1)
+                if redraw > 0:
+                    # A progress bar redrawn on one line longer than a chunk: cut after a redraw (no "\n" follows
+                    # it), so that each redraw stays whole.
+                    cut = redraw + 1
+                else:
+                    # A line longer than a whole chunk: hand it over in pieces.
+                    if not in_long_line:
+                        stats.long_lines += 1
+                        in_long_line = True
+                    cut = _utf8_boundary(data, chunk_bytes) or chunk_bytes
                 chunk = _clean_utf8(data[:cut], stats, line)
                 data = data[cut:]
                 offset += cut

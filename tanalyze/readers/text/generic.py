@@ -1197,7 +1197,8 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 5  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names
+    cache_version = 6  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    #                    of progress-bar redraws longer than a chunk cut after a redraw
 
     behind_logging = True
 
