@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from tanalyze.readers import get_reader
 from tanalyze.readers.text import _parts
-from tanalyze.readers.text._shaped import LineShape
-from tanalyze.readers.text._spans import shaped_lines, starting_with
+from tanalyze.readers.text._shaped import LineShape, beginning_with
+from tanalyze.readers.text._spans import shaped_lines
 from tanalyze.readers.text.llmc import LlmcParser
 from tanalyze.readers.text.modded_nanogpt import ModdedNanoGPTParser
 from tests.readers.text_helpers import read_both_ways, write
@@ -102,7 +102,7 @@ def test_the_lines_of_each_shape_are_found_whole_and_few_candidates_are_tried_on
             "step:5/9 t:1ms")  # (the last line has no line break: not whole)
     chars = np.frombuffer(text.encode("ascii", errors="replace"), dtype=np.uint8)
     starts = np.concatenate(([0], np.flatnonzero(chars[:-1] == 10) + 1))
-    candidates = starting_with(chars, starts, "step:")
+    candidates = beginning_with(chars, starts, b"step:")
     assert candidates.tolist() == [False, True, True, False, True, True, True]
     loose = shaped_lines(text, starts, (shape, other), False, candidates)
     assert [lines.tolist() for lines in loose] == [[1, 2, 5], [4]]  # ("1.2.3": number characters)

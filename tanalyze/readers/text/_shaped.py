@@ -21,8 +21,8 @@ import numpy as np
 
 from tanalyze.readers.text._numbers import parse_some_numbers
 
-__all__ = ["DECIMAL_ONCE", "LineShape", "ValueRuns", "line_kinds", "line_shape", "line_starts", "read_fields", "shape_runs",
-           "stretches", "value_runs"]
+__all__ = ["DECIMAL_ONCE", "LineShape", "ValueRuns", "beginning_with", "line_kinds", "line_shape", "line_starts",
+           "read_fields", "shape_runs", "stretches", "value_runs"]
 
 #: the characters a field may hold: a piece after a field begins with none of them
 _VALUE_CHARS = "0123456789.eE+-"
@@ -163,13 +163,18 @@ def line_kinds(chars: np.ndarray, starts: np.ndarray, shapes: tuple[LineShape, .
     if any(a != b and b.startswith(a) for a in firsts for b in firsts) or len(set(firsts)) < len(firsts):
         return None
     kinds = np.zeros(len(starts), dtype=np.int64)
-    padded = np.concatenate((chars, np.zeros(max(map(len, firsts)), dtype=np.uint8)))
     for index, first in enumerate(firsts[1:], 1):
-        same = np.ones(len(starts), dtype=bool)
-        for offset, byte in enumerate(first):
-            same &= padded[at + offset] == byte
-        kinds[same] = index
+        kinds[beginning_with(chars, at, first)] = index
     return kinds
+
+
+def beginning_with(chars: np.ndarray, at: np.ndarray, code: bytes) -> np.ndarray:
+    """Which of the positions ``at`` of ``chars`` begin ``code`` (it may run past the end: no match there)."""
+    padded = np.concatenate((chars, np.zeros(len(code), dtype=np.uint8)))
+    same = np.ones(len(at), dtype=bool)
+    for offset, byte in enumerate(code):
+        same &= padded[at + offset] == byte
+    return same
 
 
 def read_fields(chars: np.ndarray, lines: list[tuple[np.ndarray, LineShape]], runs: ValueRuns

@@ -28,10 +28,17 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._regex import ordered_matches
-from tanalyze.readers.text._shaped import LineShape, line_starts, read_fields, shape_runs, value_runs
+from tanalyze.readers.text._shaped import (
+    LineShape,
+    beginning_with,
+    line_starts,
+    read_fields,
+    shape_runs,
+    value_runs,
+)
 from tanalyze.readers.values import NUMBER
 
-__all__ = ["SpanParser", "SpanRows", "field_grid", "shaped_lines", "starting_with"]
+__all__ = ["SpanParser", "SpanRows", "field_grid", "shaped_lines"]
 
 _NUMBER = re.compile(NUMBER)
 _NO_LINES = np.empty(0, dtype=np.int64)
@@ -75,16 +82,6 @@ _FEW = 64
 @functools.lru_cache(maxsize=32)
 def _line_pattern(shape: LineShape, exact: bool) -> re.Pattern[str]:
     return re.compile(shape.source(exact) + "\n")
-
-
-def starting_with(chars: np.ndarray, starts: np.ndarray, prefix: str) -> np.ndarray:
-    """Which of the lines at ``starts`` of ``chars`` begin with ``prefix`` (ASCII)."""
-    code = prefix.encode("ascii")
-    padded = np.concatenate((chars, np.zeros(len(code), dtype=np.uint8)))
-    same = np.ones(len(starts), dtype=bool)
-    for offset, byte in enumerate(code):
-        same &= padded[starts + offset] == byte
-    return same
 
 
 def field_grid(found: list[str], separators: tuple[str, ...], width: int) -> np.ndarray | None:
@@ -171,7 +168,7 @@ class SpanParser:
         text = chunk.text
         chars = np.frombuffer(text.encode("ascii", errors="replace"), dtype=np.uint8)  # (a "?" per other character)
         starts = line_starts(chars, 0, len(chars))
-        candidates = starting_with(chars, starts, self.span_prefix)  # every line a main shape may have
+        candidates = beginning_with(chars, starts, self.span_prefix.encode("ascii"))  # every line a main shape may have
         shapes = self.span_shapes + self.summary_shapes
         runs = None
         for exact in (False, True):  # (found again exactly when a field of a number's characters is no number)

@@ -21,7 +21,7 @@ import numpy as np
 
 from tanalyze.readers.text._shaped import stretches
 
-__all__ = ["NAME", "Bars", "Posts", "Words", "find_bars", "postfix_pieces"]
+__all__ = ["NAME", "Bars", "Posts", "Words", "carried_forward", "find_bars", "postfix_pieces"]
 
 _BLANK = np.zeros(256, dtype=bool)
 _BLANK[[32, 9]] = True
@@ -215,10 +215,10 @@ def _descriptions(data: bytes, chars: np.ndarray, words: Words, start: np.ndarra
         if number == len(descs):
             descs.append(data[a:b].decode("utf-8", errors="replace"))
         index[row] = number
-    return descs, _forward(changed, index)
+    return descs, carried_forward(changed, index)
 
 
-def _forward(changed: np.ndarray, values: np.ndarray) -> np.ndarray:
+def carried_forward(changed: np.ndarray, values: np.ndarray) -> np.ndarray:
     """``values`` where ``changed``, else the value of the last changed row before."""
     last = np.maximum.accumulate(np.where(changed, np.arange(len(changed)), 0))
     return values[last]

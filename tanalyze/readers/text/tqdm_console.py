@@ -32,7 +32,7 @@ from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._shaped import stretches
-from tanalyze.readers.text._tqdm_bars import NAME, Bars, find_bars, postfix_pieces
+from tanalyze.readers.text._tqdm_bars import NAME, Bars, carried_forward, find_bars, postfix_pieces
 from tanalyze.readers.text.generic import GenericRules
 from tanalyze.readers.values import NUMBER, to_float
 
@@ -346,11 +346,6 @@ def _printed_lines(bars: Bars) -> list[tuple[int, str]]:
     return [(a, line) for a, line in lines if PRINTED_EVALUATION.match(line)]
 
 
-def _forward(changed: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """``values`` where ``changed``, else the value of the last changed row before."""
-    return values[np.maximum.accumulate(np.where(changed, np.arange(len(changed)), 0))]
-
-
 #: bytes a postfix value read at once may not hold once its blanks around are stripped (``str.strip`` takes more
 #: than blanks; a blank inside is no number either)
 _NOT_IN_VALUE = np.zeros(256, dtype=bool)
@@ -405,7 +400,7 @@ class _Redraws:
             signature[row] = len(signatures)
             signatures.append(np.array(ids, dtype=np.int64))
         names = list(known)
-        signature = _forward(~same, signature)
+        signature = carried_forward(~same, signature)
         base_of = np.cumsum([0, *map(len, signatures)])
         piece_post = np.repeat(np.arange(size), posts.pieces)
         name_ids = np.concatenate(signatures)[base_of[signature][piece_post] + np.arange(len(piece_post))
