@@ -100,7 +100,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "14"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "15"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -110,7 +110,8 @@ ANALYSIS_VERSION = "14"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # the run's configuration (its gradient clipping) as diagnose does; a sparse training loss leaves the verdict to a
 # validation loss; a loss at exactly 0; gradient collapses that are too short to tell or that the loss fell with;
 # 13: a failed job with no point says it ended before logging (ended_before_metrics); 14: a loss with no floor
-# (loss_unbounded), the spikes of a loss that reaches zero or below weighed against how far it travels
+# (loss_unbounded), the spikes of a loss that reaches zero or below weighed against how far it travels; 15: the
+# first logged value named inside the 'from …' part of a verdict's reason
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

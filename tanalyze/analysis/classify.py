@@ -782,10 +782,11 @@ def _levels(f: dict[str, Any]) -> str:
     """"from A (median of its first h points) to B (median of its last t)", naming where the numbers come from;
     the first logged value too when it differs from the starting level by more than a quarter."""
     h, t = f["head_points"], f["tail_points"]
-    start = f"{f['start_level']:.4g}" + (f" (median of its first {h} points)" if h > 1 else " (its first point)")
     first = f.get("first_value")
     if h > 1 and first is not None and f["start_level"] and abs(first / f["start_level"] - 1) > 0.25:
-        start += f"; its first logged value was {first:.4g}"
+        start = f"{f['start_level']:.4g} (median of its first {h} points; its first logged value was {first:.4g})"
+    else:
+        start = f"{f['start_level']:.4g}" + (f" (median of its first {h} points)" if h > 1 else " (its first point)")
     return f"from {start} to {f['end_level']:.4g} (median of its last {t})"
 
 

@@ -129,6 +129,14 @@ def test_a_percentage_never_rounds_to_what_it_is_not_and_never_prints_a_row_of_z
     assert _percent(-0.9999999998) == "more than 99.99%" and _percent(1e-9) == "less than 0.0001%"
 
 
+def test_a_first_value_far_from_the_starting_level_is_named_inside_the_from_part_of_the_sentence():
+    steps = np.arange(0, 2000, 10)
+    loss = np.concatenate([[2.3], 1.7 * np.exp(-steps[1:] / 300) + 0.01])
+    verdict = classify_run(Curve.from_arrays(steps, loss, "train/loss"))
+    (reason,) = [r for r in verdict.reasons if "its first logged value was 2.3" in r]
+    assert "points; its first logged value was 2.3) to " in reason
+
+
 def test_a_normal_verdict_says_rose_when_a_resumed_plateau_ends_a_little_higher():
     steps = np.arange(140_000, 150_000, 50)
     loss = np.linspace(3.70, 3.73, steps.size)
