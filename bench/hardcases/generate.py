@@ -300,10 +300,11 @@ def run_train_only() -> dict[str, dict[str, Any]]:
 
 
 def char_lm_loop(*, steps: int, lr_at: Callable[[int], float], log, seed: int, eval_every: int, log_every: int = 1,
-                 n_embd: int = 32, batch: int = 16, clip: float | None = 1.0, log_grad: bool = False) -> None:
+                 n_embd: int = 32, batch: int = 16, clip: float | None = 1.0, log_grad: bool = False,
+                 weight_decay: float = 0.0) -> None:
     data = sg.CharData(block_size=32)
     model = sg.TinyGPT(data.vocab_size, 32, n_embd=n_embd, n_layer=2, n_head=2)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr_at(1), weight_decay=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr_at(1), weight_decay=weight_decay)
     g = torch.Generator().manual_seed(seed)
     gv = torch.Generator().manual_seed(seed + 1)
     for step in range(1, steps + 1):
@@ -488,6 +489,34 @@ def run_collapse_to_chance() -> dict[str, dict[str, Any]]:
                         divergence_onset=blowup_onset(train_s), first_nonfinite_step=first_nonfinite(train_s),
                         why="Adam at 1e-3, then the lr is set to 0.5 at step 500 (a config typo): the units die and "
                             "the cross-entropy jumps to ln 4 (uniform guesses), 5x where it was, and stays there")}
+
+
+def explosion_step(series: list[tuple[int, float]], factor: float = 10.0, window: int = 20) -> int:
+    """First step whose value is ``factor`` x the median of the ``window`` values before it (a blow-up the loss
+    may come down from)."""
+    values = [v for _, v in series]
+    for i in range(window, len(values)):
+        if values[i] > factor * float(np.median(values[i - window : i])):
+            return series[i][0]
+    raise RuntimeError("no explosion in this series")
+
+
+@register
+def run_blowup_to_unigram() -> dict[str, dict[str, Any]]:
+    name = "blowup_to_unigram"
+    sg.seed_all(27)
+    tb = TB(fresh(name))
+    char_lm_loop(steps=800, lr_at=lambda s: 3e-3 if s < 150 else 3.0, log=tb, seed=27, eval_every=50, log_every=5,
+                 clip=None, log_grad=True, weight_decay=0.1)
+    s = tb.close()
+    train_s = s["train/loss"]
+    return {name: label("diverged", kind="diverged_finite", fmt="tensorboard", logger=TB_LOGGER,
+                        train_tag="train/loss", val_tag="val/loss", train=train_s, val=s["val/loss"],
+                        divergence_onset=explosion_step(train_s), first_nonfinite_step=first_nonfinite(train_s),
+                        why="tiny char Transformer, AdamW at 3e-3 (weight decay 0.1) without clipping; at step 150 the lr is set to 3.0: "
+                            "the loss blows up by hundreds of times, comes down after some hundred steps but only to "
+                            "about the level of character frequencies, well above where it was, and stays there: "
+                            "what the model had learnt is lost")}
 
 
 @register

@@ -102,6 +102,10 @@ class Divergence(ResultMixin):
     restart: RestartAdvice
     #: non-finite from the first logged point: broken before training could move it (no learning rate did it)
     never_finite: bool = False
+    #: a blow-up the loss came down from, but only to a level well above its old one (see ``settled_rise``):
+    #: the highest value after the onset and the level the loss settled at (the median of the last third)
+    peak: float | None = None
+    settled: float | None = None
 
     def how(self, tag: str) -> str:
         """What happened to ``tag``'s curve, in words (a non-finite divergence)."""
@@ -308,6 +312,7 @@ def analyze_divergence(
     min_abs_share: float = 0.02,
     min_quanta: float = 3.0,
     onset_factor: float = 2.0,
+    settled_rise: float = 0.25,
 ) -> DivergenceResult:
     """Find where a loss diverged (if it did) and every transient spike.
 
@@ -337,6 +342,10 @@ def analyze_divergence(
         min_quanta: and by this many rounding steps when the values are rounded (see :func:`quantum`).
         onset_factor: a divergence's ``onset_step`` is where the loss left its range for good: the first step
             from which it stays above this many times the median of the 20 points before it (when it does).
+        settled_rise: an unrecovered excursion that peaked at ``no_return_factor`` times the baseline is an
+            explosion too when the loss then settles at least this share above the baseline (the last third of
+            the points after the onset): the blow-up wiped out what the model had learnt (a language model
+            knocked back to its unigram level, a classifier to chance), though the loss came down from the peak.
     """
     if loss is None or len(loss) == 0:
         return DivergenceResult(
@@ -388,6 +397,7 @@ def analyze_divergence(
     spikes: list[Spike] = []
     divergence: Divergence | None = None
     explosion: _Excursion | None = None
+    wrecked = False
     for e in excursions:
         if e.end is None:
             after = y[e.onset :]
@@ -399,6 +409,9 @@ def analyze_divergence(
             huge = is_log and level - e.baseline >= np.log(no_return_factor)
             if terminal_start is not None or (big and (len(after) >= min_explosion_points or huge)):
                 explosion = e
+                continue
+            if _wrecked(after, e.baseline, is_log, np.log(no_return_factor), np.log1p(settled_rise)):
+                explosion, wrecked = e, True
                 continue
         stop = e.end if e.end is not None else n
         peak = e.onset + int(np.argmax(y[e.onset:stop]))
@@ -437,11 +450,15 @@ def analyze_divergence(
         left = _left_range_step(steps, values, onset_factor)
         if left is not None and left <= step and not gradual:
             onset_step = left
-        baseline = level_after = ratio = None
+        baseline = level_after = ratio = peak = settled = None
         if explosion is not None:
             baseline = to_units(explosion.baseline)
             level_after = to_units(float(np.median(y[explosion.onset :])))
             ratio = float(np.exp(np.median(y[explosion.onset :]) - explosion.baseline)) if is_log else None
+            if wrecked:
+                after = y[explosion.onset :]
+                peak = to_units(float(after.max()))
+                settled = to_units(_settled(after))
         elif n:
             baseline = float(np.median(f_values[-min(n, win) :]))
         divergence = Divergence(
@@ -457,6 +474,8 @@ def analyze_divergence(
             restart=_restart(steps, onset_step, restart_margin, learning_rate, grad_norm, lr_reduction,
                              never_finite=terminal_start == 0),
             never_finite=terminal_start == 0,
+            peak=peak,
+            settled=settled,
         )
 
     findings = _findings(curve.tag, divergence, spikes, nonfinite_idx.size, first_nonfinite, terminal_start,
@@ -475,6 +494,21 @@ def analyze_divergence(
         log_space=is_log,
         findings=findings,
     )
+
+
+def _wrecked(after: np.ndarray, baseline: float, is_log: bool, peak_bar: float, settled_bar: float,
+             min_points: int = 10) -> bool:
+    """Whether an unrecovered excursion (``after``: its points from the onset, in log space) peaked at least
+    ``peak_bar`` above ``baseline`` and its last third settled at least ``settled_bar`` above it."""
+    if not is_log or len(after) < min_points:
+        return False
+    settled = _settled(after)
+    return float(after.max()) - baseline >= peak_bar and settled - baseline >= settled_bar
+
+
+def _settled(after: np.ndarray) -> float:
+    """The level a loss settled at after an excursion: the median of the last third of its points."""
+    return float(np.median(after[-max(3, len(after) // 3):]))
 
 
 def _left_range_step(steps: np.ndarray, values: np.ndarray, factor: float, window: int = 20) -> int | None:
@@ -570,6 +604,10 @@ def _findings(
             how = "climbed gradually" if d.gradual else "exploded"
             ratio = f" to {d.ratio:.3g}x its normal level" if d.ratio is not None else ""
             head = f"{tag} {how} from step {d.onset_step}{ratio} ({d.baseline:.4g} -> {d.level_after:.4g}) and never came back"
+            if d.peak is not None and d.settled is not None and d.baseline:
+                head = (f"{tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> a peak of {d.peak:.4g}, "
+                        f"{d.peak / d.baseline:.3g}x) and never came back: it settled at {d.settled:.4g}, "
+                        f"{d.settled / d.baseline:.3g}x its level before, the progress made before the blow-up lost")
         if d.grad_norm_lead_steps is not None and d.grad_norm_lead_steps > 0:
             head += f"; the gradient norm spiked {d.grad_norm_lead_steps} steps earlier"
         out.append(

@@ -163,3 +163,23 @@ def test_loss_never_finite_is_no_learning_rate_problem():
     late = np.r_[np.linspace(3.0, 2.0, 100), np.full(100, np.nan)]  # finite, then NaN: the usual advice
     d = analyze_divergence(Curve.from_arrays(steps, late, "loss"), learning_rate=lr).divergence
     assert not d.never_finite and d.step == 101 and d.restart.suggested_lr == pytest.approx(d.restart.lr_at_onset / 3)
+
+
+@pytest.mark.parametrize(("settled", "diverged"), [(1.7, True), (1.12, False)])
+def test_a_blow_up_the_loss_comes_down_from_only_to_a_much_higher_level_is_a_divergence(settled, diverged):
+    # a language model knocked back to its unigram level: 1.8 -> hundreds -> settles at 1.7x 1.8 for good
+    rng = np.random.default_rng(4)
+    before = 1.8 * np.exp(rng.normal(0, 0.03, 300))
+    blow_up = np.geomspace(600, 20, 40)
+    after = settled * 1.8 * np.exp(rng.normal(0, 0.03, 300))
+    loss = np.concatenate([before, blow_up, after])
+    result = analyze_divergence(Curve.from_arrays(np.arange(len(loss)) * 5, loss, "train/loss"))
+    d = result.divergence
+    assert (d is not None) == diverged
+    if diverged:
+        assert d.kind == "explosion" and d.onset_step == 1500
+        assert d.peak == pytest.approx(600) and d.settled == pytest.approx(settled * 1.8, rel=0.02)
+        [finding] = [f for f in result.findings if f.code == "diverged_explosion"]
+        assert "a peak of 600" in finding.message and "settled at 3.0" in finding.message
+    else:  # it came down to within 12 %: a spike that cost a little, not a run undone
+        assert any(spike.onset_step == 1500 for spike in result.spikes)
