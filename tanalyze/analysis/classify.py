@@ -90,6 +90,8 @@ class Thresholds:
     chance_below: float = 0.005  # … and end within -0.5 % / +3 % of ln K …
     chance_above: float = 0.03
     chance_max_classes: int = 20  # … for K up to 20 (10 without a validation loss)
+    chance_above_frozen: float = 0.1  # … or +10 % when the loss is frozen (a dead model's constant output)
+    frozen_spread: float = 1e-6  # frozen: the last quarter's values within this share of their median
     unbounded_factor: float = 10.0  # diverged below: the loss ends negative, this many times further from zero
     unbounded_floor: float = 1000.0  # … than it began (and at least this far), still falling: no floor
 
@@ -416,8 +418,15 @@ def _classify(
             reasons.append(d.how(main.tag) if d.never_finite else f"{d.how(main.tag)} and never recovered")
         else:
             confidence = _past(d.ratio if d.ratio else 4.0, 2.0) * (0.8 if d.gradual else 1.0)
-            reasons.append(f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> {d.level_after:.4g}) "
-                           "and never came back")
+            if d.peak is not None and d.settled is not None and d.baseline:
+                # a blow-up of ten times or more that the loss never came back from: the size of the peak speaks
+                confidence = max(confidence, _past(d.settled / d.baseline, 1.1))
+                reasons.append(f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> a peak of "
+                               f"{d.peak:.4g}) and never came back: it settled at {d.settled:.4g}, "
+                               f"{d.settled / d.baseline:.3g}x its level before")
+            else:
+                reasons.append(f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> "
+                               f"{d.level_after:.4g}) and never came back")
         return Verdict("diverged", round(confidence, 3), evidence, tuple(reasons + notes))
 
     n_finite = divergence.analysed_points
@@ -737,14 +746,42 @@ def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds(
         levels.append(float(np.median(vq[1])))
     k_max = th.chance_max_classes if has_val else min(10, th.chance_max_classes)
     below, above = (th.chance_below, th.chance_above) if has_val else (th.chance_below / 2, th.chance_above / 2)
+    where = f"{train.tag} at {last:.4g}" + (f" and {v.tag} at {levels[1]:.4g}" if has_val else "")
     for k in range(2, k_max + 1):
         chance = float(np.log(k))
         if all(chance * (1 - below) <= x <= chance * (1 + above) for x in levels):
-            where = f"{train.tag} at {last:.4g}" + (f" and {v.tag} at {levels[1]:.4g}" if has_val else "")
             text = (f"{where}: flat over the last half of the run at ln({k}) = {chance:.4g}, the loss of uniform "
                     f"guesses among {k} classes (chance level): the model learns nothing from its inputs")
             return k, chance, text
-    return None
+    if not (_frozen(q[3], th) and (not has_val or _frozen(vq[1], th))):
+        return None
+    # a model whose output no longer depends on its input: its loss is the class prior's entropy or above it,
+    # which for close class counts cannot tell them apart
+    near = [k for k in range(2, k_max + 1)
+            if all(np.log(k) * (1 - below) <= x <= np.log(k) * (1 + th.chance_above_frozen) for x in levels)]
+    if not near:
+        return None
+    k = min(near, key=lambda k: abs(np.log(k) - min(levels)))
+    classes = f"{near[0]}" if len(near) == 1 else f"{near[0]} to {near[-1]}"
+    text = (f"{where}: frozen over the last quarter of the run (one value to within {th.frozen_spread:.0e}), at the "
+            f"chance level of a classifier (ln K for K = {classes} classes, the loss of uniform guesses): the weights "
+            f"no longer change (dead units or vanished gradients, often after a blow-up at too high a learning "
+            f"rate) and the model learns nothing from its inputs")
+    first = float(c.values[0])
+    if first >= 3 * last:
+        text += (f"; its first logged value, {first:.4g}, was {first / last:.3g}x that level: it blew up before its "
+                 f"first log point")
+    return k, float(np.log(k)), text
+
+
+def _frozen(values: np.ndarray, th: Thresholds) -> bool:
+    """Whether ``values`` (at least 5, of distinct steps) are one value to within ``frozen_spread`` of it and
+    carry more digits than a rounded log prints: a loss averaged over batches that no longer moves at all."""
+    if len(values) < 5 or not (values > 0).all():
+        return False
+    middle = float(np.median(values))
+    rounded = float(f"{middle:.6g}")
+    return float(values.max() - values.min()) <= th.frozen_spread * middle and abs(middle - rounded) > 1e-12 * middle
 
 
 def lr_restarts(learning_rate: Curve | None, factor: float = 2.0) -> bool:

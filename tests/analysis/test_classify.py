@@ -182,3 +182,25 @@ def test_a_negative_loss_that_keeps_falling_by_orders_of_magnitude_is_diverged_b
     assert classify_run(levelled).label != "diverged"
     small = Curve("loss", steps, 1.0 - 0.05 * steps, walls)  # to -4: far from zero by a few units only
     assert "unbounded_below" not in classify_run(small).evidence
+
+
+def test_a_loss_frozen_near_chance_after_a_first_epoch_blow_up_is_a_dead_model_not_a_normal_run():
+    # Keras with SGD at 8 (a real run's numbers): the first epoch blows up, the ReLUs die, and the epoch means of
+    # a model whose output no longer depends on its input stay the same to the last float32 bit
+    epochs = np.arange(20)
+    train = np.array([12.528196, 2.517245] + [2.405849, 2.4058492] * 9)
+    val = np.array([2.3638492] + [2.3643601, 2.3643603] * 9 + [2.3643603])
+    verdict = classify_run(Curve.from_arrays(epochs, train, "loss"), Curve.from_arrays(epochs, val, "val_loss"))
+    assert verdict.label == "underfitting"
+    (reason,) = [r for r in verdict.reasons if "frozen" in r]
+    assert "ln K for K = 9 to 10 classes" in reason and "12.53, was 5.21x that level" in reason
+
+
+@pytest.mark.parametrize(("wobble", "frozen"), [(0.0, True), (2e-3, False)])
+def test_only_a_loss_that_no_longer_moves_at_all_is_read_as_frozen(wobble, frozen):
+    # the same end level (2.36, off the chance band of a loss that moves): frozen to the last bits, or still moving
+    epochs = np.arange(24)
+    train = np.concatenate([[9.0, 3.1, 2.6], 2.3600113 * (1 + wobble * np.sin(np.arange(21)))])
+    verdict = classify_run(Curve.from_arrays(epochs, train, "loss"))
+    assert (verdict.label == "underfitting") == frozen
+    assert any("frozen" in r for r in verdict.reasons) == frozen
