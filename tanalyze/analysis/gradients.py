@@ -200,13 +200,14 @@ def analyze_gradients(
     lo_band, hi_band = healthy_band
     if not 0 <= lo_band < hi_band:
         raise ValueError(f"healthy_band must be (low, high) with 0 <= low < high, got {healthy_band}")
+    scale = loss_scale_stats(loss_scale, floor=loss_scale_floor, late_drop=loss_scale_late_drop) if loss_scale else None
     stats, findings = _norm_health(
-        grad_norm, max_norm=max_norm, band=(lo_band, hi_band), handled_by_scaling=loss_scale is not None,
+        grad_norm, max_norm=max_norm, band=(lo_band, hi_band),
+        handled_by_scaling=scale is not None and not scale.collapsed,
         window=window, min_history=min_history, explosion_factor=explosion_factor,
         collapse_factor=collapse_factor, collapse_min_points=collapse_min_points, settle_fraction=settle_fraction,
         clip_rate_warn=clip_rate_warn, loss=loss, loss_follow_ratio=loss_follow_ratio,
     )
-    scale = loss_scale_stats(loss_scale, floor=loss_scale_floor, late_drop=loss_scale_late_drop) if loss_scale else None
     skips = skipped_steps(skipped, cumulative=skipped_cumulative, early_fraction=early_fraction) if skipped else None
     layers: list[LayerGradients] = []
     ignored = 0
@@ -314,19 +315,23 @@ def _norm_health(
 
 
 def _nonfinite_finding(steps: np.ndarray, nonfinite: np.ndarray, handled_by_scaling: bool) -> Finding:
-    """NaN/Inf norms: an error when at the end or above 1 % of steps; information when a few are what dynamic
-    loss scaling skips (a loss scale is logged and the run ends finite)."""
+    """NaN/Inf norms: an error when at the end or above 1 % of steps; information when they are what dynamic
+    loss scaling skips (a loss scale is logged and did not collapse: the scaler halves it at every overflow, so
+    it stays up only while overflows are occasional; a value averaged over steps, as an epoch's mean, is Inf
+    when one of its steps overflowed)."""
     n_bad, n = int(nonfinite.sum()), nonfinite.size
     tail_bad = bool(nonfinite[-1])
     severity = Severity.ERROR if tail_bad or n_bad > 0.01 * n else Severity.WARNING
-    if handled_by_scaling and not tail_bad and n_bad <= max(3, 0.01 * n):
+    if handled_by_scaling:
         severity = Severity.INFO
     bad_steps = steps[nonfinite]
+    why = (" The loss scale stayed up: steps with an fp16 overflow that the scaler skipped (a norm averaged over "
+           "steps is Inf when one of them overflowed), not a gradient problem." if handled_by_scaling else "")
     return _finding(
         "grad_nonfinite",
         severity,
         f"Gradient norm was NaN/Inf at {n_bad} of {n} logged steps, first at step {int(bad_steps[0])}"
-        + (" and at the last step." if tail_bad else "."),
+        + (" and at the last step." if tail_bad else ".") + why,
         step=int(bad_steps[0]),
         step_end=int(bad_steps[-1]),
         evidence={"steps": [int(s) for s in bad_steps[:100]], "count": n_bad},

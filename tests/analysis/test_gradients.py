@@ -113,6 +113,20 @@ def test_nonfinite_norms_with_loss_scaling_are_info():
     assert f.severity == "info"
 
 
+def test_epoch_means_of_norms_all_inf_under_a_loss_scale_that_stays_up_are_overflows_not_an_error():
+    # MAE's log.txt: train_grad_norm is an epoch's mean, Inf in every epoch (one overflow step suffices) while the
+    # dynamic loss scale stays between 1e5 and 3e5
+    epochs = np.arange(16)
+    norms_ = np.full(16, np.inf)
+    scale = curve(np.array([131072.0, 262144.0, 131072.0, 327680.0] * 4), tag="train_loss_scale", steps=epochs)
+    r = analyze_gradients(curve(norms_, tag="train_grad_norm", steps=epochs), loss_scale=scale)
+    f = next(f for f in r.findings if f.code == "grad_nonfinite")
+    assert f.severity == "info" and "fp16 overflow that the scaler skipped" in f.message
+    collapsed = curve(np.geomspace(65536.0, 1.0, 16), tag="train_loss_scale", steps=epochs)
+    r = analyze_gradients(curve(norms_, tag="train_grad_norm", steps=epochs), loss_scale=collapsed)
+    assert next(f for f in r.findings if f.code == "grad_nonfinite").severity == "error"
+
+
 def test_clip_rate_and_frequent_clipping():
     g = norms(level=1.5)  # LLM-style: most norms above the 1.0 clip threshold
     r = analyze_gradients(curve(g), max_norm=1.0)
