@@ -5,7 +5,8 @@ or role) and it only moves forward, otherwise into ``windows`` groups of equal
 point count. Each group's level is the median of its points (every point
 counts; the median keeps one bad batch from moving it). A group whose level is
 not at least ``min_decrease`` (3 %) below the previous one is *slow*; runs of
-``min_plateau`` or more slow groups are plateaus.
+``min_plateau`` or more slow groups that stay within ``min_decrease`` of the level
+before them are plateaus (slow groups that add up to a steady fall are not).
 """
 
 from __future__ import annotations
@@ -63,6 +64,11 @@ def _groups_by_epoch(epochs: np.ndarray) -> np.ndarray | None:
         return None
     starts = np.flatnonzero(np.concatenate([[True], np.diff(whole) != 0]))
     return starts if len(starts) >= 3 else None
+
+
+def _fall(level: float, reference: float, positive: bool) -> float:
+    """How far ``level`` lies below ``reference``, as a share of it."""
+    return 1 - level / reference if positive else (reference - level) / max(abs(reference), 1e-12)
 
 
 def analyze_progress(
@@ -131,8 +137,11 @@ def analyze_progress(
         if not slow[i]:
             i += 1
             continue
+        # flat from the last level reached: the stretch ends where it has fallen min_decrease below that level in
+        # all (slow groups that add up to a steady fall are progress, not a plateau)
+        reference = groups[i - 1].level
         j = i
-        while j + 1 < len(groups) and slow[j + 1]:
+        while j + 1 < len(groups) and slow[j + 1] and _fall(groups[j + 1].level, reference, positive) < min_decrease:
             j += 1
         if j - i + 1 >= min_plateau:
             start, end = groups[max(i - 1, 0)].start_step, groups[j].end_step  # flat from the last level reached
@@ -149,8 +158,8 @@ def analyze_progress(
             if share >= 0.3:
                 findings.append(Finding(
                     "plateau", Severity.INFO,
-                    f"{tag} has been flat since step {p.start_step} ({100 * share:.0f}% of the run, {p.groups} {unit} "
-                    f"each less than {100 * min_decrease:.0f}% lower than the one before; level {p.level:.4g})",
+                    f"{tag} has been flat since step {p.start_step} ({100 * share:.0f}% of the run: {p.groups} {unit} "
+                    f"none of them {100 * min_decrease:.0f}% below the level before them; level {p.level:.4g})",
                     recommend("plateau"), step=p.start_step, step_end=p.end_step))
         elif share >= min_plateau_share:
             findings.append(Finding(

@@ -44,3 +44,18 @@ def test_converged_run_has_a_plateau_at_the_end():
 def test_short_and_missing_curves():
     assert analyze_progress(None).by == "none"
     assert "only 3" in analyze_progress(Curve.from_arrays([1, 2, 3], [3.0, 2.0, 1.0], "loss")).note
+
+
+def test_a_slow_steady_fall_over_many_epochs_is_progress_not_one_long_plateau():
+    # 270 epochs, each about 0.04 % below the one before (a cosine tail): 11 % in all, never a whole-run plateau
+    epochs = np.arange(270)
+    loss = 1.739 * np.exp(-0.11 * epochs / 269)
+    result = analyze_progress(Curve.from_arrays(epochs, loss, "train_loss"),
+                              epochs=Curve.from_arrays(epochs, epochs.astype(float), "epoch"))
+    assert result.total_change_rel == pytest.approx(-0.104, abs=0.001)
+    assert result.plateaus and all(p.length_steps < 0.3 * 269 for p in result.plateaus)
+    for plateau in result.plateaus:  # each stays within 3 % of the level before it
+        before = next(w.level for w in result.windows if w.start_step == plateau.start_step)
+        inside = [w.level for w in result.windows if plateau.start_step < w.start_step <= plateau.end_step]
+        assert min(inside) > 0.97 * before
+    assert not any("flat since step 0 " in f.message or "100% of the run" in f.message for f in result.findings)
