@@ -208,7 +208,7 @@ def _match_lr(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
 
 def _match_grad_norm(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
     joined = " ".join(words)
-    if re.search(r"(grad|gradient|gradients) norm|gradnorm|grad l2|global norm", joined):
+    if re.search(r"(grad|gradient|gradients) norm|gradnorm|grad l2|global norm|(^| )gnorm($| )", joined):
         if set(words) & {"clip", "clipped", "max", "layer", "layers"}:
             return 3, "a clipped/per-layer/limit gradient norm"
         return 1, "named gradient norm"
@@ -218,9 +218,9 @@ def _match_grad_norm(words: tuple[str, ...], tag: str) -> tuple[int, str] | None
 
 
 _THROUGHPUT = [
-    (r"tokens? (per )?(s|sec|second)|tok (per )?s|tokens?ps|tps", "tokens"),
+    (r"tokens? (per )?(s|sec|second)|tok (per )?s|tokens?ps|tps|(^| )wps($| )", "tokens"),  # fairseq: words/s
     (r"samples? (per )?(s|sec|second)|samples?ps|sps|images? (per )?(s|sec|second)|img s|imgs s", "samples"),
-    (r"(steps?|it|iters?|iterations?|batch(es)?) (per )?(s|sec|second)", "steps"),
+    (r"(steps?|it|iters?|iterations?|batch(es)?) (per )?(s|sec|second)|(^| )ups($| )", "steps"),  # fairseq: updates/s
     (r"^throughput( |$)|(^| )throughput$", "samples"),
 ]
 

@@ -59,6 +59,13 @@ CASES = {
         {"train_loss": "train/loss", "val_loss": "val/loss", "learning_rate": "lr"},
     ),
     "tutorial": (["Loss/train", "Loss/val", "Accuracy/val"], {"train_loss": "Loss/train", "val_loss": "Loss/val"}),
+    # fairseq's own names: gnorm is the gradient norm, wps (words, i.e. target tokens, per second) the throughput
+    "fairseq": (
+        ["loss", "nll_loss", "ppl", "wps", "ups", "wpb", "bsz", "num_updates", "lr", "gnorm", "clip", "loss_scale",
+         "train_wall", "wall"],
+        {"train_loss": "loss", "learning_rate": "lr", "grad_norm": "gnorm", "throughput": "wps",
+         "loss_scale": "loss_scale"},
+    ),
     "misc": (
         ["train_loss", "valid_loss", "tokens_per_sec", "iter_time", "gpu_mem", "attn/entropy", "grad_scale"],
         {"train_loss": "train_loss", "val_loss": "valid_loss", "throughput": "tokens_per_sec", "step_time": "iter_time",
