@@ -206,13 +206,17 @@ def _write_status(out, status: RunStatus | None) -> None:
         out.write(f"      {safe_text(str(evidence), 400)}\n")
 
 
+#: what a reader keeps of a tracker's run record for the run's status (shown as the status, not as hparams)
+_TRACKER_RECORDS = frozenset({"_wandb", "_mlflow"})
+
+
 def _write_extras(out, logs: Logs, name: str, info, verbose: bool) -> None:
     """Histograms, hparams and text of one run, briefly."""
     hist = logs.histograms[logs.histograms["run"] == name] if len(logs.histograms) else logs.histograms
     if len(hist):
         out.write(f"    histograms: {hist['tag'].nunique()} tag(s), {len(hist):,} histogram(s)\n")
-    if info.hparams:
-        items = list(info.hparams.items())
+    items = [(k, v) for k, v in info.hparams.items() if k not in _TRACKER_RECORDS]
+    if items:
         shown = items if verbose else items[:4]
         listed = ", ".join(f"{safe_text(k, 60)}={safe_text(v, 60)}" for k, v in shown)
         more = f", … {len(items) - len(shown)} more" if len(items) > len(shown) else ""

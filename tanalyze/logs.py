@@ -246,7 +246,9 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
     saved = _checkpoints(spec.directory)
     nccl_of: dict[tuple[str, ...], NcclScan | None] = {}  # one file can hold thousands of runs (a runs table)
     for part in parts:
-        files = tuple(dict.fromkeys((*spec.files, *(str(p) for p in part.extra_files))))
+        own = spec.files if part.own_files is None else tuple(f for f in spec.files
+                                                               if f in {str(p) for p in part.own_files})
+        files = tuple(dict.fromkeys((*own, *(str(p) for p in part.extra_files))))
         status = _status(files, spec, run_format, part.hparams)
         if files not in nccl_of:
             nccl_of[files] = _nccl(files, spec)

@@ -194,6 +194,7 @@ def encode_runs(parts: list[RunData]) -> tuple[dict[str, np.ndarray], dict[str, 
             "name": part.name,
             "title": part.title,
             "extra_files": [str(f) for f in part.extra_files],
+            "own_files": None if part.own_files is None else [str(f) for f in part.own_files],
         }
         if not json_exact(body):
             raise Uncacheable("hparams, text or notes hold values JSON cannot keep exactly")
@@ -226,5 +227,6 @@ def decode_runs(arrays: Mapping[str, np.ndarray], body: Mapping[str, Any]) -> li
             name=run["name"],
             title=run.get("title"),
             extra_files=[Path(f) for f in run["extra_files"]],
+            own_files=None if run.get("own_files") is None else [Path(f) for f in run["own_files"]],
         ))
     return out

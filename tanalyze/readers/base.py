@@ -136,6 +136,8 @@ class RunData:
     notes: list[str] = field(default_factory=list)
     name: str | None = None
     extra_files: list[Path] = field(default_factory=list)
+    #: Which of the read files hold this run, when they hold several (an MLflow store): None for all of them.
+    own_files: list[Path] | None = None
     #: The name the run's owner knows it by, when the files say (a W&B run's display name and id):
     #: it replaces the last part of the folder-based name.
     title: str | None = None

@@ -10,6 +10,7 @@ from tanalyze.runstatus.model import (
            Evidence,
            RunStatus,
            Signal,
+           TrackerEnd,
            WandbExit,
            classify,
 )
@@ -19,8 +20,9 @@ from tanalyze.runstatus.scan import (
            is_console_log,
            run_status,
            scan_console,
+           tracker_end,
            wandb_exit,
 )
 
-__all__ = ["FAILED_STATUSES", "STATUSES", "Evidence", "RunStatus", "Signal", "WandbExit", "classify",
-           "TAIL_BYTES", "following", "is_console_log", "run_status", "scan_console", "wandb_exit"]
+__all__ = ["FAILED_STATUSES", "STATUSES", "Evidence", "RunStatus", "Signal", "TrackerEnd", "WandbExit", "classify",
+           "TAIL_BYTES", "following", "is_console_log", "run_status", "scan_console", "tracker_end", "wandb_exit"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["STATUSES", "FAILED_STATUSES", "Evidence", "Signal", "WandbExit", "RunStatus", "classify"]
+__all__ = ["STATUSES", "FAILED_STATUSES", "Evidence", "Signal", "TrackerEnd", "WandbExit", "RunStatus", "classify"]
 
 #: Every status, in the order the report lists them.
 STATUSES = ("finished", "running", "crashed", "oom", "nccl_timeout", "killed", "unknown")
@@ -70,6 +70,17 @@ class WandbExit:
 
 
 @dataclass(frozen=True)
+class TrackerEnd:
+    """What an experiment tracker's run record says of the run's end: MLflow's run status (``FINISHED``,
+    ``FAILED``, ``KILLED``, ``RUNNING``, ``SCHEDULED``), the record it is in and when the run ended (text)."""
+
+    tracker: str
+    file: str
+    status: str
+    ended: str | None = None
+
+
+@dataclass(frozen=True)
 class RunStatus:
     """How a run ended: ``status`` (one of :data:`STATUSES`), why in words, and the evidence."""
 
@@ -109,13 +120,14 @@ _TIMED_OUT = re.compile(r"time ?out|timed out|watchdog|heartbeat", re.IGNORECASE
 
 def classify(signals: Sequence[Signal], *, wandb: WandbExit | None = None, newest_mtime: float | None = None,
              newest_file: str = "", now: float | None = None, expects_end_marker: bool = False,
-             last_line: Evidence | None = None) -> RunStatus:
-    """The status of a run from its console ``signals`` (in file order), its W&B exit record and file times.
+             last_line: Evidence | None = None, tracker: TrackerEnd | None = None) -> RunStatus:
+    """The status of a run from its console ``signals`` (in file order), its W&B exit record, its tracker's
+    run record (MLflow's status) and file times.
 
     The console's last event decides: an end marker → finished; a cancel or kill → killed (oom when an
     out-of-memory line comes just before); a traceback or crash → the worst of what follows the last end
     marker (a distributed timeout, then out of memory, then the exception). Without console events the
-    W&B exit code decides; without either, a file changed in the last :data:`RUNNING_WITHIN_S` means
+    W&B exit code decides, then the tracker's status; without any, a file changed in the last :data:`RUNNING_WITHIN_S` means
     running, and a log whose format prints an end marker (``expects_end_marker``) that has none was killed
     (``last_line``, the console's last line, is then the evidence).
     """
@@ -126,6 +138,10 @@ def classify(signals: Sequence[Signal], *, wandb: WandbExit | None = None, newes
             return status
     if wandb is not None:
         status = _from_wandb(wandb, recent)
+        if status is not None:
+            return status
+    if tracker is not None:
+        status = _from_tracker(tracker, recent)
         if status is not None:
             return status
     if recent:
@@ -194,6 +210,27 @@ def _after_last(signals: list[Signal], kinds: tuple[str, ...]) -> list[Signal]:
 def _near(before: Signal, after: Signal, lines: int = 50) -> bool:
     a, b = before.evidence.line, after.evidence.line
     return before.evidence.file == after.evidence.file and (a is None or b is None or 0 <= b - a <= lines)
+
+
+#: A tracker's final statuses and what they are here.
+_TRACKER_ENDS = {"FINISHED": "finished", "FAILED": "crashed", "KILLED": "killed"}
+
+
+def _from_tracker(record: TrackerEnd, recent: bool) -> RunStatus | None:
+    """The status a tracker recorded; None for a run it still records as running while its files change."""
+    when = f" (ended {record.ended})" if record.ended else ""
+    evidence = (Evidence(record.file, None, f"status {record.status}{when}"),)
+    status = _TRACKER_ENDS.get(record.status.upper())
+    if status == "crashed":
+        return RunStatus(status, f"{record.tracker} recorded the run as FAILED{when}: an exception ended it, or "
+                                 f"its code ended it as failed", evidence)
+    if status is not None:
+        return RunStatus(status, f"{record.tracker} recorded the run as {record.status.upper()}{when}", evidence)
+    if recent:
+        return None
+    return RunStatus("unknown", f"{record.tracker} still records the run as {record.status.upper()}, with no end, "
+                                f"and its files no longer change: it stopped without ending its {record.tracker} run "
+                                f"(killed, or a notebook closed), or the record was copied while it ran", evidence)
 
 
 def _from_wandb(record: WandbExit, recent: bool) -> RunStatus | None:

@@ -3,7 +3,8 @@
 - :func:`scan_console` reads the last :data:`TAIL_BYTES` of a console log (stdout/stderr as a batch
   system keeps it, W&B's ``output.log``, an HF / Lightning / llm.c console) and returns the
   :class:`~tanalyze.runstatus.model.Signal` s in it, with line numbers.
-- :func:`wandb_exit` takes what the W&B reader already found (``hparams["_wandb"]``).
+- :func:`wandb_exit` takes what the W&B reader already found (``hparams["_wandb"]``), :func:`tracker_end`
+  what the MLflow reader found (``hparams["_mlflow"]``).
 - :func:`run_status` puts a run's sources together and calls the pure classifier.
 """
 
@@ -20,11 +21,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from tanalyze.runstatus.model import RUNNING_WITHIN_S, Evidence, RunStatus, Signal, WandbExit, classify
+from tanalyze.runstatus.model import (
+    RUNNING_WITHIN_S,
+    Evidence,
+    RunStatus,
+    Signal,
+    TrackerEnd,
+    WandbExit,
+    classify,
+)
 from tanalyze.runstatus.nccl import NCCL_FAILURE
 
-__all__ = ["TAIL_BYTES", "following", "is_console_log", "may_show_a_failure", "scan_console", "wandb_exit",
-           "run_status"]
+__all__ = ["TAIL_BYTES", "following", "is_console_log", "may_show_a_failure", "scan_console", "tracker_end",
+           "wandb_exit", "run_status"]
 
 _FOLLOWING: ContextVar[bool] = ContextVar("tanalyze_following_live_runs", default=False)
 
@@ -431,6 +440,15 @@ def wandb_exit(hparams: Mapping[str, Any], files: Iterable[str]) -> WandbExit | 
                      float(runtime) if isinstance(runtime, int | float) and not isinstance(runtime, bool) else None)
 
 
+def tracker_end(hparams: Mapping[str, Any]) -> TrackerEnd | None:
+    """The run status the MLflow reader found (``hparams["_mlflow"]``); None for a run without one."""
+    info = hparams.get("_mlflow")
+    if not isinstance(info, Mapping) or not isinstance(info.get("status"), str) or not info["status"]:
+        return None
+    ended = info.get("ended")
+    return TrackerEnd("MLflow", str(info.get("record") or ""), info["status"], ended if isinstance(ended, str) else None)
+
+
 def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format: str = "",
                hparams: Mapping[str, Any] | None = None, now: float | None = None) -> RunStatus:
     """How a run ended, from its console logs (its own text files and ``consoles`` beside it),
@@ -458,7 +476,8 @@ def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format
     if signals and signals[-1].kind == "started":  # a new session began after what ended the last one
         decisive = []
     expects = run_format in END_MARKER_FORMATS or started
-    return classify(decisive, wandb=wandb_exit(hparams or {}, files), newest_mtime=newest if live else None,
+    return classify(decisive, wandb=wandb_exit(hparams or {}, files), tracker=tracker_end(hparams or {}),
+                    newest_mtime=newest if live else None,
                     newest_file=newest_file, now=time.time() if now is None else now, expects_end_marker=expects,
                     last_line=_last_line(by_time[-1]) if expects and not decisive and by_time else None)
 

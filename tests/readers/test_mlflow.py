@@ -1,13 +1,14 @@
 """MLflow local stores: the real mlruns of VladimirMCorteza/Pytorch-MLflow-Tensorboard and
 saulhazelius/keras-mlflow-sentences-classification, and fixtures written by the real mlflow package
-(``tests/fixtures/mlflow/generate.py``, pinned in its ``requirements.txt``): the same two runs in a file
-store and in a SQLite store.
+(``tests/fixtures/mlflow/generate.py``, pinned in its ``requirements.txt``): the same three runs in a file
+store and in a SQLite store, one of them ended by an exception.
 """
 
 import math
 import shutil
 import sqlite3
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 
@@ -35,7 +36,7 @@ def _runs(path):
 @pytest.mark.parametrize("store", ["file_store", "sqlite"])
 def test_fixture_stores_written_by_mlflow(store):
     logs, names = _runs(FIXTURES / store)
-    assert sorted(names) == ["lr-0.1", "lr-0.3"]  # named by mlflow.runName; one experiment: no prefix
+    assert sorted(names) == ["crashes-at-step-4", "lr-0.1", "lr-0.3"]  # by mlflow.runName; one experiment: no prefix
     slow, fast = logs.scalars_of(names["lr-0.1"]), logs.scalars_of(names["lr-0.3"])
     check(slow, "train/loss", LOSS_01, count=20)  # a nested key ('train/loss': a sub-folder in the file store)
     check(fast, "train/loss", LOSS_03, count=20)
@@ -46,9 +47,43 @@ def test_fixture_stores_written_by_mlflow(store):
     wall = slow[(slow["tag"] == "val_loss") & (slow["step"] == 20)]["wall_time"].iloc[0]
     assert wall == 1_700_000_020.0
     info = logs.runs[names["lr-0.1"]]
-    assert dict(info.hparams) == {"lr": 0.1, "model": "linear", "seed": 1, "steps": 20, "tag.purpose": "tanalyze fixture"}
+    settings = {k: v for k, v in info.hparams.items() if k != "_mlflow"}
+    assert settings == {"lr": 0.1, "model": "linear", "seed": 1, "steps": 20, "tag.purpose": "tanalyze fixture"}
     assert "of experiment 'tiny-regression', status FINISHED" in notes_text(info)
     assert info.warnings == ()
+    assert info.status.status == "finished" and "MLflow recorded the run as FINISHED (ended 20" in info.status.reason
+
+
+@pytest.mark.parametrize("store", ["file_store", "sqlite"])
+def test_a_run_that_mlflow_ended_as_failed_has_crashed(store):
+    logs, names = _runs(FIXTURES / store)
+    info = logs.runs[names["crashes-at-step-4"]]
+    check(logs.scalars_of(names["crashes-at-step-4"]), "train/loss", {1: 3.518776, 3: 2.313832}, count=3)
+    assert info.status.status == "crashed" and info.status.failed
+    assert info.status.reason.startswith("MLflow recorded the run as FAILED (ended 20")
+    (evidence,) = info.status.evidence
+    assert evidence.text.startswith("status FAILED") and evidence.file.endswith("meta.yaml" if store == "file_store" else
+                                                                               "mlflow.db")
+
+
+def test_a_run_mlflow_still_records_as_running_is_running_while_its_files_change_and_unknown_after(tmp_path):
+    import os
+    import time
+
+    store = tmp_path / "mlruns"
+    run = store / "0" / "feed"
+    write(store / "0" / "meta.yaml", "artifact_location: x\nexperiment_id: '0'\nname: Default\n")
+    write(run / "meta.yaml", "experiment_id: '0'\nrun_id: feed\nrun_name: r\nstatus: 1\nstart_time: 0\nend_time: null\n")
+    write(run / "metrics" / "loss", "1000 3.0 1\n2000 2.0 2\n")
+    old = time.time() - 3600
+    for path in (run / "meta.yaml", run / "metrics" / "loss", store / "0" / "meta.yaml"):
+        os.utime(path, (old, old))
+    logs, names = _runs(store)
+    status = logs.runs[names["r"]].status
+    assert status.status == "unknown" and "MLflow still records the run as RUNNING, with no end" in status.reason
+    os.utime(run / "metrics" / "loss")  # a metric written just now: the run goes on
+    logs, names = _runs(store)
+    assert logs.runs[names["r"]].status.status == "running"
 
 
 def test_file_store_and_sqlite_agree():
@@ -80,7 +115,9 @@ def test_real_keras_autolog_store_and_the_tensorboard_artifacts_beside(real_logs
     check(run, "loss", {0: 0.525877833366394, 1: 0.3430648744106293}, count=2)
     single = logs.scalars_of(names["e1147646c9194aeb9b9d16ab348d67c2"])
     check(single, "roc-auc", {0: 0.6883023977279663}, count=1)
-    assert logs.runs[names["e1147646c9194aeb9b9d16ab348d67c2"]].hparams == {"dropout": 0.1, "hidden-units": 32}
+    info = logs.runs[names["e1147646c9194aeb9b9d16ab348d67c2"]]
+    assert {k: v for k, v in info.hparams.items() if k != "_mlflow"} == {"dropout": 0.1, "hidden-units": 32}
+    assert info.hparams["_mlflow"]["status"] == "FINISHED" and info.status.status == "finished"
     # the whole corpus folder: the MLflow runs, plus the TensorBoard logs saved as artifacts (their own runs)
     found = discover(real_logs / "mlflow_mlruns")
     formats = sorted(spec.format for spec in found.runs)
@@ -108,7 +145,9 @@ def test_metrics_without_step_repeated_steps_junk_and_cut_lines(tmp_path):
     (warning,) = info.warnings
     assert "2 line(s) are not 'timestamp value step'; skipped (the last line is cut off" in warning.message
     assert warning.location == "line 2, 5"
-    assert info.hparams == {"opt": "adam"}
+    assert info.hparams == {"opt": "adam", "_mlflow": {"run_id": "abc123", "status": "FAILED", "ended": None,
+                                                       "record": str(run / "meta.yaml")}}
+    assert info.status.status == "crashed"  # status 4: FAILED, with no end time
 
 
 def test_sqlite_that_is_not_mlflow_and_broken_database(tmp_path):
@@ -141,7 +180,7 @@ def test_sniffing_and_reading_databases_leaves_no_file_open(tmp_path):
     before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
     for _ in range(50):
         assert reader.sniff(copy, copy.read_bytes()[:4096])
-        assert len(reader.read([copy])) == 2
+        assert len(reader.read([copy])) == 3
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) <= before + 2
 
@@ -272,3 +311,16 @@ def test_a_line_longer_than_a_block_is_skipped_and_counted(tmp_path, monkeypatch
     assert len(frame) == 40 and frame["value"].iloc[-1] == values[-1]
     (warning,) = logs.runs[names["long"]].warnings
     assert warning.count == 2 and warning.location == "line 4, 42" and "cut off" in warning.message
+
+
+def test_each_run_of_a_store_lists_its_own_files_only():
+    logs, names = _runs(FIXTURES / "file_store")
+    files = {name: set(logs.runs[full].files) for name, full in names.items()}
+    shared = set.intersection(*files.values())
+    assert [Path(f).parent.parent.name for f in shared] == ["file_store"]  # the experiment's meta.yaml, no more
+    for name, own in files.items():
+        (folder,) = {Path(f).parents[0] for f in own if f.endswith("meta.yaml") and f not in shared}
+        assert all(Path(f).is_relative_to(folder) for f in own - shared), name
+    assert len(files["crashes-at-step-4"]) == 7  # two meta.yaml, train/loss and the four tags mlflow wrote
+    logs, names = _runs(FIXTURES / "sqlite")
+    assert all(info.files == (str(FIXTURES / "sqlite" / "mlflow.db"),) for info in logs.runs.values())

@@ -130,6 +130,7 @@ class MLflowReader(Reader):
     """MLflow file store (``mlruns/``) and SQLite store (``mlflow.db``): one run per MLflow run."""
 
     name = "mlflow"
+    cache_version = 2  # 2: the run's status in hparams["_mlflow"], for its run status
     description = "MLflow local tracking: mlruns/<exp>/<run>/{metrics,params,tags,meta.yaml} and mlflow.db (SQLite)"
 
     def sniff(self, path: Path, head: bytes) -> bool:
@@ -411,6 +412,7 @@ def _read_file_store(files: list[Path], problems: list[ReadWarning]) -> list[_Ru
         run.status = _STATUS.get(meta.get("status"), str(meta["status"])) if meta.get("status") is not None else None
         run.start_ms, run.end_ms = _as_int(meta.get("start_time")), _as_int(meta.get("end_time"))
         run.deleted = meta.get("lifecycle_stage") == "deleted"
+        run.files = [folder.parent / "meta.yaml", folder / "meta.yaml", *(file for file, _ in sorted(by_run[folder]))]
         for file, kind in sorted(by_run[folder]):
             key = file.relative_to(folder / kind).as_posix()
             if kind == "metrics":
@@ -531,7 +533,7 @@ def _finish(runs: list[_Run], problems: list[ReadWarning]) -> list[RunData]:
     runs = sorted(runs, key=lambda r: (r.start_ms is None, r.start_ms or 0, r.run_id))  # in the order they ran
     out = []
     for run, name in zip(runs, _names(runs), strict=True):
-        data = RunData(name=name.replace("\n", " "))
+        data = RunData(name=name.replace("\n", " "), own_files=run.files or [Path(run.source)])
         data.warnings.extend(problems + run.warnings)
         keys, parts, spread, relogged = [], [], [], 0
         for key, series in sorted(run.metrics.items()):
@@ -550,6 +552,10 @@ def _finish(runs: list[_Run], problems: list[ReadWarning]) -> list[RunData]:
             data.scalars = scalar_frame(run="", tag=tag, step=steps, value=values, wall_time=_seconds(timestamps))
         data.hparams = {**{k: config_value(v) for k, v in sorted(run.params.items())},
                         **{f"tag.{k}": v for k, v in sorted(run.tags.items()) if not k.startswith("mlflow.")}}
+        if run.status:  # how the run ended, for its status (see tanalyze.runstatus)
+            record = run.source if Path(run.source).is_file() else str(Path(run.source) / "meta.yaml")
+            data.hparams["_mlflow"] = {"run_id": run.run_id, "status": str(run.status), "record": record,
+                                       "ended": _stamp(run.end_ms) if run.end_ms else None}
         where = "database" if Path(run.source).is_file() else "folder"
         state = f", status {run.status}" if run.status else ""
         data.notes.append(f"MLflow run {run.run_id} of experiment {run.experiment!r}{state}, "
