@@ -98,6 +98,17 @@ def test_val_iter_that_cannot_be_the_epoch_length_falls_back_to_the_largest_trai
     assert "the largest train 'iter' logged is used" in notes_text(run)
 
 
+def test_a_log_whose_runner_meta_is_not_the_usual_header_is_read(tmp_path):
+    # MMAction2's tutorial: mmcv dumps the runner's meta, {"hook_msgs": {}}, then only validation records
+    rows = [{"hook_msgs": {}}] + [{"mode": "val", "epoch": e, "iter": 5, "lr": 8e-05, "top1_acc": acc, "top5_acc": 1.0}
+                                  for e, acc in ((5, 0.7), (10, 0.8))]
+    path = write(tmp_path / "tutorial_exps" / "None.log.json", "\n".join(json.dumps(r) for r in rows) + "\n")
+    assert MMDet2Reader().sniff(path, path.read_bytes()[:4096])
+    run = _read(path.parent)
+    check(run.scalars, "top1_acc", {25: 0.7, 50: 0.8}, count=2)
+    assert not run.warnings and "skipped" not in notes_text(run)
+
+
 def test_iteration_based_json(tmp_path):
     rows = [{"mode": "train", "epoch": 1, "iter": 50, "loss": 2.0}, {"mode": "train", "epoch": 2, "iter": 100, "loss": 1.5},
             {"mode": "val", "epoch": 2, "iter": 500, "mIoU": 0.4}]

@@ -6,7 +6,8 @@ Layout of one work dir (mmcv's ``TextLoggerHook``, one pair of logs per launch):
     work_dirs/<cfg>/<YYYYMMDD_HHMMSS>.log        the same records as text (4 printed digits), with times
     work_dirs/<cfg>/<cfg>.py                     the config, dumped by tools/train.py
 
-The JSON starts with ``{"env_info": …, "config": …, "seed": …, "exp_name": …}``,
+The JSON starts with the runner's meta, ``{"env_info": …, "config": …, "seed": …, "exp_name": …}`` (what a
+script put there: a tutorial's may be ``{"hook_msgs": {}}``),
 then one object per logging period: ``{"mode": "train", "epoch": 1, "iter": 50,
 "lr": …, "memory": …, "data_time": …, <losses> …, "time": …}`` and, after each
 epoch, ``{"mode": "val", "epoch": 1, "iter": 1581, "lr": …, "bbox_mAP": …}``.
@@ -120,6 +121,9 @@ def _is_json_log(path: Path, head: bytes) -> bool:
         return True
     try:
         record = json.loads(_first_json_line(path, head).decode("utf-8", errors="replace"))
+        if isinstance(record, dict) and "mode" not in record and head.count(b"\n") >= 2:
+            # mmcv dumps the runner's meta first, whatever it holds (a tutorial's {"hook_msgs": {}}): the next line
+            record = json.loads(head.split(b"\n", 2)[1].decode("utf-8", errors="replace"))
     except (ValueError, RecursionError):
         return False
     return isinstance(record, dict) and record.get("mode") in ("train", "val", "test") and \
@@ -135,6 +139,7 @@ class MMDet2Reader(Reader):
     """mmcv 1.x work dir: ``<ts>.log.json`` (+ its ``<ts>.log`` twin) of every launch, and the dumped config."""
 
     name = "mmdet2"
+    cache_version = 2  # 2: a first line that is the runner's meta, whatever it holds, is the header
     description = "MMDetection 2.x / mmcv 1.x work_dirs/<cfg>: <ts>.log.json (+ <ts>.log twin, <cfg>.py config)"
 
     def sniff(self, path: Path, head: bytes) -> bool:
@@ -204,8 +209,8 @@ def _read_json(path: Path, run: RunData, launch: _Launch) -> list[_Row]:
     rows: list[_Row] = []
     lines = JsonLines(path)
     other = 0
-    for _, record in lines:
-        if _HEADER_KEYS & set(record) and "mode" not in record:
+    for index, (_, record) in enumerate(lines):
+        if "mode" not in record and (index == 0 or _HEADER_KEYS & set(record)):  # (the runner's meta comes first)
             launch.header = record
             continue
         step = as_step(record.get("iter"))
