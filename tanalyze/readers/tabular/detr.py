@@ -18,8 +18,11 @@ Decisions:
   ``key/1`` ….
 * ``n_parameters`` (the same every epoch) goes to hparams.
 * ``main.py`` opens the log in append mode, so a job started again into the same
-  output folder appends a second session whose epochs start over: each session
-  is named in the notes and the later one wins where they overlap (a restart).
+  output folder appends a second session, named in the notes. One that starts
+  over from the first epoch is a session of its own, placed after the first on
+  the step axis (the one rule of :mod:`tanalyze.readers.phases`: its steps no
+  longer equal its epochs); one resumed from a later epoch replaces what it logs
+  again (a restart, the later write wins).
 """
 
 from __future__ import annotations

@@ -104,8 +104,8 @@ class ModdedNanoGPTParser(SpanParser, TextParser):
         self.hparams["peak_memory_reserved_mib"] = int(m.group(2))
 
     def finish(self) -> None:
-        notes = ["the training script's source code at the top of the log is skipped; only 'step:N/M …' lines "
-                 "are read (step = N)"]
+        notes = ["only 'step:N/M …' lines are read (step = N); the rest (the training script's source a speedrun "
+                 "log starts with, nvidia-smi, warnings) is skipped"]
         if self._not_measured:
             notes.append(f"{self._not_measured:,} NaN value(s) ('step_avg:nanms', not measured yet) skipped")
         if self._repeated_timings:
@@ -122,7 +122,7 @@ def detect_modded_nanogpt(window: str) -> bool:
 
 class ModdedNanoGPTReader(TextReader):
     name = "modded_nanogpt"
-    cache_version = 4  # 4: every line not of the main template read in its place, as line by line
+    cache_version = 5  # 4: every line not of the main template read in its place, as line by line; 5: its note
     description = "modded-nanogpt / NanoGPT speedrun logs ('step:N/M train_loss:… val_loss:… train_time:…ms')"
     parser = ModdedNanoGPTParser
 
