@@ -100,7 +100,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "16"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "17"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -113,7 +113,8 @@ ANALYSIS_VERSION = "16"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # (loss_unbounded), the spikes of a loss that reaches zero or below weighed against how far it travels; 15: the
 # first logged value named inside the 'from …' part of a verdict's reason; 16: a blow-up the loss comes down from
 # only to a level well above its old one is a divergence; a loss frozen at a classifier's chance level; NaN/Inf
-# gradient norms under a loss scale that stays up are overflows (information); fairseq's gnorm, wps and ups
+# gradient norms under a loss scale that stays up are overflows (information); fairseq's gnorm, wps and ups;
+# 17: a classifier's loss back at chance after a stretch well below it is a collapse (diverged)
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -261,6 +262,8 @@ class RunDiagnosis:
             steps["diverged"] = self.divergence.step
             if self.divergence.onset_step != self.divergence.step:
                 steps["blow-up onset"] = self.divergence.onset_step
+        elif self.verdict.label == "diverged" and isinstance(self.verdict.evidence.get("divergence_step"), int):
+            steps["diverged"] = self.verdict.evidence["divergence_step"]  # a collapse the verdict found
         if self.overfitting is not None and self.overfitting.onset_step is not None:
             steps["overfitting onset"] = self.overfitting.onset_step
         if self.early_stopping is not None and self.early_stopping.findings:  # only when stopping was worth it
@@ -809,7 +812,8 @@ def diagnose_run(
     finished = status is not None and status.status == "finished"
     warning = None if reward is not None else _early_warning(
         main, loss_analysis, divergence, curves, role_map, grad, lr,
-        {"finished": finished, **params.get("early_warning", {})})
+        {"finished": finished, **params.get("early_warning", {})},
+        verdict.evidence.get("onset_step") if verdict.label == "diverged" else None)
     saved = _checkpoints(checkpoints, curves, role_map, frame, params.get("checkpoints", {}))
     nccl_result = analyze_nccl(nccl) if nccl is not None else None
     for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning, saved, system,
@@ -898,13 +902,15 @@ def _system(curves: Mapping[str, Curve], roles: Roles, train: Curve | None, val:
 
 def _early_warning(main: Curve | None, loss_analysis: DivergenceResult, divergence: Divergence | None,
                    curves: Mapping[str, Curve], role_map: Roles, grad: Curve | None,
-                   lr: Curve | None, options: Mapping[str, Any]) -> EarlyWarningResult | None:
-    """Precursors of the main loss's divergence, or the warning score of a run that has not diverged."""
+                   lr: Curve | None, options: Mapping[str, Any], verdict_onset: int | None = None
+                   ) -> EarlyWarningResult | None:
+    """Precursors of the main loss's divergence (or of the collapse the verdict found, at ``verdict_onset``), or the
+    warning score of a run that has not diverged."""
     if main is None:
         return None
     if divergence is not None and divergence is not loss_analysis.divergence:
         return None  # diverged on the validation loss: the training curves' lead is not about that onset
-    onset = divergence.onset_step if divergence is not None else None
+    onset = divergence.onset_step if divergence is not None else verdict_onset
     return analyze_early_warning(main, onset_step=onset, grad_norm=grad, learning_rate=lr,
                                  loss_scale=role_curve(curves, role_map, "loss_scale"),
                                  spike_steps=tuple(sp.onset_step for sp in loss_analysis.spikes), **options)

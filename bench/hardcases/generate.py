@@ -519,6 +519,38 @@ def run_blowup_to_unigram() -> dict[str, dict[str, Any]]:
                             "what the model had learnt is lost")}
 
 
+def chance_return_step(series: list[tuple[int, float]], chance: float, window: int = 20) -> int:
+    """First step from which every later value stays above halfway between the lowest level reached before (the
+    smallest median of ``window`` values in a row) and the chance level ``chance``."""
+    values = np.array([v for _, v in series])
+    levels = np.array([np.median(values[i : i + window]) for i in range(len(values) - window + 1)])
+    low_at = int(np.argmin(levels[: int(0.75 * len(levels))]))
+    halfway = (levels[low_at] + chance) / 2
+    stays = np.minimum.accumulate(values[::-1])[::-1] > halfway
+    return series[int(np.flatnonzero(stays[low_at:])[0]) + low_at][0]
+
+
+@register
+def run_collapse_after_learning() -> dict[str, dict[str, Any]]:
+    name = "collapse_after_learning"
+    sg.seed_all(41)
+    train, val = teacher(4000, 1000, seed=41)
+    model = sg.mlp(16, 128, 2, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=3.0)
+    tb = TB(fresh(name))
+    classifier_loop(model=model, opt=opt, train_xy=train, val_xy=val, steps=1200, batch=64, eval_every=50, log=tb,
+                    seed=41, log_every=2, log_lr=True)
+    s = tb.close()
+    train_s = s["train/loss"]
+    return {name: label("diverged", kind="collapse", fmt="tensorboard", logger=TB_LOGGER,
+                        train_tag="train/loss", val_tag="val/loss", train=train_s, val=s["val/loss"],
+                        divergence_onset=chance_return_step(train_s, math.log(4)),
+                        first_nonfinite_step=first_nonfinite(train_s),
+                        why="plain SGD at 3.0 on a 4-class MLP: the loss falls to about 0.8, then the units die and it "
+                            "goes back to ln 4 = 1.386 (uniform guesses: chance level) and stays there; less than "
+                            "twice where it was, but what the model had learnt is lost")}
+
+
 @register
 def run_diverged_finite() -> dict[str, dict[str, Any]]:
     name = "diverged_finite"

@@ -91,6 +91,8 @@ def score(diagnoses: Mapping[str, Any], labels: Mapping[str, Mapping[str, Any]],
             onset_truth, onset_got = label.get("divergence_onset"), None
             if d.divergence is not None:
                 onset_got = d.divergence.onset_step
+            elif d.verdict.label == "diverged":  # a divergence the verdict found (a collapse to chance level)
+                onset_got = d.verdict.evidence.get("onset_step")
             if "regime" in label and label.get("divergence_step") is not None:
                 onset_truth = label["divergence_step"]
                 onset_got = d.divergence.step if d.divergence is not None else None

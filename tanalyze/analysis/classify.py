@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from tanalyze.analysis.divergence import DivergenceResult, analyze_divergence
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
@@ -87,10 +88,11 @@ class Thresholds:
     gan_dominate: float = 0.5  # … or below this share while the generator's climbed gan_climb x
     gan_climb: float = 2.0
     chance_flat: float = 0.01  # chance plateau (no num_classes given): the last two quarters differ < 1 % …
-    chance_below: float = 0.005  # … and end within -0.5 % / +3 % of ln K …
+    chance_below: float = 0.015  # … and end within -1.5 % / +3 % of ln K (below: a class prior not quite even) …
     chance_above: float = 0.03
     chance_max_classes: int = 20  # … for K up to 20 (10 without a validation loss)
     chance_above_frozen: float = 0.1  # … or +10 % when the loss is frozen (a dead model's constant output)
+    chance_collapse_below: float = 0.8  # at chance at the end after a stretch this far below it: collapsed (diverged)
     frozen_spread: float = 1e-6  # frozen: the last quarter's values within this share of their median
     unbounded_factor: float = 10.0  # diverged below: the loss ends negative, this many times further from zero
     unbounded_floor: float = 1000.0  # … than it began (and at least this far), still falling: no floor
@@ -486,6 +488,16 @@ def _classify(
         if plateau is not None:
             k, level, text = plateau
             evidence.update(chance_level=level, chance_classes=k)
+            collapse = _collapse_to_chance(main, level, th)
+            if collapse is not None:
+                low, low_step, left = collapse
+                evidence.update(divergence_kind="collapse_to_chance", divergence_step=left, onset_step=left)
+                reason = (f"{main.tag} fell to {low:.4g} (around step {low_step}), then rose back to the chance level "
+                          f"from step {left} and stayed there: {text}; the model lost what it had learnt")
+                finding = Finding("diverged_collapse", Severity.ERROR, reason, recommend("diverged_collapse"),
+                                  step=left, evidence={"onset_step": left, "low": low, "low_step": low_step,
+                                                       "chance_level": level})
+                return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
             under.append(0.75)
             why["underfitting"].append(text)
     if under:
@@ -727,8 +739,9 @@ def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds(
     the validation loss, when logged) sits flat at ``ln K`` for a small whole ``K`` over the last half of the run.
 
     Flat: the medians of the third and fourth quarters differ by under ``chance_flat`` (1 %). At ``ln K``: the
-    last quarter's median lies within ``-chance_below`` / ``+chance_above`` (0.5 % / 3 %) of it — a loss can
-    sit a little above the prior's entropy, hardly below. Without a validation curve, only ``K`` up to 10 and
+    last quarter's median lies within ``-chance_below`` / ``+chance_above`` (1.5 % / 3 %) of it — a loss can
+    sit a little above the prior's entropy, hardly below (the entropy of a prior not quite even is a little under
+    ``ln K``). Without a validation curve, only ``K`` up to 10 and
     a tighter band (half as wide), since healthy losses also end near such values now and then.
     Returns ``(K, ln K, reason)`` or None."""
     c = train.collapse_steps().finite_part()
@@ -747,13 +760,13 @@ def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds(
     k_max = th.chance_max_classes if has_val else min(10, th.chance_max_classes)
     below, above = (th.chance_below, th.chance_above) if has_val else (th.chance_below / 2, th.chance_above / 2)
     where = f"{train.tag} at {last:.4g}" + (f" and {v.tag} at {levels[1]:.4g}" if has_val else "")
-    for k in range(2, k_max + 1):
-        chance = float(np.log(k))
-        if all(chance * (1 - below) <= x <= chance * (1 + above) for x in levels):
-            text = (f"{where}: flat over the last half of the run at ln({k}) = {chance:.4g}, the loss of uniform "
-                    f"guesses among {k} classes (chance level): the model learns nothing from its inputs")
-            return k, chance, text
     if not (_frozen(q[3], th) and (not has_val or _frozen(vq[1], th))):
+        for k in range(2, k_max + 1):
+            chance = float(np.log(k))
+            if all(chance * (1 - below) <= x <= chance * (1 + above) for x in levels):
+                text = (f"{where}: flat over the last half of the run at ln({k}) = {chance:.4g}, the loss of uniform "
+                        f"guesses among {k} classes (chance level): the model learns nothing from its inputs")
+                return k, chance, text
         return None
     # a model whose output no longer depends on its input: its loss is the class prior's entropy or above it,
     # which for close class counts cannot tell them apart
@@ -772,6 +785,28 @@ def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds(
         text += (f"; its first logged value, {first:.4g}, was {first / last:.3g}x that level: it blew up before its "
                  f"first log point")
     return k, float(np.log(k)), text
+
+
+def _collapse_to_chance(curve: Curve, chance: float, th: Thresholds) -> tuple[float, int, int] | None:
+    """A loss at chance level at the end that had been well below it (``chance_collapse_below`` of it) in a
+    stretch of the run before: the lowest level (the median of a twentieth of the points), its step, and the first
+    step from which the loss stays above halfway back up to chance. None when it never got that low."""
+    c = curve.collapse_steps().finite_part()
+    n = len(c)
+    width = max(3, n // 20)
+    if n < 4 * width:
+        return None
+    levels = pd.Series(c.values).rolling(width, center=True, min_periods=width).median().to_numpy()
+    low_at = int(np.nanargmin(levels[: int(0.75 * n)]))
+    low = float(levels[low_at])
+    if not low <= th.chance_collapse_below * chance:
+        return None
+    halfway = low + 0.5 * (chance - low)
+    below = np.flatnonzero(levels[low_at:] <= halfway)
+    left = low_at + int(below[-1]) + 1 if below.size else low_at
+    if left >= n:
+        return None
+    return low, int(c.steps[low_at]), int(c.steps[left])
 
 
 def _frozen(values: np.ndarray, th: Thresholds) -> bool:

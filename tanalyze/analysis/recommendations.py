@@ -40,6 +40,13 @@ CAUSES: dict[str, Cause] = {
         "Resume from a checkpoint at least ~100 steps before the onset with a 2-10x lower learning rate, "
         "a longer warm-up and gradient clipping.",
     ),
+    "diverged_collapse": Cause(
+        "Loss fell, then went back to chance level and stayed",
+        "a learning rate too high (or a step up to one) killed the units or saturated the output: the model "
+        "predicts the class prior whatever the input",
+        "Resume from a checkpoint before the loss left its low with a 2-10x lower learning rate, a warm-up and "
+        "gradient clipping; check for dead ReLU units.",
+    ),
     "nonfinite_values": Cause(
         "Loss was NaN/Inf at some steps, then finite again",
         "fp16 overflow on a few batches, a bad sample, a division by zero in the loss",

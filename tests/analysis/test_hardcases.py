@@ -155,6 +155,25 @@ def test_divergence_onsets(diagnosed):
         assert abs(d.divergence.onset_step - LABELS[key]["divergence_onset"]) <= 5, key
 
 
+def test_a_blow_up_that_settles_well_above_its_old_level_is_a_divergence(diagnosed):
+    # an lr set to 3.0: the loss peaks hundreds of times up and comes down only to the unigram level (1.7x)
+    d = _run(diagnosed, "blowup_to_unigram")
+    assert d.verdict.label == "diverged" and d.divergence.settled / d.divergence.baseline > 1.25
+    assert abs(d.divergence.onset_step - LABELS["blowup_to_unigram"]["divergence_onset"]) <= 5
+    assert any(f.code == "diverged_explosion" and "settled at" in f.message for f in d.findings)
+
+
+def test_a_loss_back_at_chance_after_learning_is_a_collapse(diagnosed):
+    # SGD at 3.0: from 0.73 back to ln 4 for good, under twice its low: no explosion, but what was learnt is lost
+    d = _run(diagnosed, "collapse_after_learning")
+    assert d.verdict.label == "diverged" and d.divergence is None
+    assert abs(d.verdict.evidence["onset_step"] - LABELS["collapse_after_learning"]["divergence_onset"]) <= 5
+    (finding,) = [f for f in d.findings if f.code == "diverged_collapse"]
+    assert finding.severity == "error" and "ln(4)" in finding.message
+    assert d.key_steps()["diverged"] == d.verdict.evidence["onset_step"]
+    assert d.early_warning is None or "has not diverged yet" not in " ".join(f.message for f in d.findings)
+
+
 def test_percentages_never_round_up_to_100(diagnosed):
     for d in diagnosed.values():
         for text in d.verdict.reasons:
