@@ -75,6 +75,7 @@ _QUALIFIERS = _VAL | _TRAIN | _LOSS | {
     "step", "steps", "epoch", "total", "lm", "avg", "average", "mean", "value", "iter", "batch", "overall",
     "running", "smoothed", "on", "per", "objective", "main", "full", "sum", "at", "set", "split",
     "metrics", "metric", "scalars", "scalar", "charts", "chart", "summary", "model", "losses",
+    "inner",  # fairseq's train_inner/…: the training stats of each logging interval within an epoch
 }
 
 
@@ -184,7 +185,7 @@ def _loss_kind(words: tuple[str, ...]) -> tuple[str, int, tuple[str, ...], str] 
     if ws & _LOSS and "scale" in ws:
         return None
     split = "val" if ws & _VAL else "train"
-    level = "epoch" if "epoch" in ws else ("step" if "step" in ws else "")
+    level = "epoch" if "epoch" in ws else ("step" if ws & {"step", "inner"} else "")
     component = tuple(w for w in words if w not in _QUALIFIERS and not w.isdigit())
     if not component:
         return split, 1, (), level

@@ -239,3 +239,13 @@ def test_step_time_unit_from_the_name_else_the_size(tag, values, unit):
 ])
 def test_memory_unit_from_the_name_else_the_size(tag, values, unit):
     assert memory_unit(tag, Curve.from_arrays(np.arange(len(values)), np.array(values), tag)) == unit
+
+
+def test_fairseqs_per_interval_training_stats_are_the_whole_loss_not_a_component():
+    # fairseq-hydra logs train_inner/* every log interval and train/* once per epoch (10 epochs, 23 intervals)
+    counts = {"train_inner/loss": 23, "train_inner/gnorm": 23, "train_inner/wps": 23, "train_inner/loss_scale": 23,
+              "train/loss": 10, "train/gnorm": 10, "train/wps": 10, "valid/loss": 10, "valid/best_loss": 9}
+    roles = resolve_roles(counts)
+    assert roles.tags()["train_loss"] == "train_inner/loss" and roles.tags()["val_loss"] == "valid/loss"
+    assert roles.tags()["grad_norm"] == "train_inner/gnorm" and roles.tags()["throughput"] == "train_inner/wps"
+    assert [r.reason for r in roles.rejected["train_loss"]] == ["fewer points (10) than train_inner/loss (23)"]
