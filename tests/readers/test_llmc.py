@@ -55,6 +55,12 @@ def test_complete_run_console_log():
     check(frame, "val/loss", {0: 11.007921, 250: 6.202221, 19560: 3.264775}, count=80)
     check(frame, "hellaswag/acc", {250: 0.248257, 19560: 0.304621}, count=79)
     assert run.hparams["train_num_batches"] == 19560
+    # the settings table printed first: '| learning rate (LR)    | 6.000000e-04 |', '| precision | BF16 |' …
+    assert {k: run.hparams[k] for k in ("learning rate (LR)", "weight decay", "micro batch size B", "num_layers L",
+                                        "precision", "LR scheduler", "warmup iterations")} == {
+        "learning rate (LR)": 6e-4, "weight decay": 0.1, "micro batch size B": 32, "num_layers L": 12,
+        "precision": "BF16", "LR scheduler": "cosine", "warmup iterations": 700}
+    assert "Parameter" not in run.hparams
     notes = notes_text(run)
     assert "256 '(+nanz)' z-score(s) (not computed yet) skipped" in notes
     assert "9,954 bare carriage return(s)" in notes

@@ -76,6 +76,8 @@ _SHAPES = (
 )
 _SHAPE_TAGS = (("train/loss", "loss_zscore", "grad_norm", "norm_zscore", "lr", "time_ms", "mfu", "tok_per_s"),
                ("train/loss", "grad_norm", "lr", "time_ms", "mfu", "tok_per_s"))
+#: a row of the settings table train_gpt2 prints first ("| learning rate (LR)    | 6.000000e-04 |")
+_SETTING_LINE = re.compile(r"^\| ([A-Za-z][^|\n]*?) *\| ([^|\n]*?) *\|[ \t]*$", re.M)
 #: printed by train_gpt2 before its first step: a console log that died before any step line still has it, and
 #: a session appended to a log begins with it
 _BANNER = re.compile(r"^=> setting grad_accum_steps=\d+$", re.M)
@@ -91,6 +93,7 @@ class LlmcParser(SpanParser, TextParser):
         (VAL_LINE, "val"),
         (HELLASWAG_LINE, "hellaswag"),
         (_BANNER, "banner"),
+        (_SETTING_LINE, "setting"),
     )
 
     state_fields = {"_unset_zscores": "sum", "_unknown_keys": "union", "_main_lines": "sum",
@@ -217,6 +220,17 @@ class LlmcParser(SpanParser, TextParser):
         """A (new) session starts: its first 'val loss' comes before any step line, at step 0."""
         self._last_step = None
 
+    def _on_setting(self, m: re.Match[str], chunk: Chunk) -> None:
+        """A row of the settings table: an hparam under its printed name (numbers as numbers)."""
+        name, text = m.group(1), m.group(2)
+        if name == "Parameter" and text == "Value":
+            return  # the table's header
+        if re.fullmatch(r"[-+]?\d+", text):
+            self.hparams[name] = int(text)
+        else:
+            number = to_float(text) if re.fullmatch(NUMBER, text) else None
+            self.hparams[name] = text if number is None else number
+
     def _on_hellaswag(self, m: re.Match[str], chunk: Chunk) -> None:
         self.mark(chunk, m.start())
         self._console_lines += 1
@@ -299,7 +313,7 @@ def detect_llmc(window: str) -> bool:
 
 class LlmcReader(TextReader):
     name = "llmc"
-    cache_version = 4  # 4: every line not of the main template read in its place, as line by line
+    cache_version = 5  # 4: every line not of the main template read in its place, as line by line; 5: settings
     description = "llm.c main.log ('s:N trl:… tel:… eval:…') and train_gpt2 console output ('step N/M | loss …')"
     parser = LlmcParser
 
