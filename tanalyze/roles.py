@@ -243,11 +243,14 @@ def _match_step_time(words: tuple[str, ...], tag: str) -> tuple[int, str] | None
     if ws & (_VAL | {"data", "eta", "epoch", "runtime", "total", "timestamp", "wall", "rank", "eval"}):
         return None
     if re.search(r"time per (iteration|iter|step|batch)|(iter|iteration|step|batch) time", joined) or joined in {
-        "time ms", "time s", "iter ms", "step ms", "iteration ms", "train time ms", "dt", "dt ms",
+        "time ms", "time s", "iter ms", "step ms", "iteration ms", "dt", "dt ms",
     }:
         return 1, "time per iteration"
-    if joined in {"time", "train time", "elapsed", "elapsed time"}:
+    if joined in {"time", "train time", "elapsed", "elapsed time"}:  # (a tabular log's clock is made per step first)
         return 2, "unqualified time (taken as time per logged iteration)"
+    if joined in {"step avg", "step avg ms"}:  # modded-nanogpt: the training time so far over the steps so far
+        return 3, "the average time per step since the start (smooth: a late slow-down shows less)"
+    # "train time ms": modded-nanogpt's training clock so far, never a step's time
     return None  # component timers ("time (ms)/forward-compute") are not the step time
 
 

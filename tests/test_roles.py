@@ -249,3 +249,9 @@ def test_fairseqs_per_interval_training_stats_are_the_whole_loss_not_a_component
     assert roles.tags()["train_loss"] == "train_inner/loss" and roles.tags()["val_loss"] == "valid/loss"
     assert roles.tags()["grad_norm"] == "train_inner/gnorm" and roles.tags()["throughput"] == "train_inner/wps"
     assert [r.reason for r in roles.rejected["train_loss"]] == ["fewer points (10) than train_inner/loss (23)"]
+
+
+def test_a_training_clock_in_ms_is_not_the_step_time_but_the_running_average_is():
+    # modded-nanogpt: 'step:100/1750 train_time:92345ms step_avg:923.45ms' (train_time counts from the start)
+    roles = resolve_roles(["train/loss", "val/loss", "train_time_ms", "step_avg_ms"])
+    assert roles.tags()["step_time"] == "step_avg_ms"
