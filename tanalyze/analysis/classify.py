@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from tanalyze.analysis.divergence import DivergenceResult, analyze_divergence
+from tanalyze.analysis.divergence import DivergenceResult, Spike, analyze_divergence
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.pretrained import LanguageModelStart
 from tanalyze.analysis.recommendations import recommend
@@ -67,6 +67,8 @@ class Thresholds:
     end_share: float = 0.3  # the "end" of the run for the slope
     chance_fraction: float = 0.9  # with num_classes: ending above 0.9·ln(C) is chance level
     min_spikes: int = 3  # unstable: at least this many spikes …
+    heavy_spike_share: float = 0.1  # … or one that lasts this share of the points (and 2+ points) at 2x or more …
+    huge_spike: float = 20.0  # … or one this many times its baseline lasting 2+ points
     spike_rate: float = 0.004  # … and at least this many per point (4 per 1,000: a spike every few hundred
     #                            steps that recovers is a bad batch now and then, not instability)
     rough_noise: float = 0.3  # unstable: log-loss noise σ at least this (±35 % point to point) …
@@ -468,10 +470,11 @@ def _classify(
     spikes = len(divergence.spikes) - blips
     needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
     evidence.update(spikes=spikes, spikes_needed=needed, one_point_spikes=blips)
+    heavy = _heavy_spikes(divergence.spikes, fin, th)
     restarts = lr_restarts(learning_rate)
     evidence["lr_restarts"] = restarts
     unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence,
-                                          restarts)
+                                          restarts, heavy)
     if unstable and main_role == "train" and set(evidence["unstable_by"]) <= {"roughness", "rebound"}:
         smooth = _epoch_smooth(epoch_train, th)
         if smooth is not None:
@@ -533,7 +536,7 @@ def _classify(
         confidence = _shrink(1 - 0.5 * max(near), data)
         moved = "rose" if change > 0 else "fell"  # a resumed run's plateau may end a little higher
         reasons = [f"{main.tag} {moved} {_percent(abs(change))} {_levels(f)}; "
-                   "no overfitting, instability, divergence or stalled progress found"]
+                   "no overfitting, instability, divergence or underfitting found"]
         reasons += [evidence["trained_start"]] if "trained_start" in evidence else []
         reasons += notes
     findings: tuple[Finding, ...] = ()
@@ -598,12 +601,13 @@ def _epoch_smooth(epoch_train: Curve | None, th: Thresholds) -> str | None:
 
 def _unstable(
     f: dict[str, Any], spikes: int, needed: int, val: Curve | None, th: Thresholds, evidence: dict[str, Any],
-    lr_restarts: bool = False,
+    lr_restarts: bool = False, heavy: tuple[Spike, ...] = (),
 ) -> tuple[list[float], list[str]]:
     """Confidences and reasons of every instability criterion met (spikes, roughness, rises, val oscillation).
 
     With ``lr_restarts`` (the learning rate went back up: warm restarts, cycles) a climb back above an earlier
-    low is the schedule at work, not instability; a lasting rise from the minimum still counts."""
+    low is the schedule at work, not instability; a lasting rise from the minimum still counts. ``heavy``: the
+    spikes that count on their own (see :func:`_heavy_spikes`)."""
     scores: list[float] = []
     why: list[str] = []
     evidence["unstable_by"] = by = []
@@ -611,6 +615,13 @@ def _unstable(
         scores.append(_past(spikes, needed))
         why.append(f"{spikes} loss spikes lasting more than one logged point (unstable from {needed})")
         by.append("spikes")
+    elif heavy:
+        worst = max(heavy, key=lambda sp: (sp.magnitude or 0) * sp.points)
+        scores.append(_past(worst.magnitude or 2.0, 1.5))
+        why.append(f"the loss rose {worst.magnitude:.3g}x above its level ({worst.baseline:.4g} -> {worst.peak_value:.4g}) "
+                   f"from step {worst.onset_step} and took {worst.recovery_steps} steps ({worst.points} logged points) "
+                   f"to come back")
+        by.append("heavy spike")
     noise, rough, excess = f["noise"], f["roughness"], f["excess_roughness"]
     # no decrease at all, or the level swings; too short a curve to measure the swings (under 40 points): the
     # noise must then outweigh the whole decrease (a short noisy mini-batch loss that clearly falls is normal)
@@ -647,11 +658,28 @@ def _unstable(
             val_noise = noise_sigma(vy)
             v_drop = float(np.median(vy[:2]) - np.median(vy[-2:]))
             evidence["val_noise"] = val_noise
-            if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0):
+            ends_best = vc.values[-1] <= vc.values.min()  # the swings were on the way: the model kept is the best
+            evidence["val_ends_at_best"] = bool(ends_best)
+            if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0) and not ends_best:
                 scores.append(_past(val_noise, th.val_rough_noise))
                 by.append("validation")
                 why.append(f"{val.tag} oscillates ±{100 * np.expm1(val_noise):.0f}% between evaluations")
     return scores, why
+
+
+def _heavy_spikes(spikes: tuple[Spike, ...], steps: np.ndarray, th: Thresholds) -> tuple[Spike, ...]:
+    """The recovered spikes that are instability on their own, whatever their count: 2x or more above the level
+    before for ``heavy_spike_share`` of the run's points, or ``huge_spike`` times for two points or more (a loss
+    knocked far off its course for a while, not one bad batch)."""
+    out = []
+    for sp in spikes:
+        if sp.end_step is None or sp.magnitude is None:
+            continue
+        points = int(np.count_nonzero((steps >= sp.onset_step) & (steps < sp.end_step)))
+        if points >= 2 and (sp.magnitude >= th.huge_spike
+                            or (sp.magnitude >= 2.0 and points >= th.heavy_spike_share * len(steps))):
+            out.append(sp)
+    return tuple(out)
 
 
 def _val_levelled(val: Curve | None, th: Thresholds) -> bool:

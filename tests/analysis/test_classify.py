@@ -204,3 +204,29 @@ def test_only_a_loss_that_no_longer_moves_at_all_is_read_as_frozen(wobble, froze
     verdict = classify_run(Curve.from_arrays(epochs, train, "loss"))
     assert (verdict.label == "underfitting") == frozen
     assert any("frozen" in r for r in verdict.reasons) == frozen
+
+
+@pytest.mark.parametrize(("length", "height", "label"), [(38, 2.2, "unstable"), (2, 2.2, "normal"), (3, 30.0, "unstable")])
+def test_one_spike_counts_when_it_is_long_or_huge(length, height, label):
+    # a Whisper fine-tune at too high a learning rate: 2.2x its level for 38 of 60 points (950 steps), then back
+    rng = np.random.default_rng(2)
+    steps = np.arange(25, 1525, 25)
+    loss = np.concatenate([np.geomspace(0.83, 0.15, 8), np.full(52, 0.15)]) * np.exp(rng.normal(0, 0.02, 60))
+    loss[10:10 + length] *= height
+    verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    assert verdict.label == label
+    if label == "unstable":
+        assert "logged points) to come back" in verdict.reasons[0] and "heavy spike" in verdict.evidence["unstable_by"]
+
+
+def test_validation_swings_are_no_instability_when_the_run_ends_at_its_best_evaluation():
+    # ViT fine-tune: validation loss swings in a high-learning-rate phase, then ends at its minimum
+    steps = np.arange(1644)
+    train = 1.2 * np.exp(-steps / 250) + 0.01
+    v_steps = np.arange(137, 1645, 137)
+    val = np.array([0.633, 0.635, 1.127, 0.711, 1.402, 1.002, 1.102, 1.251, 0.627, 0.34, 0.502, 0.276])  # as logged
+    verdict = classify_run(Curve.from_arrays(steps, train, "loss"), Curve.from_arrays(v_steps, val, "eval_loss"))
+    assert verdict.label != "unstable" and verdict.evidence["val_ends_at_best"]
+    swinging = classify_run(Curve.from_arrays(steps, train, "loss"),
+                            Curve.from_arrays(v_steps, np.r_[val[:-1], 0.45], "eval_loss"))
+    assert swinging.label == "unstable" and "oscillates" in swinging.reasons[0]
