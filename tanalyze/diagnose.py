@@ -134,7 +134,7 @@ ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "g
 
 
 #: The last session of a run is judged when it has at least this many logged steps (else the longest one).
-MIN_PHASE_STEPS = 5
+MIN_PHASE_STEPS = Thresholds().min_points  # (a last session too short for any verdict is not the one judged)
 
 
 @dataclass(frozen=True)
