@@ -37,6 +37,7 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._regex import require
 from tanalyze.readers.text._shaped import LineShape
 from tanalyze.readers.text._spans import SpanParser
 from tanalyze.readers.values import NUMBER, to_float
@@ -77,7 +78,8 @@ _SHAPES = (
 _SHAPE_TAGS = (("train/loss", "loss_zscore", "grad_norm", "norm_zscore", "lr", "time_ms", "mfu", "tok_per_s"),
                ("train/loss", "grad_norm", "lr", "time_ms", "mfu", "tok_per_s"))
 #: a row of the settings table train_gpt2 prints first ("| learning rate (LR)    | 6.000000e-04 |")
-_SETTING_LINE = re.compile(r"^\| ([A-Za-z][^|\n]*?) *\| ([^|\n]*?) *\|[ \t]*$", re.M)
+_SETTING_LINE = require(re.compile(r"^\| ([A-Za-z][^|\n]*?) *\| ([^|\n]*?) *\|[ \t]*$", re.M),
+                        lambda text: "\n| " in text or text.startswith("| "))  # (step lines hold "| " too)
 #: printed by train_gpt2 before its first step: a console log that died before any step line still has it, and
 #: a session appended to a log begins with it
 _BANNER = re.compile(r"^=> setting grad_accum_steps=\d+$", re.M)
