@@ -36,7 +36,19 @@ def format_text(report: CheckReport) -> str:
     counts = report.counts()
     summary = ", ".join(f"{counts[s.value]} {s.value}" for s in Status if counts[s.value])
     lines.append(("PASSED" if report.passed else "FAILED") + f": {summary or 'no rules ran'}")
+    unchecked = _unchecked_runs(report)
+    if unchecked:  # a gate that checked nothing of a run passes it: say so
+        lines.append(f"note: nothing was checked on {len(unchecked)} run(s), every rule skipped: "
+                     + ", ".join(safe_text(run, 80) for run in unchecked[:5]) + (" …" if len(unchecked) > 5 else ""))
     return "\n".join(lines) + "\n"
+
+
+def _unchecked_runs(report: CheckReport) -> list[str]:
+    """The runs whose every rule was skipped, in report order."""
+    statuses: dict[str, set[Status]] = {}
+    for rule in report.rules:
+        statuses.setdefault(rule.run, set()).add(rule.status)
+    return [run for run, seen in statuses.items() if seen == {Status.SKIP}]
 
 
 def write_json(report: CheckReport, path: str | Path) -> None:

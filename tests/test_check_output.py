@@ -37,6 +37,17 @@ def test_text_summary_lists_every_rule_and_the_outcome():
     assert text.rstrip().endswith("FAILED: 1 pass, 1 warn, 1 fail, 1 skip")
 
 
+def test_a_run_every_rule_skipped_is_named_as_not_checked():
+    # a launch that died before its first iteration: no loss, no status, no baseline -> every rule skips
+    skipped = tuple(RuleResult(name, Status.SKIP, "no data", "work_dirs/\x1b[31mempty")
+                    for name in ("nonfinite_loss", "divergence", "verdict"))
+    text = format_text(CheckReport(candidate="runs", baseline=None, rules=report().rules + skipped))
+    assert text.splitlines()[-2] == "FAILED: 1 pass, 1 warn, 1 fail, 4 skip"
+    assert text.splitlines()[-1].startswith("note: nothing was checked on 1 run(s), every rule skipped: work_dirs/")
+    assert "\x1b" not in text  # the run name comes from the files: made safe for a terminal
+    assert "note:" not in format_text(report())
+
+
 def test_github_annotations_encode_newlines_and_properties():
     lines = github_annotations(report())
     assert lines[0].startswith("::error title=tanalyze throughput (a<b>&\"c)::median")
