@@ -794,7 +794,7 @@ def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds(
             if all(chance * (1 - below) <= x <= chance * (1 + above) for x in levels):
                 text = (f"{where}: flat over the last half of the run at ln({k}) = {chance:.4g}, the loss of uniform "
                         f"guesses among {k} classes (chance level): the model learns nothing from its inputs")
-                return k, chance, text
+                return k, chance, text + _blown_up_first(c, last)
         return None
     # a model whose output no longer depends on its input: its loss is the class prior's entropy or above it,
     # which for close class counts cannot tell them apart
@@ -808,11 +808,17 @@ def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds(
             f"chance level of a classifier (ln K for K = {classes} classes, the loss of uniform guesses): the weights "
             f"no longer change (dead units or vanished gradients, often after a blow-up at too high a learning "
             f"rate) and the model learns nothing from its inputs")
-    first = float(c.values[0])
-    if first >= 3 * last:
-        text += (f"; its first logged value, {first:.4g}, was {first / last:.3g}x that level: it blew up before its "
-                 f"first log point")
-    return k, float(np.log(k)), text
+    return k, float(np.log(k)), text + _blown_up_first(c, last)
+
+
+def _blown_up_first(curve: Curve, level: float) -> str:
+    """A clause naming a first logged value 3x or more above the chance level the loss sits at: the loss started
+    far above chance, from a blow-up before the first log point (too high a learning rate) or a badly scaled start."""
+    first = float(curve.values[0])
+    if first < 3 * level:
+        return ""
+    return (f"; its first logged value, {first:.4g}, was {first / level:.3g}x that level (a blow-up before the first "
+            f"log point, or a badly scaled start)")
 
 
 def _collapse_to_chance(curve: Curve, chance: float, th: Thresholds) -> tuple[float, int, int] | None:

@@ -193,7 +193,7 @@ def test_a_loss_frozen_near_chance_after_a_first_epoch_blow_up_is_a_dead_model_n
     verdict = classify_run(Curve.from_arrays(epochs, train, "loss"), Curve.from_arrays(epochs, val, "val_loss"))
     assert verdict.label == "underfitting"
     (reason,) = [r for r in verdict.reasons if "frozen" in r]
-    assert "ln K for K = 9 to 11 classes" in reason and "12.53, was 5.21x that level" in reason
+    assert "ln K for K = 9 to 11 classes" in reason and "12.53, was 5.21x that level (a blow-up before" in reason
 
 
 @pytest.mark.parametrize(("wobble", "frozen"), [(0.0, True), (2e-3, False)])

@@ -140,6 +140,8 @@ def test_strong_validation_rise_is_overfitting_not_divergence(diagnosed):
 def test_chance_plateau_found_without_num_classes(diagnosed):
     d = _run(diagnosed, "chance_plateau")
     assert d.verdict.label == "underfitting" and d.verdict.evidence["chance_classes"] == 10
+    # its badly scaled start (21.8, 9x chance) is named, without claiming which of the two causes it was
+    assert "x that level (a blow-up before the first log point, or a badly scaled start)" in d.verdict.reasons[0]
 
 
 def test_stuck_sibling_is_underfitting(diagnosed):
