@@ -491,18 +491,17 @@ def _classify(
         if plateau is not None:
             k, level, text = plateau
             evidence.update(chance_level=level, chance_classes=k)
-            collapse = _collapse_to_chance(main, level, th)
-            if collapse is not None:
-                low, low_step, left = collapse
-                evidence.update(divergence_kind="collapse_to_chance", divergence_step=left, onset_step=left)
-                reason = (f"{main.tag} fell to {low:.4g} (around step {low_step}), then rose back to the chance level "
-                          f"from step {left} and stayed there: {text}; the model lost what it had learnt")
-                finding = Finding("diverged_collapse", Severity.ERROR, reason, recommend("diverged_collapse"),
-                                  step=left, evidence={"onset_step": left, "low": low, "low_step": low_step,
-                                                       "chance_level": level})
-                return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
+            collapsed = _collapsed(main, level, text, th, evidence, reasons, notes)
+            if collapsed is not None:
+                return collapsed
             under.append(0.75)
             why["underfitting"].append(text)
+    elif main_role == "train" and num_classes >= 2 and f["end_level"] >= th.chance_fraction * np.log(num_classes):
+        level = float(np.log(num_classes))
+        collapsed = _collapsed(main, level, f"{main.tag} ends at {f['end_level']:.4g}, near chance level "
+                                            f"ln({num_classes}) = {level:.4g}", th, evidence, reasons, notes)
+        if collapsed is not None:
+            return collapsed
     if under:
         scores["underfitting"] = _shrink(max(under), data)
     change, noise = f["change"], f["noise"]
@@ -819,6 +818,22 @@ def _blown_up_first(curve: Curve, level: float) -> str:
         return ""
     return (f"; its first logged value, {first:.4g}, was {first / level:.3g}x that level (a blow-up before the first "
             f"log point, or a badly scaled start)")
+
+
+def _collapsed(main: Curve, chance: float, text: str, th: Thresholds, evidence: dict[str, Any],
+               reasons: list[str], notes: list[str]) -> Verdict | None:
+    """The diverged verdict of a loss back at the chance level ``chance`` after a stretch well below it (see
+    :func:`_collapse_to_chance`; ``text`` says where it ends), with its error finding; None when it never got low."""
+    collapse = _collapse_to_chance(main, chance, th)
+    if collapse is None:
+        return None
+    low, low_step, left = collapse
+    evidence.update(divergence_kind="collapse_to_chance", divergence_step=left, onset_step=left)
+    reason = (f"{main.tag} fell to {low:.4g} (around step {low_step}), then rose back to the chance level from step "
+              f"{left} and stayed there: {text}; the model lost what it had learnt")
+    finding = Finding("diverged_collapse", Severity.ERROR, reason, recommend("diverged_collapse"), step=left,
+                      evidence={"onset_step": left, "low": low, "low_step": low_step, "chance_level": chance})
+    return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
 
 
 def _collapse_to_chance(curve: Curve, chance: float, th: Thresholds) -> tuple[float, int, int] | None:

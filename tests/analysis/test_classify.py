@@ -230,3 +230,16 @@ def test_validation_swings_are_no_instability_when_the_run_ends_at_its_best_eval
     swinging = classify_run(Curve.from_arrays(steps, train, "loss"),
                             Curve.from_arrays(v_steps, np.r_[val[:-1], 0.45], "eval_loss"))
     assert swinging.label == "unstable" and "oscillates" in swinging.reasons[0]
+
+
+@pytest.mark.parametrize("num_classes", [None, 4])
+def test_a_loss_back_at_chance_after_learning_is_a_collapse_told_or_not_the_number_of_classes(num_classes):
+    # 4 classes: the loss falls to 0.8, then the units die and it sits at ln 4 to the end (1.7x: no explosion)
+    rng = np.random.default_rng(5)
+    steps = np.arange(0, 1200, 2)
+    loss = np.concatenate([np.geomspace(1.5, 0.8, 150), np.full(50, 0.8), np.full(400, np.log(4))])
+    loss *= np.exp(rng.normal(0, 0.02, loss.size))
+    verdict = classify_run(Curve.from_arrays(steps, loss, "train/loss"), num_classes=num_classes)
+    assert verdict.label == "diverged" and 398 <= verdict.evidence["onset_step"] <= 410
+    (finding,) = verdict.findings
+    assert finding.code == "diverged_collapse" and "ln(4)" in finding.message
