@@ -422,15 +422,11 @@ def _classify(
             reasons.append(d.how(main.tag) if d.never_finite else f"{d.how(main.tag)} and never recovered")
         else:
             confidence = _past(d.ratio if d.ratio else 4.0, 2.0) * (0.8 if d.gradual else 1.0)
-            if d.peak is not None and d.settled is not None and d.baseline:
-                # a blow-up of ten times or more that the loss never came back from: the size of the peak speaks
-                confidence = max(confidence, _past(d.settled / d.baseline, 1.1))
-                reasons.append(f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> a peak of "
-                               f"{d.peak:.4g}) and never came back: it settled at {d.settled:.4g}, "
-                               f"{d.settled / d.baseline:.3g}x its level before")
-            else:
-                reasons.append(f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> "
-                               f"{d.level_after:.4g}) and never came back")
+            settled = d.settled_how(main.tag)
+            if settled is not None:  # a blow-up of ten times or more it came down from only partly
+                confidence = max(confidence, _past(d.settled / d.baseline, 1.1))  # type: ignore[operator]
+            reasons.append(settled or f"{main.tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> "
+                                      f"{d.level_after:.4g}) and never came back")
         return Verdict("diverged", round(confidence, 3), evidence, tuple(reasons + notes))
 
     n_finite = divergence.analysed_points

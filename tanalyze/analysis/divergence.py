@@ -107,6 +107,15 @@ class Divergence(ResultMixin):
     peak: float | None = None
     settled: float | None = None
 
+    def settled_how(self, tag: str) -> str | None:
+        """What happened to ``tag``'s curve, in words, for a blow-up it came down from only partly (None for
+        any other divergence)."""
+        if self.peak is None or self.settled is None or not self.baseline:
+            return None
+        return (f"{tag} exploded from step {self.onset_step} ({self.baseline:.4g} -> a peak of {self.peak:.4g}, "
+                f"{self.peak / self.baseline:.3g}x) and never came back: it settled at {self.settled:.4g}, "
+                f"{self.settled / self.baseline:.3g}x its level before, the progress made before the blow-up lost")
+
     def how(self, tag: str) -> str:
         """What happened to ``tag``'s curve, in words (a non-finite divergence)."""
         if self.never_finite:
@@ -603,11 +612,8 @@ def _findings(
             code = "diverged_explosion"
             how = "climbed gradually" if d.gradual else "exploded"
             ratio = f" to {d.ratio:.3g}x its normal level" if d.ratio is not None else ""
-            head = f"{tag} {how} from step {d.onset_step}{ratio} ({d.baseline:.4g} -> {d.level_after:.4g}) and never came back"
-            if d.peak is not None and d.settled is not None and d.baseline:
-                head = (f"{tag} exploded from step {d.onset_step} ({d.baseline:.4g} -> a peak of {d.peak:.4g}, "
-                        f"{d.peak / d.baseline:.3g}x) and never came back: it settled at {d.settled:.4g}, "
-                        f"{d.settled / d.baseline:.3g}x its level before, the progress made before the blow-up lost")
+            head = d.settled_how(tag) or (f"{tag} {how} from step {d.onset_step}{ratio} ({d.baseline:.4g} -> "
+                                          f"{d.level_after:.4g}) and never came back")
         if d.grad_norm_lead_steps is not None and d.grad_norm_lead_steps > 0:
             head += f"; the gradient norm spiked {d.grad_norm_lead_steps} steps earlier"
         out.append(
