@@ -246,8 +246,11 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
     saved = _checkpoints(spec.directory)
     nccl_of: dict[tuple[str, ...], NcclScan | None] = {}  # one file can hold thousands of runs (a runs table)
     for part in parts:
-        own = spec.files if part.own_files is None else tuple(f for f in spec.files
-                                                               if f in {str(p) for p in part.own_files})
+        if part.own_files is None:
+            own = spec.files
+        else:
+            mine = {str(p) for p in part.own_files}
+            own = tuple(f for f in spec.files if f in mine)
         files = tuple(dict.fromkeys((*own, *(str(p) for p in part.extra_files))))
         status = _status(files, spec, run_format, part.hparams)
         if files not in nccl_of:
