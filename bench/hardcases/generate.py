@@ -124,6 +124,15 @@ def label(regime: str, *, fmt: str, logger: str, train_tag: str | None, val_tag:
     return out
 
 
+def diverged_tb(name: str, series: dict[str, list[tuple[int, float]]], *, kind: str, onset: int, why: str
+                ) -> dict[str, dict[str, Any]]:
+    """The truth of a diverged run logged by ``TB`` as train/loss and val/loss, with its labelled onset."""
+    train = series["train/loss"]
+    return {name: label("diverged", kind=kind, fmt="tensorboard", logger=TB_LOGGER, train_tag="train/loss",
+                        val_tag="val/loss", train=train, val=series["val/loss"], divergence_onset=onset,
+                        first_nonfinite_step=first_nonfinite(train), why=why)}
+
+
 # --------------------------------------------------------------------------- training loops
 
 
@@ -464,12 +473,9 @@ def run_late_divergence() -> dict[str, dict[str, Any]]:
     classifier_loop(model=model, opt=opt, train_xy=train, val_xy=val, steps=1600, batch=64, eval_every=100, log=tb,
                     lr_at=lambda s: 0.05 if s < 1300 else 0.05 * 1.04 ** (s - 1300), seed=12, log_lr=True)
     s = tb.close()
-    train_s = s["train/loss"]
-    return {name: label("diverged", kind="late_divergence", fmt="tensorboard", logger=TB_LOGGER,
-                        train_tag="train/loss", val_tag="val/loss", train=train_s, val=s["val/loss"],
-                        divergence_onset=blowup_onset(train_s), first_nonfinite_step=first_nonfinite(train_s),
-                        why="SGD+momentum trains well for 1300 steps, then a resumed job's scheduler grows the lr 4% "
-                            "per step: the loss blows up late in the run and never comes back")}
+    return diverged_tb(name, s, kind="late_divergence", onset=blowup_onset(s["train/loss"]),
+                       why="SGD+momentum trains well for 1300 steps, then a resumed job's scheduler grows the lr 4% "
+                           "per step: the loss blows up late in the run and never comes back")
 
 
 @register
@@ -483,12 +489,9 @@ def run_collapse_to_chance() -> dict[str, dict[str, Any]]:
     classifier_loop(model=model, opt=opt, train_xy=train, val_xy=val, steps=1200, batch=64, eval_every=50, log=tb,
                     lr_at=lambda s: 1e-3 if s < 500 else 0.5, seed=13, log_every=2, log_lr=True)
     s = tb.close()
-    train_s = s["train/loss"]
-    return {name: label("diverged", kind="diverged_finite", fmt="tensorboard", logger=TB_LOGGER,
-                        train_tag="train/loss", val_tag="val/loss", train=train_s, val=s["val/loss"],
-                        divergence_onset=blowup_onset(train_s), first_nonfinite_step=first_nonfinite(train_s),
-                        why="Adam at 1e-3, then the lr is set to 0.5 at step 500 (a config typo): the units die and "
-                            "the cross-entropy jumps to ln 4 (uniform guesses), 5x where it was, and stays there")}
+    return diverged_tb(name, s, kind="diverged_finite", onset=blowup_onset(s["train/loss"]),
+                       why="Adam at 1e-3, then the lr is set to 0.5 at step 500 (a config typo): the units die and "
+                           "the cross-entropy jumps to ln 4 (uniform guesses), 5x where it was, and stays there")
 
 
 def explosion_step(series: list[tuple[int, float]], factor: float = 10.0, window: int = 20) -> int:
@@ -509,14 +512,11 @@ def run_blowup_to_unigram() -> dict[str, dict[str, Any]]:
     char_lm_loop(steps=800, lr_at=lambda s: 3e-3 if s < 150 else 3.0, log=tb, seed=27, eval_every=50, log_every=5,
                  clip=None, log_grad=True, weight_decay=0.1)
     s = tb.close()
-    train_s = s["train/loss"]
-    return {name: label("diverged", kind="diverged_finite", fmt="tensorboard", logger=TB_LOGGER,
-                        train_tag="train/loss", val_tag="val/loss", train=train_s, val=s["val/loss"],
-                        divergence_onset=explosion_step(train_s), first_nonfinite_step=first_nonfinite(train_s),
-                        why="tiny char Transformer, AdamW at 3e-3 (weight decay 0.1) without clipping; at step 150 the lr is set to 3.0: "
-                            "the loss blows up by hundreds of times, comes down after some hundred steps but only to "
-                            "about the level of character frequencies, well above where it was, and stays there: "
-                            "what the model had learnt is lost")}
+    return diverged_tb(name, s, kind="diverged_finite", onset=explosion_step(s["train/loss"]),
+                       why="tiny char Transformer, AdamW at 3e-3 (weight decay 0.1) without clipping; at step 150 "
+                           "the lr is set to 3.0: the loss blows up by hundreds of times, comes down after some "
+                           "hundred steps but only to about the level of character frequencies, well above where it "
+                           "was, and stays there: what the model had learnt is lost")
 
 
 def chance_return_step(series: list[tuple[int, float]], chance: float, window: int = 20) -> int:
@@ -541,14 +541,10 @@ def run_collapse_after_learning() -> dict[str, dict[str, Any]]:
     classifier_loop(model=model, opt=opt, train_xy=train, val_xy=val, steps=1200, batch=64, eval_every=50, log=tb,
                     seed=41, log_every=2, log_lr=True)
     s = tb.close()
-    train_s = s["train/loss"]
-    return {name: label("diverged", kind="collapse", fmt="tensorboard", logger=TB_LOGGER,
-                        train_tag="train/loss", val_tag="val/loss", train=train_s, val=s["val/loss"],
-                        divergence_onset=chance_return_step(train_s, math.log(4)),
-                        first_nonfinite_step=first_nonfinite(train_s),
-                        why="plain SGD at 3.0 on a 4-class MLP: the loss falls to about 0.8, then the units die and it "
-                            "goes back to ln 4 = 1.386 (uniform guesses: chance level) and stays there; less than "
-                            "twice where it was, but what the model had learnt is lost")}
+    return diverged_tb(name, s, kind="collapse", onset=chance_return_step(s["train/loss"], math.log(4)),
+                       why="plain SGD at 3.0 on a 4-class MLP: the loss falls to about 0.8, then the units die and it "
+                           "goes back to ln 4 = 1.386 (uniform guesses: chance level) and stays there; less than "
+                           "twice where it was, but what the model had learnt is lost")
 
 
 @register
@@ -570,13 +566,10 @@ def run_diverged_finite() -> dict[str, dict[str, Any]]:
                     log=tb, lr_at=lambda s: 1e-3 if s < 700 else 0.5, seed=25, log_every=2, loss_fn=mse, clip=5.0,
                     log_lr=True)
     s = tb.close()
-    train_s = s["train/loss"]
-    return {name: label("diverged", kind="diverged_finite", fmt="tensorboard", logger=TB_LOGGER,
-                        train_tag="train/loss", val_tag="val/loss", train=train_s, val=s["val/loss"],
-                        divergence_onset=blowup_onset(train_s), first_nonfinite_step=first_nonfinite(train_s),
-                        why="an MSE regression with SGD+momentum and clipping at 5; at step 700 the lr goes from 1e-3 "
-                            "to 0.5: the loss climbs to a large finite value, orders of magnitude above its level, "
-                            "and stays there (clipping keeps it finite)")}
+    return diverged_tb(name, s, kind="diverged_finite", onset=blowup_onset(s["train/loss"]),
+                       why="an MSE regression with SGD+momentum and clipping at 5; at step 700 the lr goes from 1e-3 "
+                           "to 0.5: the loss climbs to a large finite value, orders of magnitude above its level, "
+                           "and stays there (clipping keeps it finite)")
 
 
 @register
