@@ -100,7 +100,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "22"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "23"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -118,7 +118,9 @@ ANALYSIS_VERSION = "22"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # train_inner/loss is the step-level training loss; 19: one spike long (10% of the points at 2x) or huge (20x,
 # 2+ points) is instability; validation swings of a run that ends at its best evaluation are not; a running
 # clock is no step time; 20: a last session too short for a verdict is not the one judged; 21: a chance
-# plateau names a first logged value far above it; 22: the collapse to chance found with --num-classes too
+# plateau names a first logged value far above it; 22: the collapse to chance found with --num-classes too;
+# 23: a loss frozen at chance after a blow-up is a dead model (diverged_dead); a validation stall beside a
+# training loss that stood still is no plateau nor widening gap
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -5,7 +5,7 @@ Each run here is a real training job (an MLP, a tiny character Transformer, a
 GAN, a multi-head net, a tiny GPT-2 under the HF Trainer, a REINFORCE policy on
 gymnasium's CartPole) logged by a real
 logger (``torch.utils.tensorboard``, ``tensorboardX``, Lightning's CSVLogger,
-the HF Trainer's ``trainer_state.json``). The hard part of each run is produced
+Keras's CSVLogger, the HF Trainer's ``trainer_state.json``). The hard part of each run is produced
 by its cause (warm restarts, corrupted batches, a long warm-up, a tiny train
 set, zeroed inputs, an lr far too high …), never by editing numbers; the truth
 in ``LABELS.json`` is what a practitioner reads from the curves, and every step
@@ -545,6 +545,31 @@ def run_collapse_after_learning() -> dict[str, dict[str, Any]]:
                        why="plain SGD at 3.0 on a 4-class MLP: the loss falls to about 0.8, then the units die and it "
                            "goes back to ln 4 = 1.386 (uniform guesses: chance level) and stays there; less than "
                            "twice where it was, but what the model had learnt is lost")
+
+
+@register
+def run_dead_after_blowup() -> dict[str, dict[str, Any]]:
+    """Keras (its torch backend) and its own ``CSVLogger``: the epoch means Keras users have."""
+    os.environ["KERAS_BACKEND"] = "torch"  # (read when keras is first imported: no TensorFlow needed)
+    import keras
+
+    name = "dead_after_blowup"
+    out = fresh(name)
+    (x, y), (xv, yv) = teacher(4000, 1000, seed=45, k=10)
+    keras.utils.set_random_seed(45)
+    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(256, activation="relu"),
+                              keras.layers.Dense(10, activation="softmax")])
+    model.compile(keras.optimizers.SGD(8.0), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    history = model.fit(x.numpy(), y.numpy(), validation_data=(xv.numpy(), yv.numpy()), epochs=20, batch_size=32,
+                        verbose=0, callbacks=[keras.callbacks.CSVLogger(str(out / "training.log"))]).history
+    train = list(enumerate(history["loss"]))
+    return {name: label("diverged", kind="dead", fmt="keras_csv", logger="keras.callbacks.CSVLogger", train_tag="loss",
+                        val_tag="val_loss", train=train, val=list(enumerate(history["val_loss"])),
+                        divergence_onset=0, first_nonfinite_step=first_nonfinite(train),
+                        why="a 10-class MLP under Keras with plain SGD at 8.0: the first epoch already blows the "
+                            "softmax into certainty on wrong classes (each miss costs -ln 1e-7 = 16.1, Keras's "
+                            "clipping), the loss creeps up a little and freezes to the last bit: the weights no "
+                            "longer change, and what the model outputs is no better than at its first epoch")}
 
 
 @register

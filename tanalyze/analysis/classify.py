@@ -96,6 +96,7 @@ class Thresholds:
     chance_above_frozen: float = 0.1  # … or +10 % when the loss is frozen (a dead model's constant output)
     chance_collapse_below: float = 0.8  # at chance at the end after a stretch this far below it: collapsed (diverged)
     frozen_spread: float = 1e-6  # frozen: the last quarter's values within this share of their median
+    dead_rise: float = 0.01  # frozen this far above the first value: the updates made it worse (a dead model)
     unbounded_factor: float = 10.0  # diverged below: the loss ends negative, this many times further from zero
     unbounded_floor: float = 1000.0  # … than it began (and at least this far), still falling: no floor
 
@@ -487,17 +488,23 @@ def _classify(
         if plateau is not None:
             k, level, text = plateau
             evidence.update(chance_level=level, chance_classes=k)
-            collapsed = _collapsed(main, level, text, th, evidence, reasons, notes)
-            if collapsed is not None:
-                return collapsed
+            ended = _collapsed(main, level, text, th, evidence, reasons, notes) \
+                or _dead_model(main, level, text, th, evidence, reasons, notes)
+            if ended is not None:
+                return ended
             under.append(0.75)
-            why["underfitting"].append(text)
+            why["underfitting"].append(text + _blown_up_first(main, level))
     elif main_role == "train" and num_classes >= 2 and f["end_level"] >= th.chance_fraction * np.log(num_classes):
         level = float(np.log(num_classes))
-        collapsed = _collapsed(main, level, f"{main.tag} ends at {f['end_level']:.4g}, near chance level "
-                                            f"ln({num_classes}) = {level:.4g}", th, evidence, reasons, notes)
-        if collapsed is not None:
-            return collapsed
+        text = f"{main.tag} ends at {f['end_level']:.4g}, near chance level ln({num_classes}) = {level:.4g}"
+        ended = _collapsed(main, level, text, th, evidence, reasons, notes) \
+            or _dead_model(main, level, text, th, evidence, reasons, notes)
+        if ended is not None:
+            return ended
+    if main_role == "train":
+        ended = _dead_model(main, None, "", th, evidence, reasons, notes)
+        if ended is not None:
+            return ended
     if under:
         scores["underfitting"] = _shrink(max(under), data)
     change, noise = f["change"], f["noise"]
@@ -789,7 +796,7 @@ def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds(
             if all(chance * (1 - below) <= x <= chance * (1 + above) for x in levels):
                 text = (f"{where}: flat over the last half of the run at ln({k}) = {chance:.4g}, the loss of uniform "
                         f"guesses among {k} classes (chance level): the model learns nothing from its inputs")
-                return k, chance, text + _blown_up_first(c, last)
+                return k, chance, text
         return None
     # a model whose output no longer depends on its input: its loss is the class prior's entropy or above it,
     # which for close class counts cannot tell them apart
@@ -803,14 +810,15 @@ def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds(
             f"chance level of a classifier (ln K for K = {classes} classes, the loss of uniform guesses): the weights "
             f"no longer change (dead units or vanished gradients, often after a blow-up at too high a learning "
             f"rate) and the model learns nothing from its inputs")
-    return k, float(np.log(k)), text + _blown_up_first(c, last)
+    return k, float(np.log(k)), text
 
 
 def _blown_up_first(curve: Curve, level: float) -> str:
     """A clause naming a first logged value 3x or more above the chance level the loss sits at: the loss started
     far above chance, from a blow-up before the first log point (too high a learning rate) or a badly scaled start."""
-    first = float(curve.values[0])
-    if first < 3 * level:
+    finite = curve.collapse_steps().finite_part()
+    first = float(finite.values[0]) if len(finite) else np.nan
+    if not first >= 3 * level:
         return ""
     return (f"; its first logged value, {first:.4g}, was {first / level:.3g}x that level (a blow-up before the first "
             f"log point, or a badly scaled start)")
@@ -829,6 +837,49 @@ def _collapsed(main: Curve, chance: float, text: str, th: Thresholds, evidence: 
               f"{left} and stayed there: {text}; the model lost what it had learnt")
     finding = Finding("diverged_collapse", Severity.ERROR, reason, recommend("diverged_collapse"), step=left,
                       evidence={"onset_step": left, "low": low, "low_step": low_step, "chance_level": chance})
+    return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
+
+
+def _dead_model(main: Curve, chance: float | None, text: str, th: Thresholds, evidence: dict[str, Any],
+                reasons: list[str], notes: list[str]) -> Verdict | None:
+    """The diverged verdict of a model too high a learning rate killed: a loss frozen to the last bits (see
+    :func:`_frozen`: the weights no longer change) after a blow-up. At the chance level ``chance`` (``text`` says
+    where), the blow-up is a value 3x or more above it (Keras at a learning rate of 8: 12.5 in the first epoch,
+    then 2.4058 to the last bit); elsewhere, a loss that rose from its first value and froze there (outputs
+    saturated on the wrong class). A loss frozen at chance with no blow-up logged stays underfitting: nothing
+    shows what froze it; one frozen after falling is a run whose learning rate decayed to nothing."""
+    c = main.collapse_steps().finite_part()
+    tail = c.values[-max(5, len(c) // 4):]
+    if len(c) < 2 * th.min_points or not _frozen(tail, th):
+        return None
+    level, first = float(np.median(tail)), float(c.values[0])
+    if chance is not None and level <= chance * (1 + th.chance_above_frozen):
+        above = np.flatnonzero(c.values >= 3 * chance)
+        if not above.size:
+            return None
+        at = int(above[0])
+        blown = float(c.values[at])
+        blow_up = f"{main.tag} was {blown:.4g} at step {int(c.steps[at])}, {blown / chance:.3g}x the chance level"
+        if at == 0:
+            blow_up += " (its first logged value: the blow-up came before the first log point)"
+        peak_at = int(np.argmax(c.values))
+        if c.values[peak_at] > blown:
+            blow_up += f", and up to {c.values[peak_at]:.4g} at step {int(c.steps[peak_at])}"
+        reason = f"{blow_up}; then it froze at the chance level: {text}"
+        kind = "dead_at_chance"
+    elif level > first * (1 + th.dead_rise):
+        at = int(np.flatnonzero(c.values >= 0.95 * level)[0])
+        reason = (f"{main.tag} rose from {first:.4g} (its first logged value) to {level:.4g} and froze there (one "
+                  f"value to within {th.frozen_spread:.0e} over the last quarter of the run): the updates made the "
+                  f"model worse, then stopped changing it (outputs saturated, units dead)")
+        kind = "dead_after_rise"
+    else:
+        return None
+    onset = int(c.steps[at])
+    reason += "; too high a learning rate killed the model: its weights no longer change"
+    evidence.update(divergence_kind=kind, divergence_step=onset, onset_step=onset)
+    finding = Finding("diverged_dead", Severity.ERROR, reason, recommend("diverged_dead"), step=onset,
+                      evidence={"onset_step": onset, "frozen_level": level, "chance_level": chance})
     return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
 
 

@@ -177,6 +177,7 @@ def analyze_overfitting(
     gap_trend = None
     t_curve = train.collapse_steps().finite_part() if train is not None else None
     train_log_change = train_later_change = train_rise_noise = 0.0
+    train_still_falling = False  # the training loss fell over the later half of the evaluations after the minimum
     p_gap = 1.0  # one-sided Kendall p of the gap widening over the evaluations after the minimum
     if t_curve is not None and len(t_curve) >= 2:
         strip = int(np.clip(round(len(t_curve) / max(n, 1)), 1, 501))
@@ -197,6 +198,11 @@ def analyze_overfitting(
             t_change = train_log_change
             train_later_change = (t_later - t_onset) / span
         train_rise_noise = _level_change_noise(t_curve.values, strip, max(abs(t_onset), 1e-12))
+        t_middle = float(levels[imin + (n - imin) // 2])
+        if t_middle > 0 and t_end > 0 and train_log_change < 0:
+            # (a tenth of the fall since the minimum, at least: a loss that fell in the first evaluations after
+            # it and has stood still since did not keep falling while the validation loss stalled)
+            train_still_falling = np.log(t_end / t_middle) <= 0.1 * train_log_change
         if losses_comparable:
             gaps = v.values - levels
             ok = np.isfinite(gaps)
@@ -253,7 +259,7 @@ def analyze_overfitting(
             confidence = (1 - 0.5 * bar / tail_rise) * (0.5 + 0.5 * share) * (m / (m + 1))
             reason = (f"validation loss rose {100 * (rise_rel or 0):.1f}% above its minimum at step {onset_step} "
                       f"and stayed up ({share:.0%} of the later evaluations above the {_pct(band, is_log)} band)")
-        elif (stalled_share >= gap_min_stall and m >= 3 and dropped and gap_trend == "growing"
+        elif (stalled_share >= gap_min_stall and m >= 3 and dropped and train_still_falling and gap_trend == "growing"
               and tail_rise >= 0 and not train_rising and band < -train_log_change / 2):
             stall = (f"validation loss has not improved since step {onset_step} ({stalled_share:.0%} of the run, "
                      f"{m} evaluations) while the training loss fell {-100 * (t_change or 0):.0f}%")

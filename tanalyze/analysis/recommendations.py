@@ -47,6 +47,13 @@ CAUSES: dict[str, Cause] = {
         "Resume from a checkpoint before the loss left its low with a 2-10x lower learning rate, a warm-up and "
         "gradient clipping; check for dead ReLU units.",
     ),
+    "diverged_dead": Cause(
+        "Loss blew up, then froze at chance level",
+        "a learning rate far too high: the first updates blew the loss up and killed the units (dead ReLUs) or "
+        "saturated the output, and the model now predicts the class prior whatever the input",
+        "Restart from scratch with a 10-100x lower learning rate (and a warm-up, gradient clipping); a longer "
+        "run or a larger model will not help, since the weights no longer change.",
+    ),
     "nonfinite_values": Cause(
         "Loss was NaN/Inf at some steps, then finite again",
         "fp16 overflow on a few batches, a bad sample, a division by zero in the loss",

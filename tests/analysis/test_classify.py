@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tanalyze.analysis.classify import LABELS, Thresholds, classify_run
+from tanalyze.analysis.overfitting import analyze_overfitting
 from tanalyze.curves import Curve
 from tanalyze.datasets import KINDS, make_curve
 
@@ -184,26 +185,54 @@ def test_a_negative_loss_that_keeps_falling_by_orders_of_magnitude_is_diverged_b
     assert "unbounded_below" not in classify_run(small).evidence
 
 
-def test_a_loss_frozen_near_chance_after_a_first_epoch_blow_up_is_a_dead_model_not_a_normal_run():
+def test_a_loss_frozen_near_chance_after_a_first_epoch_blow_up_is_a_dead_model_diverged_at_the_blow_up():
     # Keras with SGD at 8 (a real run's numbers): the first epoch blows up, the ReLUs die, and the epoch means of
     # a model whose output no longer depends on its input stay the same to the last float32 bit
     epochs = np.arange(20)
     train = np.array([12.528196, 2.517245] + [2.405849, 2.4058492] * 9)
     val = np.array([2.3638492] + [2.3643601, 2.3643603] * 9 + [2.3643603])
     verdict = classify_run(Curve.from_arrays(epochs, train, "loss"), Curve.from_arrays(epochs, val, "val_loss"))
-    assert verdict.label == "underfitting"
-    (reason,) = [r for r in verdict.reasons if "frozen" in r]
-    assert "ln K for K = 9 to 11 classes" in reason and "12.53, was 5.21x that level (a blow-up before" in reason
+    assert verdict.label == "diverged" and verdict.evidence["onset_step"] == 0
+    (finding,) = verdict.findings
+    assert finding.code == "diverged_dead" and finding.step == 0
+    assert "loss was 12.53 at step 0, 5.22x the chance level (its first logged value" in finding.message
+    assert "ln K for K = 9 to 11 classes" in finding.message and "lower learning rate" in finding.recommendation
+    # the same run's validation loss stalled from the first epoch while the training loss stood still: no
+    # "kept falling" finding beside it
+    stall = analyze_overfitting(Curve.from_arrays(epochs, val, "val_loss"), Curve.from_arrays(epochs, train, "loss"))
+    assert not stall.findings and not stall.detected
+    told = classify_run(Curve.from_arrays(epochs, train, "loss"), num_classes=10)
+    assert told.label == "diverged" and told.findings[0].code == "diverged_dead"
 
 
-@pytest.mark.parametrize(("wobble", "frozen"), [(0.0, True), (2e-3, False)])
-def test_only_a_loss_that_no_longer_moves_at_all_is_read_as_frozen(wobble, frozen):
-    # the same end level (2.36, off the chance band of a loss that moves): frozen to the last bits, or still moving
+def test_a_loss_that_rose_and_froze_is_a_dead_model_but_one_frozen_after_falling_is_a_decayed_learning_rate():
+    # Keras with SGD at 8 on 10 classes (a real run's numbers): the first epoch's mean is already the cost of
+    # outputs saturated on the wrong class (-ln 1e-7 for each miss), it rises a little more and freezes
+    epochs = np.arange(20)
+    dead = np.array([12.623437, 12.845543, 12.866806, 12.882871, 12.905479] + [12.922688, 12.922693] * 7 + [12.922688])
+    verdict = classify_run(Curve.from_arrays(epochs, dead, "loss"))
+    assert verdict.label == "diverged" and verdict.evidence["divergence_kind"] == "dead_after_rise"
+    (finding,) = verdict.findings
+    assert finding.code == "diverged_dead" and finding.step == 0
+    assert finding.message.startswith("loss rose from 12.62 (its first logged value) to 12.92 and froze there")
+    # a step schedule that took the learning rate to nothing: the epoch means of weights that no longer change
+    decayed = np.concatenate([np.geomspace(2.3, 0.41, 12), [0.4012345, 0.4012346] * 4])
+    assert classify_run(Curve.from_arrays(epochs, decayed, "loss")).label != "diverged"
+
+
+@pytest.mark.parametrize(("start", "wobble", "label"), [(9.0, 0.0, "diverged"), (4.0, 0.0, "underfitting"),
+                                                          (9.0, 2e-3, None), (4.0, 2e-3, None)])
+def test_only_a_loss_that_no_longer_moves_at_all_is_read_as_frozen(start, wobble, label):
+    # the same end level (2.36, off the chance band of a loss that moves): frozen to the last bits (after a first
+    # value 3x or more above it, a dead model: diverged), or still moving (neither)
     epochs = np.arange(24)
-    train = np.concatenate([[9.0, 3.1, 2.6], 2.3600113 * (1 + wobble * np.sin(np.arange(21)))])
+    train = np.concatenate([[start, 3.1, 2.6], 2.3600113 * (1 + wobble * np.sin(np.arange(21)))])
     verdict = classify_run(Curve.from_arrays(epochs, train, "loss"))
-    assert (verdict.label == "underfitting") == frozen
-    assert any("frozen" in r for r in verdict.reasons) == frozen
+    assert any("frozen" in r for r in verdict.reasons) == (label is not None)
+    if label is None:
+        assert verdict.label not in ("underfitting", "diverged")
+    else:
+        assert verdict.label == label
 
 
 @pytest.mark.parametrize(("length", "height", "label"), [(38, 2.2, "unstable"), (2, 2.2, "normal"), (3, 30.0, "unstable")])

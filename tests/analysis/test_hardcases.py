@@ -176,6 +176,16 @@ def test_a_loss_back_at_chance_after_learning_is_a_collapse(diagnosed):
     assert d.early_warning is None or "has not diverged yet" not in " ".join(f.message for f in d.findings)
 
 
+def test_a_loss_that_rose_and_froze_under_keras_is_a_dead_model(diagnosed):
+    # Keras, SGD at 8.0: the first epoch's mean is already the cost of saturated wrong outputs; it creeps up and
+    # freezes to the last bit
+    d = _run(diagnosed, "dead_after_blowup")
+    assert d.verdict.label == "diverged" and d.verdict.evidence["divergence_kind"] == "dead_after_rise"
+    (finding,) = [f for f in d.findings if f.code == "diverged_dead"]
+    assert finding.step == LABELS["dead_after_blowup"]["divergence_onset"] == d.key_steps()["diverged"]
+    assert "froze there" in finding.message and not [f for f in d.findings if f.code == "val_plateau"]
+
+
 def test_percentages_never_round_up_to_100(diagnosed):
     for d in diagnosed.values():
         for text in d.verdict.reasons:
