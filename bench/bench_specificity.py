@@ -40,8 +40,10 @@ sys.modules["hardcases_score"] = score
 _spec.loader.exec_module(score)
 
 #: Kinds whose verdict is not their training loss's alone (redrawing that loss's noise says nothing about them):
-#: GANs, summed losses, sibling comparisons, NaN validation, reinforcement learning (judged by the reward).
-SKIP_KINDS = {"gan", "multi_loss", "siblings", "val_nan", "rl"}
+#: GANs, summed losses, sibling comparisons, NaN validation, reinforcement learning (judged by the reward); and a
+#: blow-up three points long at the run's start (``early_blowup``), which the trend's median filter takes for
+#: noise: its redrawn variants scatter or drop the very event their truth is about.
+SKIP_KINDS = {"gan", "multi_loss", "siblings", "val_nan", "rl", "early_blowup"}
 PROBLEMS = {"overfitting", "underfitting", "unstable", "diverged"}
 
 

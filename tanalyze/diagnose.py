@@ -100,7 +100,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "23"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "24"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -120,7 +120,9 @@ ANALYSIS_VERSION = "23"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # clock is no step time; 20: a last session too short for a verdict is not the one judged; 21: a chance
 # plateau names a first logged value far above it; 22: the collapse to chance found with --num-classes too;
 # 23: a loss frozen at chance after a blow-up is a dead model (diverged_dead); a validation stall beside a
-# training loss that stood still is no plateau nor widening gap
+# training loss that stood still is no plateau nor widening gap; 24: a loss that blew up to 5x its start and
+# settled no lower than it is diverged (diverged_early); an unstable finding's step is where it begins; a
+# validation-only verdict ending at its best takes no heavy spike on the way for instability
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -573,6 +573,25 @@ def run_dead_after_blowup() -> dict[str, dict[str, Any]]:
 
 
 @register
+def run_blowup_before_learning() -> dict[str, dict[str, Any]]:
+    name = "blowup_before_learning"
+    sg.seed_all(46)
+    train, val = teacher(8000, 1000, seed=46, k=10)
+    model = sg.mlp(16, 128, 2, 10)
+    opt = torch.optim.SGD(model.parameters(), lr=3.0, momentum=0.9)
+    tb = TB(fresh(name))
+    classifier_loop(model=model, opt=opt, train_xy=train, val_xy=val, steps=1500, batch=64, eval_every=100, log=tb,
+                    seed=46, log_every=5, log_lr=True)
+    s = tb.close()
+    onset = next(step for step, value in s["train/loss"] if value >= 2 * math.log(10))
+    return diverged_tb(name, s, kind="early_blowup", onset=onset,
+                       why="a 10-class MLP under SGD with momentum at 3.0: within the first steps the loss jumps to "
+                           "several times its start, then sits around the class prior's entropy for the rest of the "
+                           "run, never below where it began: too high a learning rate wrecked the model before it "
+                           "learnt anything (onset: the first point at twice ln 10, the loss of uniform guesses)")
+
+
+@register
 def run_diverged_finite() -> dict[str, dict[str, Any]]:
     name = "diverged_finite"
     sg.seed_all(25)

@@ -96,6 +96,8 @@ class Thresholds:
     chance_above_frozen: float = 0.1  # … or +10 % when the loss is frozen (a dead model's constant output)
     chance_collapse_below: float = 0.8  # at chance at the end after a stretch this far below it: collapsed (diverged)
     frozen_spread: float = 1e-6  # frozen: the last quarter's values within this share of their median
+    early_blow_up: float = 5.0  # a loss this many times where it started that never gets below it: diverged
+    settled_spread: float = 0.2  # … and whose second half's interquartile range is under this share of its median
     dead_rise: float = 0.01  # frozen this far above the first value: the updates made it worse (a dead model)
     unbounded_factor: float = 10.0  # diverged below: the loss ends negative, this many times further from zero
     unbounded_floor: float = 1000.0  # … than it began (and at least this far), still falling: no floor
@@ -161,6 +163,10 @@ def train_features(
     # is biased low (by about 2 of their sigmas for 40 of them), which reads noise as a rise from the minimum.
     tx, ty = bin_medians(x, y, max(1, n // t))
     low = unit(float(np.min(ty)))
+    # where the loss left its lowest level for good: the first point after that stretch halfway up to the end
+    low_at = int(np.argmin(ty))
+    up = np.flatnonzero((x > tx[low_at]) & (y >= (ty[low_at] + tail_y) / 2))
+    rise_step = int(x[up[0]]) if up.size and tail_y > ty[low_at] else None
     if is_log:
         change = tail / head - 1
     else:
@@ -231,6 +237,7 @@ def train_features(
         "rebound": rebound,
         "rebound_noise": rebound_noise,
         "rebound_step": rebound_step,
+        "rise_step": rise_step,
         "excess_roughness": excess,
         # noise of the tail median (and of the lowest level, measured over as many points): what a rise must clear
         "level_noise": 1.2533 * float(sigma) / np.sqrt(t) if np.isfinite(sigma) else None,
@@ -462,12 +469,20 @@ def _classify(
     # A spike gone at the next logged point is one bad batch (a corrupted sample, a rare long sequence);
     # instability shows as spikes the optimiser needs several points to recover from, or never does.
     fin = main.collapse_steps().finite_part().steps
-    blips = sum(1 for sp in divergence.spikes if sp.end_step is not None
-                and np.count_nonzero((fin >= sp.onset_step) & (fin < sp.end_step)) <= 1)
-    spikes = len(divergence.spikes) - blips
+    lasting = [sp for sp in divergence.spikes if sp.end_step is None
+               or np.count_nonzero((fin >= sp.onset_step) & (fin < sp.end_step)) > 1]
+    blips = len(divergence.spikes) - len(lasting)
+    spikes = len(lasting)
+    if lasting:
+        evidence["first_lasting_spike_step"] = int(min(sp.onset_step for sp in lasting))
     needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
     evidence.update(spikes=spikes, spikes_needed=needed, one_point_spikes=blips)
     heavy = _heavy_spikes(divergence.spikes, fin, th)
+    if heavy and main_role == "val" and len(fin) and main.collapse_steps().finite_part().values.argmin() == len(fin) - 1:
+        # a verdict resting on the validation loss, which ends at its best: its setbacks on the way are no
+        # instability (the model kept is the best), as for the validation swings of any run
+        evidence["heavy_spikes_before_best_end"] = len(heavy)
+        heavy = ()
     restarts = lr_restarts(learning_rate)
     evidence["lr_restarts"] = restarts
     unstable, why["unstable"] = _unstable(f, spikes, needed, val if main_role == "train" else None, th, evidence,
@@ -502,7 +517,8 @@ def _classify(
         if ended is not None:
             return ended
     if main_role == "train":
-        ended = _dead_model(main, None, "", th, evidence, reasons, notes)
+        ended = _dead_model(main, None, "", th, evidence, reasons, notes) \
+            or _blown_up_before_learning(main, f, th, evidence, reasons, notes)
         if ended is not None:
             return ended
     if under:
@@ -543,8 +559,9 @@ def _classify(
         reasons += notes
     findings: tuple[Finding, ...] = ()
     if label == "unstable":
+        onset = min(evidence["unstable_from"].values(), default=f["first_step"])
         findings = (Finding("unstable", Severity.WARNING, "; ".join(why["unstable"]), recommend("unstable"),
-                            step=f["first_step"], step_end=f["last_step"]),)
+                            step=onset, step_end=f["last_step"]),)
     elif label == "underfitting" or "underfitting" in also:
         findings = (Finding("underfitting", Severity.WARNING, "; ".join(why["underfitting"]), recommend("underfitting"),
                             step=f["first_step"], step_end=f["last_step"]),)
@@ -613,10 +630,13 @@ def _unstable(
     scores: list[float] = []
     why: list[str] = []
     evidence["unstable_by"] = by = []
+    # where each criterion met shows first (the finding points at the earliest)
+    evidence["unstable_from"] = onsets = {}
     if spikes >= needed:
         scores.append(_past(spikes, needed))
         why.append(f"{spikes} loss spikes lasting more than one logged point (unstable from {needed})")
         by.append("spikes")
+        onsets["spikes"] = evidence.get("first_lasting_spike_step", f["first_step"])
     elif heavy:
         worst = max(heavy, key=lambda sp: (sp.magnitude or 0) * sp.points)
         scores.append(_past(worst.magnitude or 2.0, 1.5))
@@ -624,6 +644,7 @@ def _unstable(
                    f"from step {worst.onset_step} and took {worst.recovery_steps} steps ({worst.points} logged points) "
                    f"to come back")
         by.append("heavy spike")
+        onsets["heavy spike"] = int(worst.onset_step)
     noise, rough, excess = f["noise"], f["roughness"], f["excess_roughness"]
     # no decrease at all, or the level swings; too short a curve to measure the swings (under 40 points): the
     # noise must then outweigh the whole decrease (a short noisy mini-batch loss that clearly falls is normal)
@@ -632,6 +653,7 @@ def _unstable(
             and swings):
         scores.append(min(_past(noise, th.rough_noise), _past(rough or 1e9, th.rough_relative)))
         by.append("roughness")
+        onsets["roughness"] = f["first_step"]
         why.append(f"the loss jumps ±{100 * np.expm1(noise):.0f}% from point to point"
                    + (f", {rough:.2f}x its total log decrease" if rough is not None else "")
                    + (f", and its level swings {excess:.1f}x more than that noise explains" if excess else ""))
@@ -641,6 +663,7 @@ def _unstable(
             and f["end_level"] - f["min_level"] >= big_enough):
         scores.append(_past(degrade - 1, th.degrade_ratio - 1))
         by.append("rise")
+        onsets["rise"] = f["rise_step"] if f["rise_step"] is not None else f["first_step"]
         why.append(f"the loss rose {_percent(degrade - 1)} from its lowest level {f['min_level']:.4g} to "
                    f"{f['end_level']:.4g} (medians of {f['tail_points']} points) and stayed there")
     rebound = f["rebound"]
@@ -651,6 +674,7 @@ def _unstable(
     ):
         scores.append(_past(np.expm1(rebound), th.rebound_ratio - 1))
         by.append("rebound")
+        onsets["rebound"] = f["rebound_step"] if f["rebound_step"] is not None else f["first_step"]
         why.append(f"the loss climbed back {100 * np.expm1(rebound):.0f}% above an earlier low "
                    "(medians of 20 stretches of the run) before coming down again")
     if val is not None:
@@ -665,6 +689,7 @@ def _unstable(
             if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0) and not ends_best:
                 scores.append(_past(val_noise, th.val_rough_noise))
                 by.append("validation")
+                onsets["validation"] = int(vc.steps[0])
                 why.append(f"{val.tag} oscillates ±{100 * np.expm1(val_noise):.0f}% between evaluations")
     return scores, why
 
@@ -880,6 +905,42 @@ def _dead_model(main: Curve, chance: float | None, text: str, th: Thresholds, ev
     evidence.update(divergence_kind=kind, divergence_step=onset, onset_step=onset)
     finding = Finding("diverged_dead", Severity.ERROR, reason, recommend("diverged_dead"), step=onset,
                       evidence={"onset_step": onset, "frozen_level": level, "chance_level": chance})
+    return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
+
+
+def _blown_up_before_learning(main: Curve, f: dict[str, Any], th: Thresholds, evidence: dict[str, Any],
+                              reasons: list[str], notes: list[str]) -> Verdict | None:
+    """The diverged verdict of a loss that blew up to ``early_blow_up`` (5x) where it started or more and by the
+    end is no lower than there (within ``min_decrease``), settled over the second half of the run (its quartiles
+    within ``settled_spread`` of its median): too high a learning rate wrecked the model before it learnt anything
+    (SGD at 3 on a 10-class MLP: 2.30 at the start, 17.8 at step 10, then around 2.25 for good). A loss that keeps
+    swinging by several times its size is left to the instability rules.
+    Where it started: the first logged value, or the level of the first points when lower (a first point that
+    is the blow-up itself). Not for a fine-tune or a log that starts late: their first values are no start."""
+    if "trained_start" in evidence or evidence.get("resumed") or not f["log_space"]:
+        return None
+    c = main.collapse_steps().finite_part()
+    start = min(float(c.values[0]), f["start_level"])
+    if not start > 0 or f["end_level"] < (1 - th.min_decrease) * start:
+        return None
+    up = np.flatnonzero(c.values >= th.early_blow_up * start)
+    if not up.size:
+        return None
+    q1, median, q3 = np.percentile(c.values[len(c) // 2:], [25, 50, 75])
+    if q3 - q1 > th.settled_spread * median:
+        return None  # still swinging by a good part of its level: instability, judged as such
+    rise = int(up[0])
+    while rise > 0 and c.values[rise - 1] >= 2 * start:  # (the climb to it: from the first point at 2x)
+        rise -= 1
+    onset, peak_at = int(c.steps[rise]), int(np.argmax(c.values))
+    peak = float(c.values[peak_at])
+    reason = (f"{main.tag} blew up from {start:.4g} (where it started) to {peak:.4g} at step {int(c.steps[peak_at])}"
+              f"{f' (2x up from step {onset})' if rise != peak_at else ''} and never fell "
+              f"clearly below where it started (it ends at {f['end_level']:.4g}): too high a learning rate wrecked "
+              f"the model before it learnt anything")
+    evidence.update(divergence_kind="blown_up_before_learning", divergence_step=onset, onset_step=onset)
+    finding = Finding("diverged_early", Severity.ERROR, reason, recommend("diverged_early"), step=onset,
+                      evidence={"onset_step": onset, "start": start, "peak": peak, "end_level": f["end_level"]})
     return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
 
 

@@ -47,6 +47,13 @@ CAUSES: dict[str, Cause] = {
         "Resume from a checkpoint before the loss left its low with a 2-10x lower learning rate, a warm-up and "
         "gradient clipping; check for dead ReLU units.",
     ),
+    "diverged_early": Cause(
+        "Loss blew up before the model learnt anything",
+        "a learning rate far too high for the model and optimizer (or no warm-up): the first updates threw the "
+        "weights far off, and the loss never got back below where it started",
+        "Restart from scratch with a 10x lower learning rate and a warm-up; nothing of this run is worth resuming, "
+        "since it never got better than its initialisation.",
+    ),
     "diverged_dead": Cause(
         "Loss blew up, then froze at chance level",
         "a learning rate far too high: the first updates blew the loss up and killed the units (dead ReLUs) or "

@@ -220,6 +220,48 @@ def test_a_loss_that_rose_and_froze_is_a_dead_model_but_one_frozen_after_falling
     assert classify_run(Curve.from_arrays(epochs, decayed, "loss")).label != "diverged"
 
 
+def test_an_unstable_finding_points_at_where_the_instability_begins_not_at_the_run_start():
+    # a nanoGPT loss falls to 3.7, jumps to 8.5 at step 61 and stays well above its low (a real W&B export's shape)
+    rng = np.random.default_rng(7)
+    steps = np.arange(128)
+    loss = np.concatenate([np.geomspace(11.0, 3.7, 40), np.full(21, 3.7), [8.5], np.linspace(7.4, 6.0, 66)])
+    loss *= np.exp(rng.normal(0, 0.01, 128))
+    verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    assert verdict.label == "unstable" and "rise" in verdict.evidence["unstable_by"]
+    (finding,) = [f for f in verdict.findings if f.code == "unstable"]
+    assert finding.step == verdict.evidence["unstable_from"]["rise"] == 61
+
+
+@pytest.mark.parametrize(("last", "label"), [(2860.0, "normal"), (3400.0, "unstable")])
+def test_a_validation_only_verdict_keeps_a_setback_on_the_way_to_its_best_evaluation_as_no_instability(last, label):
+    # a Lightning regression logging its validation MSE each epoch and its training loss twice: it falls 100x,
+    # with a 2.6x setback for ten epochs on the way, and ends at its best (or, the second time, not)
+    epochs = np.arange(100)
+    mse = np.geomspace(3.0e5, 2900.0, 100)
+    mse[30:40] *= 2.6
+    mse[-1] = last
+    val = Curve.from_arrays(epochs, mse, "Valid MSE")
+    train = Curve.from_arrays(np.array([49, 99]), np.array([6293.6, 2873.7]), "Train loss")
+    verdict = classify_run(train, val)
+    assert verdict.evidence["main_role"] == "val" and verdict.label == label
+
+
+@pytest.mark.parametrize(("end", "label"), [(2.25, "diverged"), (1.2, None)])
+def test_a_blow_up_before_the_loss_fell_below_its_start_is_diverged_but_one_it_recovered_from_is_not(end, label):
+    # a 10-class classifier at too high a learning rate: 2.30, then 19 at the second point; it ends around the
+    # prior's entropy (nothing learnt) or well below its start (it learnt after all)
+    rng = np.random.default_rng(4)
+    steps = np.arange(0, 1500, 5)
+    loss = np.concatenate([[2.30, 19.0, 3.2, 2.7], np.linspace(2.6, end, 296)]) * np.exp(rng.normal(0, 0.05, 300))
+    verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    if label is None:
+        assert verdict.label != "diverged" and "blown_up_before_learning" not in verdict.evidence.values()
+        return
+    assert verdict.label == label and verdict.evidence["onset_step"] == 5
+    assert verdict.findings[0].code == "diverged_early"
+    assert verdict.findings[0].message.startswith(f"loss blew up from {loss[0]:.4g} (where it started) to {loss[1]:.4g}")
+
+
 @pytest.mark.parametrize(("start", "wobble", "label"), [(9.0, 0.0, "diverged"), (4.0, 0.0, "underfitting"),
                                                           (9.0, 2e-3, None), (4.0, 2e-3, None)])
 def test_only_a_loss_that_no_longer_moves_at_all_is_read_as_frozen(start, wobble, label):

@@ -186,6 +186,15 @@ def test_a_loss_that_rose_and_froze_under_keras_is_a_dead_model(diagnosed):
     assert "froze there" in finding.message and not [f for f in d.findings if f.code == "val_plateau"]
 
 
+def test_a_loss_that_blew_up_before_it_learnt_anything_is_diverged_at_the_blow_up(diagnosed):
+    # SGD with momentum at 3.0: the loss jumps to 7x its start within 15 steps, then sits at the prior's entropy
+    d = _run(diagnosed, "blowup_before_learning")
+    assert d.verdict.label == "diverged" and d.verdict.evidence["divergence_kind"] == "blown_up_before_learning"
+    (finding,) = [f for f in d.findings if f.code == "diverged_early"]
+    assert abs(finding.step - LABELS["blowup_before_learning"]["divergence_onset"]) <= 5
+    assert "never fell clearly below where it started" in finding.message and "10x lower" in finding.recommendation
+
+
 def test_percentages_never_round_up_to_100(diagnosed):
     for d in diagnosed.values():
         for text in d.verdict.reasons:
