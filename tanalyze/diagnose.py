@@ -100,7 +100,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "24"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "25"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -123,6 +123,7 @@ ANALYSIS_VERSION = "24"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # training loss that stood still is no plateau nor widening gap; 24: a loss that blew up to 5x its start and
 # settled no lower than it is diverged (diverged_early); an unstable finding's step is where it begins; a
 # validation-only verdict ending at its best takes no heavy spike on the way for instability
+# 25: a spike's onset and baseline found before points a floor on the rise let pass unflagged
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -232,11 +232,15 @@ def find_excursions(
         if later.size == 0:
             break
         i = int(later[0])
-        base, s = float(ref[i]), float(scale[i])
-        # Walk back to where the excursion started: the run of points above baseline + 3σ before i.
-        below = np.flatnonzero(y[position:i] <= base + 3 * s)
+        s = float(scale[i])
+        # Walk back to where the excursion started: the run of points above baseline + 3σ before i, the baseline
+        # the lowest trailing median of the window before i (the one at i holds the excursion's first points when
+        # a floor on the rise let them pass unflagged); the spike's baseline is then the level before its onset.
+        early = float(np.min(ref[max(position, i - window, 1):i + 1]))
+        below = np.flatnonzero(y[position:i] <= early + 3 * s)
         onset = position + int(below[-1]) + 1 if below.size else max(position, i)
         onset = max(onset, 1)
+        base = float(ref[onset]) if onset < i else float(ref[i])
         threshold = base + max(recovery_sigmas * s, band_min)
         back = np.flatnonzero(y[i + 1 :] <= threshold)
         if back.size == 0:

@@ -183,3 +183,15 @@ def test_a_blow_up_the_loss_comes_down_from_only_to_a_much_higher_level_is_a_div
         assert "a peak of 600" in finding.message and "settled at 3.0" in finding.message
     else:  # it came down to within 12 %: a spike that cost a little, not a run undone
         assert any(spike.onset_step == 1500 for spike in result.spikes)
+
+
+@pytest.mark.parametrize("start", [8e7, 50.0])
+def test_a_spike_is_found_from_its_first_point_even_after_a_start_millions_of_times_higher(start):
+    # a regression whose first predictions were wildly off (MSE 1e8 for three logged points, as a Lightning run
+    # of ours logged), then around 6, and a 1e5x excursion for six points from step 25
+    rng = np.random.default_rng(3)
+    loss = np.concatenate([[start, start * 1.3, start / 3], 6.0 * np.exp(rng.normal(0, 0.3, 42))])
+    loss[25:31] = [6.9e5, 5.4e5, 8.0e4, 1.8e6, 2.3e6, 7.9e5]
+    result = analyze_divergence(Curve.from_arrays(np.arange(45), loss, "loss"))
+    (spike,) = [s for s in result.spikes if s.onset_step >= 20]
+    assert spike.onset_step == 25 and spike.baseline < 20
