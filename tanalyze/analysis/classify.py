@@ -746,19 +746,28 @@ def _underfitting(
     resumed = first is not None and first > 0 and first > th.resumed_share * last
     evidence["resumed"] = resumed
     evidence["val_levelled"] = val_levelled
-    if change > -th.min_decrease and resumed:
+    noise_fall = _noise_of_fall(f)
+    too_small = change > -th.min_decrease
+    fall = -float(np.log1p(change)) if change > -1 else np.inf
+    flat = too_small or fall < noise_fall  # (a fall its batch-to-batch noise could make is no fall)
+    if flat and resumed:
         # The fall happened before this log began: a flat curve here is a plateau, not evidence of underfitting.
         evidence["flat_after_late_start"] = (f"{tag} changed {_percent(abs(change))} {_levels(f)}; the log starts "
                                              f"at step {first}, so the fall before it is unknown")
-    elif change > -th.min_decrease and (trained := _trained_start(f, language_model, th)) is not None:
+    elif flat and (trained := _trained_start(f, language_model, th)) is not None:
         evidence["trained_start"] = (f"{tag} started from trained weights ({trained}): a fine-tune, whose small "
                                      "fall is no underfitting")
-    elif change > -th.min_decrease:
+    elif too_small:
         strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
         direction = "rose" if change > 0 else "fell only"
         scores.append(0.5 + 0.45 * strength)
         why.append(f"{tag} {direction} {_percent(abs(change))} {_levels(f)} "
                    f"(needs a {100 * th.min_decrease:.0f}% decrease)")
+    elif flat:
+        scores.append(0.5 + 0.45 * min(1.0, 1 - fall / noise_fall))
+        why.append(f"{tag} fell {_percent(abs(change))} {_levels(f)}, no more than its point-to-point noise "
+                   f"(±{_percent(np.expm1(f['noise']))}) moves those medians ({_percent(-np.expm1(-noise_fall))}): "
+                   f"no fall told from noise")
     elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share and (
         annealed is None or annealed > th.annealed_lr
     ) and not val_levelled:
@@ -787,6 +796,16 @@ def _trained_start(f: dict[str, Any], language_model: LanguageModelStart | None,
         return None
     first = f.get("first_value")
     return language_model.trained_start(max(f["start_level"], first if first is not None else -np.inf))
+
+
+def _noise_of_fall(f: dict[str, Any]) -> float:
+    """How far (log) the noise of a loss's points alone moves the difference of its start and end medians: twice
+    the standard error of a median's difference (1.2533 σ/√k each, for the points each is the median of); 0
+    for a start or an end read from fewer than 5 points: a first value is the model's before training, not a draw of
+    the noise of later batches, and few points tell their noise poorly."""
+    if not f["log_space"] or f["noise"] is None or min(f["head_points"], f["tail_points"]) < 5:
+        return 0.0
+    return 2 * 1.2533 * f["noise"] * float(np.sqrt(1 / f["head_points"] + 1 / f["tail_points"]))
 
 
 def chance_plateau(train: Curve, val: Curve | None, th: Thresholds = Thresholds()) -> tuple[int, float, str] | None:

@@ -420,10 +420,13 @@ def analyze_divergence(
             )
             # A log that ends right after a blow-up of `no_return_factor` x (the job crashed) counts too.
             huge = is_log and level - e.baseline >= np.log(no_return_factor)
-            if terminal_start is not None or (big and (len(after) >= min_explosion_points or huge)):
+            # (and it must be a blow-up in the loss's own units too: from 1e-7 to 1e-3, after a start at 1, is a
+            # memorised training set's floor wobbling, not a divergence)
+            sizeable = to_units(level) - to_units(e.baseline) >= min_abs
+            if terminal_start is not None or (big and sizeable and (len(after) >= min_explosion_points or huge)):
                 explosion = e
                 continue
-            if _wrecked(after, e.baseline, is_log, np.log(no_return_factor), np.log1p(settled_rise)):
+            if sizeable and _wrecked(after, e.baseline, is_log, np.log(no_return_factor), np.log1p(settled_rise)):
                 explosion, wrecked = e, True
                 continue
         stop = e.end if e.end is not None else n

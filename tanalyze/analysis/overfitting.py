@@ -254,7 +254,10 @@ def analyze_overfitting(
         big = tail_rise >= max(np.log1p(clear_rise) if is_log else clear_rise * scale, 2 * band)
         persistent = after_span >= min_span_share and (
             (m >= min_points_rising and (p_trend < trend_alpha or clear)) or (big and steady_climb))
-        if share >= min_share_above and tail_rise >= bar and trend > 0 and not train_rising and persistent:
+        # (a clear rise that came at once after the minimum and has eased a little since still stands: trending
+        # down by under a quarter of the rise is no return to the minimum)
+        holding = trend > 0 or (clear and trend > -tail_rise / 4)
+        if share >= min_share_above and tail_rise >= bar and holding and not train_rising and persistent:
             pattern = "rising"
             confidence = (1 - 0.5 * bar / tail_rise) * (0.5 + 0.5 * share) * (m / (m + 1))
             reason = (f"validation loss rose {100 * (rise_rel or 0):.1f}% above its minimum at step {onset_step} "

@@ -246,6 +246,20 @@ def test_a_validation_only_verdict_keeps_a_setback_on_the_way_to_its_best_evalua
     assert verdict.evidence["main_role"] == "val" and verdict.label == label
 
 
+@pytest.mark.parametrize(("fall", "underfitting"), [(0.0, True), (0.4, False)])
+def test_a_fall_no_larger_than_the_noise_of_the_medians_is_no_fall(fall, underfitting):
+    # SGD at 1e-6 on a regression: per-batch MSE ±25% around a level that does not move; the medians of the first
+    # 12 and the last 40 of 400 points can differ by 10% from the noise alone (or the loss really fell 40%)
+    rng = np.random.default_rng(11)
+    steps = np.arange(5, 2005, 5)
+    level = 1.1 * np.exp(-fall * np.linspace(0, 1, 400) / 0.5)
+    loss = level * np.exp(rng.normal(0, 0.25, 400))
+    loss[:12] *= 1.22  # a first stretch drawn high, as the noise draws it now and then
+    verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    assert (verdict.label == "underfitting") == underfitting
+    assert any("no fall told from noise" in r for r in verdict.reasons) == underfitting
+
+
 @pytest.mark.parametrize(("end", "label"), [(2.25, "diverged"), (1.2, None)])
 def test_a_blow_up_before_the_loss_fell_below_its_start_is_diverged_but_one_it_recovered_from_is_not(end, label):
     # a 10-class classifier at too high a learning rate: 2.30, then 19 at the second point; it ends around the

@@ -195,3 +195,13 @@ def test_a_spike_is_found_from_its_first_point_even_after_a_start_millions_of_ti
     result = analyze_divergence(Curve.from_arrays(np.arange(45), loss, "loss"))
     (spike,) = [s for s in result.spikes if s.onset_step >= 20]
     assert spike.onset_step == 25 and spike.baseline < 20
+
+
+def test_a_memorised_training_loss_wobbling_up_from_its_floor_is_no_explosion():
+    # a training MSE from 1.0 to 2e-7 (40 points memorised), then up to ~5e-3 for good, bouncing to 0.027 now and
+    # then: 25,000x its floor, but a two-hundredth of where it started
+    rng = np.random.default_rng(6)
+    loss = np.concatenate([np.geomspace(1.0, 2e-7, 160), np.geomspace(2e-7, 5e-3, 20), 5e-3 * np.exp(rng.normal(0, 0.3, 120))])
+    loss[[185, 186, 230, 231, 290]] = 0.027
+    result = analyze_divergence(Curve.from_arrays(np.arange(300), loss, "loss"))
+    assert result.divergence is None

@@ -191,3 +191,16 @@ def test_a_small_rise_in_the_last_3_percent_of_a_long_run_is_not_overfitting():
     result = analyze_overfitting(Curve.from_arrays(epochs, val, "val_loss"), train)
     assert not result.detected and result.findings == ()
     assert result.onset_step is not None and result.onset_step >= 480 and result.points_after_min <= 15
+
+
+def test_a_clear_rise_at_once_after_the_minimum_that_eases_a_little_since_is_overfitting():
+    # a Keras regression on 40 points: the validation MSE is lowest at epoch 2, 40% above it by epoch 20, and
+    # eases 3% over the next 280 epochs while the training MSE goes to ~0
+    rng = np.random.default_rng(5)
+    epochs = np.arange(300)
+    val = np.concatenate([[0.83, 0.56, 0.55], np.linspace(0.6, 0.79, 17), np.linspace(0.79, 0.77, 280)])
+    val = val * np.exp(rng.normal(0, 0.004, 300))
+    train = np.geomspace(0.7, 6e-6, 300)
+    result = analyze_overfitting(Curve.from_arrays(epochs, val, "val_loss"), Curve.from_arrays(epochs, train, "loss"))
+    assert result.detected and result.pattern == "rising" and result.onset_step == 2
+    assert result.trend_after_min < 0
