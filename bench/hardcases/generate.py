@@ -591,6 +591,59 @@ def run_blowup_before_learning() -> dict[str, dict[str, Any]]:
                            "learnt anything (onset: the first point at twice ln 10, the loss of uniform guesses)")
 
 
+def _regression_data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A smooth function of 10 inputs plus noise (a third of its spread), standardised."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 10)).astype("float32")
+    w = np.random.default_rng(777).normal(size=10)
+    y = np.sin(x @ w / 2) + 0.3 * np.tanh(x[:, 0] * x[:, 1]) + rng.normal(0, 0.3, n)
+    return x, ((y - y.mean()) / y.std()).astype("float32")
+
+
+@register
+def run_regression_tiny_lr() -> dict[str, dict[str, Any]]:
+    name = "regression_tiny_lr"
+    sg.seed_all(47)
+    x, y = _regression_data(400, 47)
+    xv, yv = _regression_data(200, 1047)
+    model = sg.mlp(10, 64, 1, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-6)
+    tb = TB(fresh(name), x=True)
+    classifier_loop(model=model, opt=opt, train_xy=(torch.from_numpy(x), torch.from_numpy(y)),
+                    val_xy=(torch.from_numpy(xv), torch.from_numpy(yv)), steps=2000, batch=32, eval_every=50, log=tb,
+                    seed=47, log_every=5, loss_fn=lambda out, target: F.mse_loss(out.squeeze(-1), target))
+    s = tb.close()
+    return {name: label("underfitting", kind="noisy_flat", fmt="tensorboard", logger="tensorboardX.SummaryWriter",
+                        train_tag="train/loss", val_tag="val/loss", train=s["train/loss"], val=s["val/loss"],
+                        why="an MLP regression under plain SGD at 1e-6: the per-batch MSE swings by a quarter around "
+                            "a level that does not move (the validation MSE changes in its third digit); the medians "
+                            "of its first and last stretches differ only as much as that noise makes them")}
+
+
+@register
+def run_memorise_regression() -> dict[str, dict[str, Any]]:
+    """Keras (its torch backend) and its own ``CSVLogger``."""
+    os.environ["KERAS_BACKEND"] = "torch"
+    import keras
+
+    name = "memorise_regression"
+    out = fresh(name)
+    x, y = _regression_data(40, 48)
+    xv, yv = _regression_data(300, 1048)
+    keras.utils.set_random_seed(48)
+    model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(512, activation="relu"),
+                              keras.layers.Dense(512, activation="relu"), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.Adam(1e-3), "mse")
+    history = model.fit(x, y, validation_data=(xv, yv), epochs=300, batch_size=8, verbose=0,
+                        callbacks=[keras.callbacks.CSVLogger(str(out / "training.log"))]).history
+    return {name: label("overfitting", kind="memorise", fmt="keras_csv", logger="keras.callbacks.CSVLogger",
+                        train_tag="loss", val_tag="val_loss", train=list(enumerate(history["loss"])),
+                        val=list(enumerate(history["val_loss"])),
+                        why="a 270k-parameter MLP fitting 40 noisy regression points with Adam for 300 epochs: the "
+                            "training MSE goes to ~1e-6 (with Adam's bounces off that floor), the validation MSE is "
+                            "lowest within the first epochs and stays well above it after")}
+
+
 @register
 def run_diverged_finite() -> dict[str, dict[str, Any]]:
     name = "diverged_finite"

@@ -226,7 +226,9 @@ def analyze_overfitting(
         k = max(2, int(np.ceil(m / 2)))
         later = post[-k:]
         # The raw minimum of a noisy curve is biased low: measure the rise from the level around it.
-        bottom = float(np.median(y[max(0, imin - 1) : imin + 2]))
+        # (the first evaluation's level is itself, as for :func:`_lowest`: a median of it and the next one is
+        # their mean, which a jump right after the minimum drags up)
+        bottom = float(np.median(y[imin - 1 : imin + 2])) if imin > 0 else float(y[0])
         share = float(np.mean(later > bottom + band))
         tail_y = float(np.median(later))
         tail_rise = tail_y - bottom

@@ -195,6 +195,13 @@ def test_a_loss_that_blew_up_before_it_learnt_anything_is_diverged_at_the_blow_u
     assert "never fell clearly below where it started" in finding.message and "10x lower" in finding.recommendation
 
 
+def test_a_validation_loss_lowest_at_its_first_evaluation_that_jumps_and_stays_up_is_overfitting(diagnosed):
+    # Keras memorising 40 regression points: validation MSE 0.96 at epoch 0, 1.24 at epoch 1, ~1.15 to the end
+    d = _run(diagnosed, "memorise_regression")
+    assert d.verdict.label == "overfitting" and d.overfitting.onset_step == 0
+    assert d.overfitting.rise_rel == pytest.approx(0.20, abs=0.01)
+
+
 def test_percentages_never_round_up_to_100(diagnosed):
     for d in diagnosed.values():
         for text in d.verdict.reasons:

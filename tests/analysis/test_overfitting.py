@@ -204,3 +204,15 @@ def test_a_clear_rise_at_once_after_the_minimum_that_eases_a_little_since_is_ove
     result = analyze_overfitting(Curve.from_arrays(epochs, val, "val_loss"), Curve.from_arrays(epochs, train, "loss"))
     assert result.detected and result.pattern == "rising" and result.onset_step == 2
     assert result.trend_after_min < 0
+
+
+def test_a_rise_from_a_minimum_at_the_first_evaluation_is_measured_from_that_evaluation():
+    # lowest at the first evaluation, then a jump and a level 20% above it: the level the rise is read from is the
+    # first evaluation's, not its mean with the jump right after it
+    rng = np.random.default_rng(8)
+    epochs = np.arange(300)
+    val = np.concatenate([[0.96, 1.24], np.full(298, 1.15)]) * np.exp(rng.normal(0, 0.004, 300))
+    train = np.concatenate([np.geomspace(1.05, 1e-6, 50), 1e-6 * np.exp(rng.normal(0, 0.5, 250))])  # memorised
+    result = analyze_overfitting(Curve.from_arrays(epochs, val, "val_loss"), Curve.from_arrays(epochs, train, "loss"))
+    assert result.detected and result.pattern == "rising" and result.onset_step == 0
+    assert result.rise_rel == pytest.approx(0.2, abs=0.01)
