@@ -100,7 +100,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "27"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "28"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -127,6 +127,7 @@ ANALYSIS_VERSION = "27"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 26: a fall no larger than the noise of its medians is no fall (underfitting); a clear validation rise that
 # eased a little since stands; a blow-up must be one in the loss's own units too (no explosion off a floor)
 # 27: a validation rise from a minimum at the first evaluation is read from that evaluation's level
+# 28: gradient norms above the band with clipping on and the median within the clip say nothing
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -352,7 +352,9 @@ def _band_finding(fin: np.ndarray, q: np.ndarray, above: float, below: float, ba
             f"(median {q[1]:.3g}, min {fin.min():.3g}).",
             evidence={"fraction_below": below, "median": float(q[1]), "band": [lo_band, hi_band]},
         )
-    if above > 0.2:
+    if above > 0.2 and (max_norm is None or q[1] > max_norm):
+        # (with clipping on and the median norm within it, the norms above the band are the clip's to handle:
+        # nothing to say, as for most fine-tunes the Trainer clips at 1)
         return _finding(
             "grad_out_of_band",
             Severity.INFO,
