@@ -98,6 +98,7 @@ class Thresholds:
     frozen_spread: float = 1e-6  # frozen: the last quarter's values within this share of their median
     early_blow_up: float = 5.0  # a loss this many times where it started that never gets below it: diverged
     settled_spread: float = 0.2  # … and whose second half's interquartile range is under this share of its median
+    fits_gap: float = 2.0  # a training loss this many times below the validation loss is no underfitting
     dead_rise: float = 0.01  # frozen this far above the first value: the updates made it worse (a dead model)
     unbounded_factor: float = 10.0  # diverged below: the loss ends negative, this many times further from zero
     unbounded_floor: float = 1000.0  # … than it began (and at least this far), still falling: no floor
@@ -497,7 +498,8 @@ def _classify(
         scores["unstable"] = _shrink(max(unstable), data)
     under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence,
                                                _val_levelled(val, th) if main_role == "train" else False,
-                                               language_model)
+                                               language_model,
+                                               _fits_training_data(f, val, overfitting, th) if main_role == "train" else None)
     if num_classes is None and main_role == "train":
         plateau = chance_plateau(main, val, th)
         if plateau is not None:
@@ -555,7 +557,7 @@ def _classify(
         moved = "rose" if change > 0 else "fell"  # a resumed run's plateau may end a little higher
         reasons = [f"{main.tag} {moved} {_percent(abs(change))} {_levels(f)}; "
                    "no overfitting, instability, divergence or underfitting found"]
-        reasons += [evidence["trained_start"]] if "trained_start" in evidence else []
+        reasons += [evidence[key] for key in ("trained_start", "fits_training_data") if key in evidence]
         reasons += notes
     findings: tuple[Finding, ...] = ()
     if label == "unstable":
@@ -728,11 +730,13 @@ def _val_levelled(val: Curve | None, th: Thresholds) -> bool:
 def _underfitting(
     f: dict[str, Any], tag: str, learning_rate: Curve | None, num_classes: int | None, th: Thresholds,
     evidence: dict[str, Any], val_levelled: bool = False, language_model: LanguageModelStart | None = None,
+    fits: str | None = None,
 ) -> tuple[list[float], list[str]]:
     """Confidences and reasons of every underfitting criterion met (no decrease, not converged, chance level).
     A training loss still falling while the validation loss has levelled off (``val_levelled``) is not
     "not converged": further steps would fit the training set only. A language model's loss that started from
-    trained weights and fell beyond its noise (``language_model``) has no decrease to make up."""
+    trained weights and fell beyond its noise (``language_model``) has no decrease to make up; nor has one far
+    below its validation loss (``fits``: the model fits its training data, the opposite of high bias)."""
     scores: list[float] = []
     why: list[str] = []
     change = f["change"]
@@ -754,6 +758,8 @@ def _underfitting(
         # The fall happened before this log began: a flat curve here is a plateau, not evidence of underfitting.
         evidence["flat_after_late_start"] = (f"{tag} changed {_percent(abs(change))} {_levels(f)}; the log starts "
                                              f"at step {first}, so the fall before it is unknown")
+    elif flat and fits is not None:
+        evidence["fits_training_data"] = fits
     elif flat and (trained := _trained_start(f, language_model, th)) is not None:
         evidence["trained_start"] = (f"{tag} started from trained weights ({trained}): a fine-tune, whose small "
                                      "fall is no underfitting")
@@ -796,6 +802,23 @@ def _trained_start(f: dict[str, Any], language_model: LanguageModelStart | None,
         return None
     first = f.get("first_value")
     return language_model.trained_start(max(f["start_level"], first if first is not None else -np.inf))
+
+
+def _fits_training_data(f: dict[str, Any], val: Curve | None, overfitting: OverfittingResult | None,
+                        th: Thresholds) -> str | None:
+    """Why a training loss that hardly fell is no underfitting, when it ends ``fits_gap`` (2x) or more below a
+    validation loss of the same quantity (the median of its last two evaluations): the model fits its training
+    data (a fine-tune whose log starts past its first fall, an SFT whose held-out loss is 4x its training loss);
+    None otherwise."""
+    if val is None or overfitting is None or not overfitting.losses_comparable or not f["log_space"] \
+            or f["end_level"] <= 0:
+        return None
+    v = val.collapse_steps().finite_part()
+    held_out = float(np.median(v.values[-2:])) if len(v) else np.nan
+    if not held_out >= th.fits_gap * f["end_level"]:
+        return None
+    return (f"{f['tag']} ends at {f['end_level']:.4g}, {held_out / f['end_level']:.3g}x below the validation loss "
+            f"({held_out:.4g}): the model fits its training data, so its small fall is no underfitting")
 
 
 def _noise_of_fall(f: dict[str, Any]) -> float:

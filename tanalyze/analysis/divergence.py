@@ -644,8 +644,9 @@ def _findings(
                    else "not back within range by the end of the log")
             lead = (f"; the gradient norm spiked {s.grad_norm_lead_steps} steps before"
                     if s.grad_norm_lead_steps is not None and s.grad_norm_lead_steps > 0 else "")
-            # a spike that came back within a tenth of the run is a bad batch now and then: information
-            quick = s.recovery_steps is not None and s.recovery_steps <= 0.1 * max(span, 1)
+            # a spike that came back within a tenth of the run, or gone at the next logged point, is a bad batch
+            # now and then (or one evaluation's draw): information
+            quick = s.recovery_steps is not None and (s.recovery_steps <= 0.1 * max(span, 1) or s.points <= 1)
             # at the very end of the log (its last few points): whether it recovers cannot be seen yet
             at_end = s.recovery_steps is None and s.points <= end_spike_points
             if at_end:

@@ -246,6 +246,19 @@ def test_a_validation_only_verdict_keeps_a_setback_on_the_way_to_its_best_evalua
     assert verdict.evidence["main_role"] == "val" and verdict.label == label
 
 
+@pytest.mark.parametrize(("held_out", "underfitting"), [(2.1, False), (0.6, True)])
+def test_a_training_loss_that_hardly_fell_far_below_its_validation_loss_is_no_underfitting(held_out, underfitting):
+    # an SFT logging from step 20, already past its first fall: 0.54 -> 0.51 in 8 points, while its held-out loss
+    # is 2.1 (the model fits its training data), or 0.6 (train and validation both where they started)
+    steps = np.arange(20, 180, 20)
+    train = np.array([0.541, 0.534, 0.577, 0.526, 0.524, 0.534, 0.507, 0.514])
+    val = Curve.from_arrays(np.array([60, 120, 160]), held_out * np.array([1.02, 1.0, 0.995]), "eval_loss")
+    overfitting = analyze_overfitting(val, Curve.from_arrays(steps, train, "loss"))
+    verdict = classify_run(Curve.from_arrays(steps, train, "loss"), val, overfitting=overfitting)
+    assert (verdict.label == "underfitting") == underfitting
+    assert ("fits_training_data" in verdict.evidence) == (not underfitting)
+
+
 @pytest.mark.parametrize(("fall", "underfitting"), [(0.0, True), (0.4, False)])
 def test_a_fall_no_larger_than_the_noise_of_the_medians_is_no_fall(fall, underfitting):
     # SGD at 1e-6 on a regression: per-batch MSE ±25% around a level that does not move; the medians of the first

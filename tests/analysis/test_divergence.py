@@ -205,3 +205,11 @@ def test_a_memorised_training_loss_wobbling_up_from_its_floor_is_no_explosion():
     loss[[185, 186, 230, 231, 290]] = 0.027
     result = analyze_divergence(Curve.from_arrays(np.arange(300), loss, "loss"))
     assert result.divergence is None
+
+
+def test_a_spike_gone_at_the_next_logged_point_is_information_even_in_a_short_run():
+    # a 10-epoch YOLO validation loss: 1.6x at epoch 2, back at epoch 3 (a tenth of the run is under one epoch)
+    val = np.array([5.322, 8.585, 5.986, 6.855, 5.512, 4.73, 4.893, 4.045, 3.724, 3.114])
+    result = analyze_divergence(Curve.from_arrays(np.arange(1, 11), val, "val_loss"))
+    (finding,) = [f for f in result.findings if f.code == "loss_spike"]
+    assert finding.step == 2 and finding.severity == "info"
