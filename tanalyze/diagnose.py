@@ -100,7 +100,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "29"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "30"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -130,6 +130,8 @@ ANALYSIS_VERSION = "29"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 28: gradient norms above the band with clipping on and the median within the clip say nothing
 # 29: a training loss 2x or more below its validation loss is no underfitting (it fits its data); a spike
 # gone at the next logged point is information however short the run
+# 30: a jump to 1.8x the lowest level that settles there is diverged (settled_high); no 'also underfitting'
+# beside an instability after the loss fell well below its start and rose back
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -97,6 +97,7 @@ class Thresholds:
     chance_collapse_below: float = 0.8  # at chance at the end after a stretch this far below it: collapsed (diverged)
     frozen_spread: float = 1e-6  # frozen: the last quarter's values within this share of their median
     early_blow_up: float = 5.0  # a loss this many times where it started that never gets below it: diverged
+    settled_jump: float = 1.8  # a jump this many times the lowest level that settles there: diverged
     settled_spread: float = 0.2  # … and whose second half's interquartile range is under this share of its median
     fits_gap: float = 2.0  # a training loss this many times below the validation loss is no underfitting
     dead_rise: float = 0.01  # frozen this far above the first value: the updates made it worse (a dead model)
@@ -494,12 +495,19 @@ def _classify(
             notes.append(f"{main.tag} is noisy from step to step, but {smooth}: not instability")
             evidence["unstable_by_step_curve_only"] = evidence["unstable_by"]
             unstable, why["unstable"] = [], []
+    if unstable and main_role == "train" and "rise" in evidence["unstable_by"] and not restarts:
+        ended = _settled_high(main, f, th, evidence, reasons, notes)
+        if ended is not None:
+            return ended
     if unstable:
         scores["unstable"] = _shrink(max(unstable), data)
     under, why["underfitting"] = _underfitting(f, main.tag, learning_rate, num_classes, th, evidence,
                                                _val_levelled(val, th) if main_role == "train" else False,
                                                language_model,
-                                               _fits_training_data(f, val, overfitting, th) if main_role == "train" else None)
+                                               _fits_training_data(f, val, overfitting, th) if main_role == "train" else None,
+                                               rose_back=bool(unstable)
+                                               and f["min_level"] <= (1 - th.min_decrease) * f["start_level"]
+                                               and f["end_level"] >= 1.25 * f["min_level"])
     if num_classes is None and main_role == "train":
         plateau = chance_plateau(main, val, th)
         if plateau is not None:
@@ -730,13 +738,15 @@ def _val_levelled(val: Curve | None, th: Thresholds) -> bool:
 def _underfitting(
     f: dict[str, Any], tag: str, learning_rate: Curve | None, num_classes: int | None, th: Thresholds,
     evidence: dict[str, Any], val_levelled: bool = False, language_model: LanguageModelStart | None = None,
-    fits: str | None = None,
+    fits: str | None = None, rose_back: bool = False,
 ) -> tuple[list[float], list[str]]:
     """Confidences and reasons of every underfitting criterion met (no decrease, not converged, chance level).
     A training loss still falling while the validation loss has levelled off (``val_levelled``) is not
     "not converged": further steps would fit the training set only. A language model's loss that started from
     trained weights and fell beyond its noise (``language_model``) has no decrease to make up; nor has one far
-    below its validation loss (``fits``: the model fits its training data, the opposite of high bias)."""
+    below its validation loss (``fits``: the model fits its training data, the opposite of high bias), nor one
+    that fell well below its start and rose back a quarter or more while unstable (``rose_back``: the rise is the
+    instability's to judge)."""
     scores: list[float] = []
     why: list[str] = []
     change = f["change"]
@@ -760,6 +770,8 @@ def _underfitting(
                                              f"at step {first}, so the fall before it is unknown")
     elif flat and fits is not None:
         evidence["fits_training_data"] = fits
+    elif flat and rose_back:
+        evidence["rose_back"] = True
     elif flat and (trained := _trained_start(f, language_model, th)) is not None:
         evidence["trained_start"] = (f"{tag} started from trained weights ({trained}): a fine-tune, whose small "
                                      "fall is no underfitting")
@@ -948,6 +960,36 @@ def _dead_model(main: Curve, chance: float | None, text: str, th: Thresholds, ev
     finding = Finding("diverged_dead", Severity.ERROR, reason, recommend("diverged_dead"), step=onset,
                       evidence={"onset_step": onset, "frozen_level": level, "chance_level": chance})
     return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
+
+
+def _settled_high(main: Curve, f: dict[str, Any], th: Thresholds, evidence: dict[str, Any], reasons: list[str],
+                  notes: list[str]) -> Verdict | None:
+    """The diverged verdict of a loss that jumped from its lowest level to ``settled_jump`` (1.8x) it or more within
+    a few points and then stayed high and settled (its points from the jump on within ``settled_spread`` of their
+    median, by quartiles), ending ``degrade_ratio`` (1.5x) its lowest level or more: a blow-up the run never came
+    back from, though under the 2x of an explosion (a nanoGPT loss at 3.76 jumped to 7.4, then 5.9-7.2 to the
+    end). A loss that keeps swinging after the jump is instability, and one that drifted up is degradation."""
+    rise_step = f["rise_step"]
+    low = f["min_level"]
+    if rise_step is None or not low > 0 or f["end_level"] < th.degrade_ratio * low:
+        return None
+    c = main.collapse_steps().finite_part()
+    at = int(np.searchsorted(c.steps, rise_step))
+    jump = c.values[max(at - 2, 0):at + 3]
+    if at >= len(c) - 5 or jump.max() < th.settled_jump * low:
+        return None
+    q1, median, q3 = np.percentile(c.values[at:], [25, 50, 75])
+    if q3 - q1 > th.settled_spread * median:
+        return None
+    peak_at = max(at - 2, 0) + int(np.argmax(jump))
+    reason = (f"{main.tag} jumped from its lowest level {low:.4g} to {c.values[peak_at]:.4g} at step "
+              f"{int(c.steps[peak_at])} and settled high: from step {rise_step} it stays around {median:.4g} "
+              f"({median / low:.2g}x its lowest level) to the end, where it is {f['end_level']:.4g}; what the model "
+              f"had learnt since it was last that high is lost")
+    evidence.update(divergence_kind="settled_high", divergence_step=int(rise_step), onset_step=int(rise_step))
+    finding = Finding("diverged_explosion", Severity.ERROR, reason, recommend("diverged_explosion"),
+                      step=int(rise_step), evidence={"onset_step": int(rise_step), "low": low, "settled": median})
+    return Verdict("diverged", 0.7, evidence, (*reasons, reason, *notes), findings=(finding,))
 
 
 def _blown_up_before_learning(main: Curve, f: dict[str, Any], th: Thresholds, evidence: dict[str, Any],

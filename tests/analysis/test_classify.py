@@ -226,10 +226,17 @@ def test_an_unstable_finding_points_at_where_the_instability_begins_not_at_the_r
     steps = np.arange(128)
     loss = np.concatenate([np.geomspace(11.0, 3.7, 40), np.full(21, 3.7), [8.5], np.linspace(7.4, 6.0, 66)])
     loss *= np.exp(rng.normal(0, 0.01, 128))
-    verdict = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    swinging = loss.copy()
+    swinging[62:] *= np.tile([0.6, 1.0, 1.5], 22)  # and it keeps swinging by half its level: instability
+    verdict = classify_run(Curve.from_arrays(steps, swinging, "loss"))
     assert verdict.label == "unstable" and "rise" in verdict.evidence["unstable_by"]
     (finding,) = [f for f in verdict.findings if f.code == "unstable"]
-    assert finding.step == verdict.evidence["unstable_from"]["rise"] == 61
+    assert finding.step == min(verdict.evidence["unstable_from"].values()) == 61
+    # settled up there instead: a blow-up the run never came back from, though under 2x
+    settled = classify_run(Curve.from_arrays(steps, loss, "loss"))
+    assert settled.label == "diverged" and settled.evidence["divergence_kind"] == "settled_high"
+    assert settled.findings[0].code == "diverged_explosion" and settled.findings[0].step == 61
+    assert "also" not in " ".join(settled.reasons)
 
 
 @pytest.mark.parametrize(("last", "label"), [(2860.0, "normal"), (3400.0, "unstable")])
