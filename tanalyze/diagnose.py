@@ -72,6 +72,7 @@ from tanalyze.analysis.restarts import Boundary, RestartCost, analyze_restarts
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
 from tanalyze.analysis.siblings import SiblingSummary, compare_siblings, folder_of
 from tanalyze.analysis.system import SystemHealth, SystemSeries, analyze_system
+from tanalyze.analysis.task_metric import MetricAgreement, metric_against_overfitting, task_metric_tags
 from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
 from tanalyze.checkpoint_files import CheckpointScan
 from tanalyze.curves import Curve
@@ -100,7 +101,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "30"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "31"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -132,6 +133,7 @@ ANALYSIS_VERSION = "30"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # gone at the next logged point is information however short the run
 # 30: a jump to 1.8x the lowest level that settles there is diverged (settled_high); no 'also underfitting'
 # beside an instability after the loss fell well below its start and rose back
+# 31: a task metric that kept improving after the validation loss's overfitting onset (metric_disagrees)
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -406,6 +408,19 @@ class Diagnoses(Mapping[str, RunDiagnosis]):
 
 
 # --- the per-run pipeline ---------------------------------------------------------------------------------
+
+
+def _metric_agreement(curves: Mapping[str, Curve], role_map: Any,
+                      overfitting: OverfittingResult | None) -> MetricAgreement | None:
+    """The first task metric evaluated with the validation loss that kept improving after the loss's overfitting
+    onset (or the first one read, when none did); None without a detected overfitting or such a metric."""
+    if overfitting is None or not overfitting.detected or overfitting.onset_step is None \
+            or "val_loss" not in role_map:
+        return None
+    val_tag = role_map.tag("val_loss")
+    read = [result for tag, higher in task_metric_tags(val_tag, curves)
+            if (result := metric_against_overfitting(curves[tag], higher, overfitting.onset_step, val_tag)) is not None]
+    return next((r for r in read if r.findings), read[0] if read else None)
 
 
 def _curves_by_tag(frame: pd.DataFrame) -> dict[str, Curve]:
@@ -826,6 +841,11 @@ def diagnose_run(
                      or (f.code == "loss_spike" and f.step in {sp.onset_step for sp in val_spikes})]
     if overfitting is not None:
         findings += overfitting.findings
+    agreement = _metric_agreement(curves, role_map, overfitting)
+    if agreement is not None and agreement.findings:
+        findings += agreement.findings
+        if verdict.label == "overfitting":
+            verdict = replace(verdict, reasons=(*verdict.reasons, agreement.findings[0].message))
     finished = status is not None and status.status == "finished"
     warning = None if reward is not None else _early_warning(
         main, loss_analysis, divergence, curves, role_map, grad, lr,

@@ -39,7 +39,8 @@ from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.checkpoint_files import CheckpointScan, SavedCheckpoint
 from tanalyze.curves import Curve, noise_sigma
 
-__all__ = ["CheckpointValue", "CheckpointResult", "analyze_checkpoints", "monitored_metric", "mode_from_name"]
+__all__ = ["CheckpointValue", "CheckpointResult", "analyze_checkpoints", "metric_direction", "monitored_metric",
+           "mode_from_name"]
 
 _LOWER = re.compile(r"loss|err|wer|cer|perplex|ppl|mse|mae|rmse|nll|bpb|bpc|fid|distance", re.IGNORECASE)
 _HIGHER = re.compile(r"acc|f1|map|auc|bleu|rouge|precision|recall|iou|dice|r2|score|reward|top\d|psnr|ssim",
@@ -110,10 +111,16 @@ class CheckpointResult(ResultMixin):
 
 def mode_from_name(tag: str) -> str:
     """``"min"`` for a loss, error, perplexity …, ``"max"`` for an accuracy, F1, mAP, BLEU …; ``"min"`` otherwise."""
+    return metric_direction(tag) or "min"
+
+
+def metric_direction(tag: str) -> str | None:
+    """``"min"`` for a loss, error, perplexity …, ``"max"`` for an accuracy, F1, mAP, BLEU …; None for a name
+    that says neither (by its last part)."""
     last = tag.replace("\\", "/").rsplit("/", 1)[-1]
     if _LOWER.search(last):
         return "min"
-    return "max" if _HIGHER.search(last) else "min"
+    return "max" if _HIGHER.search(last) else None
 
 
 def _matches(tag: str, name: str) -> bool:

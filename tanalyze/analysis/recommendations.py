@@ -61,6 +61,13 @@ CAUSES: dict[str, Cause] = {
         "Restart from scratch with a 10-100x lower learning rate (and a warm-up, gradient clipping); a longer "
         "run or a larger model will not help, since the weights no longer change.",
     ),
+    "metric_disagrees": Cause(
+        "Validation loss rose while the task metric kept improving",
+        "the model grows over-confident on the examples it gets wrong (its loss on them climbs) while it gets more "
+        "of them right: common for classifiers and taggers trained past their loss minimum",
+        "Select checkpoints and stop by the task metric (metric_for_best_model, monitor=...), not by the loss; "
+        "consider label smoothing or calibration (temperature scaling) if calibrated probabilities matter.",
+    ),
     "nonfinite_values": Cause(
         "Loss was NaN/Inf at some steps, then finite again",
         "fp16 overflow on a few batches, a bad sample, a division by zero in the loss",

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tanalyze
+from tanalyze.analysis.task_metric import metric_against_overfitting, task_metric_tags
+from tanalyze.curves import Curve
+from tests.conftest import real_log
+
+
+def test_the_metrics_beside_a_validation_loss_are_found_by_its_prefix_overall_ones_first():
+    tags = ["eval_loss", "eval_T017_f1", "eval_overall_f1", "eval_runtime", "eval_accuracy", "eval_wer",
+            "eval_samples_per_second", "train_accuracy", "eval_score"]
+    assert task_metric_tags("eval_loss", tags) == [("eval_overall_f1", True), ("eval_wer", False),
+                                                   ("eval_accuracy", True), ("eval_T017_f1", True)]
+    assert task_metric_tags("val/loss", ["val/acc", "val/loss", "train/acc", "val/top1"]) == [("val/acc", True),
+                                                                                            ("val/top1", True)]
+    assert task_metric_tags("loss", ["acc"]) == []  # no prefix: nothing says which metrics go with it
+
+
+@pytest.mark.parametrize(("f1", "disagrees"), [([0.34, 0.41, 0.45, 0.47, 0.51, 0.53, 0.55, 0.56], True),
+                                               ([0.34, 0.41, 0.45, 0.44, 0.43, 0.42, 0.41, 0.40], False)])
+def test_a_metric_that_kept_improving_after_the_loss_rose_disagrees(f1, disagrees):
+    steps = np.arange(1400, 12000, 1400)[: len(f1)]
+    result = metric_against_overfitting(Curve.from_arrays(steps, np.array(f1), "eval_f1"), True, 4200, "eval_loss")
+    assert result.at_onset == 0.45 and result.best == max(f1[3:])
+    assert bool(result.findings) == disagrees
+
+
+def test_a_lower_is_better_metric_is_read_the_other_way():
+    wer = Curve.from_arrays(np.arange(1, 9), np.array([0.5, 0.4, 0.35, 0.33, 0.31, 0.30, 0.29, 0.28]), "eval_wer")
+    result = metric_against_overfitting(wer, False, 3, "eval_loss")
+    assert result.best == 0.28 and result.findings[0].code == "metric_disagrees"
+
+
+@pytest.mark.real_logs
+def test_a_tagger_whose_f1_kept_rising_while_its_eval_loss_rose_is_told_to_select_by_f1():
+    # a token-classification fine-tune (HF Trainer): eval_loss lowest at step 5600, +55% by 14000, while
+    # eval_overall_f1 goes 0.452 -> 0.565 (its best, at the end)
+    folder = real_log("hf_trainer_state/Nicolassalvan__mti881-projet2/ResultsEtape4/"
+                      "NouveauWeightLossSansOptunaHyperparamByDefault")
+    (d,) = tanalyze.diagnose(tanalyze.load(folder)).values()
+    assert d.verdict.label == "overfitting" and d.overfitting.onset_step == 5600
+    (finding,) = [f for f in d.findings if f.code == "metric_disagrees"]
+    assert finding.evidence["metric"] == "eval_overall_f1"
+    assert finding.evidence["at_onset"] == pytest.approx(0.4518, abs=1e-4)
+    assert finding.evidence["best"] == finding.evidence["last"] == pytest.approx(0.5647, abs=1e-4)
+    assert "eval_overall_f1 kept improving" in d.verdict.reasons[-1]
