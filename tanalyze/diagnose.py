@@ -101,7 +101,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "31"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "32"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -134,6 +134,7 @@ ANALYSIS_VERSION = "31"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 30: a jump to 1.8x the lowest level that settles there is diverged (settled_high); no 'also underfitting'
 # beside an instability after the loss fell well below its start and rose back
 # 31: a task metric that kept improving after the validation loss's overfitting onset (metric_disagrees)
+# 32: a session that started over from scratch is a new start (information, no time lost), not a resume
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -716,7 +717,7 @@ def diagnose_run(
         if run is None:
             run = str(names[0])
     run = run or ""
-    restart_cost = _restart_cost(frame, restarts, phases)
+    restart_cost = _restart_cost(frame, restarts, phases, roles)
     judged = choose_phase(frame, phases)
     if judged is not None:  # the curves (and histograms) of that session only
         steps = frame["step"].to_numpy()
@@ -996,13 +997,43 @@ def _communication(frame: pd.DataFrame, curves: Mapping[str, Curve], step_time: 
     return result, compute
 
 
-def _restart_cost(frame: pd.DataFrame, restarts: Sequence[Restart], phases: Sequence[Phase]) -> RestartCost | None:
+def _restart_cost(frame: pd.DataFrame, restarts: Sequence[Restart], phases: Sequence[Phase],
+                  roles: Mapping[str, str | tuple[str, ...] | None] | None = None) -> RestartCost | None:
     """What the run's resumes cost, from all its points (every session, before one is chosen to judge)."""
     boundaries = [Boundary(r.step, "restart", r.until, r.detail) for r in restarts]
-    boundaries += [Boundary(p.first_step, "session", None, p.detail) for p in phases if p.index > 0]
+    later = [p for p in phases if p.index > 0]
+    fresh = _fresh_sessions(frame, phases, roles) if later else set()
+    boundaries += [Boundary(p.first_step, "fresh" if p.index in fresh else "session", None, p.detail) for p in later]
     if not boundaries or not len(frame):
         return None
     return analyze_restarts(frame["step"].to_numpy(), frame["wall_time"].to_numpy(dtype=np.float64), boundaries)
+
+
+def _fresh_sessions(frame: pd.DataFrame, phases: Sequence[Phase],
+                    roles: Mapping[str, str | tuple[str, ...] | None] | None) -> set[int]:
+    """The sessions (their ``index``) that started over from scratch: their steps begin again where the log's
+    first session began, and the training loss at their start has gone back most of the way (80%) from where
+    the session before ended to the log's first value. A Keras ``fit()`` called again also starts its epochs
+    over, but goes on from the loss it had reached: a session, not a new start."""
+    curves = _curves_by_tag(frame)
+    role_map = resolve_roles({tag: int(np.isfinite(c.values).sum()) for tag, c in curves.items()}, roles)
+    train = role_curve(curves, role_map, "train_loss")
+    if train is None:
+        return set()
+    loss = train.collapse_steps().finite_part()
+    if len(loss) < 2:
+        return set()
+    begins = phases[0].first_step - phases[0].offset
+    out = set()
+    for phase in phases[1:]:
+        after = np.flatnonzero(loss.steps >= phase.first_step)
+        before = np.flatnonzero(loss.steps < phase.first_step)
+        if phase.first_step - phase.offset > begins or not after.size or not before.size:
+            continue
+        first, ended, start = float(loss.values[0]), float(loss.values[before[-1]]), float(loss.values[after[0]])
+        if first > ended and start >= ended + 0.8 * (first - ended):
+            out.add(phase.index)
+    return out
 
 
 def diagnose(

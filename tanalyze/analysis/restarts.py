@@ -32,7 +32,8 @@ MIN_LOST_S = 60.0
 @dataclass(frozen=True)
 class Boundary:
     """Where a run was resumed: ``step`` (first step of the later attempt or session), ``until`` (the abandoned
-    attempt's highest step, None when not known), ``kind`` (``restart`` or ``session``) and the reader's words."""
+    attempt's highest step, None when not known), ``kind`` (``restart``, ``session``, or ``fresh``: a session
+    that started over from scratch, a new launch into the same log rather than a resume) and the reader's words."""
 
     step: int
     kind: str = "restart"
@@ -102,7 +103,7 @@ def analyze_restarts(steps: np.ndarray, wall_time: np.ndarray, boundaries: Seque
     events = []
     for b in merged.values():
         gap = lost = None
-        if len(timeline_steps):
+        if len(timeline_steps) and b.kind != "fresh":  # (the time between two launches is no resume's downtime)
             before = np.searchsorted(timeline_steps, b.step, side="left") - 1
             after = before + 1
             if before >= 0 and after < len(timeline_steps):
@@ -110,6 +111,8 @@ def analyze_restarts(steps: np.ndarray, wall_time: np.ndarray, boundaries: Seque
                 if pace is not None:
                     lost = max(0.0, gap - float(timeline_steps[after] - timeline_steps[before]) * pace)
         redone = max(0, b.until - b.step) if b.until is not None else (0 if b.kind == "session" else None)
+        if b.kind == "fresh":
+            redone = None
         events.append(RestartEvent(b.step, b.kind, gap, lost, redone, b.detail))
     losses = [e.lost_s for e in events if e.lost_s is not None]
     redos = [e.steps_redone for e in events if e.steps_redone is not None]
@@ -169,6 +172,13 @@ def _with_finding(cost: RestartCost, timeline_steps: np.ndarray, steps: np.ndarr
         "run_wall_s": cost.run_wall_s, "seconds_per_step": cost.seconds_per_step,
         "events": [e.to_dict() for e in cost.events],
     }
+    fresh = [e for e in cost.events if e.kind == "fresh"]
+    if fresh:
+        resumes = len(cost.events) - len(fresh)
+        message = (f"{len(fresh)} new start{'s' if len(fresh) != 1 else ''} from scratch at step"
+                   f"{'s' if len(fresh) != 1 else ''} {', '.join(str(e.step) for e in fresh)} (the log's step count "
+                   "and its loss back where they began: a new launch into the same log, not a resume; the last "
+                   "session is the one judged)" + (f"; {_others(message, cost.restarts, resumes)}" if resumes else ""))
     finding = Finding(
         code="restarts_time_lost",
         severity=(Severity.WARNING if worst >= WARN_SHARE
@@ -181,3 +191,9 @@ def _with_finding(cost: RestartCost, timeline_steps: np.ndarray, steps: np.ndarr
     )
     return RestartCost(cost.restarts, cost.time_lost_s, cost.steps_redone, cost.run_wall_s, cost.seconds_per_step,
                        cost.events, (finding,))
+
+
+def _others(message: str, restarts: int, resumes: int) -> str:
+    """The headline of the resumes beside new starts: its count is theirs (``2 other restarts, …``)."""
+    counted = f"{restarts} restart{'s' if restarts != 1 else ''}"
+    return message.replace(counted, f"{resumes} other restart{'s' if resumes != 1 else ''}", 1)

@@ -78,3 +78,32 @@ def test_restarts_that_cost_seconds_are_information():
     slow = analyze_restarts(steps, np.r_[np.arange(5) * 10.0, 650.0 + np.arange(5) * 10.0],
                             [Boundary(50, "restart", until=80)])
     assert slow.time_lost_s >= 60 and slow.findings[0].severity == "warning"
+
+
+def test_a_new_start_from_scratch_costs_no_lost_time_and_is_information():
+    steps = np.arange(200)
+    wall = np.concatenate([np.arange(100) * 0.1, 2100.0 + np.arange(100) * 0.1])  # 35 min between two launches
+    cost = analyze_restarts(steps, wall, [Boundary(100, "fresh", None, "step went back from 99 to 0")])
+    assert cost.time_lost_s is None and cost.steps_redone is None
+    (finding,) = cost.findings
+    assert finding.severity == "info" and finding.message.startswith("1 new start from scratch at step 100 (")
+    mixed = analyze_restarts(steps, wall, [Boundary(100, "fresh"), Boundary(150, "restart", 170)])
+    assert "; 1 other restart, " in mixed.findings[0].message
+
+
+@pytest.mark.real_logs
+def test_two_launches_of_a_tutorial_into_one_folder_are_new_starts_not_a_resume(real_logs):
+    # two event files, each steps 0-99, the second back at the first's untrained loss (4.83 against 4.93) after
+    # the first ended at 0.23: a new launch 35 minutes later, not 35 minutes lost
+    d = diagnose(load(real_logs / "tfevents/ZeroToMax-ZYZ__study_tensorboard/runs/my_first_experiment"))
+    (run,) = d.values()
+    (finding,) = [f for f in run.findings if f.code == "restarts_time_lost"]
+    assert finding.severity == "info" and finding.message.startswith("1 new start from scratch at step 100")
+    assert run.restarts.time_lost_s is None
+
+
+def test_a_second_fit_that_goes_on_from_its_loss_is_a_session_not_a_new_start():
+    # Keras CSVLogger(append=True) over two fit() calls: epochs start over at 0, the loss goes on from 0.80
+    logs = load(Path(__file__).resolve().parents[1] / "fixtures" / "layouts" / "keras_csvlogger_append", cache=False)
+    (run,) = diagnose(logs).values()
+    assert [e.kind for e in run.restarts.events] == ["session"]
