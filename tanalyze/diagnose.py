@@ -101,7 +101,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "32"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "33"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -135,6 +135,8 @@ ANALYSIS_VERSION = "32"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # beside an instability after the loss fell well below its start and rose back
 # 31: a task metric that kept improving after the validation loss's overfitting onset (metric_disagrees)
 # 32: a session that started over from scratch is a new start (information, no time lost), not a resume
+# 33: a validation rise beside a training loss that ends clearly above its level at the minimum is degradation;
+# a long 2x excursion not back by the end is instability (heavy spike)
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

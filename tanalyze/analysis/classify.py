@@ -650,9 +650,11 @@ def _unstable(
     elif heavy:
         worst = max(heavy, key=lambda sp: (sp.magnitude or 0) * sp.points)
         scores.append(_past(worst.magnitude or 2.0, 1.5))
+        back = (f"took {worst.recovery_steps} steps ({worst.points} logged points) to come back"
+                if worst.recovery_steps is not None else
+                f"had not come back to it by the end ({worst.points} logged points)")
         why.append(f"the loss rose {worst.magnitude:.3g}x above its level ({worst.baseline:.4g} -> {worst.peak_value:.4g}) "
-                   f"from step {worst.onset_step} and took {worst.recovery_steps} steps ({worst.points} logged points) "
-                   f"to come back")
+                   f"from step {worst.onset_step} and {back}")
         by.append("heavy spike")
         onsets["heavy spike"] = int(worst.onset_step)
     noise, rough, excess = f["noise"], f["roughness"], f["excess_roughness"]
@@ -705,14 +707,16 @@ def _unstable(
 
 
 def _heavy_spikes(spikes: tuple[Spike, ...], steps: np.ndarray, th: Thresholds) -> tuple[Spike, ...]:
-    """The recovered spikes that are instability on their own, whatever their count: 2x or more above the level
-    before for ``heavy_spike_share`` of the run's points, or ``huge_spike`` times for two points or more (a loss
-    knocked far off its course for a while, not one bad batch)."""
+    """The spikes that are instability on their own, whatever their count: 2x or more above the level before for
+    ``heavy_spike_share`` of the run's points, or ``huge_spike`` times for two points or more (a loss knocked far
+    off its course for a while, not one bad batch). One not back by the end counts too (no divergence took it:
+    it came down from its peak, but not to its level)."""
     out = []
     for sp in spikes:
-        if sp.end_step is None or sp.magnitude is None:
+        if sp.magnitude is None:
             continue
-        points = int(np.count_nonzero((steps >= sp.onset_step) & (steps < sp.end_step)))
+        end = sp.end_step if sp.end_step is not None else np.inf
+        points = int(np.count_nonzero((steps >= sp.onset_step) & (steps < end)))
         if points >= 2 and (sp.magnitude >= th.huge_spike
                             or (sp.magnitude >= 2.0 and points >= th.heavy_spike_share * len(steps))):
             out.append(sp)

@@ -256,10 +256,14 @@ def analyze_overfitting(
         big = tail_rise >= max(np.log1p(clear_rise) if is_log else clear_rise * scale, 2 * band)
         persistent = after_span >= min_span_share and (
             (m >= min_points_rising and (p_trend < trend_alpha or clear)) or (big and steady_climb))
-        # (a clear rise that came at once after the minimum and has eased a little since still stands: trending
-        # down by under a quarter of the rise is no return to the minimum)
-        holding = trend > 0 or (clear and trend > -tail_rise / 4)
-        if share >= min_share_above and tail_rise >= bar and holding and not train_rising and persistent:
+        # (a clear rise that came at once after the minimum and has eased a little since still stands, while the
+        # training loss ends below where it was at the minimum: trending down by under a quarter of the rise is no
+        # return to the minimum)
+        holding = trend > 0 or (clear and trend > -tail_rise / 4 and train_log_change < 0)
+        # (and a training loss that ends clearly above its level at the minimum rose with it: degradation)
+        train_ended_higher = train_log_change > max(2 * train_rise_noise, band)
+        if (share >= min_share_above and tail_rise >= bar and holding and not train_rising and not train_ended_higher
+                and persistent):
             pattern = "rising"
             confidence = (1 - 0.5 * bar / tail_rise) * (0.5 + 0.5 * share) * (m / (m + 1))
             reason = (f"validation loss rose {100 * (rise_rel or 0):.1f}% above its minimum at step {onset_step} "
@@ -277,7 +281,7 @@ def analyze_overfitting(
                 plateau = True
                 reason = (f"{stall}: a plateau, not a rise (overfitting needs the validation loss to rise beyond "
                           f"its noise, or a stall of {gap_min_evals}+ evaluations)")
-        elif train_rising:
+        elif train_rising or (train_ended_higher and share >= min_share_above and tail_rise >= bar):
             reason = "validation loss rose, but the training loss rose with it (degradation, not overfitting)"
         elif share >= min_share_above and tail_rise >= bar and trend > 0:
             reason = (f"the validation loss is above its minimum at step {onset_step}, but over {m} evaluation(s) "

@@ -253,6 +253,20 @@ def test_a_validation_only_verdict_keeps_a_setback_on_the_way_to_its_best_evalua
     assert verdict.evidence["main_role"] == "val" and verdict.label == label
 
 
+def test_a_fine_tune_knocked_up_by_its_warm_up_that_never_came_back_is_unstable_not_overfitting():
+    # a Whisper fine-tune (a real run's shape): train 0.12 at step 100 climbs with the learning-rate warm-up to
+    # 0.33 at 575, 0.30 to 1100, 0.185 at the end; its eval loss 0.22 at its first evaluation (250), ~0.41 after
+    steps = np.arange(25, 1525, 25)
+    train = np.interp(steps, [25, 100, 250, 575, 1100, 1150, 1500], [0.83, 0.121, 0.14, 0.327, 0.30, 0.185, 0.185])
+    evals = np.arange(250, 1750, 250)
+    val = np.array([0.219, 0.416, 0.423, 0.410, 0.438, 0.402])
+    t, v = Curve.from_arrays(steps, train, "loss"), Curve.from_arrays(evals, val, "eval_loss")
+    overfitting = analyze_overfitting(v, t)
+    assert not overfitting.detected and "rose with it" in overfitting.reason
+    verdict = classify_run(t, v, overfitting=overfitting)
+    assert verdict.label == "unstable" and "had not come back to it by the end" in verdict.reasons[0]
+
+
 @pytest.mark.parametrize(("held_out", "underfitting"), [(2.1, False), (0.6, True)])
 def test_a_training_loss_that_hardly_fell_far_below_its_validation_loss_is_no_underfitting(held_out, underfitting):
     # an SFT logging from step 20, already past its first fall: 0.54 -> 0.51 in 8 points, while its held-out loss
