@@ -907,6 +907,21 @@ def _blown_up_first(curve: Curve, level: float) -> str:
             f"log point, or a badly scaled start)")
 
 
+def _diverged(code: str, kind: str, onset: int, reason: str, confidence: float, evidence: dict[str, Any],
+              reasons: list[str], notes: list[str], **detail: Any) -> Verdict:
+    """A diverged verdict with its error finding ``code`` at ``onset`` (``kind`` and the onset go in the evidence,
+    ``detail`` in the finding's)."""
+    evidence.update(divergence_kind=kind, divergence_step=onset, onset_step=onset)
+    finding = Finding(code, Severity.ERROR, reason, recommend(code), step=onset, evidence={"onset_step": onset, **detail})
+    return Verdict("diverged", confidence, evidence, (*reasons, reason, *notes), findings=(finding,))
+
+
+def _settled(values: np.ndarray, th: Thresholds) -> float | None:
+    """The median of ``values`` when they have settled (quartiles within ``settled_spread`` of it), else None."""
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    return None if q3 - q1 > th.settled_spread * median else float(median)
+
+
 def _collapsed(main: Curve, chance: float, text: str, th: Thresholds, evidence: dict[str, Any],
                reasons: list[str], notes: list[str]) -> Verdict | None:
     """The diverged verdict of a loss back at the chance level ``chance`` after a stretch well below it (see
@@ -915,12 +930,10 @@ def _collapsed(main: Curve, chance: float, text: str, th: Thresholds, evidence: 
     if collapse is None:
         return None
     low, low_step, left = collapse
-    evidence.update(divergence_kind="collapse_to_chance", divergence_step=left, onset_step=left)
     reason = (f"{main.tag} fell to {low:.4g} (around step {low_step}), then rose back to the chance level from step "
               f"{left} and stayed there: {text}; the model lost what it had learnt")
-    finding = Finding("diverged_collapse", Severity.ERROR, reason, recommend("diverged_collapse"), step=left,
-                      evidence={"onset_step": left, "low": low, "low_step": low_step, "chance_level": chance})
-    return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
+    return _diverged("diverged_collapse", "collapse_to_chance", left, reason, 0.8, evidence, reasons, notes,
+                     low=low, low_step=low_step, chance_level=chance)
 
 
 def _dead_model(main: Curve, chance: float | None, text: str, th: Thresholds, evidence: dict[str, Any],
@@ -958,12 +971,9 @@ def _dead_model(main: Curve, chance: float | None, text: str, th: Thresholds, ev
         kind = "dead_after_rise"
     else:
         return None
-    onset = int(c.steps[at])
     reason += "; too high a learning rate killed the model: its weights no longer change"
-    evidence.update(divergence_kind=kind, divergence_step=onset, onset_step=onset)
-    finding = Finding("diverged_dead", Severity.ERROR, reason, recommend("diverged_dead"), step=onset,
-                      evidence={"onset_step": onset, "frozen_level": level, "chance_level": chance})
-    return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
+    return _diverged("diverged_dead", kind, int(c.steps[at]), reason, 0.8, evidence, reasons, notes,
+                     frozen_level=level, chance_level=chance)
 
 
 def _settled_high(main: Curve, f: dict[str, Any], th: Thresholds, evidence: dict[str, Any], reasons: list[str],
@@ -982,18 +992,16 @@ def _settled_high(main: Curve, f: dict[str, Any], th: Thresholds, evidence: dict
     jump = c.values[max(at - 2, 0):at + 3]
     if at >= len(c) - 5 or jump.max() < th.settled_jump * low:
         return None
-    q1, median, q3 = np.percentile(c.values[at:], [25, 50, 75])
-    if q3 - q1 > th.settled_spread * median:
+    median = _settled(c.values[at:], th)
+    if median is None:
         return None
     peak_at = max(at - 2, 0) + int(np.argmax(jump))
     reason = (f"{main.tag} jumped from its lowest level {low:.4g} to {c.values[peak_at]:.4g} at step "
               f"{int(c.steps[peak_at])} and settled high: from step {rise_step} it stays around {median:.4g} "
               f"({median / low:.2g}x its lowest level) to the end, where it is {f['end_level']:.4g}; what the model "
               f"had learnt since it was last that high is lost")
-    evidence.update(divergence_kind="settled_high", divergence_step=int(rise_step), onset_step=int(rise_step))
-    finding = Finding("diverged_explosion", Severity.ERROR, reason, recommend("diverged_explosion"),
-                      step=int(rise_step), evidence={"onset_step": int(rise_step), "low": low, "settled": median})
-    return Verdict("diverged", 0.7, evidence, (*reasons, reason, *notes), findings=(finding,))
+    return _diverged("diverged_explosion", "settled_high", int(rise_step), reason, 0.7, evidence, reasons, notes,
+                     low=low, settled=median)
 
 
 def _blown_up_before_learning(main: Curve, f: dict[str, Any], th: Thresholds, evidence: dict[str, Any],
@@ -1014,8 +1022,7 @@ def _blown_up_before_learning(main: Curve, f: dict[str, Any], th: Thresholds, ev
     up = np.flatnonzero(c.values >= th.early_blow_up * start)
     if not up.size:
         return None
-    q1, median, q3 = np.percentile(c.values[len(c) // 2:], [25, 50, 75])
-    if q3 - q1 > th.settled_spread * median:
+    if _settled(c.values[len(c) // 2:], th) is None:
         return None  # still swinging by a good part of its level: instability, judged as such
     rise = int(up[0])
     while rise > 0 and c.values[rise - 1] >= 2 * start:  # (the climb to it: from the first point at 2x)
@@ -1026,10 +1033,8 @@ def _blown_up_before_learning(main: Curve, f: dict[str, Any], th: Thresholds, ev
               f"{f' (2x up from step {onset})' if rise != peak_at else ''} and never fell "
               f"clearly below where it started (it ends at {f['end_level']:.4g}): too high a learning rate wrecked "
               f"the model before it learnt anything")
-    evidence.update(divergence_kind="blown_up_before_learning", divergence_step=onset, onset_step=onset)
-    finding = Finding("diverged_early", Severity.ERROR, reason, recommend("diverged_early"), step=onset,
-                      evidence={"onset_step": onset, "start": start, "peak": peak, "end_level": f["end_level"]})
-    return Verdict("diverged", 0.8, evidence, (*reasons, reason, *notes), findings=(finding,))
+    return _diverged("diverged_early", "blown_up_before_learning", onset, reason, 0.8, evidence, reasons, notes,
+                     start=start, peak=peak, end_level=f["end_level"])
 
 
 def _collapse_to_chance(curve: Curve, chance: float, th: Thresholds) -> tuple[float, int, int] | None:
