@@ -547,21 +547,32 @@ def run_collapse_after_learning() -> dict[str, dict[str, Any]]:
                            "twice where it was, but what the model had learnt is lost")
 
 
-@register
-def run_dead_after_blowup() -> dict[str, dict[str, Any]]:
-    """Keras (its torch backend) and its own ``CSVLogger``: the epoch means Keras users have."""
+def keras_fit(name: str, data: tuple, *, seed: int, widths: tuple[int, ...], out_activation: str | None,
+              optimizer: Callable[[Any], Any], loss: str, epochs: int, batch_size: int,
+              metrics: tuple[str, ...] = ()) -> dict[str, list[float]]:
+    """An MLP (ReLU layers of ``widths``, then its output layer) trained by Keras on its torch backend, logged by
+    Keras's own ``CSVLogger`` to ``<name>/training.log``: the epoch means Keras users have. ``data`` is
+    ``(x, y, x_val, y_val)`` as numpy arrays; ``optimizer`` is given the ``keras.optimizers`` module."""
     os.environ["KERAS_BACKEND"] = "torch"  # (read when keras is first imported: no TensorFlow needed)
     import keras
 
-    name = "dead_after_blowup"
     out = fresh(name)
+    x, y, xv, yv = data
+    keras.utils.set_random_seed(seed)
+    layers = [keras.layers.Dense(w, activation="relu") for w in widths[:-1]]
+    model = keras.Sequential([keras.Input((x.shape[1],)), *layers, keras.layers.Dense(widths[-1], activation=out_activation)])
+    model.compile(optimizer(keras.optimizers), loss, metrics=list(metrics))
+    return model.fit(x, y, validation_data=(xv, yv), epochs=epochs, batch_size=batch_size, verbose=0,
+                     callbacks=[keras.callbacks.CSVLogger(str(out / "training.log"))]).history
+
+
+@register
+def run_dead_after_blowup() -> dict[str, dict[str, Any]]:
+    name = "dead_after_blowup"
     (x, y), (xv, yv) = teacher(4000, 1000, seed=45, k=10)
-    keras.utils.set_random_seed(45)
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(256, activation="relu"),
-                              keras.layers.Dense(10, activation="softmax")])
-    model.compile(keras.optimizers.SGD(8.0), "sparse_categorical_crossentropy", metrics=["accuracy"])
-    history = model.fit(x.numpy(), y.numpy(), validation_data=(xv.numpy(), yv.numpy()), epochs=20, batch_size=32,
-                        verbose=0, callbacks=[keras.callbacks.CSVLogger(str(out / "training.log"))]).history
+    history = keras_fit(name, (x.numpy(), y.numpy(), xv.numpy(), yv.numpy()), seed=45, widths=(256, 10),
+                        out_activation="softmax", optimizer=lambda o: o.SGD(8.0),
+                        loss="sparse_categorical_crossentropy", epochs=20, batch_size=32, metrics=("accuracy",))
     train = list(enumerate(history["loss"]))
     return {name: label("diverged", kind="dead", fmt="keras_csv", logger="keras.callbacks.CSVLogger", train_tag="loss",
                         val_tag="val_loss", train=train, val=list(enumerate(history["val_loss"])),
@@ -622,20 +633,10 @@ def run_regression_tiny_lr() -> dict[str, dict[str, Any]]:
 
 @register
 def run_memorise_regression() -> dict[str, dict[str, Any]]:
-    """Keras (its torch backend) and its own ``CSVLogger``."""
-    os.environ["KERAS_BACKEND"] = "torch"
-    import keras
-
     name = "memorise_regression"
-    out = fresh(name)
-    x, y = _regression_data(40, 48)
-    xv, yv = _regression_data(300, 1048)
-    keras.utils.set_random_seed(48)
-    model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(512, activation="relu"),
-                              keras.layers.Dense(512, activation="relu"), keras.layers.Dense(1)])
-    model.compile(keras.optimizers.Adam(1e-3), "mse")
-    history = model.fit(x, y, validation_data=(xv, yv), epochs=300, batch_size=8, verbose=0,
-                        callbacks=[keras.callbacks.CSVLogger(str(out / "training.log"))]).history
+    history = keras_fit(name, (*_regression_data(40, 48), *_regression_data(300, 1048)), seed=48,
+                        widths=(512, 512, 1), out_activation=None, optimizer=lambda o: o.Adam(1e-3), loss="mse",
+                        epochs=300, batch_size=8)
     return {name: label("overfitting", kind="memorise", fmt="keras_csv", logger="keras.callbacks.CSVLogger",
                         train_tag="loss", val_tag="val_loss", train=list(enumerate(history["loss"])),
                         val=list(enumerate(history["val_loss"])),
