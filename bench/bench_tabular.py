@@ -327,6 +327,14 @@ def make_hf_state(path: Path, rows: int) -> None:
     path.write_text(json.dumps({"global_step": rows, "log_history": history}))
 
 
+def make_history_json(path: Path, rows: int) -> None:
+    """``json.dump(history.history, f)`` of a long fit: four lists, ``rows`` values in all."""
+    rng = _rng()
+    n = rows // 4
+    path.write_text(json.dumps({"loss": rng.random(n).tolist(), "accuracy": rng.random(n).tolist(),
+                                "val_loss": rng.random(n).tolist(), "val_accuracy": rng.random(n).tolist()}))
+
+
 # -- anchors ----------------------------------------------------------------------------------------------
 
 
@@ -349,6 +357,13 @@ def anchor_hf_state(path: Path) -> pd.DataFrame:
     with open(path) as handle:
         history = json.load(handle)["log_history"]
     return _melt(pd.DataFrame(history), "step")
+
+
+def anchor_history_json(path: Path) -> pd.DataFrame:
+    """The lists as columns, their position as the step."""
+    with open(path) as handle:
+        wide = pd.DataFrame(json.load(handle))
+    return _melt(wide.rename_axis("step").reset_index(), "step")
 
 
 def anchor_detr(path: Path) -> pd.DataFrame:
@@ -408,6 +423,7 @@ CASES = (
     Case("mmdet2", "mmdet2/retinanet_r50_fpn_1x_coco/20210421_200459.log.json", make_mmdet2,
          anchor_json_lines("iter", _MMDET2_NOT_METRICS)),
     Case("detr", "detr/log.txt", make_detr, anchor_detr),
+    Case("history_json", "history/history.json", make_history_json, anchor_history_json),
     Case("wandb-history", "wandb_history/history.csv", make_wandb_history,
          anchor_csv("_step", ("_runtime", "_timestamp", "trainer/global_step"), index_col=0)),
     Case("wandb-runs-csv", "wandb_runs/wandb_export.csv", make_wandb_runs, anchor_wandb_runs),

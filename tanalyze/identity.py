@@ -66,6 +66,7 @@ PRECEDENCE: tuple[str, ...] = (
     "yolo_csv",
     "lightning_csv",
     "keras_csv",
+    "history_json",
     "wandb-local",
     "mlflow",
     "tensorboard",

@@ -56,6 +56,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "wandb-runs-csv": "wandb_csv_export/Lucas-longxutang__Comp3242_Group_Project_nanoGPT/training_records/wandb_export.csv",
     # no real API export exists; the old local history file holds the same rows the API returns
     "wandb-history": "wandb_local/mfts__spaceinvaders-wandb-challenge/wandb/wandb-history.jsonl",
+    # no saved history in the corpus; the bundled ones were written by real Keras fits (their generate.py)
+    "history_json": "fixtures:history_json/keras_classifier/history.json",
     # a job that ran out of memory while allocating, before its first step
     "job-console": "crash_logs/HectorFCardenas__llm.c/gpt2_train.11672072.log",
 }
