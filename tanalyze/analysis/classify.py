@@ -169,10 +169,14 @@ def train_features(
     low_at = int(np.argmin(ty))
     up = np.flatnonzero((x > tx[low_at]) & (y >= (ty[low_at] + tail_y) / 2))
     rise_step = int(x[up[0]]) if up.size and tail_y > ty[low_at] else None
+    # a loss that goes below zero (nnU-Net's Dice + cross-entropy, an ELBO) is measured against its largest
+    # magnitude, not its start: a start near zero would make any fall a huge share of it
+    below_zero = not is_log and bool((y < 0).any())
+    scale = max(abs(head_y), float(np.max(np.abs(by))) if below_zero else 0.0, 1e-12) if not is_log else 1.0
     if is_log:
         change = tail / head - 1
     else:
-        change = (tail - head) / max(abs(head), 1e-12)
+        change = (tail - head) / scale
     span = x[-1] - x[0]
     start = x[-1] - th.end_share * span
     ex, ey = bx[bx >= start], by[bx >= start]
@@ -187,7 +191,7 @@ def train_features(
         total_drop = head - tail
         end_share = end_drop / total_drop if total_drop > 0 else 0.0
     sigma = noise_sigma(y)
-    decrease = head_y - tail_y if is_log else (head_y - tail_y) / max(abs(head_y), 1e-12)
+    decrease = head_y - tail_y if is_log else (head_y - tail_y) / scale
     # The largest climb back above an earlier low, on bin medians (5+ points each, so noise averages out);
     # `rebound_noise` is the sigma of one such median under i.i.d. noise: a climb must clear several of them.
     rebound = rebound_noise = rebound_step = None
@@ -199,14 +203,14 @@ def train_features(
         held = np.minimum(rby[1:], np.append(rby[2:], rby[-1]))
         climbs = held - earlier_low
         worst = int(np.argmax(climbs))
-        rebound = float(climbs[worst]) if is_log else float(climbs[worst] / max(abs(head_y), 1e-12))
+        rebound = float(climbs[worst]) if is_log else float(climbs[worst] / scale)
         rebound_step = int(rbx[worst + 1])
         if np.isfinite(sigma):
             # the larger of what i.i.d. noise predicts and what the stretch medians show (correlated noise:
             # a few bad batches in a row move a median more than independent ones would)
             seen = noise_sigma(rby)
             rebound_noise = max(1.2533 * float(sigma) / np.sqrt(n / 20), float(seen) if np.isfinite(seen) else 0.0)
-            rebound_noise /= 1.0 if is_log else max(abs(head_y), 1e-12)
+            rebound_noise /= scale
     # Excess roughness: how much more the level itself moves (medians of m points) than i.i.d. noise of the
     # measured point-to-point sigma would move it. ~1 for a noisy mini-batch loss around a smooth trend,
     # well above 1 when the level swings (an lr too high, oscillation).
@@ -232,6 +236,8 @@ def train_features(
         "end_level": tail,
         "min_level": low,
         "change": float(change),
+        "scale": scale,
+        "below_zero": below_zero,
         "end_drop_rel": float(end_drop_rel),
         "end_share": float(end_share),
         "noise": float(sigma) if np.isfinite(sigma) else None,
@@ -563,7 +569,7 @@ def _classify(
             near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
         confidence = _shrink(1 - 0.5 * max(near), data)
         moved = "rose" if change > 0 else "fell"  # a resumed run's plateau may end a little higher
-        reasons = [f"{main.tag} {moved} {_percent(abs(change))} {_levels(f)}; "
+        reasons = [f"{main.tag} {moved} {_amount(f)} {_levels(f)}; "
                    "no overfitting, instability, divergence or underfitting found"]
         reasons += [evidence[key] for key in ("trained_start", "fits_training_data") if key in evidence]
         reasons += notes
@@ -783,11 +789,13 @@ def _underfitting(
         strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
         direction = "rose" if change > 0 else "fell only"
         scores.append(0.5 + 0.45 * strength)
-        why.append(f"{tag} {direction} {_percent(abs(change))} {_levels(f)} "
-                   f"(needs a {100 * th.min_decrease:.0f}% decrease)")
+        needs = (f"a {100 * th.min_decrease:.0f}% decrease" if not f["below_zero"] else
+                 f"a decrease of {th.min_decrease * f['scale']:.3g}, {100 * th.min_decrease:.0f}% of its largest "
+                 f"magnitude {f['scale']:.4g}")
+        why.append(f"{tag} {direction} {_amount(f)} {_levels(f)} (needs {needs})")
     elif flat:
         scores.append(0.5 + 0.45 * min(1.0, 1 - fall / noise_fall))
-        why.append(f"{tag} fell {_percent(abs(change))} {_levels(f)}, no more than its point-to-point noise "
+        why.append(f"{tag} fell {_amount(f)} {_levels(f)}, no more than its point-to-point noise "
                    f"(±{_percent(np.expm1(f['noise']))}) moves those medians ({_percent(-np.expm1(-noise_fall))}): "
                    f"no fall told from noise")
     elif f["end_drop_rel"] >= th.still_falling_rel and f["end_share"] >= th.still_falling_share and (
@@ -1098,6 +1106,14 @@ def _percent(fraction: float) -> str:
     if float(text) == 0 < value:
         return "less than 0.0001%"
     return text + "%"
+
+
+def _amount(f: dict[str, Any]) -> str:
+    """How much a loss moved from its start to its end: a percentage of its start, or, for a loss that goes below
+    zero (where a share of its start means nothing), the difference."""
+    if not f["below_zero"]:
+        return _percent(abs(f["change"]))
+    return f"by {abs(f['end_level'] - f['start_level']):.4g}"
 
 
 def _levels(f: dict[str, Any]) -> str:

@@ -185,6 +185,22 @@ def test_a_negative_loss_that_keeps_falling_by_orders_of_magnitude_is_diverged_b
     assert "unbounded_below" not in classify_run(small).evidence
 
 
+def test_a_loss_that_goes_below_zero_is_told_by_how_much_it_fell_not_as_a_share_of_a_start_near_zero():
+    # nnU-Net's Dice + cross-entropy: 0.05 at the first epoch, -0.54 at the end (a share of 0.05 would be 1189%)
+    epochs = np.arange(60)
+    dice_ce = Curve.from_arrays(epochs, -0.6 * (1 - np.exp(-epochs / 6)) + 0.05, "train_loss")
+    verdict = classify_run(dice_ce)
+    assert verdict.label == "normal"
+    assert verdict.reasons[0].startswith("train_loss fell by 0.5539 from 0.003945 (median of its first 2 points; its "
+                                         "first logged value was 0.05) to -0.55 (median of its last 6)")
+    # one that hardly moves is measured against its largest magnitude, and says what it needed
+    flat = Curve.from_arrays(epochs, -0.80 - 0.02 * epochs / 59, "train_loss")
+    verdict = classify_run(flat)
+    assert verdict.label == "underfitting"
+    assert "fell only by 0.01898 from -0.8002 (median of its first 2 points)" in verdict.reasons[0]
+    assert "(needs a decrease of 0.0819, 10% of its largest magnitude 0.8193)" in verdict.reasons[0]
+
+
 def test_a_loss_frozen_near_chance_after_a_first_epoch_blow_up_is_a_dead_model_diverged_at_the_blow_up():
     # Keras with SGD at 8 (a real run's numbers): the first epoch blows up, the ReLUs die, and the epoch means of
     # a model whose output no longer depends on its input stay the same to the last float32 bit
