@@ -102,17 +102,22 @@ _EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 
 def parse_timestamps(texts: Sequence[str]) -> list[float]:
     """:func:`parse_timestamp` of every text, the same floats; stamps of the usual
-    ``YYYY-MM-DD HH:MM:SS,mmm`` or ``YYYY-MM-DD HH:MM:SS`` shape (all of one) are computed together with numpy."""
+    ``YYYY-MM-DD HH:MM:SS,mmm``, ``YYYY-MM-DD HH:MM:SS`` or ``YYYY-MM-DD HH:MM:SS.ffffff`` shape (all of one) are
+    computed together with numpy."""
     if len(texts) < 64:  # numpy's fixed costs outweigh what it saves
         return list(map(parse_timestamp, texts))
     joined = "".join(texts)
-    width = 19 if len(joined) == 19 * len(texts) else 23
-    if len(joined) != width * len(texts) or not joined.isascii():
+    width = next((w for w in (19, 23, 26) if len(joined) == w * len(texts)), 0)
+    if not width or not joined.isascii():
         return list(map(parse_timestamp, texts))
     chars = np.frombuffer(joined.encode("ascii"), dtype=np.uint8).reshape(len(texts), width)
     if width == 19:  # whole seconds: no milliseconds
         chars = np.hstack([chars, np.frombuffer(b",000", dtype=np.uint8)[None, :].repeat(len(texts), axis=0)])
     digits = chars[:, _STAMP_DIGITS].astype(np.int64) - ord("0")
+    if width == 26:  # microseconds (Python's str(datetime)): three digits more
+        micro = chars[:, 23:].astype(np.int64) - ord("0")
+        if ((micro < 0) | (micro > 9)).any():
+            return list(map(parse_timestamp, texts))
     if ((digits < 0) | (digits > 9)).any() or not all(
         np.isin(chars[:, column], np.frombuffer(allowed, dtype=np.uint8)).all() for column, allowed in _STAMP_SEPARATORS
     ):
@@ -126,8 +131,11 @@ def parse_timestamps(texts: Sequence[str]) -> list[float]:
         return list(map(parse_timestamp, texts))
     days = firsts[which.ravel()] + day - 1
     seconds = (((days * 24 + hour) * 60 + minute) * 60 + second).astype(np.float64)
-    millis = (digits[:, 14] * 100 + digits[:, 15] * 10 + digits[:, 16]).astype(np.float64)
-    return (seconds + millis / 1000).tolist()
+    millis = digits[:, 14] * 100 + digits[:, 15] * 10 + digits[:, 16]
+    if width == 26:
+        micros = millis * 1000 + micro[:, 0] * 100 + micro[:, 1] * 10 + micro[:, 2]
+        return (seconds + micros.astype(np.float64) / 1_000_000).tolist()
+    return (seconds + millis.astype(np.float64) / 1000).tolist()
 
 
 def _minute(text: str) -> float:

@@ -140,10 +140,12 @@ def test_time_stamps_read_together_are_the_same_floats(stamps):
     assert any(math.isnan(v) for v in together) == any("13-" in s or s.startswith("0000") or "5x" in s for s in stamps)
 
 
-def test_many_time_stamps_read_together_with_or_without_milliseconds():
+def test_many_time_stamps_read_together_with_or_without_milliseconds_or_microseconds():
     seconds = [f"2023-{1 + i % 12:02d}-{1 + i % 28:02d} {i % 24:02d}:{i % 60:02d}:{(7 * i) % 60:02d}" for i in range(200)]
-    for stamps in (seconds, [s + f",{i % 1000:03d}" for i, s in enumerate(seconds)],
-                   [*seconds[:100], "2023-13-01 00:00:00"], [*seconds[:100], "2023-01-01 00:00:00,5"]):
+    micros = [s + f".{(7919 * i) % 1_000_000:06d}" for i, s in enumerate(seconds)]  # Python's str(datetime)
+    for stamps in (seconds, [s + f",{i % 1000:03d}" for i, s in enumerate(seconds)], micros,
+                   [*seconds[:100], "2023-13-01 00:00:00"], [*seconds[:100], "2023-01-01 00:00:00,5"],
+                   [*micros[:100], "2023-01-01 00:00:00.12345x"]):
         together = parse_timestamps(stamps)
         one_by_one = [parse_timestamp(s) for s in stamps]
         assert together[:-1] == one_by_one[:-1]
