@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import json
 import sys
 import time
@@ -319,6 +320,57 @@ def make_mlflow(path: Path, rows: int) -> None:
             frame.to_csv(run / "metrics" / name, sep=" ", header=False, index=False)
 
 
+def make_sacred(path: Path, rows: int) -> None:
+    """A Sacred ``FileStorageObserver`` run folder (``runs/1/``) as a long run leaves it: ``run.json``,
+    ``config.json`` and ``metrics.json`` of four metrics, ``rows`` points in all (train/loss half of them, lr,
+    and val/loss, val/accuracy every 5 steps), written as Sacred writes them (``json.dump(sort_keys=True,
+    indent=2)``, ``datetime.utcnow().isoformat()`` timestamps)."""
+    rng = _rng()
+    start = datetime.datetime(2026, 3, 1, 12, 0, 0)
+    metrics = {}
+    for name, share, every in (("train/loss", 0.5, 1), ("lr", 0.3, 1), ("val/loss", 0.1, 5), ("val/accuracy", 0.1, 5)):
+        n = int(rows * share)
+        steps = np.arange(n) * every
+        micros = steps * 211_000 + rng.integers(0, 50_000, n)
+        metrics[name] = {"steps": steps.tolist(), "values": (rng.random(n) * (1e-4 if name == "lr" else 1)).tolist(),
+                         "timestamps": [(start + datetime.timedelta(microseconds=int(us))).isoformat()
+                                        for us in micros]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as out:
+        json.dump(metrics, out, sort_keys=True, indent=2)
+    entry = {"artifacts": [], "command": "train", "experiment": {"base_dir": "/job", "dependencies": ["sacred==0.8.7"],
+             "mainfile": "train.py", "name": "bench", "repositories": [], "sources": []},
+             "heartbeat": "2026-03-01T15:00:00.000001", "host": {"hostname": "bench"}, "meta": {"command": "train"},
+             "resources": [], "result": None, "start_time": start.isoformat(), "status": "COMPLETED",
+             "stop_time": "2026-03-01T15:00:00.000002"}
+    (path.parent / "run.json").write_text(json.dumps(entry, sort_keys=True, indent=2))
+    (path.parent / "config.json").write_text(json.dumps({"lr": 0.001, "seed": 1}, sort_keys=True, indent=2))
+
+
+def make_dvclive(path: Path, rows: int) -> None:
+    """A DVCLive folder (``dvclive/plots/metrics/``) of a long run as DVCLive 3 writes it: per-step
+    ``train/loss`` (half the rows), ``train/lr`` (exponent notation) and ``train/grad_norm``, and
+    ``eval/loss`` and ``eval/acc`` every 10 steps logged with ``timestamp=True``; ``rows`` lines in all,
+    with the ``metrics.json`` and ``params.yaml`` beside them."""
+    rng = _rng()
+    live = path.parents[3]
+    shares = {"train/loss": 0.5, "train/lr": 0.2, "train/grad_norm": 0.2, "eval/loss": 0.05, "eval/acc": 0.05}
+    for name, share in shares.items():
+        n = int(rows * share)
+        every = 10 if name.startswith("eval") else 1
+        steps = np.arange(n) * every
+        value = rng.random(n) * (1e-4 if name == "train/lr" else 1)
+        columns = {"step": steps, name.rsplit("/", 1)[-1]: value}
+        if name.startswith("eval"):
+            columns = {"timestamp": 1_700_000_000_000 + steps * 211 + rng.integers(0, 50, n), **columns}
+        target = live / "plots" / "metrics" / f"{name}.tsv"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        pd.DataFrame(columns).to_csv(target, sep="\t", index=False, lineterminator="\n")
+    (live / "metrics.json").write_text(json.dumps({"train": {"loss": 0.1}, "eval": {"loss": 0.2}, "step": rows},
+                                                  indent=4))
+    (live / "params.yaml").write_text("lr: 0.0003\nbatch_size: 32\n")
+
+
 def make_hf_state(path: Path, rows: int) -> None:
     rng = _rng()
     loss, lr = rng.random(rows).tolist(), rng.random(rows).tolist()
@@ -336,6 +388,31 @@ def make_history_json(path: Path, rows: int) -> None:
 
 
 # -- anchors ----------------------------------------------------------------------------------------------
+
+
+def make_ray_tune(path: Path, rows: int) -> None:
+    """A Ray Tune trial's ``result.json``: one report per line, the user's metrics then Tune's own keys (times,
+    host, the trial's config) as Tune writes them, and ``params.json`` beside it."""
+    rng = _rng()
+    loss, acc, lr, spent = (rng.random(rows).tolist() for _ in range(4))
+    start, total = 1_700_000_000, 0.0
+    lines = []
+    for i in range(rows):
+        total += spent[i]
+        lines.append(
+            f'{{"loss": {loss[i]!r}, "accuracy": {acc[i]!r}, "lr": {lr[i]!r}, "timestamp": {start + int(total)}, '
+            f'"checkpoint_dir_name": null, "done": false, "training_iteration": {i + 1}, "trial_id": "a0529_00000", '
+            f'"date": "2024-01-01_00-00-00", "time_this_iter_s": {spent[i]!r}, "time_total_s": {total!r}, '
+            f'"pid": 8962, "hostname": "node-1", "node_ip": "10.0.0.1", "config": {{"lr": 0.001, "batch_size": 64}}, '
+            f'"time_since_restore": {total!r}, "iterations_since_restore": {i + 1}}}')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    (path.parent / "params.json").write_text(json.dumps({"batch_size": 64, "lr": 0.001}, indent=2))
+
+
+#: Tune's bookkeeping in every result: no metric (the reader keeps time_this_iter_s)
+_TUNE_NOT_METRICS = ("timestamp", "checkpoint_dir_name", "done", "trial_id", "date", "time_total_s", "pid",
+                     "hostname", "node_ip", "config", "time_since_restore", "iterations_since_restore")
 
 
 def _melt(wide: pd.DataFrame, step: str, drop: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -379,6 +456,33 @@ def anchor_mlflow(path: Path) -> pd.DataFrame:
               .assign(tag=metric.name, run=metric.parents[1].name)
               for metric in sorted(path.parents[2].glob("*/metrics/*"))]
     return pd.concat(frames, ignore_index=True)
+
+
+def anchor_sacred(path: Path) -> pd.DataFrame:
+    """``json.load`` of ``metrics.json``, one frame per metric (its ISO timestamps parsed by pandas), joined."""
+    with open(path) as handle:
+        metrics = json.load(handle)
+    frames = [pd.DataFrame({"step": series["steps"], "value": series["values"],
+                            "wall_time": pd.to_datetime(series["timestamps"], format="ISO8601").asi8 / 1e9})
+              .assign(tag=name, run="run") for name, series in metrics.items()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def anchor_dvclive(path: Path) -> pd.DataFrame:
+    """Every metric TSV of the folder read by ``read_csv(sep="\\t")``, its value column as ``value``, tagged
+    with its path below ``plots/metrics``."""
+    metrics = path.parents[1]
+    frames = []
+    for tsv in sorted(metrics.rglob("*.tsv")):
+        frame = pd.read_csv(tsv, sep="\t")
+        frames.append(frame.rename(columns={frame.columns[-1]: "value"})
+                      .assign(tag=tsv.relative_to(metrics).with_suffix("").as_posix(), run="run"))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _dvclive_folder(path: Path) -> list[Path]:
+    """The whole DVCLive folder: discovery hands the reader every file of it."""
+    return sorted(p for p in path.parents[3].rglob("*") if p.is_file())
 
 
 def anchor_wandb_runs(path: Path) -> pd.DataFrame:
@@ -429,6 +533,10 @@ CASES = (
     Case("wandb-runs-csv", "wandb_runs/wandb_export.csv", make_wandb_runs, anchor_wandb_runs),
     Case("mlflow", "mlflow/mlruns/0/5d1c2a7e0b3f4e6a9c8d7b6a5f4e3d2c/metrics/loss", make_mlflow, anchor_mlflow,
          _mlflow_store),
+    Case("dvclive", "dvclive/dvclive/plots/metrics/train/loss.tsv", make_dvclive, anchor_dvclive, _dvclive_folder),
+    Case("ray_tune", "ray_tune/tiny_sgd/train_regression_a0529_00000_0_lr=0.0010/result.json", make_ray_tune,
+         anchor_json_lines("training_iteration", _TUNE_NOT_METRICS)),
+    Case("sacred", "sacred/runs/1/metrics.json", make_sacred, anchor_sacred),
 )
 
 

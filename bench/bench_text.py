@@ -766,6 +766,55 @@ def naive_timm_console(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+NNUNET_LINE = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+): (.*?) *$")
+NNUNET_EPOCH = re.compile(r"Epoch (\d+)$")
+NNUNET_VALUE = re.compile(rf"(train_loss|val_loss|Current learning rate:|Epoch time:|Yayy! New best EMA pseudo Dice:) "
+                          rf"({NUMBER})(?: s)?$")
+NNUNET_DICE = re.compile(r"Pseudo dice \[(.*)\]$")
+NNUNET_TAGS = {"train_loss": "train_loss", "val_loss": "val_loss", "Current learning rate:": "lr",
+               "Epoch time:": "epoch_time_s", "Yayy! New best EMA pseudo Dice:": "best_ema_pseudo_dice"}
+
+
+def naive_nnunet(path: Path) -> int:
+    """Each line's time and text; the epoch from its line, each value at it, the pseudo Dice of each class and
+    their mean."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
+    epoch = None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = NNUNET_LINE.match(line)
+            if m is None:
+                continue
+            text = m.group(2)
+            found = NNUNET_EPOCH.match(text)
+            if found:
+                epoch = int(found.group(1))
+                continue
+            if epoch is None:
+                continue
+            pairs = []
+            found = NNUNET_VALUE.match(text)
+            if found:
+                pairs = [(NNUNET_TAGS[found.group(1)], float(found.group(2)))]
+            else:
+                found = NNUNET_DICE.match(text)
+                if found:
+                    dice = [float(x) for x in re.findall(NUMBER, found.group(1).replace("np.float32(", ""))]
+                    pairs = [(f"pseudo_dice/{i}", v) for i, v in enumerate(dice, 1)]
+                    pairs.append(("pseudo_dice/mean", sum(dice) / len(dice)))
+            if pairs:
+                wall = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC).timestamp()
+                for tag, value in pairs:
+                    tags.append(tag)
+                    steps.append(epoch)
+                    values.append(value)
+                    walls.append(wall)
+    return len(_frame(tags, steps, values, walls))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -773,7 +822,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "build_nanogpt_console": naive_build_nanogpt_console, "fairseq": naive_fairseq,
          "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console,
          "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console,
-         "timm_console": naive_timm_console}
+         "timm_console": naive_timm_console, "nnunet": naive_nnunet}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

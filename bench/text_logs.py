@@ -10,6 +10,7 @@ redraws with ``\\r``). Numbers come from a seeded generator: the same file each 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -562,6 +563,31 @@ def make_timm_console(path: Path, megabytes: int) -> None:
     _write(path, megabytes, "", block)
 
 
+def make_nnunet(path: Path, megabytes: int) -> None:
+    """nnU-Net v2's ``training_log_*.txt`` as ``tests/fixtures/nnunet`` holds it from a real training: each line
+    after its time and followed by a space, an epoch's lines (start, learning rate, losses, the pseudo Dice of
+    three classes, its time, a new best EMA Dice most epochs) per block, the banner and settings first."""
+    rng = random.Random(11)
+    head = ("\n" + "#" * 71 + "\nPlease cite the following paper when using nnU-Net:\n" + "#" * 71 + "\n \n"
+            "2026-12-07 01:40:38.957767: Desired fold for training: 0 \n"
+            "2026-12-07 01:40:38.958037: This split has 16 training and 4 validation cases. \n")
+
+    def block(epoch: int) -> str:
+        second = 1_796_607_638 + 40 * epoch
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(second))
+        loss = -0.95 * (1 - 0.9 ** (epoch + 1))
+        dice = ", ".join(f"np.float32({min(1.0, -loss + rng.random() * 0.05):.4f})" for _ in range(3))
+        lines = [f"{stamp}.{rng.randrange(10**6):06d}: {text} \n" for text in (
+            "", f"Epoch {epoch}", f"Current learning rate: {round(0.01 * (1 - epoch % 1000 / 1000) ** 0.9, 5)}",
+            f"train_loss {round(loss + rng.random() * 0.01, 4)}", f"val_loss {round(loss + 0.02, 4)}",
+            f"Pseudo dice [{dice}]", f"Epoch time: {round(38 + rng.random() * 4, 2)} s")]
+        if rng.random() < 0.6:
+            lines.append(f"{stamp}.999999: Yayy! New best EMA pseudo Dice: {-loss:.16g} \n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -579,6 +605,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "build_nanogpt_console": make_build_nanogpt_console,
     "fairseq": make_fairseq,
     "fairseq_json": make_fairseq_json,
+    "nnunet": make_nnunet,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

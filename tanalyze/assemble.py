@@ -186,8 +186,9 @@ def _labelled(part: RunPart, text: str) -> str:
 def _key(tag: str) -> tuple[str, ...]:
     """What a tag measures, as words, for pairing a twin's tags with the run's: ``train`` words and Keras's
     ``epoch_`` prefix dropped, ``validation``/``valid`` read as ``val`` (Keras's console ``val_loss`` is its
-    TensorBoard callback's ``validation/epoch_loss``), ``lr`` as ``learning rate``."""
-    head, _, last = tag.lower().rpartition("/")
+    TensorBoard callback's ``validation/epoch_loss``), ``lr`` as ``learning rate``; Ray Tune's ``ray/tune/`` prefix
+    of its TensorBoard tags dropped."""
+    head, _, last = tag.lower().removeprefix("ray/tune/").rpartition("/")
     last = last.removeprefix("epoch_")
     words = [_SAME_WORD.get(w, w) for w in re.split(r"[^0-9a-z]+", f"{head}/{last}") if w and w not in _TRAIN_WORDS]
     return tuple(sorted(w for word in words for w in _SAME_WORDS.get(word, (word,))))

@@ -207,7 +207,7 @@ def _write_status(out, status: RunStatus | None) -> None:
 
 
 #: what a reader keeps of a tracker's run record for the run's status (shown as the status, not as hparams)
-_TRACKER_RECORDS = frozenset({"_wandb", "_mlflow"})
+_TRACKER_RECORDS = frozenset({"_wandb", "_mlflow", "_sacred"})
 
 
 def _write_extras(out, logs: Logs, name: str, info, verbose: bool) -> None:

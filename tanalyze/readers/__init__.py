@@ -24,6 +24,9 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.wandb.api:WandbHistoryExportReader",
     # experiment trackers' local stores
     "tanalyze.readers.mlflow.store:MLflowReader",
+    "tanalyze.readers.tabular.dvclive:DVCLiveReader",
+    "tanalyze.readers.tabular.sacred:SacredReader",
+    "tanalyze.readers.tabular.ray_tune:RayTuneReader",
     # structured logs written by trainers (JSON, CSV), most specific first
     "tanalyze.readers.tabular.hf_trainer_state:HFTrainerStateReader",
     "tanalyze.readers.tabular.llamafactory:LlamaFactoryReader",
@@ -49,6 +52,7 @@ READERS: tuple[str, ...] = (
     # before the generic reader, which takes tqdm's redraws for noise and timm's test meters alone
     "tanalyze.readers.text.tqdm_console:TqdmConsoleReader",
     "tanalyze.readers.text.timm_console:TimmConsoleReader",
+    "tanalyze.readers.text.nnunet:NnUNetReader",
     "tanalyze.readers.text.generic:GenericTextReader",
     # after the generic reader: a log it reads keeps it; these templates are the rest of the hand-written loops
     "tanalyze.readers.text.torch_examples:TorchExamplesReader",

@@ -72,12 +72,17 @@ class WandbExit:
 @dataclass(frozen=True)
 class TrackerEnd:
     """What an experiment tracker's run record says of the run's end: MLflow's run status (``FINISHED``,
-    ``FAILED``, ``KILLED``, ``RUNNING``, ``SCHEDULED``), the record it is in and when the run ended (text)."""
+    ``FAILED``, ``KILLED``, ``RUNNING``, ``SCHEDULED``) or Sacred's (``COMPLETED``, ``FAILED``, ``INTERRUPTED``,
+    ``TIMEOUT``, ``RUNNING``, ``QUEUED``), the record it is in and when the run ended (text). ``trace`` is the
+    last line of the failure's traceback when the record keeps one (Sacred's ``fail_trace``), ``frame`` its
+    last frame."""
 
     tracker: str
     file: str
     status: str
     ended: str | None = None
+    trace: str = ""
+    frame: str = ""
 
 
 @dataclass(frozen=True)
@@ -213,7 +218,12 @@ def _near(before: Signal, after: Signal, lines: int = 50) -> bool:
 
 
 #: A tracker's final statuses and what they are here.
-_TRACKER_ENDS = {"FINISHED": "finished", "FAILED": "crashed", "KILLED": "killed"}
+_TRACKER_ENDS = {"FINISHED": "finished", "FAILED": "crashed", "KILLED": "killed",
+                 "COMPLETED": "finished", "INTERRUPTED": "killed", "TIMEOUT": "killed"}  # the last three: Sacred's
+
+
+#: the exception's name at the start of a traceback's last line (``FloatingPointError: …``)
+_EXCEPTION_NAME = re.compile(r"^([A-Za-z_][\w.]*)(?::|$)")
 
 
 def _from_tracker(record: TrackerEnd, recent: bool) -> RunStatus | None:
@@ -221,6 +231,11 @@ def _from_tracker(record: TrackerEnd, recent: bool) -> RunStatus | None:
     when = f" (ended {record.ended})" if record.ended else ""
     evidence = (Evidence(record.file, None, f"status {record.status}{when}"),)
     status = _TRACKER_ENDS.get(record.status.upper())
+    if status == "crashed" and record.trace:  # the record's own traceback: its exception line is the evidence
+        exception = _EXCEPTION_NAME.match(record.trace)
+        return RunStatus(status, f"{record.tracker} recorded the run as FAILED{when}: {record.trace}",
+                         (Evidence(record.file, None, record.trace), *evidence),
+                         exception=exception.group(1) if exception else "", frame=record.frame)
     if status == "crashed":
         return RunStatus(status, f"{record.tracker} recorded the run as FAILED{when}: an exception ended it, or "
                                  f"its code ended it as failed", evidence)

@@ -4,7 +4,7 @@
   system keeps it, W&B's ``output.log``, an HF / Lightning / llm.c console) and returns the
   :class:`~tanalyze.runstatus.model.Signal` s in it, with line numbers.
 - :func:`wandb_exit` takes what the W&B reader already found (``hparams["_wandb"]``), :func:`tracker_end`
-  what the MLflow reader found (``hparams["_mlflow"]``).
+  what the MLflow or Sacred reader found (``hparams["_mlflow"]``, ``hparams["_sacred"]``).
 - :func:`run_status` puts a run's sources together and calls the pure classifier.
 """
 
@@ -87,6 +87,7 @@ _FINISHED = [
     (re.compile(r"^peak memory (?:allocated|consumption)"), "modded-nanogpt printed its final peak memory"),
     (re.compile(r"^Epoch \d+: early stopping"), "Keras: early stopping ended the fit"),
     (re.compile(r"^\s*Finished [Tt]raining\.?\s*$"), "the script printed 'Finished Training' (PyTorch's tutorials)"),
+    (re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: Training done\.\s*$"), "nnU-Net: training done"),
 ]
 _LAST_STEP = re.compile(r"^\s*step\s+(\d+)\s*/\s*(\d+)\b")
 #: Keras's header of a fit's last epoch ("Epoch 20/20"), and the update that ends an epoch ("63/63 ━━━", "63/63 - 1s")
@@ -130,6 +131,8 @@ _FATAL = [
     (re.compile(r"Bus error \(core dumped\)|Illegal instruction \(core dumped\)"), "signal"),
 ]
 _TRACEBACK = re.compile(r"Traceback \(most recent call last\):")
+#: Ray Tune's error.txt: each failure of a trial opens with this line, then the error (after Ray's actor line)
+_TUNE_FAILURE = re.compile(r"^Failure # \d+ \(occurred at [^)]*\)")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$')
 _EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*(?:\([\w.]+\))?)(?::\s?(.*))?$")
 _NOT_EXCEPTION = ("During handling", "The above exception", "Traceback")
@@ -198,7 +201,7 @@ _KEYWORDS = (
     "distnetwork", "diststore", "closed by peer", "heartbeat", "cuda error", "cublas", "assertion",
     "terminate called", "fatal python", "segmentation", "sigsegv", "sigabrt", "aborted", "bus error",
     "illegal instruction", "running training", "| name", "trainable params", "gpu available", "failures:",
-    "root cause", "keyboardinterrupt", "early stopping", "finished training",
+    "root cause", "keyboardinterrupt", "early stopping", "finished training", "failure # ", "training done",
 )
 
 
@@ -266,7 +269,7 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
 _GUARDS = {
     "finished": ("train_runtime", "trainer.fit", "signaling trainer", "training completed", "total average",
                  "after training", "overall training", "done training", "epochs completed", "peak memory",
-                 "early stopping", "finished training"),
+                 "early stopping", "finished training", "training done"),
     "nccl": ("nccl", "collective", "processgroup", "timed out", "dist", "closed by peer", "heartbeat"),
     "oom": ("memory", "oom", "alloc", "resource_exhausted", "memoryerror"),
     "fatal": ("error", "assert", "terminate called", "fatal", "segment", "sigsegv", "sigabrt", "aborted",
@@ -299,6 +302,8 @@ def _line_signal(lines: list[str], index: int, name: str, number: int | None,
         return None, 0
     if "Traceback" in line and _TRACEBACK.search(line):
         return _traceback(lines, index, name, number)
+    if line.startswith("Failure # ") and _TUNE_FAILURE.match(line):
+        return _tune_failure(lines, index, name, number)
     low = line.lower()
     if _may(low, "finished"):
         for pattern, detail in _FINISHED:
@@ -394,6 +399,15 @@ def _fatal(lines: list[str], index: int, name: str, number: int | None, line: st
     return Signal("fatal", Evidence(name, number, _shown(line, found)), detail, exception=what), 0
 
 
+def _tune_failure(lines: list[str], index: int, name: str, number: int | None) -> tuple[Signal | None, int]:
+    """A failure in Ray Tune's ``error.txt``: the traceback that follows the ``Failure # N`` line (Ray prints the
+    actor's ``ray::Trainable.train() (pid=…)`` line in place of the ``Traceback`` header; an exception line
+    ends it as any traceback's does)."""
+    start = index + 1 if index + 1 < len(lines) and lines[index + 1].startswith("ray::") else index
+    signal, skip = _traceback(lines, start, name, None if number is None else number + start - index)
+    return signal, skip + start - index
+
+
 def _traceback(lines: list[str], index: int, name: str, number: int | None) -> tuple[Signal | None, int]:
     """The exception line that ends the traceback starting at ``index``, with its last frame."""
     frame = ""
@@ -440,13 +454,22 @@ def wandb_exit(hparams: Mapping[str, Any], files: Iterable[str]) -> WandbExit | 
                      float(runtime) if isinstance(runtime, int | float) and not isinstance(runtime, bool) else None)
 
 
+#: where a tracker's reader keeps the run's recorded status in hparams, and the tracker's name
+_TRACKER_KEYS = (("_mlflow", "MLflow"), ("_sacred", "Sacred"))
+
+
 def tracker_end(hparams: Mapping[str, Any]) -> TrackerEnd | None:
-    """The run status the MLflow reader found (``hparams["_mlflow"]``); None for a run without one."""
-    info = hparams.get("_mlflow")
-    if not isinstance(info, Mapping) or not isinstance(info.get("status"), str) or not info["status"]:
-        return None
-    ended = info.get("ended")
-    return TrackerEnd("MLflow", str(info.get("record") or ""), info["status"], ended if isinstance(ended, str) else None)
+    """The run status a tracker's reader found (MLflow's ``hparams["_mlflow"]``, Sacred's ``hparams["_sacred"]``,
+    with the failure's last trace line when it kept one); None for a run without one."""
+    for key, tracker in _TRACKER_KEYS:
+        info = hparams.get(key)
+        if not isinstance(info, Mapping) or not isinstance(info.get("status"), str) or not info["status"]:
+            continue
+        ended, trace, frame = info.get("ended"), info.get("trace"), info.get("frame")
+        return TrackerEnd(tracker, str(info.get("record") or ""), info["status"],
+                          ended if isinstance(ended, str) else None, trace if isinstance(trace, str) else "",
+                          frame if isinstance(frame, str) else "")
+    return None
 
 
 def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format: str = "",

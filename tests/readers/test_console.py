@@ -9,9 +9,10 @@ from tanalyze.readers.text.console import console_readers, detect_console_format
 from tests.readers.text_helpers import check, notes_text, write
 
 TEXT_FORMATS = ["megatron", "llmc", "fairseq", "hf_console", "keras_console", "deepspeed", "modded_nanogpt", "build_nanogpt", "nanogpt",
-                "tqdm_console", "timm_console", "text", "torch_examples"]
+                "tqdm_console", "timm_console", "nnunet", "text", "torch_examples"]
 
 SAMPLES = {
+    "nnunet": "2026-01-01 10:00:00.000001: Epoch 0 \n2026-01-01 10:01:00.000001: train_loss -0.2 \n",
     "megatron": " iteration       10/     100 | lm loss: 1.000000E+01 | grad norm: 2.5 |\n",
     "hf_console": "{'loss': 0.5, 'grad_norm': 1.0, 'learning_rate': 5e-05, 'epoch': 0.5}\n",
     "deepspeed": "[2024-01-01 00:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.1], mom=[0.9]\n",

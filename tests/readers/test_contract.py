@@ -43,6 +43,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "torch_examples": "fixtures:torch_examples/mnist_example.log",
     "tqdm_console": "fixtures:tqdm_console/custom_tqdm.log",
     "timm_console": "fixtures:timm_console/vit_train.log",
+    # no nnU-Net log in the corpus; the bundled fold was trained by real nnU-Net v2 (its generate.py)
+    "nnunet": "fixtures:nnunet/Dataset001_Blobs/nnUNetTrainer_5epochs__nnUNetPlans__2d/fold_0",
     # no LLaMA-Factory run in the corpus; the bundled one was written by a real LLaMA-Factory SFT (its generate.py)
     "llamafactory": "fixtures:llamafactory/sft_tiny_llama/trainer_log.jsonl",
     "llmc": "llmc_logs/HectorFCardenas__llm.c/gpt2_train.11672114.log",
@@ -58,6 +60,12 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "wandb-history": "wandb_local/mfts__spaceinvaders-wandb-challenge/wandb/wandb-history.jsonl",
     # no saved history in the corpus; the bundled ones were written by real Keras fits (their generate.py)
     "history_json": "fixtures:history_json/keras_classifier/history.json",
+    # no Ray Tune trial in the corpus; the bundled experiment was written by a real Tuner.fit (its generate.py)
+    "ray_tune": "fixtures:ray_tune/tiny_sgd",
+    # no DVCLive folder in the corpus; the bundled ones were written by real dvclive runs (their generate.py)
+    "dvclive": "fixtures:dvclive/sgd",
+    # no Sacred run in the corpus; the bundled ones were written by the real sacred package (their generate.py)
+    "sacred": "fixtures:sacred/runs/1",
     # a job that ran out of memory while allocating, before its first step
     "job-console": "crash_logs/HectorFCardenas__llm.c/gpt2_train.11672072.log",
 }

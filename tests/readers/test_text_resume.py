@@ -85,6 +85,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     bars = Path(__file__).resolve().parents[1] / "fixtures" / "tqdm_console"
     found += [("tqdm_console", p) for p in sorted(bars.rglob("*.log"))]
     found += [("timm_console", Path(__file__).resolve().parents[1] / "fixtures" / "timm_console" / "vit_train.log")]
+    nnunet = Path(__file__).resolve().parents[1] / "fixtures" / "nnunet"
+    found += [("nnunet", p) for p in sorted(nnunet.rglob("training_log_*.txt"))]
     return found
 
 
