@@ -387,6 +387,17 @@ def make_history_json(path: Path, rows: int) -> None:
                                 "val_loss": rng.random(n).tolist(), "val_accuracy": rng.random(n).tolist()}))
 
 
+def make_tidy(path: Path, rows: int) -> None:
+    """``tanalyze parse -o`` of a sweep: 10 runs of 4 tags, ``rows`` points in all, one per row."""
+    rng = _rng()
+    per = rows // 40
+    steps = np.tile(np.arange(per), 40)
+    frame = pd.DataFrame({"run": np.repeat([f"sweep/lr{i}" for i in range(10)], 4 * per),
+                          "tag": np.tile(np.repeat(["train/loss", "val/loss", "lr", "grad_norm"], per), 10),
+                          "step": steps, "value": rng.random(len(steps)), "wall_time": 1.7e9 + steps * 0.5})
+    frame.to_csv(path, index=False)
+
+
 # -- anchors ----------------------------------------------------------------------------------------------
 
 
@@ -528,6 +539,7 @@ CASES = (
          anchor_json_lines("iter", _MMDET2_NOT_METRICS)),
     Case("detr", "detr/log.txt", make_detr, anchor_detr),
     Case("history_json", "history/history.json", make_history_json, anchor_history_json),
+    Case("tidy", "tidy/scalars.csv", make_tidy, lambda path: pd.read_csv(path)),
     Case("wandb-history", "wandb_history/history.csv", make_wandb_history,
          anchor_csv("_step", ("_runtime", "_timestamp", "trainer/global_step"), index_col=0)),
     Case("wandb-runs-csv", "wandb_runs/wandb_export.csv", make_wandb_runs, anchor_wandb_runs),

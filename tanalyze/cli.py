@@ -225,25 +225,36 @@ def _write_extras(out, logs: Logs, name: str, info, verbose: bool) -> None:
         out.write(f"    text: {', '.join(safe_text(tag, 60) for tag in info.text)}\n")
 
 
+def _check_writable(target: str) -> None:
+    """Refuse, before any work, an output whose folder does not exist."""
+    parent = Path(target).resolve().parent
+    if not parent.is_dir():
+        raise InputError(f"{target}: cannot write there, folder {parent} does not exist")
+
+
 def cmd_parse(args: argparse.Namespace) -> int:
-    logs = _load(args)
     output = Path(args.output)
     suffix = output.suffix.lower()
-    frame = logs.scalars
-    if suffix == ".csv":
-        from tanalyze.csvout import write_csv
-
-        write_csv(frame, output)
-    elif suffix == ".parquet":
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            sys.stderr.write("tanalyze: writing Parquet needs pyarrow: pip install 'tanalyze[parquet]'\n")
-            return EXIT_USAGE
-        frame.to_parquet(output, index=False)
-    else:
+    if suffix not in (".csv", ".parquet"):
         sys.stderr.write(f"tanalyze: {output}: unknown output type {suffix!r}; use .csv or .parquet\n")
         return EXIT_USAGE
+    _check_writable(args.output)
+    logs = _load(args)
+    frame = logs.scalars
+    try:
+        if suffix == ".csv":
+            from tanalyze.csvout import write_csv
+
+            write_csv(frame, output)
+        else:
+            try:
+                import pyarrow  # noqa: F401
+            except ImportError:
+                sys.stderr.write("tanalyze: writing Parquet needs pyarrow: pip install 'tanalyze[parquet]'\n")
+                return EXIT_USAGE
+            frame.to_parquet(output, index=False)
+    except OSError as exc:
+        raise InputError(f"cannot write {output}: {exc.strerror or exc}") from exc
     n_warn = sum(len(i.warnings) for i in logs.runs.values())
     sys.stderr.write(f"wrote {len(frame):,} rows from {len(logs.runs)} run(s) to {output} ({n_warn} warning(s))\n")
     return EXIT_OK
@@ -356,9 +367,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     roles = {**config.roles, **_parse_roles(args.role)}
     for target in filter(None, (args.output, args.json)):
-        parent = Path(target).resolve().parent
-        if not parent.is_dir():
-            raise InputError(f"{target}: cannot write there, folder {parent} does not exist")
+        _check_writable(target)
     progress = _progress(args)
     engine = _engine(args)
     data = report_paths(args.paths, formats=args.format or None, roles=roles, title=args.title,

@@ -114,6 +114,13 @@ def test_mixed_runs_parse_writes_the_good_rows(mixed, tmp_path):
     assert "warning(s)" in done.stderr
 
 
+def test_parse_into_a_missing_folder_is_a_clear_error_before_any_reading(mixed, tmp_path):
+    done = tanalyze("parse", str(mixed), "-o", str(tmp_path / "no_such_folder" / "table.csv"))
+    assert_clean(done)
+    assert done.returncode == 2
+    assert "table.csv: cannot write there, folder" in done.stderr and "does not exist" in done.stderr
+
+
 def test_mixed_runs_report_lists_the_unreadable_runs(mixed, tmp_path):
     page = tmp_path / "r.html"
     done = tanalyze("report", str(mixed), "-o", str(page), "--jobs", "1")

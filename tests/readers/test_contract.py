@@ -66,6 +66,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "dvclive": "fixtures:dvclive/sgd",
     # no Sacred run in the corpus; the bundled ones were written by the real sacred package (their generate.py)
     "sacred": "fixtures:sacred/runs/1",
+    # no long-shaped table in the corpus; the bundled ones were written by tbparse and TensorBoard (their generate.py)
+    "tidy": "fixtures:tidy/tbparse/scalars.csv",
     # a job that ran out of memory while allocating, before its first step
     "job-console": "crash_logs/HectorFCardenas__llm.c/gpt2_train.11672072.log",
 }
