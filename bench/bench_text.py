@@ -815,6 +815,43 @@ def naive_nnunet(path: Path) -> int:
     return len(_frame(tags, steps, values, walls))
 
 
+DARKNET_ITERATION = re.compile(rf"\s*(\d+):\s*({NUMBER}),\s*({NUMBER}) avg(?: loss)?,\s*({NUMBER}) rate,\s*({NUMBER}) "
+                               r"seconds")
+DARKNET_MAP = re.compile(rf"\s*mean average precision \(mAP@({NUMBER})\) = ({NUMBER})")
+DARKNET_AP = re.compile(rf"\s*class_id = \d+, name = ([^,]*), ap = ({NUMBER})%")
+DARKNET_PRF = re.compile(rf"\s*for conf_thresh = {NUMBER}, precision = ({NUMBER}), recall = ({NUMBER}), "
+                         rf"F1-score = ({NUMBER})")
+
+
+def naive_darknet(path: Path) -> int:
+    """Each iteration line's four numbers at its iteration; an evaluation's mAP, precision, recall, F1 and class AP
+    at the iteration before it."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    step = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = DARKNET_ITERATION.match(line)
+            if m:
+                step = int(m.group(1))
+                pairs = [("loss", m.group(2)), ("avg_loss", m.group(3)), ("lr", m.group(4)),
+                         ("iteration_time_s", m.group(5))]
+            elif m := DARKNET_MAP.match(line):
+                pairs = [(f"mAP@{m.group(1)}", m.group(2))]
+            elif m := DARKNET_AP.match(line):
+                pairs = [(f"ap/{m.group(1).strip()}", str(float(m.group(2)) / 100))]
+            elif m := DARKNET_PRF.match(line):
+                pairs = [("precision", m.group(1)), ("recall", m.group(2)), ("f1", m.group(3))]
+            else:
+                continue
+            for tag, text in pairs:
+                tags.append(tag)
+                steps.append(step)
+                values.append(float(text))
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -822,7 +859,8 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "build_nanogpt_console": naive_build_nanogpt_console, "fairseq": naive_fairseq,
          "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console,
          "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console,
-         "timm_console": naive_timm_console, "nnunet": naive_nnunet}
+         "timm_console": naive_timm_console, "nnunet": naive_nnunet,
+         "darknet": naive_darknet}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

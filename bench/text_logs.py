@@ -9,6 +9,7 @@ redraws with ``\\r``). Numbers come from a seeded generator: the same file each 
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable
@@ -588,6 +589,30 @@ def make_nnunet(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_darknet(path: Path, megabytes: int) -> None:
+    """AlexeyAB darknet's console as public YOLOv4 training logs hold it: each iteration's three ``v3 (…)`` region
+    lines and its bbox count, the iteration line, ``Loaded:``; an ``-map`` evaluation every 1,000 iterations."""
+    rng = random.Random(12)
+    head = " CUDA-version: 11020 (11040), cuDNN: 8.1.0, GPU count: 1  \nTotal BFLOPS 59.585 \n"
+    region = ("v3 (iou loss, Normalizer: (iou: 0.07, obj: 1.00, cls: 1.00) Region {r} Avg (IOU: {iou:.6f}), count: 5, "
+              "class_loss = 2.807, iou_loss = 1.23, total_loss = 4.03 \n")
+
+    def block(index: int) -> str:
+        step = index + 1
+        loss = 1400 * math.exp(-step / 300) + 1.5 + rng.random()
+        lines = [region.format(r=r, iou=rng.random()) for r in (139, 150, 161)]
+        lines.append(f" total_bbox = {15 * step}, rewritten_bbox = 0.000000 % \n\n")
+        lines.append(f" {step}: {loss:.6f}, {loss * 1.01:.6f} avg loss, 0.001000 rate, {5 + rng.random():.6f} seconds, "
+                     f"{64 * step} images, {12.3 - step / 1e5:.6f} hours left\nLoaded: 0.000035 seconds\n")
+        if step % 1000 == 0:
+            lines.append(f" class_id = 0, name = smoke, ap = {60 + rng.random() * 10:.2f}%   \t (TP = 245, FP = 30) \n"
+                         f" for conf_thresh = 0.25, precision = 0.89, recall = 0.83, F1-score = 0.86 \n"
+                         f" mean average precision (mAP@0.50) = {0.6 + rng.random() / 10:.6f}, or 65.00 % \n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -606,6 +631,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "fairseq": make_fairseq,
     "fairseq_json": make_fairseq_json,
     "nnunet": make_nnunet,
+    "darknet": make_darknet,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

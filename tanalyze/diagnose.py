@@ -101,7 +101,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "33"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "34"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -137,11 +137,16 @@ ANALYSIS_VERSION = "33"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 32: a session that started over from scratch is a new start (information, no time lost), not a resume
 # 33: a validation rise beside a training loss that ends clearly above its level at the minimum is degradation;
 # a long 2x excursion not back by the end is instability (heavy spike)
+# 34: a loss that goes below zero measured against its largest magnitude; no chance-level guess for the summed
+# losses of detection and segmentation trainers (SUMMED_LOSS_FORMATS)
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
                   "hf_console": "hf_patience"}
 
+#: Formats whose training loss is a sum of parts (a detector's box, objectness and class terms; nnU-Net's Dice +
+#: cross-entropy): it settles at any level, a classifier's chance level ln K among them, so none is guessed from it
+SUMMED_LOSS_FORMATS = frozenset({"darknet", "yolo_csv", "detectron2", "mmdet2", "detr", "nnunet"})
 #: Points a reward needs to be the curve a run is judged by (fewer: an evaluation summary beside a loss curve).
 _REWARD_CURVE_POINTS = 3
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -802,7 +807,8 @@ def diagnose_run(
         verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
                                num_classes=num_classes, thresholds=thresholds or Thresholds(),
                                adversarial=adversarial, components=components,
-                               epoch_train=epoch_train, language_model=language_model_start(hparams or {}, text))
+                               epoch_train=epoch_train, language_model=language_model_start(hparams or {}, text),
+                               classifier=format not in SUMMED_LOSS_FORMATS)
     if not len(frame) and status is not None and status.failed:
         verdict = _ended_before_metrics(verdict, status)
     stopping = {"headline": _STOPPING_RULE.get(format or "", "lightning_patience"), **params.get("early_stopping", {})}

@@ -280,6 +280,7 @@ def classify_run(
     components: dict[str, Curve] | None = None,
     epoch_train: Curve | None = None,
     language_model: LanguageModelStart | None = None,
+    classifier: bool = True,
 ) -> Verdict:
     """The verdict for one run from its training and validation loss.
 
@@ -287,7 +288,9 @@ def classify_run(
     orchestrator does), else they are computed here with their defaults.
     With ``learning_rate``, a loss still falling at the end while the rate was
     annealed to near zero is the schedule at work, not a sign of too few steps.
-    ``num_classes`` enables the chance-level check (loss near ``ln(num_classes)``).
+    ``num_classes`` enables the chance-level check (loss near ``ln(num_classes)``); without it, a loss flat at
+    ``ln K`` is taken for a classifier at chance unless ``classifier`` is False (a detector's summed losses,
+    which settle at any level, ``ln K`` included).
 
     ``adversarial`` — a GAN's (generator, discriminator) losses (``train`` is then the generator's):
     judged as a game (see :func:`_adversarial`), never as one loss that should fall.
@@ -303,7 +306,7 @@ def classify_run(
     if adversarial is not None:
         return _adversarial(*adversarial, divergence, thresholds)
     verdict = _classify(train, val, divergence, overfitting, learning_rate, num_classes, thresholds, epoch_train,
-                        language_model)
+                        language_model, classifier)
     if components and len(components) >= 2 and verdict.label not in ("diverged", "insufficient_data"):
         verdict = _with_components(verdict, components, learning_rate, thresholds)
     return verdict
@@ -400,6 +403,7 @@ def _classify(
     thresholds: Thresholds,
     epoch_train: Curve | None = None,
     language_model: LanguageModelStart | None = None,
+    classifier: bool = True,
 ) -> Verdict:
     """The verdict of one training loss (and its validation loss): see :func:`classify_run`."""
     th = thresholds
@@ -514,7 +518,7 @@ def _classify(
                                                rose_back=bool(unstable)
                                                and f["min_level"] <= (1 - th.min_decrease) * f["start_level"]
                                                and f["end_level"] >= 1.25 * f["min_level"])
-    if num_classes is None and main_role == "train":
+    if num_classes is None and main_role == "train" and classifier:
         plateau = chance_plateau(main, val, th)
         if plateau is not None:
             k, level, text = plateau
@@ -525,7 +529,7 @@ def _classify(
                 return ended
             under.append(0.75)
             why["underfitting"].append(text + _blown_up_first(main, level))
-    elif main_role == "train" and num_classes >= 2 and f["end_level"] >= th.chance_fraction * np.log(num_classes):
+    elif main_role == "train" and num_classes is not None and num_classes >= 2 and f["end_level"] >= th.chance_fraction * np.log(num_classes):
         level = float(np.log(num_classes))
         text = f"{main.tag} ends at {f['end_level']:.4g}, near chance level ln({num_classes}) = {level:.4g}"
         ended = _collapsed(main, level, text, th, evidence, reasons, notes) \

@@ -378,3 +378,13 @@ def test_a_loss_back_at_chance_after_learning_is_a_collapse_told_or_not_the_numb
     assert verdict.label == "diverged" and 398 <= verdict.evidence["onset_step"] <= 410
     (finding,) = verdict.findings
     assert finding.code == "diverged_collapse" and "ln(4)" in finding.message
+
+
+def test_a_loss_flat_at_ln_k_is_no_chance_level_when_it_is_no_classifiers_loss():
+    # darknet's summed detection loss: from 1,200 to a flat 2.30 (ln 10 by chance), a converged detector
+    steps = np.arange(1, 201)
+    loss = 1200 * np.exp(-steps / 8) + 2.30 + 0.004 * np.sin(steps)
+    curve = Curve.from_arrays(steps, loss, "loss")
+    assert classify_run(curve).label == "underfitting"  # a classifier's loss would be at chance
+    verdict = classify_run(curve, classifier=False)
+    assert verdict.label == "normal" and "chance_level" not in verdict.evidence

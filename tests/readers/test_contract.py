@@ -43,6 +43,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "torch_examples": "fixtures:torch_examples/mnist_example.log",
     "tqdm_console": "fixtures:tqdm_console/custom_tqdm.log",
     "timm_console": "fixtures:timm_console/vit_train.log",
+    # no darknet log in the corpus and darknet cannot be built here: the bundled log reproduces public logs' lines
+    "darknet": "fixtures:darknet/train.log",
     # no nnU-Net log in the corpus; the bundled fold was trained by real nnU-Net v2 (its generate.py)
     "nnunet": "fixtures:nnunet/Dataset001_Blobs/nnUNetTrainer_5epochs__nnUNetPlans__2d/fold_0",
     # no LLaMA-Factory run in the corpus; the bundled one was written by a real LLaMA-Factory SFT (its generate.py)

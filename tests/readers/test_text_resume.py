@@ -23,7 +23,7 @@ from tests.readers.text_helpers import write
 
 TEXT_READERS = {reader.name for reader in console_readers()}
 #: Console formats with no log of a real run in the corpus (fairseq: its tests use fixtures reproducing public lines).
-NO_REAL_LOG = frozenset({"fairseq"})
+NO_REAL_LOG = frozenset({"fairseq", "darknet"})  # (darknet cannot be built here: its fixture reproduces public lines)
 
 
 def _json(value) -> str:
@@ -108,16 +108,17 @@ def test_every_real_console_log_read_on_from_a_cut_equals_reading_it_whole(real_
         assert_same_part(resumed(reader, scratch, data, cuts, scratch), whole, f"{path} cut at {cuts}")
 
 
-def _fairseq_fixtures() -> list[tuple[str, Path]]:
-    folder = Path(__file__).resolve().parents[1] / "fixtures" / "fairseq"
-    return [("fairseq", path) for path in sorted(folder.rglob("*.log"))]
+def _reproduced_fixtures() -> list[tuple[str, Path]]:
+    """The fixtures that reproduce public lines of formats with no real log here (fairseq's, darknet's)."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    return [(name, path) for name in ("fairseq", "darknet") for path in sorted((fixtures / name).rglob("*.log"))]
 
 
 def test_a_parser_restored_from_its_snapshot_finishes_as_the_parser_that_read_the_file(real_logs):
     """What ``finish`` uses (counts, the total step count of a header, units …) survives the snapshot: the run
     combined from a part (finished by a new parser given the part's state) equals the run of the one parser
     that read the whole file and finished it."""
-    logs = [*_real_text_logs(real_logs), *_fairseq_fixtures()]
+    logs = [*_real_text_logs(real_logs), *_reproduced_fixtures()]
     assert {name for name, _ in logs} == TEXT_READERS
     for name, path in logs:
         reader = get_reader(name)

@@ -44,8 +44,8 @@ import re
 from pathlib import Path
 
 from tanalyze.readers.base import FilePart, RunData
+from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk, TextStats
-from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.values import NUMBER, parse_timestamps, to_float
 
@@ -83,13 +83,13 @@ _NUMBER = re.compile(NUMBER)
 _NUMPY_SCALAR = re.compile(r"np\.\w+\(")
 
 
-class NnUNetParser(TextParser):
-    """Reads a chunk's lines with one pattern (``findall``: epoch, metric and Dice lines in line order) and adds
-    its values at once; where a line that looks like a metric line was not read, the lines read are marked so
-    that the look-alike scan names the others."""
+class NnUNetParser(FindallParser):
+    """Reads a chunk's epoch, metric and Dice lines with one pattern (see ._findall) and adds their values at once."""
 
     family = "nnU-Net"
     lookalike = re.compile(rf"^{_LOOKALIKE}", re.M)
+    line = _LINE
+    lookalike_line = re.compile(rf"\n{_LOOKALIKE}")
     state_fields = {"_epoch": "last", "_before_first_epoch": "sum", "_v1": "last", "_first_epoch": "last",
                     "_epoch_values": "sum"}
 
@@ -101,11 +101,9 @@ class NnUNetParser(TextParser):
         self._first_epoch: int | None = None
         self._epoch_values = 0  # values read since the last epoch line
 
-    def feed(self, chunk: Chunk) -> None:
-        text = chunk.text
-        searched = "\n" + text + "\n"  # (every line between two line breaks; the chunk's last may have none)
-        if any(word in text for word in _SETUP_WORDS):
-            for m in SETUP.finditer(text):
+    def take(self, chunk: Chunk, searched: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
+        if any(word in chunk.text for word in _SETUP_WORDS):
+            for m in SETUP.finditer(chunk.text):
                 self._on_setup(m)
         codes: list[int] = []
         steps: list[int] = []
@@ -114,7 +112,7 @@ class NnUNetParser(TextParser):
         code: dict[str, int] = {}
         read = lookalikes = epochs = 0
         epoch = self._epoch
-        for v1, number, stamp, name, value, dice_stamp, dice_name, listed in _LINE.findall(searched):
+        for v1, number, stamp, name, value, dice_stamp, dice_name, listed in found:
             if number:
                 epoch = int(number)
                 self._first_epoch = epoch if self._first_epoch is None else self._first_epoch
@@ -147,12 +145,7 @@ class NnUNetParser(TextParser):
                 read += 1
         self._epoch = epoch
         self.rows.extend(codes, steps, values, epoch=[float(step) for step in steps], wall=parse_timestamps(stamps))
-        if lookalikes == len(re.findall("\n" + _LOOKALIKE, searched)):
-            self.parsed_lines += read
-            self.scan_ranges = []  # every look-alike line was read
-        else:  # the lines read marked, for the scan to name those that were not
-            for m in _LINE.finditer(searched):
-                self.mark(chunk, m.start())
+        return read, lookalikes
 
     def _on_setup(self, m: re.Match[str]) -> None:
         if m.group(3) is not None:
