@@ -398,6 +398,15 @@ def make_tidy(path: Path, rows: int) -> None:
     frame.to_csv(path, index=False)
 
 
+def make_yolo_txt(path: Path, rows: int) -> None:
+    """YOLOv5's results.txt (< v6): ``rows`` lines of 15 fixed-width fields, as its train.py writes them."""
+    rng = _rng()
+    values = rng.random((rows, 13))
+    with open(path, "w") as handle:
+        for epoch in range(rows):
+            handle.write(("%10s" * 2 + "%10.4g" * 13 + "\n") % (f"{epoch}/{rows - 1}", "3.33G", *values[epoch]))
+
+
 # -- anchors ----------------------------------------------------------------------------------------------
 
 
@@ -452,6 +461,13 @@ def anchor_history_json(path: Path) -> pd.DataFrame:
     with open(path) as handle:
         wide = pd.DataFrame(json.load(handle))
     return _melt(wide.rename_axis("step").reset_index(), "step")
+
+
+def anchor_yolo_txt(path: Path) -> pd.DataFrame:
+    """The whitespace-separated columns, the epoch from 'epoch/last', the curve columns melted."""
+    wide = pd.read_csv(path, sep=r"\s+", header=None)
+    wide[0] = wide[0].str.split("/").str[0].astype(int)
+    return _melt(wide.drop(columns=[1, 5, 6, 7]), 0)
 
 
 def anchor_detr(path: Path) -> pd.DataFrame:
@@ -540,6 +556,7 @@ CASES = (
     Case("detr", "detr/log.txt", make_detr, anchor_detr),
     Case("history_json", "history/history.json", make_history_json, anchor_history_json),
     Case("tidy", "tidy/scalars.csv", make_tidy, lambda path: pd.read_csv(path)),
+    Case("yolo_txt", "yolo_txt/results.txt", make_yolo_txt, anchor_yolo_txt),
     Case("wandb-history", "wandb_history/history.csv", make_wandb_history,
          anchor_csv("_step", ("_runtime", "_timestamp", "trainer/global_step"), index_col=0)),
     Case("wandb-runs-csv", "wandb_runs/wandb_export.csv", make_wandb_runs, anchor_wandb_runs),

@@ -146,7 +146,7 @@ _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patienc
 
 #: Formats whose training loss is a sum of parts (a detector's box, objectness and class terms; nnU-Net's Dice +
 #: cross-entropy): it settles at any level, a classifier's chance level ln K among them, so none is guessed from it
-SUMMED_LOSS_FORMATS = frozenset({"darknet", "yolo_csv", "detectron2", "mmdet2", "detr", "nnunet"})
+SUMMED_LOSS_FORMATS = frozenset({"darknet", "yolo_csv", "yolo_txt", "detectron2", "mmdet2", "detr", "nnunet"})
 #: Points a reward needs to be the curve a run is judged by (fewer: an evaluation summary beside a loss curve).
 _REWARD_CURVE_POINTS = 3
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}

@@ -65,6 +65,7 @@ PRECEDENCE: tuple[str, ...] = (
     "detr",
     "ray_tune",
     "yolo_csv",
+    "yolo_txt",
     "lightning_csv",
     "keras_csv",
     "history_json",

@@ -38,6 +38,7 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.tabular.tidy:TidyReader",
     "tanalyze.readers.tabular.csv_loggers:LightningCSVReader",
     "tanalyze.readers.tabular.csv_loggers:YoloResultsReader",
+    "tanalyze.readers.tabular.yolo_txt:YoloResultsTxtReader",
     "tanalyze.readers.tabular.csv_loggers:KerasCSVReader",
     "tanalyze.readers.tabular.csv_loggers:GenericCSVReader",
     # console logs (text): after every structured format, specific before generic

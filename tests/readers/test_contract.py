@@ -70,6 +70,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "sacred": "fixtures:sacred/runs/1",
     # no long-shaped table in the corpus; the bundled ones were written by tbparse and TensorBoard (their generate.py)
     "tidy": "fixtures:tidy/tbparse/scalars.csv",
+    # no YOLOv5 results.txt in the corpus: the bundled one is written with YOLOv5's own format strings
+    "yolo_txt": "fixtures:yolo_txt/runs/train/exp",
     # a job that ran out of memory while allocating, before its first step
     "job-console": "crash_logs/HectorFCardenas__llm.c/gpt2_train.11672072.log",
 }
