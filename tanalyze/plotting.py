@@ -17,7 +17,17 @@ from tanalyze.text import safe_text
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["axes", "label", "overlay"]
+__all__ = ["PLOTTABLE_LIMIT", "axes", "label", "overlay", "plottable"]
+
+#: Beyond this magnitude a value is drawn as a gap, as an infinity is: an axis around it (its margins) would
+#: overflow to infinity, a log axis well before (a loss that blows up to 1e302 before it reaches inf).
+PLOTTABLE_LIMIT = 1e100
+
+
+def plottable(values: np.ndarray) -> np.ndarray:
+    """Which values a figure can draw: finite and within :data:`PLOTTABLE_LIMIT`."""
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(values) & (np.abs(values) < PLOTTABLE_LIMIT)
 
 
 def axes(ax: Axes | None, figsize: tuple[float, float] = (8, 4)) -> Axes:
@@ -48,10 +58,11 @@ def overlay(
     colors: Sequence[Any] | None = None,
 ) -> Axes:
     """Draw one line per name from ``(steps, values)``; with ``smooth`` > 0 the raw points
-    are drawn faint and TensorBoard's debiased EMA on top. Non-finite points are gaps."""
+    are drawn faint and TensorBoard's debiased EMA on top. Non-finite points (and any beyond
+    :data:`PLOTTABLE_LIMIT`) are gaps."""
     palette = colors or [f"C{i % 10}" for i in range(len(curves))]
     for (name, (steps, values)), color in zip(curves.items(), palette, strict=False):
-        values = np.where(np.isfinite(values), values, np.nan)
+        values = np.where(plottable(values), values, np.nan)
         if smooth > 0:
             ax.plot(steps, values, color=color, alpha=0.25, linewidth=0.8)
             ax.plot(steps, debiased_ema(values, smooth), color=color, linewidth=1.4, label=label(name))

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
 
 from tanalyze.curves import debiased_ema as ema
+from tanalyze.plotting import plottable
 from tanalyze.report.chartdata import (
     LOG_SCALE_DECADES,
     blowup_step,
@@ -113,6 +114,7 @@ class Rendered:
     keys: tuple[tuple[str, str], ...] = ()
 
 
+
 def label_text(text: str, limit: int = 60) -> str:
     """Log text made safe as a matplotlib label: control characters visible, length capped,
     a leading underscore kept visible (matplotlib hides legend labels starting with ``_``)."""
@@ -173,7 +175,7 @@ class FigureMaker:
         return Rendered(clean_svg(svg, alt), "svg", points, note, columns, tuple(keys))
 
     def _line(self, ax, steps: np.ndarray, values: np.ndarray, columns: int | None = None, **style) -> int:
-        mask = np.isfinite(values)
+        mask = plottable(values)
         x, y = m4(steps[mask], values[mask], columns or self.columns)
         ax.plot(x, y, **style)
         return len(x)
@@ -258,7 +260,7 @@ class FigureMaker:
             ax.axvline(stop, color=EARLY, linestyle=":", linewidth=1.3)
             keys.append(("early", f"early stop {stop:,.0f}"))
         val = series.get("val_loss")
-        if val is not None and val.finite.any():
+        if val is not None and val.finite.any() and plottable(np.array([val.stats()["best"]], dtype=float)).all():
             stats = val.stats()
             ax.plot([stats["best_step"]], [stats["best"]], marker="*", markersize=9, color=BEST,
                     markeredgecolor="white", markeredgewidth=0.6, linestyle="none", zorder=5)
@@ -268,7 +270,7 @@ class FigureMaker:
         if spikes.size and train is not None:
             idx = np.clip(np.searchsorted(train.steps, spikes), 0, len(train.steps) - 1)
             values = np.where(np.isfinite(peaks), peaks, train.values[idx])
-            ok = np.isfinite(values)
+            ok = plottable(values)
             if ok.any():
                 ax.plot(spikes[ok], values[ok], marker="v", markersize=5, color=SPIKE, linestyle="none", zorder=6)
                 keys.append(("spike", _count(int(ok.sum()), "spike")))
@@ -401,7 +403,7 @@ class FigureMaker:
                     style = {"color": PALETTE[color], "linewidth": 1.4, "zorder": 3}
                     points += self._line(ax, s.steps, smooth, columns=columns, **style)
                 else:
-                    mask = np.isfinite(smooth)
+                    mask = plottable(smooth)
                     grey.append(m4(s.steps[mask], smooth[mask], columns))
             if grey:  # one line broken at NaN gaps: a plot call per run costs more than its points (many runs)
                 gap = np.array([np.nan])
@@ -434,6 +436,7 @@ class FigureMaker:
         color = TRAIN if role == "train_loss" else VAL
         with matplotlib.rc_context(_RC):
             fig, (ax,) = self._figure("band", (5.6, 3.0))
+            stack = np.where(plottable(stack), stack, np.nan)
             with np.errstate(all="ignore"):
                 lo, mid, hi = np.nanmin(stack, axis=0), np.nanmedian(stack, axis=0), np.nanmax(stack, axis=0)
             ax.fill_between(grid, lo, hi, color=color, alpha=0.18, linewidth=0)
@@ -509,7 +512,7 @@ def _gradient_marks(ax, gradients: Any, series: Series) -> list[str]:
         events = [e for e in gradients.get(key) or [] if isinstance(e, Mapping)]
         steps = np.array([number(e.get("step")) for e in events], dtype=np.float64)
         values = np.array([number(e.get("value")) for e in events], dtype=np.float64)
-        ok = np.isfinite(steps) & np.isfinite(values)
+        ok = np.isfinite(steps) & plottable(values)
         if same_tag and ok.any():
             ax.plot(steps[ok], values[ok], marker=marker, markersize=5, color=color, linestyle="none", zorder=5)
             said.append(_count(int(ok.sum()), text))
@@ -548,7 +551,7 @@ def _throughput_marks(ax, throughput: Any, series: Series, role: str) -> list[st
     if same_unit and stalls:
         steps = np.array([number(s.get("step")) for s in stalls], dtype=np.float64)
         values = np.array([number(s.get("value")) for s in stalls], dtype=np.float64)
-        ok = np.isfinite(steps) & np.isfinite(values)
+        ok = np.isfinite(steps) & plottable(values)
         if ok.any():
             ax.plot(steps[ok], values[ok], marker="o", markersize=3.5, color=SPIKE, linestyle="none", zorder=5)
             said.append(_count(int(ok.sum()), "\u25cf stall"))

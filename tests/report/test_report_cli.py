@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import jsonschema
@@ -194,3 +195,15 @@ def test_checkpoint_names_from_disk_are_escaped(tmp_path):
     text = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert "<img src=x" not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
     jsonschema.validate(json.loads((tmp_path / "r.json").read_text(encoding="utf-8")), SCHEMA)
+
+
+def test_a_run_whose_loss_blows_up_to_the_edge_of_float64_is_drawn_beside_the_others(tmp_path, capsys):
+    # DVCLive's diverged fixture run climbs to 3.8e302 before inf: axes around it overflowed (a traceback)
+    runs = tmp_path / "runs"
+    for name in ("sgd", "logs"):
+        shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "dvclive" / name, runs / name)
+    out = tmp_path / "r.html"
+    assert main(["report", str(runs), "-o", str(out), "--jobs", "1", "--no-cache"]) == 0
+    page = out.read_text(encoding="utf-8")
+    assert "logs/runs/diverged_lr" in page and "<svg" in page
+    assert "1 diverged, 1 normal" in capsys.readouterr().err
