@@ -852,6 +852,40 @@ def naive_darknet(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+TABLE_HEADER = re.compile(r"\s*(epoch(?:\s+[A-Za-z_][\w@./-]*)+)\s*$")
+TABLE_ROW = re.compile(r"\s*(\d+(?:\s+\S+)+)\s*$")
+
+
+def naive_console_table(path: Path) -> int:
+    """Each header's names, then each row under it of as many cells: its numbers at its epoch (a clock in
+    seconds); lines are split at carriage returns too (the progress bars' redraws)."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    names: list[str] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = TABLE_HEADER.match(line)
+            if m:
+                names = ["epoch_time_s" if n == "time" else n for n in m.group(1).split()[1:]]
+                continue
+            m = TABLE_ROW.match(line)
+            if m and names:
+                cells = m.group(1).split()
+                if len(cells) != len(names) + 1:
+                    continue
+                for name, cell in zip(names, cells[1:], strict=True):
+                    if ":" in cell:
+                        minutes, seconds = cell.split(":")
+                        value = int(minutes) * 60 + int(seconds)
+                    else:
+                        value = float(cell)
+                    tags.append(name)
+                    steps.append(int(cells[0]))
+                    values.append(value)
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -860,7 +894,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console,
          "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console,
          "timm_console": naive_timm_console, "nnunet": naive_nnunet,
-         "darknet": naive_darknet}
+         "darknet": naive_darknet, "console_table": naive_console_table}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

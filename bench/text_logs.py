@@ -613,6 +613,23 @@ def make_darknet(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_console_table(path: Path, megabytes: int) -> None:
+    """fastai's console as ``tests/fixtures/console_table`` holds it from a real fit: the table's header, then each
+    epoch's progress bar redrawn after carriage returns and its row (a long fit: one table)."""
+    rng = random.Random(13)
+    header = "epoch     train_loss  valid_loss  error_rate  time    \n"
+
+    def block(epoch: int) -> str:
+        bars = "".join(f"\rEpoch {epoch + 1} : |{'#' * i}{'-' * (40 - i)}| {i * 2.5:.2f}% [{i}/40 00:0{i % 10}<00:00]"
+                       for i in range(0, 41, 5))
+        row = (f"{epoch:<10d}{0.9 * math.exp(-epoch / 2e4) + rng.random() / 50:<12.6f}"
+               f"{0.8 * math.exp(-epoch / 2e4) + rng.random() / 50:<12.6f}{rng.random() / 3:<12.6f}"
+               f"00:{12 + epoch % 40:02d}     ")
+        return bars + "\r" + row + "\n"
+
+    _write(path, megabytes, header, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -632,6 +649,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "fairseq_json": make_fairseq_json,
     "nnunet": make_nnunet,
     "darknet": make_darknet,
+    "console_table": make_console_table,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -43,6 +43,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "torch_examples": "fixtures:torch_examples/mnist_example.log",
     "tqdm_console": "fixtures:tqdm_console/custom_tqdm.log",
     "timm_console": "fixtures:timm_console/vit_train.log",
+    # no fastai console in the corpus; the bundled one was printed by a real fastai fit (its generate.py)
+    "console_table": "fixtures:console_table/fastai_fit.log",
     # no darknet log in the corpus and darknet cannot be built here: the bundled log reproduces public logs' lines
     "darknet": "fixtures:darknet/train.log",
     # no nnU-Net log in the corpus; the bundled fold was trained by real nnU-Net v2 (its generate.py)

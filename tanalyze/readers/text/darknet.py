@@ -80,7 +80,7 @@ class DarknetParser(FindallParser):
                 step = int(number)
                 if previous is not None and step < previous:  # a restart: recorded at its line
                     self.anchor(previous, None, 0)
-                    self.anchor(step, chunk, [m.start() for m in self.line.finditer(searched)][index])
+                    self.anchor(step, chunk, self.match_start(searched, index))
                 previous = step
                 steps.append(step)
                 numbers += (loss, average, rate, seconds)

@@ -112,7 +112,7 @@ class NnUNetParser(FindallParser):
         code: dict[str, int] = {}
         read = lookalikes = epochs = 0
         epoch = self._epoch
-        for v1, number, stamp, name, value, dice_stamp, dice_name, listed in found:
+        for index, (v1, number, stamp, name, value, dice_stamp, dice_name, listed) in enumerate(found):
             if number:
                 epoch = int(number)
                 self._first_epoch = epoch if self._first_epoch is None else self._first_epoch
@@ -126,6 +126,7 @@ class NnUNetParser(FindallParser):
                 read += 1
             elif epoch is None:
                 self._before_first_epoch += 1
+                self.unread_matches.add(index)
             elif name:
                 codes.append(code[name] if name in code else code.setdefault(name, self.rows.code(_TAGS[name])))
                 steps.append(epoch)

@@ -1,0 +1,59 @@
+"""Per-epoch console tables: fastai's, from the real fit in ``tests/fixtures/console_table/generate.py`` (its
+progress bars redrawn between the rows), and skorch's lines as it prints them."""
+
+from tanalyze import load
+from tanalyze.readers import HEAD_BYTES, get_reader
+from tests.conftest import REPO
+from tests.readers.text_helpers import check, curve, notes_text, write
+
+FASTAI = REPO / "tests" / "fixtures" / "console_table" / "fastai_fit.log"
+
+
+def test_a_real_fastai_console_with_two_fits():
+    logs = load(FASTAI.parent, cache=False)
+    (name,) = logs.runs
+    info = logs.runs[name]
+    assert info.format == "console_table"
+    frame = logs.scalars_of(name)
+    # fit_one_cycle(6), then fit_one_cycle(3): the second table's epochs 0-2 follow as steps 6-8
+    check(frame, "train_loss", {0: 0.684848, 5: 0.658808, 6: 0.64504, 8: 0.633357}, count=9)
+    check(frame, "valid_loss", {0: 0.689365, 8: 0.622995}, count=9)
+    check(frame, "error_rate", {0: 0.5, 3: 0.366667}, count=9)
+    check(frame, "epoch_time_s", {0: 0.0}, count=9)
+    assert [(p.first_step, p.last_step) for p in info.phases] == [(0, 5), (6, 8)]
+    assert "2 per-epoch table(s)" in notes_text(info) and not info.warnings
+
+
+def test_skorchs_table_with_its_rule_and_marks(tmp_path):
+    text = ("  epoch    train_loss    valid_acc    valid_loss     dur\n"
+            "-------  ------------  -----------  ------------  ------\n"
+            "      1        0.6905       0.5600        0.6813  0.0359\n"
+            "      2        0.6712       0.6100+       0.6601+ 0.0301\n"
+            "      3        0.6511       0.6400+       0.6420+ 1:02\n")
+    path = write(tmp_path / "skorch.log", text)
+    reader = get_reader("console_table")
+    assert reader.sniff(path, path.read_bytes()[:HEAD_BYTES])
+    (run,) = reader.read([path])
+    assert curve(run.scalars, "valid_acc") == {1: 0.56, 2: 0.61, 3: 0.64}
+    assert curve(run.scalars, "epoch_time_s") == {1: 0.0359, 2: 0.0301, 3: 62}  # skorch's dur; a clock in seconds
+
+
+def test_unmeasured_cells_and_rows_of_another_width(tmp_path):
+    text = ("epoch     train_loss  valid_loss  accuracy  time\n"
+            "0         0.9         #na#        #na#      01:02:03\n"
+            "1         0.7         0.8         0.6\n"
+            "2         0.5         0.6         0.7       00:10\n")
+    (run,) = get_reader("console_table").read([write(tmp_path / "train.log", text)])
+    assert curve(run.scalars, "train_loss") == {0: 0.9, 2: 0.5}
+    assert curve(run.scalars, "epoch_time_s") == {0: 3723, 2: 10}
+    notes = notes_text(run)
+    assert "2 cell(s) of '#na#' (not measured) skipped" in notes
+    assert "1 row(s) under no header or with another number of cells skipped" in notes
+    (warning,) = run.warnings  # the row that was not read is named
+    assert warning.location == "line 3"
+
+
+def test_numbers_in_other_logs_are_no_table(tmp_path):
+    for text in ("epoch 1 loss 0.5\n2 0.4\n", "Epoch     Loss\n1 0.5 0.7\n", "step loss\n1 0.5\n"):
+        path = write(tmp_path / "train.log", text)
+        assert not get_reader("console_table").sniff(path, path.read_bytes())
