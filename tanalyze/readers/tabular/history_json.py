@@ -230,15 +230,10 @@ class _History:
             run.notes.append(f"not numbers, skipped: {name_list(names)}")
         if not len(self.points):
             self.warnings.append(ReadWarning(self.file, "no numeric series in the document"))
-        settled = settle_rewrites(self.points.frame(), self.file, unit=self.unit)
-        run.scalars = settled.frame
         run.hparams = self.hparams
-        run.restarts.extend(settled.restarts)
-        run.phases.extend(settled.phases)
         run.notes[:0] = self.notes
-        run.notes.extend(settled.notes)
         run.warnings.extend(self.warnings)
-        run.warnings.extend(settled.warnings)
+        settle_rewrites(self.points.frame(), self.file, unit=self.unit).into(run)
         return run
 
 

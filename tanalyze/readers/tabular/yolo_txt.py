@@ -142,13 +142,8 @@ class YoloResultsTxtReader(Reader):
                                             count=len(bad)))
         if not len(points) and not len(bad):
             run.warnings.append(ReadWarning(str(path), "no epoch lines"))
-        settled = settle_rewrites(points.frame(), str(path), unit="epoch")
-        run.scalars = settled.frame
-        run.restarts.extend(settled.restarts)
-        run.phases.extend(settled.phases)
-        run.warnings.extend(settled.warnings)
         run.hparams = hparams
         run.notes.append("YOLOv5 results.txt: one line per epoch, step = the epoch as written; tags as YOLOv5's "
                          "results.csv names them (Ultralytics' YOLOv3 wrote F1 where 'metrics/mAP_0.5:0.95' is read)")
-        run.notes.extend(settled.notes)
+        settle_rewrites(points.frame(), str(path), unit="epoch").into(run)
         return [run]
