@@ -134,3 +134,12 @@ def test_a_cut_history_names_the_file_and_where_it_stops(tmp_path):
     (info,) = load(tmp_path).runs.values()  # the run is listed with why it holds nothing
     (warning,) = info.warnings
     assert warning.file.endswith("history.json") and "not a whole JSON document" in warning.message
+
+
+def test_a_saved_hf_log_history_is_read_by_its_step_not_its_fractional_epoch(tmp_path):
+    records = [{"loss": 2.5 - i / 10, "learning_rate": 5e-5, "epoch": round(0.32 * (i + 1), 2), "step": 500 * (i + 1)}
+               for i in range(5)]
+    run = _read(write(tmp_path / "log_history.json", json.dumps(records)))
+    assert curve(run.scalars, "loss") == {500: 2.5, 1000: 2.4, 1500: 2.3, 2000: 2.2, 2500: 2.1}
+    assert "epoch" in set(run.scalars["tag"].astype(str))  # the fractional epoch stays a curve
+    assert not run.warnings

@@ -15,7 +15,9 @@ Decisions:
 * **step = the position in the list** (the epoch, from 0, as Keras' ``CSVLogger`` and TensorBoard
   callback number them). A list named ``epoch``/``epochs``/``step``/``steps``/``iteration`` of whole
   numbers, as long as the longest list, gives the steps instead (as written; it is no curve). pandas'
-  index keys and a record's ``epoch`` (or ``step``) are steps as written.
+  index keys are steps as written, and so is a record's ``step`` (``global_step``, ``iteration``, else
+  ``epoch``: the first that is a whole number in the first record; HF's saved ``log_history`` has a
+  fractional epoch beside its step, which stays a curve).
 * **Lists of different lengths** (a loss per batch beside a validation loss per epoch, or Keras'
   ``validation_freq=k``) share the longest list's axis: the ``i``-th of ``n`` values of a shorter list is
   put at step ``(i + 1) * (N // n) - 1``, the end of its share of the ``N`` longest-list steps. The notes
@@ -62,7 +64,9 @@ _HEAD_FIELD = re.compile(r'"((?:[^"\\]|\\.){1,200})"\s*:\s*(?:-?\d|-?Infinity|Na
 _CONTAINERS = frozenset({"history", "train_history", "training_history", "metrics", "logs", "log", "results",
                          "config", "args", "params", "hparams", "hyperparameters", "settings"})
 _STEP_NAMES = ("epoch", "epochs", "step", "steps", "global_step", "iteration", "iterations", "iter")
-_RECORD_STEPS = ("epoch", "step", "global_step", "iteration", "iter")
+#: a record's step keys, finest first: a whole-number step wins over an epoch (HF's ``log_history`` records hold
+#: both, the epoch fractional)
+_RECORD_STEPS = ("step", "global_step", "iteration", "iter", "epoch")
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -172,8 +176,8 @@ class _History:
 
     def take_records(self, records: list[Any]) -> None:
         """A list of per-epoch dicts: step = their ``epoch`` (or ``step``…) as written, else the position."""
-        step_key = next((key for key in _RECORD_STEPS if records and isinstance(records[0], dict)
-                         and key in records[0]), None)
+        first = records[0] if records and isinstance(records[0], dict) else {}
+        step_key = next((key for key in _RECORD_STEPS if as_step(first.get(key)) is not None), None)
         bad = 0
         for row, record in enumerate(records):
             if not isinstance(record, dict):
