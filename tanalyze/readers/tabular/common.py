@@ -23,7 +23,7 @@ import pandas as pd
 import yaml
 
 from tanalyze.errors import FormatError
-from tanalyze.readers.base import Phase, ReadWarning, Restart, RunData
+from tanalyze.readers.base import HEAD_BYTES, Phase, ReadWarning, Restart, RunData
 from tanalyze.readers.phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
 from tanalyze.schema import keep_last_write, scalar_frame
 from tanalyze.text import writable
@@ -36,6 +36,7 @@ __all__ = [
     "as_step",
     "name_list",
     "read_text",
+    "read_head",
     "load_config",
     "JsonLines",
 ]
@@ -543,6 +544,16 @@ def _clock(steps: np.ndarray, values: np.ndarray, phases: Sequence[Phase]
 # --- text and config files -------------------------------------------------
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
+
+
+def read_head(path: Path) -> bytes:
+    """The first bytes of a file beside the one being sniffed (as discovery hands each file's to ``sniff``); empty
+    when it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(HEAD_BYTES)
+    except OSError:
+        return b""
 
 
 def read_text(path: Path, *, limit: int | None = None) -> tuple[str, int]:

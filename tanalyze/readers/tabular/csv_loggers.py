@@ -25,21 +25,12 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
-from tanalyze.readers.tabular.common import load_config, settle_rewrites
+from tanalyze.readers.tabular.common import load_config, read_head, settle_rewrites
 from tanalyze.readers.tabular.widecsv import read_wide_csv, sniff_header
 
 __all__ = ["LightningCSVReader", "KerasCSVReader", "YoloResultsReader", "GenericCSVReader", "choose_step_column"]
 
 _VERSION_DIR = re.compile(r"^version_\d+$")
-_HEAD = 4096
-
-
-def _head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(_HEAD)
-    except OSError:
-        return b""
 
 
 def _second_line(head: bytes) -> str:
@@ -70,7 +61,7 @@ class _WideCSVReader(Reader):
     def _claims(self, path: Path) -> bool:
         from tanalyze.readers import get_readers  # the registry imports this module
 
-        head = _head(path)
+        head = read_head(path)
         for reader in get_readers():
             if reader.sniff(path, head):
                 return reader.name == self.name
@@ -209,7 +200,7 @@ class LightningCSVReader(_WideCSVReader):
             return False
         metrics = path.parent / "metrics.csv"
         if metrics.is_file():
-            return self.is_log(metrics, _head(metrics))
+            return self.is_log(metrics, read_head(metrics))
         if not _VERSION_DIR.match(path.parent.name):
             return False
         # a version folder holding only hparams.yaml: a job that stopped before its first flush,
@@ -336,7 +327,7 @@ class YoloResultsReader(_WideCSVReader):
         if path.name not in self.config_names:
             return False
         results = path.parent / "results.csv"
-        return results.is_file() and self.is_log(results, _head(results))
+        return results.is_file() and self.is_log(results, read_head(results))
 
     step_name = "epoch"
 

@@ -54,6 +54,7 @@ from tanalyze.readers.tabular.common import (
     is_number,
     load_config,
     name_list,
+    read_head,
     settle_rewrites,
 )
 from tanalyze.readers.tabular.widecsv import read_wide_csv, sniff_header
@@ -131,19 +132,11 @@ def _sniff_progress(path: Path, head: bytes) -> bool:
     return header is not None and is_tune_header(header)
 
 
-def _read_head(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(4096)
-    except OSError:
-        return None
-
-
 def _is_trial_folder(folder: Path) -> bool:
     """Whether a folder holds a Tune ``result.json`` or ``progress.csv`` (the side files' owner)."""
     for name, sniff in ((RESULT, _sniff_result), (PROGRESS, _sniff_progress)):
-        head = _read_head(folder / name)
-        if head is not None and sniff(folder / name, head):
+        path = folder / name
+        if path.is_file() and sniff(path, read_head(path)):  # (an empty result.json: a trial that failed first)
             return True
     return False
 
@@ -343,7 +336,7 @@ def _tune_step(header: list[str]) -> int | None:
 
 def _read_progress(path: Path, run: RunData) -> None:
     """``progress.csv`` (no ``result.json`` beside it) into ``run``: the same decisions, from the wide table."""
-    header = sniff_header(_read_head(path) or b"") or []
+    header = sniff_header(read_head(path)) or []
     config_columns = frozenset(h for h in header if h.startswith("config/"))
     ignore = (BOOKKEEPING - {"timestamp"}) | config_columns
     try:

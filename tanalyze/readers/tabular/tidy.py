@@ -30,7 +30,7 @@ import pandas as pd
 
 from tanalyze.errors import FormatError
 from tanalyze.readers.base import Reader, ReadWarning, RunData
-from tanalyze.readers.tabular.common import name_list
+from tanalyze.readers.tabular.common import name_list, read_head
 from tanalyze.readers.tabular.widecsv import sniff_header
 from tanalyze.schema import scalar_frame
 
@@ -99,11 +99,7 @@ class TidyReader(Reader):
 
     @staticmethod
     def _is_download(path: Path) -> bool:
-        try:
-            with open(path, "rb") as handle:
-                return sniff_header(handle.read(4096)) == DOWNLOAD_HEADER
-        except OSError:
-            return False
+        return sniff_header(read_head(path)) == DOWNLOAD_HEADER
 
     def read(self, files: list[Path]) -> list[RunData]:
         if len(files) == 1 and files[0].suffix.lower() == ".csv" and not self._is_download(files[0]):

@@ -28,7 +28,7 @@ import pandas as pd
 
 from tanalyze.errors import FormatError
 from tanalyze.readers.base import Reader, ReadWarning, RunData
-from tanalyze.readers.tabular.common import PointBuffer, load_config, read_text, settle_rewrites
+from tanalyze.readers.tabular.common import PointBuffer, load_config, read_head, read_text, settle_rewrites
 
 __all__ = ["YoloResultsTxtReader"]
 
@@ -48,14 +48,6 @@ def _is_results(path: Path, head: bytes) -> bool:
     if len(head) >= 4096:
         lines = lines[:-1] or lines  # (the last may be cut)
     return bool(lines) and all(_LINE.match(line) for line in lines)
-
-
-def _head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(4096)
-    except OSError:
-        return b""
 
 
 #: More columns than any line of the shape holds: a line with more fields is told by them, not an error
@@ -102,7 +94,7 @@ class YoloResultsTxtReader(Reader):
     def sniff(self, path: Path, head: bytes) -> bool:
         if path.name in _CONFIGS:
             results = sorted(p for p in path.parent.glob("results*.txt") if _NAME.match(p.name))
-            return any(_is_results(p, _head(p)) for p in results)
+            return any(_is_results(p, read_head(p)) for p in results)
         return _NAME.match(path.name) is not None and _is_results(path, head)
 
     def group(self, files: list[Path]) -> list[list[Path]]:
