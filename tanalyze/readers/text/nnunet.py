@@ -63,7 +63,6 @@ DICE_LIST = re.compile(rf"^{_STAMP}(Pseudo dice|Average global foreground Dice:)
 _LINE = re.compile(
     rf"\n(?:(?:{_STAMP.replace('(', '(?:', 1)}Epoch|(epoch:)) +(\d+)|{_STAMP}({_NAMES}) +\[?({NUMBER})\]?(?: s)?"
     rf"|{_STAMP}(Pseudo dice|Average global foreground Dice:) \[([^\]\n]*)\])[ \t]*(?=\n)")
-_EPOCH_LINE = re.compile(rf"\n(?:{_STAMP.replace('(', '(?:', 1)}Epoch|epoch:) +\d+[ \t]*(?=\n)")
 SETUP = re.compile(rf"^(?:{_STAMP})?(Desired fold for training: (\d+)|This split has (\d+) training and (\d+) "
                    r"validation cases\.|Configuration name: (\S+)|\s*\{'data_identifier': .*'batch_size': (\d+),.*)[ \t]*$",
                    re.M)
@@ -110,7 +109,7 @@ class NnUNetParser(FindallParser):
         values: list[float] = []
         stamps: list[str] = []
         code: dict[str, int] = {}
-        read = lookalikes = epochs = 0
+        read = lookalikes = 0
         epoch = self._epoch
         for index, (v1, number, stamp, name, value, dice_stamp, dice_name, listed) in enumerate(found):
             if number:
@@ -119,10 +118,9 @@ class NnUNetParser(FindallParser):
                 self._epoch_values = 0
                 self._v1 = self._v1 or bool(v1)
                 if self._last_step is not None and epoch < self._last_step:  # a restart: where it is, for its line
-                    self.anchor(epoch, chunk, _epoch_line_starts(searched)[epochs])
+                    self.anchor(epoch, chunk, self.match_start(searched, index))
                 else:
                     self.anchor(epoch, None, 0)
-                epochs += 1
                 read += 1
             elif epoch is None:
                 self._before_first_epoch += 1
@@ -172,12 +170,6 @@ class NnUNetParser(FindallParser):
                  "loss is Dice + cross-entropy, below zero as the Dice term grows"]
         self.count_note(self._before_first_epoch, "metric line(s) before the first epoch line skipped")
         self.notes[:0] = notes
-
-
-def _epoch_line_starts(searched: str) -> list[int]:
-    """Where in ``text`` the epoch lines of ``searched`` (``"\\n" + text + "\\n"``) begin, in order (the line
-    break a match starts with is one character before its line in ``searched``, and ``text`` is one behind)."""
-    return [m.start() for m in _EPOCH_LINE.finditer(searched)]
 
 
 def _dice(name: str, listed: str) -> list[tuple[str, float]]:
