@@ -77,11 +77,11 @@ class ConsoleTableParser(FindallParser):
         self._orphans = 0  # rows under no header, or of another width
         self._row_matches = 0
 
-    def count_lookalikes(self, searched: str) -> int:
+    def count_lookalikes(self, text: str) -> int:
         """A row-shaped line is one ``line`` matches too: those of the last :meth:`take`, no second scan."""
         return self._row_matches
 
-    def take(self, chunk: Chunk, searched: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
+    def take(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
         read = rows = 0
         self._row_matches = 0
         codes: list[int] = []
@@ -109,7 +109,7 @@ class ConsoleTableParser(FindallParser):
             epoch = int(fields[0])
             if previous is not None and epoch < previous:  # a new fit, or a restart: recorded at its line
                 self.anchor(previous, None, 0)
-                self.anchor(epoch, chunk, self.match_start(searched, index))
+                self.anchor(epoch, chunk, self.match_start(text, index))
             previous = epoch
             first = len(codes)
             codes += row_codes

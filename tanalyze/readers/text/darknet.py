@@ -64,12 +64,12 @@ class DarknetParser(FindallParser):
         super().__init__(path)
         self._evaluations = 0
 
-    def count_lookalikes(self, searched: str) -> int:
+    def count_lookalikes(self, text: str) -> int:
         """Iteration lines hold " avg" (the region lines' "Avg" is capitalised), evaluations "mean average
         precision": counted at C speed."""
-        return searched.count(" avg") + searched.count("mean average precision")
+        return text.count(" avg") + text.count("mean average precision")
 
-    def take(self, chunk: Chunk, searched: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
+    def take(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
         steps: list[int] = []
         numbers: list[str] = []  # the iterations' four numbers, in turn
         evaluated: list[tuple[int, str, float]] = []  # (step, tag, value)
@@ -80,7 +80,7 @@ class DarknetParser(FindallParser):
                 step = int(number)
                 if previous is not None and step < previous:  # a restart: recorded at its line
                     self.anchor(previous, None, 0)
-                    self.anchor(step, chunk, self.match_start(searched, index))
+                    self.anchor(step, chunk, self.match_start(text, index))
                 previous = step
                 steps.append(step)
                 numbers += (loss, average, rate, seconds)

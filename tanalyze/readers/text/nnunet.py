@@ -100,7 +100,7 @@ class NnUNetParser(FindallParser):
         self._first_epoch: int | None = None
         self._epoch_values = 0  # values read since the last epoch line
 
-    def take(self, chunk: Chunk, searched: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
+    def take(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
         if any(word in chunk.text for word in _SETUP_WORDS):
             for m in SETUP.finditer(chunk.text):
                 self._on_setup(m)
@@ -118,7 +118,7 @@ class NnUNetParser(FindallParser):
                 self._epoch_values = 0
                 self._v1 = self._v1 or bool(v1)
                 if self._last_step is not None and epoch < self._last_step:  # a restart: where it is, for its line
-                    self.anchor(epoch, chunk, self.match_start(searched, index))
+                    self.anchor(epoch, chunk, self.match_start(text, index))
                 else:
                     self.anchor(epoch, None, 0)
                 read += 1
