@@ -16,6 +16,9 @@ import numpy as np
 
 #: A number as trainers print it, including nan/inf spellings.
 NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[nN]a[nN]|[iI]nf(?:inity)?)"
+#: The same, possessive (a part once taken is not given back): quicker, and the same matches wherever the text
+#: after the number cannot begin with a digit, a dot or an exponent (a comma, a blank, a word)
+NUMBER_ONCE = r"[-+]?+(?:(?:\d++\.?+\d*+|\.\d++)(?:[eE][-+]?+\d++)?+|[nN]a[nN]|[iI]nf(?:inity)?+)"
 
 NAN = math.nan
 

@@ -263,3 +263,16 @@ def test_first_characters_after_the_blanks_of_an_anchored_pattern(source, flags,
     found = first_after_blanks(re.compile(source, flags))
     assert (None if found is None else "".join(sorted(map(chr, found)))) == (
         None if firsts is None else "".join(sorted(firsts)))
+
+
+@pytest.mark.parametrize("token", ["0", "12", "-3", "+4.", ".5", "1.25", "-0.001", "1e-05", "2.5E+10", "3e4", "nan",
+                                   "-nan", "NaN", "inf", "-Infinity", "12.", "7.5e", "1..2", "e5", "-", "1e+"])
+@pytest.mark.parametrize("after", [", ", " avg", "%", ")", ""])
+def test_the_possessive_number_matches_what_the_number_matches(token, after):
+    """NUMBER_ONCE gives back nothing it took: where a comma, a blank, a word or the end follows, it matches
+    exactly what NUMBER does."""
+    from tanalyze.readers.values import NUMBER, NUMBER_ONCE
+
+    text = token + after
+    plain, once = re.match(f"({NUMBER}){re.escape(after)}$", text), re.match(f"({NUMBER_ONCE}){re.escape(after)}$", text)
+    assert (plain and plain.group(1)) == (once and once.group(1))

@@ -33,22 +33,28 @@ from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER
+from tanalyze.readers.values import NUMBER, NUMBER_ONCE
 
 __all__ = ["DarknetParser", "DarknetReader", "detect_darknet"]
 
-_ITERATION = (rf"(\d+):[ \t]*({NUMBER}),[ \t]*({NUMBER}) avg(?: loss)?,[ \t]*({NUMBER}) rate,[ \t]*({NUMBER}) "
-              rf"seconds,[ \t]*\d+ images(?:,[ \t]*{NUMBER} hours left)?")
-ITERATION = re.compile(rf"^[ \t]*{_ITERATION}[ \t]*$", re.M)
+
+def _iteration(number: str) -> str:
+    return (rf"(\d+):[ \t]*({number}),[ \t]*({number}) avg(?: loss)?,[ \t]*({number}) rate,[ \t]*({number}) "
+            rf"seconds,[ \t]*\d+ images(?:,[ \t]*{number} hours left)?")
+
+
+ITERATION = re.compile(rf"^[ \t]*{_iteration(NUMBER)}[ \t]*$", re.M)
 #: every line read: an iteration (step, loss, average, rate, seconds), an mAP (IoU threshold, value), a class's AP
 #: (name, percent), precision / recall / F1, the average IoU (percent); each alternative fails at its first
-#: character on the other lines (the region lines that fill the log)
+#: character on the other lines (the region lines that fill the log, refused at once by the look-ahead); its numbers
+#: possessive (a comma, a blank or a word follows each)
+_N = NUMBER_ONCE
 _LINE = re.compile(
-    rf"\n[ \t]*(?:{_ITERATION}"
-    rf"|mean average precision \(mAP@({NUMBER})\) = ({NUMBER}), or [\d.]+ ?%"
-    rf"|class_id = \d+, name = ([^,\n]*?), ap = ({NUMBER}) ?%.*"
-    rf"|for conf_thresh = {NUMBER}, precision = ({NUMBER}), recall = ({NUMBER}), F1-score = ({NUMBER})"
-    rf"|for conf_thresh = {NUMBER}, TP = \d+, FP = \d+, FN = \d+, average IoU = ({NUMBER}) ?%)[ \t]*(?=\n)")
+    rf"\n[ \t]*+(?=[0-9mcf])(?:{_iteration(_N)}"
+    rf"|mean average precision \(mAP@({_N})\) = ({_N}), or [\d.]+ ?%"
+    rf"|class_id = \d+, name = ([^,\n]*?), ap = ({_N}) ?%.*"
+    rf"|for conf_thresh = {_N}, precision = ({_N}), recall = ({_N}), F1-score = ({_N})"
+    rf"|for conf_thresh = {_N}, TP = \d+, FP = \d+, FN = \d+, average IoU = ({_N}) ?%)[ \t]*(?=\n)")
 _LOOKALIKE = r"[ \t]*(?:\d+:[ \t]*[-+]?(?:\d|nan|inf)[^\n]* avg|mean average precision)"
 _ITERATION_TAGS = ("loss", "avg_loss", "lr", "iteration_time_s")
 
