@@ -53,6 +53,19 @@ def test_unmeasured_cells_and_rows_of_another_width(tmp_path):
     assert warning.location == "line 3"
 
 
+def test_a_time_column_of_clocks_and_numbers(tmp_path):
+    """Clocks of either length and plain seconds in one column: each read as what it is."""
+    text = ("epoch     train_loss  time\n"
+            "0         0.9         0.03\n"
+            "1         0.8         1:02:03\n"
+            "2         0.7         00:10\n")
+    (run,) = get_reader("console_table").read([write(tmp_path / "train.log", text)])
+    assert curve(run.scalars, "epoch_time_s") == {0: 0.03, 1: 3723, 2: 10}
+    (run,) = get_reader("console_table").read([write(tmp_path / "train.log", text + "3         0.6         #na#\n")])
+    assert curve(run.scalars, "epoch_time_s") == {0: 0.03, 1: 3723, 2: 10}  # (no point at epoch 3)
+    assert "1 cell(s) of '#na#' (not measured) skipped" in notes_text(run)
+
+
 def test_numbers_in_other_logs_are_no_table(tmp_path):
     for text in ("epoch 1 loss 0.5\n2 0.4\n", "Epoch     Loss\n1 0.5 0.7\n", "step loss\n1 0.5\n"):
         path = write(tmp_path / "train.log", text)

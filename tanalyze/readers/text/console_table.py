@@ -30,22 +30,26 @@ import numpy as np
 
 from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
-from tanalyze.readers.text._numbers import parse_numbers
+from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER
+from tanalyze.readers.values import NUMBER_ONCE
 
 __all__ = ["ConsoleTableParser", "ConsoleTableReader", "detect_console_table"]
 
 _NAME = r"[A-Za-z_][\w@./-]*"
 _HEADER = rf"epoch(?:[ \t]+{_NAME}){{1,40}}"
-_CELL = rf"(?:{NUMBER}|#na#|\d+:\d\d(?::\d\d)?)\+?"
-_ROW = rf"\d+(?:[ \t]+{_CELL}){{1,40}}"
-#: a header (its names) or a row (its cells), each a whole line
-_LINE = re.compile(rf"\n[ \t]*(?:({_HEADER})|({_ROW}))[ \t]*(?=\n)")
+#: a cell: a clock, a number or ``#na#`` (skorch marks its best values with ``+``), possessive (a blank or the line's
+#: end follows: nothing taken is given back, so a row is read without trying each cell's blanks again)
+_CELL = rf"(?:\d++:\d\d(?::\d\d)?+|{NUMBER_ONCE}|#na#)\+?+(?![^ \t\n])"
+_ROW = rf"\d++(?:[ \t]++{_CELL}){{1,40}}+"
+#: a header (its names) or a row (its cells), each a whole line; a progress bar's redraw ("Epoch 1/6 : |…") is
+#: refused at its first character
+_LINE = re.compile(rf"\n[ \t]*+(?=[0-9e])(?:({_HEADER})|({_ROW}))[ \t]*+(?=\n)")
 _HEADER_LINE = re.compile(rf"^[ \t]*({_HEADER})[ \t]*$", re.M)
 _ROW_LINE = re.compile(rf"^[ \t]*({_ROW})[ \t]*$", re.M)
 #: how far below its header a table's first row may be (fastai redraws its progress bars between them)
 _FIRST_ROW_WITHIN = 4096
+_MINUTES_SECONDS = re.compile(r"\d+:\d\d(?: \d+:\d\d)*")  # clocks joined, every one mm:ss
 _CLOCK = re.compile(r"^(?:(\d+):)?(\d+):(\d\d)$")
 _SECONDS = {"time": "epoch_time_s", "dur": "epoch_time_s"}
 
@@ -60,6 +64,16 @@ def _value(cell: str) -> float | None:
         hours, minutes, seconds = clock.groups()
         return int(hours or 0) * 3600 + int(minutes) * 60 + int(seconds)
     return float(cell)
+
+
+def _seconds(clocks: list[str]) -> np.ndarray:
+    """Clocks (``mm:ss``; ``h:mm:ss`` or ``#na#`` read one by one) as seconds, NaN for ``#na#``."""
+    joined = " ".join(clocks)
+    if _MINUTES_SECONDS.fullmatch(joined):
+        parsed = parse_numbers(joined.replace(":", " "))
+        if parsed is not None:
+            return parsed[0::2] * 60 + parsed[1::2]
+    return np.array([np.nan if (value := _value(clock)) is None else value for clock in clocks], dtype=np.float64)
 
 
 class ConsoleTableParser(FindallParser):
@@ -87,22 +101,24 @@ class ConsoleTableParser(FindallParser):
         codes: list[int] = []
         steps: list[int] = []
         cells: list[str] = []
-        clock_columns: set[int] = set()
+        clock_cells: list[int] = []  # where in ``cells`` the clocks are
         names = self._names
         row_codes = self.rows.codes(names) if names else []
         clocks = [j for j, name in enumerate(names or []) if name == "epoch_time_s"]
+        width = len(row_codes) + 1
         previous = self._last_step
         for index, (header, row) in enumerate(found):
             if header:
                 names = self._names = [_SECONDS.get(name, name) for name in header.split()[1:]]
                 row_codes = self.rows.codes(names)
                 clocks = [j for j, name in enumerate(names) if name == "epoch_time_s"]
+                width = len(row_codes) + 1
                 self._tables += 1
                 read += 1
                 continue
             self._row_matches += 1
             fields = row.split()
-            if names is None or len(fields) != len(names) + 1:
+            if names is None or len(fields) != width:
                 self._orphans += 1
                 self.unread_matches.add(index)
                 continue
@@ -111,38 +127,43 @@ class ConsoleTableParser(FindallParser):
                 self.anchor(previous, None, 0)
                 self.anchor(epoch, chunk, self.match_start(text, index))
             previous = epoch
-            first = len(codes)
+            if clocks:
+                clock_cells += [len(cells) + j for j in clocks]
             codes += row_codes
-            steps += [epoch] * len(row_codes)
+            steps += [epoch] * (width - 1)
             cells += fields[1:]
-            clock_columns.update(first + j for j in clocks)
             read += 1
             rows += 1
         if previous is not None and previous != self._last_step:
             self.anchor(previous, None, 0)
         if cells:
-            self._add_cells(codes, steps, cells, clock_columns)
+            self._add_cells(codes, steps, cells, clock_cells)
         return read, rows
 
-    def _add_cells(self, codes: list[int], steps: list[int], cells: list[str], clocks: set[int]) -> None:
-        """The cells' numbers at once (a clock in seconds; ``#na#`` and its row's place dropped)."""
-        plain = [cell.rstrip("+") for cell in cells]
-        for i in clocks:
-            plain[i] = "0"
-        missing = [i for i, cell in enumerate(plain) if cell == "#na#"]
-        for i in missing:
-            plain[i] = "nan"
-        values = parse_numbers(" ".join(plain))
-        if values is None:  # (a cell the row pattern took that float() does not: read one by one)
-            values = np.array([_value(cell) if cell != "#na#" else np.nan for cell in cells], dtype=np.float64)
-        for i in clocks:
+    def _add_cells(self, codes: list[int], steps: list[int], cells: list[str], clocks: list[int]) -> None:
+        """The cells' numbers at once (the clocks at ``clocks`` in seconds; ``#na#`` and its row's place dropped)."""
+        joined = " ".join(cells)
+        if "+" in joined:  # (skorch's marks of its best values, or an exponent's sign)
+            cells = [cell.rstrip("+") for cell in cells]
+            joined = " ".join(cells)
+        values, numbers = parse_some_numbers(joined)
+        if clocks:
+            values[clocks] = _seconds([cells[i] for i in clocks])
+            numbers[clocks] = True
+        others = np.flatnonzero(~numbers).tolist()  # #na#, or a clock in a column of another name
+        for i in others:
             value = _value(cells[i])
             values[i] = np.nan if value is None else value
-        keep = np.ones(len(cells), dtype=bool)
-        keep[missing] = False
+        missing = [i for i in others if cells[i] == "#na#"]
+        missing += [i for i in clocks if cells[i] == "#na#"]
         self._not_measured += len(missing)
-        self.rows.extend(np.asarray(codes, dtype=np.int32)[keep], np.asarray(steps, dtype=np.int64)[keep],
-                         values[keep])
+        if missing:
+            keep = np.ones(len(cells), dtype=bool)
+            keep[missing] = False
+            self.rows.extend(np.asarray(codes, dtype=np.int32)[keep], np.asarray(steps, dtype=np.int64)[keep],
+                             values[keep])
+        else:
+            self.rows.extend(np.asarray(codes, dtype=np.int32), np.asarray(steps, dtype=np.int64), values)
 
     def finish(self) -> None:
         notes = [f"{self._tables} per-epoch table(s) (a header, then a row per epoch): step = the epoch as written"]
