@@ -26,6 +26,13 @@ def test_ansi_crlf_and_progress_bars_are_cleaned_and_counted(tmp_path):
     assert "2 bare carriage return(s)" in " ".join(stats.notes())
 
 
+def test_a_carriage_return_before_a_crlf_and_one_at_the_end_are_bare(tmp_path):
+    path = write(tmp_path / "a.log", "a\r\nbar 1\rbar 2\r\r\nlast\r")
+    chunks, stats = _read(path)
+    assert "".join(c.text for c in chunks) == "a\nbar 1\nbar 2\n\nlast\n"
+    assert stats.carriage_returns == 3  # after "bar 1", before the CRLF, the last byte
+
+
 def test_physical_line_numbers_survive_carriage_return_splitting(tmp_path):
     path = write(tmp_path / "a.log", "one\nbar\rbar\rtarget here\nlast\n")
     (chunk,), _ = _read(path)
