@@ -70,3 +70,16 @@ def test_numbers_in_other_logs_are_no_table(tmp_path):
     for text in ("epoch 1 loss 0.5\n2 0.4\n", "Epoch     Loss\n1 0.5 0.7\n", "step loss\n1 0.5\n"):
         path = write(tmp_path / "train.log", text)
         assert not get_reader("console_table").sniff(path, path.read_bytes())
+
+
+def test_epochs_that_go_back_under_one_header_are_a_restart_at_their_line(tmp_path):
+    text = ("epoch     train_loss  time\n"
+            "0         0.9         00:10\n"
+            "1         0.8         00:10\n"
+            "2         0.7         00:10\n"
+            "1         0.75        00:11\n"
+            "2         0.65        00:11\n")
+    (run,) = get_reader("console_table").read([write(tmp_path / "train.log", text)])
+    (restart,) = run.restarts
+    assert (restart.step, restart.until) == (1, 2) and "(line 5)" in restart.detail
+    assert curve(run.scalars, "train_loss") == {0: 0.9, 1: 0.75, 2: 0.65}  # the later values kept

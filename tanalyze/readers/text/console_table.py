@@ -24,6 +24,9 @@ Decisions:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 
 import numpy as np
@@ -96,51 +99,56 @@ class ConsoleTableParser(FindallParser):
         return self._row_matches
 
     def take(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
-        read = rows = 0
-        self._row_matches = 0
-        codes: list[int] = []
-        steps: list[int] = []
-        cells: list[str] = []
-        clock_cells: list[int] = []  # where in ``cells`` the clocks are
-        names = self._names
-        row_codes = self.rows.codes(names) if names else []
-        clocks = [j for j, name in enumerate(names or []) if name == "epoch_time_s"]
-        width = len(row_codes) + 1
-        previous = self._last_step
-        for index, (header, row) in enumerate(found):
-            if header:
-                names = self._names = [_SECONDS.get(name, name) for name in header.split()[1:]]
-                row_codes = self.rows.codes(names)
-                clocks = [j for j, name in enumerate(names) if name == "epoch_time_s"]
-                width = len(row_codes) + 1
+        """Each header's names, and the rows under it at once."""
+        headers, rows = zip(*found, strict=True) if found else ((), ())
+        starts = [index for index, header in enumerate(headers) if header]
+        self._row_matches = len(found) - len(starts)
+        read = 0  # rows
+        for first, stop in zip([0, *starts], [*starts, len(found)], strict=True):
+            if first < stop and headers[first]:
+                self._names = [_SECONDS.get(name, name) for name in headers[first].split()[1:]]
                 self._tables += 1
-                read += 1
-                continue
-            self._row_matches += 1
-            fields = row.split()
-            if names is None or len(fields) != width:
-                self._orphans += 1
-                self.unread_matches.add(index)
-                continue
-            epoch = int(fields[0])
-            if previous is not None and epoch < previous:  # a new fit, or a restart: recorded at its line
-                self.anchor(previous, None, 0)
-                self.anchor(epoch, chunk, self.match_start(text, index))
-            previous = epoch
-            if clocks:
-                clock_cells += [len(cells) + j for j in clocks]
-            codes += row_codes
-            steps += [epoch] * (width - 1)
-            cells += fields[1:]
-            read += 1
-            rows += 1
-        if previous is not None and previous != self._last_step:
-            self.anchor(previous, None, 0)
-        if cells:
-            self._add_cells(codes, steps, cells, clock_cells)
-        return read, rows
+                first += 1
+            if first < stop:
+                read += self._take_rows(chunk, text, rows[first:stop], first)
+        return len(starts) + read, read
 
-    def _add_cells(self, codes: list[int], steps: list[int], cells: list[str], clocks: list[int]) -> None:
+    def _take_rows(self, chunk: Chunk, text: str, rows: Sequence[str], first: int) -> int:
+        """The rows (``found[first:]`` on) under the last header: those of its width at their epochs (a step lower
+        than the one before is a new fit or a restart, recorded at its line); how many were read."""
+        names = self._names
+        width = len(names) + 1 if names is not None else 0
+        fields = list(map(str.split, rows))
+        wrong = np.flatnonzero(np.fromiter(map(len, fields), np.int64, len(fields)) != width).tolist()
+        if wrong:  # under no header, or of another width
+            self._orphans += len(wrong)
+            self.unread_matches.update(first + i for i in wrong)
+            kept = np.ones(len(fields), dtype=bool)
+            kept[wrong] = False
+            at = np.flatnonzero(kept).tolist()
+            fields = [fields[i] for i in at]
+        else:
+            at = None
+        if not fields or names is None:
+            return 0
+        epochs = np.fromiter(map(int, map(itemgetter(0), fields)), np.int64, len(fields))
+        previous = self._last_step
+        drops = np.flatnonzero(epochs[1:] < epochs[:-1]) + 1
+        if previous is not None and epochs[0] < previous:
+            drops = np.concatenate(([0], drops))
+        for k in drops.tolist():
+            self.anchor(previous if k == 0 else int(epochs[k - 1]), None, 0)
+            self.anchor(int(epochs[k]), chunk, self.match_start(text, first + (k if at is None else at[k])))
+        self.anchor(int(epochs[-1]), None, 0)
+        cells = list(chain.from_iterable(fields))
+        del cells[::width]  # (the epochs)
+        codes = np.tile(np.array(self.rows.codes(names), dtype=np.int32), len(fields))
+        clocks = [j for j, name in enumerate(names) if name == "epoch_time_s"]
+        clock_cells = (np.arange(len(fields))[:, None] * len(names) + clocks).ravel().tolist() if clocks else []
+        self._add_cells(codes, np.repeat(epochs, len(names)), cells, clock_cells)
+        return len(fields)
+
+    def _add_cells(self, codes: np.ndarray, steps: np.ndarray, cells: list[str], clocks: list[int]) -> None:
         """The cells' numbers at once (the clocks at ``clocks`` in seconds; ``#na#`` and its row's place dropped)."""
         joined = " ".join(cells)
         if "+" in joined:  # (skorch's marks of its best values, or an exponent's sign)
@@ -157,13 +165,9 @@ class ConsoleTableParser(FindallParser):
         missing = [i for i in others if cells[i] == "#na#"]
         missing += [i for i in clocks if cells[i] == "#na#"]
         self._not_measured += len(missing)
-        if missing:
-            keep = np.ones(len(cells), dtype=bool)
-            keep[missing] = False
-            self.rows.extend(np.asarray(codes, dtype=np.int32)[keep], np.asarray(steps, dtype=np.int64)[keep],
-                             values[keep])
-        else:
-            self.rows.extend(np.asarray(codes, dtype=np.int32), np.asarray(steps, dtype=np.int64), values)
+        keep = np.ones(len(cells), dtype=bool)
+        keep[missing] = False
+        self.rows.extend(codes[keep], steps[keep], values[keep])
 
     def finish(self) -> None:
         notes = [f"{self._tables} per-epoch table(s) (a header, then a row per epoch): step = the epoch as written"]
