@@ -101,9 +101,9 @@ class Chunk:
         first_line: int,
         raw: str | None = None,
         incomplete: bool = False,
-        raw_bytes: bytes | None = None,
+        raw_bytes: bytes | bytearray | None = None,
         lines: int | None = None,
-        data: bytes | None = None,
+        data: bytes | bytearray | None = None,
     ) -> None:
         self.text = text
         self.first_line = first_line
@@ -129,8 +129,10 @@ class Chunk:
         return self._raw_bytes is not None or self._raw is not None
 
     def utf8(self) -> bytes:
-        """The chunk's text as UTF-8 (the cleaned bytes it was decoded from, when kept)."""
-        return self._bytes if self._bytes is not None else self.text.encode("utf-8")
+        """The chunk's text as UTF-8 (the cleaned bytes it was decoded from, when kept), as ``bytes``."""
+        if self._bytes is None:
+            return self.text.encode("utf-8")
+        return self._bytes if isinstance(self._bytes, bytes) else bytes(self._bytes)
 
     def contains(self, marker: str) -> bool:
         """Whether the chunk holds the ASCII ``marker`` (a quick test before a full regex scan)."""
@@ -195,7 +197,7 @@ _ESCAPE_TAIL = re.compile(r"\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?
 _ESCAPE_BYTES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-_])")
 
 
-def _clean_utf8(data: bytes, stats: TextStats, line: int, incomplete: bool = False) -> Chunk:
+def _clean_utf8(data: bytes | bytearray, stats: TextStats, line: int, incomplete: bool = False) -> Chunk:
     """A chunk from UTF-8 bytes of whole lines: every repair is on ASCII bytes, before decoding.
 
     Safe because no byte of a multi-byte UTF-8 sequence is below 0x80, and
@@ -327,13 +329,18 @@ def iter_chunks(path: str | os.PathLike[str], stats: TextStats, chunk_chars: int
 def _utf8_chunks(handle, head: bytes, stats: TextStats, chunk_bytes: int, line: int = 1,
                  offset: int = 0) -> Iterator[Chunk]:
     """``offset``: the file offset of ``head``'s first byte (chunks that end a line get their ``stop``)."""
-    pending = head
+    pending: bytes | bytearray = head
     in_long_line = False
     eof = False
     while not eof:
-        block = handle.read(max(chunk_bytes - len(pending), _READ_BYTES) if chunk_bytes >= _READ_BYTES else chunk_bytes)
-        eof = not block
-        data = pending + block if pending else block
+        # read into a buffer after what is pending, and hand over the buffer itself cut after its last line break
+        # (no copy of the chunk but the read; the few bytes after the cut start the next buffer)
+        size = max(chunk_bytes - len(pending), _READ_BYTES) if chunk_bytes >= _READ_BYTES else chunk_bytes
+        data = bytearray(len(pending) + size)
+        data[: len(pending)] = pending
+        got = handle.readinto(memoryview(data)[len(pending) :])
+        del data[len(pending) + got :]
+        eof = not got
         pending = b""
         while len(data) >= chunk_bytes or (eof and b"\n" in data):
             cut = data.rfind(b"\n", 0, chunk_bytes)
@@ -358,7 +365,12 @@ def _utf8_chunks(handle, head: bytes, stats: TextStats, chunk_bytes: int, line: 
                 yield chunk
                 continue
             in_long_line = False
-            piece, data = (data, b"") if cut == len(data) - 1 else (data[: cut + 1], data[cut + 1 :])
+            if cut == len(data) - 1:
+                piece, data = data, bytearray()
+            else:
+                rest = data[cut + 1 :]
+                del data[cut + 1 :]
+                piece, data = data, rest
             chunk = _clean_utf8(piece, stats, line)
             offset += len(piece)
             chunk.stop = offset
