@@ -886,6 +886,44 @@ def naive_console_table(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+SB3_ROW = re.compile(r"\| ( *)(\S[^|]*?) *\| ([^|]*?) *\|$")
+SB3_STEPS = ("total_timesteps",)
+SB3_COUNTERS = ("iterations", "n_updates", "time_elapsed", "total_timesteps")
+
+
+def naive_sb3_console(path: Path) -> int:
+    """Each table's numeric rows (a section row's name before its indented keys) at the table's total timesteps,
+    the counters left out; a table ends at its closing rule."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    rows: list[tuple[str, float]] = []
+    section = ""
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.startswith("-----"):
+                step = next((int(v) for k, v in rows if k.rsplit("/", 1)[-1] in SB3_STEPS), None)
+                for key, value in rows:
+                    if step is not None and key.rsplit("/", 1)[-1] not in SB3_COUNTERS:
+                        tags.append(key)
+                        steps.append(step)
+                        values.append(value)
+                rows, section = [], ""
+                continue
+            m = SB3_ROW.match(line)
+            if m is None:
+                continue
+            indent, key, value = m.groups()
+            if not value and not indent and key.endswith("/"):
+                section = key
+                continue
+            try:
+                rows.append((section + key if indent else key, float(value)))
+            except ValueError:
+                pass
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -894,7 +932,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console,
          "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console,
          "timm_console": naive_timm_console, "nnunet": naive_nnunet,
-         "darknet": naive_darknet, "console_table": naive_console_table}
+         "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -630,6 +630,38 @@ def make_console_table(path: Path, megabytes: int) -> None:
     _write(path, megabytes, header, block)
 
 
+def make_sb3_console(path: Path, megabytes: int) -> None:
+    """Stable-Baselines3's PPO logger tables as ``tests/fixtures/sb3`` holds them from a real training: a section
+    row before its indented keys, floats with three significant digits, columns as wide as the longest cell (one
+    table per rollout of 2,048 steps)."""
+    rng = random.Random(14)
+
+    def block(index: int) -> str:
+        steps = 2048 * (index + 1)
+        rows = {"rollout/ep_len_mean": f"{min(500.0, 20 + index / 50):<8.3g}",
+                "rollout/ep_rew_mean": f"{min(500.0, 20 + index / 50 + rng.random()):<8.3g}",
+                "time/fps": str(1400 + rng.randrange(300)), "time/iterations": str(index + 1),
+                "time/time_elapsed": str(steps // 1500), "time/total_timesteps": str(steps),
+                "train/approx_kl": f"{rng.random() / 100:.10g}", "train/clip_fraction": f"{rng.random() / 10:<8.3g}",
+                "train/clip_range": "0.2", "train/entropy_loss": f"{-0.69 + index / 1e6:<8.3g}",
+                "train/explained_variance": f"{rng.random():<8.3g}", "train/learning_rate": "0.0003",
+                "train/loss": f"{30 * rng.random():<8.3g}", "train/n_updates": str(10 * (index + 1)),
+                "train/policy_gradient_loss": f"{-rng.random() / 100:<8.3g}",
+                "train/value_loss": f"{60 * rng.random():<8.3g}"}
+        lines, section = [], ""
+        for key, value in rows.items():
+            head = key[: key.find("/") + 1]
+            if head != section:
+                section = head
+                lines.append((head, ""))
+            lines.append(("   " + key[len(head):], value.strip()))
+        width, value_width = max(len(k) for k, _ in lines), max(len(v) for _, v in lines)
+        rule = "-" * (width + value_width + 7)
+        return "\n".join([rule, *(f"| {k:<{width}} | {v:<{value_width}} |" for k, v in lines), rule]) + "\n"
+
+    _write(path, megabytes, "Using cpu device\nLogging to logs/ppo\n", block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -650,6 +682,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "nnunet": make_nnunet,
     "darknet": make_darknet,
     "console_table": make_console_table,
+    "sb3_console": make_sb3_console,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -88,6 +88,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     nnunet = Path(__file__).resolve().parents[1] / "fixtures" / "nnunet"
     found += [("nnunet", p) for p in sorted(nnunet.rglob("training_log_*.txt"))]
     found += [("console_table", Path(__file__).resolve().parents[1] / "fixtures" / "console_table" / "fastai_fit.log")]
+    sb3 = Path(__file__).resolve().parents[1] / "fixtures" / "sb3"
+    found += [("sb3_console", p) for p in (sb3 / "console.log", sb3 / "ppo" / "log.txt", sb3 / "dqn" / "log.txt")]
     return found
 
 

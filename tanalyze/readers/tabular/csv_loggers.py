@@ -340,8 +340,10 @@ class YoloResultsReader(_WideCSVReader):
 
 #: step-like column names, best first (compared in lower case, whole name, then the part after the last '/')
 STEP_NAMES = (
-    "step", "global_step", "globalstep", "steps", "trainer/global_step", "iteration", "iterations",
-    "iter", "iters", "it", "num_updates", "updates", "update", "total_timesteps", "timesteps", "timestep",
+    "step", "global_step", "globalstep", "steps", "trainer/global_step",
+    "total_timesteps",  # (reinforcement learning's x-axis: Stable-Baselines3's time/total_timesteps, before its
+    # time/iterations of rollouts)
+    "iteration", "iterations", "iter", "iters", "it", "num_updates", "updates", "update", "timesteps", "timestep",
 )
 EPOCH_NAMES = ("epoch", "epochs")
 _LOG_NAME = re.compile(r"metric|log|history|progress|result|loss|stats|scalar|curve", re.IGNORECASE)
@@ -380,6 +382,7 @@ class GenericCSVReader(_WideCSVReader):
     """
 
     name = "csv"
+    cache_version = 2  # 2: total_timesteps before iterations as the step (SB3's progress.csv); n_updates a counter
     description = "wide metrics CSV with a step/iteration/epoch column (+ config.json beside it)"
     config_names = ("config.json", "config.yaml", "hparams.yaml", "hparams.json", "args.json", "args.yaml",
                     "params.json", "params.yaml")

@@ -63,7 +63,7 @@ BATCH_NAMES = frozenset({
 #: ``consumed_samples``) are kept as metrics: they measure the data consumed, and throughput can be read from them.
 COUNTER_NAMES = frozenset({
     *BATCH_NAMES, "global_step", "globalstep", "trainer/global_step", "_step", "epoch", "epochs", "num_updates",
-    "updates", "update", "index", "unnamed: 0", "total_timesteps", "timesteps", "timestep",
+    "updates", "update", "n_updates", "nupdates", "index", "unnamed: 0", "total_timesteps", "timesteps", "timestep",
 })
 
 

@@ -12,21 +12,24 @@ import pandas as pd
 
 __all__ = ["KEY_BYTES", "key_codes"]
 
-#: the longest word told apart (two 8-byte integers); a reader goes line by line where one is longer
+#: the longest word llm.c's and build-nanogpt's readers tell apart at once (they go line by line where one is longer)
 KEY_BYTES = 16
 
 
+#: the low ``k`` bytes of a little-endian 8-byte word
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+
+
 def key_codes(chars: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """A code per key (``lengths`` bytes of ``chars`` from ``starts``, 1 to 16 each), in order of first use: each
-    key's bytes packed into two integers (8 bytes each, exact), the pair of them factorized."""
-    total = int(lengths.sum())
-    begin = np.cumsum(lengths) - lengths
-    place = np.arange(total) - np.repeat(begin, lengths)  # each key byte's place in its key
-    key_chars = chars[np.repeat(starts, lengths) + place].astype(np.uint64)
-    low = np.add.reduceat(np.where(place < 8, key_chars << (8 * np.minimum(place, 7)).astype(np.uint64), 0), begin)
-    if lengths.max() <= 8:
-        return pd.factorize(low)[0]
-    high = np.add.reduceat(np.where(place >= 8, key_chars << (8 * np.maximum(place - 8, 0)).astype(np.uint64), 0),
-                           begin)
-    low_codes, high_codes = pd.factorize(low)[0], pd.factorize(high)[0]
-    return pd.factorize(low_codes.astype(np.int64) * (int(high_codes.max()) + 1) + high_codes)[0]
+    """A code per key (``lengths`` bytes of ``chars`` from ``starts``, at least 1 each), in order of first use: each
+    8 bytes of a key read as one integer (an unaligned view of the bytes, the bytes past the key masked off), and
+    the codes of those words combined word after word (exact: the same code for the same bytes only)."""
+    padded = np.concatenate((chars, np.zeros(8, dtype=np.uint8)))
+    words = np.ndarray((len(chars) + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    codes = None
+    for word in range(0, int(lengths.max()), 8):
+        packed = words[np.minimum(starts + word, len(chars))] & _MASKS[np.clip(lengths - word, 0, 8)]
+        word_codes = pd.factorize(packed)[0].astype(np.int64)
+        codes = word_codes if codes is None else pd.factorize(codes * (int(word_codes.max()) + 1) + word_codes)[0]
+    assert codes is not None
+    return pd.factorize(codes)[0]
