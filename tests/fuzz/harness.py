@@ -38,8 +38,10 @@ SAMPLE_RUNS = REPO / "sample_runs"
 REAL_LOGS = Path(os.environ.get("TANALYZE_REAL_LOGS", REPO.parent / "shared" / "real_logs"))
 FIXTURES = REPO / "tests" / "fixtures"
 #: Formats whose seeds are the fixtures their real writer wrote (neither the sample runs nor the corpus has one)
-FIXTURE_SEEDS = {"keras_console": ("keras_console",), "torch_examples": ("torch_examples",),
-                 "tqdm_console": ("tqdm_console",), "timm_console": ("timm_console",)}
+FIXTURE_SEEDS = {name: (name,) for name in (
+    "keras_console", "torch_examples", "tqdm_console", "timm_console", "dvclive", "sacred", "ray_tune",
+    "history_json", "tidy", "yolo_txt", "fairseq", "nnunet", "darknet", "console_table")} | {
+    "sb3_console": ("sb3",), "csv": ("sb3",)}
 
 #: Seeds larger than this (all files of a run together) are not used: fuzzing speed matters more.
 MAX_SEED_BYTES = 420_000

@@ -274,3 +274,12 @@ def test_run_named_with_a_lone_surrogate_escape_keeps_its_points(tmp_path):
     assert by_tag["loss"] == [0.5, 0.4, 0.3]
     assert by_tag.get("acc_\ufffd", [0.1, 0.2]) == [0.1, 0.2] and len(by_tag) == (2 if os.name == "posix" else 1)
     assert not logs.runs["mlruns/r\ufffdn"].warnings
+
+
+@pytest.mark.parametrize("text", ["", "\n", "   "], ids=["empty", "line-break", "blanks"])
+def test_yolov5_results_txt_with_no_line_is_a_run_without_points(tmp_path, text):
+    """Was: numpy's string partition of no rows raised ValueError (a results.txt cut to nothing)."""
+    path = tmp_path / "results.txt"
+    path.write_text(text)
+    [run] = get_reader("yolo_txt").read([path])
+    assert len(run.scalars) == 0

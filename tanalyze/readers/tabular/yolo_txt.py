@@ -65,6 +65,9 @@ def _epoch_table(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
         lines = [line.split() for line in text.splitlines()]
         table = pd.DataFrame([fields[:_WIDTH] + [None] * (_WIDTH - len(fields[:_WIDTH])) for fields in lines])
     numbers = np.arange(1, len(table) + 1)
+    if not len(table) or 0 not in table.columns:  # (nothing but blanks)
+        nothing = np.empty(0, dtype=np.int64)
+        return nothing, nothing, np.empty(0), np.empty((0, len(TAGS))), nothing, nothing
     present = table.notna()  # (whitespace-separated: a cell is never empty, a missing field is NaN)
     counts = present.sum(axis=1).to_numpy()
     blank = counts == 0
