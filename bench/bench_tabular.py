@@ -407,6 +407,17 @@ def make_yolo_txt(path: Path, rows: int) -> None:
             handle.write(("%10s" * 2 + "%10.4g" * 13 + "\n") % (f"{epoch}/{rows - 1}", "3.33G", *values[epoch]))
 
 
+def make_monitor(path: Path, rows: int) -> None:
+    """An environment Monitor's ``monitor.csv`` as SB3's ResultsWriter writes it: its JSON header, ``r,l,t`` and
+    one episode a line (the return, the length, the seconds since the start, six decimals)."""
+    rng = _rng()
+    lengths = rng.integers(10, 500, rows)
+    frame = pd.DataFrame({"r": lengths.astype(np.float64), "l": lengths, "t": np.round(np.cumsum(lengths) / 2000, 6)})
+    with open(path, "w") as handle:
+        handle.write('#{"t_start": 1796617085.983946, "env_id": "CartPole-v1"}\n')
+        frame.to_csv(handle, index=False)
+
+
 # -- anchors ----------------------------------------------------------------------------------------------
 
 
@@ -468,6 +479,13 @@ def anchor_yolo_txt(path: Path) -> pd.DataFrame:
     wide = pd.read_csv(path, sep=r"\s+", header=None)
     wide[0] = wide[0].str.split("/").str[0].astype(int)
     return _melt(wide.drop(columns=[1, 5, 6, 7]), 0)
+
+
+def anchor_monitor(path: Path) -> pd.DataFrame:
+    """The episodes after the header line, the step the running sum of their lengths, return and length melted."""
+    wide = pd.read_csv(path, skiprows=1)
+    wide["step"] = wide["l"].cumsum()
+    return _melt(wide.drop(columns=["t"]), "step")
 
 
 def anchor_detr(path: Path) -> pd.DataFrame:
@@ -557,6 +575,7 @@ CASES = (
     Case("history_json", "history/history.json", make_history_json, anchor_history_json),
     Case("tidy", "tidy/scalars.csv", make_tidy, lambda path: pd.read_csv(path)),
     Case("yolo_txt", "yolo_txt/results.txt", make_yolo_txt, anchor_yolo_txt),
+    Case("sb3_monitor", "sb3_monitor/monitor.csv", make_monitor, anchor_monitor),
     Case("wandb-history", "wandb_history/history.csv", make_wandb_history,
          anchor_csv("_step", ("_runtime", "_timestamp", "trainer/global_step"), index_col=0)),
     Case("wandb-runs-csv", "wandb_runs/wandb_export.csv", make_wandb_runs, anchor_wandb_runs),

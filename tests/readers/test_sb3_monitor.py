@@ -1,0 +1,67 @@
+"""An environment Monitor's episode records: the real ``monitor.csv`` of the PPO training in
+``tests/fixtures/sb3/generate.py``, and files as SB3's ``ResultsWriter`` writes them (its header, its columns)."""
+
+import pytest
+
+from tanalyze import load
+from tanalyze.readers import HEAD_BYTES, get_reader
+from tests.conftest import REPO
+from tests.readers.text_helpers import curve, notes_text, write
+
+MONITOR = REPO / "tests" / "fixtures" / "sb3" / "ppo" / "monitor.csv"
+T_START = 1796617085.983946  # the fixture's header
+
+
+def _read(*paths):
+    (run,) = get_reader("sb3_monitor").read(list(paths))
+    return run
+
+
+def _monitor(t_start: float, episodes: list[tuple[float, int, float]], extra: str = "") -> str:
+    lines = [f'#{{"t_start": {t_start}, "env_id": "CartPole-v1"}}', "r,l,t" + extra]
+    lines += [f"{r},{length},{t}" for r, length, t in episodes]
+    return "\n".join(lines) + "\n"
+
+
+def test_the_real_monitor_of_a_ppo_training():
+    assert get_reader("sb3_monitor").sniff(MONITOR, MONITOR.read_bytes()[:HEAD_BYTES])
+    run = _read(MONITOR)
+    reward = curve(run.scalars, "episode/reward")
+    assert list(reward.items())[:3] == [(11, 11.0), (20, 9.0), (32, 12.0)]  # step: the steps of the episodes so far
+    assert curve(run.scalars, "episode/length")[20] == 9
+    assert len(reward) == 66 and max(reward) == 1979
+    first = run.scalars[run.scalars["step"] == 11]
+    assert first["wall_time"].tolist() == [T_START + 1.120416] * 2
+    assert run.hparams == {"env_id": "CartPole-v1"} and not run.warnings
+    assert "66 episode(s)" in notes_text(run)
+
+
+def test_copies_of_a_vectorized_environment_are_one_run_in_the_order_episodes_ended(tmp_path):
+    first = write(tmp_path / "0.monitor.csv", _monitor(100.0, [(10.0, 10, 1.0), (30.0, 30, 4.0)]))
+    second = write(tmp_path / "1.monitor.csv", _monitor(100.5, [(20.0, 20, 1.0), (5.0, 5, 4.0)], ))
+    other = write(tmp_path / "eval.monitor.csv", _monitor(100.0, [(50.0, 50, 2.0)]))
+    reader = get_reader("sb3_monitor")
+    assert reader.group([second, other, first]) == [[first, second], [other]]
+    run = _read(first, second)
+    # ended at 101.0 (10 steps), 101.5 (20), 104.0 (30), 104.5 (5)
+    assert curve(run.scalars, "episode/reward") == {10: 10.0, 30: 20.0, 60: 30.0, 65: 5.0}
+    assert "of 2 environment copies" in notes_text(run)
+    assert len(load(tmp_path, cache=False).runs) == 2
+
+
+def test_a_reopened_monitor_goes_on_and_a_cut_line_is_skipped(tmp_path):
+    text = (_monitor(100.0, [(10.0, 10, 1.0), (12.0, 12, 2.0)], ",is_success")
+            .replace("10.0,10,1.0", "10.0,10,1.0,0").replace("12.0,12,2.0", "12.0,12,2.0,1")
+            + _monitor(200.0, [(15.0, 15, 1.0)]) + "16.0,1")  # the job stopped mid-line
+    run = _read(write(tmp_path / "monitor.csv", text))
+    assert curve(run.scalars, "episode/reward") == {10: 10.0, 22: 12.0, 37: 15.0}
+    assert curve(run.scalars, "episode/is_success") == {10: 0.0, 22: 1.0}
+    assert run.scalars[run.scalars["step"] == 37]["wall_time"].iloc[0] == 201.0
+    (warning,) = run.warnings
+    assert "1 line(s) that are not episode records skipped" in warning.message
+
+
+@pytest.mark.parametrize("text", ["r,l,t\n1,2,3\n", '#{"t_start": 1}\nreward,length\n1,2\n'])
+def test_other_csv_files_are_no_monitor(tmp_path, text):
+    path = write(tmp_path / "monitor.csv", text)
+    assert not get_reader("sb3_monitor").sniff(path, path.read_bytes())
