@@ -283,3 +283,22 @@ def test_yolov5_results_txt_with_no_line_is_a_run_without_points(tmp_path, text)
     path.write_text(text)
     [run] = get_reader("yolo_txt").read([path])
     assert len(run.scalars) == 0
+
+
+def test_a_tidy_table_whose_header_lost_a_column_name_is_a_named_error(tmp_path):
+    """Was: KeyError: 'value' (a bit flip in the header of a tidy CSV: 'valud')."""
+    from tanalyze.errors import FormatError
+
+    path = tmp_path / "scalars.csv"
+    path.write_text("run,tag,step,valud\nr,loss,0,1.5\n")
+    with pytest.raises(FormatError, match=r"scalars\.csv.*no 'value' column"):
+        get_reader("tidy").read([path])
+
+
+def test_a_monitor_csv_without_one_whole_episode_is_a_run_with_a_warning(tmp_path):
+    """Was: KeyError: 't' (no line of a damaged monitor.csv an episode record: its columns all dropped)."""
+    path = tmp_path / "monitor.csv"
+    path.write_text('#{"t_start": 1.0, "env_id": "CartPole-v1"}\nr,l,t\n11.0,x1,?\n')
+    [run] = get_reader("sb3_monitor").read([path])
+    assert len(run.scalars) == 0
+    assert "1 line(s) that are not episode records skipped" in messages(run)

@@ -65,3 +65,15 @@ def test_a_reopened_monitor_goes_on_and_a_cut_line_is_skipped(tmp_path):
 def test_other_csv_files_are_no_monitor(tmp_path, text):
     path = write(tmp_path / "monitor.csv", text)
     assert not get_reader("sb3_monitor").sniff(path, path.read_bytes())
+
+
+def test_the_real_monitors_of_two_environment_copies_are_one_run():
+    """``make_vec_env(n_envs=2, monitor_dir=…)`` of a real A2C training: the two files are one run, each episode at
+    the steps of the episodes of both copies ended before it."""
+    logs = load(MONITOR.parents[1] / "a2c_monitor", cache=False)
+    (name,) = logs.runs
+    assert logs.runs[name].format == "sb3_monitor"
+    reward = curve(logs.scalars_of(name), "episode/reward")
+    # copy 1's 33 and 29 and 16 ended before copy 0's first episode (86 steps)
+    assert list(reward.items())[:4] == [(33, 33.0), (62, 29.0), (78, 16.0), (164, 86.0)]
+    assert len(reward) == 25

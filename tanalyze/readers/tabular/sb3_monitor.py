@@ -138,7 +138,8 @@ def _episodes(path: Path) -> tuple[pd.DataFrame, dict, int]:
         usable = numbers[["r", "l", "t"]].notna().all(axis=1) & (numbers["l"] >= 0)
         lines = body.count("\n") + (not body.endswith("\n")) - 1 - body.count("\n\n")  # (records: no blank line)
         skipped += max(0, lines - int(usable.sum()))
-        kept = numbers[usable].dropna(axis=1, how="all").copy()
+        kept = numbers[usable]
+        kept = kept.drop(columns=[c for c in kept.columns if c not in ("r", "l", "t") and kept[c].isna().all()])
         kept["end"] = start + kept["t"]
         parts.append(kept)
     if not parts:

@@ -123,6 +123,11 @@ def _read_tidy(path: Path) -> list[RunData]:
                                                   keep_default_na=False).iloc[:, 0]
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, ValueError) as error:
         raise FormatError(path, f"not a readable CSV ({str(error).splitlines()[0] if str(error) else error})") from None
+    missing = [key for key in ("tag", "step", "value") if key not in columns]
+    if missing:
+        found = ", ".join(repr(str(name)) for name in header[:8])
+        raise FormatError(path, f"not a tidy table: no {' or '.join(repr(k) for k in missing)} column (its columns: "
+                                f"{found or 'none'})")
     run_column = next((columns[name] for name in _RUN_COLUMNS if name in columns), None)
     other = [name for key, name in columns.items()
              if key not in _KEPT and name != run_column and not key.startswith("unnamed:") and key]
