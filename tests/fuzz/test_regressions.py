@@ -302,3 +302,13 @@ def test_a_monitor_csv_without_one_whole_episode_is_a_run_with_a_warning(tmp_pat
     [run] = get_reader("sb3_monitor").read([path])
     assert len(run.scalars) == 0
     assert "1 line(s) that are not episode records skipped" in messages(run)
+
+
+def test_monitor_lengths_too_large_for_a_step_are_skipped_lines(tmp_path):
+    """Was: OverflowError (a 400-digit length) and an invalid cast of an infinite one to the step."""
+    path = tmp_path / "monitor.csv"
+    path.write_text('#{"t_start": 1.0}\nr,l,t\n11.0,11,1.0\n12,' + "9" * 400 + ",2.0\n13,1e300,3\n14,inf,4\n15,15,5\n")
+    [run] = get_reader("sb3_monitor").read([path])
+    reward = run.scalars[run.scalars["tag"] == "episode/reward"]
+    assert list(zip(reward["step"], reward["value"], strict=True)) == [(11, 11.0), (26, 15.0)]
+    assert "3 line(s) that are not episode records skipped" in messages(run)

@@ -103,6 +103,27 @@ class MonitorReader(Reader):
         return [run]
 
 
+#: the most steps one episode's record is believed to have (more is a damaged line)
+_MOST_STEPS = 1e12
+
+
+def _floats(column: pd.Series) -> pd.Series:
+    """A column as float64: numbers as written, anything else NaN (a number too large for a float too)."""
+    if pd.api.types.is_float_dtype(column):
+        return column
+    try:
+        return pd.to_numeric(column, errors="coerce").astype(np.float64)
+    except (OverflowError, TypeError, ValueError):
+        return column.map(lambda cell: _float_or_nan(str(cell)))
+
+
+def _float_or_nan(text: str) -> float:
+    try:
+        return float(text)
+    except (OverflowError, ValueError):
+        return np.nan
+
+
 def _episodes(path: Path) -> tuple[pd.DataFrame, dict, int]:
     """A monitor file's episodes (its columns, and ``end``: the wall time each ended), its first header, and how
     many lines were skipped."""
@@ -130,12 +151,13 @@ def _episodes(path: Path) -> tuple[pd.DataFrame, dict, int]:
             table = pd.read_csv(io.StringIO(body), on_bad_lines="skip")
         except (pd.errors.ParserError, pd.errors.EmptyDataError):
             continue
-        numbers = table.apply(lambda column: column if pd.api.types.is_numeric_dtype(column)
-                              else pd.to_numeric(column, errors="coerce"))
+        numbers = table.apply(_floats)
         if not {"r", "l", "t"} <= set(numbers.columns):
             skipped += sum(1 for line in body.splitlines() if line.strip())
             continue
-        usable = numbers[["r", "l", "t"]].notna().all(axis=1) & (numbers["l"] >= 0)
+        length = numbers["l"]  # (a whole number of steps, not more than a long run makes)
+        usable = (numbers[["r", "t"]].notna().all(axis=1) & (length >= 0) & (length <= _MOST_STEPS)
+                  & (length == length.round()))
         lines = body.count("\n") + (not body.endswith("\n")) - 1 - body.count("\n\n")  # (records: no blank line)
         skipped += max(0, lines - int(usable.sum()))
         kept = numbers[usable]
