@@ -312,3 +312,32 @@ def test_monitor_lengths_too_large_for_a_step_are_skipped_lines(tmp_path):
     reward = run.scalars[run.scalars["tag"] == "episode/reward"]
     assert list(zip(reward["step"], reward["value"], strict=True)) == [(11, 11.0), (26, 15.0)]
     assert "3 line(s) that are not episode records skipped" in messages(run)
+
+
+def test_a_tidy_tag_a_keras_split_names_again_is_one_tag(tmp_path):
+    """Was: ValueError (categories must be unique): the split run ``exp/train``'s ``loss`` and the run ``exp``'s
+    ``train/loss`` are both ``train/loss`` of the run ``exp``."""
+    path = tmp_path / "scalars.csv"
+    path.write_text("run,tag,step,value\nexp/train,loss,0,1.5\nexp,train/loss,1,1.2\nexp/validation,loss,0,2.0\n")
+    [run] = get_reader("tidy").read([path])
+    assert run.scalars[["tag", "step", "value"]].astype({"tag": str}).values.tolist() == [
+        ["train/loss", 0, 1.5], ["train/loss", 1, 1.2], ["validation/loss", 0, 2.0]]
+
+
+def test_a_monitor_header_nested_past_any_real_one_is_no_header(tmp_path):
+    """Was: RecursionError from json.loads of a damaged monitor.csv header."""
+    path = tmp_path / "monitor.csv"
+    path.write_text("#" + DEEP_ARRAY + "\nr,l,t\n11.0,11,1.0\n")
+    [run] = get_reader("sb3_monitor").read([path])
+    assert run.scalars[run.scalars["tag"] == "episode/reward"]["value"].tolist() == [11.0]
+
+
+def test_a_fairseq_line_with_a_count_past_any_real_one_is_named_not_read(tmp_path):
+    """Was: OverflowError (int too large to convert to float) from the epoch's fraction done."""
+    line = "| epoch 001:     10 / {total} loss=15.180, ppl=37113.65, num_updates={step}, lr=1.1e-07\n"
+    path = tmp_path / "train.log"
+    path.write_text(line.format(total=31621, step=10) + line.format(total="9" * 400, step=11)
+                    + line.format(total=31621, step=12))
+    [run] = get_reader("fairseq").read([path])
+    assert sorted(set(run.scalars["step"].tolist())) == [10, 12]
+    assert any("line 2" in (w.location or "") for w in run.warnings)

@@ -142,7 +142,7 @@ def _episodes(path: Path) -> tuple[pd.DataFrame, dict, int]:
         body = text[line_end + 1:stop]
         try:
             header = json.loads(text[start + 1:line_end])
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # (a damaged header: nested past any real one)
             header = {}
         header = header if isinstance(header, dict) else {}
         first = first or header

@@ -107,6 +107,15 @@ class TidyReader(Reader):
         return [_read_downloads(files)]
 
 
+def _merged(codes: np.ndarray, names: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Codes of tags that are one name as text (``1`` and ``"1"`` in a column of mixed cells) made one."""
+    index: dict[str, int] = {}
+    remap = np.array([index.setdefault(name, len(index)) for name in names], dtype=np.int64)
+    if len(index) == len(names):
+        return codes, names
+    return np.where(codes >= 0, remap[np.maximum(codes, 0)], codes), list(index)
+
+
 def _read_tidy(path: Path) -> list[RunData]:
     """Each run of a tidy CSV: its rows, in file order."""
     try:
@@ -157,6 +166,7 @@ def _read_tidy(path: Path) -> list[RunData]:
                 for key in ("wall_time", "epoch") if key in columns}
     rank = (pd.to_numeric(table[columns["rank"]], errors="coerce").fillna(-1).to_numpy().astype(np.int64)
             if "rank" in columns else None)
+    tag_codes, tag_names = _merged(tag_codes, tag_names)
     values = value.to_numpy(dtype=np.float64)
     order = np.argsort(parent_codes, kind="stable")
     bounds = np.searchsorted(parent_codes[order], np.arange(len(parents) + 1))

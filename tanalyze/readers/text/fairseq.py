@@ -79,6 +79,10 @@ _JSON_NUMBER = r"(?:0|[1-9]\d{0,99})(?:\.\d+)?(?:[eE][-+]?\d+)?"
 _PLAIN_KEY = re.compile(r"[^\s,=]+")
 
 
+#: the largest epoch or batch count a line is believed to hold (an exact double; more is a damaged line)
+_LARGEST_COUNT = 2**53
+
+
 class FairseqParser(TextParser):
     family = "fairseq"
     lookalike = LOOKALIKE
@@ -288,6 +292,8 @@ class FairseqParser(TextParser):
 
     def _on_inner(self, m: re.Match[str], chunk: Chunk) -> None:
         epoch, position, total = int(m.group(5)), int(m.group(6)), int(m.group(7))
+        if max(epoch, position, total) > _LARGEST_COUNT:
+            return  # (a damaged line: not marked, the look-alike scan names it)
         values = {}
         for item in m.group(8).split(","):
             key, sep, value = item.strip().partition("=")
