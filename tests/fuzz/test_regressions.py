@@ -341,3 +341,26 @@ def test_a_fairseq_line_with_a_count_past_any_real_one_is_named_not_read(tmp_pat
     [run] = get_reader("fairseq").read([path])
     assert sorted(set(run.scalars["step"].tolist())) == [10, 12]
     assert any("line 2" in (w.location or "") for w in run.warnings)
+
+
+def test_a_tensorboard_download_nested_past_any_real_one_is_a_warning(tmp_path):
+    """Was: RecursionError from json.loads of a damaged chart download (``run-…-tag-….json``); the other downloads
+    of the run are still read."""
+    bad = tmp_path / "run-validation-tag-epoch_loss.json"
+    bad.write_text(DEEP_ARRAY)
+    good = tmp_path / "run-train-tag-epoch_loss.json"
+    good.write_text("[[1700000000.0, 0, 0.5], [1700000010.0, 1, 0.4]]")
+    [run] = get_reader("tidy").read([bad, good])
+    assert run.scalars["value"].tolist() == [0.5, 0.4]
+    [warning] = run.warnings
+    assert warning.file.endswith("run-validation-tag-epoch_loss.json") and "nested deeper" in warning.message
+
+
+def test_json_nested_past_any_real_one_in_a_sniffed_head_or_a_tune_config_cell(tmp_path):
+    """A history's first line or a Ray Tune ``progress.csv`` config cell nested 100,000 deep: no RecursionError
+    (sniffing says no; the cell stays text)."""
+    from tanalyze.readers.tabular.history_json import _json_lines
+    from tanalyze.readers.tabular.ray_tune import _cell
+
+    assert _json_lines(DEEP_ARRAY + "\n{}\n") is False
+    assert _cell(DEEP_ARRAY) == DEEP_ARRAY

@@ -248,7 +248,7 @@ def _json_lines(text: str) -> bool:
         return False
     try:
         return isinstance(json.loads(first), dict)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 

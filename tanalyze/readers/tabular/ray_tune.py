@@ -379,7 +379,7 @@ def _config_columns(path: Path, columns: list[str]) -> dict[str, Any]:
 def _cell(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

@@ -256,5 +256,7 @@ def _download_rows(path: Path) -> np.ndarray:
         return table[DOWNLOAD_HEADER].apply(pd.to_numeric, errors="coerce").to_numpy(dtype=np.float64)
     except FormatError:
         raise
+    except RecursionError:
+        raise FormatError(path, "cannot be read (JSON nested deeper than any download)") from None
     except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, pd.errors.ParserError) as error:
         raise FormatError(path, f"cannot be read ({type(error).__name__}: {error})") from None
