@@ -41,6 +41,7 @@ def _second_line(head: bytes) -> str:
 class _WideCSVReader(Reader):
     """What the CSV logger readers share: one run per log file, configs beside it read as hparams."""
 
+    cache_version = 2  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3)
     #: config files read into hparams when they sit beside a log
     config_names: ClassVar[tuple[str, ...]] = ()
     #: column names (any case) that fill the epoch column
@@ -382,7 +383,6 @@ class GenericCSVReader(_WideCSVReader):
     """
 
     name = "csv"
-    cache_version = 2  # 2: total_timesteps before iterations as the step (SB3's progress.csv); n_updates a counter
     description = "wide metrics CSV with a step/iteration/epoch column (+ config.json beside it)"
     config_names = ("config.json", "config.yaml", "hparams.yaml", "hparams.json", "args.json", "args.yaml",
                     "params.json", "params.yaml")
