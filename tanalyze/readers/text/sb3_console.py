@@ -26,8 +26,11 @@ the whole key (``misc/total_timesteps``). Decisions:
   with three significant digits: ``progress.csv`` holds them whole). The counters (iterations, updates) are
   where a table is, not how training went: not tags. ``time_elapsed`` (seconds since the start) is the
   points' wall time, counted from 0.
-* Text values and keys SB3 cut short (``…``) are skipped and counted; a step that goes back (a second
-  ``learn()`` that starts its count over, or another run appended to the log) is a restart.
+* Text values are skipped and counted; keys SB3 cut short (``...``) are kept as printed and counted. A step
+  that goes back (a second ``learn()`` that starts its count over, another run appended to the log) begins a
+  new session, placed after the one before.
+* Whole tables are read a chunk at once with numpy (:meth:`SB3ConsoleParser._feed_at_once`); a table cut by
+  a chunk's edge, and a chunk with a line the row-by-row reading reads otherwise, row by row.
 """
 
 from __future__ import annotations
