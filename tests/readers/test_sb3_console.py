@@ -149,3 +149,17 @@ def test_tables_read_at_once_equal_tables_read_row_by_row(seed, tmp_path, monkey
 def test_the_real_logs_read_at_once_equal_row_by_row(monkeypatch):
     for path in (SB3 / "console.log", SB3 / "ppo" / "log.txt", SB3 / "dqn" / "log.txt"):
         read_both_ways("sb3_console", SB3ConsoleParser, path, monkeypatch, (None, 1 << 10, 4096))
+
+
+def test_tables_between_the_redraws_of_sb3s_progress_bar(tmp_path, monkeypatch):
+    """``learn(progress_bar=True)``: rich's bar redrawn after carriage returns between the tables (the logger
+    writes its tables through tqdm.write, whole). The same rows as without the bar, at once and row by row."""
+    text = (SB3 / "ppo" / "log.txt").read_text()
+    bar = "".join(f"\r {p:>3}% {'━' * (p // 4)} {p * 20:,}/2,048  [ 0:00:01 < 0:00:01 , 1,311 it/s ]"
+                  for p in (25, 50, 75))
+    with_bar = text.replace("-\n-", "-\n" + bar + "\n-")
+    assert with_bar != text
+    path = write(tmp_path / "console.log", with_bar)
+    run = read_both_ways("sb3_console", SB3ConsoleParser, path, monkeypatch, (None, 1 << 10))
+    plain = _read(SB3 / "ppo" / "log.txt")
+    assert run.scalars[["tag", "step", "value"]].equals(plain.scalars[["tag", "step", "value"]])
