@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from tanalyze.readers.text.generic import GenericTextReader
 from tests.conftest import real_log
-from tests.readers.text_helpers import check, notes_text, write
+from tests.readers.text_helpers import check, curve, notes_text, write
 
 SLM = "other_text/0Xero7__slm_training"
 MMENGINE = "mmengine_logs/hwh12345678900123__event-yolo/work_dirs"
@@ -556,3 +556,19 @@ def test_a_name_may_end_in_its_unit_in_parentheses(tmp_path, monkeypatch):
     check(run.scalars, "GPU Mem (GB)", {0: 12.81, 290: 12.81}, count=30)
     check(run.scalars, "Time (s)", {0: 0.5, 290: 0.79}, count=30)
     check(run.scalars, "loss", {0: 2.0, 10: 1.0}, count=30)
+
+
+def test_an_epoch_with_the_batch_of_the_epoch_beside_it_is_placed_by_both(tmp_path):
+    """YOLOX's trainer (loguru): ``epoch: e/E, iter: i/N, …`` (both counted from 1) is at step (e - 1) × N + i, not
+    at the epoch (every line of an epoch at one step, all but its last replaced)."""
+    lines = []
+    for epoch in (1, 2):
+        for batch in (10, 20, 30):
+            loss = 10 - epoch - batch / 100
+            lines.append(f"2023-05-01 10:00:{batch:02d} | INFO     | yolox.core.trainer:261 - epoch: {epoch}/300, "
+                         f"iter: {batch}/30, mem: 5000Mb, iter_time: 0.500s, data_time: 0.010s, total_loss: {loss:.1f}, "
+                         f"iou_loss: 2.5, conf_loss: 4.0, cls_loss: 2.0, lr: 1.000e-04, size: 640, ETA: 2:00:00")
+    (run,) = GenericTextReader().read([write(tmp_path / "train_log.txt", "\n".join(lines) + "\n")])
+    assert curve(run.scalars, "total_loss") == {10: 8.9, 20: 8.8, 30: 8.7, 40: 7.9, 50: 7.8, 60: 7.7}
+    assert "step = epochs before e × N + i" in notes_text(run)
+    assert "keyed by the epoch number" not in notes_text(run)

@@ -110,6 +110,8 @@ _BLANK_PAIR_AT = re.compile(rf"[ \t]*{_BLANK_PAIR}")
 _KV_SEGMENT = re.compile(rf"^\s*({_NAME}(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
 
 _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
+#: the batch within its epoch beside a line's epoch (YOLOX's ``epoch: 1/300, iter: 10/1000, …``)
+_IN_EPOCH = re.compile(r"^\s*(?:iter|iteration|it|step|batch)\s*[:=]?\s*(\d+)\s*/\s*(\d+)\s*$", re.I)
 
 
 class GenericRules:
@@ -133,11 +135,12 @@ class GenericRules:
         self._pairs_at_step_seen = False
         self._kv_seen = False
         self._kv_epoch_seen = False
+        self._kv_batches_seen = False
         self._mmengine = False
         self._meter_epoch: int | None = None
 
     _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
-                      "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_mmengine", "_meter_epoch")
+                      "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch")
 
     def _generic_snapshot(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._GENERIC_STATE}
@@ -274,7 +277,14 @@ class GenericRules:
         pairs = []
         rest = m.group(3)
         segments = [rest[a:b] for a, b in _kv_bounds(rest) if rest[a:b].strip()]
+        within = None
         for segment in segments:
+            batch = _IN_EPOCH.match(segment) if token == "epoch" else None
+            if batch:  # the batch of the epoch: step = epochs before × batches per epoch + batch
+                within = batch
+                first = 1 if "/" in m.string[m.end(2):m.start(3)] else 0  # ("1/300": epochs counted from 1)
+                step = (int(m.group(2)) - first) * int(batch.group(2)) + int(batch.group(1))
+                continue
             item = _KV_SEGMENT.match(segment)
             if not item:
                 continue
@@ -287,7 +297,9 @@ class GenericRules:
                 pairs.append((name, value))
         if not pairs or len(pairs) * 2 < len(segments):
             return
-        if token == "epoch":
+        if within:
+            self._kv_batches_seen = True
+        elif token == "epoch":
             self._kv_epoch_seen = True
         self._kv_seen = True
         self.mark(chunk, m.start())  # type: ignore[attr-defined]
@@ -316,6 +328,9 @@ class GenericRules:
                          "that line's step")
         if self._kv_epoch_seen:
             notes.append("'Epoch N: name value, …' lines without a step are keyed by the epoch number (step = epoch)")
+        if self._kv_batches_seen:
+            notes.append("'epoch: e/E, iter: i/N, …' lines: step = epochs before e × N + i (an epoch written with its "
+                         "total counted from 1)")
         return notes
 
 
@@ -956,6 +971,8 @@ class _KvLines(_Shaped):
         rest, rest_at = m.group(3), m.start(3) - base
         segments = [(a, b) for a, b in _kv_bounds(rest) if rest[a:b].strip()]
         for a, b in segments:
+            if token == "epoch" and _IN_EPOCH.match(rest[a:b]):
+                return None  # the batch of its epoch beside it: read line by line
             item = _KV_SEGMENT.match(rest[a:b])
             if not item:
                 continue  # (the same text on every line of the shape: never a pair)
@@ -1197,8 +1214,9 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 6  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
-    #                    of progress-bar redraws longer than a chunk cut after a redraw
+    cache_version = 7  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
+    #                    lines at the batch of their epoch
 
     behind_logging = True
 
