@@ -567,8 +567,9 @@ def test_an_epoch_with_the_batch_of_the_epoch_beside_it_is_placed_by_both(tmp_pa
             loss = 10 - epoch - batch / 100
             lines.append(f"2023-05-01 10:00:{batch:02d} | INFO     | yolox.core.trainer:261 - epoch: {epoch}/300, "
                          f"iter: {batch}/30, mem: 5000Mb, iter_time: 0.500s, data_time: 0.010s, total_loss: {loss:.1f}, "
-                         f"iou_loss: 2.5, conf_loss: 4.0, cls_loss: 2.0, lr: 1.000e-04, size: 640, ETA: 2:00:00")
+                         f"iou_loss: 2.5, conf_loss: 4.0, cls_loss: 2.0, lr: 1.000e-04, size: 640, ETA: 1 day, 2:00:00")
     (run,) = GenericTextReader().read([write(tmp_path / "train_log.txt", "\n".join(lines) + "\n")])
     assert curve(run.scalars, "total_loss") == {10: 8.9, 20: 8.8, 30: 8.7, 40: 7.9, 50: 7.8, 60: 7.7}
     assert "step = epochs before e × N + i" in notes_text(run)
     assert "keyed by the epoch number" not in notes_text(run)
+    assert "ETA" not in set(run.scalars["tag"])  # (the time left, "1 day, 2:00:00": no measure, not its days)

@@ -110,6 +110,9 @@ _BLANK_PAIR_AT = re.compile(rf"[ \t]*{_BLANK_PAIR}")
 _KV_SEGMENT = re.compile(rf"^\s*({_NAME}(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
 
 _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
+#: names of a key-value line that are no measure of training: the time left (YOLOX's ``ETA: 1 day, 2:00:00`` reads
+#: as ``ETA: 1``, its days)
+_NOT_MEASURES = frozenset({"eta"})
 #: the batch within its epoch beside a line's epoch (YOLOX's ``epoch: 1/300, iter: 10/1000, …``)
 _IN_EPOCH = re.compile(r"^\s*(?:iter|iteration|it|step|batch)\s*[:=]?\s*(\d+)\s*/\s*(\d+)\s*$", re.I)
 
@@ -293,7 +296,7 @@ class GenericRules:
                 epoch = value
             elif name.lower() in _STEP_NAMES and token == "epoch":
                 step = int(value)
-            elif name.lower() not in _STEP_NAMES:
+            elif name.lower() not in _STEP_NAMES and name.lower() not in _NOT_MEASURES:
                 pairs.append((name, value))
         if not pairs or len(pairs) * 2 < len(segments):
             return
@@ -980,7 +983,7 @@ class _KvLines(_Shaped):
             lower = name.lower()
             if lower in _STEP_NAMES and lower != "epoch" and token == "epoch":
                 return None  # the step in a pair: rare, read line by line
-            roles.append("epoch" if lower == "epoch" else None if lower in _STEP_NAMES else name)
+            roles.append("epoch" if lower == "epoch" else None if lower in _STEP_NAMES | _NOT_MEASURES else name)
             spans.append((rest_at + a + item.start(2), rest_at + a + item.end(2)))
         pairs = [index for index, role in enumerate(roles) if role not in (None, "step", "epoch")]
         # (a pair line is no other kind here: no epoch header before, which each run checks)
@@ -1216,7 +1219,7 @@ class GenericTextReader(TextReader):
     parser = GenericTextParser
     cache_version = 7  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
-    #                    lines at the batch of their epoch
+    #                    lines at the batch of their epoch, no 'ETA' pair
 
     behind_logging = True
 
