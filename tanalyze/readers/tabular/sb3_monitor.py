@@ -31,6 +31,7 @@ import pandas as pd
 from tanalyze.errors import FormatError
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import read_text
+from tanalyze.readers.values import to_float
 from tanalyze.schema import scalar_frame
 
 __all__ = ["MonitorReader"]
@@ -114,14 +115,7 @@ def _floats(column: pd.Series) -> pd.Series:
     try:
         return pd.to_numeric(column, errors="coerce").astype(np.float64)
     except (OverflowError, TypeError, ValueError):
-        return column.map(lambda cell: _float_or_nan(str(cell)))
-
-
-def _float_or_nan(text: str) -> float:
-    try:
-        return float(text)
-    except (OverflowError, ValueError):
-        return np.nan
+        return column.map(lambda cell: np.nan if (value := to_float(str(cell))) is None else value)
 
 
 def _episodes(path: Path) -> tuple[pd.DataFrame, dict, int]:

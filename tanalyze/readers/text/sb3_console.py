@@ -57,8 +57,9 @@ __all__ = ["SB3ConsoleParser", "SB3ConsoleReader", "detect_sb3_console"]
 
 #: a table's rule (dashes only) or a row: its indent, key and value (with the blanks after them)
 _LINE = re.compile(r"\n(?:(-{5,}+)|\| ( *+)([^|\n]*+)\| ([^|\n]*+)\|)[ \t]*+(?=\n)")
-_NUMERIC_ROW = r"\| *[A-Za-z_][^|\n]*\| *[-+]?(?:\d|\.\d|nan|inf)"
-_LOOKS_NUMERIC = re.compile(r"[-+]?(?:\d|\.\d|nan|inf)")
+_NUMBER_START = r"[-+]?(?:\d|\.\d|nan|inf)"  # how a value that looks like a number begins
+_NUMERIC_ROW = rf"\| *[A-Za-z_][^|\n]*\| *{_NUMBER_START}"
+_LOOKS_NUMERIC = re.compile(_NUMBER_START)
 TABLE = re.compile(r"^-{5,}[ \t]*\n(?:\| [^|\n]+\| [^|\n]*\|[ \t]*\n){2,}-{5,}[ \t]*$", re.M)
 #: a table's step, by the last part of a key, best first
 _STEP_KEYS = ("total_timesteps", "timesteps_total", "num_timesteps", "total_env_steps", "totalenvsteps",
