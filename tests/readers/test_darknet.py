@@ -89,3 +89,39 @@ def test_a_detectors_loss_that_settles_is_judged_as_one_not_as_a_classifier_at_c
     write(tmp_path / "yolo" / "train.log", lines)
     (result,) = diagnose(load(tmp_path / "yolo", cache=False)).values()
     assert result.verdict.label == "normal" and "chance_level" not in result.verdict.evidence
+
+
+def test_iteration_tokens_that_are_no_number_leave_their_line_unread_as_the_line_pattern_does(tmp_path):
+    """The reader takes an iteration's four numbers as runs of a number's characters, then checks them: exactly
+    the lines ``ITERATION`` (each number a ``NUMBER``) matches are read, at the steps and values it gives, and the
+    others that look like iterations are named; an evaluation after a line not read is at the iteration before."""
+    odd = ["1.2.3, 1.0 avg loss", "INF, 1.0 avg loss", "nAn, 1.0 avg loss", "-nan, -nan avg loss",
+           "inf, Infinity avg loss", "1e5, 1E-3 avg", "5e, 1.0 avg loss", "0.5, 0.6 avg loss", "+.5, -2. avg loss",
+           "0x1, 1.0 avg loss", "1_0, 1.0 avg loss", "INFINITY, 1.0 avg loss", "NaN, NAN avg loss"]
+    lines = []
+    for k, pair in enumerate(odd):
+        step = 10 + k if k != 8 else 3  # (a restart, after lines not read)
+        hours = ", x hours left" if k == 7 else ", 1.5 hours left"
+        lines.append(f" {step}: {pair}, 0.001000 rate, 1.000000 seconds, 64 images{hours}\n")
+        lines.append(REGION)
+        if k in (1, 6):
+            lines.append(EVALUATION)
+    text = BANNER + _alexeyab(2) + "".join(lines) + _alexeyab(2, start=40)
+    (run,) = get_reader("darknet").read([write(tmp_path / "train.log", text)])
+
+    from tanalyze.readers.text.darknet import ITERATION, DarknetParser
+    expected, unread = {}, []
+    for number, line in enumerate(text.splitlines(), 1):
+        m = ITERATION.match(line)
+        if m is not None:
+            expected[int(m.group(1))] = float(m.group(2))
+        elif DarknetParser.lookalike.match(line) and "(mAP@" not in line:  # (an evaluation's mAP is read)
+            unread.append(number)
+    loss = curve(run.scalars, "loss")
+    assert set(loss) == set(expected) and len(unread) == 5  # (INF, nAn, NaN: not even look-alike lines)
+    assert all(math.isnan(expected[s]) if math.isnan(v) else v == expected[s] for s, v in loss.items())
+    (warning,) = [w for w in run.warnings if "look like darknet metrics" in w.message]
+    assert warning.message.startswith(f"{len(unread)} line(s)") and f"line {unread[0]}:" in warning.message
+    # after 10 and 11 (not read): at iteration 2; after 16 (not read): at 15
+    assert curve(run.scalars, "mAP@0.50") == {2: 0.68165, 15: 0.68165}
+    assert [r.step for r in run.restarts] == [3]
