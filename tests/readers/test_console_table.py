@@ -1,6 +1,10 @@
 """Per-epoch console tables: fastai's, from the real fit in ``tests/fixtures/console_table/generate.py`` (its
 progress bars redrawn between the rows), and skorch's lines as it prints them."""
 
+import re
+
+import pandas as pd
+
 from tanalyze import load
 from tanalyze.readers import HEAD_BYTES, get_reader
 from tests.conftest import REPO
@@ -83,3 +87,37 @@ def test_epochs_that_go_back_under_one_header_are_a_restart_at_their_line(tmp_pa
     (restart,) = run.restarts
     assert (restart.step, restart.until) == (1, 2) and "(line 5)" in restart.detail
     assert curve(run.scalars, "train_loss") == {0: 0.9, 1: 0.75, 2: 0.65}  # the later values kept
+
+
+ODD_CELLS = ["1.2.3", "INF", "nan", "NaN", "inf", "Infinity", "INFINITY", "1_0", "0.5+", "0.5++", "#na#", "#na#+",
+             "1:02", "1:123:45", "01:02:03", "00:10+", "1e5", "5e", "+.5", "-2.", "\u0661\u0662", "x", "0.1\x0c2"]
+
+
+def test_row_shaped_lines_with_words_that_are_no_cells_read_as_the_exact_row_pattern_reads_them(tmp_path, monkeypatch):
+    """The reader finds row-shaped lines with any words and tells the cells after: it reads exactly what a pattern
+    of whole cells (clock, number, #na#) reads, with the same notes, warnings and restarts."""
+    lines = ["epoch     train_loss  valid_loss  time"]
+    for k, cell in enumerate(ODD_CELLS):
+        lines += [f"{k}         0.5         {cell}      00:{k:02d}", f"{k}  {cell}  0.1  0.2  0.3",
+                  f"{100 - k}     {cell}    0.25    1:00:00"]
+    lines += ["99999999999999999999999   0.5   0.5   00:01", "7 " + " 0.1" * 41, "3   0.5   0.6   00:02",
+              "epoch     loss", "1   " + ODD_CELLS[0], "2   0.5+", "3   #na#"]
+    path = write(tmp_path / "train.log", "\n".join(lines) + "\n")
+    (loose,) = get_reader("console_table").read([path])
+    from tanalyze.readers.text import console_table
+    exact = re.compile(rf"\n[ \t]*+(?=[0-9e])(?:({console_table._HEADER})|({console_table._ROW}))[ \t]*+(?=\n)")
+    monkeypatch.setattr(console_table.ConsoleTableParser, "line", exact)
+    (whole_cells,) = get_reader("console_table").read([path])
+    pd.testing.assert_frame_equal(loose.scalars, whole_cells.scalars, check_exact=True)
+    assert (loose.notes, loose.warnings, loose.restarts) == (whole_cells.notes, whole_cells.warnings,
+                                                             whole_cells.restarts)
+    assert len(loose.scalars) > 60 and loose.restarts and loose.warnings  # (the test reads something)
+
+
+def test_an_epoch_too_long_to_be_a_step_is_named_not_a_crash(tmp_path):
+    text = ("epoch     train_loss  time\n0         0.9         00:10\n"
+            "99999999999999999999999         0.8         00:10\n2         0.7         00:10\n")
+    (run,) = get_reader("console_table").read([write(tmp_path / "train.log", text)])
+    assert curve(run.scalars, "train_loss") == {0: 0.9, 2: 0.7}
+    (warning,) = run.warnings
+    assert "1 line(s) look like console table metrics but could not be read, e.g. line 3" in warning.message
