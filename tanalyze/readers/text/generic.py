@@ -110,8 +110,8 @@ _BLANK_PAIR_AT = re.compile(rf"[ \t]*{_BLANK_PAIR}")
 _KV_SEGMENT = re.compile(rf"^\s*({_NAME}(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
 
 _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
-#: names of a key-value line that are no measure of training: the time left (YOLOX's ``ETA: 1 day, 2:00:00`` reads
-#: as ``ETA: 1``, its days)
+#: names of a key-value or meter line that are no measure of training: the time left (YOLOX's ``ETA: 1 day, 2:00:00``,
+#: PaddleDetection's ``eta: 17 days, 13:50:26``, read as their days)
 _NOT_MEASURES = frozenset({"eta"})
 #: the batch within its epoch beside a line's epoch (YOLOX's ``epoch: 1/300, iter: 10/1000, …``)
 _IN_EPOCH = re.compile(r"^\s*(?:iter|iteration|it|step|batch)\s*[:=]?\s*(\d+)\s*/\s*(\d+)\s*$", re.I)
@@ -192,7 +192,7 @@ class GenericRules:
         out = []
         for name, value in _COLON_PAIR.findall(rest):
             number = to_float(value)
-            if number is not None:
+            if number is not None and name.lower() not in _NOT_MEASURES:  # (PaddleDetection's "eta: 1 day, …")
                 out.append((name, number))
         return out
 
@@ -741,6 +741,8 @@ class _Meters:
         made.epochs, made.batches, made.lines = epochs, batches, np.asarray(lines, dtype=np.int64)
         # to_float of each value: float() of it without its commas (thousands separators, a trailing comma)
         values, valid = parse_some_numbers(raw_values) if names else (np.empty(0), np.empty(0, bool))
+        if not _NOT_MEASURES.isdisjoint(name.lower() for name in set(names)):  # (as _meter_pairs leaves them)
+            valid &= np.fromiter((name.lower() not in _NOT_MEASURES for name in names), bool, len(names))
         counts_array = np.asarray(counts, dtype=np.int64)
         line_of_pair = np.repeat(np.arange(len(fields)), counts_array)
         made.read = np.bincount(line_of_pair[valid], minlength=len(fields)) > 0
@@ -1217,9 +1219,9 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 7  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 8  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
-    #                    lines at the batch of their epoch, no 'ETA' pair
+    #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters
 
     behind_logging = True
 
