@@ -924,6 +924,42 @@ def naive_sb3_console(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+PADDLE_TRAIN = re.compile(r"\[[^\]]*\] \S+ INFO: epoch: \[(\d+)/\d+\], global_step: (\d+), (.*)")
+PADDLE_EVAL = re.compile(r"\[[^\]]*\] \S+ INFO: cur metric, (.*)")
+PADDLE_PAIR = re.compile(rf"([A-Za-z_][\w.@/-]*)(?:\([^()]*\))?: +({NUMBER})")
+PADDLE_SKIPPED = {"epoch", "global_step", "eta", "avg_samples"}
+
+
+def naive_paddle(path: Path) -> int:
+    """Each training line's pairs at its global step (but its epoch, step, time left and batch size), each
+    evaluation's as eval/<name> at the last step; the line's time."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
+    step = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = PADDLE_TRAIN.match(line)
+            prefix = ""
+            if m:
+                step = int(m.group(2))
+                rest = m.group(3)
+            else:
+                m = PADDLE_EVAL.match(line)
+                if not m:
+                    continue
+                rest, prefix = m.group(1), "eval/"
+            wall = datetime.strptime(line[1:20], "%Y/%m/%d %H:%M:%S").replace(tzinfo=UTC).timestamp()
+            for name, value in PADDLE_PAIR.findall(rest):
+                if name not in PADDLE_SKIPPED:
+                    tags.append(prefix + name)
+                    steps.append(step)
+                    values.append(float(value))
+                    walls.append(wall)
+    return len(_frame(tags, steps, values, walls))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -932,7 +968,8 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "fairseq_json": naive_fairseq_json, "keras_console": naive_keras_console,
          "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console,
          "timm_console": naive_timm_console, "nnunet": naive_nnunet,
-         "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console}
+         "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console,
+         "paddle": naive_paddle}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -662,6 +662,37 @@ def make_sb3_console(path: Path, megabytes: int) -> None:
     _write(path, megabytes, "Using cpu device\nLogging to logs/ppo\n", block)
 
 
+def make_paddle(path: Path, megabytes: int) -> None:
+    """PaddleOCR's ``train.log`` of a PP-OCR recognition model as its docs show one: the config dump, a training
+    line every 10 steps, an evaluation every 2,000 (its progress bar, ``cur metric``, the best model saved and
+    ``best metric``)."""
+    rng = random.Random(15)
+    head = "".join(f"[2026/08/06 10:00:00] ppocr INFO: {key} : {value}\n" for key, value in (
+        ("Global", ""), ("  epoch_num", 50), ("  print_batch_step", 10), ("  eval_batch_step", "[0, 2000]"),
+        ("Architecture", ""), ("  algorithm", "SVTR_LCNet"), ("Optimizer", ""), ("  name", "Adam")))
+
+    def block(index: int) -> str:
+        step = 10 * (index + 1)
+        loss = 2.5 * math.exp(-step / 2e5) + rng.random() / 5
+        second = step // 10 % 60
+        line = (f"[2026/08/06 10:{step // 600 % 60:02d}:{second:02d}] ppocr INFO: epoch: [{step // 20000 + 1}/50], "
+                f"global_step: {step}, lr: 0.000099, acc: {rng.random():.6f}, norm_edit_dis: {rng.random():.6f}, "
+                f"CTCLoss: {loss / 3:.6f}, NRTRLoss: {loss * 2 / 3:.6f}, loss: {loss:.6f}, "
+                f"avg_reader_cost: {rng.random() / 100:.5f} s, avg_batch_cost: {0.15 + rng.random() / 50:.5f} s, "
+                f"avg_samples: 17.0, ips: {100 + rng.random() * 5:.5f} samples/s, eta: {index % 10}:04:14, "
+                "max_mem_reserved: 5140 MB, max_mem_allocated: 4339 MB\n")
+        if step % 2000:
+            return line
+        acc = min(0.99, step / 2e6 + rng.random() / 10)
+        return (line + "eval model:: 100%|##########| 63/63 [00:03<00:00, 17.45it/s]\n"
+                f"[2026/08/06 10:00:00] ppocr INFO: cur metric, acc: {acc!r}, norm_edit_dis: {rng.random()!r}, "
+                f"fps: {1600 + rng.random()!r}\n[2026/08/06 10:00:01] ppocr INFO: save best model is to "
+                "./output/rec/best_accuracy\n[2026/08/06 10:00:01] ppocr INFO: best metric, acc: "
+                f"{acc!r}, is_float16: False, norm_edit_dis: 0.98, fps: 1602.5, best_epoch: 1\n")
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -683,6 +714,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "darknet": make_darknet,
     "console_table": make_console_table,
     "sb3_console": make_sb3_console,
+    "paddle": make_paddle,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -48,6 +48,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     # no Stable-Baselines3 log in the corpus; the bundled ones were written by real SB3 trainings (their generate.py)
     "sb3_console": "fixtures:sb3/console.log",
     "sb3_monitor": "fixtures:sb3/ppo/monitor.csv",
+    # no PaddlePaddle console in the corpus; the bundled one was printed by a real PaddleSeg training (its generate.py)
+    "paddle": "fixtures:paddle/paddleseg/train.log",
     # no darknet log in the corpus and darknet cannot be built here: the bundled log reproduces public logs' lines
     "darknet": "fixtures:darknet/train.log",
     # no nnU-Net log in the corpus; the bundled fold was trained by real nnU-Net v2 (its generate.py)

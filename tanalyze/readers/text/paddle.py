@@ -1,0 +1,260 @@
+"""The training consoles of PaddlePaddle's suites: PaddleOCR (and PaddleX, which trains with it), PaddleClas and
+PaddleSeg, as their loggers print them (to the console, and PaddleOCR's and PaddleClas's to ``train.log``)::
+
+    [2022/08/08 16:28:28] ppocr INFO: epoch: [1/200], global_step: 10, lr: 0.000006, loss: 1.871535, avg_reader_cost: 0.28200 s, …, eta: 0:51:59
+    [2022/08/08 16:28:39] ppocr INFO: cur metric, precision: 0.1152, recall: 0.1977, hmean: 0.1456, fps: 34.008
+    [2022/04/30 11:30:30] ppcls INFO: [Train][Epoch 1/300][Iter: 100/1252]lr: 0.00403, CELoss: 6.97696, loss: 6.97696, batch_cost: 0.94871s, …
+    [2022/04/30 12:02:11] ppcls INFO: [Eval][Epoch 1][Avg]CELoss: 6.47, loss: 6.47, top1: 0.031, top5: 0.102
+    2021-08-14 08:05:32 [INFO]	[TRAIN] epoch: 1, iter: 20/6000, loss: 2.5284, lr: 0.009937, batch_cost: 0.5262, … | ETA 00:52:26
+    2021-08-14 08:06:16 [INFO]	[EVAL] #Images: 82 mIoU: 0.8397 Acc: 0.9263 Kappa: 0.8238 Dice: 0.9972
+
+Decisions:
+
+* **step**: PaddleOCR's ``global_step``; PaddleClas's ``(epoch - 1) × iterations per epoch + iteration`` (its epochs
+  count from 1, its iterations from 0); PaddleSeg's ``iter`` (it counts iterations over the whole training).
+* Every ``name: number`` of a training line is a tag by its name as printed (``lr(PiecewiseDecay)`` as ``lr``; a
+  unit after the number, ``s``, ``samples/s``, ``MB``, is left out). Not tags: the epoch and step, the time left
+  (``eta``) and PaddleOCR's ``avg_samples`` (the batch size). The wall time is the line's own time.
+* An evaluation's numbers are tags ``eval/<name>``: PaddleOCR's ``cur metric`` and PaddleSeg's ``[EVAL]`` at the last
+  training step (both evaluate right after it), PaddleClas's ``[Eval][Epoch e][Avg]`` at the last iteration of
+  epoch ``e``. Their running best (``best metric``) and PaddleClas's per-batch evaluation lines are not read.
+* PaddleDetection's ``Epoch: [0] [ 20/1929] learning_rate: …`` lines are progress meters the generic reader reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from itertools import chain, compress
+from pathlib import Path
+
+import numpy as np
+
+from tanalyze.readers.text._findall import FindallParser
+from tanalyze.readers.text._lines import Chunk
+from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
+from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._rows import Rows
+from tanalyze.readers.values import NUMBER, NUMBER_ONCE, parse_timestamps
+
+__all__ = ["PaddleParser", "PaddleReader", "detect_paddle"]
+
+#: PaddleOCR's and PaddleClas's logger ("[2022/08/08 16:28:28] ppocr INFO: "; its time, when whole, a group)
+_BRACKETED = r"\[(?:(\d{4}/\d\d/\d\d \d\d:\d\d:\d\d)|[^\]\n]*)\] [\w.]+ INFO: "
+#: PaddleSeg's ("2021-08-14 08:05:32 [INFO]\t")
+_SEG = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \[INFO\]\t"
+#: every line read, from its line break (see ._findall): PaddleOCR's training line (epoch, step, pairs) and
+#: evaluation (pairs), PaddleClas's training line (epoch, iteration, iterations, pairs) and an epoch's evaluation
+#: (epoch, pairs), PaddleSeg's training line (epoch, iteration, pairs) and evaluation (pairs); then a line that looks
+#: like a training line of one of them but is not one (its text)
+_LINE = re.compile(
+    rf"\n(?:{_BRACKETED}(?:epoch: \[(\d+)/\d+\], global_step: (\d+), ([^\n]*)|cur metric, ([^\n]*)"
+    r"|\[Train\]\[Epoch (\d+)/\d+\]\[Iter: (\d+)/(\d+)\]([^\n]*)|\[Eval\]\[Epoch (\d+)\]\[Avg\]([^\n]*)"
+    r"|((?:epoch: \[|\[Train\]\[Epoch \d+/\d+\]\[Iter)[^\n]*))"
+    rf"|{_SEG}(?:\[TRAIN\] epoch: (\d+), iter: (\d+)/\d+, ([^\n|]*)(?:\|[^\n]*)?|\[EVAL\] #Images: \d+ ([^\n]*)"
+    r"|(\[TRAIN\][^\n]*)))(?=\n)")
+_LOOKALIKE = re.compile(r"^(?:\[[^\]\n]*\] [\w.]+ INFO: (?:epoch: \[|\[Train\]\[Epoch \d+/\d+\]\[Iter)"
+                        r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[INFO\]\t\[TRAIN\])", re.M)
+#: a name and its number (a scheduler's name in parentheses after ``lr`` left out); a name of at most 128
+#: characters, taken whole (a long run of letters, tried from each of its characters, would take time in the square of
+#: its length)
+_PAIR = re.compile(rf"([A-Za-z_][\w.@/-]{{0,127}}+)(?:\([^()\n]*\))?: +({NUMBER})")
+#: names that are no measure of training: where it is, the time left, PaddleOCR's batch size
+_NOT_TAGS = frozenset({"epoch", "global_step", "iter", "eta", "avg_samples"})
+_DIGITS = re.compile(r"\d+")
+#: the largest step read (an exact double, as every step)
+_LARGEST_STEP = 2**53
+#: each suite's step, as the note says it
+_STEPS = {"PaddleOCR": "global_step", "PaddleClas": "(epoch - 1) × iterations per epoch + iteration",
+          "PaddleSeg": "iter"}
+_SUITES = tuple(_STEPS)
+
+
+class PaddleParser(FindallParser):
+    family = "PaddlePaddle"
+    lookalike = _LOOKALIKE
+    line = _LINE
+    lookalike_line = re.compile(r"\n" + _LOOKALIKE.pattern[1:])
+    state_fields = {"_iterations": "last", "_suites": "union", "_evaluations": "sum"}
+    #: read every training line's pairs on its own (not a chunk's at once by their template); for tests
+    line_by_line = False
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._iterations: int | None = None  # PaddleClas's iterations per epoch
+        self._suites: set[str] = set()
+        self._evaluations = 0
+        self._lookalikes = 0
+
+    def count_lookalikes(self, text: str) -> int:
+        """The training lines ``line`` found in the last :meth:`take` (read or not): no second scan."""
+        return self._lookalikes
+
+    def take(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
+        lines = _Lines()  # (training lines and evaluations, in line order)
+        unread: list[int] = []
+        previous = step = self._last_step
+        trained = 0
+        for index, (stamp, ocr_epoch, ocr_step, ocr_rest, ocr_eval, cls_epoch, cls_iteration, cls_iterations,
+                    cls_rest, cls_eval_epoch, cls_eval, bracketed_lookalike, seg_stamp, seg_epoch, seg_iteration,
+                    seg_rest, seg_eval, seg_lookalike) in enumerate(found):
+            if ocr_step:
+                step, epoch, rest = int(ocr_step), ocr_epoch, ocr_rest
+                self._suites.add("PaddleOCR")
+            elif cls_iteration:
+                self._iterations = int(cls_iterations)
+                step, epoch, rest = (int(cls_epoch) - 1) * self._iterations + int(cls_iteration), cls_epoch, cls_rest
+                self._suites.add("PaddleClas")
+            elif seg_iteration:
+                step, epoch, rest, stamp = int(seg_iteration), seg_epoch, seg_rest, seg_stamp
+                self._suites.add("PaddleSeg")
+            elif bracketed_lookalike or seg_lookalike:
+                unread.append(index)
+                continue
+            else:
+                if cls_eval_epoch and self._iterations is not None:
+                    at = max(int(cls_eval_epoch) * self._iterations - 1, 0)  # (the epoch's last iteration)
+                else:
+                    at = 0 if step is None else step
+                if at <= _LARGEST_STEP:
+                    lines.add(at, cls_eval_epoch or "nan", ocr_eval or cls_eval or seg_eval, stamp or seg_stamp,
+                              "eval/")
+                    self._evaluations += 1
+                continue
+            if step > _LARGEST_STEP:  # (no exact step: not read, named)
+                step = previous
+                unread.append(index)
+                continue
+            if previous is not None and step < previous:  # a restart: recorded at its line
+                self.anchor(previous, None, 0)
+                self.anchor(step, chunk, self.match_start(text, index))
+            previous = step
+            trained += 1
+            lines.add(step, epoch, rest, stamp, "")
+        self.unread_matches.update(unread)
+        if trained:
+            self.anchor(previous, None, 0)  # type: ignore[arg-type]
+        lines.add_rows(self.rows, at_once=not self.line_by_line)
+        self._lookalikes = trained + len(unread)
+        return len(found) - len(unread), trained
+
+    def finish(self) -> None:
+        suites = [suite for suite in _SUITES if suite in self._suites]
+        steps = "; ".join(f"{suite}'s {_STEPS[suite]}" for suite in suites)
+        notes = [f"{', '.join(suites) or 'PaddlePaddle'} training console: step = {steps or 'none read'}"]
+        self.count_note(self._evaluations, "evaluation(s) as eval/<name>, at the last training step before them "
+                        "(PaddleClas: at its epoch's last iteration)")
+        self.notes[:0] = notes
+
+
+class _Lines:
+    """The lines of a chunk read, in order: each one's step, epoch, ``name: number`` text, time and tag prefix."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+        self.epochs: list[str] = []
+        self.rests: list[str] = []
+        self.stamps: list[str] = []
+        self.prefixes: list[str] = []
+
+    def add(self, step: int, epoch: str, rest: str, stamp: str, prefix: str) -> None:
+        self.steps.append(step)
+        self.epochs.append(epoch)
+        self.rests.append(rest)
+        self.stamps.append(stamp)
+        self.prefixes.append(prefix)
+
+    def add_rows(self, rows: Rows, at_once: bool) -> None:
+        """Each line's pairs, as tags its prefix + the name, at its step, epoch and time, in line order; the
+        training lines' ``at_once`` (see :func:`_template`) when they all have the first one's template."""
+        training = [index for index, prefix in enumerate(self.prefixes) if not prefix]
+        pairs = _same_pairs([self.rests[i] for i in training]) if at_once and len(training) > 1 else None
+        if pairs is None:
+            self._add(rows, range(len(self.rests)))
+            return
+        first = len(rows)
+        names, values = pairs
+        width = len(names)
+        if width:
+            index = np.repeat(np.array(training), width)
+            rows.extend(np.tile(np.array(rows.codes(names), dtype=np.int32), len(training)),
+                        np.array(self.steps, dtype=np.int64)[index], values,
+                        epoch=np.array(self.epochs, dtype=np.float64)[index], wall=self._walls()[index])
+        evaluations = [i for i, prefix in enumerate(self.prefixes) if prefix]
+        if evaluations:
+            placed = np.concatenate((np.repeat(np.array(training), width), self._add(rows, evaluations)))
+            rows.reorder(first, np.argsort(placed, kind="stable"))
+
+    def _add(self, rows: Rows, lines: Sequence[int]) -> np.ndarray:
+        """The pairs of ``lines`` (indices), each line's found on its own; which line each row is of."""
+        names: list[str] = []
+        numbers: list[str] = []
+        counts: list[int] = []
+        for line in lines:
+            prefix = self.prefixes[line]
+            pairs = [pair for pair in _PAIR.findall(self.rests[line]) if pair[0] not in _NOT_TAGS]
+            counts.append(len(pairs))
+            names += [prefix + name for name, _ in pairs]
+            numbers += [number for _, number in pairs]
+        index = np.repeat(np.asarray(lines, dtype=np.int64), counts)
+        if names:
+            values, _ = parse_some_numbers(" ".join(numbers))  # (each a NUMBER: float() takes it)
+            rows.extend(rows.codes(names), np.array(self.steps, dtype=np.int64)[index], values,
+                        epoch=np.array(self.epochs, dtype=np.float64)[index], wall=self._walls()[index])
+        return index
+
+    def _walls(self) -> np.ndarray:
+        return np.array(parse_timestamps([stamp.replace("/", "-") for stamp in self.stamps]), dtype=np.float64)
+
+
+def _same_pairs(rests: list[str]) -> tuple[list[str], np.ndarray] | None:
+    """The names (those that are tags) and the numbers (line after line) of ``rests`` when every one has the pairs
+    of the first in its template (see :func:`_template`); None otherwise."""
+    template, names, kept = _template(rests[0])
+    if not names:
+        return None
+    found = template.findall("\n".join(rests))
+    if len(found) != len(rests):
+        return None  # (a line of another template, or with a number that is no NUMBER)
+    taken = list(compress(names, kept))
+    if not taken:
+        return [], np.empty(0)
+    values = np.array(found if len(names) == 1 else list(chain.from_iterable(found)), dtype=object)
+    values = values.reshape(len(rests), len(names))[:, np.flatnonzero(kept)].ravel()
+    parsed = parse_numbers(" ".join(values.tolist()))
+    return (taken, parsed) if parsed is not None else None
+
+
+def _template(rest: str) -> tuple[re.Pattern[str], list[str], list[bool]]:
+    """A line of the pairs of ``rest`` as a pattern (``^…$``, each number a group): each pair's name and separator
+    as they are, the text between pairs as it is but its digits (an ``eta: 0:04:14`` goes on); the pairs' names and
+    which are tags. A line it matches has exactly the pairs ``_PAIR`` finds in it, those names with those numbers:
+    the pairs of ``rest`` are all ``_PAIR`` finds in it, and changing only digits between pairs makes no name
+    followed by ``: `` and a number (a name begins with a letter, and no letter, blank or colon changes)."""
+    pieces: list[str] = []
+    names: list[str] = []
+    at = 0
+    for m in _PAIR.finditer(rest):
+        pieces += [_DIGITS.sub(r"\\d+", re.escape(rest[at:m.start()])), re.escape(rest[m.start():m.start(2)]),
+                   f"({NUMBER_ONCE})"]
+        names.append(m.group(1))
+        at = m.end()
+    pieces.append(_DIGITS.sub(r"\\d+", re.escape(rest[at:])))
+    return (re.compile("^" + "".join(pieces) + "$", re.M), names, [name not in _NOT_TAGS for name in names])
+
+
+def detect_paddle(window: str) -> bool:
+    """Two training lines of PaddleOCR, PaddleClas or PaddleSeg."""
+    found = _LINE.finditer("\n" + window)
+    lines = (m for m in found if m.group(3) or m.group(7) or m.group(15))
+    return next(lines, None) is not None and next(lines, None) is not None
+
+
+class PaddleReader(TextReader):
+    name = "paddle"
+    description = ("PaddleOCR / PaddleX, PaddleClas and PaddleSeg training consoles ('ppocr INFO: epoch: [1/200], "
+                   "global_step: 10, …', '[Train][Epoch 1/300][Iter: 0/1252]…', '[TRAIN] epoch: 1, iter: 20/6000, …')")
+    parser = PaddleParser
+
+    def detect(self, window: str) -> bool:
+        return detect_paddle(window)
