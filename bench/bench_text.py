@@ -960,6 +960,42 @@ def naive_paddle(path: Path) -> int:
     return len(_frame(tags, steps, values, walls))
 
 
+ONMT_STEP = re.compile(r"\[([^\]]*) INFO\] Step +(\d+)(?:/ *\d+)?; (.*?)(?:(\d+)/(\d+) tok/s; +\d+ sec;?)?$")
+ONMT_VALID = re.compile(rf"\[([^\]]*) INFO\] Validation (perplexity|accuracy): ({NUMBER})")
+ONMT_NAMES = {"perplexity": "valid/ppl", "accuracy": "valid/acc"}
+
+
+def naive_opennmt(path: Path) -> int:
+    """Each step line's pairs (but bsz) and its tokens per second at its step, each validation's number at the
+    step before; the line's time."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
+    step = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            line = line.rstrip("\n")
+            m = ONMT_STEP.match(line)
+            if m:
+                step = int(m.group(2))
+                pairs = [(name, value) for name, value in PADDLE_PAIR.findall(m.group(3)) if name != "bsz"]
+                if m.group(4):
+                    pairs += [("src_tok/s", m.group(4)), ("tgt_tok/s", m.group(5))]
+            else:
+                m = ONMT_VALID.match(line)
+                if not m:
+                    continue
+                pairs = [(ONMT_NAMES[m.group(2)], m.group(3))]
+            wall = datetime.strptime(m.group(1), STAMP).replace(tzinfo=UTC).timestamp()
+            for name, value in pairs:
+                tags.append(name)
+                steps.append(step)
+                values.append(float(value))
+                walls.append(wall)
+    return len(_frame(tags, steps, values, walls))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -969,7 +1005,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console,
          "timm_console": naive_timm_console, "nnunet": naive_nnunet,
          "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console,
-         "paddle": naive_paddle}
+         "paddle": naive_paddle, "opennmt": naive_opennmt}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -693,6 +693,35 @@ def make_paddle(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_opennmt(path: Path, megabytes: int) -> None:
+    """OpenNMT-py's training log as its quickstart prints it: the options and model dump, a step line every 50 steps
+    (numbers padded to their widths), the corpus reloaded now and then, a validation every 1,000 steps."""
+    rng = random.Random(16)
+    head = "".join(f"[2020-09-22 16:31:18,{i:03d} INFO] {text}\n" for i, text in enumerate((
+        "Missing transforms field for corpus_1 data, set to default: [].", "Parsed 2 corpora from -data.",
+        "Building model...", "NMTModel(", "encoder: 16506880", "decoder: 25886233",
+        "* number of parameters: 42393113", "Starting training on GPU: [0]",
+        "Start training loop and validate every 1000 steps...")))
+
+    def block(index: int) -> str:
+        step = 50 * (index + 1)
+        xent = 9 * math.exp(-step / 4e5) + rng.random() / 10
+        line = (f"[2020-09-22 16:{step // 3000 % 60:02d}:{step // 50 % 60:02d},{index % 1000:03d} INFO] Step "
+                f"{step}/100000; acc: {100 - 10 * xent:6.2f}; ppl: {math.exp(xent):5.2f}; xent: {xent:4.2f}; "
+                f"lr: {min(1.0, step / 8000):7.5f}; {18000 + rng.randrange(2000)}/{18000 + rng.randrange(2000)} tok/s; "
+                f"{step // 8:6d} sec\n")
+        if index % 7 == 3:
+            line += ("[2020-09-22 16:31:28,225 INFO] Loading ParallelCorpus(toy-ende/src-train.txt, "
+                     "toy-ende/tgt-train.txt, align=None)...\n")
+        if step % 1000 == 0:
+            line += (f"[2020-09-22 16:33:40,079 INFO] Validation perplexity: {math.exp(xent) * 1.2:g}\n"
+                     f"[2020-09-22 16:33:40,080 INFO] Validation accuracy: {90 - 10 * xent:g}\n"
+                     f"[2020-09-22 16:33:40,455 INFO] Saving checkpoint run/model_step_{step}.pt\n")
+        return line
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -715,6 +744,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "console_table": make_console_table,
     "sb3_console": make_sb3_console,
     "paddle": make_paddle,
+    "opennmt": make_opennmt,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -26,7 +26,8 @@ def _read(name: str, files: list[Path]):
     ("nnunet", sorted(NNUNET_FOLD.glob("training_log_*.txt"))),
     ("console_table", [FIXTURES / "console_table/fastai_fit.log"]),
     ("paddle", [FIXTURES / "paddle/paddleseg/train.log"]),
-], ids=["darknet", "nnunet", "console_table", "paddle"])
+    ("opennmt", [FIXTURES / "opennmt/toy/train.log"]),
+], ids=["darknet", "nnunet", "console_table", "paddle", "opennmt"])
 def test_small_chunks_read_the_same_rows(name, files, monkeypatch):
     whole = _read(name, files)
     assert len(whole.scalars) > 20

@@ -24,18 +24,12 @@ Decisions:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from itertools import chain, compress
 from pathlib import Path
-
-import numpy as np
 
 from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
-from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
+from tanalyze.readers.text._pairs import PairLines
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._rows import Rows
-from tanalyze.readers.values import NUMBER, NUMBER_ONCE, parse_timestamps
 
 __all__ = ["PaddleParser", "PaddleReader", "detect_paddle"]
 
@@ -55,13 +49,8 @@ _LINE = re.compile(
     r"|(\[TRAIN\][^\n]*)))(?=\n)")
 _LOOKALIKE = re.compile(r"^(?:\[[^\]\n]*\] [\w.]+ INFO: (?:epoch: \[|\[Train\]\[Epoch \d+/\d+\]\[Iter)"
                         r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[INFO\]\t\[TRAIN\])", re.M)
-#: a name and its number (a scheduler's name in parentheses after ``lr`` left out); a name of at most 128
-#: characters, taken whole (a long run of letters, tried from each of its characters, would take time in the square of
-#: its length)
-_PAIR = re.compile(rf"([A-Za-z_][\w.@/-]{{0,127}}+)(?:\([^()\n]*\))?: +({NUMBER})")
 #: names that are no measure of training: where it is, the time left, PaddleOCR's batch size
 _NOT_TAGS = frozenset({"epoch", "global_step", "iter", "eta", "avg_samples"})
-_DIGITS = re.compile(r"\d+")
 #: the largest step read (an exact double, as every step)
 _LARGEST_STEP = 2**53
 #: each suite's step, as the note says it
@@ -91,7 +80,7 @@ class PaddleParser(FindallParser):
         return self._lookalikes
 
     def take(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
-        lines = _Lines()  # (training lines and evaluations, in line order)
+        lines = PairLines(_NOT_TAGS)  # (training lines and evaluations, in line order)
         unread: list[int] = []
         previous = step = self._last_step
         trained = 0
@@ -145,102 +134,6 @@ class PaddleParser(FindallParser):
         self.count_note(self._evaluations, "evaluation(s) as eval/<name>, at the last training step before them "
                         "(PaddleClas: at its epoch's last iteration)")
         self.notes[:0] = notes
-
-
-class _Lines:
-    """The lines of a chunk read, in order: each one's step, epoch, ``name: number`` text, time and tag prefix."""
-
-    def __init__(self) -> None:
-        self.steps: list[int] = []
-        self.epochs: list[str] = []
-        self.rests: list[str] = []
-        self.stamps: list[str] = []
-        self.prefixes: list[str] = []
-
-    def add(self, step: int, epoch: str, rest: str, stamp: str, prefix: str) -> None:
-        self.steps.append(step)
-        self.epochs.append(epoch)
-        self.rests.append(rest)
-        self.stamps.append(stamp)
-        self.prefixes.append(prefix)
-
-    def add_rows(self, rows: Rows, at_once: bool) -> None:
-        """Each line's pairs, as tags its prefix + the name, at its step, epoch and time, in line order; the
-        training lines' ``at_once`` (see :func:`_template`) when they all have the first one's template."""
-        training = [index for index, prefix in enumerate(self.prefixes) if not prefix]
-        pairs = _same_pairs([self.rests[i] for i in training]) if at_once and len(training) > 1 else None
-        if pairs is None:
-            self._add(rows, range(len(self.rests)))
-            return
-        first = len(rows)
-        names, values = pairs
-        width = len(names)
-        if width:
-            index = np.repeat(np.array(training), width)
-            rows.extend(np.tile(np.array(rows.codes(names), dtype=np.int32), len(training)),
-                        np.array(self.steps, dtype=np.int64)[index], values,
-                        epoch=np.array(self.epochs, dtype=np.float64)[index], wall=self._walls()[index])
-        evaluations = [i for i, prefix in enumerate(self.prefixes) if prefix]
-        if evaluations:
-            placed = np.concatenate((np.repeat(np.array(training), width), self._add(rows, evaluations)))
-            rows.reorder(first, np.argsort(placed, kind="stable"))
-
-    def _add(self, rows: Rows, lines: Sequence[int]) -> np.ndarray:
-        """The pairs of ``lines`` (indices), each line's found on its own; which line each row is of."""
-        names: list[str] = []
-        numbers: list[str] = []
-        counts: list[int] = []
-        for line in lines:
-            prefix = self.prefixes[line]
-            pairs = [pair for pair in _PAIR.findall(self.rests[line]) if pair[0] not in _NOT_TAGS]
-            counts.append(len(pairs))
-            names += [prefix + name for name, _ in pairs]
-            numbers += [number for _, number in pairs]
-        index = np.repeat(np.asarray(lines, dtype=np.int64), counts)
-        if names:
-            values, _ = parse_some_numbers(" ".join(numbers))  # (each a NUMBER: float() takes it)
-            rows.extend(rows.codes(names), np.array(self.steps, dtype=np.int64)[index], values,
-                        epoch=np.array(self.epochs, dtype=np.float64)[index], wall=self._walls()[index])
-        return index
-
-    def _walls(self) -> np.ndarray:
-        return np.array(parse_timestamps([stamp.replace("/", "-") for stamp in self.stamps]), dtype=np.float64)
-
-
-def _same_pairs(rests: list[str]) -> tuple[list[str], np.ndarray] | None:
-    """The names (those that are tags) and the numbers (line after line) of ``rests`` when every one has the pairs
-    of the first in its template (see :func:`_template`); None otherwise."""
-    template, names, kept = _template(rests[0])
-    if not names:
-        return None
-    found = template.findall("\n".join(rests))
-    if len(found) != len(rests):
-        return None  # (a line of another template, or with a number that is no NUMBER)
-    taken = list(compress(names, kept))
-    if not taken:
-        return [], np.empty(0)
-    values = np.array(found if len(names) == 1 else list(chain.from_iterable(found)), dtype=object)
-    values = values.reshape(len(rests), len(names))[:, np.flatnonzero(kept)].ravel()
-    parsed = parse_numbers(" ".join(values.tolist()))
-    return (taken, parsed) if parsed is not None else None
-
-
-def _template(rest: str) -> tuple[re.Pattern[str], list[str], list[bool]]:
-    """A line of the pairs of ``rest`` as a pattern (``^…$``, each number a group): each pair's name and separator
-    as they are, the text between pairs as it is but its digits (an ``eta: 0:04:14`` goes on); the pairs' names and
-    which are tags. A line it matches has exactly the pairs ``_PAIR`` finds in it, those names with those numbers:
-    the pairs of ``rest`` are all ``_PAIR`` finds in it, and changing only digits between pairs makes no name
-    followed by ``: `` and a number (a name begins with a letter, and no letter, blank or colon changes)."""
-    pieces: list[str] = []
-    names: list[str] = []
-    at = 0
-    for m in _PAIR.finditer(rest):
-        pieces += [_DIGITS.sub(r"\\d+", re.escape(rest[at:m.start()])), re.escape(rest[m.start():m.start(2)]),
-                   f"({NUMBER_ONCE})"]
-        names.append(m.group(1))
-        at = m.end()
-    pieces.append(_DIGITS.sub(r"\\d+", re.escape(rest[at:])))
-    return (re.compile("^" + "".join(pieces) + "$", re.M), names, [name not in _NOT_TAGS for name in names])
 
 
 def detect_paddle(window: str) -> bool:
