@@ -590,3 +590,18 @@ def test_paddledetections_meters_take_no_time_left(tmp_path, monkeypatch):
     assert "eta" not in set(run.scalars["tag"])
     check(run.scalars, "loss", {0: 3.0, 1929 + 20: 2.49}, count=3 * 97)
     check(run.scalars, "batch_cost", {0: 1.577}, count=3 * 97)
+
+
+@pytest.mark.parametrize("template", [
+    "[Epoch {step}] Loss: {loss:.4f}",  # (the step word in brackets)
+    "Iter {step}| Loss train: {loss:.5}| Loss size 4: {lr:.5}| Loss size 9: 0.7",  # (names that end in a number)
+])
+def test_key_value_lines_of_hand_written_loops_as_public_code_prints_them(tmp_path, monkeypatch, template):
+    """Key-value lines that printed nothing: the step word in brackets, and names ending in a number before their
+    colon (more than half of the line's pairs, so the line was dropped). Read at once as line by line."""
+    lines = [template.format(step=10 * k, loss=2 / k, lr=1 / k) for k in range(1, 301)]
+    run = _same_at_once_and_line_by_line(write(tmp_path / "train.log", "\n".join(lines) + "\n"), monkeypatch)
+    check(run.scalars, "Loss" if template.startswith("[") else "Loss train", {10: 2.0, 40: 0.5}, count=300)
+    if "size" in template:
+        check(run.scalars, "Loss size 4", {20: 0.5}, count=300)
+        check(run.scalars, "Loss size 9", {20: 0.7}, count=300)

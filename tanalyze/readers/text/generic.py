@@ -100,14 +100,17 @@ _PAIR_ITEM = re.compile(rf"({_NAME})[ \t]*[:=][ \t]*({NUMBER})")
 _BLANK_PAIR = rf"(?!of\b)[A-Za-z_][\w./@%-]{{0,63}}[ \t]*[:=]?[ \t]*{NUMBER}{_UNIT}"
 _BLANK_PAIRS = rf"(?:[ \t]+{_BLANK_PAIR})+[ \t]*$"
 KV_STEP = re.compile(
-    r"^[ \t]*(iter|iteration|global_step|step|epoch)[ \t]*[:=]?[ \t]*(\d+)(?:[ \t]*/[ \t]*\d+)?"
+    r"^[ \t]*(?:\[(?=[^\]\n]*\d\][ \t]))?(iter|iteration|global_step|step|epoch)[ \t]*[:=]?[ \t]*(\d+)"
+    r"(?:[ \t]*/[ \t]*\d+)?\]?"
     rf"(?:[ \t]*(?:[|,:]|[ \t]-[ \t])|(?={_BLANK_PAIRS}))([^\n]*)$",
     re.M | re.I,
 )
 _KV_SPLIT = re.compile(r"\||,(?![^\[]*\])|\s-\s")
 _BLANK_PAIR_AT = re.compile(rf"[ \t]*{_BLANK_PAIR}")
 # (a name may end in its unit in parentheses: ``GPU Mem (GB): 12.8``, ``Time (s): 0.52``)
-_KV_SEGMENT = re.compile(rf"^\s*({_NAME}(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
+# (and in a number before its colon: ``Loss size 4: 0.61``, ``top 5: 0.93``)
+_KV_SEGMENT = re.compile(
+    rf"^\s*({_NAME}(?: \d{{1,4}}(?=\s*[:=]))?(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
 
 _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
 #: names of a key-value or meter line that are no measure of training: the time left (YOLOX's ``ETA: 1 day, 2:00:00``,
@@ -1219,9 +1222,10 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 8  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 9  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
-    #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters
+    #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
+    #                    lines, names that end in a number ('Loss size 4: 0.61')
 
     behind_logging = True
 
