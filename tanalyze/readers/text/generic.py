@@ -569,6 +569,18 @@ def _line_starts(breaks: np.ndarray, positions: list[int]) -> list[int]:
     return np.concatenate(([0], breaks + 1))[np.searchsorted(breaks, positions)].tolist()
 
 
+def _measures(names: list[str], same: list[str] | None) -> np.ndarray | bool:
+    """Which of ``names`` (``same``: the names of every line, when all lines have them) are measures of training
+    (not the time left): True when all are."""
+    every = same if same is not None else set(names)
+    other = {name for name in every if name.lower() in _NOT_MEASURES}
+    if not other:
+        return True
+    if same is not None:
+        return np.tile([name not in other for name in same], len(names) // len(same))
+    return ~np.fromiter(map(other.__contains__, names), bool, len(names))
+
+
 def _pairs(rests: tuple[str, ...]) -> tuple[list[str], str, list[int], list[str] | None]:
     """The (name, raw value) pairs of each meter line's rest, as ``_meter_pairs`` finds them: names, the raw
     values as one text (separated by one space, commas taken out), how many pairs each line has, and the names of
@@ -744,8 +756,7 @@ class _Meters:
         made.epochs, made.batches, made.lines = epochs, batches, np.asarray(lines, dtype=np.int64)
         # to_float of each value: float() of it without its commas (thousands separators, a trailing comma)
         values, valid = parse_some_numbers(raw_values) if names else (np.empty(0), np.empty(0, bool))
-        if not _NOT_MEASURES.isdisjoint(name.lower() for name in set(names)):  # (as _meter_pairs leaves them)
-            valid &= np.fromiter((name.lower() not in _NOT_MEASURES for name in names), bool, len(names))
+        valid &= _measures(names, same)  # (as _meter_pairs leaves them)
         counts_array = np.asarray(counts, dtype=np.int64)
         line_of_pair = np.repeat(np.arange(len(fields)), counts_array)
         made.read = np.bincount(line_of_pair[valid], minlength=len(fields)) > 0
