@@ -364,3 +364,23 @@ def test_json_nested_past_any_real_one_in_a_sniffed_head_or_a_tune_config_cell(t
 
     assert _json_lines(DEEP_ARRAY + "\n{}\n") is False
     assert _cell(DEEP_ARRAY) == DEEP_ARRAY
+
+
+@pytest.mark.parametrize(("name", "line"), [
+    ("darknet", " {step}: 1.0, 1.0 avg loss, 0.001000 rate, 1.000000 seconds, 64 images"),
+    ("console_table", "{step}         0.9         00:10"),
+    ("paddle", "[2022/08/08 16:28:28] ppocr INFO: epoch: [1/200], global_step: {step}, lr: 0.1, loss: 1.8"),
+    ("opennmt", "[2020-09-22 16:31:24,717 INFO] Step {step}/ 1000; acc:   7.21; ppl: 66.24; xent: 8.80; lr: 1.00000; "
+                "1930/1918 tok/s;      6 sec"),
+])
+def test_findall_readers_name_a_step_too_long_to_be_one(tmp_path, name, line):
+    """Was: OverflowError from the int64 step column (darknet, the console tables): a whole log unread. Now the
+    line is named as one that could not be read, and the others are read."""
+    head = "epoch     train_loss  time\n" if name == "console_table" else ""
+    steps = ("1", "9" * 23, "3")
+    path = tmp_path / "train.log"
+    path.write_text(head + "".join(line.format(step=step) + "\n" for step in steps))
+    [run] = get_reader(name).read([path])
+    assert sorted(run.scalars["step"].unique().tolist()) == [1, 3]
+    [warning] = run.warnings
+    assert "1 line(s) look like" in warning.message and "99999999999999999999999" in warning.message

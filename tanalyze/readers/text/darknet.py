@@ -64,6 +64,8 @@ _LINE = re.compile(
     rf"|({_LOOKALIKE_START}[^\n]*))[ \t]*(?=\n)")
 _NUMBER = re.compile(NUMBER)
 _ITERATION_TAGS = ("loss", "avg_loss", "lr", "iteration_time_s")
+#: the largest iteration read (an exact double, as every step)
+_LARGEST_STEP = 2**53
 
 
 class DarknetParser(FindallParser):
@@ -106,7 +108,6 @@ class DarknetParser(FindallParser):
         self._lookalikes = len(lines.steps) + lines.evaluations + len(lines.unread)
         return len(found) - len(lines.unread), len(lines.steps) + lines.evaluations
 
-
     def finish(self) -> None:
         notes = ["darknet training output: step = the iteration; 'avg_loss' is darknet's running average of the loss"]
         if self._evaluations:
@@ -148,7 +149,7 @@ class _Lines:
         previous = step = last_step
         for index, (number, loss, average, rate, seconds, iou, mean_ap, name, ap, precision, recall, f1,
                     average_iou, lookalike) in enumerate(found):
-            if lookalike or index in skipped:
+            if lookalike or index in skipped or (number and int(number) > _LARGEST_STEP):  # (no exact step)
                 out.unread.append(index)
                 continue
             if number:
