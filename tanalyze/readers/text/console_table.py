@@ -61,8 +61,8 @@ _LARGEST_EPOCH = 2**53
 
 class _Cells:
     """The cells of row-shaped lines (their words after the epoch), each told at once: its value (a clock in
-    seconds, NaN for ``#na#``), whether it is a cell as ``_CELL`` has it, and whether it is ``#na#`` (not measured).
-    ``words``: every line's words in turn, ``offsets``: where each line's begin (and the end)."""
+    seconds, NaN for ``#na#``), whether it is a cell as ``_CELL`` has it, and whether it is ``#na#`` (not measured),
+    all lines' words in turn; ``offsets``: where each line's words begin among them (and where the last ends)."""
 
     def __init__(self, fields: list[list[str]]) -> None:
         self.widths = np.fromiter(map(len, fields), np.int64, len(fields))
