@@ -996,6 +996,41 @@ def naive_opennmt(path: Path) -> int:
     return len(_frame(tags, steps, values, walls))
 
 
+ESPNET_BATCH = re.compile(r"\[[^\]]*\] (\S+ \S+) \([^)]*\) INFO: (\d+)epoch:train:\d+-(\d+)batch: (.*)")
+ESPNET_RESULTS = re.compile(r"\[[^\]]*\] (\S+ \S+) \([^)]*\) INFO: \d+epoch results: (.*)")
+ESPNET_PAIR = re.compile(rf"([A-Za-z_][\w.@/-]*)=({NUMBER})")
+
+
+def naive_espnet(path: Path) -> int:
+    """Each batch line's pairs at the iterations so far (the last results' train total_count plus its last batch),
+    each epoch's [valid] pairs (but its time and count) at that count; the line's time."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
+    base = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = ESPNET_BATCH.match(line)
+            if m:
+                step, pairs, prefix = base + int(m.group(3)), ESPNET_PAIR.findall(m.group(4)), ""
+            else:
+                m = ESPNET_RESULTS.match(line)
+                if not m:
+                    continue
+                sections = dict(zip(*[iter(re.split(r"\[(\w+)\] ", m.group(2))[1:])] * 2, strict=True))
+                base = step = int(re.search(r"total_count=(\d+)", sections["train"]).group(1))
+                pairs = [p for p in ESPNET_PAIR.findall(sections["valid"]) if p[0] not in ("time", "total_count")]
+                prefix = "valid/"
+            wall = datetime.strptime(m.group(1), STAMP).replace(tzinfo=UTC).timestamp()
+            for name, value in pairs:
+                tags.append(prefix + name)
+                steps.append(step)
+                values.append(float(value))
+                walls.append(wall)
+    return len(_frame(tags, steps, values, walls))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1005,7 +1040,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console,
          "timm_console": naive_timm_console, "nnunet": naive_nnunet,
          "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console,
-         "paddle": naive_paddle, "opennmt": naive_opennmt}
+         "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -722,6 +722,33 @@ def make_opennmt(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_espnet(path: Path, megabytes: int) -> None:
+    """ESPnet2's ``train.log`` as its docs show one: the model dump, each epoch's start, a line per 100 batches of
+    its 8,050, and the epoch's results (``[train]``, ``[valid]``, ``[att_plot]`` sections)."""
+    rng = random.Random(17)
+    head = "".join(f"[host] 2023-10-27 13:29:0{i},321 (asr:{i}) INFO: {text}\n" for i, text in enumerate((
+        "Vocabulary size: 5000", "ESPnetASRModel(", "Model summary: Number of parameters: 116.15 M",
+        "Optimizer: Adam(lr: 0.002)", "Scheduler: WarmupLR(warmup_steps=25000)")))
+
+    def block(epoch: int) -> str:
+        lines = [f"[host] 2023-10-27 13:29:13,321 (trainer:298) INFO: {epoch + 1}/1000epoch started\n"]
+        for first in range(1, 8050, 100):
+            loss = 150 * math.exp(-(epoch * 8050 + first) / 4e5) + rng.random()
+            lines.append(f"[host] 2023-10-27 13:37:46,{first % 1000:03d} (trainer:753) INFO: {epoch + 1}epoch:train:"
+                         f"{first}-{first + 99}batch: iter_time={rng.random() / 1000:.3e}, forward_time=0.040, "
+                         f"loss_ctc={loss * 1.2:.3f}, loss_att={loss * 0.9:.3f}, acc={1 - loss / 200:.3f}, loss={loss:.3f}, "
+                         f"backward_time=0.049, grad_norm={100 + rng.random() * 50:.3f}, clip=100.000, loss_scale=1.000, "
+                         f"optim_step_time=0.015, optim0_lr0={1e-5 * (epoch + 1):.3e}, train_time=0.127\n")
+        lines.append(f"[host] 2023-10-27 14:01:05,691 (trainer:338) INFO: {epoch + 1}epoch results: [train] "
+                     f"iter_time=1.5e-04, loss=130.1, acc=0.28, time=20 minutes and 52.3 seconds, "
+                     f"total_count={8050 * (epoch + 1)}, gpu_max_cached_mem_GB=7.2, [valid] loss_ctc=120.5, "
+                     f"loss_att=95.4, acc=0.35, cer=0.6, wer=0.9, loss={100 / (epoch + 1):.3f}, time=31.9 seconds, "
+                     "total_count=300, gpu_max_cached_mem_GB=7.2, [att_plot] time=1.2 seconds, total_count=0\n")
+        return "".join(lines)
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -745,6 +772,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "sb3_console": make_sb3_console,
     "paddle": make_paddle,
     "opennmt": make_opennmt,
+    "espnet": make_espnet,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -20,12 +20,14 @@ from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
 from tanalyze.readers.text._rows import Rows
 from tanalyze.readers.values import NUMBER, NUMBER_ONCE, parse_timestamps
 
-__all__ = ["PAIR", "PairLines", "template"]
+__all__ = ["EQUALS_PAIR", "PAIR", "PairLines", "template"]
 
 #: a name and its number (a scheduler's name in parentheses after ``lr`` left out); a name of at most 128
 #: characters, taken whole (a long run of letters, tried from each of its characters, would take time in the square of
 #: its length)
 PAIR = re.compile(rf"([A-Za-z_][\w.@/-]{{0,127}}+)(?:\([^()\n]*\))?: +({NUMBER})")
+#: ``name=number`` (ESPnet's), the same way
+EQUALS_PAIR = re.compile(rf"([A-Za-z_][\w.@/-]{{0,127}}+)=({NUMBER})")
 #: the text between pairs in pieces: digits, blanks, the rest
 _GAP = re.compile(r"(\d+)|( +)|([^\d ]+)")
 
@@ -33,10 +35,11 @@ _GAP = re.compile(r"(\d+)|( +)|([^\d ]+)")
 class PairLines:
     """The lines of a chunk read, in order: each one's step, epoch, ``name: number`` text, time and tag prefix (""
     for the main lines, whose template is tried; others, evaluations, are found line by line). ``not_tags``: names
-    that are no tags."""
+    that are no tags; ``pair``: the pattern of a pair (a name and a number, groups 1 and 2)."""
 
-    def __init__(self, not_tags: Collection[str]) -> None:
+    def __init__(self, not_tags: Collection[str], pair: re.Pattern[str] = PAIR) -> None:
         self.not_tags = not_tags
+        self.pair = pair
         self.steps: list[int] = []
         self.epochs: list[str] = []
         self.rests: list[str] = []
@@ -80,7 +83,7 @@ class PairLines:
         counts: list[int] = []
         for line in lines:
             prefix = self.prefixes[line]
-            pairs = [pair for pair in PAIR.findall(self.rests[line]) if pair[0] not in self.not_tags]
+            pairs = [pair for pair in self.pair.findall(self.rests[line]) if pair[0] not in self.not_tags]
             counts.append(len(pairs))
             names += [prefix + name for name, _ in pairs]
             numbers += [number for _, number in pairs]
@@ -97,7 +100,7 @@ class PairLines:
     def _same_pairs(self, rests: list[str]) -> tuple[list[str], np.ndarray] | None:
         """The names (those that are tags) and the numbers (line after line) of ``rests`` when every one has the
         pairs of the first in its template; None otherwise."""
-        pattern, names = template(rests[0])
+        pattern, names = template(rests[0], self.pair)
         if not names:
             return None
         found = pattern.findall("\n".join(rests))
@@ -113,21 +116,22 @@ class PairLines:
         return (taken, parsed) if parsed is not None else None
 
 
-def template(rest: str) -> tuple[re.Pattern[str], list[str]]:
+def template(rest: str, pair: re.Pattern[str] = PAIR) -> tuple[re.Pattern[str], list[str]]:
     """A line of the pairs of ``rest`` as a pattern (``^…$``, each number a group), and the pairs' names: each
     pair's name as it is, then ``:`` and blanks; the text between pairs as it is but its digits (an ``eta: 0:04:14``
     goes on) and how many blanks each run of them has (numbers padded to a width).
 
-    A line it matches has exactly the pairs ``PAIR`` finds in it, those names with those numbers: the pairs of
-    ``rest`` are all ``PAIR`` finds in it, and a line that differs only in digits and in the length of blank runs
-    between pairs has no other name followed by ``:``, blanks and a number (a name begins with a letter and no
-    letter, colon or blank comes or goes)."""
+    A line it matches has exactly the pairs ``pair`` (``PAIR`` or ``EQUALS_PAIR``) finds in it, those names with
+    those numbers: the pairs of ``rest`` are all it finds in it, and a line that differs only in digits and in the
+    length of blank runs between pairs has no other name followed by ``:`` and blanks (or ``=``) and a number (a name
+    begins with a letter and no letter, colon, equals sign or blank comes or goes)."""
     pieces: list[str] = []
     names: list[str] = []
     at = 0
-    for m in PAIR.finditer(rest):
-        separator = rest[m.start():m.start(2)].rstrip(" ")  # (the name, a parenthesis, the colon)
-        pieces += [_between(rest[at:m.start()]), re.escape(separator), " ++", f"({NUMBER_ONCE})"]
+    for m in pair.finditer(rest):
+        separator = rest[m.start():m.start(2)]  # (the name, a parenthesis, the colon and blanks, or "=")
+        blanks = " ++" if separator.endswith(" ") else ""
+        pieces += [_between(rest[at:m.start()]), re.escape(separator.rstrip(" ")), blanks, f"({NUMBER_ONCE})"]
         names.append(m.group(1))
         at = m.end()
     pieces.append(_between(rest[at:]))
