@@ -13,14 +13,18 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from itertools import chain, compress
+from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
+from tanalyze.readers.text._findall import FindallParser
+from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
 from tanalyze.readers.text._rows import Rows
 from tanalyze.readers.values import NUMBER, NUMBER_ONCE, parse_timestamps
 
-__all__ = ["EQUALS_PAIR", "PAIR", "PairLines", "template"]
+__all__ = ["EQUALS_PAIR", "PAIR", "PairLines", "PairTake", "PairsParser", "template"]
 
 #: a name and its number (a scheduler's name in parentheses after ``lr`` left out); a name of at most 128
 #: characters, taken whole (a long run of letters, tried from each of its characters, would take time in the square of
@@ -114,6 +118,58 @@ class PairLines:
         values = values.reshape(len(rests), len(names))[:, np.flatnonzero(kept)].ravel()
         parsed = parse_numbers(" ".join(values.tolist()))
         return (taken, parsed) if parsed is not None else None
+
+
+class PairsParser(FindallParser):
+    """A :class:`FindallParser` whose main lines are pairs read by :class:`PairLines`: its :meth:`take` goes
+    through the chunk's lines with a :class:`PairTake`. The main lines ``line`` finds, read or not, are its
+    look-alike lines (no second scan)."""
+
+    #: read every main line's pairs on its own (not a chunk's at once by their template); for tests
+    line_by_line: ClassVar[bool] = False
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self._lookalikes = 0
+
+    def count_lookalikes(self, text: str) -> int:
+        return self._lookalikes
+
+
+class PairTake:
+    """A chunk's lines as a :class:`PairsParser` takes them, in order: its main lines (:meth:`main`, a restart
+    recorded at its line), the lines of other kinds added to ``lines`` with a tag prefix, the look-alike lines left
+    unread (``unread``); :meth:`done` adds the rows."""
+
+    def __init__(self, parser: PairsParser, chunk: Chunk, text: str, not_tags: Collection[str],
+                 pair: re.Pattern[str] = PAIR) -> None:
+        self.parser, self.chunk, self.text = parser, chunk, text
+        self.lines = PairLines(not_tags, pair)
+        self.unread: list[int] = []
+        #: the step of the last main line (before the chunk's first, the parser's last)
+        self.previous = parser._last_step
+        self.read = 0
+
+    def main(self, index: int, step: int, epoch: str, rest: str, stamp: str) -> None:
+        """The main line of match ``index``: its step, epoch, pairs' text and time."""
+        previous = self.previous
+        if previous is not None and step < previous:  # a restart: recorded at its line
+            self.parser.anchor(previous, None, 0)
+            self.parser.anchor(step, self.chunk, self.parser.match_start(self.text, index))
+        self.previous = step
+        self.read += 1
+        self.lines.add(step, epoch, rest, stamp, "")
+
+    def done(self, found: int) -> tuple[int, int]:
+        """The rows added; how many of the ``found`` lines were read and how many of them are main lines (as
+        :meth:`FindallParser.take` returns them)."""
+        parser = self.parser
+        parser.unread_matches.update(self.unread)
+        if self.read:
+            parser.anchor(self.previous, None, 0)  # type: ignore[arg-type]
+        self.lines.add_rows(parser.rows, at_once=not parser.line_by_line)
+        parser._lookalikes = self.read + len(self.unread)
+        return found - len(self.unread), self.read
 
 
 def template(rest: str, pair: re.Pattern[str] = PAIR) -> tuple[re.Pattern[str], list[str]]:

@@ -22,9 +22,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
-from tanalyze.readers.text._pairs import EQUALS_PAIR, PairLines
+from tanalyze.readers.text._pairs import EQUALS_PAIR, PairLines, PairsParser, PairTake
 from tanalyze.readers.text._reader import TextReader
 
 __all__ = ["ESPnetParser", "ESPnetReader", "detect_espnet"]
@@ -45,15 +44,13 @@ _NOT_TAGS = frozenset({"time", "total_count"})
 _LARGEST_STEP = 2**53
 
 
-class ESPnetParser(FindallParser):
+class ESPnetParser(PairsParser):
     family = "ESPnet"
     lookalike = _LOOKALIKE
     line = _LINE
     lookalike_line = re.compile(r"\n" + _LOOKALIKE.pattern[1:])
     state_fields = {"_epoch": "last", "_base": "last", "_batches": "last", "_next_base": "last", "_results": "sum",
                     "_placed": "sum"}
-    #: read every training line's pairs on its own (not a chunk's at once by their template); for tests
-    line_by_line = False
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -63,39 +60,19 @@ class ESPnetParser(FindallParser):
         self._next_base: int | None = None  # the iterations after it, when its results said
         self._results = 0
         self._placed = 0  # epochs placed after the batches of the one before (no results before them)
-        self._lookalikes = 0
-
-    def count_lookalikes(self, text: str) -> int:
-        """The training lines ``line`` found in the last :meth:`take` (read or not): no second scan."""
-        return self._lookalikes
 
     def take(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
-        lines = PairLines(_NOT_TAGS, EQUALS_PAIR)
-        unread: list[int] = []
-        previous = self._last_step
-        trained = 0
+        taking = PairTake(self, chunk, text, _NOT_TAGS, EQUALS_PAIR)
         for index, (stamp, epoch, batch, updates, rest, done, results, lookalike) in enumerate(found):
             if results:
-                self._on_results(int(done), results, stamp, lines)
-                continue
-            if lookalike or max(int(epoch), int(batch), int(updates or 0)) > _LARGEST_STEP:
-                unread.append(index)
-                continue
-            self._enter(int(epoch))
-            self._batches = max(self._batches, int(batch))
-            step = int(updates) if updates else self._base + int(batch)
-            if previous is not None and step < previous:  # a restart: recorded at its line
-                self.anchor(previous, None, 0)
-                self.anchor(step, chunk, self.match_start(text, index))
-            previous = step
-            trained += 1
-            lines.add(step, epoch, rest, stamp, "")
-        self.unread_matches.update(unread)
-        if trained:
-            self.anchor(previous, None, 0)  # type: ignore[arg-type]
-        lines.add_rows(self.rows, at_once=not self.line_by_line)
-        self._lookalikes = trained + len(unread)
-        return len(found) - len(unread), trained
+                self._on_results(int(done), results, stamp, taking.lines)
+            elif lookalike or max(int(epoch), int(batch), int(updates or 0)) > _LARGEST_STEP:
+                taking.unread.append(index)
+            else:
+                self._enter(int(epoch))
+                self._batches = max(self._batches, int(batch))
+                taking.main(index, int(updates) if updates else self._base + int(batch), epoch, rest, stamp)
+        return taking.done(len(found))
 
     def _enter(self, epoch: int) -> None:
         """The training lines of ``epoch`` begin: the iterations before it are those its results said, else those

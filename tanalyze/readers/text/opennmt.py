@@ -20,9 +20,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
-from tanalyze.readers.text._pairs import PairLines
+from tanalyze.readers.text._pairs import PairsParser, PairTake
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.values import NUMBER
 
@@ -43,51 +42,30 @@ _VALIDATION = {"perplexity": "ppl", "accuracy": "acc", "xent": "xent"}
 _LARGEST_STEP = 2**53
 
 
-class OpenNMTParser(FindallParser):
+class OpenNMTParser(PairsParser):
     family = "OpenNMT-py"
     lookalike = _LOOKALIKE
     line = _LINE
     lookalike_line = re.compile(r"\n" + _LOOKALIKE.pattern[1:])
     state_fields = {"_validations": "sum"}
-    #: read every training line's pairs on its own (not a chunk's at once by their template); for tests
-    line_by_line = False
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._validations = 0
-        self._lookalikes = 0
-
-    def count_lookalikes(self, text: str) -> int:
-        """The training lines ``line`` found in the last :meth:`take` (read or not): no second scan."""
-        return self._lookalikes
 
     def take(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
-        lines = PairLines(_NOT_TAGS)
-        unread: list[int] = []
-        previous = step = self._last_step
-        trained = 0
+        taking = PairTake(self, chunk, text, _NOT_TAGS)
         for index, (stamp, number, rest, source, target, plain, name, value, lookalike) in enumerate(found):
             if name:
-                lines.add(0 if step is None else step, "nan", f"{_VALIDATION[name]}: {value}", stamp, "valid/")
+                at = 0 if taking.previous is None else taking.previous
+                taking.lines.add(at, "nan", f"{_VALIDATION[name]}: {value}", stamp, "valid/")
                 self._validations += name == "perplexity"
-                continue
-            if lookalike or int(number) > _LARGEST_STEP:  # (no exact step: not read, named)
-                unread.append(index)
-                continue
-            step = int(number)
-            if previous is not None and step < previous:  # a restart: recorded at its line
-                self.anchor(previous, None, 0)
-                self.anchor(step, chunk, self.match_start(text, index))
-            previous = step
-            trained += 1
-            rest = f"{rest}src_tok/s: {source}; tgt_tok/s: {target}" if source else plain
-            lines.add(step, "nan", rest, stamp, "")
-        self.unread_matches.update(unread)
-        if trained:
-            self.anchor(previous, None, 0)  # type: ignore[arg-type]
-        lines.add_rows(self.rows, at_once=not self.line_by_line)
-        self._lookalikes = trained + len(unread)
-        return len(found) - len(unread), trained
+            elif lookalike or int(number) > _LARGEST_STEP:  # (no exact step: not read, named)
+                taking.unread.append(index)
+            else:
+                rest = f"{rest}src_tok/s: {source}; tgt_tok/s: {target}" if source else plain
+                taking.main(index, int(number), "nan", rest, stamp)
+        return taking.done(len(found))
 
     def finish(self) -> None:
         notes = ["OpenNMT-py training log: step = the step of each 'Step N/M;' line; acc in percent, xent the "

@@ -26,9 +26,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
-from tanalyze.readers.text._pairs import PairLines
+from tanalyze.readers.text._pairs import PairsParser, PairTake
 from tanalyze.readers.text._reader import TextReader
 
 __all__ = ["PaddleParser", "PaddleReader", "detect_paddle"]
@@ -59,31 +58,21 @@ _STEPS = {"PaddleOCR": "global_step", "PaddleClas": "(epoch - 1) × iterations p
 _SUITES = tuple(_STEPS)
 
 
-class PaddleParser(FindallParser):
+class PaddleParser(PairsParser):
     family = "PaddlePaddle"
     lookalike = _LOOKALIKE
     line = _LINE
     lookalike_line = re.compile(r"\n" + _LOOKALIKE.pattern[1:])
     state_fields = {"_iterations": "last", "_suites": "union", "_evaluations": "sum"}
-    #: read every training line's pairs on its own (not a chunk's at once by their template); for tests
-    line_by_line = False
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
         self._iterations: int | None = None  # PaddleClas's iterations per epoch
         self._suites: set[str] = set()
         self._evaluations = 0
-        self._lookalikes = 0
-
-    def count_lookalikes(self, text: str) -> int:
-        """The training lines ``line`` found in the last :meth:`take` (read or not): no second scan."""
-        return self._lookalikes
 
     def take(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> tuple[int, int]:
-        lines = PairLines(_NOT_TAGS)  # (training lines and evaluations, in line order)
-        unread: list[int] = []
-        previous = step = self._last_step
-        trained = 0
+        taking = PairTake(self, chunk, text, _NOT_TAGS)  # (training lines and evaluations, in line order)
         for index, (stamp, ocr_epoch, ocr_step, ocr_rest, ocr_eval, cls_epoch, cls_iteration, cls_iterations,
                     cls_rest, cls_eval_epoch, cls_eval, bracketed_lookalike, seg_stamp, seg_epoch, seg_iteration,
                     seg_rest, seg_eval, seg_lookalike) in enumerate(found):
@@ -98,34 +87,23 @@ class PaddleParser(FindallParser):
                 step, epoch, rest, stamp = int(seg_iteration), seg_epoch, seg_rest, seg_stamp
                 self._suites.add("PaddleSeg")
             elif bracketed_lookalike or seg_lookalike:
-                unread.append(index)
+                taking.unread.append(index)
                 continue
             else:
                 if cls_eval_epoch and self._iterations is not None:
                     at = max(int(cls_eval_epoch) * self._iterations - 1, 0)  # (the epoch's last iteration)
                 else:
-                    at = 0 if step is None else step
+                    at = 0 if taking.previous is None else taking.previous
                 if at <= _LARGEST_STEP:
-                    lines.add(at, cls_eval_epoch or "nan", ocr_eval or cls_eval or seg_eval, stamp or seg_stamp,
-                              "eval/")
+                    taking.lines.add(at, cls_eval_epoch or "nan", ocr_eval or cls_eval or seg_eval,
+                                     stamp or seg_stamp, "eval/")
                     self._evaluations += 1
                 continue
             if step > _LARGEST_STEP:  # (no exact step: not read, named)
-                step = previous
-                unread.append(index)
+                taking.unread.append(index)
                 continue
-            if previous is not None and step < previous:  # a restart: recorded at its line
-                self.anchor(previous, None, 0)
-                self.anchor(step, chunk, self.match_start(text, index))
-            previous = step
-            trained += 1
-            lines.add(step, epoch, rest, stamp, "")
-        self.unread_matches.update(unread)
-        if trained:
-            self.anchor(previous, None, 0)  # type: ignore[arg-type]
-        lines.add_rows(self.rows, at_once=not self.line_by_line)
-        self._lookalikes = trained + len(unread)
-        return len(found) - len(unread), trained
+            taking.main(index, step, epoch, rest, stamp)
+        return taking.done(len(found))
 
     def finish(self) -> None:
         suites = [suite for suite in _SUITES if suite in self._suites]
