@@ -1031,6 +1031,35 @@ def naive_espnet(path: Path) -> int:
     return len(_frame(tags, steps, values, walls))
 
 
+LM_TRAIN = re.compile(r"\| epoch +(\d+) \| +(\d+)/ *(\d+) batches \| lr ([^ |]+) \| ms/batch +([^ |]+) \| "
+                      r"loss +([^ |]+) \| ppl +([^ |\n]+)")
+LM_EPOCH = re.compile(r"\| end of epoch +(\d+) \| time: +[^ |]+s \| valid loss +([^ |]+) \| valid ppl +([^ |\n]+)")
+
+
+def naive_pytorch_lm(path: Path) -> int:
+    """Each training line's four numbers at (epoch − 1) × batches + batch, each epoch summary's two at the epoch's
+    end."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    batches = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = LM_TRAIN.match(line)
+            if m:
+                batches = int(m.group(3))
+                tags += ["lr", "ms/batch", "loss", "ppl"]
+                steps += [(int(m.group(1)) - 1) * batches + int(m.group(2))] * 4
+                values += [float(m.group(k)) for k in range(4, 8)]
+                continue
+            m = LM_EPOCH.match(line)
+            if m:
+                tags += ["valid loss", "valid ppl"]
+                steps += [int(m.group(1)) * batches] * 2
+                values += [float(m.group(2)), float(m.group(3))]
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1040,7 +1069,8 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "torch_examples": naive_torch_examples, "tqdm_console": naive_tqdm_console,
          "timm_console": naive_timm_console, "nnunet": naive_nnunet,
          "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console,
-         "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet}
+         "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
+         "pytorch_lm": naive_pytorch_lm}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

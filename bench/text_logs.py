@@ -749,6 +749,26 @@ def make_espnet(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_pytorch_lm(path: Path, megabytes: int) -> None:
+    """PyTorch's word-language-model example on Wikitext-2 as its README shows it: a line every 200 of an epoch's
+    2,983 batches, then the epoch's summary between lines of dashes (an epoch per block: a large log is many)."""
+    rng = random.Random(18)
+
+    def block(epoch: int) -> str:
+        lines = []
+        for batch in range(200, 2983, 200):
+            loss = 7.6 * math.exp(-(epoch * 2983 + batch) / 2e6) + rng.random() / 10
+            lines.append(f"| epoch {epoch + 1:3d} | {batch:5d}/ 2983 batches | lr {20 / 4 ** (epoch // 40):02.2f} | "
+                         f"ms/batch {45 + rng.random():5.2f} | loss {loss:5.2f} | ppl {math.exp(loss):8.2f}\n")
+        valid = 7.2 * math.exp(-(epoch + 1) * 2983 / 2e6)
+        dashes = "-" * 89 + "\n"
+        lines += [dashes, f"| end of epoch {epoch + 1:3d} | time: {140 + rng.random():5.2f}s | valid loss {valid:5.2f} | "
+                  f"valid ppl {math.exp(valid):8.2f}\n", dashes]
+        return "".join(lines)
+
+    _write(path, megabytes, "", block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -773,6 +793,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "paddle": make_paddle,
     "opennmt": make_opennmt,
     "espnet": make_espnet,
+    "pytorch_lm": make_pytorch_lm,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

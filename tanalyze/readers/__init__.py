@@ -45,6 +45,7 @@ READERS: tuple[str, ...] = (
     # console logs (text): after every structured format, specific before generic
     "tanalyze.readers.text.megatron:MegatronReader",
     "tanalyze.readers.text.llmc:LlmcReader",
+    "tanalyze.readers.text.pytorch_lm:PyTorchLMReader",
     "tanalyze.readers.text.fairseq:FairseqReader",
     "tanalyze.readers.text.hf_console:HFConsoleReader",
     "tanalyze.readers.text.keras_console:KerasConsoleReader",

@@ -8,7 +8,7 @@ from tanalyze.readers import READERS, get_reader
 from tanalyze.readers.text.console import console_readers, detect_console_format, parse_console_file
 from tests.readers.text_helpers import check, notes_text, write
 
-TEXT_FORMATS = ["megatron", "llmc", "fairseq", "hf_console", "keras_console", "deepspeed", "modded_nanogpt", "build_nanogpt", "nanogpt",
+TEXT_FORMATS = ["megatron", "llmc", "pytorch_lm", "fairseq", "hf_console", "keras_console", "deepspeed", "modded_nanogpt", "build_nanogpt", "nanogpt",
                 "tqdm_console", "timm_console", "nnunet", "darknet", "console_table", "sb3_console", "paddle", "opennmt", "espnet", "text",
                 "torch_examples"]
 
@@ -21,6 +21,8 @@ SAMPLES = {
     "opennmt": "[2020-09-22 16:31:24,717 INFO] Step 50/ 1000; acc:   7.21; ppl: 6659.24; xent: 8.80; lr: 1.00000; "
                "19307/19183 tok/s;      6 sec\n[2020-09-22 16:31:30,779 INFO] Step 100/ 1000; acc:   9.26; "
                "ppl: 1989.38; xent: 7.60; lr: 1.00000; 19281/19312 tok/s;     12 sec\n",
+    "pytorch_lm": "| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | loss  7.63 | ppl  2050.44\n"
+                  "| epoch   1 |   400/ 2983 batches | lr 20.00 | ms/batch 45.11 | loss  6.85 | ppl   945.93\n",
     "espnet": "[host] 2020-04-05 16:34:56,315 (trainer:453) INFO: 2epoch:train:1-10batch: iter_time=0.006, loss=50.873\n"
               "[host] 2020-04-05 16:34:58,046 (trainer:453) INFO: 2epoch:train:11-20batch: iter_time=0.004, loss=44.369\n",
     "darknet": " 1: 719.302734, 719.302734 avg loss, 0.001000 rate, 3.5 seconds, 64 images\n"

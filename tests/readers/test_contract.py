@@ -52,6 +52,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "paddle": "fixtures:paddle/paddleseg/train.log",
     # no OpenNMT-py log in the corpus; the bundled one was printed by a real OpenNMT-py training (its generate.py)
     "opennmt": "fixtures:opennmt/toy/train.log",
+    # no such console in the corpus; the bundled ones were printed by real trainings of the example's loop (generate.py)
+    "pytorch_lm": "fixtures:pytorch_lm/word_lm.log",
     # no ESPnet log in the corpus, and its training needs a recipe's data preparation: the bundled lines are its docs'
     "espnet": "fixtures:espnet/asr_train/train.log",
     # no darknet log in the corpus and darknet cannot be built here: the bundled log reproduces public logs' lines

@@ -27,7 +27,8 @@ def _read(name: str, files: list[Path]):
     ("console_table", [FIXTURES / "console_table/fastai_fit.log"]),
     ("paddle", [FIXTURES / "paddle/paddleseg/train.log"]),
     ("opennmt", [FIXTURES / "opennmt/toy/train.log"]),
-], ids=["darknet", "nnunet", "console_table", "paddle", "opennmt"])
+    ("pytorch_lm", [FIXTURES / "pytorch_lm/word_lm_overfit.log"]),
+], ids=["darknet", "nnunet", "console_table", "paddle", "opennmt", "pytorch_lm"])
 def test_small_chunks_read_the_same_rows(name, files, monkeypatch):
     whole = _read(name, files)
     assert len(whole.scalars) > 20

@@ -92,6 +92,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     found += [("sb3_console", p) for p in (sb3 / "console.log", sb3 / "ppo" / "log.txt", sb3 / "dqn" / "log.txt")]
     found += [("paddle", Path(__file__).resolve().parents[1] / "fixtures" / "paddle" / "paddleseg" / "train.log")]
     found += [("opennmt", Path(__file__).resolve().parents[1] / "fixtures" / "opennmt" / "toy" / "train.log")]
+    lm = Path(__file__).resolve().parents[1] / "fixtures" / "pytorch_lm"
+    found += [("pytorch_lm", p) for p in sorted(lm.glob("*.log"))]
     found += [("espnet", Path(__file__).resolve().parents[1] / "fixtures" / "espnet" / "asr_train" / "train.log")]
     return found
 

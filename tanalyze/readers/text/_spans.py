@@ -112,6 +112,9 @@ class SpanParser:
     span_shapes: ClassVar[tuple[LineShape, ...]]
     #: the templates of lines printed after main lines (an epoch's evaluation), read at once too
     summary_shapes: ClassVar[tuple[LineShape, ...]] = ()
+    #: whole lines, after their line break, that reading line by line never reads and the look-alike scan never
+    #: names (a rule of dashes between epochs): passed over as blank lines are
+    inert_lines: ClassVar[re.Pattern[str] | None] = None
     #: read every line on its own; for tests
     line_by_line = False
 
@@ -154,13 +157,14 @@ class SpanParser:
         reading.by_line(0, int(starts[first_main]), chars)
         main = _Main.of(self, lines[: len(self.span_shapes)], grids)
         summaries = None
+        empty = self._empty_lines(text, chars, starts)
         if main is not None and parser.anchors_go_on(main.steps_in_order):
-            summaries = self._summaries_read_at_once(lines, grids, main, chars, starts)
+            summaries = self._summaries_read_at_once(lines, grids, main, empty)
         if summaries is None:  # (as the line-by-line reading goes on)
             reading.by_line(int(starts[first_main]), len(text), chars)
             parser.scan_ranges = None
             return
-        self._take_chunk(reading, starts, chars, main, summaries, first_main)
+        self._take_chunk(reading, starts, chars, main, summaries, first_main, empty)
 
     def _shaped(self, chunk: Chunk) -> tuple[np.ndarray, np.ndarray, list[np.ndarray], dict[int, np.ndarray]] | None:
         """The chunk's line starts and characters, the lines of each main and summary shape and their fields
@@ -183,12 +187,22 @@ class SpanParser:
                 return starts, chars, lines, dict(zip(found, grids, strict=True))
         return None
 
+    def _empty_lines(self, text: str, chars: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """Which of the chunk's lines (at ``starts``) are blank or inert (see ``inert_lines``)."""
+        empty = chars[starts] == 10
+        if self.inert_lines is not None:
+            found = [m.start() + 1 for m in self.inert_lines.finditer(text)]
+            if self.inert_lines.match("\n" + text[:starts[1] if len(starts) > 1 else len(text)]):
+                found.insert(0, 0)
+            empty[np.searchsorted(starts, np.array(found, dtype=np.int64))] = True
+        return empty
+
     def _summaries_read_at_once(self, lines: list[np.ndarray], grids: dict[int, np.ndarray], main: _Main,
-                                chars: np.ndarray, starts: np.ndarray) -> list[_Summary] | None:
+                                empty: np.ndarray) -> list[_Summary] | None:
         """The summaries read at once: those with a main line above them in the chunk and only lines read at
-        once (or blank lines) between; None when a line has two shapes."""
+        once (or blank or inert lines: ``empty``) between; None when a line has two shapes."""
         count = len(self.span_shapes)
-        taken = np.zeros(len(starts), dtype=bool)
+        taken = np.zeros(len(empty), dtype=bool)
         for kind in lines:
             taken[kind] = True
         if int(taken.sum()) != sum(map(len, lines)):
@@ -197,7 +211,7 @@ class SpanParser:
             return []  # (the summaries read in their place)
         (kind,) = main.kinds
         above_lines = main.lines[kind]
-        nonblank = chars[starts] != 10
+        nonblank = ~empty
         clear = {index: np.ones(len(lines[count + index]), dtype=bool) for index in range(len(self.summary_shapes))}
         while True:  # (a summary read in its place is a line read on its own for the summaries below it)
             blockers = np.flatnonzero(~taken & nonblank)
@@ -223,7 +237,7 @@ class SpanParser:
                 return out
 
     def _take_chunk(self, reading: _Reading, starts: np.ndarray, chars: np.ndarray, main: _Main,
-                    summaries: list[_Summary], first_main: int) -> None:
+                    summaries: list[_Summary], first_main: int, empty: np.ndarray) -> None:
         """The rows read at once added, and the lines below the first main line not read at once read on their
         own in their place, the state brought up to each."""
         rows = reading.parser.rows
@@ -243,7 +257,7 @@ class SpanParser:
         for summary in summaries:
             read[summary.lines] = True
         edges = np.flatnonzero(np.diff(np.concatenate(([True], read))))  # the first line of each gap, its end, …
-        unread = np.concatenate(([0], np.cumsum(~read[:-1] & (chars[starts] != 10))))  # (lines not blank)
+        unread = np.concatenate(([0], np.cumsum(~read[:-1] & ~empty)))  # (lines not blank)
         walk = _Walk(self, reading.parser, reading.chunk, starts, main, summaries)
         for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True):
             if unread[b] == unread[a]:
