@@ -1060,6 +1060,40 @@ def naive_pytorch_lm(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+_TITAN_COLOUR = r"(?:\x1b\[[\d;]*m)?"
+_TITAN_NUMBER = r"([-+]?(?:\d[\d,]*\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)"
+TITAN_LINE = re.compile(
+    rf"(?:\[rank\d+\]:)?(?:\[titan\] )?(\S+ \S+) - \S+ - INFO - {_TITAN_COLOUR}(validate )?step: +(\d+)  "
+    rf"{_TITAN_COLOUR}loss: +{_TITAN_NUMBER}(?:  {_TITAN_COLOUR}grad_norm: +{_TITAN_NUMBER})?  {_TITAN_COLOUR}memory: +"
+    rf"{_TITAN_NUMBER}GiB(?:\({_TITAN_NUMBER}%\))?  {_TITAN_COLOUR}[tw]ps: +{_TITAN_NUMBER}(?:  {_TITAN_COLOUR}tflops: +"
+    rf"{_TITAN_NUMBER})?(?:  {_TITAN_COLOUR}mfu: +(?:{_TITAN_NUMBER}%|N/A))?{_TITAN_COLOUR}\s*$")
+TITAN_NAMES = ("loss", "grad_norm", "memory_gib", "memory_pct", "tps", "tflops", "mfu")
+
+
+def naive_torchtitan(path: Path) -> int:
+    """Each metrics line's fields (a validation's as validation/…) at its step, the thousands separators taken out;
+    the line's time."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = TITAN_LINE.match(line)
+            if not m:
+                continue
+            prefix = "validation/" if m.group(2) else ""
+            step = int(m.group(3))
+            wall = datetime.strptime(m.group(1), STAMP).replace(tzinfo=UTC).timestamp()
+            for name, value in zip(TITAN_NAMES, m.groups()[3:], strict=True):
+                if value:
+                    tags.append(prefix + name)
+                    steps.append(step)
+                    values.append(float(value.replace(",", "")))
+                    walls.append(wall)
+    return len(_frame(tags, steps, values, walls))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1070,7 +1104,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "timm_console": naive_timm_console, "nnunet": naive_nnunet,
          "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console,
          "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
-         "pytorch_lm": naive_pytorch_lm}
+         "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

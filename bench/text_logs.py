@@ -769,6 +769,46 @@ def make_pytorch_lm(path: Path, megabytes: int) -> None:
     _write(path, megabytes, "", block)
 
 
+def make_torchtitan(path: Path, megabytes: int) -> None:
+    """torchtitan's console of a Llama 3 8B training as ``run_train.sh`` leaves it (``[rank0]:``, colour codes):
+    the start-up lines, a metrics line every 10 steps (2026's, with grad_norm), the periodic GC line every 50, a
+    validation and a checkpoint every 500, the dataset re-looped now and then."""
+    rng = random.Random(19)
+    red, green, yellow, blue, magenta, cyan, reset = (f"\033[{c}m" for c in (31, 32, 33, 34, 35, 36, 39))
+    orange, turquoise = "\033[38;2;180;60;0m", "\033[38;2;54;234;195m"
+    start = 1_779_120_264.201
+
+    def prefix(second: float, level: str = "INFO") -> str:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(second))
+        return f"[rank0]:[titan] {stamp},{int(second * 1000) % 1000:03d} - root - {level} - "
+
+    head = "".join(prefix(start) + line + "\n" for line in (
+        "Starting job: Llama 3 8B training", "Building 1-D device mesh with ['dp_shard'], [8]",
+        "CUDA capacity: NVIDIA H100 80GB HBM3 with 79.11GiB memory",
+        "Model llama3 8B size: 8,030,261,248 total parameters", "Peak FLOPS used for computing MFU: 9.890e+14",
+        "CUDA memory usage for model: 3.77GiB(4.77%)", "Training starts at step 1."))
+
+    def block(index: int) -> str:
+        step = 1 if index == 0 else 10 * index
+        at = prefix(start + 1.1 * step)
+        loss = 12.0 * (step + 50) ** -0.12 + rng.random() * 0.05
+        tps = rng.randint(6800, 7400)
+        out = (at + f"{red}step: {step:2}  {green}loss: {loss:8.5f}  {orange}grad_norm: {rng.random() * 2:7.4f}  "
+               f"{turquoise}memory: {63.5 + rng.random():5.2f}GiB({80.2 + rng.random():.2f}%)  {blue}tps: {tps:,}  "
+               f"{cyan}tflops: {tps * 0.0542:,.2f}  {magenta}mfu: {tps * 0.00548:.2f}%{reset}\n")
+        if step % 50 == 0:
+            out += at + "[GC] Performing periodical GC collection 0.05 seconds\n"
+        if step % 500 == 0:
+            out += (at + f"{yellow}validate step: {step:2}  {green}loss: {loss + 0.1:7.4f}  "
+                    f"{turquoise}memory: {64.1:5.2f}GiB({81.0:.2f}%)  {blue}tps: {tps * 3:,}{reset}\n"
+                    + at + "Saving the checkpoint (or staging if async is enabled).\n")
+        if index % 997 == 5:
+            out += prefix(start + 1.1 * step, "WARNING") + "Dataset c4 is being re-looped\n"
+        return out
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -794,6 +834,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "opennmt": make_opennmt,
     "espnet": make_espnet,
     "pytorch_lm": make_pytorch_lm,
+    "torchtitan": make_torchtitan,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -54,6 +54,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "opennmt": "fixtures:opennmt/toy/train.log",
     # no such console in the corpus; the bundled ones were printed by real trainings of the example's loop (generate.py)
     "pytorch_lm": "fixtures:pytorch_lm/word_lm.log",
+    # no torchtitan log in the corpus and its training needs CUDA devices: the bundled lines are from its source and PRs
+    "torchtitan": "fixtures:torchtitan/console.log",
     # no ESPnet log in the corpus, and its training needs a recipe's data preparation: the bundled lines are its docs'
     "espnet": "fixtures:espnet/asr_train/train.log",
     # no darknet log in the corpus and darknet cannot be built here: the bundled log reproduces public logs' lines

@@ -156,9 +156,11 @@ def read_part(path: Path, name: str, make_parser: Callable[[Path], TextParser], 
     tails: dict[str, Any] = {}
     for rank in sorted(lanes):
         lane = lanes[rank]
-        clean = lane.mark is None
+        # (a lane with no line after the last line break may still count that line's repairs: the file's, on the
+        # launcher's lane; its mark keeps the counts at the line break, its tail those after)
+        clean = lane.mark is None and lane.counted == _lane_counts(lane, shared)
         mark = lane.mark if lane.mark is not None else _parts._mark(
-            lane.parser, offset, lane.line, _lane_counts(lane, shared), lane.tracebacks)
+            lane.parser, offset, lane.line, lane.counted, lane.tracebacks)
         sub = _parts._main_part(lane.parser, mark)
         sub.meta["settled"] = lane.settled
         key = str(rank)
