@@ -64,7 +64,7 @@ _CONSOLE_SUFFIXES = {".log", ".out", ".err", ".txt"}
 _CONSOLE_NAMES = re.compile(r"^(stdout|stderr|output|console|slurm-[\w.-]+|train|log)$", re.IGNORECASE)
 
 #: Formats whose console log prints an end marker when training completes: without it, the run was stopped.
-END_MARKER_FORMATS = frozenset({"hf_console", "llmc", "megatron", "detectron2", "fairseq"})
+END_MARKER_FORMATS = frozenset({"hf_console", "llmc", "megatron", "detectron2", "fairseq", "torchtitan", "pytorch_lm"})
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: what launchers put before a rank's lines: torch's [rank0]:, DeepSpeed's [Rank 0], torchrun --tee's [default0]:
@@ -88,6 +88,8 @@ _FINISHED = [
     (re.compile(r"^Epoch \d+: early stopping"), "Keras: early stopping ended the fit"),
     (re.compile(r"^\s*Finished [Tt]raining\.?\s*$"), "the script printed 'Finished Training' (PyTorch's tutorials)"),
     (re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: Training done\.\s*$"), "nnU-Net: training done"),
+    (re.compile(r" - INFO - Training completed\s*$"), "torchtitan: training completed"),
+    (re.compile(r"^\| End of training \|"), "PyTorch's word-language-model example: the test after training"),
 ]
 _LAST_STEP = re.compile(r"^\s*step\s+(\d+)\s*/\s*(\d+)\b")
 #: Keras's header of a fit's last epoch ("Epoch 20/20"), and the update that ends an epoch ("63/63 ━━━", "63/63 - 1s")
@@ -202,6 +204,7 @@ _KEYWORDS = (
     "terminate called", "fatal python", "segmentation", "sigsegv", "sigabrt", "aborted", "bus error",
     "illegal instruction", "running training", "| name", "trainable params", "gpu available", "failures:",
     "root cause", "keyboardinterrupt", "early stopping", "finished training", "failure # ", "training done",
+    "end of training",
 )
 
 
@@ -269,7 +272,7 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
 _GUARDS = {
     "finished": ("train_runtime", "trainer.fit", "signaling trainer", "training completed", "total average",
                  "after training", "overall training", "done training", "epochs completed", "peak memory",
-                 "early stopping", "finished training", "training done"),
+                 "early stopping", "finished training", "training done", "end of training"),
     "nccl": ("nccl", "collective", "processgroup", "timed out", "dist", "closed by peer", "heartbeat"),
     "oom": ("memory", "oom", "alloc", "resource_exhausted", "memoryerror"),
     "fatal": ("error", "assert", "terminate called", "fatal", "segment", "sigsegv", "sigabrt", "aborted",

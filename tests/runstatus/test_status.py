@@ -308,6 +308,10 @@ def test_watchdog_timeout_then_abort_and_cancel_is_a_distributed_hang(tmp_path):
          "by the cgroup out-of-memory handler.\nslurmstepd: error: *** JOB 7 ON n1 CANCELLED AT 2024-01-01T00:00:00 "
          "***\n", "oom", "host out of memory"),
         ("[rank: 0] Received SIGTERM: 15\nRequeing job 123...\n", "killed", "requeued"),
+        ("[rank0]:[titan] 2025-03-12 11:10:40,120 - root - INFO - Training completed\n", "finished",
+         "torchtitan: training completed"),
+        ("=" * 89 + "\n| End of training | test loss  5.01 | test ppl   150.01\n" + "=" * 89 + "\n", "finished",
+         "the test after training"),
         ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\nRoot Cause (first observed failure):\n"
          "[0]:\n  exitcode  : -9 (pid: 9)\n  traceback : Signal 9 (SIGKILL) received by PID 9\n", "killed",
          "SIGKILL"),
