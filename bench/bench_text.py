@@ -1094,6 +1094,34 @@ def naive_torchtitan(path: Path) -> int:
     return len(_frame(tags, steps, values, walls))
 
 
+_MAXTEXT_ABSL = r"(?:[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]]*\] )?"
+MAXTEXT_TRAIN = re.compile(rf"{_MAXTEXT_ABSL}completed step: (\d+), (.*)")
+MAXTEXT_EVAL = re.compile(rf"{_MAXTEXT_ABSL}(?:eval metrics after step: |Completed eval after train step )(\d+), (.*)")
+MAXTEXT_EQUALS = re.compile(rf"([A-Za-z_][\w.@/-]*)=({NUMBER})")
+
+
+def naive_maxtext(path: Path) -> int:
+    """Each training line's pairs at its step, each evaluation's pairs as eval/<name> at its step; no wall time."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = MAXTEXT_TRAIN.match(line)
+            if m:
+                step, pairs, prefix = int(m.group(1)), PADDLE_PAIR.findall(m.group(2)), ""
+            else:
+                m = MAXTEXT_EVAL.match(line)
+                if not m:
+                    continue
+                step, pairs, prefix = int(m.group(1)), MAXTEXT_EQUALS.findall(m.group(2)), "eval/"
+            for name, value in pairs:
+                tags.append(prefix + name)
+                steps.append(step)
+                values.append(float(value))
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1104,7 +1132,8 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "timm_console": naive_timm_console, "nnunet": naive_nnunet,
          "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console,
          "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
-         "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan}
+         "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan,
+         "maxtext": naive_maxtext}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -809,6 +809,47 @@ def make_torchtitan(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def make_maxtext(path: Path, megabytes: int) -> None:
+    """MaxText's console of a long pre-training as newer trees print it (absl's prefix before every line): the
+    config dump and system information, a training line every step (with lm_loss and perplexity), the tensorboard
+    hint every 100 steps, an evaluation every 1,000 steps (its start, its batches' running averages, its summary,
+    printed before the line of its step), a checkpoint every 2,000."""
+    rng = random.Random(20)
+    clock = [0.0]
+
+    def prefix(where: str = "max_utils.py:695") -> str:
+        clock[0] += 5.668
+        t = clock[0]
+        return (f"I{8 + int(t // 86400) % 3:02d}{11 + int(t // 86400) % 17:02d} {int(t // 3600) % 24:02d}:"
+                f"{int(t // 60) % 60:02d}:{int(t) % 60:02d}.{int(t * 1e6) % 1000000:06d} 138304841739136 {where}] ")
+
+    head = "".join(f"{prefix()}Config param {name}: {value}\n" for name, value in (
+        ("base_emb_dim", 4096), ("base_num_decoder_layers", 48), ("per_device_batch_size", 24), ("steps", 100000)))
+    head += f"{prefix()}System Information: Jax Version: 0.8.1\n{prefix()}number parameters: 15.706 billion\n"
+
+    def block(step: int) -> str:
+        seconds = 5.668 + rng.uniform(-0.003, 0.003) if step else 44.923
+        loss = 8 + 4 * math.exp(-step / 3000) + rng.uniform(-0.02, 0.02)
+        text = (f"{prefix('metric_logger.py:226')}completed step: {step}, seconds: {seconds:.3f}, "
+                f"TFLOP/s/device: {764.65 / seconds:.3f}, Tokens/s/device: {49152 / seconds:.3f}, total_weights: "
+                f"196608, loss: {loss:.3f}, lm_loss: {loss:.3f}, perplexity: {math.exp(loss):.3f}\n")
+        if step % 100 == 0:
+            text += f"{prefix('metric_logger.py:333')}To see full metrics 'tensorboard --logdir=gs://b/run/tensorboard/'\n"
+        if step % 1000 == 999:
+            text += f"{prefix('train.py:913')}Starting eval after train step {step}\n"
+            for k in range(5):
+                text += (f"{prefix('metric_logger.py:328')}Completed eval step: {k}, seconds: 1.234, running "
+                         f"loss={loss + 0.1:.3f}, running perplexity={math.exp(loss + 0.1):.3f}, running "
+                         f"total_weights={196608.0 * (k + 1)}\n")
+            text = (f"{prefix('metric_logger.py:302')}Completed eval after train step {step}, loss={loss + 0.1:.3f}, "
+                    f"perplexity={math.exp(loss + 0.1):.3f}, total_weights=983040.0, avg_z_loss=0.000\n") + text
+        if step % 2000 == 1999:
+            text += f"{prefix('checkpointing.py:880')}Saving checkpoint for step {step}\n"
+        return text
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -835,6 +876,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "espnet": make_espnet,
     "pytorch_lm": make_pytorch_lm,
     "torchtitan": make_torchtitan,
+    "maxtext": make_maxtext,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

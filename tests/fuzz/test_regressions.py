@@ -372,6 +372,8 @@ def test_json_nested_past_any_real_one_in_a_sniffed_head_or_a_tune_config_cell(t
     ("paddle", "[2022/08/08 16:28:28] ppocr INFO: epoch: [1/200], global_step: {step}, lr: 0.1, loss: 1.8"),
     ("opennmt", "[2020-09-22 16:31:24,717 INFO] Step {step}/ 1000; acc:   7.21; ppl: 66.24; xent: 8.80; lr: 1.00000; "
                 "1930/1918 tok/s;      6 sec"),
+    ("maxtext", "completed step: {step}, seconds: 5.658, TFLOP/s/device: 135.158, Tokens/s/device: 8687.815, "
+                "total_weights: 196608, loss: 11.689"),
     ("torchtitan", "[titan] 2025-03-12 11:10:21,511 - root - INFO - step: {step}  loss:  6.2250  memory:  1.41GiB(1.79%)  "
                    "tps: 193,831  tflops: 18.36  mfu: 1.86%"),
 ])

@@ -56,6 +56,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "pytorch_lm": "fixtures:pytorch_lm/word_lm.log",
     # no torchtitan log in the corpus and its training needs CUDA devices: the bundled lines are from its source and PRs
     "torchtitan": "fixtures:torchtitan/console.log",
+    # no MaxText log in the corpus; the bundled ones were printed by real (CPU) trainings of maxtext 0.2.5
+    "maxtext": "fixtures:maxtext/cpu_train/train.log",
     # no ESPnet log in the corpus, and its training needs a recipe's data preparation: the bundled lines are its docs'
     "espnet": "fixtures:espnet/asr_train/train.log",
     # no darknet log in the corpus and darknet cannot be built here: the bundled log reproduces public logs' lines

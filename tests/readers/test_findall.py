@@ -29,7 +29,8 @@ def _read(name: str, files: list[Path]):
     ("opennmt", [FIXTURES / "opennmt/toy/train.log"]),
     ("pytorch_lm", [FIXTURES / "pytorch_lm/word_lm_overfit.log"]),
     ("torchtitan", [FIXTURES / "torchtitan/console_grad_norm_validation.log"]),
-], ids=["darknet", "nnunet", "console_table", "paddle", "opennmt", "pytorch_lm", "torchtitan"])
+    ("maxtext", [FIXTURES / "maxtext/docs_print/console.log"]),
+], ids=["darknet", "nnunet", "console_table", "paddle", "opennmt", "pytorch_lm", "torchtitan", "maxtext"])
 def test_small_chunks_read_the_same_rows(name, files, monkeypatch):
     whole = _read(name, files)
     assert len(whole.scalars) > 20

@@ -97,6 +97,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     found += [("pytorch_lm", p) for p in sorted(lm.glob("*.log"))]
     titan = Path(__file__).resolve().parents[1] / "fixtures" / "torchtitan"
     found += [("torchtitan", p) for p in sorted(titan.glob("*.log"))]
+    maxtext = Path(__file__).resolve().parents[1] / "fixtures" / "maxtext"
+    found += [("maxtext", p) for p in sorted(maxtext.rglob("*.log"))]
     found += [("espnet", Path(__file__).resolve().parents[1] / "fixtures" / "espnet" / "asr_train" / "train.log")]
     return found
 
