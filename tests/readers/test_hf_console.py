@@ -5,6 +5,7 @@ import math
 import pytest
 
 from tanalyze import load
+from tanalyze.readers import HEAD_BYTES, get_reader
 from tanalyze.readers.text.hf_console import HFConsoleReader, parse_dict_literal
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, curve, notes_text, points, write
@@ -216,3 +217,21 @@ def test_a_damaged_line_inside_a_metrics_block_costs_that_line_only(tmp_path):
     # what ends a block still ends it: the next block's header, a logger's line
     log.write_text(block.replace("{damaged}", "[INFO|trainer.py:2000] Saving model checkpoint to out"), encoding="utf-8")
     assert "train_samples" not in list(tanalyze.load(log, cache=False).scalars["tag"].astype(str))
+
+
+def test_an_accelerate_no_trainer_scripts_banner_is_not_the_trainers(tmp_path):
+    """The ``*_no_trainer.py`` examples print the Trainer's banner from their own logger (``__main__``), then an
+    epoch's evaluation per line (accelerate's docs' paste): the generic reader's, not an HF Trainer console that
+    reads nothing."""
+    lines = ["10/10/2022 22:51:02 - INFO - __main__ - ***** Running training *****",
+             "10/10/2022 22:51:02 - INFO - __main__ -   Num examples = 2318",
+             "10/10/2022 22:51:02 - INFO - __main__ -   Num Epochs = 5"]
+    lines += [f"10/10/2022 22:{50 + e}:29 - INFO - __main__ - epoch {e}: perplexity: {1222.1594275215962 / (e + 1)} "
+              f"eval_loss: {7.10837459564209 - e / 10}" for e in range(6)]
+    path = write(tmp_path / "clm_no_trainer" / "train.log", "\n".join(lines) + "\n")
+    assert not get_reader("hf_console").sniff(path, path.read_bytes()[:HEAD_BYTES])
+    (info,) = load(path.parent, cache=False).runs.values()
+    assert info.format == "text"
+    frame = load(path.parent, cache=False).scalars
+    check(frame, "eval_loss", {0: 7.10837459564209, 2: 6.90837459564209}, count=6)
+    check(frame, "perplexity", {0: 1222.1594275215962}, count=6)

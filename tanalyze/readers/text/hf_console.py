@@ -608,7 +608,7 @@ class HFConsoleParser(TextParser):
 
 
 _HF_DICT = re.compile(r"\{\s*['\"](?:loss|eval_loss|train_runtime|learning_rate|grad_norm)['\"]\s*:")
-_HF_BANNER = re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*[^\n]*\n[^\n]*Num examples = ")
+_HF_BANNER = re.compile(r"(?<!__main__ - )\*\*\*\*\* Running training \*\*\*\*\*[^\n]*\n[^\n]*Num examples = ")
 
 
 def detect_hf_console(window: str) -> bool:
