@@ -1122,6 +1122,53 @@ def naive_maxtext(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+OLMO_HEADER = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3})\t[^\t]*\t[^\t]*\tINFO\t(.*)")
+OLMO_STEP = re.compile(r"\[step=(\d+)/-?\d+(?:,epoch=(\d+))?\]$")
+OLMO_METRIC = re.compile(r"    ([^=]+)=(.*)")
+OLMO_STAMP = "%Y-%m-%d %H:%M:%S.%f"
+
+
+def naive_olmo(path: Path) -> int:
+    """Each block's ``name=value`` lines at its step (an evaluation's and the pre-train metrics' at the step
+    before), the header's time, the epoch of the last training header."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
+    epochs: list[float] = []
+    step, epoch, wall, reading, label = 0, math.nan, math.nan, False, False
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = OLMO_METRIC.match(line)
+            if m:
+                if label:  # (a label's block: an evaluation when its lines are eval/ metrics)
+                    reading, label = m.group(1).startswith("eval/"), False
+                if reading:
+                    tags.append(m.group(1))
+                    steps.append(step)
+                    values.append(float(m.group(2).rstrip().replace(",", "")))
+                    walls.append(wall)
+                    epochs.append(epoch)
+                continue
+            reading = label = False
+            m = OLMO_HEADER.match(line)
+            if not m:
+                continue
+            wall = datetime.strptime(m.group(1), OLMO_STAMP).replace(tzinfo=UTC).timestamp()
+            message = m.group(2).rstrip()
+            s = OLMO_STEP.match(message)
+            if s:
+                step, reading = int(s.group(1)), True
+                epoch = float(s.group(2)) if s.group(2) else math.nan
+            elif message == "Pre-train system metrics":
+                reading = True
+            else:
+                label = True
+    frame = _frame(tags, steps, values, walls)
+    frame["epoch"] = np.asarray(epochs, dtype=np.float64)
+    return len(frame)
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1133,7 +1180,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console,
          "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
          "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan,
-         "maxtext": naive_maxtext}
+         "maxtext": naive_maxtext, "olmo": naive_olmo}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -850,6 +850,91 @@ def make_maxtext(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def _olmo_float(value: float) -> str:
+    """A number as OLMo's trainer prints it (``format_float`` of its ``train.py``)."""
+    if value < 0.0001:
+        return str(value)
+    elif value > 1000:
+        return f"{int(value):,d}"
+    elif value > 100:
+        return f"{value:.1f}"
+    elif value > 10:
+        return f"{value:.2f}"
+    elif value > 1:
+        return f"{value:.3f}"
+    else:
+        return f"{value:.4f}"
+
+
+def make_olmo(path: Path, megabytes: int) -> None:
+    """OLMo's console (v0.4+ trainer, stdout to a file): the start-up lines and model dump (indented lines that
+    are no metrics), a block per step (grad norm, loss, perplexity, Z-loss, tokens, FLOPs, throughput, memory every
+    10 steps), every 1,000 steps an evaluation (its progress lines and block, 11 perplexity sets) and 4 downstream
+    evaluators, and a checkpoint."""
+    rng = random.Random(21)
+    start = 1_722_938_327.318
+
+    def prefix(second: float, where: str = "olmo.train:908", level: str = "INFO") -> str:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(second))
+        return f"{stamp}.{int(second * 1000) % 1000:03d}\tjupiter-cs-aus-132.reviz.ai2.in:0\t{where}\t{level}\t"
+
+    head = "".join(prefix(start, "train:100") + line + "\n" for line in (
+        "Saving config to /results/config.yaml", "Number of parameters: 1,176,764,416",
+        "Number of non-embedding parameters: 1,073,741,824", "Peak GPU Memory (MB) before FSDP: 4,796",
+        "Wrapping model with FDSP...", "Model:"))
+    head += ("FullyShardedDataParallel(\n  (_fsdp_wrapped_module): OLMo(\n    (transformer): ModuleDict(\n"
+             "      (wte): Embedding(50304, 2048)\n      (emb_drop): Dropout(p=0.0, inplace=False)\n"
+             "      (ln_f): LayerNorm()\n      (blocks): ModuleList(\n"
+             + "".join(f"        ({i}): OLMoSequentialBlock(\n          (dropout): Dropout(p=0.0, inplace=False)\n"
+                       f"          (act): SwiGLU()\n        )\n" for i in range(16))
+             + "      )\n    )\n  )\n)\n")
+    head += prefix(start + 2, "train:200") + "Starting training...\n"
+    head += prefix(start + 3) + "Pre-train system metrics\n    System/Peak GPU Memory (MB)=6,784\n"
+    sets = ("c4_en", "dolma_books", "dolma_common-crawl", "dolma_pes2o", "dolma_reddit", "dolma_stack",
+            "dolma_wiki", "ice", "m2d2_s2orc", "pile", "wikitext_103")
+
+    def block(index: int) -> str:
+        step = index + 1
+        at = start + 39.3 * step
+        loss = 2.6 + 9 * math.exp(-step / 5000) + rng.random() * 0.05
+        tokens = 4_194_304 * step
+        gflops = 4.87 * tokens
+        tps = 23000 + rng.random() * 300
+        lines = [prefix(at) + f"[step={step}/739328,epoch=0]",
+                 f"    optim/total_grad_norm={_olmo_float(0.2 + rng.random())}",
+                 f"    train/CrossEntropyLoss={_olmo_float(loss)}",
+                 f"    train/Perplexity={_olmo_float(math.exp(loss))}",
+                 f"    train/ZLoss={_olmo_float(1e-4 + rng.random() * 1e-3)}",
+                 f"    throughput/total_tokens={_olmo_float(tokens)}",
+                 f"    throughput/total_training_Gflops={_olmo_float(gflops)}",
+                 f"    throughput/total_training_log_Gflops={_olmo_float(math.log(gflops))}"]
+        if step > 1:
+            lines += [f"    throughput/device/tokens_per_second={_olmo_float(tps)}",
+                      f"    throughput/device/batches_per_second={_olmo_float(tps / 4096)}"]
+        if step < 3 or step % 10 == 0:
+            lines.append("    System/Peak GPU Memory (MB)=53,695")
+        if step % 1000 == 0:
+            lines.append(prefix(at + 1, "olmo.train:933") + "Running evaluation for 'v3-small-ppl-validation'...")
+            lines += [prefix(at + 1 + i, "olmo.train:957") + f"[eval_step={i}/-1]" for i in range(1, 21)]
+            lines.append(prefix(at + 22) + "v3-small-ppl-validation")
+            for name in sets:
+                value = loss + rng.random() * 0.3
+                lines += [f"    eval/v3-small-{name}-validation/CrossEntropyLoss={_olmo_float(value)}",
+                          f"    eval/v3-small-{name}-validation/Perplexity={_olmo_float(math.exp(value))}"]
+            for task in ("piqa", "hellaswag", "arc_easy", "winogrande"):
+                lines.append(prefix(at + 30, "olmo.train:933") + f"Running evaluation for '{task}'...")
+                lines.append(prefix(at + 31, "olmo.train:957") + "[eval_step=1/-1]")
+                lines.append(prefix(at + 32) + task)
+                lines.append(f"    eval/downstream/{task}_len_norm={_olmo_float(0.3 + rng.random() * 0.4)}")
+            lines.append(prefix(at + 40, "olmo.train:1049") + "Saving checkpoint...")
+            lines.append(prefix(at + 49, "olmo.train:1057") + f"Checkpoint saved to /results/step{step}")
+        if index % 977 == 13:
+            lines.append(prefix(at, "olmo.data.iterable_dataset:89", "WARNING") + "Dataset worker 3 is slow")
+        return "\n".join(lines) + "\n"
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -877,6 +962,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "pytorch_lm": make_pytorch_lm,
     "torchtitan": make_torchtitan,
     "maxtext": make_maxtext,
+    "olmo": make_olmo,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -30,7 +30,8 @@ def _read(name: str, files: list[Path]):
     ("pytorch_lm", [FIXTURES / "pytorch_lm/word_lm_overfit.log"]),
     ("torchtitan", [FIXTURES / "torchtitan/console_grad_norm_validation.log"]),
     ("maxtext", [FIXTURES / "maxtext/docs_print/console.log"]),
-], ids=["darknet", "nnunet", "console_table", "paddle", "opennmt", "pytorch_lm", "torchtitan", "maxtext"])
+    ("olmo", [FIXTURES / "olmo/console_v0.4plus.log"]),
+], ids=["darknet", "nnunet", "console_table", "paddle", "opennmt", "pytorch_lm", "torchtitan", "maxtext", "olmo"])
 def test_small_chunks_read_the_same_rows(name, files, monkeypatch):
     whole = _read(name, files)
     assert len(whole.scalars) > 20

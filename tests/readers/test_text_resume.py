@@ -99,6 +99,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     found += [("torchtitan", p) for p in sorted(titan.glob("*.log"))]
     maxtext = Path(__file__).resolve().parents[1] / "fixtures" / "maxtext"
     found += [("maxtext", p) for p in sorted(maxtext.rglob("*.log"))]
+    olmo = Path(__file__).resolve().parents[1] / "fixtures" / "olmo"
+    found += [("olmo", p) for p in sorted(olmo.glob("*.log"))]
     found += [("espnet", Path(__file__).resolve().parents[1] / "fixtures" / "espnet" / "asr_train" / "train.log")]
     return found
 
