@@ -226,6 +226,10 @@ _THROUGHPUT = [
 ]
 
 
+#: words of a counter that only grows (OLMo's ``throughput/total_tokens``): no rate, though filed under throughput
+_COUNTER = {"total", "cumulative", "consumed", "seen", "count", "num"}
+
+
 def _match_throughput(words: tuple[str, ...], tag: str) -> tuple[int, str, str] | None:
     ws = set(words)
     if ws & _VAL or resource_kind(tag) is not None:  # "…on_train_batch_start/cpu_percent" reads "batch s…"
@@ -233,6 +237,8 @@ def _match_throughput(words: tuple[str, ...], tag: str) -> tuple[int, str, str] 
     joined = " ".join(words)
     for pattern, kind in _THROUGHPUT:
         if re.search(pattern, joined):
+            if pattern is _THROUGHPUT[-1][0] and ws & _COUNTER:  # (named throughput, but a count)
+                return None
             return {"tokens": 1, "samples": 1, "steps": 2}[kind], f"{kind} per second", kind
     return None
 

@@ -106,6 +106,18 @@ def test_roles_of_real_framework_tags(name):
     assert resolve_roles(tags).tags() == expected
 
 
+def test_a_counter_filed_under_throughput_is_no_throughput():
+    """OLMo's console: ``throughput/total_tokens`` (tokens so far) has a point more than the rate, which its first
+    step lacks; the rate is the throughput."""
+    tags = ["throughput/total_tokens"] * 4 + ["throughput/total_training_Gflops"] * 4 + \
+        ["throughput/device/tokens_per_second"] * 3 + ["train/CrossEntropyLoss"] * 4
+    frame = scalar_frame(run="r", tag=tags, step=[1, 2, 3, 4] * 2 + [2, 3, 4] + [1, 2, 3, 4],
+                         value=[4e6, 8e6, 1.2e7, 1.6e7] * 2 + [4.5e4] * 3 + [11.0, 10.5, 10.0, 9.8])
+    roles = resolve_roles(frame)
+    assert roles.tag("throughput") == "throughput/device/tokens_per_second" and roles.throughput_kind == "tokens"
+    assert roles.tag("train_loss") == "train/CrossEntropyLoss"
+
+
 def test_tag_words_normalise_separators_and_camel_case():
     assert tag_words("Loss/train") == ("loss", "train")
     assert tag_words("system/gpu.0.memoryAllocated") == ("system", "gpu", "0", "memory", "allocated")
