@@ -236,7 +236,7 @@ def _match_throughput(words: tuple[str, ...], tag: str) -> tuple[int, str, str] 
         return None
     joined = " ".join(words)
     for pattern, kind in _THROUGHPUT:
-        if re.search(pattern, joined):
+        if re.search(rf"\b(?:{pattern})\b", joined):  # (whole words: "microbatch size" is no "batch/s")
             if pattern is _THROUGHPUT[-1][0] and ws & _COUNTER:  # (named throughput, but a count)
                 return None
             return {"tokens": 1, "samples": 1, "steps": 2}[kind], f"{kind} per second", kind
@@ -340,7 +340,8 @@ def _match_reward(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
 
 def _match_policy_entropy(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
     ws = set(words)
-    if "entropy" not in ws or ws & ({"attn", "attention", "loss", "coef", "weight", "std", "min", "max"} | _VAL):
+    # (a cross-entropy is a loss, Composer's metrics/train/LanguageCrossEntropy: no policy's entropy)
+    if "entropy" not in ws or ws & ({"attn", "attention", "loss", "coef", "weight", "std", "min", "max", "cross"} | _VAL):
         return None
     if ws - {"entropy", "actor", "policy", "mean", "objective", "train", "rollout", "avg"}:
         return 2, "an entropy"

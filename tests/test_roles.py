@@ -118,6 +118,16 @@ def test_a_counter_filed_under_throughput_is_no_throughput():
     assert roles.tag("train_loss") == "train/CrossEntropyLoss"
 
 
+def test_composers_tags_a_microbatch_size_and_a_cross_entropy_are_neither_throughput_nor_policy_entropy():
+    """llm-foundry's console (Composer): ``trainer/device_train_microbatch_size`` reads "… microbatch size", not
+    "batch/s"; ``metrics/train/LanguageCrossEntropy`` is a loss's value, not a policy's entropy."""
+    roles = resolve_roles(["loss/train/total", "metrics/train/LanguageCrossEntropy", "trainer/device_train_microbatch_size",
+                           "throughput/batches_per_sec", "throughput/samples_per_sec", "lr-DecoupledAdamW/group0"])
+    assert roles.tag("throughput") in {"throughput/batches_per_sec", "throughput/samples_per_sec"}
+    assert "policy_entropy" not in roles and roles.tag("train_loss") == "loss/train/total"
+    assert roles.tag("learning_rate") == "lr-DecoupledAdamW/group0"
+
+
 def test_tag_words_normalise_separators_and_camel_case():
     assert tag_words("Loss/train") == ("loss", "train")
     assert tag_words("system/gpu.0.memoryAllocated") == ("system", "gpu", "0", "memory", "allocated")
