@@ -1169,6 +1169,41 @@ def naive_olmo(path: Path) -> int:
     return len(frame)
 
 
+COMPOSER_HEADER = re.compile(r"\[batch=(\d+)/\d+\]:")
+COMPOSER_EVAL = re.compile(r"\[Eval batch=\d+/\d+\] Eval on .* data:")
+COMPOSER_METRIC = re.compile(rf"[ \t]+(Train|Eval) ([^\n:]+): ({NUMBER})[ \t]*$")
+COMPOSER_COUNTER = re.compile(r"time/(?:epoch|iteration|batch|sample|token)(?:_in_(?:epoch|iteration))?")
+COMPOSER_DURING = ("loss/", "metrics/train/", "trainer/", "memory/")
+
+
+def naive_composer(path: Path) -> int:
+    """Each metric line at its block's batch count (less one for what the trainer logs during the batch), the
+    counters left out; evaluations at the last training block's count; no wall time."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    walls: list[float] = []
+    step, train = 0, False
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = COMPOSER_METRIC.match(line)
+            if m:
+                name = m.group(2)
+                if COMPOSER_COUNTER.fullmatch(name):
+                    continue
+                tags.append(name)
+                steps.append(step - 1 if train and name.startswith(COMPOSER_DURING) else step)
+                values.append(float(m.group(3)))
+                walls.append(math.nan)
+                continue
+            m = COMPOSER_HEADER.match(line)
+            if m:
+                step, train = int(m.group(1)), True
+            elif COMPOSER_EVAL.match(line):
+                train = False
+    return len(_frame(tags, steps, values, walls))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1180,7 +1215,8 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "darknet": naive_darknet, "console_table": naive_console_table, "sb3_console": naive_sb3_console,
          "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
          "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan,
-         "maxtext": naive_maxtext, "olmo": naive_olmo}
+         "maxtext": naive_maxtext, "olmo": naive_olmo,
+         "composer": naive_composer}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

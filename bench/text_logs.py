@@ -935,6 +935,78 @@ def make_olmo(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+def _composer_value(value: float | int) -> str:
+    """A value as Composer's ConsoleLogger prints it: an integer as it is, a float to four places."""
+    return str(value) if isinstance(value, int) else f"{value:.4f}"
+
+
+def make_composer(path: Path, megabytes: int) -> None:
+    """llm-foundry's train.py console of an MPT-1B pretraining on 8 GPUs (max_duration in batches, a block every
+    batch): its logging lines, the Config block with the whole (nested) configuration, memory_monitor's keys, the
+    speed monitor's throughput once its window is full, lr and the runtime estimate; an evaluation every 1,000
+    batches (its decile progress lines, then LanguageCrossEntropy, perplexity and two ICL tasks); a checkpoint
+    message and a data-loader warning now and then."""
+    rng = random.Random(5)
+    config = ["max_seq_len: 2048", "global_seed: 17", "run_name: mpt-1b", "model:", "  name: mpt_causal_lm",
+              "  d_model: 2048", "  n_heads: 16", "  n_layers: 24", "  attn_config:", "    attn_impl: flash",
+              "optimizer:", "  name: decoupled_adamw", "  lr: 0.0002", "  betas:", "  - 0.9", "  - 0.95",
+              "max_duration: 24800ba", "eval_interval: 1000ba", "global_train_batch_size: 512",
+              "device_train_microbatch_size: 8", "precision: amp_bf16"]
+    config += [f"callbacks_{i}:\n  option_{i}: {rng.choice(['true', '0.1', 'null', 'hours'])}" for i in range(150)]
+    head = ("2024-10-02 17:21:08,406: rank0[4127][MainThread]: INFO: __main__: Building tokenizer...\n"
+            "2024-10-02 17:21:08,406: rank0[4127][MainThread]: INFO: __main__: Starting training...\n"
+            + "*" * 30 + "\nConfig:\ncomposer_version: 0.23.5\nnum_gpus_per_node: 8\nnum_nodes: 1\n"
+            + "\n".join(sorted(config)) + "\n\n" + "*" * 30 + "\n")
+    total = 24800
+
+    def block(index: int) -> str:
+        n = index + 1
+        loss = 2.2 + 9 * math.exp(-n / 3000) + rng.uniform(-0.03, 0.03)
+        data: dict[str, float | int] = {}
+        if index == 0:
+            data["time/epoch"] = 0
+        data.update({"time/batch": index, "time/sample": index * 512, "time/batch_in_epoch": index,
+                     "time/sample_in_epoch": index * 512, "time/token": index * 512 * 2048,
+                     "time/token_in_epoch": index * 512 * 2048})
+        for key in ("current_allocated_mem", "current_active_mem", "current_inactive_mem", "current_reserved_mem",
+                    "peak_allocated_mem", "peak_active_mem", "peak_inactive_mem", "peak_reserved_mem"):
+            data[f"memory/{key}"] = rng.uniform(0.4, 60)
+        data["memory/alloc_retries"] = 0
+        data["trainer/device_train_microbatch_size"] = 8
+        data["loss/train/total"] = loss
+        data["metrics/train/LanguageCrossEntropy"] = loss
+        data["metrics/train/LanguagePerplexity"] = math.exp(loss)
+        data["metrics/train/TokenAccuracy"] = 0.5 - loss / 30
+        if n > 10:
+            bps = 0.61 + rng.uniform(-0.01, 0.01)
+            data.update({"throughput/batches_per_sec": bps, "throughput/samples_per_sec": bps * 512,
+                         "throughput/device/batches_per_sec": bps / 8, "throughput/device/samples_per_sec": bps * 64,
+                         "throughput/tokens_per_sec": bps * 512 * 2048,
+                         "throughput/device/tokens_per_sec": bps * 64 * 2048})
+        data.update({"time/train": n / 2200, "time/val": (n // 1000) * 0.002, "time/total": n / 2200 + (n // 1000) * 0.002})
+        if n > 1:
+            data["time/remaining_estimate"] = (total - n) / 2200
+        data["lr-DecoupledAdamW/group0"] = 2e-4 * min(1.0, n / 500)
+        text = f"[batch={n}/{total}]:\n" + "".join(f"\t Train {k}: {_composer_value(v)}\n" for k, v in data.items())
+        if n % 1000 == 0:
+            for i in (1, 2, 3, 4, 5, 6, 8, 9, 10, 11):
+                text += f"[Eval batch={i}/12] Eval on eval data\n"
+            text += ("[Eval batch=12/12] Eval on eval data:\n"
+                     f"\t Eval metrics/eval/LanguageCrossEntropy: {loss + 0.05:.4f}\n"
+                     f"\t Eval metrics/eval/LanguagePerplexity: {math.exp(loss + 0.05):.4f}\n"
+                     f"\t Eval metrics/eval/TokenAccuracy: {0.5 - loss / 30:.4f}\n")
+            for task in ("lambada_openai", "hellaswag/10-shot"):
+                text += (f"[Eval batch=50/50] Eval on {task} data:\n"
+                         f"\t Eval metrics/{task}/InContextLearningLMAccuracy: {rng.random():.4f}\n")
+            text += ("2024-10-02 19:21:08,406: rank0[4127][MainThread]: INFO: composer.callbacks.checkpoint_saver: "
+                     f"Saving checkpoint to ./mpt-1b/checkpoints/ep0-ba{n}-rank0.pt\n")
+        if n % 5000 == 17:
+            text += "/usr/lib/python3/site-packages/streaming/base/dataset.py:412: UserWarning: shard 42 slow\n"
+        return text
+
+    _write(path, megabytes, head, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -963,6 +1035,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "torchtitan": make_torchtitan,
     "maxtext": make_maxtext,
     "olmo": make_olmo,
+    "composer": make_composer,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -60,6 +60,8 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "maxtext": "fixtures:maxtext/cpu_train/train.log",
     # no OLMo log in the corpus and its training needs CUDA devices: the bundled lines are its source's and issues'
     "olmo": "fixtures:olmo/console.log",
+    # no Composer log in the corpus; the bundled ones were printed by real (CPU) Composer trainings (its generate.py)
+    "composer": "fixtures:composer/toy/batches.log",
     # no ESPnet log in the corpus, and its training needs a recipe's data preparation: the bundled lines are its docs'
     "espnet": "fixtures:espnet/asr_train/train.log",
     # no darknet log in the corpus and darknet cannot be built here: the bundled log reproduces public logs' lines
