@@ -70,6 +70,21 @@ def write_events(path: Path, events: list) -> Path:
     return path
 
 
+def test_files_a_writer_reopened_within_a_second_are_read_in_the_order_written(tmp_path):
+    """Composer's TensorBoard logger reopens its writer at every flush: ``….PID.2`` … ``….PID.10`` in one second.
+    Was: ``.10`` read before ``.2``, its steps then taken for a restart and the steps between dropped."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for counter in range(2, 12):
+        step = counter - 2
+        write_scalars(run, f"events.out.tfevents.1733500000.vm.4127.{counter}", [("loss/train/total", 10.0 - step, step)],
+                      start_time=1.7e9 + step)
+    [result] = READER.read(sorted(run.iterdir()))
+    frame = result.scalars
+    assert frame[frame["tag"] == "loss/train/total"]["step"].tolist() == list(range(10))
+    assert not result.restarts and not result.phases
+
+
 def scalars_plugin() -> summary_pb2.SummaryMetadata:
     return summary_pb2.SummaryMetadata(plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"))
 

@@ -62,10 +62,14 @@ def _writer(name: str) -> str:
     return name
 
 
-def _file_order(path: Path) -> tuple[int, str]:
-    """TensorBoard's order: by the creation timestamp in the name, then by name."""
+def _file_order(path: Path) -> tuple[int, tuple[tuple[str, int], ...]]:
+    """The order the files were written in: by the creation timestamp in the name, then by name with its numbers
+    compared as numbers (a writer reopened within a second names its files ``….PID.2``, ``….PID.10``: Composer's
+    TensorBoard logger at every flush)."""
     match = _STAMP.search(path.name)
-    return (int(match.group(1)) if match else 0, path.name)
+    parts = re.split(r"(\d+)", path.name)  # (text, number, text, …, text)
+    return (int(match.group(1)) if match else 0,
+            tuple((text, int(number)) for text, number in zip(parts[0::2], [*parts[1::2], "-1"], strict=True)))
 
 
 def _lfs_size(head: bytes) -> str:
@@ -81,7 +85,7 @@ def _offsets(values: list[int]) -> str:
 class TensorBoardReader(ResumableReader):
     name = "tensorboard"
     description = "TensorBoard event files (PyTorch, tensorboardX, TF2/Keras, HF Trainer, Lightning)"
-    cache_version = 2  # 2: sessions that start over are phases
+    cache_version = 3  # 2: sessions that start over are phases; 3: files of one second in their order (.2 before .10)
 
     def sniff(self, path: Path, head: bytes) -> bool:
         """Files named like event files whose first record verifies; TensorBoard's own
