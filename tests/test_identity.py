@@ -55,6 +55,10 @@ def test_add_scalars_sub_folders_join_their_parent_run_as_main_tag_slash_key():
     # add_scalars('data/data_group', {'x': …, 'y': …}) wrote data_data_group_x/ and data_data_group_y/
     assert {"data/data_group/x", "data/data_group/y"} <= tags
     assert len(logs.scalars) == len(alone.scalars)  # every point kept, none twice
+    # its writer reopened many times a second (….6920.6 … ….6920.96): each of the 5 tags at steps 0-29, all 30
+    steps = logs.scalars.groupby("tag", observed=True)["step"].apply(sorted)
+    assert len(steps) == 5 and all(got == list(range(30)) for got in steps)
+    assert len(logs.scalars) == 150
     kinds = sorted(p.label for p in logs.runs["logs"].sources if p.kind == "add_scalars")
     assert kinds == ["add_scalars 'data/data_group' key 'x'", "add_scalars 'data/data_group' key 'y'"]
 
