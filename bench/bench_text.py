@@ -1204,6 +1204,69 @@ def naive_composer(path: Path) -> int:
     return len(_frame(tags, steps, values, walls))
 
 
+LITGPT_TRAIN = re.compile(rf"Epoch (\d+) \| iter (\d+) step (\d+) \| loss train: ({NUMBER}), val: (n/a|{NUMBER}) \| "
+                   rf"iter time: ({NUMBER}) ms( \(step\))?(?: remaining time: .*)?$")
+LITGPT_LEGACY = re.compile(rf"iter (\d+) (?:\| )?step (\d+): loss ({NUMBER}), iter time: ({NUMBER}) ?ms( \(optimizer\.step\))?")
+LITGPT_VALID = re.compile(rf"(?:iter|step) (\d+): val loss ({NUMBER}), val time: ({NUMBER}) ?ms$")
+
+
+def naive_litgpt(path: Path) -> int:
+    """Each training line that ends an optimizer step: loss and time at its step; a 'val:' that changed with no
+    validation line since the line before: at the step before; each validation: at the step of its iter."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    epochs: list[float] = []
+    last_iter, last_step, per_step, epoch = None, 0, None, math.nan
+    last_val, validated = None, False
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = LITGPT_TRAIN.match(line)
+            if m:
+                epoch, it, step, mark = float(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(7)
+                val = m.group(5)
+                if val != last_val and val != "n/a" and not validated:
+                    tags.append("val_loss")
+                    steps.append(step - 1 if mark else step)
+                    values.append(float(val))
+                    epochs.append(epoch)
+                last_val, validated = val, False
+                if mark:
+                    if last_iter is not None and step > last_step:
+                        per_step = (it - last_iter) // (step - last_step)
+                    last_iter, last_step = it, step
+                    tags += ("train_loss", "iter_time_ms")
+                    steps += (step, step)
+                    values += (float(m.group(4)), float(m.group(6)))
+                    epochs += (epoch, epoch)
+                continue
+            m = LITGPT_LEGACY.match(line)
+            if m:
+                it, step, epoch = int(m.group(1)), int(m.group(2)), math.nan
+                validated = False
+                if m.group(5):
+                    if last_iter is not None and step > last_step:
+                        per_step = (it - last_iter) // (step - last_step)
+                    last_iter, last_step = it, step
+                    tags += ("train_loss", "iter_time_ms")
+                    steps += (step, step)
+                    values += (float(m.group(3)), float(m.group(4)))
+                    epochs += (epoch, epoch)
+                continue
+            m = LITGPT_VALID.match(line)
+            if m:
+                it = int(m.group(1))
+                at = last_step if it == last_iter else last_step + (it - last_iter) // per_step
+                tags += ("val_loss", "val_time_ms")
+                steps += (at, at)
+                values += (float(m.group(2)), float(m.group(3)))
+                epochs += (epoch, epoch)
+                validated = True
+    frame = _frame(tags, steps, values, [math.nan] * len(values))
+    frame["epoch"] = np.asarray(epochs, dtype=np.float64)
+    return len(frame)
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1216,7 +1279,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
          "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan,
          "maxtext": naive_maxtext, "olmo": naive_olmo,
-         "composer": naive_composer}
+         "composer": naive_composer, "litgpt": naive_litgpt}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 

@@ -13,6 +13,7 @@ import math
 import random
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 __all__ = ["MAKERS"]
@@ -1007,6 +1008,68 @@ def make_composer(path: Path, megabytes: int) -> None:
     _write(path, megabytes, head, block)
 
 
+#: what ``litgpt pretrain`` prints before its first step (its settings, the model's size)
+LITGPT_HEAD = """{'data': {'class_path': 'litgpt.data.TinyLlama',
+          'init_args': {'data_path': 'data',
+                        'num_workers': 8,
+                        'seed': 42}},
+ 'devices': 'auto',
+ 'eval': {'final_validation': True,
+          'initial_validation': False,
+          'interval': 1000,
+          'max_iters': 100,
+          'max_new_tokens': None},
+ 'initial_checkpoint_dir': None,
+ 'logger_name': 'tensorboard',
+ 'model_config': {'bias': False,
+                  'block_size': 2048,
+                  'n_embd': 2048,
+                  'n_head': 32,
+                  'n_layer': 22,
+                  'name': 'tiny-llama-1.1b'},
+ 'out_dir': PosixPath('out/pretrain/tiny-llama'),
+ 'resume': False,
+ 'seed': 42,
+ 'train': {'global_batch_size': 512,
+           'log_interval': 1,
+           'lr_warmup_steps': 2000,
+           'max_norm': 1.0,
+           'max_tokens': 3000000000000,
+           'micro_batch_size': 4,
+           'save_interval': 1000}}
+Seed set to 42
+Time to instantiate model: 0.13 seconds.
+Total parameters: 1,100,048,384
+Verifying settings ...
+Measured TFLOPs: 6.09
+"""
+
+
+def make_litgpt(path: Path, megabytes: int) -> None:
+    """``litgpt pretrain``: a line every optimizer step (log_interval 1, 16 iters per step), each '(step)' with the
+    remaining time (days past 24 h), a validation every 1,000 steps, a checkpoint after it."""
+    rng = random.Random(3)
+    acc, max_iters = 16, 16 * 5_000_000
+
+    def block(index: int) -> str:
+        step = index + 1
+        it = step * acc
+        loss = 2.0 + 9.0 * math.exp(-step / 3000) + rng.random() * 0.05
+        done = (step - 1) // 1000 * 1000  # (the last validation before this line)
+        val = "n/a" if not done else f"{2.0 + 9.0 * math.exp(-done / 3000):.3f}"
+        remaining = timedelta(seconds=int((max_iters - it) * 0.09))
+        line = (f"Epoch {1 + step // 200_000} | iter {it} step {step} | loss train: {loss:.3f}, val: {val} | "
+                f"iter time: {180 + rng.random() * 20:.2f} ms (step) remaining time: {remaining!s}\n")
+        if step % 1000 == 0:
+            line += ("Validating ...\n"
+                     f"iter {it}: val loss {2.0 + 9.0 * math.exp(-step / 3000):.4f}, val time: "
+                     f"{6000 + rng.random() * 500:.2f} ms\n"
+                     f"Saving checkpoint to 'out/pretrain/tiny-llama/step-{step:08d}/lit_model.pth'\n")
+        return line
+
+    _write(path, megabytes, LITGPT_HEAD, block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -1036,6 +1099,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "maxtext": make_maxtext,
     "olmo": make_olmo,
     "composer": make_composer,
+    "litgpt": make_litgpt,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -103,6 +103,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     found += [("olmo", p) for p in sorted(olmo.glob("*.log"))]
     composer = Path(__file__).resolve().parents[1] / "fixtures" / "composer"
     found += [("composer", p) for p in sorted(composer.rglob("*.log"))]
+    litgpt = Path(__file__).resolve().parents[1] / "fixtures" / "litgpt"
+    found += [("litgpt", p) for p in sorted(litgpt.rglob("*.log"))]
     found += [("espnet", Path(__file__).resolve().parents[1] / "fixtures" / "espnet" / "asr_train" / "train.log")]
     return found
 
