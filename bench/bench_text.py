@@ -1267,6 +1267,32 @@ def naive_litgpt(path: Path) -> int:
     return len(frame)
 
 
+CLU_LINE = re.compile(r"(?:[IWEF]\d{4} [\d:.]+ +\d+ [^\]]*\] |INFO:absl:)?\[(\d+)\](?: collection=(\S+))? (.*)")
+CLU_PAIR = re.compile(rf"([^=,\s][^=,]*?) ?= ?({NUMBER})(?:, |$)")
+CLU_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+
+
+def naive_clu(path: Path) -> int:
+    """Each CLU line's pairs (big_vision's 'name = value' too) at its step, a collection as a tag prefix; no wall
+    time."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if "\x1b" in line:  # (big_vision's colour codes)
+                line = CLU_ESCAPE.sub("", line)
+            m = CLU_LINE.match(line)
+            if not m:
+                continue
+            step, prefix = int(m.group(1)), f"{m.group(2)}/" if m.group(2) else ""
+            for name, value in CLU_PAIR.findall(m.group(3).rstrip()):
+                tags.append(prefix + name)
+                steps.append(step)
+                values.append(float(value))
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1279,7 +1305,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
          "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan,
          "maxtext": naive_maxtext, "olmo": naive_olmo,
-         "composer": naive_composer, "litgpt": naive_litgpt}
+         "composer": naive_composer, "litgpt": naive_litgpt, "clu": naive_clu, "clu_big_vision": naive_clu}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 
@@ -1297,7 +1323,7 @@ def _time(fn, path: Path, repeat: int) -> tuple[float, int]:
 #: formats read by a reader of another name (llm.c's main.log and console are both the llmc reader's, fairseq's
 #: simple and JSON formats the fairseq reader's, the generic shapes the text reader's)
 READER = {"llmc_main": "llmc", "fairseq_json": "fairseq", "text_kv": "text", "text_epochs": "text",
-          "text_imagenet": "text", "build_nanogpt_console": "build_nanogpt"}
+          "text_imagenet": "text", "build_nanogpt_console": "build_nanogpt", "clu_big_vision": "clu"}
 
 
 def _ours(name: str):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -1070,6 +1071,80 @@ def make_litgpt(path: Path, megabytes: int) -> None:
     _write(path, megabytes, LITGPT_HEAD, block)
 
 
+#: the threads of a flax example: its training loop's and CLU's writer's (which logs the metrics)
+MAIN, WRITER = 130295542103168, 130245504009792
+
+
+def make_clu(path: Path, megabytes: int) -> None:
+    """A flax example's console (absl's prefix on every line): the config dump, then per 100 steps 'Gathering training
+    metrics.' and the train metrics (learning_rate, train_accuracy, train_loss; numpy float32 printed as float64
+    repr), ReportProgress every ~60 s (work unit notes + steps_per_sec + uptime lines, at ~11.6 steps/s: every 700
+    steps), an evaluation every 1,000 steps (its gathering line, 3 metrics), sample texts every 2,000."""
+    rng = random.Random(7)
+    clock = [0.0]
+
+    def prefix(thread: int, where: str) -> str:
+        clock[0] += 0.7
+        t = clock[0]
+        return (f"I{3 + int(t // 86400) % 3:02d}{10 + int(t // 86400) % 17:02d} {int(t // 3600) % 24:02d}:"
+                f"{int(t // 60) % 60:02d}:{int(t) % 60:02d}.{int(t * 1e6) % 1000000:06d} {thread} {where}] ")
+
+    def f32(x: float) -> str:  # (a float32 metric as CLU prints it: its float64's repr)
+        return repr(struct.unpack("f", struct.pack("f", x))[0])
+
+    head = "".join(f"{prefix(MAIN, 'train.py:540')}Config param {k}: {v}\n" for k, v in
+                   (("batch_size", 512), ("learning_rate", 0.0016), ("num_train_steps", 500000), ("eval_every", 1000)))
+    head += f"{prefix(MAIN, 'train.py:612')}Starting training loop.\n"
+
+    def block(index: int) -> str:
+        step = 100 * (index + 1)
+        loss = 2.5 + 8 * math.exp(-step / 3000) + rng.uniform(-0.05, 0.05)
+        text = f"{prefix(MAIN, 'train.py:665')}Gathering training metrics.\n"
+        text += (f"{prefix(WRITER, 'logging_writer.py:48')}[{step}] learning_rate={f32(0.0016 * min(1, step / 1000))}, "
+                 f"train_accuracy={f32(0.6 - 0.5 * math.exp(-step / 4000))}, train_loss={f32(loss)}\n")
+        if step % 700 == 0:
+            sps = 11.6 + rng.uniform(-0.3, 0.3)
+            text += (f"{prefix(MAIN, 'local.py:41')}Setting work unit notes: {sps:.1f} steps/s, {step / 5000:.1f}% "
+                     f"({step + 1}/500000), ETA: 11h59m (11m : 1.8% data, 31.9% eval, 1.9% generate_text, 59.4% "
+                     "train_step, 0.0% training_metrics)\n")
+            text += f"{prefix(WRITER, 'logging_writer.py:48')}[{step + 1}] steps_per_sec={sps:.6g}\n"
+            text += f"{prefix(WRITER, 'logging_writer.py:48')}[{step + 1}] uptime={clock[0]:.6g}\n"
+        if step % 1000 == 0:
+            text += f"{prefix(MAIN, 'train.py:420')}Gathering evaluation metrics.\n"
+            text += (f"{prefix(WRITER, 'logging_writer.py:48')}[{step}] eval_accuracy={f32(0.62 - 0.5 * math.exp(-step / 4000))}, "
+                     f"eval_loss={f32(loss - 0.2)}, eval_perplexity={f32(math.exp(loss - 0.2))}\n")
+        if step % 2000 == 0:
+            text += (f"{prefix(WRITER, 'logging_writer.py:64')}[{step}] Got texts: {{'samples': ['Paris is a the "
+                     "capital of France , and the French capital is the largest city in Europe .', 'Flax is a former "
+                     "chairman of the Federal Reserve Bank of New York .']}.\n")
+        return text
+
+    _write(path, megabytes, head, block)
+
+
+def make_clu_big_vision(path: Path, megabytes: int) -> None:
+    """big_vision's console: a metric per line (``utils.py:1268] ESC[35m[step]ESC[0m name = value``) every 50 steps,
+    its progress note (a line with three more after it), a minival evaluation and its timing every 500 steps."""
+    rng = random.Random(22)
+    names = ("global_schedule", "training_loss", "l2_grads", "l2_params", "l2_updates", "uptime", "examples_seen",
+             "progress", "epoch", "img/sec/core", "core_hours_TPU v3", "core_hours")
+
+    def block(index: int) -> str:
+        step = 50 * (index + 1)
+        prefix = (f"I0603 08:{index // 60 % 60:02d}:{index % 60:02d}.318439 140529512351552 utils.py:1268] "
+                  f"\x1b[35m[{step}]\x1b[0m ")
+        text = "".join(f"{prefix}{name} = {rng.random() * 10}\n" for name in names)
+        text += (f"I0603 08:14:19.320154 140529512351552 train.py:114] \x1b[33mNOTE\x1b[0m: Steps:{step}/111477 "
+                 "[0.0%]\nWalltime:3m26s (0s eval)\nETA:6h26m\nTotal train time:6h26m\n")
+        if step % 500 == 0:
+            text += "".join(f"{prefix}{name} = {rng.random()}\n" for name in ("minival/prec@1", "minival/loss",
+                                                                             "z/secs/eval/minival"))
+            text += "I0603 08:13:08.691560 140529512351552 utils.py:571] TIMING[z/secs/eval/minival]: 24.5\n"
+        return text
+
+    _write(path, megabytes, "", block)
+
+
 #: Each text reader's name and the maker of its log.
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
@@ -1100,6 +1175,8 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "olmo": make_olmo,
     "composer": make_composer,
     "litgpt": make_litgpt,
+    "clu": make_clu,
+    "clu_big_vision": make_clu_big_vision,
     "keras_console": make_keras_console,
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,

@@ -47,6 +47,8 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.text.llmc:LlmcReader",
     "tanalyze.readers.text.pytorch_lm:PyTorchLMReader",
     "tanalyze.readers.text.fairseq:FairseqReader",
+    # before the HF console, which a CLU log's '[Hyperparameters] {'learning_rate': …}' line would give it
+    "tanalyze.readers.text.clu:CLUReader",
     "tanalyze.readers.text.hf_console:HFConsoleReader",
     "tanalyze.readers.text.keras_console:KerasConsoleReader",
     "tanalyze.readers.text.deepspeed:DeepSpeedReader",

@@ -8,7 +8,7 @@ from tanalyze.readers import READERS, get_reader
 from tanalyze.readers.text.console import console_readers, detect_console_format, parse_console_file
 from tests.readers.text_helpers import check, notes_text, write
 
-TEXT_FORMATS = ["megatron", "llmc", "pytorch_lm", "fairseq", "hf_console", "keras_console", "deepspeed", "modded_nanogpt", "build_nanogpt", "nanogpt",
+TEXT_FORMATS = ["megatron", "llmc", "pytorch_lm", "fairseq", "clu", "hf_console", "keras_console", "deepspeed", "modded_nanogpt", "build_nanogpt", "nanogpt",
                 "tqdm_console", "timm_console", "nnunet", "darknet", "console_table", "sb3_console", "paddle", "opennmt", "espnet", "torchtitan", "maxtext", "olmo", "composer", "litgpt",
                 "text",
                 "torch_examples"]
@@ -39,6 +39,8 @@ SAMPLES = {
     "litgpt": "Epoch 1 | iter 4 step 1 | loss train: 10.772, val: n/a | iter time: 212.41 ms (step) remaining time: "
               "2:37:17\nEpoch 1 | iter 8 step 2 | loss train: 10.595, val: n/a | iter time: 194.76 ms (step) remaining "
               "time: 1:39:52\n",
+    "clu": "I0325 14:11:17.857037 130245504009792 logging_writer.py:48] [100] train_accuracy=0.40, train_loss=3.38\n"
+           "I0325 14:12:17.857037 130245504009792 logging_writer.py:48] [200] train_accuracy=0.41, train_loss=3.28\n",
     "espnet": "[host] 2020-04-05 16:34:56,315 (trainer:453) INFO: 2epoch:train:1-10batch: iter_time=0.006, loss=50.873\n"
               "[host] 2020-04-05 16:34:58,046 (trainer:453) INFO: 2epoch:train:11-20batch: iter_time=0.004, loss=44.369\n",
     "darknet": " 1: 719.302734, 719.302734 avg loss, 0.001000 rate, 3.5 seconds, 64 images\n"

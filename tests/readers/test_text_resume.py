@@ -105,6 +105,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     found += [("composer", p) for p in sorted(composer.rglob("*.log"))]
     litgpt = Path(__file__).resolve().parents[1] / "fixtures" / "litgpt"
     found += [("litgpt", p) for p in sorted(litgpt.rglob("*.log"))]
+    clu = Path(__file__).resolve().parents[1] / "fixtures" / "clu"
+    found += [("clu", p) for p in sorted(clu.rglob("console.log"))]
     found += [("espnet", Path(__file__).resolve().parents[1] / "fixtures" / "espnet" / "asr_train" / "train.log")]
     return found
 
