@@ -388,3 +388,18 @@ def test_findall_readers_name_a_step_too_long_to_be_one(tmp_path, name, line):
     assert sorted(run.scalars["step"].unique().tolist()) == [1, 3]
     [warning] = run.warnings
     assert "1 line(s) look like" in warning.message and "99999999999999999999999" in warning.message
+
+
+def test_an_olmo_metric_value_with_a_blank_inside_is_named_not_two_values(tmp_path):
+    """Was: ValueError (columns of different lengths): the block's values read at once as blank-separated tokens,
+    "2 31.7" two of them. Now that line is named and the rest of the block read."""
+    head = "2024-08-06 09:59:26.181\tintern-studio-160750:0\tolmo.train:908\tINFO\t[step={step}/739328,epoch=0]\n"
+    text = "".join(head.format(step=step) + f"    optim/total_grad_norm={grad}\n    train/CrossEntropyLoss=12.18\n"
+                   for step, grad in ((1, "2 31.7"), (2, "2.317")))
+    path = tmp_path / "console.log"
+    path.write_text(text)
+    [run] = get_reader("olmo").read([path])
+    frame = run.scalars
+    assert frame[frame["tag"] == "train/CrossEntropyLoss"]["step"].tolist() == [1, 2]
+    assert frame[frame["tag"] == "optim/total_grad_norm"]["value"].tolist() == [2.317]
+    assert "optim/total_grad_norm=2 31.7" in messages(run)

@@ -156,6 +156,8 @@ def _metric_lines(text: str) -> tuple[list[str], np.ndarray, np.ndarray] | None:
             return None
         tokens = tokens.replace(",", "")
     values, valid = parse_some_numbers(tokens)
+    if len(values) != len(equals):
+        return None  # (a blank inside a value, "2 31.7": two tokens of one line)
     if not valid.all() or (_LETTER.search(tokens) and not all(
             _NUMBER.fullmatch(token) for token in tokens.split(" ") if _LETTER.search(token))):
         return None  # (a blank after a number, or a nan or inf spelled otherwise)
