@@ -403,3 +403,15 @@ def test_an_olmo_metric_value_with_a_blank_inside_is_named_not_two_values(tmp_pa
     assert frame[frame["tag"] == "train/CrossEntropyLoss"]["step"].tolist() == [1, 2]
     assert frame[frame["tag"] == "optim/total_grad_norm"]["value"].tolist() == [2.317]
     assert "optim/total_grad_norm=2 31.7" in messages(run)
+
+
+def test_a_clu_log_cut_in_its_last_line_after_a_line_read_is_that_line_named(tmp_path):
+    """Was: IndexError when the last chunk, the cut line alone, had no line that could be read. Now the lines
+    before it are read and the cut line is named."""
+    line = "I0919 19:04:52.914754 139814060566272 logging_writer.py:35] [{step}] steps_per_second=8.07, train_loss=0.78"
+    path = tmp_path / "console.log"
+    cut = line.format(step=300).split(", ")[0][:-4] + "+"  # ("… [300] steps_per_second=+": its value cut)
+    path.write_text("\n".join(line.format(step=step) for step in (100, 200)) + "\n" + cut)
+    [run] = get_reader("clu").read([path])
+    assert sorted(set(run.scalars["step"].tolist())) == [100, 200]
+    assert "[300] steps_per_second=+" in messages(run) and "could not be read" in messages(run)

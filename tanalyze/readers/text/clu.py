@@ -161,6 +161,8 @@ class CLUParser(FindallParser):
             first_codes = codes[np.cumsum(counts) - counts]
         else:  # (lines that cannot be read: left for the look-alike scan to name)
             unread = sorted(unread + np.array(lines)[~good].tolist())
+            if not good.any():
+                return unread
             keep = good[line_of]
             codes, values, row_steps, line_of = codes[keep], values[keep], row_steps[keep], line_of[keep]
             first_codes = codes[np.flatnonzero(np.concatenate(([True], line_of[1:] != line_of[:-1])))]
@@ -169,8 +171,6 @@ class CLUParser(FindallParser):
             collections = [collection for collection, ok in zip(collections, mask, strict=True) if ok]
             vision = vision[good]
             step_array = step_array[good]
-            if not lines:
-                return unread
         self._collection_lines += len(collections) - collections.count("")
         self._big_vision_lines += int(vision.sum())
         self._steps_go_on(chunk, text, lines, first_codes, step_array)
