@@ -228,8 +228,11 @@ def test_an_accelerate_no_trainer_scripts_banner_is_not_the_trainers(tmp_path):
              "10/10/2022 22:51:02 - INFO - __main__ -   Num Epochs = 5"]
     lines += [f"10/10/2022 22:{50 + e}:29 - INFO - __main__ - epoch {e}: perplexity: {1222.1594275215962 / (e + 1)} "
               f"eval_loss: {7.10837459564209 - e / 10}" for e in range(6)]
-    path = write(tmp_path / "clm_no_trainer" / "train.log", "\n".join(lines) + "\n")
-    assert not get_reader("hf_console").sniff(path, path.read_bytes()[:HEAD_BYTES])
+    ranked = [line.replace("__main__ - ", "__main__ - [RANK 0] ") for line in lines]  # (accelerate >= 1.13)
+    for name, text in (("ranked.log", ranked), ("train.log", lines)):
+        path = write(tmp_path / "clm_no_trainer" / name, "\n".join(text) + "\n")
+        assert not get_reader("hf_console").sniff(path, path.read_bytes()[:HEAD_BYTES]), name
+    path.with_name("ranked.log").unlink()
     (info,) = load(path.parent, cache=False).runs.values()
     assert info.format == "text"
     frame = load(path.parent, cache=False).scalars

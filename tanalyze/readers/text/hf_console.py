@@ -608,7 +608,10 @@ class HFConsoleParser(TextParser):
 
 
 _HF_DICT = re.compile(r"\{\s*['\"](?:loss|eval_loss|train_runtime|learning_rate|grad_norm)['\"]\s*:")
-_HF_BANNER = re.compile(r"(?<!__main__ - )\*\*\*\*\* Running training \*\*\*\*\*[^\n]*\n[^\n]*Num examples = ")
+#: the Trainer's banner (not printed by a script's own logger, ``__main__``: accelerate's ``*_no_trainer.py`` examples
+#: copy it, ``[RANK 0]`` after the logger's name since accelerate 1.13)
+_HF_BANNER = re.compile(r"^(?![^\n]*__main__ - )[^\n]*\*\*\*\*\* Running training \*\*\*\*\*[^\n]*\n[^\n]*Num examples = ",
+                        re.M)
 
 
 def detect_hf_console(window: str) -> bool:
