@@ -19,6 +19,11 @@ NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[nN]a[nN]|[iI]nf(?:inity
 #: The same, possessive (a part once taken is not given back): quicker, and the same matches wherever the text
 #: after the number cannot begin with a digit, a dot or an exponent (a comma, a blank, a word)
 NUMBER_ONCE = r"[-+]?+(?:(?:\d++\.?+\d*+|\.\d++)(?:[eE][-+]?+\d++)?+|[nN]a[nN]|[iI]nf(?:inity)?+)"
+#: ``NUMBER`` compiled: ``NUMBER_PATTERN.fullmatch(token)`` tells a number as trainers print it (``float()`` takes
+#: more: ``1_0``, ``INFINITY``)
+NUMBER_PATTERN = re.compile(NUMBER)
+#: The largest step (or epoch, count) a line is read at: a larger one is no exact double, a garbled line's digits
+LARGEST_STEP = 2**53
 
 NAN = math.nan
 

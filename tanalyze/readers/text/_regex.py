@@ -98,6 +98,13 @@ def required_literal(pattern: re.Pattern[str]) -> str | None:
     return "".join(out) if len(out) >= 3 else None
 
 
+def at_least_two(matches: Iterable[object]) -> bool:
+    """Whether ``matches`` yields two items: how a format is told by its lines (one alone may be a quote in another
+    log), without finding more of them."""
+    found = iter(matches)
+    return next(found, None) is not None and next(found, None) is not None
+
+
 def ordered_matches(text: str, patterns: Iterable[tuple[re.Pattern[str], str]], start: int = 0,
                     end: int | None = None) -> Iterator[tuple[str, re.Match[str]]]:
     """Matches of several patterns over one text (or ``text[start:end]``), in order of position, each with its kind.

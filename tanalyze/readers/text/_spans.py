@@ -36,11 +36,10 @@ from tanalyze.readers.text._shaped import (
     shape_runs,
     value_runs,
 )
-from tanalyze.readers.values import NUMBER
+from tanalyze.readers.values import NUMBER_PATTERN
 
 __all__ = ["SpanParser", "SpanRows", "field_grid", "shaped_lines"]
 
-_NUMBER = re.compile(NUMBER)
 _NO_LINES = np.empty(0, dtype=np.int64)
 
 SpanRows = tuple[tuple[str, ...], np.ndarray, np.ndarray]
@@ -93,7 +92,7 @@ def field_grid(found: list[str], separators: tuple[str, ...], width: int) -> np.
         joined = joined.replace(separator, " ")
     if joined.count(" ") != width * len(found) - 1:
         return None
-    if any(c in joined for c in "_nN") and not all(map(_NUMBER.fullmatch, joined.split(" "))):
+    if any(c in joined for c in "_nN") and not all(map(NUMBER_PATTERN.fullmatch, joined.split(" "))):
         return None  # float() takes "1_0" and "INF", a NUMBER does not
     numbers = parse_numbers(joined)
     return None if numbers is None else numbers.reshape(len(found), width)

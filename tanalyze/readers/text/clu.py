@@ -52,7 +52,8 @@ from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER
+from tanalyze.readers.text._regex import at_least_two
+from tanalyze.readers.values import LARGEST_STEP, NUMBER, NUMBER_PATTERN
 
 __all__ = ["CLUParser", "CLUReader", "detect_clu"]
 
@@ -81,9 +82,6 @@ _LINE = re.compile(
 _DETECT = re.compile(
     rf"^{_ABSL}\[\d+\](?: collection={_COLLECTION})? (?:(?:{_NAME}={NUMBER}, )*{_NAME}={NUMBER}|{_NAME} = {NUMBER})"
     r"[ \t]*$", re.M)
-_NUMBER = re.compile(NUMBER)
-#: the largest step read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 
 
 class CLUParser(FindallParser):
@@ -229,7 +227,7 @@ class CLUParser(FindallParser):
                 items = [pair.split("=", 1) for pair in pairs.split(", ")]
             prefix = f"{collection}/" if collection else ""
             step = int(step_text)
-            if step > _LARGEST_STEP or not all(_NUMBER.fullmatch(number) for _, number in items):
+            if step > LARGEST_STEP or not all(NUMBER_PATTERN.fullmatch(number) for _, number in items):
                 unread.append(index)
                 continue
             tags = [prefix + tag for tag, _ in items]
@@ -249,13 +247,13 @@ class CLUParser(FindallParser):
 
 
 def _steps(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The steps (digits) as int64 and which are at most ``_LARGEST_STEP`` (the others 0)."""
+    """The steps (digits) as int64 and which are at most ``LARGEST_STEP`` (the others 0)."""
     steps, _ = parse_some_numbers(" ".join(texts))  # (digits: exact up to 15 of them)
-    if (steps < _LARGEST_STEP).all():
+    if (steps < LARGEST_STEP).all():
         return steps.astype(np.int64), np.ones(len(texts), dtype=bool)
     exact = [int(text) for text in texts]
-    ok = np.array([step <= _LARGEST_STEP for step in exact], dtype=bool)
-    return np.array([step if step <= _LARGEST_STEP else 0 for step in exact], dtype=np.int64), ok
+    ok = np.array([step <= LARGEST_STEP for step in exact], dtype=bool)
+    return np.array([step if step <= LARGEST_STEP else 0 for step in exact], dtype=np.int64), ok
 
 
 def _numbers(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -268,14 +266,13 @@ def _numbers(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
     except ValueError:
         values, valid = parse_some_numbers(" ".join(tokens))
     for k in np.flatnonzero(valid & ~np.isfinite(values)).tolist():
-        valid[k] = _NUMBER.fullmatch(tokens[k]) is not None
+        valid[k] = NUMBER_PATTERN.fullmatch(tokens[k]) is not None
     return values, valid
 
 
 def detect_clu(window: str) -> bool:
     """Two metric lines of CLU's or big_vision's writer."""
-    found = _DETECT.finditer(window)
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(_DETECT.finditer(window))
 
 
 class CLUReader(TextReader):

@@ -59,7 +59,7 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NAN, NUMBER, config_value, short
+from tanalyze.readers.values import LARGEST_STEP, NAN, NUMBER, config_value, short
 
 __all__ = ["ComposerParser", "ComposerReader", "detect_composer"]
 
@@ -97,8 +97,6 @@ _RULE = "*" * 30
 _CONFIG_START = f"{_RULE}\nConfig:\n"
 _HEADER_START = re.compile(rf"^\[(?:epoch=\d+\]\[batch=|{_UNITS}=\d+/)", re.M)
 _CONFIG = re.compile(r"^([A-Za-z_][^:\n]*): ([^\n]*)$", re.M)
-#: the largest step read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 #: a block's kind: none yet (lines before any header), training, evaluation, training whose count is not known yet
 #: (its time/batch not seen yet), training that cannot be placed (a count too large)
 _NONE, _TRAIN, _EVAL, _PENDING, _BAD = 0, 1, 2, 3, 4
@@ -168,9 +166,9 @@ class ComposerParser(TextParser):
                 self._evaluations += 1
             else:
                 done, epoch_number = _count(epoch, in_epoch, length, unit, count)
-                reading.open(_BAD if done > _LARGEST_STEP else _TRAIN if done >= 0 else _PENDING, done, epoch_number,
+                reading.open(_BAD if done > LARGEST_STEP else _TRAIN if done >= 0 else _PENDING, done, epoch_number,
                              text[start:end].strip(), start)
-                if done > _LARGEST_STEP:
+                if done > LARGEST_STEP:
                     reading.unread(start, end)
                 else:
                     reading.lines += 1
@@ -210,7 +208,7 @@ class ComposerParser(TextParser):
         if (kind == _PENDING).any() and "time/batch" in self._names:
             at = (codes == self._names["time/batch"]) & valid & (kind[block] == _PENDING)
             batches = values[at]
-            ok = (batches >= 0) & (batches < _LARGEST_STEP) & (batches == np.floor(batches))
+            ok = (batches >= 0) & (batches < LARGEST_STEP) & (batches == np.floor(batches))
             where = block[at][ok]
             count[where] = batches[ok].astype(np.int64) + 1
             kind[where] = _TRAIN

@@ -33,7 +33,7 @@ from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER, NUMBER_ONCE
+from tanalyze.readers.values import NUMBER_ONCE, NUMBER_PATTERN
 
 __all__ = ["ConsoleTableParser", "ConsoleTableReader", "detect_console_table"]
 
@@ -53,7 +53,6 @@ _ROW_LINE = re.compile(rf"^[ \t]*({_ROW})[ \t]*$", re.M)
 _FIRST_ROW_WITHIN = 4096
 _MINUTES_SECONDS = re.compile(r"\d+:\d\d(?: \d+:\d\d)*")  # clocks joined, every one mm:ss
 _CLOCK = re.compile(r"(\d+):(\d\d)(?::(\d\d))?")  # as a cell has it: mm:ss or h:mm:ss
-_NUMBER = re.compile(NUMBER)
 _SECONDS = {"time": "epoch_time_s", "dur": "epoch_time_s"}
 #: the largest epoch read (an exact double, as every step)
 _LARGEST_EPOCH = 2**53
@@ -77,7 +76,7 @@ class _Cells:
         if "_" in joined:  # nor "1_0"
             odd |= cell & np.fromiter(("_" in word for word in words), bool, len(words))
         for i in np.flatnonzero(odd).tolist():
-            cell[i] = _NUMBER.fullmatch(words[i]) is not None
+            cell[i] = NUMBER_PATTERN.fullmatch(words[i]) is not None
         self.missing = np.zeros(len(words), dtype=bool)
         others = np.flatnonzero(~cell)  # clocks, #na#, and words that are no cell
         if len(others):

@@ -33,7 +33,8 @@ from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER, NUMBER_ONCE
+from tanalyze.readers.text._regex import at_least_two
+from tanalyze.readers.values import LARGEST_STEP, NUMBER, NUMBER_ONCE, NUMBER_PATTERN
 
 __all__ = ["DarknetParser", "DarknetReader", "detect_darknet"]
 
@@ -62,10 +63,7 @@ _LINE = re.compile(
     rf"|for conf_thresh = {_N}, precision = ({_N}), recall = ({_N}), F1-score = ({_N})"
     rf"|for conf_thresh = {_N}, TP = \d+, FP = \d+, FN = \d+, average IoU = ({_N}) ?%"
     rf"|({_LOOKALIKE_START}[^\n]*))[ \t]*(?=\n)")
-_NUMBER = re.compile(NUMBER)
 _ITERATION_TAGS = ("loss", "avg_loss", "lr", "iteration_time_s")
-#: the largest iteration read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 
 
 class DarknetParser(FindallParser):
@@ -123,7 +121,7 @@ def _numbers(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
         return np.empty(0), np.empty(0, dtype=bool)
     values, valid = parse_some_numbers(joined)
     if "n" in joined or "N" in joined:  # (every spelling of nan and inf has one)
-        valid &= np.fromiter(map(bool, map(_NUMBER.fullmatch, tokens)), bool, len(tokens))
+        valid &= np.fromiter(map(bool, map(NUMBER_PATTERN.fullmatch, tokens)), bool, len(tokens))
     return values, valid
 
 
@@ -149,7 +147,7 @@ class _Lines:
         previous = step = last_step
         for index, (number, loss, average, rate, seconds, iou, mean_ap, name, ap, precision, recall, f1,
                     average_iou, lookalike) in enumerate(found):
-            if lookalike or index in skipped or (number and int(number) > _LARGEST_STEP):  # (no exact step)
+            if lookalike or index in skipped or (number and int(number) > LARGEST_STEP):  # (no exact step)
                 out.unread.append(index)
                 continue
             if number:
@@ -176,8 +174,7 @@ class _Lines:
 
 def detect_darknet(window: str) -> bool:
     """Two darknet iteration lines."""
-    found = ITERATION.finditer(window)
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(ITERATION.finditer(window))
 
 
 class DarknetReader(TextReader):

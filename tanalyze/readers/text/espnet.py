@@ -25,6 +25,8 @@ from pathlib import Path
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._pairs import EQUALS_PAIR, PairLines, PairsParser, PairTake
 from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._regex import at_least_two
+from tanalyze.readers.values import LARGEST_STEP
 
 __all__ = ["ESPnetParser", "ESPnetReader", "detect_espnet"]
 
@@ -40,8 +42,6 @@ _SECTION = re.compile(r"\[(\w+)\] ")
 _TOTAL = re.compile(r"\btotal_count=(\d+)")
 #: names of an epoch's results that are no measure of its validation: how long it took, how many batches
 _NOT_TAGS = frozenset({"time", "total_count"})
-#: the largest step read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 
 
 class ESPnetParser(PairsParser):
@@ -66,7 +66,7 @@ class ESPnetParser(PairsParser):
         for index, (stamp, epoch, batch, updates, rest, done, results, lookalike) in enumerate(found):
             if results:
                 self._on_results(int(done), results, stamp, taking.lines)
-            elif lookalike or max(int(epoch), int(batch), int(updates or 0)) > _LARGEST_STEP:
+            elif lookalike or max(int(epoch), int(batch), int(updates or 0)) > LARGEST_STEP:
                 taking.unread.append(index)
             else:
                 self._enter(int(epoch))
@@ -93,7 +93,7 @@ class ESPnetParser(PairsParser):
         self._results += 1
         sections = dict(zip(*[iter(_SECTION.split(results)[1:])] * 2, strict=True))
         total = _TOTAL.search(sections.get("train", ""))
-        if total is not None and int(total.group(1)) <= _LARGEST_STEP:
+        if total is not None and int(total.group(1)) <= LARGEST_STEP:
             end = self._next_base = int(total.group(1))
         else:
             end = self._base + self._batches
@@ -112,8 +112,7 @@ class ESPnetParser(PairsParser):
 
 def detect_espnet(window: str) -> bool:
     """Two training lines of ESPnet's trainer."""
-    found = (m for m in _LINE.finditer("\n" + window) if m.group(2))
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(m for m in _LINE.finditer("\n" + window) if m.group(2))
 
 
 class ESPnetReader(TextReader):

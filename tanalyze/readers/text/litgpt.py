@@ -69,8 +69,9 @@ from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._regex import at_least_two
 from tanalyze.readers.text._shaped import stretches
-from tanalyze.readers.values import NUMBER
+from tanalyze.readers.values import LARGEST_STEP, NUMBER_PATTERN
 
 __all__ = ["LitGPTParser", "LitGPTReader", "detect_litgpt"]
 
@@ -105,15 +106,12 @@ _LEGACY_RUNS = re.compile(rf"\n(?:iter [0-9]++ (?:\| )?step [0-9]++: loss {_D}, 
 #: the lines a chunk read at once may have besides runs of training lines: a validation line (iter, loss, time), the
 #: final evaluation (its numbers), a line that looks like a training or validation line but is in no run (its text)
 _OTHER = re.compile(rf"\n(?=[EisF])(?:{_VALID}[ \t]*(?=\n)|{_FINAL}|({_LOOKALIKE_START}[^\n]*))")
-_NUMBER = re.compile(NUMBER)
 _TRAIN_TAGS = ("train_loss", "iter_time_ms")
 _VALID_TAGS = ("val_loss", "val_time_ms")
-#: the largest step or iter read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 
 
 def _number(token: str) -> float | None:
-    return float(token) if _NUMBER.fullmatch(token) else None
+    return float(token) if NUMBER_PATTERN.fullmatch(token) else None
 
 
 def _validation_step(iteration: int, step_line: tuple[int, int] | None, per_step: int | None,
@@ -313,7 +311,7 @@ class LitGPTParser(FindallParser):
                 continue
             if v_iter:
                 numbers = (_number(v_loss), _number(v_time))
-                if int(v_iter) > _LARGEST_STEP or None in numbers:
+                if int(v_iter) > LARGEST_STEP or None in numbers:
                     unread.add(index)
                     continue
                 step_line = (self._step_iter, self._step_step) if self._step_iter is not None else None
@@ -331,8 +329,8 @@ class LitGPTParser(FindallParser):
             if legacy:
                 iteration, step, loss, time, mark = l_iter, l_step, l_loss, l_time, l_mark
             numbers = (_number(loss), _number(time))
-            if (int(iteration) > _LARGEST_STEP or int(step) > _LARGEST_STEP or None in numbers
-                    or not (legacy or val == "n/a" or _NUMBER.fullmatch(val))):
+            if (int(iteration) > LARGEST_STEP or int(step) > LARGEST_STEP or None in numbers
+                    or not (legacy or val == "n/a" or NUMBER_PATTERN.fullmatch(val))):
                 unread.add(index)
                 continue
             main += 1
@@ -408,7 +406,7 @@ class LitGPTParser(FindallParser):
                     finals.append(final.strip())
                     continue
                 numbers = (_number(loss), _number(time))
-                if int(iteration) > _LARGEST_STEP or None in numbers:
+                if int(iteration) > LARGEST_STEP or None in numbers:
                     return False
                 valid_at.append(m.start())
                 valid_iters.append(int(iteration))
@@ -495,15 +493,15 @@ class LitGPTParser(FindallParser):
         values, valid = parse_some_numbers(joined) if count else (np.empty(0), np.empty(0, bool))
         if not valid.all():
             return None
-        if ("n" in joined or "N" in joined) and not all(map(_NUMBER.fullmatch, chain(columns[2], columns[3]))):
+        if ("n" in joined or "N" in joined) and not all(map(NUMBER_PATTERN.fullmatch, chain(columns[2], columns[3]))):
             return None  # (float() takes "INF" and "nAn" too)
         values = values.reshape(len(columns), count)
-        if count and (values[0].max() >= _LARGEST_STEP or values[1].max() >= _LARGEST_STEP):
+        if count and (values[0].max() >= LARGEST_STEP or values[1].max() >= LARGEST_STEP):
             return None  # (told exactly line by line)
         valid_at, valid_iters, valid_values = [], [], []
         for index in np.flatnonzero(np.fromiter(map(bool, v_iter), bool, n)).tolist():
             numbers = (_number(v_loss[index]), _number(v_time[index]))
-            if int(v_iter[index]) > _LARGEST_STEP or None in numbers:
+            if int(v_iter[index]) > LARGEST_STEP or None in numbers:
                 return None
             valid_at.append(index)
             valid_iters.append(int(v_iter[index]))
@@ -611,7 +609,7 @@ class LitGPTParser(FindallParser):
             changes.insert(0, 0)
         for j in changes if changes and changes[0] == 0 else [0, *changes]:
             text = val_at(j)
-            if text != "n/a" and not _NUMBER.fullmatch(text):
+            if text != "n/a" and not NUMBER_PATTERN.fullmatch(text):
                 return True
         for j in changes:
             if val_at(j) == "n/a":
@@ -682,8 +680,7 @@ class LitGPTParser(FindallParser):
 
 def detect_litgpt(window: str) -> bool:
     """Two training lines of LitGPT (or of lit-gpt before it)."""
-    found = (m for m in _LINE.finditer("\n" + window) if m.group(2) or m.group(11))
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(m for m in _LINE.finditer("\n" + window) if m.group(2) or m.group(11))
 
 
 class LitGPTReader(TextReader):

@@ -54,7 +54,8 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._pairs import PAIR
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER, NUMBER_ONCE
+from tanalyze.readers.text._regex import at_least_two
+from tanalyze.readers.values import LARGEST_STEP, NUMBER_ONCE, NUMBER_PATTERN
 
 __all__ = ["MaxTextParser", "MaxTextReader", "detect_maxtext"]
 
@@ -88,9 +89,6 @@ _VALUE = re.compile(rf"(?<=: |.=)({NUMBER_ONCE})(?=[, ]|$)")
 #: checked when it is parsed (``float()`` takes such a run exactly when ``NUMBER`` matches it, but for a spelling of
 #: nan or inf ``NUMBER`` has not, looked at when a field has an ``n``)
 _NUMBER_CHARS = r"([-+.0-9eEnNaAiIfFtTyY]++)"
-_NUMBER = re.compile(NUMBER)
-#: the largest step read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 #: no training line in a chunk: no template
 _NO_TEMPLATE = ("(?!)", ())
 
@@ -238,7 +236,7 @@ def _first_template(text: str) -> tuple[str, tuple[str, ...]]:
     head = _LINE_AT_START.match(text)
     for m in chain([head] if head is not None else [], _LINE.finditer(text)):
         one = _ONE.fullmatch(m.group(2))
-        if one is not None and one.group(1) and int(one.group(1)) <= _LARGEST_STEP:
+        if one is not None and one.group(1) and int(one.group(1)) <= LARGEST_STEP:
             return _template(one.group(2))
     return _NO_TEMPLATE
 
@@ -247,22 +245,22 @@ def _read_at_once(lines: list[tuple[str, ...]], indices: np.ndarray | None, unre
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The lines of the chunk's template (their groups; ``indices``: which of the chunk's, None for all): their
     indices, steps and numbers (a line per row); those that cannot be read (a field that is no number, a step past
-    ``_LARGEST_STEP``) put in ``unread``. None when none can be read."""
+    ``LARGEST_STEP``) put in ``unread``. None when none can be read."""
     count = len(lines)
     indices = np.arange(count) if indices is None else indices
     steps, _ = parse_some_numbers(" ".join(map(itemgetter(1), lines)))  # (digits: exact up to 15 of them)
-    keep = steps < _LARGEST_STEP
+    keep = steps < LARGEST_STEP
     if not keep.all():  # (a step that may be past the largest read: read exactly)
         exact = [int(line[1]) for line in lines]
-        keep = np.array([step <= _LARGEST_STEP for step in exact], dtype=bool)
-        steps = np.array([step if step <= _LARGEST_STEP else 0 for step in exact], dtype=np.float64)
+        keep = np.array([step <= LARGEST_STEP for step in exact], dtype=bool)
+        steps = np.array([step if step <= LARGEST_STEP else 0 for step in exact], dtype=np.float64)
     width = len(lines[0]) - 3
     matrix = np.empty((count, width))
     for column in range(width):
         joined = " ".join(map(itemgetter(column + 2), lines))
         matrix[:, column], valid = parse_some_numbers(joined)
         if "n" in joined or "N" in joined:  # (every spelling of nan and inf has one; float() takes more of them)
-            valid &= np.fromiter(map(bool, map(_NUMBER.fullmatch, map(itemgetter(column + 2), lines))), bool, count)
+            valid &= np.fromiter(map(bool, map(NUMBER_PATTERN.fullmatch, map(itemgetter(column + 2), lines))), bool, count)
         keep &= valid
     step_array = steps.astype(np.int64)
     if not keep.all():
@@ -292,7 +290,7 @@ class _Alone:
         if m is None:
             return False
         step = int(m.group(1) or m.group(3))
-        if step > _LARGEST_STEP:  # (no exact step: not read, named)
+        if step > LARGEST_STEP:  # (no exact step: not read, named)
             return False
         if m.group(1):
             pairs, prefix = PAIR.findall(_as_pairs(m.group(2))), ""
@@ -309,8 +307,7 @@ class _Alone:
 
 def detect_maxtext(window: str) -> bool:
     """Two training lines of MaxText."""
-    found = _TRAINING_LINE.finditer(window)
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(_TRAINING_LINE.finditer(window))
 
 
 class MaxTextReader(TextReader):

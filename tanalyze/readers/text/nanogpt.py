@@ -25,7 +25,7 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER, to_float
+from tanalyze.readers.values import NUMBER, NUMBER_PATTERN, to_float
 
 __all__ = ["NanoGPTParser", "NanoGPTReader", "detect_nanogpt"]
 
@@ -41,7 +41,6 @@ MFU_NOT_MEASURED = -100.0
 _FIELD = r"[^ ,\n%]+"
 _SHAPES = ((re.compile(rf"\niter (\d+: loss {_FIELD}, time [^ ,\nm]+ms, mfu {_FIELD})%(?=\n)"), 4, None),
            (re.compile(rf"\niter (\d+: loss {_FIELD} [A-Za-z]{{1,5}}, time [^ ,\nm]+ms, mfu {_FIELD})%(?=\n)"), 5, 2))
-_NUMBER = re.compile(NUMBER)
 #: The evaluation line after a line break (a literal start: quick to find in a chunk).
 _EVAL_AFTER_BREAK = re.compile(rf"\n{EVAL.pattern[1:-1]}(?=\n)")
 _ITER_TAGS = ("loss", "time_ms", "mfu")
@@ -117,7 +116,7 @@ class NanoGPTParser(TextParser):
             del fields[unit::width]
             width -= 1
             joined = " ".join(fields)
-        if any(c in joined for c in "_nN") and not all(map(_NUMBER.fullmatch, joined.split(" "))):
+        if any(c in joined for c in "_nN") and not all(map(NUMBER_PATTERN.fullmatch, joined.split(" "))):
             return False  # float() takes "1_0" and "INF", a NUMBER does not (nan, inf and their kin have an n)
         numbers = parse_numbers(joined)
         if numbers is None:

@@ -47,7 +47,7 @@ from tanalyze.readers.base import FilePart, RunData
 from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk, TextStats
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER, parse_timestamps, to_float
+from tanalyze.readers.values import NUMBER, NUMBER_PATTERN, parse_timestamps, to_float
 
 __all__ = ["NnUNetParser", "NnUNetReader", "detect_nnunet"]
 
@@ -78,7 +78,6 @@ _TAGS = {"train_loss": "train_loss", "val_loss": "val_loss", "Current learning r
 _DICE_TAGS = {"Pseudo dice": "pseudo_dice", "Average global foreground Dice:": "global_dice"}
 #: printed when an epoch starts (v2) or after its results (v1's lr): not results of the epoch
 _BEFORE_TRAINING = frozenset({"Current learning rate:", "lr:"})
-_NUMBER = re.compile(NUMBER)
 _NUMPY_SCALAR = re.compile(r"np\.\w+\(")
 
 
@@ -175,7 +174,7 @@ class NnUNetParser(FindallParser):
 def _dice(name: str, listed: str) -> list[tuple[str, float]]:
     """The Dice of each class (``np.float32(0.97)`` or ``0.97``; NaN for a class without any) and their mean
     (NaN classes left out, as nnU-Net's own mean)."""
-    numbers = [to_float(text) for text in _NUMBER.findall(_NUMPY_SCALAR.sub("", listed))]
+    numbers = [to_float(text) for text in NUMBER_PATTERN.findall(_NUMPY_SCALAR.sub("", listed))]
     values = [math.nan if number is None else number for number in numbers]
     if not values:
         return []

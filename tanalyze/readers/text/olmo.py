@@ -62,8 +62,15 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._regex import at_least_two
 from tanalyze.readers.text._rows import Rows
-from tanalyze.readers.values import NAN, NUMBER, parse_timestamp, parse_timestamps
+from tanalyze.readers.values import (
+    LARGEST_STEP,
+    NAN,
+    NUMBER_PATTERN,
+    parse_timestamp,
+    parse_timestamps,
+)
 
 __all__ = ["OLMoParser", "OLMoReader", "detect_olmo"]
 
@@ -102,15 +109,12 @@ _DIGIT_BYTE = np.zeros(256, dtype=bool)
 _DIGIT_BYTE[list(b"0123456789")] = True
 _NAME_NOT_FIRST = np.zeros(256, dtype=bool)
 _NAME_NOT_FIRST[[c for c in range(128) if chr(c).isspace() or chr(c) == "="]] = True
-_NUMBER = re.compile(NUMBER)
 _DETECT = re.compile(rf"\n{_PREFIX}{_STEP}\n    [^\s=][^\n=]*+=")
 #: what a block is: read (a training block, the pre-train metrics, an evaluation), a label whose block may begin in
 #: the next chunk, a block whose header was not read
 _READ = frozenset({"train", "pretrain", "eval"})
 #: a step of at most this many digits is an exact double (2**53 has 16): the steps of a chunk read at once
 _EXACT_DIGITS = 15
-#: the largest step read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 #: more digits than this are no step (and too many for ``int()``)
 _STEP_DIGITS = 17
 
@@ -121,7 +125,7 @@ def _value(text: str) -> float | None:
         if _BAD_COMMA.search(text):
             return None
         text = text.replace(",", "")
-    return float(text) if _NUMBER.fullmatch(text) else None
+    return float(text) if NUMBER_PATTERN.fullmatch(text) else None
 
 
 def _metric_lines(text: str) -> tuple[list[str], np.ndarray, np.ndarray] | None:
@@ -159,7 +163,7 @@ def _metric_lines(text: str) -> tuple[list[str], np.ndarray, np.ndarray] | None:
     if len(values) != len(equals):
         return None  # (a blank inside a value, "2 31.7": two tokens of one line)
     if not valid.all() or (_LETTER.search(tokens) and not all(
-            _NUMBER.fullmatch(token) for token in tokens.split(" ") if _LETTER.search(token))):
+            NUMBER_PATTERN.fullmatch(token) for token in tokens.split(" ") if _LETTER.search(token))):
         return None  # (a blank after a number, or a nan or inf spelled otherwise)
     return parts[1::2], values, breaks
 
@@ -169,7 +173,7 @@ def _step(text: str) -> int | None:
     if len(text) > _STEP_DIGITS:
         return None
     step = int(text)
-    return step if step <= _LARGEST_STEP else None
+    return step if step <= LARGEST_STEP else None
 
 
 class _Lines:
@@ -386,8 +390,7 @@ class OLMoParser(TextParser):
 def detect_olmo(window: str) -> bool:
     """Two training blocks of OLMo's trainer: a ``[step=N/M]`` header behind its logging prefix, a metric line
     under it."""
-    found = _DETECT.finditer("\n" + window)
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(_DETECT.finditer("\n" + window))
 
 
 class OLMoReader(TextReader):

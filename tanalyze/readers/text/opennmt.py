@@ -23,7 +23,8 @@ from pathlib import Path
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._pairs import PairsParser, PairTake
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER
+from tanalyze.readers.text._regex import at_least_two
+from tanalyze.readers.values import LARGEST_STEP, NUMBER
 
 __all__ = ["OpenNMTParser", "OpenNMTReader", "detect_opennmt"]
 
@@ -38,8 +39,6 @@ _LINE = re.compile(
 _LOOKALIKE = re.compile(r"^\[[^\]\n]* INFO\] Step +\d", re.M)
 _NOT_TAGS = frozenset({"bsz"})
 _VALIDATION = {"perplexity": "ppl", "accuracy": "acc", "xent": "xent"}
-#: the largest step read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 
 
 class OpenNMTParser(PairsParser):
@@ -60,7 +59,7 @@ class OpenNMTParser(PairsParser):
                 at = 0 if taking.previous is None else taking.previous
                 taking.lines.add(at, "nan", f"{_VALIDATION[name]}: {value}", stamp, "valid/")
                 self._validations += name == "perplexity"
-            elif lookalike or int(number) > _LARGEST_STEP:  # (no exact step: not read, named)
+            elif lookalike or int(number) > LARGEST_STEP:  # (no exact step: not read, named)
                 taking.unread.append(index)
             else:
                 rest = f"{rest}src_tok/s: {source}; tgt_tok/s: {target}" if source else plain
@@ -76,8 +75,7 @@ class OpenNMTParser(PairsParser):
 
 def detect_opennmt(window: str) -> bool:
     """Two training lines of OpenNMT-py."""
-    found = (m for m in _LINE.finditer("\n" + window) if m.group(2))
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(m for m in _LINE.finditer("\n" + window) if m.group(2))
 
 
 class OpenNMTReader(TextReader):

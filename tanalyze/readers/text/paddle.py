@@ -29,6 +29,7 @@ from pathlib import Path
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._pairs import PairsParser, PairTake
 from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.values import LARGEST_STEP
 
 __all__ = ["PaddleParser", "PaddleReader", "detect_paddle"]
 
@@ -50,8 +51,6 @@ _LOOKALIKE = re.compile(r"^(?:\[[^\]\n]*\] [\w.]+ INFO: (?:epoch: \[|\[Train\]\[
                         r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \[INFO\]\t\[TRAIN\])", re.M)
 #: names that are no measure of training: where it is, the time left, PaddleOCR's batch size
 _NOT_TAGS = frozenset({"epoch", "global_step", "iter", "eta", "avg_samples"})
-#: the largest step read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 #: each suite's step, as the note says it
 _STEPS = {"PaddleOCR": "global_step", "PaddleClas": "(epoch - 1) × iterations per epoch + iteration",
           "PaddleSeg": "iter"}
@@ -94,12 +93,12 @@ class PaddleParser(PairsParser):
                     at = max(int(cls_eval_epoch) * self._iterations - 1, 0)  # (the epoch's last iteration)
                 else:
                     at = 0 if taking.previous is None else taking.previous
-                if at <= _LARGEST_STEP:
+                if at <= LARGEST_STEP:
                     taking.lines.add(at, cls_eval_epoch or "nan", ocr_eval or cls_eval or seg_eval,
                                      stamp or seg_stamp, "eval/")
                     self._evaluations += 1
                 continue
-            if step > _LARGEST_STEP:  # (no exact step: not read, named)
+            if step > LARGEST_STEP:  # (no exact step: not read, named)
                 taking.unread.append(index)
                 continue
             taking.main(index, step, epoch, rest, stamp)

@@ -30,9 +30,10 @@ import numpy as np
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._regex import at_least_two
 from tanalyze.readers.text._shaped import LineShape
 from tanalyze.readers.text._spans import SpanParser, SpanRows
-from tanalyze.readers.values import NUMBER
+from tanalyze.readers.values import LARGEST_STEP, NUMBER
 
 __all__ = ["PyTorchLMParser", "PyTorchLMReader", "detect_pytorch_lm"]
 
@@ -46,8 +47,6 @@ _PAIR = re.compile(rf"([A-Za-z][\w/]{{0,63}}+(?: (?!(?:[nN]a[nN]|[iI]nf(?:inity)
                    rf":?[ \t]+({NUMBER})")
 #: the epoch summary's seconds: no measure of the model
 _NOT_TAGS = frozenset({"time"})
-#: the largest step read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 
 #: the example's training line as its source prints it, read at once (see ._spans): the epoch, batch, batches per
 #: epoch, lr, ms/batch, loss and ppl
@@ -82,7 +81,7 @@ class PyTorchLMParser(SpanParser, TextParser):
     def span_rows(self, grid: np.ndarray, shape: int) -> SpanRows | None:
         epochs, batches, totals = (grid[:, k].astype(np.int64) for k in range(3))
         steps = (epochs - 1) * totals + batches
-        if (steps < 0).any() or (steps > _LARGEST_STEP).any():
+        if (steps < 0).any() or (steps > LARGEST_STEP).any():
             return None  # (named line by line)
         return _TRAIN_TAGS, steps, grid[:, 3:7].ravel()
 
@@ -93,7 +92,7 @@ class PyTorchLMParser(SpanParser, TextParser):
                      ) -> tuple[SpanRows, np.ndarray] | None:
         """An epoch's summary at its last batch: its epoch × the batches per epoch of the training line above it."""
         ends = grid[:, 0].astype(np.int64) * main[before - 1, 2].astype(np.int64)
-        if (ends > _LARGEST_STEP).any():
+        if (ends > LARGEST_STEP).any():
             return None
         return (("valid loss", "valid ppl"), ends, grid[:, 1:3].ravel()), np.arange(len(grid))  # (the seconds: not read)
 
@@ -104,7 +103,7 @@ class PyTorchLMParser(SpanParser, TextParser):
         epoch, batch, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
         step = (epoch - 1) * batches + batch
         pairs = _pairs(m.group(4))
-        if not pairs or not 0 <= step <= _LARGEST_STEP:
+        if not pairs or not 0 <= step <= LARGEST_STEP:
             return  # (named: a look-alike line)
         self._batches = batches
         self.mark(chunk, m.start())
@@ -118,7 +117,7 @@ class PyTorchLMParser(SpanParser, TextParser):
         epoch = int(m.group(1))
         end = epoch * self._batches if self._batches else None
         self.mark(chunk, m.start())
-        self.rows.add_pairs(pairs, end if end is not None and end <= _LARGEST_STEP else self.current_step())
+        self.rows.add_pairs(pairs, end if end is not None and end <= LARGEST_STEP else self.current_step())
         self._summaries += 1
 
     def _on_test(self, m: re.Match[str], chunk: Chunk) -> None:
@@ -139,8 +138,7 @@ class PyTorchLMParser(SpanParser, TextParser):
 
 def detect_pytorch_lm(window: str) -> bool:
     """Two training lines of the template."""
-    found = TRAIN.finditer(window)
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(TRAIN.finditer(window))
 
 
 class PyTorchLMReader(TextReader):

@@ -21,6 +21,7 @@ import numpy as np
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._regex import at_least_two
 from tanalyze.readers.text._shaped import LineShape
 from tanalyze.readers.text._spans import SpanParser, SpanRows
 from tanalyze.readers.values import NUMBER, to_float
@@ -137,8 +138,7 @@ class TimmConsoleParser(SpanParser, TextParser):
 
 def detect_timm_console(window: str) -> bool:
     """Two timm train lines (one alone may be a quote in another log)."""
-    found = TRAIN.finditer(window)
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(TRAIN.finditer(window))
 
 
 class TimmConsoleReader(TextReader):

@@ -31,6 +31,7 @@ import numpy as np
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
+from tanalyze.readers.text._regex import at_least_two
 from tanalyze.readers.text._shaped import LineShape
 from tanalyze.readers.text._spans import SpanParser, SpanRows
 from tanalyze.readers.values import NUMBER, to_float
@@ -221,11 +222,7 @@ _DETECT = (SAMPLES, COUNTERS, STEP, CIFAR)
 
 def detect_torch_examples(window: str) -> bool:
     """Two lines of one of the templates (one alone may be a stray line of another format)."""
-    for pattern in _DETECT:
-        found = pattern.finditer(window)
-        if next(found, None) is not None and next(found, None) is not None:
-            return True
-    return False
+    return any(at_least_two(pattern.finditer(window)) for pattern in _DETECT)
 
 
 class TorchExamplesReader(TextReader):

@@ -48,7 +48,8 @@ from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER, parse_timestamps
+from tanalyze.readers.text._regex import at_least_two
+from tanalyze.readers.values import LARGEST_STEP, NUMBER_PATTERN, parse_timestamps
 
 __all__ = ["TorchtitanParser", "TorchtitanReader", "detect_torchtitan"]
 
@@ -79,7 +80,6 @@ _MESSAGE = re.compile(r"(validate )?step: *(\d+)((?: +[A-Za-z_][\w.@/-]{0,127}+:
 _FIELD = re.compile(r"([A-Za-z_][\w.@/-]{0,127}+): +(\S++)")
 #: a value: a number, then GiB (and the percent in parentheses) or a percent sign
 _VALUE = re.compile(r"([^\sG%(]++)(?:GiB(?:\(([^\s%)]++)%\))?|%)?")
-_NUMBER = re.compile(NUMBER)
 #: what a value not measured prints as
 _NOT_AVAILABLE = frozenset({"N/A", "--"})
 #: the template's fields, in line order, as tags
@@ -87,8 +87,6 @@ _FIELDS = ("loss", "grad_norm", "memory_gib", "memory_pct", "tps", "tflops", "mf
 _VALIDATION = "validation/"
 #: a step of at most this many digits is an exact double (2**53 has 16): the steps of a chunk read at once
 _EXACT_DIGITS = 15
-#: the largest step read (an exact double, as every step)
-_LARGEST_STEP = 2**53
 #: more digits than this are no step (and too many for ``int()``)
 _STEP_DIGITS = 20
 
@@ -144,7 +142,7 @@ class TorchtitanParser(FindallParser):
         joined = " ".join(tokens).replace(",", "")
         values, valid = parse_some_numbers(joined)
         if not valid.all() or (("n" in joined or "N" in joined)
-                               and not all(map(_NUMBER.fullmatch, joined.split(" ")))):
+                               and not all(map(NUMBER_PATTERN.fullmatch, joined.split(" ")))):
             return False  # (a value that is no number, or not measured: "--")
         codes = np.array([self.rows.codes(_FIELDS), self.rows.codes([_VALIDATION + tag for tag in _FIELDS])],
                          dtype=np.int32)
@@ -254,7 +252,7 @@ def _checked(validation: bool, step: str, fields: list[tuple[str, str]], wps: bo
              ) -> _Read | None:
     """The line read: its step and every number checked (a step beyond 2**53 or a number that is no NUMBER: None),
     the values not available left out and counted."""
-    if len(step) > _STEP_DIGITS or int(step) > _LARGEST_STEP:
+    if len(step) > _STEP_DIGITS or int(step) > LARGEST_STEP:
         return None
     kept: list[tuple[str, str]] = []
     for tag, value in fields:
@@ -262,7 +260,7 @@ def _checked(validation: bool, step: str, fields: list[tuple[str, str]], wps: bo
             not_available += 1
             continue
         number = value.replace(",", "")
-        if _NUMBER.fullmatch(number) is None:
+        if NUMBER_PATTERN.fullmatch(number) is None:
             return None
         kept.append((tag, number))
     return validation, int(step), kept, wps, not_available
@@ -270,8 +268,7 @@ def _checked(validation: bool, step: str, fields: list[tuple[str, str]], wps: bo
 
 def detect_torchtitan(window: str) -> bool:
     """Two lines of torchtitan's metrics: a step, its loss, its memory in GiB, behind its logger's prefix."""
-    found = _DETECT.finditer("\n" + window)
-    return next(found, None) is not None and next(found, None) is not None
+    return at_least_two(_DETECT.finditer("\n" + window))
 
 
 class TorchtitanReader(TextReader):
