@@ -19,6 +19,10 @@ NUMBER = r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[nN]a[nN]|[iI]nf(?:inity
 #: The same, possessive (a part once taken is not given back): quicker, and the same matches wherever the text
 #: after the number cannot begin with a digit, a dot or an exponent (a comma, a blank, a word)
 NUMBER_ONCE = r"[-+]?+(?:(?:\d++\.?+\d*+|\.\d++)(?:[eE][-+]?+\d++)?+|[nN]a[nN]|[iI]nf(?:inity)?+)"
+#: A run of the characters a number may have, nan and inf spelled every way (possessive): quicker than ``NUMBER`` in
+#: a line's pattern, each run then checked when it is parsed (``float()`` takes such a run exactly when ``NUMBER``
+#: matches it, but for the spellings of nan and inf ``NUMBER`` has not: ``NUMBER_PATTERN`` tells those)
+NUMBER_CHARS = r"[-+.0-9eEnNaAiIfFtTyY]++"
 #: ``NUMBER`` compiled: ``NUMBER_PATTERN.fullmatch(token)`` tells a number as trainers print it (``float()`` takes
 #: more: ``1_0``, ``INFINITY``)
 NUMBER_PATTERN = re.compile(NUMBER)

@@ -53,7 +53,7 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._regex import at_least_two
-from tanalyze.readers.values import LARGEST_STEP, NUMBER, NUMBER_PATTERN
+from tanalyze.readers.values import LARGEST_STEP, NUMBER, NUMBER_CHARS, NUMBER_PATTERN
 
 __all__ = ["CLUParser", "CLUReader", "detect_clu"]
 
@@ -69,14 +69,12 @@ _NC = r"[^\s=,'\"{}\[\]]"
 #: ``core_hours_TPU v3``), taken whole
 _NAME = rf"{_NC}++(?: ++{_NC}++)*+"
 _COLLECTION = r"[^\s,=]++"
-#: any run of a number's characters, nan and inf spelled every way: a value, checked when it is parsed
-_N = r"[-+.0-9eEnNaAiIfFtTyY]++"
 #: how a line that looks like a metric line goes on after its step: `` name=`` or `` name =``
 _LOOKS = rf" (?:collection={_COLLECTION} )?+{_NAME} ?="
 #: every line read, from its line break (see ._findall): its step, then CLU's collection and pairs or big_vision's
 #: ``name = value`` (no name has a ``=``), or (a line that looks like one but is neither) how it goes on
 _LINE = re.compile(
-    rf"\n{_ABSL_READ}\[(\d+)\](?:(?: collection=({_COLLECTION}))? ({_NAME}(?:={_N}(?:, {_NAME}={_N})*+| = {_N}))"
+    rf"\n{_ABSL_READ}\[(\d+)\](?:(?: collection=({_COLLECTION}))? ({_NAME}(?:={NUMBER_CHARS}(?:, {_NAME}={NUMBER_CHARS})*+| = {NUMBER_CHARS}))"
     rf"|({_LOOKS})[^\n]*)[ \t]*(?=\n)")
 #: the two lines ``detect`` needs: CLU's or big_vision's, every value a number
 _DETECT = re.compile(

@@ -59,13 +59,10 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import LARGEST_STEP, NAN, NUMBER, config_value, short
+from tanalyze.readers.values import LARGEST_STEP, NAN, NUMBER, NUMBER_CHARS, config_value, short
 
 __all__ = ["ComposerParser", "ComposerReader", "detect_composer"]
 
-#: a run of the characters a number may have (checked after, all at once): a metric's value taken so is a number
-#: when it is one, else another value (text, None, a table …)
-_NUMBER_CHARS = r"[-+.0-9eEnNaAiIfFtTyY]++"
 #: the units of a training block's header (``TimeUnit``'s names)
 _UNITS = r"(?:epoch|iteration|batch|sample|token|duration|second)"
 #: a line that looks like the console's: a metric line, a training block's header, an evaluation's progress
@@ -81,11 +78,11 @@ _HEAD_AT_START = re.compile(_HEAD.pattern[2:])
 #: a line of a block's body: a metric line (its indent and prefix, name, and number with the blanks after it, or its
 #: other value), an evaluation's progress, a line that looks like the console's but is none of these (its text)
 _BODY_LINE = re.compile(
-    rf"^(?:([ \t]+(?:Train|Eval) )([^\n:]+): (?:({_NUMBER_CHARS})[ \t]*+|([^\n]*))"
+    rf"^(?:([ \t]+(?:Train|Eval) )([^\n:]+): (?:({NUMBER_CHARS})[ \t]*+|([^\n]*))"
     r"|\[Eval batch=\d+/\d+\] Eval on [^\n]* data"
     rf"|({_LOOKALIKE_START}[^\n]*))$", re.M)
 #: a metric's other value in a body's template: one that is not a number's characters alone
-_OTHER_VALUE = rf"(?!{_NUMBER_CHARS}[ \t]*+(?:\n|\Z))[^\n]*+"
+_OTHER_VALUE = rf"(?!{NUMBER_CHARS}[ \t]*+(?:\n|\Z))[^\n]*+"
 _DETECT = re.compile(
     rf"^(?:\[(?:epoch=\d+\]\[batch=\d+(?:/\d+)?|{_UNITS}=\d+/\d+)\]|\[Eval batch=\d+/\d+\] Eval on [^\n]* data):\n"
     rf"[ \t]+(?:Train|Eval) [^\n:]+: {NUMBER}[ \t]*$", re.M)
@@ -284,7 +281,7 @@ class ComposerParser(TextParser):
         pieces, codes, others, other = [], [], 0, ""
         for indent, name, number, _, _ in found:
             if number:
-                pieces.append(f"{re.escape(f'{indent}{name}: ')}({_NUMBER_CHARS})[ \\t]*+")
+                pieces.append(f"{re.escape(f'{indent}{name}: ')}({NUMBER_CHARS})[ \\t]*+")
                 codes.append(self._code(name))
             else:
                 pieces.append(f"{re.escape(f'{indent}{name}: ')}{_OTHER_VALUE}")

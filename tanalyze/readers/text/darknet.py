@@ -34,7 +34,7 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._regex import at_least_two
-from tanalyze.readers.values import LARGEST_STEP, NUMBER, NUMBER_ONCE, NUMBER_PATTERN
+from tanalyze.readers.values import LARGEST_STEP, NUMBER, NUMBER_CHARS, NUMBER_ONCE, NUMBER_PATTERN
 
 __all__ = ["DarknetParser", "DarknetReader", "detect_darknet"]
 
@@ -48,16 +48,13 @@ def _iteration(number: str, taken: str) -> str:
 ITERATION = re.compile(rf"^[ \t]*{_iteration(NUMBER, NUMBER)}[ \t]*$", re.M)
 #: an iteration or an mAP as a line begins with it, after its blanks
 _LOOKALIKE_START = r"(?:\d+:[ \t]*[-+]?(?:\d|nan|inf)[^\n]* avg|mean average precision)"
-#: a run of the characters a number may have: an iteration's four numbers taken so, 1.4x quicker than ``NUMBER``
-#: (an iteration line with a token that is no ``NUMBER`` is then left unread, as ``ITERATION`` leaves it)
-_NUMBER_CHARS = r"[-+.0-9eEnNaAiIfFtTyY]++"
 #: every line read: an iteration (step, loss, average, rate, seconds), an mAP (IoU threshold, value), a class's AP
 #: (name, percent), precision / recall / F1, the average IoU (percent), or a look-alike line not read (its text);
 #: each alternative fails at its first character on the other lines (the region lines that fill the log, refused at
 #: once by the look-ahead); its numbers possessive (a comma, a blank or a word follows each)
 _N = NUMBER_ONCE
 _LINE = re.compile(
-    rf"\n[ \t]*+(?=[0-9mcf])(?:{_iteration(_N, _NUMBER_CHARS)}"
+    rf"\n[ \t]*+(?=[0-9mcf])(?:{_iteration(_N, NUMBER_CHARS)}"
     rf"|mean average precision \(mAP@({_N})\) = ({_N}), or [\d.]+ ?%"
     rf"|class_id = \d+, name = ([^,\n]*?), ap = ({_N}) ?%.*"
     rf"|for conf_thresh = {_N}, precision = ({_N}), recall = ({_N}), F1-score = ({_N})"

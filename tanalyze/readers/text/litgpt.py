@@ -71,21 +71,18 @@ from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._regex import at_least_two
 from tanalyze.readers.text._shaped import stretches
-from tanalyze.readers.values import LARGEST_STEP, NUMBER_PATTERN
+from tanalyze.readers.values import LARGEST_STEP, NUMBER_CHARS, NUMBER_PATTERN
 
 __all__ = ["LitGPTParser", "LitGPTReader", "detect_litgpt"]
 
-#: a run of the characters a number may have (the loss, the times): quicker than ``NUMBER``, each checked after (a
-#: token that is no ``NUMBER`` leaves its line unread and named)
-_N = r"[-+.0-9eEnNaAiIfFtTyY]++"
 #: a training line: epoch, iter, step, loss, val (a number or n/a), iter time, the "(step)" marker
-_TRAIN = (rf"Epoch ([0-9]++) \| iter ([0-9]++) step ([0-9]++) \| loss train: ({_N}), val: (n/a|{_N}) \| iter time: "
-          rf"({_N}) ms( \(step\))?(?: remaining time: [^\n]*+)?")
+_TRAIN = (rf"Epoch ([0-9]++) \| iter ([0-9]++) step ([0-9]++) \| loss train: ({NUMBER_CHARS}), val: (n/a|{NUMBER_CHARS}) \| iter time: "
+          rf"({NUMBER_CHARS}) ms( \(step\))?(?: remaining time: [^\n]*+)?")
 #: a validation line (lit-gpt's says "step" for its iter): iter, loss, time
-_VALID = rf"(?:iter|step) ([0-9]++): val loss ({_N}), val time: ({_N}) ?ms"
+_VALID = rf"(?:iter|step) ([0-9]++): val loss ({NUMBER_CHARS}), val time: ({NUMBER_CHARS}) ?ms"
 #: lit-gpt's training line (``iter N | step M: …`` for a while): iter, step, loss, iter time, the
 #: "(optimizer.step)" marker (its pretraining scripts add the remaining time)
-_LEGACY = (rf"iter ([0-9]++) (?:\| )?step ([0-9]++): loss ({_N}), iter time: ({_N}) ?ms( \(optimizer\.step\))?,?"
+_LEGACY = (rf"iter ([0-9]++) (?:\| )?step ([0-9]++): loss ({NUMBER_CHARS}), iter time: ({NUMBER_CHARS}) ?ms( \(optimizer\.step\))?,?"
            r"(?: remaining time: [^\n]*+)?")
 #: the final evaluation: its numbers as printed (a note)
 _FINAL = r"Final evaluation \| (val loss: [^\n]*+)"

@@ -55,7 +55,7 @@ from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._pairs import PAIR
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._regex import at_least_two
-from tanalyze.readers.values import LARGEST_STEP, NUMBER_ONCE, NUMBER_PATTERN
+from tanalyze.readers.values import LARGEST_STEP, NUMBER_CHARS, NUMBER_ONCE, NUMBER_PATTERN
 
 __all__ = ["MaxTextParser", "MaxTextReader", "detect_maxtext"]
 
@@ -88,7 +88,7 @@ _VALUE = re.compile(rf"(?<=: |.=)({NUMBER_ONCE})(?=[, ]|$)")
 #: any run of a number's characters, nan and inf's spelled every way: a field of a line of the chunk's template,
 #: checked when it is parsed (``float()`` takes such a run exactly when ``NUMBER`` matches it, but for a spelling of
 #: nan or inf ``NUMBER`` has not, looked at when a field has an ``n``)
-_NUMBER_CHARS = r"([-+.0-9eEnNaAiIfFtTyY]++)"
+_NUMBER_CHARS = rf"({NUMBER_CHARS})"
 #: no training line in a chunk: no template
 _NO_TEMPLATE = ("(?!)", ())
 

@@ -49,21 +49,19 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_numbers, parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
 from tanalyze.readers.text._regex import at_least_two
-from tanalyze.readers.values import LARGEST_STEP, NUMBER_PATTERN, parse_timestamps
+from tanalyze.readers.values import LARGEST_STEP, NUMBER_CHARS, NUMBER_PATTERN, parse_timestamps
 
 __all__ = ["TorchtitanParser", "TorchtitanReader", "detect_torchtitan"]
 
 #: its logger's prefix ("[titan] 2025-03-12 11:10:21,511 - root - INFO - "; "[titan] " absent in 2024's versions;
 #: the logger's name "root" or a module's); the time a group
 _PREFIX = r"(?:\[titan\] )?(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - \S++ - INFO - "
-#: a number's characters (loose: checked after, as a NUMBER, which is quicker than matching NUMBER here)
-_N = r"[-+.0-9eEnNaAiIfFtTyY]++"
 #: a number with thousands separators ("193,831", "7,304.5", tflops' "1,234.56")
 _C = r"[\d,.]++"
 #: the lines of every version in one template: validate, step, loss, grad_norm, memory (GiB, percent), "t" or "w"
 #: of tps / wps, tps, tflops, mfu (percent, or N/A)
-_TEMPLATE = (rf"(validate )?step: +(\d+)  loss: +({_N})(?:  grad_norm: +({_N}))?  memory: +({_N})GiB(?:\(({_N})%\))?"
-             rf"  ([tw])ps: +({_C})(?:  tflops: +({_C}))?(?:  mfu: +(?:({_N})%|(N/A)))?[ \t]*")
+_TEMPLATE = (rf"(validate )?step: +(\d+)  loss: +({NUMBER_CHARS})(?:  grad_norm: +({NUMBER_CHARS}))?  memory: +({NUMBER_CHARS})GiB(?:\(({NUMBER_CHARS})%\))?"
+             rf"  ([tw])ps: +({_C})(?:  tflops: +({_C}))?(?:  mfu: +(?:({NUMBER_CHARS})%|(N/A)))?[ \t]*")
 #: a line whose message begins with a step, in any other form (its message)
 _OTHER = r"((?:validate )?step: *\d[^\n]*)"
 #: every line read, from its line break (see ._findall): a line of the template (its time and fields), or another
