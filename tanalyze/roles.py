@@ -76,6 +76,7 @@ _QUALIFIERS = _VAL | _TRAIN | _LOSS | {
     "running", "smoothed", "on", "per", "objective", "main", "full", "sum", "at", "set", "split",
     "metrics", "metric", "scalars", "scalar", "charts", "chart", "summary", "model", "losses",
     "inner",  # fairseq's train_inner/…: the training stats of each logging interval within an epoch
+    "language",  # Composer's metrics/train/LanguageCrossEntropy: the language model's
 }
 
 
@@ -178,6 +179,7 @@ class _Candidate:
 def _loss_kind(words: tuple[str, ...]) -> tuple[str, int, tuple[str, ...], str] | None:
     """For a loss tag: (split, rank, component words, level) — rank 1 a whole loss, 2 a named
     objective (nll, ce, rmse …), 3 a component (box, cls …). None when not a loss."""
+    words = _one_word_objectives(words)
     ws = set(words)
     objective = ws & _OBJECTIVE
     if not (ws & _LOSS or objective) or ws & _NOT_A_LOSS:
@@ -192,6 +194,19 @@ def _loss_kind(words: tuple[str, ...]) -> tuple[str, int, tuple[str, ...], str] 
     if set(component) <= _OBJECTIVE:
         return split, 2, component, level
     return split, 3, component, level
+
+
+def _one_word_objectives(words: tuple[str, ...]) -> tuple[str, ...]:
+    """``words`` with "cross", "entropy" as the one word "crossentropy" (``CrossEntropy``, ``cross_entropy``)."""
+    if "cross" not in words:
+        return words
+    out: list[str] = []
+    for word in words:
+        if word == "entropy" and out and out[-1] == "cross":
+            out[-1] = "crossentropy"
+        else:
+            out.append(word)
+    return tuple(out)
 
 
 def _match_lr(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
@@ -497,8 +512,35 @@ def _resolve_losses(
             rejected[role] += rej
     comparable = True
     if "train_loss" in assigned and "val_loss" in assigned:
+        if groups.get("train_loss", ()) != groups.get("val_loss", ()) and not adversarial:
+            _pair_like_with_like(by_split["train"], counts, assigned, rejected, groups)
         comparable = groups.get("train_loss", ()) == groups.get("val_loss", ())
     return assigned, rejected, comparable, adversarial
+
+
+def _pair_like_with_like(train: list[tuple[str, int, tuple[str, ...], str]], counts: dict[str, int],
+                         assigned: dict[str, RoleAssignment], rejected: dict[str, list[Rejected]],
+                         groups: dict[str, tuple[str, ...]]) -> None:
+    """When the validation loss is another kind of loss than the training loss chosen (Composer's
+    ``metrics/eval/LanguageCrossEntropy`` against ``loss/train/total``) and a training loss of its kind was
+    logged too (``metrics/train/LanguageCrossEntropy``), that one is the training loss: the two are compared."""
+    wanted = groups["val_loss"]
+    if assigned["val_loss"].log or len(assigned["train_loss"].components) != 1:
+        return
+    same = [_Candidate(tag, rank, counts[tag], "the validation loss's kind", component)
+            for tag, rank, component, level in train
+            if rank < 3 and component == wanted and level != "epoch" and counts[tag] > 0]
+    best, _ = _pick(same)
+    if best is None:
+        return
+    previous = assigned["train_loss"]
+    assigned["train_loss"] = RoleAssignment(
+        "train_loss", best.tag, (best.tag,), best.points, "auto",
+        f"the training loss of the validation loss's kind ({' '.join(wanted)}), so that the two compare")
+    groups["train_loss"] = wanted
+    rejected["train_loss"] = [r for r in rejected["train_loss"] if r.tag != best.tag] + [
+        Rejected(previous.tag, f"another kind of loss than the validation loss {assigned['val_loss'].tag}; "
+                               f"{best.tag} is of its kind")]
 
 
 def resolve_roles(

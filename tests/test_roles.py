@@ -128,6 +128,28 @@ def test_composers_tags_a_microbatch_size_and_a_cross_entropy_are_neither_throug
     assert roles.tag("learning_rate") == "lr-DecoupledAdamW/group0"
 
 
+def test_a_cross_entropy_in_two_words_is_a_named_objective():
+    """``CrossEntropy`` and ``cross_entropy`` are split into two words; as one they are the objective they name."""
+    for tag in ("train/CrossEntropyLoss", "train/cross_entropy", "metrics/train/LanguageCrossEntropy"):
+        assert resolve_roles([tag, "train/aux_loss"]).tag("train_loss") == tag, tag
+    assert "train_loss" not in resolve_roles(["train/cross_attention_scale", "policy/entropy"])
+
+
+def test_the_training_loss_is_of_the_validation_losss_kind_when_one_was_logged():
+    """Composer logs ``loss/train/total`` and ``metrics/train/LanguageCrossEntropy``, but validates only the
+    cross-entropy: the gap is judged between the two cross-entropies."""
+    roles = resolve_roles(["loss/train/total", "metrics/train/LanguageCrossEntropy", "metrics/train/LanguagePerplexity",
+                           "metrics/eval/LanguageCrossEntropy", "metrics/eval/LanguagePerplexity"])
+    assert roles.tag("train_loss") == "metrics/train/LanguageCrossEntropy"
+    assert roles.tag("val_loss") == "metrics/eval/LanguageCrossEntropy" and roles.losses_comparable
+    assert any(r.tag == "loss/train/total" and "another kind" in r.reason for r in roles.rejected["train_loss"])
+    # with no training loss of that kind, the whole loss stays and the gap is not judged
+    alone = resolve_roles(["loss/train/total", "metrics/eval/LanguageCrossEntropy"])
+    assert alone.tag("train_loss") == "loss/train/total" and not alone.losses_comparable
+    # a loss of the same kind as the validation's: nothing to pair
+    assert resolve_roles(["train/loss", "train/nll", "val/loss"]).tag("train_loss") == "train/loss"
+
+
 def test_tag_words_normalise_separators_and_camel_case():
     assert tag_words("Loss/train") == ("loss", "train")
     assert tag_words("system/gpu.0.memoryAllocated") == ("system", "gpu", "0", "memory", "allocated")
@@ -212,7 +234,8 @@ REAL_ROLES = [
      {"train_loss": "train/loss", "val_loss": "eval/loss", "learning_rate": "train/learning_rate",
       "grad_norm": "train/grad_norm", "epoch": "train/epoch"}),
     ("tfevents/Battam1111__DeepSC/lightning_logs/version_0",
-     {"train_loss": "train_loss", "val_loss": "val_ce", "learning_rate": "lr", "epoch": "epoch"}),
+     # its train_loss adds a term to the cross-entropy; train_ce is what val_ce measures on held-out data
+     {"train_loss": "train_ce", "val_loss": "val_ce", "learning_rate": "lr", "epoch": "epoch"}),
     ("tfevents/Abonia1__YOLOv8-Fire-and-Smoke-Detection/runs/detect/train",
      {"train_loss": "train/box_loss + train/cls_loss + train/dfl_loss",
       "val_loss": "val/box_loss + val/cls_loss + val/dfl_loss"}),

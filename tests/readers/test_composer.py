@@ -159,9 +159,12 @@ def test_the_roles_and_verdict_of_the_real_training():
     frame = read(EPOCHS).scalars
     logs = tanalyze.from_frame(frame.assign(run="composer"))
     (result,) = tanalyze.diagnose(logs).values()
-    assert result.roles["train_loss"] == "loss/train/total"
+    # validated by its cross-entropy: the training cross-entropy is the loss it is compared with
+    assert result.roles["train_loss"] == "metrics/train/LanguageCrossEntropy"
+    assert result.roles["val_loss"] == "metrics/eval/LanguageCrossEntropy"
     assert result.roles["learning_rate"] == "lr-DecoupledAdamW/group0"
     assert result.verdict.label == "normal"
+    assert not any("different quantities" in note for note in result.warnings)
 
 
 def test_lines_pasted_from_real_trainings(tmp_path):
