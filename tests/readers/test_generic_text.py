@@ -57,17 +57,81 @@ def test_mmengine_text_log_as_a_fallback():
 METER = "Epoch: [{e}][{i:>3}/100]\tTime  0.500 ( 0.600)\tLoss {loss:.4e} ({avg:.4e})\tAcc@1  {acc:6.2f} ( 50.00)\n"
 
 
-def test_pytorch_imagenet_meters_keep_the_current_value(tmp_path):
+def test_pytorch_imagenet_meters_keep_the_current_value_and_an_evaluations_average(tmp_path):
     text = "".join(METER.format(e=e, i=i, loss=2 - e - i / 100, avg=9.0, acc=10.0 * e) for e in range(2) for i in (0, 50))
     text += "Test: [ 0/10]\tTime  0.100 ( 0.100)\tLoss 2.0000e+00 (2.0000e+00)\tAcc@1  40.00 ( 40.00)\n"
+    text += "Test: [ 5/10]\tTime  0.100 ( 0.100)\tLoss 3.0000e+00 (2.2500e+00)\tAcc@1  10.00 ( 38.00)\n"
     text += " * Acc@1 41.250 Acc@5 80.500\n"
     run = _read(write(tmp_path / "train.log", text))
     frame = run.scalars
     check(frame, "Loss", {0: 2.0, 50: 1.5, 100: 1.0, 150: 0.5}, count=4)
     check(frame, "Acc@1", {100: 10.0}, count=4)
-    check(frame, "test/Loss", {200: 2.0}, count=1)  # after epoch 1 of 100 batches
-    check(frame, "val/Acc@1", {150: 41.25})
-    assert "the current value is kept" in notes_text(run)
+    # the evaluation: its average so far (one batch's value is noise), after epoch 1 of 100 batches
+    check(frame, "test/Loss", {200: 2.25}, count=1)
+    check(frame, "test/Acc@1", {200: 41.25}, count=1)  # the summary (the average of all batches) replaces it
+    check(frame, "test/Acc@5", {200: 80.5}, count=1)
+    assert "the current value is kept" in notes_text(run) and "val/Acc@1" not in set(frame["tag"])
+
+
+#: torchvision's classification reference (MetricLogger): meters of "name: value (average)", its summary
+#: "Test:  Acc@1 …" (and "Test: EMA …" for the model's moving average), and durations that are no metrics
+TORCHVISION = (
+    "Start training\n"
+    "Epoch: [0]  [   0/5005]  eta: 13:12:41  lr: 0.1  img/s: 19.36  loss: 7.0231 (7.0231)  acc1: 0.0000 (0.0000)  "
+    "acc5: 0.0000 (0.0000)  time: 9.5008  data: 7.8449  max mem: 1776\n"
+    "Epoch: [0]  [  10/5005]  eta: 2:04:43  lr: 0.1  img/s: 293.31  loss: 7.0718 (7.0536)  acc1: 0.0000 (0.2841)  "
+    "acc5: 0.0000 (0.8523)  time: 1.4984  data: 0.7134  max mem: 1776\n"
+    "Epoch: [0] Total time: 1:02:22\n"
+    "Test:   [   0/1563]  eta: 1:19:15  loss: 5.4325 (5.4325)  acc1: 6.2500 (6.2500)  acc5: 21.8750 (21.8750)  "
+    "time: 3.0424  data: 2.9201  max mem: 1776\n"
+    "Test:   [1500/1563]  eta: 0:00:02  loss: 4.9105 (5.2147)  acc1: 9.3750 (10.1064)  acc5: 31.2500 (27.5458)  "
+    "time: 0.0389  data: 0.0001  max mem: 1776\n"
+    "Test:  Total time: 0:01:22\n"
+    "Test:  Acc@1 10.102 Acc@5 27.690\n"
+    "Test: EMA  [   0/1563]  eta: 1:19:15  loss: 5.5 (5.5)  acc1: 6.0 (6.0)  acc5: 21.0 (21.0)  time: 3.0  data: 2.9\n"
+    "Test: EMA Acc@1 9.500 Acc@5 26.000\n"
+    "Training time 1:05:18\n"
+)
+#: the DeiT family's evaluation (DeiT, MAE, DINO, BEiT, ConvNeXt): "* Acc@1 … loss …" after its meters
+DEIT = (
+    "Epoch: [0]  [   0/1251]  eta: 2:20:11  lr: 0.000001  loss: 6.9174 (6.9174)  time: 6.7238  data: 5.2111  "
+    "max mem: 15342\n"
+    "Epoch: [0]  [1250/1251]  eta: 0:00:00  lr: 0.000001  loss: 6.8120 (6.8702)  time: 0.3996  data: 0.0005  "
+    "max mem: 15342\n"
+    "Epoch: [0] Total time: 0:09:06 (0.4369 s / it)\n"
+    "Averaged stats: lr: 0.000001  loss: 6.8120 (6.8702)\n"
+    "Test:  [ 0/261]  eta: 0:13:42  loss: 6.5405 (6.5405)  acc1: 1.5833 (1.5833)  acc5: 5.9167 (5.9167)  "
+    "time: 3.1505  data: 2.8848  max mem: 15342\n"
+    "Test:  [260/261]  eta: 0:00:00  loss: 6.8001 (6.4477)  acc1: 0.0000 (2.0120)  acc5: 4.1667 (7.3020)  "
+    "time: 0.1500  data: 0.0001  max mem: 15342\n"
+    "Test: Total time: 0:00:57 (0.2197 s / it)\n"
+    "* Acc@1 2.012 Acc@5 7.302 loss 6.448\n"
+    "Accuracy of the network on the 50000 test images: 2.0%\n"
+)
+
+
+def test_torchvision_references_evaluations_are_their_averages_and_summaries(tmp_path):
+    run = _read(write(tmp_path / "train.log", TORCHVISION))
+    frame = run.scalars
+    check(frame, "loss", {0: 7.0231, 10: 7.0718}, count=2)  # training: the current value
+    # the evaluation after epoch 0 (5005 batches): the last meter line's averages, its summary's global averages
+    check(frame, "test/loss", {5005: 5.2147}, count=1)
+    check(frame, "test/acc1", {5005: 10.1064}, count=1)
+    check(frame, "test/Acc@1", {5005: 10.102}, count=1)
+    check(frame, "test/Acc@5", {5005: 27.69}, count=1)
+    check(frame, "ema/loss", {5005: 5.5}, count=1)
+    check(frame, "ema/Acc@1", {5005: 9.5}, count=1)
+    assert not run.warnings  # (the durations are no metrics a reader missed)
+
+
+def test_deit_family_evaluations_summary_is_its_validation_loss(tmp_path):
+    run = _read(write(tmp_path / "train.log", DEIT))
+    frame = run.scalars
+    check(frame, "loss", {0: 6.9174, 1250: 6.812}, count=2)
+    check(frame, "test/loss", {1251: 6.448}, count=1)  # the summary's global average replaces the meter's
+    check(frame, "test/acc1", {1251: 2.012}, count=1)
+    check(frame, "test/Acc@1", {1251: 2.012}, count=1)
+    assert not run.warnings
 
 
 @pytest.mark.parametrize(
@@ -141,7 +205,9 @@ def test_meters_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypa
     # new session (phase), shifted to follow the first (its last step 1582): +1534
     assert [(p.first_step, p.last_step, p.offset) for p in mixed.phases] == [(841, 1582, 0), (1583, 3967, 1534)]
     assert mixed.restarts == []
-    check(frame, "val/Acc@5", {792 + 1534: 45.0})  # the ImageNet example's summary, at the last step
+    # the ImageNet example's summary, at the end of its meters' epoch 2 of 391 batches (its epochs counted as
+    # MMEngine's, from 1, once an MMEngine line was read); no evaluation meter read before it: "val/"
+    check(frame, "val/Acc@5", {2 * 391 + 1534: 45.0})
     assert "'Epoch [3][50/791]\\tlr: x, eta: 1:00:00'" in mixed.warnings[0].message  # no number in it
 
 

@@ -80,12 +80,17 @@ EVAL_METER = require(re.compile(
     r"(?P<rest>[^\n]*)$",
     re.M,
 ), _named_progress)
-SUMMARY = re.compile(r"^ \* (Acc@1 [^\n]*)$", re.M)
+#: an evaluation's result after its meter lines (the global averages): the PyTorch ImageNet example's `` * Acc@1 …``,
+#: the DeiT family's ``* Acc@1 … loss …`` (DeiT, MAE, DINO, BEiT, ConvNeXt), torchvision's references' ``Test:  Acc@1
+#: …`` and ``Test: EMA Acc@1 …``
+SUMMARY = re.compile(r"^(?: ?\* |(?P<head>Test|Val|Validation|Eval):? +(?:(?P<sub>EMA) +)?)(Acc@1 [^\n]*)$", re.M)
 _METER_NAME = r"[A-Za-z@][\w@/.-]{0,63}(?: [A-Za-z@][\w@/.-]{0,63}){0,3}"
 _METER_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
 #: the same, the average a group too (where the line's template is learnt)
 _AVERAGED_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*({NUMBER})\s*\)")
 _COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]{0,127}):\s+(\S+)")
+#: the same, with the average after the value when there is one (``loss: 0.5405 (0.6120)``: MetricLogger's meters)
+_COLON_AVERAGED = re.compile(rf"([A-Za-z_][\w/.()@-]{{0,127}}):\s+(\S+)(?:\s+\(\s*({NUMBER})\s*\))?")
 _SPACE_PAIR = re.compile(rf"({_NAME}) ({NUMBER})")
 
 EPOCH_HEADER = require(
@@ -144,9 +149,11 @@ class GenericRules:
         self._kv_batches_seen = False
         self._mmengine = False
         self._meter_epoch: int | None = None
+        self._eval_mode: str | None = None  # the last evaluation meter's (its summary's tags take it)
 
     _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
-                      "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch")
+                      "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch",
+                      "_eval_mode")
 
     def _generic_snapshot(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._GENERIC_STATE}
@@ -189,11 +196,16 @@ class GenericRules:
         self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
         self.rows.add_pairs(pairs, step, epoch=float(epoch))  # type: ignore[attr-defined]
 
-    def _meter_pairs(self, rest: str) -> list[tuple[str, float]]:
+    def _meter_pairs(self, rest: str, averaged: bool = False) -> list[tuple[str, float]]:
+        """A meter line's pairs: of ``value (average)`` the value, or ``averaged`` the average."""
         if "(" in rest and ":" not in rest:
+            if averaged:
+                return [(name, float(average)) for name, _, average in _AVERAGED_PAIR.findall(rest)]
             return [(name, float(value)) for name, value in _METER_PAIR.findall(rest)]
         out = []
-        for name, value in _COLON_PAIR.findall(rest):
+        found = ([(name, average or value) for name, value, average in _COLON_AVERAGED.findall(rest)] if averaged
+                 else _COLON_PAIR.findall(rest))
+        for name, value in found:
             number = to_float(value)
             if number is not None and name.lower() not in _NOT_MEASURES:  # (PaddleDetection's "eta: 1 day, …")
                 out.append((name, number))
@@ -202,13 +214,15 @@ class GenericRules:
     def _eval_pairs(
         self, mode: str, rest: str, chunk: Chunk, m: re.Match[str], final: bool, epoch: int | None
     ) -> None:
-        pairs = self._meter_pairs(rest)
+        # (the average so far: the last line's is the evaluation's result up to its batch; a value is one batch's)
+        pairs = self._meter_pairs(rest, averaged=True)
         if not pairs:
             return
         self.mark(chunk, m.start())  # type: ignore[attr-defined]
         if self._mmengine and not final:
             return  # per-batch progress of an evaluation: timings only, the last line has the metrics
         self._eval_meter_seen = True
+        self._eval_mode = mode
         step = self._epoch_end_step(epoch)
         tags = [(name if "/" in name else f"{mode}/{name}", value) for name, value in pairs]
         self.rows.add_pairs(tags, step, epoch=float(epoch) if epoch is not None else NAN)  # type: ignore[attr-defined]
@@ -237,12 +251,16 @@ class GenericRules:
         self._eval_pairs(mode, m.group("rest"), chunk, m, final=int(m.group("i")) >= int(m.group("n")), epoch=None)
 
     def _on_summary(self, m: re.Match[str], chunk: Chunk) -> None:
+        """An evaluation's result: at the step of its meter lines, named as they are (``test/…``, ``ema/…``; ``val/…``
+        when none was printed); what it shares with them replaces theirs."""
         if not self._meter_seen:
             return
-        pairs = [(f"val/{name}", float(value)) for name, value in _SPACE_PAIR.findall(m.group(1))]
+        head = m.group("sub") or m.group("head")
+        mode = head.lower() if head else self._eval_mode or "val"
+        pairs = [(f"{mode}/{name}", float(value)) for name, value in _SPACE_PAIR.findall(m.group(3))]
         if pairs:
             self.mark(chunk, m.start())  # type: ignore[attr-defined]
-            self.rows.add_pairs(pairs, self.current_step())  # type: ignore[attr-defined]
+            self.rows.add_pairs(pairs, self._epoch_end_step(None))  # type: ignore[attr-defined]
 
     def _on_epoch_header(self, m: re.Match[str], chunk: Chunk) -> None:
         self._epoch_now = int(m.group(1))
@@ -318,7 +336,8 @@ class GenericRules:
             base = "1 (MMEngine)" if self._mmengine else "0"
             notes.append(
                 "progress-meter lines: step = epoch × batches per epoch + batch index "
-                f"(epochs counted from {base}); of 'value (average)' pairs the current value is kept"
+                f"(epochs counted from {base}); of 'value (average)' pairs the current value is kept (of an "
+                "evaluation's, the average so far: its last line's is the evaluation's result up to there)"
             )
         if self._eval_meter_seen:
             notes.append(
@@ -345,10 +364,12 @@ class GenericTextParser(GenericRules, TextParser):
 
     family = "text"
     pairs_at_step = True
-    # (a progress bar's line, with "12%|", is no look-alike; the test for it follows the keyword, so that only
-    # lines that begin with one are looked at)
+    # (a progress bar's line, with "12%|", is no look-alike, nor a duration's, "Epoch: [0] Total time: 1:02:22",
+    # "Training time 2:05:18"; the tests for them follow the keyword, so that only lines that begin with one are
+    # looked at)
     lookalike = re.compile(
-        r"^[ \t]*(?:Epoch|Train|Training|Valid|Validation|Val|Test)\b(?![^\n]*\d%\|)[^\n]*?[:=|][ \t]*[-+]?\.?\d",
+        r"^[ \t]*(?:Epoch|Train|Training|Valid|Validation|Val|Test)\b(?![^\n]*\d%\|)(?![^\n]*\b[Tt]ime:? +\d+:\d\d:\d\d)"
+        r"[^\n]*?[:=|][ \t]*[-+]?\.?\d",
         re.M | re.I,
     )
     patterns = GenericRules.generic_patterns
@@ -1233,10 +1254,11 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 9  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 10  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
-    #                    lines, names that end in a number ('Loss size 4: 0.61')
+    #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
+    #                    their summaries ('* Acc@1', 'Test:  Acc@1') at their step and with their prefix
 
     behind_logging = True
 
