@@ -22,7 +22,7 @@ def real_log(relative: str) -> Path:
     return path
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def real_logs() -> Path:
     """The real-log corpus root (skips when absent)."""
     if not REAL_LOGS.is_dir():

@@ -108,7 +108,7 @@ def test_console_step_beyond_64_bits_is_skipped_and_counted(tmp_path, digits):
 
 def test_csv_with_a_million_columns_is_read_in_bounded_time(tmp_path):
     """Was: about 0.2 ms per column (a header of a million columns took minutes); now one pass per chunk."""
-    columns = 200_000
+    columns = 50_000  # (the old 0.2 ms per column: 10 s here; now a few seconds, most of it pandas building columns)
     header = "step," + ",".join(f"m{i}" for i in range(columns))
     path = tmp_path / "metrics.csv"
     path.write_text(header + "\n1," + ",".join(["0.5"] * columns) + "\n2,0.25\n")

@@ -201,12 +201,11 @@ def test_patterns_skipped_by_their_guards_would_have_matched_nothing(real_logs):
             assert guarded == [(kind, span) for _, _, kind, span in every]
 
 
-@pytest.mark.parametrize("chars_per_try", [0, _regex._CHARS_PER_TRY, 10**12],
-                         ids=["lines-always", "lines-when-few", "lines-never"])
-def test_long_texts_give_every_pattern_its_finditer_matches(real_logs, monkeypatch, chars_per_try):
-    """Texts longer than a few pages are scanned another way (a pattern tried at the lines it can start on, or
-    its literal found first): the same matches, on the whole text and on a window of it."""
-    monkeypatch.setattr(_regex, "_CHARS_PER_TRY", chars_per_try)
+@pytest.fixture(scope="module")
+def long_texts_and_their_matches(real_logs):
+    """The corpus's console logs as one long text (and as ASCII), two ranges of it, and for each console parser's
+    patterns and each text and range, every match of every pattern in order (``finditer``: the reference; made
+    once for the three ways of scanning below)."""
     texts = [p.read_text(encoding="utf-8", errors="replace") for folder in ("deepspeed_text_log", "megatron_text_log",
              "hf_text_log", "other_text") for p in sorted((real_logs / folder).rglob("*")) if p.is_file()]
     text = "".join(texts) + ("ppl: 3.5\nppl: 3.5ppl: 4\n\nppl: 5\n\n\n  step: 3 | loss 2\n \t Epoch 3/20\n   \n"
@@ -214,12 +213,23 @@ def test_long_texts_give_every_pattern_its_finditer_matches(real_logs, monkeypat
     assert len(text) > 1 << 16 and not text.isascii()
     ascii_text = text.encode("ascii", "replace").decode("ascii")  # lines are found by their first bytes in ASCII
     window = (len(text) // 7, len(text) - len(text) // 5)
+    cases = []
     for patterns in _text_patterns():
         for scanned, (start, end) in itertools.product((text, ascii_text), ((0, len(text)), window)):
-            guarded = [(kind, m.span()) for kind, m in ordered_matches(scanned, patterns, start, end)]
             every = sorted((m.start(), index, kind, m.span()) for index, (pattern, kind) in enumerate(patterns)
                            for m in pattern.finditer(scanned, start, end))
-            assert guarded == [(kind, span) for _, _, kind, span in every]
+            cases.append((patterns, scanned, start, end, [(kind, span) for _, _, kind, span in every]))
+    return cases
+
+
+@pytest.mark.parametrize("chars_per_try", [0, _regex._CHARS_PER_TRY, 10**12],
+                         ids=["lines-always", "lines-when-few", "lines-never"])
+def test_long_texts_give_every_pattern_its_finditer_matches(long_texts_and_their_matches, monkeypatch, chars_per_try):
+    """Texts longer than a few pages are scanned another way (a pattern tried at the lines it can start on, or
+    its literal found first): the same matches, on the whole text and on a window of it."""
+    monkeypatch.setattr(_regex, "_CHARS_PER_TRY", chars_per_try)
+    for patterns, scanned, start, end, every in long_texts_and_their_matches:
+        assert [(kind, m.span()) for kind, m in ordered_matches(scanned, patterns, start, end)] == every
 
 
 @pytest.mark.parametrize(("source", "flags", "firsts"), [
