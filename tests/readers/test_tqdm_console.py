@@ -83,6 +83,20 @@ def test_a_loops_printed_evaluations_between_its_bars_are_read_at_the_last_batch
     assert d.verdict.label == "overfitting" and d.roles["val_loss"] == "val_loss"
 
 
+def test_a_printed_evaluation_is_named_without_the_counter_printed_before_it(tmp_path):
+    """``Epoch 1/10 - Validation Loss: 0.6523`` after the epoch's bar: one ``Validation Loss`` curve, not a tag per
+    epoch."""
+    bar = "Epoch {e}/10 - Training: 100%|{fill}| 2533/2533 [09:33<00:00,  4.41it/s, loss={loss}]\n"
+    text = "".join(bar.format(e=e, fill="#" * 40, loss=loss) + f"Epoch {e}/10 - Validation Loss: {val}\n"
+                   for e, loss, val in ((1, 0.0625, 0.6523), (2, 0.156, 0.7410), (3, 0.05, 0.52)))
+    path = tmp_path / "output.log"
+    path.write_text(text)
+    frame = _frame(path)
+    assert set(frame["tag"]) == {"loss", "Validation Loss"}
+    val = frame[frame["tag"] == "Validation Loss"]
+    assert val["step"].tolist() == [2532, 5065, 7598] and val["value"].tolist() == [0.6523, 0.7410, 0.52]
+
+
 _DESCS = ("Epoch 0", "Epoch 1", "Epoch 2/5", "Epoch: 3", "Validation DataLoader 0", "Training", "Sanity Checking",
           "ep 1", "Epoch 12345")
 _NAMES = ("v_num", "train_loss", "val_loss", "loss", "lr", "test/acc", "interval")

@@ -314,16 +314,24 @@ class TqdmConsoleReader(TextReader):
     description = ("tqdm progress bars with metrics in their postfix (Lightning's TQDMProgressBar, loops' "
                    "set_postfix): 'Epoch 1:  44%|████▍| 22/50 [00:00<00:00, 152.15it/s, train_loss=0.0485]'")
     parser = TqdmConsoleParser
+    cache_version = 5  # 5: a printed evaluation's name without the counter printed before it ('Epoch 1/10 - ')
 
     def detect(self, window: str) -> bool:
         return detect_tqdm_console(window)
 
 
+#: what comes before a printed name and is no part of it: a counter and its separator (``Epoch 1/10 - ``, ``[3/10] ``)
+_BEFORE_NAME = re.compile(r".*(?:\d+[ \t]*/[ \t]*\d+\]?|[ \t][-|][ \t])")
+
+
 def _printed_pairs(line: str) -> list[tuple[str, float]]:
-    """The values of a line the loop printed with an evaluation's (counters such as the epoch left out)."""
+    """The values of a line the loop printed with an evaluation's (counters such as the epoch left out; a name
+    without what its line printed before it: ``Epoch 1/10 - Validation Loss: 0.65`` is ``Validation Loss``)."""
     pairs = []
     for name, text in _PRINTED_PAIR.findall(line):
-        name = name.strip()
+        name = _BEFORE_NAME.sub("", name, count=1).strip()
+        if not name:
+            continue
         value = to_float(text)
         if value is not None and name.lower() not in _COUNTERS:
             pairs.append((name, value))
