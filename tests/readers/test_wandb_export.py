@@ -142,6 +142,9 @@ def test_chart_with_a_time_axis_numbers_rows(tmp_path):
         (b'"Step","a - loss","a - loss__MIN","a - loss__MAX"\n', True, False),
         (b'Step,a - loss\n', True, False),
         (b'"Name","State","Notes","User","Tags","Created","Runtime","Sweep","lr"\n', False, True),
+        (b'"Name","Created","Runtime","End Time","ID","Notes","Updated","Tags","lr"\n', False, True),  # State hidden
+        (b'"Name","Runtime","End Time","Hostname","Notes","Tags","lr"\n', False, True),
+        (b'"Name","ID","Notes","Tags","lr"\n', False, False),  # no W&B column that only W&B writes
         (b'epoch,loss,val_loss\n', False, False),
         (b'run_name,seed,final_val_loss\n', False, False),
         (b'step,train - loss\n', False, False),
@@ -204,6 +207,10 @@ def test_split_config_summary():
     assert split_config_summary(["a", "b", "z", "iter", "val/loss"]) == 3
     assert split_config_summary(["a", "b"]) is None
     assert split_config_summary(["b", "a", "c", "a"]) is None
+    # summary keys sorted with capitals first ("FPR" before "accuracy"): one restart as written, three regardless of
+    # case
+    assert split_config_summary(["method", "scale", "msg", "per_frame_FPR (False Alarm Rate)", "per_frame_FPS",
+                                 "per_frame_accuracy", "per_video_FPR", "per_video_accuracy"]) == 2
 
 
 def test_runs_table_without_a_clear_split_keeps_everything_as_hparams(tmp_path):

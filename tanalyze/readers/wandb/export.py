@@ -240,12 +240,15 @@ def _chart_points(path: Path, table, steps: np.ndarray, valid_step: np.ndarray,
 class WandbRunsTableReader(Reader):
     name = "wandb-runs-csv"
     description = "W&B web UI runs-table export (one row per run: Name, State, config, summary)"
+    cache_version = 2  # 2: config and summary told apart by names sorted with capitals first too
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if path.suffix.lower() != ".csv":
             return False
         fields = _header(head)
-        return bool(fields) and fields[0] == "Name" and "State" in fields and len(set(fields) & _RUN_COLUMNS) >= 3
+        # (the State column may be hidden in the web UI before the export; W&B's Runtime is there then)
+        return bool(fields) and fields[0] == "Name" and bool({"State", "Runtime"} & set(fields)) and len(
+            set(fields) & _RUN_COLUMNS) >= 3
 
     def group(self, files: list[Path]) -> list[list[Path]]:
         return [[f] for f in sorted(files)]
@@ -280,11 +283,16 @@ def split_config_summary(columns: list[str]) -> int | None:
     """Where the summary columns start among the config+summary columns of a runs-table export.
 
     W&B lists config keys, then summary keys, each sorted by name; the summary
-    starts where that order starts again. ``None`` when there is not exactly one
-    such place (the split cannot be told).
+    starts where that order starts again. Names are compared regardless of case,
+    else (when that finds more than one such place: capitals sorted first) as they
+    are written. ``None`` when there is not exactly one such place (the split
+    cannot be told).
     """
-    restarts = [i for i in range(1, len(columns)) if columns[i].lower() < columns[i - 1].lower()]
-    return restarts[0] if len(restarts) == 1 else None
+    for key in (str.lower, str):
+        restarts = [i for i in range(1, len(columns)) if key(columns[i]) < key(columns[i - 1])]
+        if len(restarts) == 1:
+            return restarts[0]
+    return None
 
 
 def _read_runs_table(path: Path) -> list[RunData]:
