@@ -435,6 +435,7 @@ def _resolve_losses(
         if kind is not None:
             split, rank, component, level = kind
             by_split[split].append((tag, rank, component, level))
+    by_split = {split: _whole_within_a_namespace(entries) for split, entries in by_split.items()}
     assigned: dict[str, RoleAssignment] = {}
     rejected: dict[str, list[Rejected]] = {"train_loss": [], "train_loss_epoch": [], "val_loss": []}
     groups: dict[str, tuple[str, ...]] = {}
@@ -516,6 +517,22 @@ def _resolve_losses(
             _pair_like_with_like(by_split["train"], counts, assigned, rejected, groups)
         comparable = groups.get("train_loss", ()) == groups.get("val_loss", ())
     return assigned, rejected, comparable, adversarial
+
+
+def _whole_within_a_namespace(entries: list[tuple[str, int, tuple[str, ...], str]]
+                               ) -> list[tuple[str, int, tuple[str, ...], str]]:
+    """Loss components of one split that all share some words (``forget_train/it_coarse_loss``, ``…/it_fine_loss``,
+    ``…/it_train_loss``): those words are their namespace, and the one with no other word is the whole loss."""
+    if len(entries) < 2 or any(rank < 3 for _, rank, _, _ in entries):
+        return entries
+    shared = set.intersection(*(set(component) for _, _, component, _ in entries))
+    if not shared:
+        return entries
+    bare = [tag for tag, _, component, _ in entries if set(component) <= shared]
+    if len(bare) != 1:
+        return entries
+    return [(tag, 1, (), level) if tag == bare[0] else (tag, rank, component, level)
+            for tag, rank, component, level in entries]
 
 
 def _pair_like_with_like(train: list[tuple[str, int, tuple[str, ...], str]], counts: dict[str, int],

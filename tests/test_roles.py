@@ -75,7 +75,8 @@ CASES = {
     "verl_grpo": (
         ["actor/entropy", "actor/entropy_loss", "actor/kl_loss", "actor/loss", "actor/pg_loss", "actor/lr",
          "critic/rewards/mean", "critic/rewards/max", "critic/rewards/min", "critic/score/mean", "critic/returns/mean"],
-        {"train_loss": "actor/entropy_loss + actor/kl_loss + actor/loss + actor/pg_loss", "learning_rate": "actor/lr",
+        # actor/loss is verl's total (pg_loss, minus the entropy bonus, plus the KL penalty): not summed with them
+        {"train_loss": "actor/loss", "learning_rate": "actor/lr",
          "reward": "critic/rewards/mean", "policy_entropy": "actor/entropy"},
     ),
     "trl_grpo": (
@@ -148,6 +149,16 @@ def test_the_training_loss_is_of_the_validation_losss_kind_when_one_was_logged()
     assert alone.tag("train_loss") == "loss/train/total" and not alone.losses_comparable
     # a loss of the same kind as the validation's: nothing to pair
     assert resolve_roles(["train/loss", "train/nll", "val/loss"]).tag("train_loss") == "train/loss"
+
+
+def test_the_loss_with_no_word_but_its_namespace_is_the_whole_loss_not_a_component():
+    """``forget_train/it_coarse_loss``, ``…/it_fine_loss`` and ``…/it_train_loss``: "forget" and "it" are in every
+    name; the total (``it_train_loss``) is the training loss, not summed with its own parts."""
+    roles = resolve_roles(["forget_train/it_coarse_loss", "forget_train/it_fine_loss", "forget_train/it_train_loss"])
+    assert roles.tag("train_loss") == "forget_train/it_train_loss"
+    # parts with no total among them are still summed; a GAN's sides are still told apart
+    assert resolve_roles(["model/loss_a", "model/loss_b"]).tag("train_loss") == "model/loss_a + model/loss_b"
+    assert resolve_roles(["train/box_loss", "train/cls_loss"]).tag("train_loss") == "train/box_loss + train/cls_loss"
 
 
 def test_tag_words_normalise_separators_and_camel_case():
