@@ -434,11 +434,17 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
             out.write(f"    … {len(d.findings) - args.max_findings} more finding(s) (--max-findings, --json)\n")
         for warning in d.warnings[:3]:
             out.write(f"    note: {safe_text(warning, 300)}\n")
+    for item in diagnoses.not_read[:_NOT_READ_SHOWN]:  # (no verdict for these: the user should know)
+        out.write(f"not read: {safe_text(item.path)}: {safe_text(item.reason)}\n")
+    if len(diagnoses.not_read) > _NOT_READ_SHOWN:
+        out.write(f"… {len(diagnoses.not_read) - _NOT_READ_SHOWN} more not read ('tanalyze runs --verbose' lists "
+                  "every one)\n")
     counts = ", ".join(f"{n} {label}" for label, n in sorted(labels.items()))
-    out.write(f"{len(diagnoses)} run(s): {counts}\n")
+    not_read = f"; {len(diagnoses.not_read)} file(s) not read" if diagnoses.not_read else ""
+    out.write(f"{len(diagnoses)} run(s): {counts}{not_read}\n")
     if args.json:
         payload = {"schema": "tanalyze.diagnose/1", "tanalyze_version": __version__, "input": str(args.path),
-                   "runs": [d.to_dict() for d in diagnoses.values()]}
+                   **diagnoses.to_dict()}
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(to_jsonable(payload), handle, indent=1)
         sys.stderr.write(f"wrote the diagnoses of {len(diagnoses)} run(s) to {args.json}\n")

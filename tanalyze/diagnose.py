@@ -381,10 +381,12 @@ class RunDiagnosis:
 
 
 class Diagnoses(Mapping[str, RunDiagnosis]):
-    """Run name → :class:`RunDiagnosis`, in the order the runs were loaded."""
+    """Run name → :class:`RunDiagnosis`, in the order the runs were loaded. ``not_read``: the files under the
+    path that are in no run, and why (:class:`~tanalyze.discover.NotRead`): no verdict was given for them."""
 
-    def __init__(self, items: Mapping[str, RunDiagnosis]) -> None:
+    def __init__(self, items: Mapping[str, RunDiagnosis], not_read: Sequence[Any] = ()) -> None:
         self._items = dict(items)
+        self.not_read = tuple(not_read)
 
     def __getitem__(self, name: str) -> RunDiagnosis:
         if name not in self._items:
@@ -407,8 +409,8 @@ class Diagnoses(Mapping[str, RunDiagnosis]):
         return display_html(self)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"runs": [RunDiagnosis.to_dict(), ...]}`` in load order."""
-        return {"runs": [d.to_dict() for d in self._items.values()]}
+        """``{"runs": [RunDiagnosis.to_dict(), ...], "not_read": [{"path", "reason"}, ...]}`` in load order."""
+        return {"runs": [d.to_dict() for d in self._items.values()], "not_read": [n.to_dict() for n in self.not_read]}
 
     def labels(self) -> dict[str, str]:
         """Run name → verdict label."""
@@ -1071,7 +1073,7 @@ def diagnose(
     for name, info in logs.runs.items():
         out[name] = diagnose_info(groups.get(name, empty), info, histograms=hist_groups.get(name), roles=roles,
                                   num_classes=num_classes, thresholds=thresholds, **params)
-    return Diagnoses(compare_with_siblings(out))
+    return Diagnoses(compare_with_siblings(out), not_read=logs.not_read)
 
 
 def diagnose_info(frame: pd.DataFrame, info: RunInfo, *, histograms: pd.DataFrame | None = None,

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from tanalyze.cache import Cache
 
-__all__ = ["RunInfo", "Logs", "load", "read_run", "read_many", "failed_result", "discover_runs", "read_specs", "read_task",
+__all__ = ["RunInfo", "Logs", "load", "read_run", "read_many", "failed_result", "not_read_by_runs", "discover_runs", "read_specs", "read_task",
            "read_many_task"]
 
 #: Runs listed one per line by ``repr(logs)`` before the rest are counted.
@@ -531,7 +531,7 @@ def _merge(results: Iterable[RunResult], discovery: Discovery) -> Logs:
         root=discovery.root,
         # A reader may use a file no reader claims (Lightning's hparams.yaml beside event files).
         unrecognized=tuple(f for f in discovery.unrecognized if f not in used),
-        not_read=tuple(n for n in discovery.not_read if n.path not in used),
+        not_read=not_read_by_runs(discovery, infos.values()),
         skipped=discovery.skipped_dirs,
         errors=discovery.errors,
     )
@@ -648,3 +648,10 @@ def read_specs(
     for spec, result in zip(specs, results, strict=True):
         out.extend([failed_result(spec, result.error)] if isinstance(result, Failure) else result)
     return out
+
+
+def not_read_by_runs(discovery: Discovery, infos: Iterable[RunInfo]) -> tuple[NotRead, ...]:
+    """The files under the path that none of the runs read (a reader may use a file no reader claims: Lightning's
+    hparams.yaml beside event files), and why."""
+    used = {file for info in infos for file in info.files}
+    return tuple(n for n in discovery.not_read if n.path not in used)

@@ -22,6 +22,7 @@ from tanalyze.logs import (
     RunResult,
     discover_runs,
     failed_result,
+    not_read_by_runs,
     read_many_task,
     read_run,
     read_specs,
@@ -86,7 +87,7 @@ def diagnose_path(
         pairs.extend([_failed_diagnosis(spec, result.error, options)] if isinstance(result, Failure) else result)
     names = unique_names(info.name for info, _ in pairs)
     diagnoses = {name: d if d.run == name else replace(d, run=name) for name, (_, d) in zip(names, pairs, strict=True)}
-    return Diagnoses(compare_with_siblings(diagnoses))
+    return Diagnoses(compare_with_siblings(diagnoses), not_read=not_read_by_runs(discovery, (info for info, _ in pairs)))
 
 
 def summarize_task(spec: RunSpec, *, cache: Cache | None, roles: Mapping[str, str] | None) -> list[Any]:
