@@ -59,6 +59,18 @@ def test_a_global_iteration_column_stays_the_step(tmp_path):
     assert not any("counts batches" in n for n in run.notes)
 
 
+def test_a_step_column_named_with_blanks_is_the_step(tmp_path):
+    """A hand-written logger's ``total timesteps`` (``Global Step``) is the step, as ``total_timesteps`` is, and no
+    metric."""
+    run = read_csv(tmp_path, "num_episodes,total_loss,total timesteps\n68,0.36,5120\n140,0.22,10240\n213,0.22,15360\n",
+                   name="progress.csv")
+    assert curve(run.scalars, "total_loss").to_dict() == {5120: 0.36, 10240: 0.22, 15360: 0.22}
+    assert "total timesteps" not in set(run.scalars["tag"])
+    run = read_csv(tmp_path, "Global Step,Epoch,Train Loss\n10,0,2.5\n20,0,2.25\n30,1,2.0\n", name="log.csv")
+    assert curve(run.scalars, "Train Loss").to_dict() == {10: 2.5, 20: 2.25, 30: 2.0}
+    assert set(run.scalars["tag"]) == {"Train Loss"}
+
+
 def test_rows_with_an_epoch_but_no_batch_are_at_the_end_of_their_epoch(tmp_path):
     text = "epoch,batch,loss,val_loss\n0,0,1.0,\n0,1,0.9,\n0,,,0.95\n1,0,0.8,\n1,1,0.7,\n1,,,0.85\n"
     run = read_csv(tmp_path, text)

@@ -26,7 +26,7 @@ import pandas as pd
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import load_config, read_head, settle_rewrites
-from tanalyze.readers.tabular.widecsv import read_wide_csv, sniff_header
+from tanalyze.readers.tabular.widecsv import column_key, read_wide_csv, sniff_header
 
 __all__ = ["LightningCSVReader", "KerasCSVReader", "YoloResultsReader", "GenericCSVReader", "choose_step_column"]
 
@@ -41,7 +41,8 @@ def _second_line(head: bytes) -> str:
 class _WideCSVReader(Reader):
     """What the CSV logger readers share: one run per log file, configs beside it read as hparams."""
 
-    cache_version = 2  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3)
+    cache_version = 3  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
+    #                    names with blanks between words ("total timesteps")
     #: config files read into hparams when they sit beside a log
     config_names: ClassVar[tuple[str, ...]] = ()
     #: column names (any case) that fill the epoch column
@@ -354,7 +355,7 @@ _METRIC = re.compile(r"loss|acc|lr|learning|reward|score|err|perplex|ppl|f1|map|
 
 def choose_step_column(header: list[str]) -> int | None:
     """Index of the column to use as the step (a step/iteration name, else an epoch name), or None."""
-    lowered = [h.lower() for h in header]
+    lowered = [column_key(h) for h in header]
     last = [h.rsplit("/", 1)[-1] for h in lowered]
     for names in (STEP_NAMES, EPOCH_NAMES):
         for candidates in (lowered, last):

@@ -145,7 +145,7 @@ class RayTuneReader(Reader):
     """A Ray Tune trial folder: ``result.json`` (or ``progress.csv``), ``params.json``, ``error.txt`` …"""
 
     name = "ray_tune"
-    cache_version = 2  # 2: n_updates / nupdates columns of progress.csv are counters
+    cache_version = 3  # 2: n_updates / nupdates columns of progress.csv are counters; 3: counters named with blanks
     description = ("Ray Tune trial folder: result.json (JSON per report: training_iteration, metrics, config), "
                    "progress.csv, params.json, error.txt")
 

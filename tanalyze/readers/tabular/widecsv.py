@@ -30,6 +30,7 @@ import codecs
 import csv
 import io
 import math
+import re
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ from tanalyze.readers.base import ReadWarning
 from tanalyze.readers.tabular.common import MISSING_WORDS, NAN_WORDS, STEP_LIMIT, PointBuffer, name_list
 
 __all__ = ["WideCSV", "WideColumns", "read_wide_csv", "read_columns", "sniff_header", "BLOCK_BYTES",
-           "BATCH_NAMES", "COUNTER_NAMES"]
+           "BATCH_NAMES", "COUNTER_NAMES", "column_key"]
 
 #: Bytes read at a time (a block is cut at a line end).
 BLOCK_BYTES = 64 * 1024 * 1024
@@ -51,6 +52,14 @@ BLOCK_BYTES = 64 * 1024 * 1024
 StepChooser = Callable[[list[str]], int | None]
 #: Spellings of "not logged" handed to pandas (exact); other spellings end up as text and are matched in any case.
 _NA_CELLS = ["", "None", "none", "null", "NULL", "Null", "NA", "na", "N/A", "n/a", "<NA>"]
+
+def column_key(name: str) -> str:
+    """A column's name as the names of counters below are written: lower case, blanks between words an underscore
+    (a hand-written logger's ``total timesteps``, ``Global Step``)."""
+    return _BLANKS_IN_NAME.sub("_", name.strip().lower())
+
+
+_BLANKS_IN_NAME = re.compile(r"(?<=\w)[ \t]+(?=\w)")
 
 #: Columns that count batches within an epoch (compared in lower case, whole name or the part after the last '/').
 BATCH_NAMES = frozenset({
@@ -650,7 +659,7 @@ def _batch_column(table: WideColumns, step_index: int | None, epoch_index: int |
     """The column that counts batches within an epoch, if there is one (see :func:`_batch_steps`)."""
     if epoch_index is None:
         return None
-    lowered = [h.lower() for h in table.raw_header]
+    lowered = [column_key(h) for h in table.raw_header]
     last = [h.rsplit("/", 1)[-1] for h in lowered]
     candidates = [step_index] if step_index is not None and step_index != epoch_index else []
     candidates += [i for i, (a, b) in enumerate(zip(lowered, last, strict=True))
@@ -721,7 +730,7 @@ def _counters(table: WideColumns, skip: set) -> list[int]:
     for index, raw in enumerate(table.raw_header):
         if index in skip:
             continue
-        lowered = raw.lower()
+        lowered = column_key(raw)
         named = lowered in COUNTER_NAMES or lowered.rsplit("/", 1)[-1] in COUNTER_NAMES
         index_column = raw == "" and index == 0
         if not (named or index_column):
