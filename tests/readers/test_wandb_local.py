@@ -148,6 +148,18 @@ def test_summary_points_when_no_history(tmp_path):
     assert logs.runs[run].hparams["_wandb"]["runtime_s"] == 9
 
 
+def test_a_console_without_metric_lines_is_a_note_not_a_warning(tmp_path):
+    """Most W&B runs' output.log holds only text (their metrics are W&B's): nothing is wrong with the run."""
+    folder = make.run_folder(tmp_path, None, files={
+        "files/wandb-summary.json": json.dumps({"iter": 2400, "train/loss": 3.5, "_step": 12}),
+        "files/output.log": "GPU available: True (cuda), used: True\n`Trainer.fit` stopped: `max_epochs=3` reached.\n",
+    })
+    logs = load(folder, formats=["wandb-local"])
+    info = next(iter(logs.runs.values()))
+    assert not info.warnings
+    assert "output.log: no metric line (the console's text only; the metrics are W&B's)" in info.notes
+
+
 def test_synthetic_binary_run_with_resume_and_damage(tmp_path):
     payloads = [
         make.run(display_name="demo", project="p"),

@@ -257,6 +257,10 @@ def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None, *,
     return run
 
 
+#: the end of the warning on a text file that had no metric line at all
+NO_METRIC_LINES = "metric line could be read from this file (empty, binary or another format)"
+
+
 def _run_info(parsed: list[ParsedFile], ranks: dict[Path, int] | None, empty: bool) -> RunData:
     """Everything of the run but its scalars: notes, warnings, restarts and hparams of its files."""
     several = len(parsed) > 1
@@ -274,9 +278,7 @@ def _run_info(parsed: list[ParsedFile], ranks: dict[Path, int] | None, empty: bo
     if empty and not warnings:
         names = ", ".join(str(part.path) for part in parsed)
         family = parsed[0].family if parsed else "console"
-        warnings.append(
-            ReadWarning(names, f"no {family} metric line could be read from this file (empty, binary or another format)")
-        )
+        warnings.append(ReadWarning(names, f"no {family} {NO_METRIC_LINES}"))
     return RunData(hparams=hparams, warnings=warnings, restarts=restarts, notes=notes)
 
 

@@ -63,7 +63,8 @@ def run_folder(path: Path) -> Path | None:
 class WandbLocalReader(Reader):
     name = "wandb-local"
     description = "W&B local run folders (run-*/, offline-run-*/: .wandb log, config, summary, console)"
-    cache_version = 3  # 2: the run's W&B display name and id (RunData.title); 3: fork fields in nanoGPT console lines
+    cache_version = 4  # 2: the run's W&B display name and id (RunData.title); 3: fork fields in nanoGPT console lines; 4: a console
+    #                    without metric lines is a note, not a warning
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if run_folder(path) is not None:
@@ -303,6 +304,7 @@ def _declared_step(step_metrics: Mapping[str, str]) -> str | None:
 def _merge_console(scalars: pd.DataFrame, path: Path, data: RunData) -> pd.DataFrame:
     """Add the metrics the console reader finds in ``output.log``; W&B's value wins where both hold a point."""
     try:
+        from tanalyze.readers.text._reader import NO_METRIC_LINES
         from tanalyze.readers.text.console import parse_console_file
     except ImportError:
         data.notes.append(f"{path.name}: not parsed (the console reader is not available)")
@@ -312,7 +314,11 @@ def _merge_console(scalars: pd.DataFrame, path: Path, data: RunData) -> pd.DataF
     except FormatError as exc:
         data.warnings.append(ReadWarning(exc.path, exc.reason, exc.location))
         return scalars
-    data.warnings.extend(console.warnings)
+    # (a console without metric lines is what most W&B runs have: their metrics are in W&B's own files)
+    kept = [w for w in console.warnings if not w.message.endswith(NO_METRIC_LINES)]
+    if len(kept) < len(console.warnings):
+        data.notes.append(f"{path.name}: no metric line (the console's text only; the metrics are W&B's)")
+    data.warnings.extend(kept)
     data.notes.extend(f"{path.name}: {note}" for note in console.notes)
     data.restarts.extend(console.restarts)
     points = console.scalars
