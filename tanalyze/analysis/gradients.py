@@ -268,7 +268,8 @@ def _norm_health(
         nonfinite_steps=tuple(int(s) for s in steps[nonfinite][:100]),
     )
     if nonfinite.any():
-        findings.append(_nonfinite_finding(steps, nonfinite, handled_by_scaling))
+        findings.append(_nonfinite_finding(steps, nonfinite, handled_by_scaling,
+                                           loss_went_on=_loss_went_on(loss, steps[nonfinite])))
     if not fin.size:
         return stats, findings
     q = np.percentile(fin, [5, 50, 95])
@@ -314,19 +315,37 @@ def _norm_health(
     return stats, findings
 
 
-def _nonfinite_finding(steps: np.ndarray, nonfinite: np.ndarray, handled_by_scaling: bool) -> Finding:
+#: at most this share of the logged norms NaN/Inf, isolated, with the loss finite throughout: skipped steps
+_SKIPPED_SHARE = 0.1
+
+
+def _loss_went_on(loss: Curve | None, bad_steps: np.ndarray) -> bool:
+    """Whether the loss stayed finite from the first NaN/Inf norm to the end, with points after the last one:
+    training went on past each (what a mixed-precision scaler's skipped steps look like)."""
+    if loss is None or not len(bad_steps):
+        return False
+    after = loss.steps >= bad_steps[0]
+    return bool(after.any() and np.isfinite(loss.values[after]).all() and loss.steps[-1] > bad_steps[-1])
+
+
+def _nonfinite_finding(steps: np.ndarray, nonfinite: np.ndarray, handled_by_scaling: bool,
+                       loss_went_on: bool = False) -> Finding:
     """NaN/Inf norms: an error when at the end or above 1 % of steps; information when they are what dynamic
     loss scaling skips (a loss scale is logged and did not collapse: the scaler halves it at every overflow, so
     it stays up only while overflows are occasional; a value averaged over steps, as an epoch's mean, is Inf
-    when one of its steps overflowed)."""
+    when one of its steps overflowed), or, with no loss scale logged (the HF Trainer's state), when they are few
+    (``_SKIPPED_SHARE``), none is the last, and the loss stayed finite and went on past them."""
     n_bad, n = int(nonfinite.sum()), nonfinite.size
     tail_bad = bool(nonfinite[-1])
     severity = Severity.ERROR if tail_bad or n_bad > 0.01 * n else Severity.WARNING
-    if handled_by_scaling:
+    skipped = not handled_by_scaling and loss_went_on and not tail_bad and n_bad <= _SKIPPED_SHARE * n
+    if handled_by_scaling or skipped:
         severity = Severity.INFO
     bad_steps = steps[nonfinite]
     why = (" The loss scale stayed up: steps with an fp16 overflow that the scaler skipped (a norm averaged over "
-           "steps is Inf when one of them overflowed), not a gradient problem." if handled_by_scaling else "")
+           "steps is Inf when one of them overflowed), not a gradient problem." if handled_by_scaling else
+           " The loss stayed finite and training went on past each: steps a mixed-precision loss scaler skipped "
+           "(an fp16 overflow; the optimizer did not step), not a failing run." if skipped else "")
     return _finding(
         "grad_nonfinite",
         severity,

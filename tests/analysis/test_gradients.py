@@ -104,6 +104,30 @@ def test_nonfinite_norms_are_counted_with_their_first_step():
     assert f.severity == "warning"
 
 
+def test_a_few_nonfinite_norms_the_loss_went_on_past_are_skipped_steps_not_an_error():
+    """The HF Trainer's state logs no loss scale: NaN norms at 4 of 75 steps (a DPO run in fp16) while the loss
+    stays finite and keeps falling are the steps the scaler skipped."""
+    steps = np.arange(1, 76)
+    g = np.full(75, 12.0)
+    g[[0, 1, 17, 73]] = np.nan
+    loss = curve(np.linspace(0.69, 0.2, 75), steps=steps, tag="loss")
+    r = analyze_gradients(curve(g, steps=steps), loss=loss)
+    f = next(f for f in r.findings if f.code == "grad_nonfinite")
+    assert f.severity == "info" and "a mixed-precision loss scaler skipped" in f.message
+    assert r.nonfinite_steps == (1, 2, 18, 74)
+    # NaN at the last step, or a loss that went NaN too, or norms NaN at many steps: still an error
+    g_tail = g.copy()
+    g_tail[-1] = np.nan
+    assert next(f for f in analyze_gradients(curve(g_tail, steps=steps), loss=loss).findings
+                if f.code == "grad_nonfinite").severity == "error"
+    nan_loss = curve(np.where(steps >= 50, np.nan, np.linspace(0.69, 0.2, 75)), steps=steps, tag="loss")
+    assert next(f for f in analyze_gradients(curve(g, steps=steps), loss=nan_loss).findings
+                if f.code == "grad_nonfinite").severity == "error"
+    g_many = np.where(steps % 5 == 0, np.nan, 12.0)
+    assert next(f for f in analyze_gradients(curve(g_many, steps=steps), loss=loss).findings
+                if f.code == "grad_nonfinite").severity == "error"
+
+
 def test_nonfinite_norms_with_loss_scaling_are_info():
     g = norms()
     g[[100, 500]] = np.inf
