@@ -17,10 +17,10 @@ from tanalyze.readers import get_readers
 from tanalyze.readers.base import RunData
 from tanalyze.readers.text._lines import sniff_window
 from tanalyze.readers.text._parts import parse_path
-from tanalyze.readers.text._reader import TextReader, runs_from_parsed
+from tanalyze.readers.text._reader import NO_METRIC_LINES, TextReader, runs_from_parsed
 from tanalyze.readers.text.generic import GenericTextParser
 
-__all__ = ["console_readers", "detect_console_format", "parse_console_file"]
+__all__ = ["NO_METRIC_LINES", "console_readers", "detect_console_format", "parse_console_file"]
 
 
 def console_readers() -> tuple[TextReader, ...]:

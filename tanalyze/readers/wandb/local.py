@@ -304,8 +304,7 @@ def _declared_step(step_metrics: Mapping[str, str]) -> str | None:
 def _merge_console(scalars: pd.DataFrame, path: Path, data: RunData) -> pd.DataFrame:
     """Add the metrics the console reader finds in ``output.log``; W&B's value wins where both hold a point."""
     try:
-        from tanalyze.readers.text._reader import NO_METRIC_LINES
-        from tanalyze.readers.text.console import parse_console_file
+        from tanalyze.readers.text.console import NO_METRIC_LINES, parse_console_file
     except ImportError:
         data.notes.append(f"{path.name}: not parsed (the console reader is not available)")
         return scalars
