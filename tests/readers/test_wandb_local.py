@@ -270,8 +270,10 @@ def test_console_metrics_are_merged_and_wandb_wins_on_shared_points(tmp_path, mo
                                  value=[6.0601, 5.5, 4.0]),
             warnings=[ReadWarning(str(path), "1 line skipped")], notes=["nanoGPT format"])
 
+    from tanalyze.readers.text.console import NO_METRIC_LINES
+
     monkeypatch.setitem(sys.modules, "tanalyze.readers.text.console",
-                        types.SimpleNamespace(parse_console_file=parse_console_file))
+                        types.SimpleNamespace(parse_console_file=parse_console_file, NO_METRIC_LINES=NO_METRIC_LINES))
     payloads = [make.history({"train/loss": 6.060142517089844, "iter": 0, "_step": 0})]
     folder = make.run_folder(tmp_path, payloads, files={"files/output.log": "step 0: train loss 6.0601\n"})
     logs = load(folder)
