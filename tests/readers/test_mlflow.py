@@ -1,7 +1,7 @@
 """MLflow local stores: the real mlruns of VladimirMCorteza/Pytorch-MLflow-Tensorboard and
 saulhazelius/keras-mlflow-sentences-classification, and fixtures written by the real mlflow package
-(``tests/fixtures/mlflow/generate.py``, pinned in its ``requirements.txt``): the same three runs in a file
-store and in a SQLite store, one of them ended by an exception.
+(``tests/fixtures/mlflow/generate.py``, pinned in its ``requirements.txt``): the same four runs in a file
+store and in a SQLite store, one of them ended by an exception, one with an MLflow 3 logged model.
 """
 
 import math
@@ -26,6 +26,8 @@ SAUL = "mlflow_mlruns/saulhazelius__keras-mlflow-sentences-classification/train/
 LOSS_01 = {1: 2.76915, 7: 1.254989, 20: 0.24102}
 LOSS_03 = {1: 2.216214, 20: 0.009159}
 VAL_01_STEP_5 = 1.790576
+# the run 'with-model': its scores at step 0, logged before (val_rmse, test_rmse, test_r2) and after (test_mae) its model
+SCORES = {"val_rmse": 0.91722, "test_rmse": 1.100664, "test_mae": 0.733776}
 
 
 def _runs(path):
@@ -36,7 +38,8 @@ def _runs(path):
 @pytest.mark.parametrize("store", ["file_store", "sqlite"])
 def test_fixture_stores_written_by_mlflow(store):
     logs, names = _runs(FIXTURES / store)
-    assert sorted(names) == ["crashes-at-step-4", "lr-0.1", "lr-0.3"]  # by mlflow.runName; one experiment: no prefix
+    # by mlflow.runName; one experiment: no prefix; the logged model of 'with-model' is no run
+    assert sorted(names) == ["crashes-at-step-4", "lr-0.1", "lr-0.3", "with-model"]
     slow, fast = logs.scalars_of(names["lr-0.1"]), logs.scalars_of(names["lr-0.3"])
     check(slow, "train/loss", LOSS_01, count=20)  # a nested key ('train/loss': a sub-folder in the file store)
     check(fast, "train/loss", LOSS_03, count=20)
@@ -89,7 +92,7 @@ def test_a_run_mlflow_still_records_as_running_is_running_while_its_files_change
 def test_file_store_and_sqlite_agree():
     a, _ = _runs(FIXTURES / "file_store")
     b, _ = _runs(FIXTURES / "sqlite")
-    for name in ("lr-0.1", "lr-0.3"):
+    for name in ("lr-0.1", "lr-0.3", "with-model"):
         left = a.scalars_of(f"file_store/{name}")[["tag", "step", "value", "wall_time"]].sort_values(["tag", "step"])
         right = b.scalars_of(f"sqlite/{name}")[["tag", "step", "value", "wall_time"]].sort_values(["tag", "step"])
         assert left.reset_index(drop=True).equals(right.reset_index(drop=True))
@@ -180,7 +183,7 @@ def test_sniffing_and_reading_databases_leaves_no_file_open(tmp_path):
     before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
     for _ in range(50):
         assert reader.sniff(copy, copy.read_bytes()[:4096])
-        assert len(reader.read([copy])) == 3
+        assert len(reader.read([copy])) == 4
     if before is not None:
         assert len(os.listdir("/proc/self/fd")) <= before + 2
 
@@ -318,9 +321,137 @@ def test_each_run_of_a_store_lists_its_own_files_only():
     files = {name: set(logs.runs[full].files) for name, full in names.items()}
     shared = set.intersection(*files.values())
     assert [Path(f).parent.parent.name for f in shared] == ["file_store"]  # the experiment's meta.yaml, no more
+    model = {f for f in files["with-model"] if "/models/" in f}
+    assert len(model) == 14  # its logged model's meta.yaml, 4 metrics, 5 params, 4 tags: the run's too
     for name, own in files.items():
-        (folder,) = {Path(f).parents[0] for f in own if f.endswith("meta.yaml") and f not in shared}
-        assert all(Path(f).is_relative_to(folder) for f in own - shared), name
+        (folder,) = {Path(f).parents[0] for f in own - model if f.endswith("meta.yaml") and f not in shared
+                     and "/outputs/" not in f}
+        assert all(Path(f).is_relative_to(folder) for f in own - shared - model), name
     assert len(files["crashes-at-step-4"]) == 7  # two meta.yaml, train/loss and the four tags mlflow wrote
+    assert len(files["with-model"]) == 2 + 5 + 1 + 4 + 4 + 14  # meta.yaml ×2, metrics, outputs, params, tags, model
     logs, names = _runs(FIXTURES / "sqlite")
     assert all(info.files == (str(FIXTURES / "sqlite" / "mlflow.db"),) for info in logs.runs.values())
+
+
+# --- MLflow 3: logged models, and the metric records that logging one repeats ---------------------------------
+
+
+def _model_note(info):
+    (note,) = [n for n in info.notes if n.startswith("MLflow 3 logged model")]
+    return note
+
+
+@pytest.mark.parametrize("store", ["file_store", "sqlite"])
+def test_an_mlflow3_logged_model_is_part_of_its_run_not_a_run(store):
+    logs, names = _runs(FIXTURES / store)
+    assert len(logs.runs) == 4 and not any("linear" in name or "models" in name for name in logs.runs)
+    info = logs.runs[names["with-model"]]
+    frame = logs.scalars_of(names["with-model"])
+    check(frame, "train/loss", {1: 2.864924, 10: 0.841293}, count=10)
+    for key, value in SCORES.items():  # one point each at step 0: no copy, no step invented
+        check(frame, key, {0: value}, count=1)
+    r2 = frame[frame["tag"] == "test_r2"]
+    assert len(r2) == 1 and r2["step"].iloc[0] == 0 and math.isnan(r2["value"].iloc[0])  # SQLite's model copy: 0.0
+    assert frame[frame["tag"] == "test_rmse"]["wall_time"].iloc[0] == 1_700_000_011.0
+    (model,) = info.hparams["_mlflow"]["models"]
+    model_id = model["model_id"]
+    assert model_id.startswith("m-") and len(model_id) == 34
+    record = str(FIXTURES / "sqlite" / "mlflow.db") if store == "sqlite" else \
+        next(f for f in info.files if f.endswith(f"models/{model_id}/meta.yaml"))
+    assert model == {"model_id": model_id, "name": "linear", "status": "READY", "step": 0, "params": {"features": "x"},
+                     "registered": [{"name": "tiny-regression-model", "version": 1}], "record": record}
+    assert _model_note(info) == (
+        f"MLflow 3 logged model 'linear' ({model_id}) of this run, status READY, registered as "
+        "'tiny-regression-model' version 1: not a run of its own; its 4 metric value(s) are copies of its run's; "
+        "param(s) of its own: features=x")
+    assert {k: v for k, v in info.hparams.items() if k != "_mlflow"} == {"lr": 0.1, "model": "linear", "seed": 4,
+                                                                         "steps": 10}
+    assert info.warnings == () and info.status.status == "finished"
+    repeated = [n for n in info.notes if "repeated whole" in n]
+    if store == "file_store":  # Model.log wrote val_rmse, test_rmse and test_r2 to the run's files a second time
+        assert repeated == ["3 metric record(s) repeated whole (the same time, value and step as an earlier one) "
+                            "read once (MLflow 3 logs a run's metrics again when it logs a model): "
+                            "test_r2, test_rmse, val_rmse"]
+    else:  # SQLite keeps one row
+        assert repeated == []
+    assert not any("spread over steps" in n or "replaced by the later write" in n for n in info.notes)
+
+
+def test_the_model_registry_and_logged_models_are_no_experiment_nor_run():
+    found = discover(FIXTURES / "file_store")
+    (spec,) = found.runs
+    assert spec.format == "mlflow"
+    # the registry (mlruns/models/<name>/…) holds no metric: left as not read, not taken for an experiment
+    assert sorted(Path(f).relative_to(FIXTURES / "file_store").as_posix() for f in found.unrecognized) == [
+        "models/tiny-regression-model/meta.yaml", "models/tiny-regression-model/version-1/meta.yaml"]
+    reader = MLflowReader()
+    version = FIXTURES / "file_store" / "models" / "tiny-regression-model" / "version-1" / "meta.yaml"
+    assert not reader.sniff(version, version.read_bytes())
+    (model,) = (FIXTURES / "file_store").glob("*/models/m-*")
+    for path in (model / "meta.yaml", model / "metrics" / "test_rmse", model / "params" / "features"):
+        assert reader.sniff(path, path.read_bytes()) and reader.run_directory(path) == FIXTURES / "file_store"
+
+
+def _copy_store(tmp_path):
+    store = shutil.copytree(FIXTURES / "file_store", tmp_path / "mlruns")
+    (run,) = [f.parent.parent for f in store.glob("*/*/tags/mlflow.runName") if f.read_text() == "with-model"]
+    (model,) = store.glob("*/models/m-*")
+    return store, run, model
+
+
+def test_a_model_value_its_run_lacks_is_read_into_the_run_and_said(tmp_path):
+    store, run, model = _copy_store(tmp_path)
+    (run / "metrics" / "test_mae").unlink()  # a store copied in part: the value is only in the model's copy
+    logs, names = _runs(store)
+    info = logs.runs[names["with-model"]]
+    check(logs.scalars_of(names["with-model"]), "test_mae", {0: SCORES["test_mae"]}, count=1)
+    assert f"1 metric value(s) read from MLflow 3 logged model 'linear' ({model.name}), not in this run's own " \
+           "metric records: test_mae" in info.notes
+    assert "3 of its 4 metric value(s) are copies of run records" in _model_note(info)
+    assert info.warnings == ()
+
+
+def test_a_model_whose_run_is_not_in_the_store_is_warned_about(tmp_path):
+    store, run, model = _copy_store(tmp_path)
+    shutil.rmtree(run)
+    logs, names = _runs(store)
+    assert sorted(names) == ["crashes-at-step-4", "lr-0.1", "lr-0.3"]
+    for info in logs.runs.values():
+        (warning,) = info.warnings
+        assert warning.file == str(model / "meta.yaml") and warning.count == 4
+        assert warning.message == (f"MLflow 3 logged model 'linear' ({model.name}) is of run {run.name}, not in "
+                                   "this store: 4 metric value(s) and 5 param(s) not read")
+
+
+def test_a_model_metric_line_that_is_not_one_is_counted(tmp_path):
+    store, run, model = _copy_store(tmp_path)
+    metric = model / "metrics" / "val_rmse"
+    metric.write_text(metric.read_text() + "1700000011000 0.5\nnot a line at all\n")
+    logs, names = _runs(store)
+    (warning,) = logs.runs[names["with-model"]].warnings
+    assert (warning.file, warning.location, warning.count) == (str(metric), "line 2, 3", 2)
+    assert warning.message == "2 line(s) are not 'timestamp value step run_id'; skipped"
+
+
+def test_records_repeated_whole_are_one_point_other_repeats_as_before(tmp_path):
+    store = tmp_path / "mlruns"
+    run = store / "1" / "abc123"
+    write(store / "1" / "meta.yaml", "artifact_location: x\nexperiment_id: '1'\nname: exp\n")
+    write(run / "meta.yaml", "experiment_id: '1'\nrun_id: abc123\nrun_name: r\nstatus: 3\nstart_time: 0\n")
+    write(run / "metrics" / "score", "1700000000500 347.25 0\n1700000000500 347.25 0\n")  # as a real MLflow 3 store
+    # no step: three values spread over 0, 1, 2, one of them written twice whole
+    write(run / "metrics" / "acc", "1000 0.5 0\n2000 0.6 0\n2000 0.6 0\n3000 0.7 0\n")
+    # the same step and time, another value: the later write wins, as before; NaN twice is one
+    write(run / "metrics" / "loss", "1000 3.0 1\n1000 2.5 1\n2000 nan 2\n2000 nan 2\n")
+    logs, names = _runs(store)
+    frame = logs.scalars_of(names["r"])
+    check(frame, "score", {0: 347.25}, count=1)
+    check(frame, "acc", {0: 0.5, 1: 0.6, 2: 0.7}, count=3)
+    loss = frame[frame["tag"] == "loss"]
+    assert loss["step"].tolist() == [1, 2] and loss["value"].iloc[0] == 2.5 and math.isnan(loss["value"].iloc[1])
+    info = logs.runs[names["r"]]
+    assert info.notes[1:] == (
+        "3 metric record(s) repeated whole (the same time, value and step as an earlier one) read once: "
+        "acc, loss, score",  # no logged model in this run: no word of MLflow 3
+        "logged without a step (all at step 0), spread over steps 0, 1, 2 … in time order: acc",
+        "1 value(s) logged again at the same step replaced by the later write")
