@@ -23,7 +23,6 @@ from typing import Any
 
 from tanalyze.runstatus.model import (
     RUNNING_WITHIN_S,
-    UNKNOWN,
     Evidence,
     RunStatus,
     Signal,
@@ -503,14 +502,10 @@ def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format
     if signals and signals[-1].kind == "started":  # a new session began after what ended the last one
         decisive = []
     expects = run_format in END_MARKER_FORMATS or started
-    status = classify(decisive, wandb=wandb_exit(hparams or {}, files), tracker=tracker_end(hparams or {}),
-                      newest_mtime=newest if live else None,
-                      newest_file=newest_file, now=time.time() if now is None else now, expects_end_marker=expects,
-                      last_line=_last_line(by_time[-1]) if expects and not decisive and by_time else None)
-    if status is UNKNOWN and by_time:  # (not "no console log": there is one, and it says nothing of the end)
-        return RunStatus("unknown", f"its console log ({Path(by_time[-1]).name}) shows no end marker, error or exit "
-                         "record: how the run ended is not said")
-    return status
+    return classify(decisive, wandb=wandb_exit(hparams or {}, files), tracker=tracker_end(hparams or {}),
+                    newest_mtime=newest if live else None,
+                    newest_file=newest_file, now=time.time() if now is None else now, expects_end_marker=expects,
+                    last_line=_last_line(by_time[-1]) if expects and not decisive and by_time else None)
 
 
 def _last_line(path: str) -> Evidence | None:

@@ -358,15 +358,3 @@ def test_a_small_file_without_a_failures_word_needs_no_tail_scan():
     for line in (b"Traceback (most recent call last):", b"Killed", b"torch.OutOfMemoryError: CUDA out of memory",
                  b"***** Running training *****"):  # (a start with no end is a kill too)
         assert may_show_a_failure(b"noise\n" + line + b"\n"), line
-
-
-def test_a_console_log_that_says_nothing_of_the_end_is_named_as_such(tmp_path):
-    """Unknown, but not for want of a console log: the status says the run's console shows no end."""
-    log = tmp_path / "train.log"
-    log.write_text("iter 1 | loss 2.5\niter 2 | loss 2.4\n")
-    os.utime(log, (LATER - 7200, LATER - 7200))
-    got = run_status([str(log)], now=LATER)
-    assert got.status == "unknown"
-    assert got.reason == ("its console log (train.log) shows no end marker, error or exit record: how the run ended "
-                          "is not said")
-    assert run_status([], now=LATER).reason == "no console log, exit record or end marker says how the run ended"
