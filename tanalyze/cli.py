@@ -121,6 +121,11 @@ def _add_engine(parser: argparse.ArgumentParser) -> None:
 _NOT_READ_SHOWN = 10
 
 
+def _not_read_line(item) -> str:
+    """The line that names a file no run holds, and why."""
+    return f"not read: {safe_text(item.path)}: {safe_text(item.reason)}\n"
+
+
 #: Console logs whose status ``tanalyze runs`` shows when a path holds no run at all.
 _CONSOLES_SHOWN = 200
 
@@ -177,7 +182,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
             out.write(f"    warning: {safe_text(str(warning))}\n")
     shown_not_read = logs.not_read if args.verbose else logs.not_read[:_NOT_READ_SHOWN]
     for item in shown_not_read:
-        out.write(f"not read: {safe_text(item.path)}: {safe_text(item.reason)}\n")
+        out.write(_not_read_line(item))
         if is_console_log(item.path):  # a console log with no metrics still says how its job ended
             status = run_status([item.path])
             if status.status != "unknown":
@@ -435,7 +440,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         for warning in d.warnings[:3]:
             out.write(f"    note: {safe_text(warning, 300)}\n")
     for item in diagnoses.not_read[:_NOT_READ_SHOWN]:  # (no verdict for these: the user should know)
-        out.write(f"not read: {safe_text(item.path)}: {safe_text(item.reason)}\n")
+        out.write(_not_read_line(item))
     if len(diagnoses.not_read) > _NOT_READ_SHOWN:
         out.write(f"… {len(diagnoses.not_read) - _NOT_READ_SHOWN} more not read ('tanalyze runs --verbose' lists "
                   "every one)\n")

@@ -88,9 +88,10 @@ _METER_NAME = r"[A-Za-z@][\w@/.-]{0,63}(?: [A-Za-z@][\w@/.-]{0,63}){0,3}"
 _METER_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
 #: the same, the average a group too (where the line's template is learnt)
 _AVERAGED_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*({NUMBER})\s*\)")
-_COLON_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]{0,127}):\s+(\S+)")
+_COLON_PAIR_SOURCE = r"([A-Za-z_][\w/.()@-]{0,127}):\s+(\S+)"
+_COLON_PAIR = re.compile(_COLON_PAIR_SOURCE)
 #: the same, with the average after the value when there is one (``loss: 0.5405 (0.6120)``: MetricLogger's meters)
-_COLON_AVERAGED = re.compile(rf"([A-Za-z_][\w/.()@-]{{0,127}}):\s+(\S+)(?:\s+\(\s*({NUMBER})\s*\))?")
+_COLON_AVERAGED = re.compile(rf"{_COLON_PAIR_SOURCE}(?:\s+\(\s*({NUMBER})\s*\))?")
 _SPACE_PAIR = re.compile(rf"({_NAME}) ({NUMBER})")
 
 EPOCH_HEADER = require(
