@@ -198,6 +198,19 @@ def test_steps_from_the_bar_redrawn_after_each_dict_in_a_resumed_capture(tmp_pat
     assert "8 point(s) logged after a restart were replaced" in notes_text(run)  # 110-140: loss + lr
 
 
+def test_steps_from_the_bar_when_the_capture_lost_its_carriage_returns(tmp_path):
+    """A console copied through a tool that drops bare carriage returns: each dict sits on the bar's line after the
+    blanks that cleared it, and the bar redrawn after it still gives its step (not the k-th log, 10x too low)."""
+    session = _session(1, 100, 300, 3.0).replace("\r", "")
+    run = _read(write(tmp_path / "train.log", session))
+    check(run.scalars, "loss", {10: 2.99, 50: 2.95, 100: 2.9}, count=10)
+    check(run.scalars, "eval_loss", {50: 2.944, 100: 2.889}, count=2)
+    assert "N of the progress bar (N/300)" in notes_text(run)
+    # a dict after other text on its line is not taken for a cleared bar's
+    plain = "".join(f"epoch {e} done {{'loss': {1 - e / 10}, 'epoch': {e / 5:.2f}}}\n" for e in range(1, 4))
+    check(_read(write(tmp_path / "plain.log", plain)).scalars, "loss", {1: 0.9, 3: 0.7}, count=3)
+
+
 def test_a_damaged_line_inside_a_metrics_block_costs_that_line_only(tmp_path):
     import tanalyze
 

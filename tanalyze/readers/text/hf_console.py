@@ -118,6 +118,18 @@ def _cleared_before(text: str, pos: int) -> bool:
     return bool(line) and line.isspace() and not text[start + 1 : pos].strip(" \t")
 
 
+_BAR_BEFORE = re.compile(r"\| *\d+/\d+ \[[^\]\n]{0,100}\]$")
+
+
+def _cleared_inline(text: str, pos: int) -> bool:
+    """Whether the dict at ``pos`` follows, on its line, a tqdm bar and the blanks that cleared it: the capture
+    lost its carriage returns (copied through a tool that drops them), so the bar drawn after the dict is the
+    redraw at the dict's step as in :func:`_cleared_before`."""
+    head = text[max(0, pos - 400) : pos]
+    bar = head.rstrip(" ")
+    return len(head) - len(bar) >= 2 and bar.endswith("]") and _BAR_BEFORE.search(bar, max(0, len(bar) - 200)) is not None
+
+
 def _whole(value: float) -> int | None:
     """A logged step as an int: finite and within the int64 step column; None otherwise."""
     if not math.isfinite(value) or not _STEP_RANGE[0] < value < _STEP_RANGE[1]:
@@ -266,7 +278,7 @@ class HFConsoleParser(TextParser):
             else:
                 kept_epoch = epoch
             event = (kind, kept_epoch, line, step, -1, first_row + len(values_out))
-            if redraws and _cleared_before(text, pos) and chunk.after_carriage_return(pos):
+            if (redraws and _cleared_before(text, pos) and chunk.after_carriage_return(pos)) or _cleared_inline(text, pos):
                 # tqdm.write cleared the bar for this dict: the bar redrawn right after it has its step
                 if text[m.end():].isspace():  # ... in the next chunk
                     self._pending = [*event, text[m.end():]]
@@ -622,6 +634,7 @@ class HFConsoleReader(TextReader):
     name = "hf_console"
     description = "Hugging Face Trainer console output ({'loss': …, 'epoch': …} dicts, metrics blocks)"
     parser = HFConsoleParser
+    cache_version = 5  # 5: steps from the bar redrawn after a dict in a capture that lost its carriage returns
 
     def detect(self, window: str) -> bool:
         return detect_hf_console(window)
