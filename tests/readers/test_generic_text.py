@@ -673,3 +673,42 @@ def test_key_value_lines_of_hand_written_loops_as_public_code_prints_them(tmp_pa
     if "size" in template:
         check(run.scalars, "Loss size 4", {20: 0.5}, count=300)
         check(run.scalars, "Loss size 9", {20: 0.7}, count=300)
+
+
+def test_a_batch_counter_that_starts_over_each_epoch_continues_across_epochs(tmp_path):
+    """``ep: e, batch: b, …`` (a custom LM pre-training loop): the batch starts over with each epoch, so the step
+    is the batch plus the batches before (estimated: the log never says how many an epoch has)."""
+    lines = [f"ep: {e}, batch: {b}, time: 8.5, ntokens: 485.20/513, loss: {10 - e - b / 1000:.6f}"
+             for e in range(3) for b in range(20, 261, 20)]
+    run = _read(write(tmp_path / "train.log", "\n".join(lines) + "\n"))
+    # epoch 0: 20 … 260; epoch 1 starts after 260 + the interval 20
+    check(run.scalars, "loss", {20: 9.98, 260: 9.74, 300: 8.98, 540: 8.74, 580: 7.98}, count=39)
+    assert set(run.scalars["tag"].astype(str)) == {"loss", "time"}  # 'batch' is the step, no metric
+    assert "starts over with each epoch" in notes_text(run) and run.restarts == []
+    # a counter that goes on across epochs is the step as printed
+    lines = [f"epoch: {e}, iter: {e * 100 + i}, loss: {1 / (e * 100 + i):.6f}" for e in range(3) for i in (50, 100)]
+    run = _read(write(tmp_path / "global.log", "\n".join(lines) + "\n"))
+    check(run.scalars, "loss", {50: 0.02, 150: 0.006667, 300: 0.003333}, count=6)
+    assert "starts over" not in notes_text(run)
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_the_same_line_again_after_an_evaluation_banner_is_that_evaluation(tmp_path, many):
+    """A loop that prints training and evaluation with one template, the evaluation after 'testing in eval mode'
+    (a PaddlePaddle CIFAR script's log): the evaluation is not written over the training values at their step."""
+    out = ["testing in eval mode……", "epoch: 0,  loss is: 2.5047, acc is: 0.0708"]  # before training
+    epochs = 40 if many else 3
+    for e in range(epochs):
+        out += [f"epoch: {e},  loss is: {1 / (e + 2):.4f}, acc is: {0.7 + e / 100:.4f}", "testing in eval mode……",
+                f"epoch: {e},  loss is: {1 / (e + 1.5):.4f}, acc is: {0.6 + e / 100:.4f}", "Now continue training……"]
+    text = "\n".join(out) + "\n"
+    run = _read(write(tmp_path / "training_log.txt", text if not many else text.replace("……", "...")))
+    check(run.scalars, "loss", {0: 0.5, 2: 0.25}, count=epochs)
+    check(run.scalars, "acc", {0: 0.7, 2: 0.72}, count=epochs)
+    check(run.scalars, "test/loss", {0: 0.6667, 2: 0.2857}, count=epochs)
+    check(run.scalars, "test/acc", {0: 0.6, 2: 0.62}, count=epochs)
+    assert f"{epochs} line(s) that repeat the previous line's step" in notes_text(run)
+    # the same lines without the banner: the later is kept, as before
+    plain = "\n".join(line for line in out if "testing" not in line) + "\n"
+    run = _read(write(tmp_path / "plain.txt", plain))
+    assert "test/loss" not in set(run.scalars["tag"].astype(str))

@@ -106,7 +106,7 @@ _PAIR_ITEM = re.compile(rf"({_NAME})[ \t]*[:=][ \t]*({NUMBER})")
 _BLANK_PAIR = rf"(?!of\b)[A-Za-z_][\w./@%-]{{0,63}}[ \t]*[:=]?[ \t]*{NUMBER}{_UNIT}"
 _BLANK_PAIRS = rf"(?:[ \t]+{_BLANK_PAIR})+[ \t]*$"
 KV_STEP = re.compile(
-    r"^[ \t]*(?:\[(?=[^\]\n]*\d\][ \t]))?(iter|iteration|global_step|step|epoch)[ \t]*[:=]?[ \t]*(\d+)"
+    r"^[ \t]*(?:\[(?=[^\]\n]*\d\][ \t]))?(iter|iteration|global_step|step|epoch|ep)[ \t]*[:=]?[ \t]*(\d+)"
     r"(?:[ \t]*/[ \t]*\d+)?\]?"
     rf"(?:[ \t]*(?:[|,:]|[ \t]-[ \t])|(?={_BLANK_PAIRS}))([^\n]*)$",
     re.M | re.I,
@@ -124,6 +124,36 @@ _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
 _NOT_MEASURES = frozenset({"eta"})
 #: the batch within its epoch beside a line's epoch (YOLOX's ``epoch: 1/300, iter: 10/1000, …``)
 _IN_EPOCH = re.compile(r"^\s*(?:iter|iteration|it|step|batch)\s*[:=]?\s*(\d+)\s*/\s*(\d+)\s*$", re.I)
+#: names of a counter beside a line's epoch, with no total: a step, or the batch of the epoch when it starts over
+#: with each epoch (``ep: 0, batch: 20, …``)
+_COUNTER_NAMES = _STEP_NAMES | {"batch", "batch_idx"}
+#: a line that announces an evaluation ("testing in eval mode……", "Validating...", "Evaluating on the test set"): no
+#: pair, a phase word (test, valid, eval), short
+_PHASE_LINE = re.compile(r"[^\d:=\n]{0,80}?\b(test|valid|eval)[a-z]*\b[^:=\n]{0,80}", re.I)
+_PHASE_WORD = re.compile(r"(?:^|[^a-z])(?:val|valid|validation|eval|evaluation|test|dev)(?:[^a-z]|$)", re.I)
+_PHASE_PREFIX = {"test": "test", "valid": "val", "eval": "eval"}
+
+
+def _token(m: re.Match[str]) -> str:
+    """The step word of a key-value line, ``ep`` spelt out."""
+    token = m.group(1).lower()
+    return "epoch" if token == "ep" else token
+
+
+_LINKING_WORD = re.compile(r"\s+(?:is|was|are|=)$", re.I)
+
+
+def _pair_name(raw: str) -> str:
+    """A pair's name as printed, without the verb a sentence put before its value (``loss is: 0.5``)."""
+    name = raw.strip()
+    linked = _LINKING_WORD.sub("", name)
+    return linked if linked else name
+
+
+def _phase_of(line: str) -> str | None:
+    """The phase a line that announces an evaluation names ('test', 'val', 'eval'); None for any other line."""
+    m = _PHASE_LINE.fullmatch(line.strip())
+    return _PHASE_PREFIX[m.group(1).lower()] if m else None
 
 
 class GenericRules:
@@ -151,23 +181,34 @@ class GenericRules:
         self._mmengine = False
         self._meter_epoch: int | None = None
         self._eval_mode: str | None = None  # the last evaluation meter's (its summary's tags take it)
+        self._epoch_offsets: dict[int, int] = {}  # steps before each epoch's counter (see _step_within_epoch)
+        self._counter_last: tuple[int, int] | None = None  # (epoch, counter) of the last line with both
+        self._counter_gap = 0  # the counter's printing interval
+        self._phase_lines = 0
+        self._tail_phase: str | None = None  # the phase the last line of the chunk before announced
 
     _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
                       "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch",
-                      "_eval_mode")
+                      "_eval_mode", "_counter_gap", "_phase_lines", "_tail_phase")
 
     def _generic_snapshot(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._GENERIC_STATE}
+        return {**{name: getattr(self, name) for name in self._GENERIC_STATE},
+                "epoch_offsets": sorted(self._epoch_offsets.items()), "counter_last": self._counter_last}
 
     def _generic_restore(self, state: dict[str, Any]) -> None:
         for name in self._GENERIC_STATE:
             setattr(self, name, state[name])
+        self._epoch_offsets = {int(epoch): int(offset) for epoch, offset in state["epoch_offsets"]}
+        last = state["counter_last"]
+        self._counter_last = (int(last[0]), int(last[1])) if last is not None else None
 
     def _generic_absorb(self, other: GenericRules) -> None:
         """The next file's shapes: what was seen in either (its positions go on from the later one)."""
         for name in self._GENERIC_STATE:
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, (mine or theirs) if isinstance(mine, bool) else (theirs if theirs is not None else mine))
+        self._phase_lines = self._phase_lines + other._phase_lines
+        self._epoch_offsets = {**self._epoch_offsets, **other._epoch_offsets}
 
     # helpers the host parser has (TextParser)
     def _taken(self, chunk: Chunk, pos: int) -> bool:
@@ -283,7 +324,7 @@ class GenericRules:
             return
         pairs = []
         for name, value in _PAIR_ITEM.findall(m.group(0)):
-            pairs.append((name.strip(), float(value)))
+            pairs.append((_pair_name(name), float(value)))
         if self._epoch_now is None and KV_STEP.match(chunk.text, m.start()):
             return  # a line that names its own step ('step: 7, loss: 2.5'): a key-value line, no evaluation
         if pairs:
@@ -297,9 +338,10 @@ class GenericRules:
     def _on_kv_step(self, m: re.Match[str], chunk: Chunk) -> None:
         if self._taken(chunk, m.start()):
             return
-        token, step = m.group(1).lower(), int(m.group(2))
+        token, step = _token(m), int(m.group(2))
         epoch = float(step) if token == "epoch" else NAN
         pairs = []
+        counter = None
         rest = m.group(3)
         segments = [rest[a:b] for a, b in _kv_bounds(rest) if rest[a:b].strip()]
         within = None
@@ -313,23 +355,63 @@ class GenericRules:
             item = _KV_SEGMENT.match(segment)
             if not item:
                 continue
-            name, value = item.group(1).strip(), float(item.group(2))
+            name, value = _pair_name(item.group(1)), float(item.group(2))
             if name.lower() == "epoch":
                 epoch = value
-            elif name.lower() in _STEP_NAMES and token == "epoch":
-                step = int(value)
+            elif name.lower() in _COUNTER_NAMES and token == "epoch" and within is None:
+                counter = int(value)
             elif name.lower() not in _STEP_NAMES and name.lower() not in _NOT_MEASURES:
                 pairs.append((name, value))
         if not pairs or len(pairs) * 2 < len(segments):
             return
+        if counter is not None:
+            step = self._step_within_epoch(step, counter)
+        if step == self._last_anchor.get(-1) and not any(_PHASE_WORD.search(name) for name, _ in pairs):  # type: ignore[attr-defined]
+            phase = self._phase_before(chunk, m.start())
+            if phase is not None:  # the same line again at its step, announced as an evaluation
+                self._phase_lines += 1
+                pairs = [(f"{phase}/{name}", value) for name, value in pairs]
         if within:
             self._kv_batches_seen = True
-        elif token == "epoch":
+        elif token == "epoch" and counter is None:
             self._kv_epoch_seen = True
         self._kv_seen = True
         self.mark(chunk, m.start())  # type: ignore[attr-defined]
         self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
         self.rows.add_pairs(pairs, step, epoch=epoch)  # type: ignore[attr-defined]
+
+    def _step_within_epoch(self, epoch: int, counter: int) -> int:
+        """The step of a line's counter beside its epoch: the counter itself, unless it starts over with each epoch;
+        then the counter plus the batches of the epochs before, each estimated as its last printed counter plus
+        the printing interval (the log does not say how many batches an epoch has)."""
+        offsets = self._epoch_offsets
+        last = self._counter_last
+        if epoch not in offsets:
+            if last is None:
+                offsets[epoch] = 0
+            else:
+                previous_epoch, previous = last
+                starts_over = epoch > previous_epoch and counter <= previous
+                offsets[epoch] = offsets.get(previous_epoch, 0) + (previous + self._counter_gap if starts_over else 0)
+        elif last is not None and last[0] == epoch and counter > last[1] and not self._counter_gap:
+            self._counter_gap = counter - last[1]
+        self._counter_last = (epoch, counter)
+        return offsets[epoch] + counter
+
+    def _phase_before(self, chunk: Chunk, pos: int) -> str | None:
+        """The phase ('test', 'val', 'eval') the line before ``pos`` announces (blank lines passed over); None when it
+        announces none."""
+        text = chunk.text
+        end = text.rfind("\n", 0, pos)
+        for _ in range(3):
+            if end < 0:
+                return self._tail_phase
+            start = text.rfind("\n", 0, end) + 1
+            line = text[start:end]
+            if line.strip():
+                return _phase_of(line)
+            end = start - 1
+        return None
 
     def _generic_notes(self) -> list[str]:
         notes = []
@@ -354,6 +436,14 @@ class GenericRules:
                          "that line's step")
         if self._kv_epoch_seen:
             notes.append("'Epoch N: name value, …' lines without a step are keyed by the epoch number (step = epoch)")
+        if any(self._epoch_offsets.values()):
+            notes.append("'epoch e, batch b, …' lines whose batch starts over with each epoch: step = b + the batches of "
+                         "the epochs before, each estimated as its last printed batch + the printing interval (the log "
+                         "does not say how many batches an epoch has)")
+        if self._phase_lines:
+            notes.append(f"{self._phase_lines} line(s) that repeat the previous line's step and names right after a "
+                         "line announcing an evaluation ('testing …', 'Validating …') are read as that evaluation: "
+                         "their names take its prefix (test/, val/, eval/)")
         if self._kv_batches_seen:
             notes.append("'epoch: e/E, iter: i/N, …' lines: step = epochs before e × N + i (an epoch written with its "
                          "total counted from 1)")
@@ -560,6 +650,11 @@ class GenericTextParser(GenericRules, TextParser):
         assert isinstance(other, GenericTextParser)
         super().absorb(other)
         self._generic_absorb(other)
+
+    def end_chunk(self, chunk: Chunk) -> None:
+        text = chunk.text.rstrip()
+        self._tail_phase = _phase_of(text[text.rfind("\n") + 1 :]) if text else self._tail_phase
+        super().end_chunk(chunk)
 
     def finish(self) -> None:
         self.notes[:0] = self._generic_notes()
@@ -802,7 +897,7 @@ class _Meters:
 
 #: How far into a chunk the first templated line is looked for (a chunk that begins otherwise is read line by line).
 _LOOK = 1 << 16
-_KV_TOKEN = re.compile(r"[ \t]*(?:iter|iteration|global_step|step|epoch)", re.I)
+_KV_TOKEN = re.compile(r"[ \t]*(?:iter|iteration|global_step|step|epoch|ep)", re.I)
 
 
 class _RunLines(NamedTuple):
@@ -858,7 +953,7 @@ class _RunLines(NamedTuple):
 
 #: Lines no generic pattern can match: without any of ``: = [ *`` (pairs, meters, summaries) and the words
 #: that begin key-value lines and epoch headers (the words' letters of both cases).
-_NO_GENERIC_LINE = re.compile(r"(?:(?![Ii][Tt][Ee][Rr]|[Ss][Tt][Ee][Pp]|[Ee][Pp][Oo][Cc][Hh])[^:=\[*])*")
+_NO_GENERIC_LINE = re.compile(r"(?:(?![Ii][Tt][Ee][Rr]|[Ss][Tt][Ee][Pp]|[Ee][Pp])[^:=\[*])*")
 
 
 def _few_lines_matches(text: str, patterns: tuple[tuple[re.Pattern[str], str], ...], start: int, end: int
@@ -1006,7 +1101,7 @@ class _KvLines(_Shaped):
         """The shape of the key-value line ``m`` matched, as ``_on_kv_step`` reads it; None when that line would
         not be read (too few pairs), has a step among its pairs or also matches another generic pattern."""
         line = m.group(0)
-        token = m.group(1).lower()
+        token = _token(m)
         base = m.start()
         spans, roles = [(m.start(2) - base, m.end(2) - base)], ["step"]
         rest, rest_at = m.group(3), m.start(3) - base
@@ -1017,10 +1112,10 @@ class _KvLines(_Shaped):
             item = _KV_SEGMENT.match(rest[a:b])
             if not item:
                 continue  # (the same text on every line of the shape: never a pair)
-            name = item.group(1).strip()
+            name = _pair_name(item.group(1))
             lower = name.lower()
-            if lower in _STEP_NAMES and lower != "epoch" and token == "epoch":
-                return None  # the step in a pair: rare, read line by line
+            if lower in _COUNTER_NAMES and token == "epoch":
+                return None  # the step or batch in a pair: rare, read line by line
             roles.append("epoch" if lower == "epoch" else None if lower in _STEP_NAMES | _NOT_MEASURES else name)
             spans.append((rest_at + a + item.start(2), rest_at + a + item.end(2)))
         pairs = [index for index, role in enumerate(roles) if role not in (None, "step", "epoch")]
@@ -1034,8 +1129,9 @@ class _KvLines(_Shaped):
         return None if shape is None else (shape, read)
 
     def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
-        if parser._epoch_now is not None or not lines.goes_on(index, parser._last_anchor.get(-1)):
-            return None  # a pair line could take it; a restart, recorded at its line
+        previous = parser._last_anchor.get(-1)
+        if parser._epoch_now is not None or not lines.goes_on(index, previous) or lines.first[index] == previous:
+            return None  # a pair line could take it; a restart, recorded at its line; a step again (an evaluation?)
         if len(self.coded) < len(self.reads):
             _code_in_order(parser, lines, index, self.coded, [read.names for read in self.reads], 0)
         parser._kv_seen = True
@@ -1234,7 +1330,7 @@ def _pair_shape(line: str, handlers: dict[str, Any]) -> tuple[LineShape, list[st
         return None
     items = list(_PAIR_ITEM.finditer(line))
     shape = line_shape(line, [item.span(2) for item in items], [False] * len(items)) if items else None
-    return None if shape is None else (shape, [item.group(1).strip() for item in items])
+    return None if shape is None else (shape, [_pair_name(item.group(1)) for item in items])
 
 
 _MMENGINE = re.compile(r" - mmengine - INFO - Epoch\(\w+\) +\[")
@@ -1255,11 +1351,12 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 10  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 11  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
-    #                    their summaries ('* Acc@1', 'Test:  Acc@1') at their step and with their prefix
+    #                    their summaries ('* Acc@1', 'Test:  Acc@1') at their step and with their prefix; 11: 'ep' lines,
+    #                    batch counters that start over each epoch, a line again after an evaluation banner, 'loss is:'
 
     behind_logging = True
 

@@ -314,7 +314,7 @@ class TqdmConsoleReader(TextReader):
     description = ("tqdm progress bars with metrics in their postfix (Lightning's TQDMProgressBar, loops' "
                    "set_postfix): 'Epoch 1:  44%|████▍| 22/50 [00:00<00:00, 152.15it/s, train_loss=0.0485]'")
     parser = TqdmConsoleParser
-    cache_version = 5  # 5: a printed evaluation's name without the counter printed before it ('Epoch 1/10 - ')
+    cache_version = 6  # 5: a printed evaluation's name without the counter printed before it ('Epoch 1/10 - '); 6: 'ep N'
 
     def detect(self, window: str) -> bool:
         return detect_tqdm_console(window)
