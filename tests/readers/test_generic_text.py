@@ -712,3 +712,23 @@ def test_the_same_line_again_after_an_evaluation_banner_is_that_evaluation(tmp_p
     plain = "\n".join(line for line in out if "testing" not in line) + "\n"
     run = _read(write(tmp_path / "plain.txt", plain))
     assert "test/loss" not in set(run.scalars["tag"].astype(str))
+
+
+def test_a_bracketed_step_with_its_total_begins_a_key_value_line(tmp_path):
+    """clovaai's deep-text-recognition-benchmark: ``[200/300000] Train loss: …, Valid loss: …`` then its accuracy
+    lines (``Name : value, …``) at that step; a bracketed step's line may go on after a blank ('[Epoch 5] A: 1, B: 2')."""
+    out = ["model input parameters 100 100 20 1 512 256 975 25 TPS ResNet BiLSTM Attn"]
+    for it in (1, 200, 400):
+        out += [f"[{it}/300000] Train loss: {7 - it / 100:.5f}, Valid loss: {6.8 - it / 100:.5f}, Elapsed_time: {it * 2:.5f}",
+                f"Current_accuracy : {it / 20:.3f}, Current_norm_ED  : 0.{it // 100:02d}",
+                f"Best_accuracy    : {it / 20:.3f}, Best_norm_ED     : 0.{it // 100:02d}",
+                "-" * 80, "Ground Truth              | Prediction                | Confidence Score & T/F",
+                "available                 | available                 | 0.9931	True", "-" * 80]
+    run = _read(write(tmp_path / "log_train.txt", "\n".join(out) + "\n"))
+    check(run.scalars, "Train loss", {1: 6.99, 200: 5.0, 400: 3.0}, count=3)
+    check(run.scalars, "Valid loss", {1: 6.79, 400: 2.8}, count=3)
+    check(run.scalars, "Current_accuracy", {1: 0.05, 400: 20.0}, count=3)
+    check(run.scalars, "Best_norm_ED", {200: 0.02}, count=3)
+    lines = [f"[Epoch {e}] Train Loss: {1 / e:.4f}, Val Loss: {1.5 / e:.4f}" for e in range(1, 5)]
+    run = _read(write(tmp_path / "epochs.log", "\n".join(lines) + "\n"))
+    check(run.scalars, "Val Loss", {1: 1.5, 4: 0.375}, count=4)

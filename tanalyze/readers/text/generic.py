@@ -106,9 +106,13 @@ _PAIR_ITEM = re.compile(rf"({_NAME})[ \t]*[:=][ \t]*({NUMBER})")
 _BLANK_PAIR = rf"(?!of\b)[A-Za-z_][\w./@%-]{{0,63}}[ \t]*[:=]?[ \t]*{NUMBER}{_UNIT}"
 _BLANK_PAIRS = rf"(?:[ \t]+{_BLANK_PAIR})+[ \t]*$"
 KV_STEP = re.compile(
-    r"^[ \t]*(?:\[(?=[^\]\n]*\d\][ \t]))?(iter|iteration|global_step|step|epoch|ep)[ \t]*[:=]?[ \t]*(\d+)"
-    r"(?:[ \t]*/[ \t]*\d+)?\]?"
-    rf"(?:[ \t]*(?:[|,:]|[ \t]-[ \t])|(?={_BLANK_PAIRS}))([^\n]*)$",
+    r"^[ \t]*(?:\[(?=[^\]\n]*\d\][ \t]))?"
+    r"(?:(?P<token>(?:iter|iteration|global_step|step)(?P<counter>)|epoch|ep)[ \t]*[:=]?[ \t]*"
+    r"|(?<=\[)(?=\d+[ \t]*/[ \t]*\d+\]))"  # (or a bare "[200/300000]")
+    r"(?P<step>\d+)(?P<total>[ \t]*/[ \t]*\d+)?\]?"
+    # (after a bracket, a blank: "[Epoch 5] Train Loss: …, Val Loss: …"; "[Step s/S] …" is PyTorch's examples' line)
+    r"(?:[ \t]*(?:[|,:]|[ \t]-[ \t])|(?(counter)(?(total)(?!)|(?<=\])[ \t])|(?<=\])[ \t])"
+    rf"|(?={_BLANK_PAIRS}))(?P<rest>[^\n]*)$",
     re.M | re.I,
 )
 _KV_SPLIT = re.compile(r"\||,(?![^\[]*\])|\s-\s")
@@ -135,8 +139,8 @@ _PHASE_PREFIX = {"test": "test", "valid": "val", "eval": "eval"}
 
 
 def _token(m: re.Match[str]) -> str:
-    """The step word of a key-value line, ``ep`` spelt out."""
-    token = m.group(1).lower()
+    """The step word of a key-value line, ``ep`` spelt out (``step`` for a bare ``[200/300000]``)."""
+    token = (m.group("token") or "step").lower()
     return "epoch" if token == "ep" else token
 
 
@@ -338,19 +342,19 @@ class GenericRules:
     def _on_kv_step(self, m: re.Match[str], chunk: Chunk) -> None:
         if self._taken(chunk, m.start()):
             return
-        token, step = _token(m), int(m.group(2))
+        token, step = _token(m), int(m.group("step"))
         epoch = float(step) if token == "epoch" else NAN
         pairs = []
         counter = None
-        rest = m.group(3)
+        rest = m.group("rest")
         segments = [rest[a:b] for a, b in _kv_bounds(rest) if rest[a:b].strip()]
         within = None
         for segment in segments:
             batch = _IN_EPOCH.match(segment) if token == "epoch" else None
             if batch:  # the batch of the epoch: step = epochs before × batches per epoch + batch
                 within = batch
-                first = 1 if "/" in m.string[m.end(2):m.start(3)] else 0  # ("1/300": epochs counted from 1)
-                step = (int(m.group(2)) - first) * int(batch.group(2)) + int(batch.group(1))
+                first = 1 if m.group("total") else 0  # ("1/300": epochs counted from 1)
+                step = (int(m.group("step")) - first) * int(batch.group(2)) + int(batch.group(1))
                 continue
             item = _KV_SEGMENT.match(segment)
             if not item:
@@ -1103,8 +1107,8 @@ class _KvLines(_Shaped):
         line = m.group(0)
         token = _token(m)
         base = m.start()
-        spans, roles = [(m.start(2) - base, m.end(2) - base)], ["step"]
-        rest, rest_at = m.group(3), m.start(3) - base
+        spans, roles = [(m.start("step") - base, m.end("step") - base)], ["step"]
+        rest, rest_at = m.group("rest"), m.start("rest") - base
         segments = [(a, b) for a, b in _kv_bounds(rest) if rest[a:b].strip()]
         for a, b in segments:
             if token == "epoch" and _IN_EPOCH.match(rest[a:b]):
