@@ -101,7 +101,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "34"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "35"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -139,6 +139,7 @@ ANALYSIS_VERSION = "34"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # a long 2x excursion not back by the end is instability (heavy spike)
 # 34: a loss that goes below zero measured against its largest magnitude; no chance-level guess for the summed
 # losses of detection and segmentation trainers (SUMMED_LOSS_FORMATS)
+# 35: early stopping replayed on the metric the trainer chose its best model by, in its direction
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -814,7 +815,9 @@ def diagnose_run(
     if not len(frame) and status is not None and status.failed:
         verdict = _ended_before_metrics(verdict, status)
     stopping = {"headline": _STOPPING_RULE.get(format or "", "lightning_patience"), **params.get("early_stopping", {})}
-    early = simulate_early_stopping(val, val_train, **stopping) if val is not None else None
+    watched, watched_mode = _stopping_metric(checkpoints, curves, role_map, val)
+    early = (simulate_early_stopping(watched, val_train, **{"mode": watched_mode, **stopping}) if watched is not None
+             else None)
     progress = (analyze_progress(main, epochs=epoch, **params.get("progress", {}))
                 if main is not None and reward is None else None)
     eval_steps = val.steps if val is not None and val is not train else None
@@ -902,6 +905,20 @@ def diagnose_run(
         communication=communication,
         nccl=nccl_result,
     )
+
+
+def _stopping_metric(scan: CheckpointScan | None, curves: Mapping[str, Curve], role_map: Roles,
+                     val: Curve | None) -> tuple[Curve | None, str]:
+    """The curve early stopping is replayed on, and its direction: the metric the trainer chose its best model by
+    (``metric_for_best_model``, the trainer state's ``best_metric``, a ``ModelCheckpoint`` monitor) when it has
+    one, else the validation loss."""
+    if scan is None or scan.empty:
+        return val, "min"
+    val_tag = role_map.tag("val_loss") if "val_loss" in role_map else None
+    tag, mode, _ = monitored_metric(curves, scan, val_tag)
+    if tag is None or tag == val_tag or tag not in curves:
+        return val, "min"
+    return curves[tag], mode
 
 
 def _checkpoints(scan: CheckpointScan | None, curves: Mapping[str, Curve], role_map: Roles, frame: pd.DataFrame,

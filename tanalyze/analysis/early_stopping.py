@@ -28,7 +28,10 @@ interval holds fewer than ``k`` points, the last ``k`` training points up to the
 evaluation are used, which is Prechelt's definition for per-epoch logging.
 
 The best checkpoint at a stop is the lowest validation loss seen up to it (what
-``load_best_model_at_end`` or a ``ModelCheckpoint(monitor=…)`` keeps).
+``load_best_model_at_end`` or a ``ModelCheckpoint(monitor=…)`` keeps). When the trainer chose its best model by
+another metric (``metric_for_best_model="wer"``, a macro-F1 with ``greater_is_better``), the rules are replayed on
+that metric in its direction (``mode="max"``: higher is better, as the patience rules' ``mode="max"``); Prechelt's
+criteria, ratios of a loss, are then not replayed.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class EarlyStoppingResult(ResultMixin):
     val_tag: str
     train_tag: str | None
     evaluations: int
+    # (the values below are the metric's own; "max": higher is better)
     first_step: int | None
     last_step: int | None
     global_best_step: int | None
@@ -91,6 +95,7 @@ class EarlyStoppingResult(ResultMixin):
     best_step: int | None = None  # the checkpoint it would keep
     compute_saved: float = 0.0
     findings: tuple[Finding, ...] = field(default=())
+    mode: str = "min"
 
     def rule(self, name: str) -> StopSimulation:
         for r in self.rules:
@@ -178,6 +183,7 @@ def simulate_early_stopping(
     headline: str = "lightning_patience",
     min_saving: float = 0.1,
     max_given_up: float = 0.01,
+    mode: str = "min",
 ) -> EarlyStoppingResult:
     """Replay stopping rules over ``val`` (see the module doc for their exact semantics).
 
@@ -187,12 +193,16 @@ def simulate_early_stopping(
         headline: the rule the finding reports.
         min_saving: report a finding when the headline rule saves at least this share of steps …
         max_given_up: … while giving up at most this relative validation loss against the global best.
+        mode: "min" (a loss: lower is better) or "max" (an accuracy, an F1: higher is better).
     """
+    if mode not in ("min", "max"):
+        raise ValueError(f"mode must be 'min' or 'max', not {mode!r}")
     if val is None or len(val) == 0:
         return EarlyStoppingResult("" if val is None else val.tag, train.tag if train is not None else None,
-                                   0, None, None, None, None, None, (), None)
+                                   0, None, None, None, None, None, (), None, mode=mode)
     v = val.collapse_steps()
-    steps, values = v.steps, v.values
+    sign = -1.0 if mode == "max" else 1.0  # the rules below minimise: a metric to maximise is negated
+    steps, values = v.steps, sign * v.values
     n = len(values)
     finite = np.isfinite(values)
     first_step = int(min(steps[0], train.steps[0])) if train is not None and len(train) else int(steps[0])
@@ -204,6 +214,10 @@ def simulate_early_stopping(
     else:
         global_best_step, global_best = None, None
     final = float(values[-1])
+
+    def own(value: float | None) -> float | None:
+        """A value in the metric's own sign."""
+        return None if value is None else sign * value
 
     def simulate(rule: str, params: dict[str, Any], stop: int | None, note: str = "") -> StopSimulation:
         upto = n if stop is None else stop + 1
@@ -218,18 +232,23 @@ def simulate_early_stopping(
         given_up = best_value - global_best if best_value is not None and global_best is not None else None
         gained = final - best_value if best_value is not None and np.isfinite(final) else None
         return StopSimulation(rule, params, stop is not None, stop_step, None if stop is None else stop + 1,
-                              best_step, best_value, given_up, gained, saved, note)
+                              best_step, own(best_value), given_up, gained, saved, note)
 
     rules = [
         simulate("hf_patience", {"early_stopping_patience": patience, "early_stopping_threshold": threshold},
                  _hf(values, patience, threshold)),
-        simulate("lightning_patience", {"patience": patience, "min_delta": min_delta, "mode": "min"},
+        simulate("lightning_patience", {"patience": patience, "min_delta": min_delta, "mode": mode},
                  _lightning(values, patience, min_delta, True)),
-        simulate("keras_patience", {"monitor": "val_loss", "patience": patience, "min_delta": min_delta},
+        simulate("keras_patience", {"monitor": "val_loss" if mode == "min" else v.tag, "patience": patience,
+                                    "min_delta": min_delta, **({"mode": "max"} if mode == "max" else {})},
                  _lightning(values, patience, min_delta, False)),
     ]
     positive = bool(finite.any() and (values[finite] > 0).all())
-    if positive:
+    if mode == "max":
+        note = "Prechelt's criteria are ratios of a loss"
+        rules.append(simulate("prechelt_gl", {"alpha": gl_alpha}, None, note))
+        rules.append(simulate("prechelt_pq", {"alpha": pq_alpha, "k": pq_strip}, None, note))
+    elif positive:
         gl = _generalisation_loss(np.where(finite, values, np.nan))
         rules.append(simulate("prechelt_gl", {"alpha": gl_alpha}, _first(gl > gl_alpha)))
         if train is not None and len(train):
@@ -258,22 +277,24 @@ def simulate_early_stopping(
     if (chosen is not None and chosen.stopped and chosen.compute_saved >= min_saving
             and chosen.given_up is not None and global_best is not None
             and chosen.given_up <= max_given_up * abs(global_best)):
-        worse = (f"; the last checkpoint ({final:.4g}) is {100 * (final / chosen.best_value - 1):.1f}% worse"
-                 if chosen.best_value and chosen.best_value > 0 and np.isfinite(final) else "")
-        params = ", ".join(f"{k}={v}" for k, v in chosen.params.items())
+        best = chosen.best_value
+        worse = (f"; the last checkpoint ({sign * final:.4g}) is {100 * sign * (sign * final / best - 1):.1f}% worse"
+                 if best and best > 0 and np.isfinite(final) else "")
+        params = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in chosen.params.items())
         message = (
             f"with {RULE_NAMES[chosen.rule]}({params}) training would have stopped at step "
             f"{chosen.stop_step} (evaluation {chosen.stop_evaluation} of {n}), keeping the checkpoint of step "
-            f"{chosen.best_step} ({v.tag} {chosen.best_value:.4g}; the best of the whole run is {global_best:.4g} at "
+            f"{chosen.best_step} ({v.tag} {best:.4g}; the best of the whole run is {sign * global_best:.4g} at "
             f"step {global_best_step}) and saving {100 * chosen.compute_saved:.0f}% of the steps{worse}"
         )
         findings = (Finding("early_stopping", Severity.INFO, message, recommend("early_stopping"),
                             step=chosen.stop_step, evidence={"rule": chosen.rule, "best_step": chosen.best_step}),)
     return EarlyStoppingResult(
         val_tag=v.tag, train_tag=train.tag if train is not None else None, evaluations=n, first_step=first_step,
-        last_step=last_step, global_best_step=global_best_step, global_best_value=global_best, final_value=final,
+        last_step=last_step, global_best_step=global_best_step, global_best_value=own(global_best),
+        final_value=own(final),
         rules=tuple(rules), headline=headline if chosen is not None else None,
         stop_step=chosen.stop_step if chosen is not None else None,
         best_step=chosen.best_step if chosen is not None else None,
-        compute_saved=chosen.compute_saved if chosen is not None else 0.0, findings=findings,
+        compute_saved=chosen.compute_saved if chosen is not None else 0.0, findings=findings, mode=mode,
     )

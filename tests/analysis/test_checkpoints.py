@@ -216,3 +216,25 @@ def test_a_stepless_best_file_is_no_missing_best():
     assert r.best_on_disk is None and not r.material and r.findings == ()
     assert r.notes == ("weights/best.pt is the trainer's own best and its step is not in its name: the best "
                        "evaluation's weights may be there",)
+
+
+def test_early_stopping_follows_the_metric_the_trainer_chose(tmp_path):
+    """A trainer that kept its best model by WER (the trainer state's best_metric at its best step) while eval_loss
+    overfits early: the early-stopping what-if replays patience on WER (lower is better, no stop: the best is two
+    evaluations before the end), not on eval_loss (which would name step 1,000's checkpoint)."""
+    import json
+
+    losses = [0.32, 0.36, 0.39, 0.41, 0.42]
+    wers = [0.95, 0.80, 0.74, 0.75, 0.76]
+    history = []
+    for i, (loss, wer) in enumerate(zip(losses, wers, strict=True)):
+        step = 1000 * (i + 1)
+        history += [{"epoch": i + 0.5, "loss": 0.07 / (i + 1), "learning_rate": 1e-5, "step": step},
+                    {"epoch": i + 0.5, "eval_loss": loss, "eval_wer": wer, "eval_runtime": 900.0, "step": step}]
+    state = {"best_metric": 0.74, "best_model_checkpoint": "out/checkpoint-3000", "epoch": 5.0, "global_step": 5000,
+             "max_steps": 5000, "log_history": history, "logging_steps": 1000, "eval_steps": 1000}
+    (tmp_path / "trainer_state.json").write_text(json.dumps(state))
+    (d,) = tanalyze.diagnose(tanalyze.load(tmp_path, cache=False)).values()
+    assert (d.early_stopping.val_tag, d.early_stopping.mode) == ("eval_wer", "min")
+    assert d.early_stopping.rule("hf_patience").stop_step is None and d.early_stopping.global_best_step == 3000
+    assert "early_stopping" not in [f.code for f in d.findings]

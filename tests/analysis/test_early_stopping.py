@@ -98,4 +98,26 @@ def test_a_keras_runs_finding_names_keras_early_stopping():
     logs = tanalyze.load(REPO / "tests" / "fixtures" / "keras_console" / "overfit", cache=False)
     (d,) = tanalyze.diagnose(logs).values()
     [f] = [f for f in d.findings if f.code == "early_stopping"]
-    assert f.message.startswith("with keras.callbacks.EarlyStopping(monitor=val_loss, patience=3, min_delta=0.0)")
+    assert f.message.startswith("with keras.callbacks.EarlyStopping(monitor='val_loss', patience=3, min_delta=0.0)")
+
+
+def test_a_metric_to_maximise_is_replayed_in_its_direction():
+    """A trainer that picked its best model by an accuracy or F1 (greater is better): the patience rules wait for a
+    rise, the checkpoint kept is the highest value, Prechelt's loss ratios are not replayed."""
+    f1 = Curve.from_arrays([10, 20, 30, 40, 50, 60, 70, 80, 90], [0.3, 0.5, 0.6, 0.58, 0.59, 0.61, 0.55, 0.5, 0.4],
+                           "eval_f1")
+    result = simulate_early_stopping(f1, patience=3, mode="max", headline="hf_patience", min_saving=0.0)
+    rule = result.rule("hf_patience")
+    assert (rule.stop_step, rule.best_step, rule.best_value) == (90, 60, 0.61)
+    assert rule.given_up == 0.0 and rule.gained_vs_final == pytest.approx(0.61 - 0.4)
+    assert result.rule("lightning_patience").params["mode"] == "max"
+    assert result.rule("keras_patience").params["monitor"] == "eval_f1"
+    assert (result.mode, result.global_best_step, result.global_best_value, result.final_value) == ("max", 60, 0.61, 0.4)
+    assert result.rule("prechelt_gl").note == "Prechelt's criteria are ratios of a loss"
+    (finding,) = result.findings
+    assert "keeping the checkpoint of step 60 (eval_f1 0.61; the best of the whole run is 0.61" in finding.message
+    assert "the last checkpoint (0.4) is 34.4% worse" in finding.message
+    # the same curve read as a loss would stop at the first dip: 0.58 at step 40 is no 'rise'
+    assert simulate_early_stopping(f1, patience=3).rule("hf_patience").stop_step == 40
+    with pytest.raises(ValueError, match="mode must be 'min' or 'max'"):
+        simulate_early_stopping(f1, mode="maximise")
