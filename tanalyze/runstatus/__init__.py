@@ -21,8 +21,10 @@ from tanalyze.runstatus.scan import (
            run_status,
            scan_console,
            tracker_end,
+           trainer_end,
            wandb_exit,
 )
 
 __all__ = ["FAILED_STATUSES", "STATUSES", "Evidence", "RunStatus", "Signal", "TrackerEnd", "WandbExit", "classify",
-           "TAIL_BYTES", "following", "is_console_log", "run_status", "scan_console", "tracker_end", "wandb_exit"]
+           "TAIL_BYTES", "following", "is_console_log", "run_status", "scan_console", "trainer_end",
+           "tracker_end", "wandb_exit"]

@@ -75,7 +75,8 @@ class TrackerEnd:
     ``FAILED``, ``KILLED``, ``RUNNING``, ``SCHEDULED``) or Sacred's (``COMPLETED``, ``FAILED``, ``INTERRUPTED``,
     ``TIMEOUT``, ``RUNNING``, ``QUEUED``), the record it is in and when the run ended (text). ``trace`` is the
     last line of the failure's traceback when the record keeps one (Sacred's ``fail_trace``), ``frame`` its
-    last frame."""
+    last frame. ``detail`` says in words what in the record shows the end, when the record holds no status
+    word of its own (the HF Trainer's state: its end-of-training summary)."""
 
     tracker: str
     file: str
@@ -83,6 +84,7 @@ class TrackerEnd:
     ended: str | None = None
     trace: str = ""
     frame: str = ""
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -231,6 +233,8 @@ def _from_tracker(record: TrackerEnd, recent: bool) -> RunStatus | None:
     when = f" (ended {record.ended})" if record.ended else ""
     evidence = (Evidence(record.file, None, f"status {record.status}{when}"),)
     status = _TRACKER_ENDS.get(record.status.upper())
+    if status is not None and record.detail:
+        return RunStatus(status, record.detail, (Evidence(record.file, None, record.detail),))
     if status == "crashed" and record.trace:  # the record's own traceback: its exception line is the evidence
         exception = _EXCEPTION_NAME.match(record.trace)
         return RunStatus(status, f"{record.tracker} recorded the run as FAILED{when}: {record.trace}",

@@ -32,8 +32,8 @@ from tanalyze.runstatus.model import (
 )
 from tanalyze.runstatus.nccl import NCCL_FAILURE
 
-__all__ = ["TAIL_BYTES", "following", "is_console_log", "may_show_a_failure", "scan_console", "tracker_end",
-           "wandb_exit", "run_status"]
+__all__ = ["TAIL_BYTES", "following", "is_console_log", "may_show_a_failure", "scan_console", "trainer_end",
+           "tracker_end", "wandb_exit", "run_status"]
 
 _FOLLOWING: ContextVar[bool] = ContextVar("tanalyze_following_live_runs", default=False)
 
@@ -475,6 +475,28 @@ def tracker_end(hparams: Mapping[str, Any]) -> TrackerEnd | None:
     return None
 
 
+def trainer_end(hparams: Mapping[str, Any], run_format: str, files: Iterable[str]) -> TrackerEnd | None:
+    """The end an HF Trainer state records (``trainer_state.json``): the end-of-training summary it logs when
+    ``train()`` returns (``train_runtime``), or its last step reached (``global_step == max_steps``); None when
+    it records neither (a checkpoint's state, saved while the run went on)."""
+    if run_format != "hf_trainer_state":
+        return None
+    record = next((f for f in files if f.endswith("trainer_state.json")), "")
+    summary = hparams.get("summary")
+    runtime = summary.get("train_runtime") if isinstance(summary, Mapping) else None
+    step, last = hparams.get("global_step"), hparams.get("max_steps")
+    steps = isinstance(step, int) and isinstance(last, int) and not isinstance(step, bool) and last > 0
+    of = f" at step {step:,} of max_steps {last:,}" if steps else ""
+    if isinstance(runtime, int | float) and not isinstance(runtime, bool):
+        early = " (before max_steps: early stopping or a callback ended it)" if steps and step < last else ""
+        return TrackerEnd("HF Trainer", record, "FINISHED", detail=f"the HF Trainer logged its end-of-training "
+                          f"summary (train_runtime {runtime:,.0f} s){of}{early}")
+    if steps and step == last:
+        return TrackerEnd("HF Trainer", record, "FINISHED",
+                          detail=f"the HF Trainer state reached its last step (global_step = max_steps = {last:,})")
+    return None
+
+
 def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format: str = "",
                hparams: Mapping[str, Any] | None = None, now: float | None = None) -> RunStatus:
     """How a run ended, from its console logs (its own text files and ``consoles`` beside it),
@@ -502,7 +524,8 @@ def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format
     if signals and signals[-1].kind == "started":  # a new session began after what ended the last one
         decisive = []
     expects = run_format in END_MARKER_FORMATS or started
-    return classify(decisive, wandb=wandb_exit(hparams or {}, files), tracker=tracker_end(hparams or {}),
+    tracker = tracker_end(hparams or {}) or trainer_end(hparams or {}, run_format, files)
+    return classify(decisive, wandb=wandb_exit(hparams or {}, files), tracker=tracker,
                     newest_mtime=newest if live else None,
                     newest_file=newest_file, now=time.time() if now is None else now, expects_end_marker=expects,
                     last_line=_last_line(by_time[-1]) if expects and not decisive and by_time else None)

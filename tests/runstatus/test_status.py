@@ -358,3 +358,21 @@ def test_a_small_file_without_a_failures_word_needs_no_tail_scan():
     for line in (b"Traceback (most recent call last):", b"Killed", b"torch.OutOfMemoryError: CUDA out of memory",
                  b"***** Running training *****"):  # (a start with no end is a kill too)
         assert may_show_a_failure(b"noise\n" + line + b"\n"), line
+
+
+def test_an_hf_trainer_state_says_the_run_finished_when_it_logged_its_end(real_logs, tmp_path):
+    """trainer_state.json holds no status word, but the Trainer logs its end-of-training summary (train_runtime)
+    when train() returns, and a state at global_step == max_steps is the run's last: finished. A checkpoint's state
+    before the end says nothing of how the run ended."""
+    (info,) = load(real_logs / "hf_trainer_state" / "CoralReefFish__whisper-tiny-nbaiLab", cache=False).runs.values()
+    assert (info.format, info.status.status) == ("hf_trainer_state", "finished")
+    assert info.status.reason == ("the HF Trainer logged its end-of-training summary (train_runtime 623,384 s) at step "
+                                  "100,000 of max_steps 100,000")
+    assert info.status.evidence[0].file.endswith("trainer_state.json")
+    (info,) = load(real_logs / "hf_trainer_state" / "Ray-Cheng-11__Tau-Bench-Model-Training", cache=False).runs.values()
+    assert info.status.reason == "the HF Trainer state reached its last step (global_step = max_steps = 12)"
+    # the state of a checkpoint saved on the way (step 110 of 120), alone: no end recorded
+    fixture = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "hf_best_off" / "checkpoint-110"
+    shutil.copy(fixture / "trainer_state.json", tmp_path / "trainer_state.json")
+    (info,) = load(tmp_path, cache=False).runs.values()
+    assert info.status.status == "unknown"
