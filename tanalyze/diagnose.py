@@ -140,7 +140,8 @@ ANALYSIS_VERSION = "36"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 34: a loss that goes below zero measured against its largest magnitude; no chance-level guess for the summed
 # losses of detection and segmentation trainers (SUMMED_LOSS_FORMATS)
 # 35: early stopping replayed on the metric the trainer chose its best model by, in its direction
-# 36: an HF Trainer state that logged its end-of-training summary or reached max_steps is a finished run
+# 36: an HF Trainer state that logged its end-of-training summary or reached max_steps is a finished run; a W&B
+# runs table's State is its run's status
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

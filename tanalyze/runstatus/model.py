@@ -221,7 +221,8 @@ def _near(before: Signal, after: Signal, lines: int = 50) -> bool:
 
 #: A tracker's final statuses and what they are here.
 _TRACKER_ENDS = {"FINISHED": "finished", "FAILED": "crashed", "KILLED": "killed",
-                 "COMPLETED": "finished", "INTERRUPTED": "killed", "TIMEOUT": "killed"}  # the last three: Sacred's
+                 "COMPLETED": "finished", "INTERRUPTED": "killed", "TIMEOUT": "killed",  # these three: Sacred's
+                 "CRASHED": "crashed", "PREEMPTED": "killed"}  # W&B's runs table's State (finished, failed, killed too)
 
 
 #: the exception's name at the start of a traceback's last line (``FloatingPointError: …``)

@@ -479,6 +479,8 @@ def trainer_end(hparams: Mapping[str, Any], run_format: str, files: Iterable[str
     """The end an HF Trainer state records (``trainer_state.json``): the end-of-training summary it logs when
     ``train()`` returns (``train_runtime``), or its last step reached (``global_step == max_steps``); None when
     it records neither (a checkpoint's state, saved while the run went on)."""
+    if run_format == "wandb-runs-csv":
+        return _runs_table_state(hparams, files)
     if run_format != "hf_trainer_state":
         return None
     record = next((f for f in files if f.endswith("trainer_state.json")), "")
@@ -495,6 +497,15 @@ def trainer_end(hparams: Mapping[str, Any], run_format: str, files: Iterable[str
         return TrackerEnd("HF Trainer", record, "FINISHED",
                           detail=f"the HF Trainer state reached its last step (global_step = max_steps = {last:,})")
     return None
+
+
+def _runs_table_state(hparams: Mapping[str, Any], files: Iterable[str]) -> TrackerEnd | None:
+    """The State a W&B runs-table export gives its run's row (finished, failed, crashed, killed, running)."""
+    info = hparams.get("_wandb")
+    state = info.get("State") if isinstance(info, Mapping) else None
+    if not isinstance(state, str) or not state.strip():
+        return None
+    return TrackerEnd("W&B", next(iter(files), ""), state.strip())
 
 
 def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format: str = "",

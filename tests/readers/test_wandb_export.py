@@ -188,6 +188,20 @@ def test_runs_table_export(table):
         "lr", "train/loss", "train/step_loss", "val/loss"]
     assert any("it has no curves" in n for n in info.notes)
     assert len(table.scalars) == 64 * 4
+    # the row's State is the run's status
+    assert (info.status.status, info.status.reason) == ("finished", "W&B recorded the run as FINISHED")
+    assert info.status.evidence[0].file.endswith("wandb_export.csv")
+
+
+def test_runs_table_state_is_each_runs_status(tmp_path):
+    rows = ["Name,State,Runtime,lr,loss", "a,finished,100,0.1,0.5", "b,crashed,20,0.2,nan", "c,killed,5,0.3,1.0",
+            "d,failed,7,0.4,2.0", "e,running,9,0.5,3.0", "f,,9,0.6,3.0"]
+    (tmp_path / "wandb_export.csv").write_text("\n".join(rows) + "\n")
+    runs = load(tmp_path / "wandb_export.csv", cache=False).runs
+    got = {name.rsplit("/", 1)[-1]: info.status.status for name, info in runs.items()}
+    assert got == {"a": "finished", "b": "crashed", "c": "killed", "d": "crashed", "e": "unknown", "f": "unknown"}
+    running = next(info for name, info in runs.items() if name.endswith("/e")).status
+    assert "W&B still records the run as RUNNING" in running.reason
 
 
 def test_runs_table_names_repeat_per_seed(table):
