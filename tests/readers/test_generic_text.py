@@ -121,6 +121,8 @@ def test_torchvision_references_evaluations_are_their_averages_and_summaries(tmp
     check(frame, "test/Acc@5", {5005: 27.69}, count=1)
     check(frame, "ema/loss", {5005: 5.5}, count=1)
     check(frame, "ema/Acc@1", {5005: 9.5}, count=1)
+    check(frame, "max mem", {0: 1776, 10: 1776}, count=2)  # the peak memory in MB, named as printed
+    assert "mem" not in set(frame["tag"].astype(str))
     assert not run.warnings  # (the durations are no metrics a reader missed)
 
 

@@ -88,7 +88,8 @@ _METER_NAME = r"[A-Za-z@][\w@/.-]{0,63}(?: [A-Za-z@][\w@/.-]{0,63}){0,3}"
 _METER_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*{NUMBER}\s*\)")
 #: the same, the average a group too (where the line's template is learnt)
 _AVERAGED_PAIR = re.compile(rf"({_METER_NAME})\s+({NUMBER})\s*\(\s*({NUMBER})\s*\)")
-_COLON_PAIR_SOURCE = r"([A-Za-z_][\w/.()@-]{0,127}):\s+(\S+)"
+#: (MetricLogger's ``max mem: 1776``, the peak CUDA memory in MB, keeps its two words)
+_COLON_PAIR_SOURCE = r"((?:max mem(?=:))|[A-Za-z_][\w/.()@-]{0,127}):\s+(\S+)"
 _COLON_PAIR = re.compile(_COLON_PAIR_SOURCE)
 #: the same, with the average after the value when there is one (``loss: 0.5405 (0.6120)``: MetricLogger's meters)
 _COLON_AVERAGED = re.compile(rf"{_COLON_PAIR_SOURCE}(?:\s+\(\s*({NUMBER})\s*\))?")
@@ -1355,12 +1356,13 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 11  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 12  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
     #                    their summaries ('* Acc@1', 'Test:  Acc@1') at their step and with their prefix; 11: 'ep' lines,
-    #                    batch counters that start over each epoch, a line again after an evaluation banner, 'loss is:'
+    #                    batch counters that start over each epoch, a line again after an evaluation banner, 'loss is:';
+    #                    12: 'max mem' named whole
 
     behind_logging = True
 
