@@ -534,7 +534,8 @@ def run_status(files: Iterable[str], *, consoles: Iterable[str] = (), run_format
     decisive = [s for s in signals if s.kind != "started"]
     if signals and signals[-1].kind == "started":  # a new session began after what ended the last one
         decisive = []
-    expects = run_format in END_MARKER_FORMATS or started
+    # (the end marker is printed in a console: a run read from its metrics file alone expects none)
+    expects = bool(by_time) and (run_format in END_MARKER_FORMATS or started)
     tracker = tracker_end(hparams or {}) or trainer_end(hparams or {}, run_format, files)
     return classify(decisive, wandb=wandb_exit(hparams or {}, files), tracker=tracker,
                     newest_mtime=newest if live else None,

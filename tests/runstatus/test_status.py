@@ -376,3 +376,11 @@ def test_an_hf_trainer_state_says_the_run_finished_when_it_logged_its_end(real_l
     shutil.copy(fixture / "trainer_state.json", tmp_path / "trainer_state.json")
     (info,) = load(tmp_path, cache=False).runs.values()
     assert info.status.status == "unknown"
+
+
+def test_a_metrics_file_alone_expects_no_console_end_marker(real_logs):
+    """detectron2 prints its end marker in its console (log.txt), not in metrics.json: a run read from its metrics
+    file alone is not 'killed' for lacking it."""
+    metrics = real_logs / "detectron2_metrics" / "Kevindic0214__detectron2_training" / "output" / "metrics.json"
+    got = run_status([str(metrics)], run_format="detectron2", now=LATER)
+    assert got.status == "unknown"
