@@ -131,3 +131,37 @@ def test_last_checkpoint_without_launches_is_not_claimed(tmp_path):
     path = tmp_path / "last_checkpoint"
     path.write_text("epoch_1.pth")
     assert not MMEngineReader().sniff(path, path.read_bytes())
+
+
+def test_scalars_out_of_their_vis_data_folder_are_read_as_scalars(tmp_path):
+    """Committed to a repository, ``scalars.json`` often lies flat beside the code: its records say what it is
+    (JSON lines with a step), not its folder; before, every point was squashed into one 'test/' point at step 0."""
+    import shutil
+
+    launch = real_log(f"{IMAGE}/20230805_113504/vis_data/scalars.json")
+    shutil.copy(launch, tmp_path / "scalars.json")
+    name, info, frame = only_run(load(tmp_path, cache=False))
+    assert info.format == "mmengine"
+    check_points(curve(frame, "loss"), {5: 1.6963752508163452, 665: 0.4721764904516749}, 243)
+    assert len(curve(frame, "coco/bbox_mAP")) == 3 and not [t for t in frame["tag"].unique() if t.startswith("test/")]
+    # a second launch's stamped copy beside it, with other values: both read, in the order of their stamps
+    other = real_log(f"{IMAGE}/20230805_122442/vis_data/scalars.json")
+    shutil.copy(other, tmp_path / "20230805_122442.json")
+    name, info, frame = only_run(load(tmp_path, cache=False))
+    assert curve(frame, "loss")[1756] == 0.2859286880493164
+    assert any("2 different scalars files out of their vis_data/ folder" in n for n in info.notes)
+
+
+def test_iteration_based_training_records_without_a_counter_are_training(tmp_path):
+    """MMEngine's iteration-based loops (MMSegmentation 1.x) log training records with a step and no 'iter' or
+    'epoch': their learning rate and losses make them training records, not validation ones."""
+    rows = [{"lr": 1e-4, "data_time": 0.01, "loss": 0.5 - s / 1000, "decode.loss_ce": 0.2, "time": 1.0,
+             "memory": 11150, "step": s} for s in range(50, 301, 50)]
+    rows.insert(3, {"aAcc": 90.0, "mIoU": 50.0, "data_time": 0.02, "time": 0.5, "step": 150})
+    vis = tmp_path / "20230510_145542" / "vis_data"
+    vis.mkdir(parents=True)
+    (vis / "scalars.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    name, info, frame = only_run(load(tmp_path, cache=False))
+    check_points(curve(frame, "loss"), {50: 0.45, 300: 0.2}, 6)
+    assert curve(frame, "mIoU").to_dict() == {150: 50.0} and curve(frame, "val/time").to_dict() == {150: 0.5}
+    assert "val/loss" not in set(frame["tag"])

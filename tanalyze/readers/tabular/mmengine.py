@@ -8,6 +8,10 @@ Layout of one experiment::
     work_dirs/<exp>/<ts>/vis_data/<ts>.json          an identical copy (read once)
     work_dirs/<exp>/<ts>/<ts>.json                   a test-only launch: one object, no step
 
+Committed to a repository the scalars often lie flat, out of their ``vis_data/`` (``scalars.json``,
+``<ts>.json`` beside the code): such a file is known by its records (JSON lines with a ``step``), not by
+its folder, and each distinct one is a launch of the folder's experiment.
+
 Decisions:
 
 * **one experiment folder is one run**, however often it was launched: a
@@ -20,6 +24,8 @@ Decisions:
   the ``[i/N]`` counters of the text log or derived from the train rows), and
   the epoch goes to the ``epoch`` column. The epoch column of train rows is the
   fraction of epochs done (``iteration / N``), as Hugging Face writes it.
+* a record is a training one when it carries the loop's counter (``iter``, ``epoch``) or what only training
+  logs (a learning rate, a loss): MMEngine's iteration-based loops write neither counter;
 * validation keys that train rows also use (``time``, ``data_time``) get a
   ``val/`` prefix; test-launch keys get a ``test/`` prefix (at the last training
   iteration of the experiment, or step 0 when it has none).
@@ -72,6 +78,7 @@ class MMEngineReader(Reader):
 
     name = "mmengine"
     description = "MMEngine work_dirs/<exp>: <ts>/vis_data/scalars.json (+ <ts>.log, <ts>.json, last_checkpoint)"
+    cache_version = 2  # 2: scalars out of their vis_data/ folder; training records known by their learning rate, losses
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if path.name == CHECKPOINT_NAME:
@@ -84,8 +91,9 @@ class MMEngineReader(Reader):
         record = first_json_object(head)
         if record is None:
             return False
-        if path.parent.name == "vis_data" or path.name == SCALARS_NAME:
-            return "step" in record
+        if path.parent.name == "vis_data" or path.name == SCALARS_NAME or is_timestamp_name(path.stem):
+            if "step" in record:
+                return True
         # a test launch: <ts>/<ts>.json holding one metrics object
         return is_timestamp_name(path.stem) and path.parent.name == path.stem and all(
             is_number(v) for v in record.values()
@@ -155,7 +163,9 @@ class _Experiment:
         by_name = {f.name: f for f in files}
         vis = [f for f in files if f.parent.name == "vis_data"]
         logs = [f for f in files if f.suffix.lower() == ".log"]
-        tests = [f for f in files if f.parent.name != "vis_data" and f.suffix.lower() == ".json"]
+        outside = [f for f in files if f.parent.name != "vis_data" and f.suffix.lower() == ".json"]
+        flat = [f for f in outside if _holds_scalars(f)]
+        tests = [f for f in outside if f not in flat]
         for log in logs:
             per_epoch = _iters_per_epoch(log)
             if per_epoch:
@@ -171,10 +181,29 @@ class _Experiment:
                 run.notes.append(f"{_short(copy)} differs from {_short(source)}: only the latter was read")
         if source is not None:
             self._add_json(source, run)
+        elif flat:
+            self._add_flat(flat, run)
         elif logs and not tests:
             self._add_text(logs[0], run)
         for test in tests:
             self._add_json(test, run, kind="test")
+
+    def _add_flat(self, files: list[Path], run: RunData) -> None:
+        """Scalars files out of their ``vis_data/``: each distinct one a launch, in the order of their stamps
+        (``scalars.json``, the copy of the latest launch, last); identical copies read once."""
+        ordered = sorted(files, key=lambda f: (f.name == SCALARS_NAME, f.name))
+        read: list[Path] = []
+        for file in ordered:
+            same = next((done for done in read if _same_bytes(file, done)), None)
+            if same is not None:
+                run.notes.append(f"{_short(file)} is an identical copy of {_short(same)}: read once")
+                continue
+            read.append(file)
+            self._add_json(file, run)
+        if len(read) > 1:
+            run.notes.append(f"{len(read)} different scalars files out of their vis_data/ folder "
+                             f"({name_list([f.name for f in read], 6)}): read as launches of one experiment, "
+                             "in that order")
 
     def _add_json(self, path: Path, run: RunData, kind: str | None = None) -> None:
         self.first_file = self.first_file or str(path)
@@ -193,7 +222,7 @@ class _Experiment:
             step = record.get("step")
             step = as_step(step)
             epoch = record.get("epoch")
-            row_kind = kind or ("train" if "iter" in record or "epoch" in record else "val")
+            row_kind = kind or ("train" if _is_training(record) else "val")
             if row_kind == "train":
                 self.epoch_based |= "epoch" in record
                 step = as_step(record.get("iter")) if "iter" in record else step
@@ -304,6 +333,25 @@ class _Experiment:
                                             count=missing_steps))
         if self.skipped:
             run.notes.append(f"non-numeric values skipped under: {name_list(sorted(self.skipped))}")
+
+
+def _is_training(record: dict) -> bool:
+    """Whether a scalars record is a training one: the loop's counter, or a learning rate or loss in it."""
+    if "iter" in record or "epoch" in record:
+        return True
+    return any(key == "lr" or key.endswith((".lr", "_lr")) or "loss" in key and not key.startswith(("val", "test"))
+               for key in record)
+
+
+def _holds_scalars(path: Path) -> bool:
+    """Whether a JSON file out of ``vis_data/`` holds scalars records (JSON lines with a ``step``), not a test
+    launch's one metrics object."""
+    try:
+        with open(path, "rb") as handle:
+            record = first_json_object(handle.read(64 * 1024))
+    except OSError:
+        return False
+    return record is not None and "step" in record
 
 
 def _short(path: Path | None) -> str:
