@@ -101,7 +101,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "36"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "37"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -142,6 +142,8 @@ ANALYSIS_VERSION = "36"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 35: early stopping replayed on the metric the trainer chose its best model by, in its direction
 # 36: an HF Trainer state that logged its end-of-training summary or reached max_steps is a finished run; a W&B
 # runs table's State is its run's status
+# 37: a validation rise of 50% and 3 sigmas of the noise after the minimum that most later evaluations share is
+# overfitting, though wild first epochs widen the band and a short run's trend test cannot tell
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -19,8 +19,9 @@ at least ``min_points_rising`` evaluations after the minimum, spanning
 ``min_span_share`` of the run, and either a one-sided Kendall trend test on
 them (the minimum itself left out: its selection biases any test) at
 ``trend_alpha``, or a tail ``clear_rise`` (15 %) and ``clear_sigmas`` (6)
-noise sigmas above the minimum's level; with only 3 or 4 evaluations after the
-minimum, a rise of ``clear_rise`` and twice the band that climbs at every one of them. On 300 healthy synthetic runs
+noise sigmas above the minimum's level, or a ``large_rise`` (50 %) and 3 sigmas that ``large_share`` (80 %) of the
+later evaluations share (a short Keras or fastai run whose wild first epochs widen the noise); with only 3 or 4
+evaluations after the minimum, a rise of ``clear_rise`` and twice the band that climbs at every one of them. On 300 healthy synthetic runs
 (validation = training x 1.1 + i.i.d. noise) this calls none overfitting
 (``tests/analysis/test_overfitting.py``).
 
@@ -126,6 +127,8 @@ def analyze_overfitting(
     clear_rise: float = 0.15,
     clear_sigmas: float = 6.0,
     lone_draw: float = 0.0025,
+    large_rise: float = 0.5,
+    large_share: float = 0.8,
 ) -> OverfittingResult:
     """Detect overfitting from the validation curve (and the training curve when given).
 
@@ -143,6 +146,8 @@ def analyze_overfitting(
         gap_min_evals: and the evaluations after the minimum (20); shorter stalls are an INFO ``val_plateau``.
         min_points_rising, min_span_share, trend_alpha, clear_rise, clear_sigmas: the persistence test of a
             rise (see the module doc).
+        large_rise, large_share: a rise of ``large_rise`` (50 %) and 3 noise sigmas above the minimum's level that
+            ``large_share`` of the later evaluations share persists without a trend test (see the module doc).
         lone_draw: the lowest evaluation is the minimum unless the median of it and its neighbours lies more
             than this (0.25 %) above the lowest such median: then it is a lone low draw of the noise, and the
             minimum is sought around that lowest median.
@@ -254,6 +259,15 @@ def analyze_overfitting(
         # few evaluations after the minimum: only a clear rise that climbs at every one of them
         steady_climb = m >= 3 and bool((np.diff(y[imin:]) > 0).all())
         big = tail_rise >= max(np.log1p(clear_rise) if is_log else clear_rise * scale, 2 * band)
+        # (a rise of half the minimum's level or more, beyond three sigmas of the noise from the minimum on, that
+        # most later evaluations share: no draw of the noise, though wild first epochs widen the band and the
+        # trend test of a short run cannot tell)
+        after_sigma = noise_sigma(y[imin:]) if m >= 3 else np.nan
+        after_sigma = float(after_sigma) if np.isfinite(after_sigma) else sigma
+        large_units = max(np.log1p(large_rise) if is_log else large_rise * scale, 3 * after_sigma)
+        large_share_above = float(np.mean(later > bottom + large_units / 2))
+        large = (m >= min_points_rising and after_span >= min_span_share and tail_rise >= large_units
+                 and large_share_above >= large_share)
         persistent = after_span >= min_span_share and (
             (m >= min_points_rising and (p_trend < trend_alpha or clear)) or (big and steady_climb))
         # (a clear rise that came at once after the minimum and has eased a little since still stands, while the
@@ -268,6 +282,12 @@ def analyze_overfitting(
             confidence = (1 - 0.5 * bar / tail_rise) * (0.5 + 0.5 * share) * (m / (m + 1))
             reason = (f"validation loss rose {100 * (rise_rel or 0):.1f}% above its minimum at step {onset_step} "
                       f"and stayed up ({share:.0%} of the later evaluations above the {_pct(band, is_log)} band)")
+        elif large and trend > 0 and not train_rising and not train_ended_higher:
+            pattern = "rising"
+            confidence = (1 - 0.5 * large_units / tail_rise) * (0.5 + 0.5 * large_share_above) * (m / (m + 1))
+            reason = (f"validation loss rose {100 * (rise_rel or 0):.1f}% above its minimum at step {onset_step} "
+                      f"and stayed up ({large_share_above:.0%} of the later evaluations more than "
+                      f"{_pct(large_units / 2, is_log)} above it)")
         elif (stalled_share >= gap_min_stall and m >= 3 and dropped and train_still_falling and gap_trend == "growing"
               and tail_rise >= 0 and not train_rising and band < -train_log_change / 2):
             stall = (f"validation loss has not improved since step {onset_step} ({stalled_share:.0%} of the run, "

@@ -216,3 +216,21 @@ def test_a_rise_from_a_minimum_at_the_first_evaluation_is_measured_from_that_eva
     result = analyze_overfitting(Curve.from_arrays(epochs, val, "val_loss"), Curve.from_arrays(epochs, train, "loss"))
     assert result.detected and result.pattern == "rising" and result.onset_step == 0
     assert result.rise_rel == pytest.approx(0.2, abs=0.01)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_large_rise_after_wild_first_epochs_is_overfitting(seed):
+    """A short Keras or fastai run: its first epochs swing wildly (0.48, 0.16, 0.61 …), which widens the noise the
+    rise is read against; the validation loss then rises 60 % above its minimum at nearly every later evaluation
+    while the training loss keeps falling. Too few evaluations for the trend test, too noisy for 'clear': it is
+    overfitting all the same, not a plateau 'near its minimum'."""
+    rng = np.random.default_rng(seed)
+    early = [0.48, 0.16, 0.61, 0.21, 0.18, 0.09, 0.078]
+    later = 0.12 * np.exp(rng.normal(0, 0.1, 9)) * np.linspace(0.9, 1.2, 9)
+    val = Curve.from_arrays(np.arange(17), np.array(early + [0.068] + list(later))[:17], "val_loss")
+    train = Curve.from_arrays(np.arange(17), 0.25 * np.exp(-0.17 * np.arange(17)), "loss")
+    result = analyze_overfitting(val, train)
+    assert result.detected and result.onset_step == 7, result.reason
+    # the same shape rising only 20 %: still not told from the noise of those first epochs
+    low = Curve.from_arrays(val.steps, np.where(val.steps > 7, 0.068 + (val.values - 0.068) * 0.25, val.values), "val")
+    assert not analyze_overfitting(low, train).detected
