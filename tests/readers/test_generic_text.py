@@ -577,6 +577,17 @@ def test_key_value_lines_behind_a_logging_prefix_are_read(tmp_path, fmt, datefmt
     assert "the logging prefix of its lines (time, level, logger name) removed before reading" in notes_text(run)
 
 
+def test_a_line_with_a_stray_blank_before_its_logging_prefix_is_read(tmp_path):
+    """One line of 30 printed with a blank before the logger's time (a stray print(' ', end='')): read as the
+    others, not dropped without a word."""
+    path = _logged(tmp_path / "train.log", "%(asctime)s %(levelname)s: %(message)s", None,
+                   [f"epoch={i}, step={8 * (i + 1)}, loss={1 / (i + 1):.6f}" for i in range(30)])
+    lines = path.read_text().splitlines(keepends=True)
+    lines[10] = " " + lines[10]
+    path.write_text("".join(lines))
+    check(_read(path).scalars, "loss", {80: 0.1, 88: 0.090909}, count=30)
+
+
 def test_a_log_that_reads_as_it_is_keeps_its_prefix():
     # MMEngine's own text log: its ' - mmengine - INFO - Epoch(train)' lines are read as they are
     run = _read(real_log(f"{MMENGINE}/yolov5_s-v61_fast_1xb12-40e_image/20230805_113504/20230805_113504.log"))
@@ -734,3 +745,18 @@ def test_a_bracketed_step_with_its_total_begins_a_key_value_line(tmp_path):
     lines = [f"[Epoch {e}] Train Loss: {1 / e:.4f}, Val Loss: {1.5 / e:.4f}" for e in range(1, 5)]
     run = _read(write(tmp_path / "epochs.log", "\n".join(lines) + "\n"))
     check(run.scalars, "Val Loss", {1: 1.5, 4: 0.375}, count=4)
+
+
+@pytest.mark.parametrize("epochs", [3, 40])  # line by line, and the lines of one shape read at once
+def test_a_name_printed_again_after_a_validation_name_takes_its_phase(tmp_path, epochs):
+    """``Epoch 0 | Train Loss: … | Token Acc: … | Val Loss: … | Token Acc: …`` (a translation model's loop): the
+    second Token Acc is the validation's, not a second write over the training's."""
+    lines = [f"Epoch {e} |             Train Loss: {11 - e / 10:.4f} | Token Acc: {0.05 + e / 1000:.4f} | Seq Acc: "
+             f"0.0000 |             Val Loss: {10.9 - e / 10:.4f} | Token Acc: {0.066 + e / 1000:.4f} | Seq Acc: "
+             "0.0000" for e in range(epochs)]
+    run = _read(write(tmp_path / "train.log", "start load training data...\n" + "\n".join(lines) + "\n"))
+    check(run.scalars, "Token Acc", {0: 0.05, 2: 0.052}, count=epochs)
+    check(run.scalars, "Val Token Acc", {0: 0.066, 2: 0.068}, count=epochs)
+    check(run.scalars, "Val Loss", {2: 10.7}, count=epochs)
+    assert {"Seq Acc", "Val Seq Acc", "Train Loss"} <= set(run.scalars["tag"].astype(str))
+    assert "logged twice" not in notes_text(run)

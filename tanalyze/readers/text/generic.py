@@ -155,6 +155,26 @@ def _pair_name(raw: str) -> str:
     return linked if linked else name
 
 
+#: a name that begins with its phase: ``Val Loss``, ``val_acc``, ``Test/accuracy``
+_PHASE_HEAD = re.compile(r"(?:val|valid|validation|eval|evaluation|test|dev)(?:[ _/.-]|(?=[A-Z]))", re.I)
+
+
+def _phased_names(names: list[str]) -> list[str] | None:
+    """A line's pair names, each name printed again after one that begins with a phase (``Train Loss: … | Token
+    Acc: … | Val Loss: … | Token Acc: …``) given that phase's head (``Val Token Acc``): else the line's second
+    value of a name would overwrite its first. None when no name repeats (the usual case)."""
+    if len(set(names)) == len(names):
+        return None
+    out, seen, head = [], set(), ""
+    for name in names:
+        found = _PHASE_HEAD.match(name)
+        if found:
+            head = found.group(0)
+        out.append(head + name if name in seen and head and not found else name)
+        seen.add(name)
+    return out
+
+
 def _phase_of(line: str) -> str | None:
     """The phase a line that announces an evaluation names ('test', 'val', 'eval'); None for any other line."""
     m = _PHASE_LINE.fullmatch(line.strip())
@@ -369,6 +389,9 @@ class GenericRules:
                 pairs.append((name, value))
         if not pairs or len(pairs) * 2 < len(segments):
             return
+        names = _phased_names([name for name, _ in pairs])
+        if names is not None:
+            pairs = list(zip(names, (value for _, value in pairs), strict=True))
         if counter is not None:
             step = self._step_within_epoch(step, counter)
         if step == self._last_anchor.get(-1) and not any(_PHASE_WORD.search(name) for name, _ in pairs):  # type: ignore[attr-defined]
@@ -1129,8 +1152,9 @@ class _KvLines(_Shaped):
             return None
         shape = line_shape(line, spans, [True] + [False] * (len(spans) - 1))
         epochs = [index for index, role in enumerate(roles) if role == "epoch"]  # (the last one counts)
-        read = _KvShape(pairs, [roles[index] for index in pairs], epochs[-1] if epochs else None,  # type: ignore[misc]
-                        token == "epoch")
+        names = [roles[index] for index in pairs]
+        read = _KvShape(pairs, _phased_names(names) or names,  # type: ignore[arg-type]
+                        epochs[-1] if epochs else None, token == "epoch")
         return None if shape is None else (shape, read)
 
     def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
@@ -1356,13 +1380,13 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 12  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 13  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
     #                    their summaries ('* Acc@1', 'Test:  Acc@1') at their step and with their prefix; 11: 'ep' lines,
     #                    batch counters that start over each epoch, a line again after an evaluation banner, 'loss is:';
-    #                    12: 'max mem' named whole
+    #                    12: 'max mem' named whole; 13: a logging prefix after a few blanks
 
     behind_logging = True
 

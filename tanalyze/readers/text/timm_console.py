@@ -143,7 +143,8 @@ def detect_timm_console(window: str) -> bool:
 
 class TimmConsoleReader(TextReader):
     name = "timm_console"
-    cache_version = 4  # 4: every line not of the main template read in its place, as line by line
+    cache_version = 5  # 4: every line not of the main template read in its place, as line by line; 5: a logging prefix
+    #                   after a few blanks
     description = "timm train.py console ('Train: 3 [ 200/1251 ( 16%)]  Loss: 4.213 (4.30) …', 'Test: [  48/48] …')"
     parser = TimmConsoleParser
     behind_logging = True
