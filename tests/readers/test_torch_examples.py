@@ -137,3 +137,35 @@ def test_lines_of_another_mode_among_the_train_lines_are_read_not_dropped(tmp_pa
     valid = run.scalars[run.scalars["tag"] == "valid/loss"]
     assert len(valid) == 10 and (run.scalars["tag"] == "train/loss").sum() == 188
     assert valid["step"].tolist()[:2] == [0, 200 * 64] and valid["value"].tolist()[:2] == [1.0, 1.02]
+
+
+def test_paddlevits_epoch_summaries_after_dashes_are_read_at_the_end_of_their_epoch(tmp_path):
+    """PaddleViT's training scripts log ``Epoch[001/100], Step[0100/0196], Avg Loss: …`` and, after each epoch,
+    ``----- Epoch[001/100], Train Loss: …, Train Acc: …, time: …`` and its validation: the summaries were dropped."""
+    import logging
+
+    path = tmp_path / "log_train.txt"
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    logger = logging.getLogger("paddlevit-fixture")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        for epoch in range(1, 4):
+            logger.info(f"Now training epoch {epoch}. LR=0.000033")
+            for step in (0, 100):
+                logger.info(f"Epoch[{epoch:03d}/100], Step[{step:04d}/0196], Avg Loss: {1 - epoch / 10:.4f}, "
+                            f"Avg Acc: {0.7 + epoch / 100:.4f}")
+            logger.info(f"----- Epoch[{epoch:03d}/100], Train Loss: {1.02 - epoch / 10:.4f}, Train Acc: "
+                        f"{0.75 + epoch / 100:.4f}, time: 173.49")
+            logger.info(f"----- Epoch[{epoch:03d}/100], Validation Loss: {0.9 - epoch / 20:.4f}, Validation Acc@1: "
+                        f"{0.8 + epoch / 100:.4f}, Validation Acc@5: 0.9500, time: 20.10")
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    (run,) = get_reader("torch_examples").read([path])
+    points = {(str(t), int(s)): float(v) for t, s, v in run.scalar_table()[["tag", "step", "value"]].itertuples(
+        index=False)}
+    assert points[("Avg Loss", 100)] == 0.9 and points[("Avg Loss", 196 + 100)] == 0.8
+    assert points[("Train Loss", 196)] == 0.92 and points[("Train Acc", 3 * 196)] == 0.78
+    assert points[("Validation Loss", 196)] == 0.85 and points[("Validation Acc@1", 2 * 196)] == 0.82

@@ -38,7 +38,7 @@ from tanalyze.readers.values import NUMBER, to_float
 
 __all__ = ["TorchExamplesParser", "TorchExamplesReader", "detect_torch_examples"]
 
-_PAIRS = rf"[A-Za-z][\w .()/-]{{0,40}}?[ \t]*[:=][ \t]*{NUMBER}"
+_PAIRS = rf"[A-Za-z][\w .()/@-]{{0,40}}?[ \t]*[:=][ \t]*{NUMBER}"
 #: pytorch/examples' MNIST line (and its forks: "loss=", more pairs, no percentage, a mode word before)
 SAMPLES = re.compile(
     r"^[ \t]*(?P<mode>[A-Z][a-z]+)? ?Epoch:? ?(?P<e>\d+) ?\[ ?(?P<seen>\d+) ?/ ?(?P<size>\d+)(?: \(\s*[\d.]+%\))?\]"
@@ -48,7 +48,7 @@ SUMMARY = re.compile(r"^[ \t]*(?P<mode>Test|Validation|Valid|Val|Eval|Evaluation
                      rf"{NUMBER}[^\n]*)$", re.M)
 #: "Epoch [e/E]" with, maybe, "Step [s/S]" (or Batch, Iter): the tutorials' counters
 COUNTERS = re.compile(
-    r"^[ \t]*Epoch ?\[ ?(?P<e>\d+) ?/ ?(?P<E>\d+) ?\][ \t,:|-]*"
+    r"^[ \t]*(?:-{2,}[ \t]*)?Epoch ?\[ ?(?P<e>\d+) ?/ ?(?P<E>\d+) ?\][ \t,:|-]*"
     r"(?:(?:Step|Batch|Iter|Iteration|step|batch|iter|iteration) ?\[ ?(?P<s>\d+) ?/ ?(?P<S>\d+) ?\][ \t,:|-]*)?"
     rf"(?P<rest>{_PAIRS}[^\n]*)$", re.M)
 #: a step counter alone: "[Step 100/1000]", "Step [100/1000]", "Iter [100/1000]"
@@ -57,7 +57,7 @@ STEP = re.compile(
     rf"\[ ?(?P<b>\d+) ?/ ?\d+ ?\])[ \t,:|-]*(?P<rest>{_PAIRS}[^\n]*)$", re.M)
 #: the CIFAR-10 tutorial's "[epoch, batch]"
 CIFAR = re.compile(rf"^\[(?P<e>\d+), *(?P<i>\d+)\][ \t]*(?P<rest>{_PAIRS}[^\n]*)$", re.M)
-_PAIR = re.compile(rf"([A-Za-z][\w .()/-]{{0,40}}?)[ \t]*[:=][ \t]*({NUMBER})(?:[ \t]*/[ \t]*(\d+))?(%?)")
+_PAIR = re.compile(rf"([A-Za-z][\w .()/@-]{{0,40}}?)[ \t]*[:=][ \t]*({NUMBER})(?:[ \t]*/[ \t]*(\d+))?(%?)")
 
 
 def _pairs(rest: str) -> list[tuple[str, float]]:
@@ -85,7 +85,7 @@ class TorchExamplesParser(SpanParser, TextParser):
     span_prefix = "Train Epoch: "
     span_shapes = (_MNIST,)
     summary_shapes = (_MNIST_TEST,)
-    lookalike = re.compile(r"^[ \t]*(?:[A-Z][a-z]+ )?Epoch:? ?\[? ?\d+|^[ \t]*\[ ?(?:Step|Iter) \d|^\[\d+, *\d+\]", re.M)
+    lookalike = re.compile(r"^[ \t]*(?:-{2,}[ \t]*)?(?:[A-Z][a-z]+ )?Epoch:? ?\[? ?\d+|^[ \t]*\[ ?(?:Step|Iter) \d|^\[\d+, *\d+\]", re.M)
     patterns = ((SAMPLES, "samples"), (SUMMARY, "summary"), (COUNTERS, "counters"), (STEP, "step"),
                 (CIFAR, "cifar"))
     state_fields = {"_first_epoch": "last", "_size": "last", "_epoch": "last", "_batches": "last",
@@ -227,8 +227,8 @@ def detect_torch_examples(window: str) -> bool:
 
 class TorchExamplesReader(TextReader):
     name = "torch_examples"
-    cache_version = 5  # 4: every line not of the main template read in its place, as line by line; 5: a logging prefix
-    #                   after a few blanks
+    cache_version = 6  # 4: every line not of the main template read in its place, as line by line; 5: a logging prefix
+    #                   after a few blanks; 6: PaddleViT's '----- Epoch[e/E], …' summaries; '@' in names (Acc@1)
     description = ("console lines of PyTorch's examples and tutorials: 'Train Epoch: 1 [640/60000 (1%)]  Loss: …', "
                    "'Epoch [1/5], Step [100/600], Loss: …', '[Step 100/1000] Loss: …', '[1,  2000] loss: …'")
     parser = TorchExamplesParser
