@@ -155,6 +155,31 @@ def test_yolov8_results_with_parenthesised_names_and_args():
     assert not info.warnings
 
 
+def test_yolo_epochs_it_did_not_validate_are_no_zero_losses(tmp_path):
+    """``val=False`` (or validation at the end only): Ultralytics writes 0 in every val/* and metrics/* cell of the
+    epochs it did not validate; a validation loss of exactly 0 is no measurement (it was judged as a plateau at 0)."""
+    import csv
+
+    source = real_log("yolo_results_csv/Abonia1__YOLOv8-Fire-and-Smoke-Detection/runs/detect/train/results.csv")
+    rows = list(csv.reader(source.read_text().splitlines()))
+    header = [h.strip() for h in rows[0]]
+    validation = [i for i, h in enumerate(header) if h.startswith(("val/", "metrics/"))]
+    for row in rows[1:-1]:
+        for i in validation:
+            row[i] = "0"
+    out = tmp_path / "results.csv"
+    out.write_text("\n".join(",".join(row) for row in rows) + "\n")
+    name, info, frame = only_run(load(out, cache=False))
+    assert curve(frame, "metrics/mAP50(B)").to_dict() == {24: 0.85651}
+    assert len(curve(frame, "val/box_loss")) == 1 and len(curve(frame, "train/box_loss")) == 25
+    assert any("24 epoch(s) with every validation value exactly 0" in n for n in info.notes)
+    # an epoch with a real validation that scored 0 somewhere is kept whole
+    rows[1][validation[0]] = "0.001"
+    out.write_text("\n".join(",".join(row) for row in rows) + "\n")
+    name, info, frame = only_run(load(out, cache=False))
+    assert curve(frame, "metrics/mAP50(B)")[0] == 0.0 and len(curve(frame, "val/box_loss")) == 2
+
+
 # --- generic wide CSV ------------------------------------------------------------------------------
 
 

@@ -41,8 +41,8 @@ def _second_line(head: bytes) -> str:
 class _WideCSVReader(Reader):
     """What the CSV logger readers share: one run per log file, configs beside it read as hparams."""
 
-    cache_version = 3  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
-    #                    names with blanks between words ("total timesteps")
+    cache_version = 4  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
+    #                    names with blanks between words ("total timesteps"); 4: YOLO epochs not validated (all zeros)
     #: config files read into hparams when they sit beside a log
     config_names: ClassVar[tuple[str, ...]] = ()
     #: column names (any case) that fill the epoch column
@@ -336,6 +336,23 @@ class YoloResultsReader(_WideCSVReader):
     def notes_for(self, header: list[str], step_column: str | None) -> list[str]:
         # YOLOv5 and Ultralytics < 8.1 write 0-based epochs, 8.1 and later 1-based (with a cumulative ``time``)
         return ["one row per epoch: step = epoch as written; the epoch column holds it too"]
+
+    def adjust(self, frame: pd.DataFrame, run: RunData) -> pd.DataFrame:
+        """Epochs without a validation: Ultralytics writes 0 in every ``val/*`` and ``metrics/*`` cell of an epoch
+        it did not validate (``val=False``, or validation only at the end); those zeros are no measurements."""
+        tags = frame["tag"].astype(str)
+        validation = tags.str.startswith(("val/", "metrics/"))
+        if not validation.any():
+            return frame
+        zero = frame["value"].eq(0) | ~validation
+        steps = frame.loc[validation, "step"]
+        all_zero = zero[validation].groupby(steps).all()
+        skipped = all_zero.index[all_zero.to_numpy()]
+        if not len(skipped):
+            return frame
+        run.notes.append(f"{len(skipped)} epoch(s) with every validation value exactly 0 (epochs Ultralytics did not "
+                         f"validate: val=False, or validation at the end only) left out of val/* and metrics/*")
+        return frame[~(validation & frame["step"].isin(skipped))]
 
 
 # --- any wide metrics CSV ------------------------------------------------------------------
