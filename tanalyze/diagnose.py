@@ -62,6 +62,7 @@ from tanalyze.analysis.early_warning import EarlyWarningResult, analyze_early_wa
 from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
 from tanalyze.analysis.nccl import NcclAnalysis, analyze_nccl
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
+from tanalyze.analysis.preference import preference_progress
 from tanalyze.analysis.pretrained import language_model_start
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.ranks import RankAnalysis, analyze_ranks
@@ -101,7 +102,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "37"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "38"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -144,6 +145,7 @@ ANALYSIS_VERSION = "37"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # runs table's State is its run's status
 # 37: a validation rise of 50% and 3 sigmas of the noise after the minimum that most later evaluations share is
 # overfitting, though wild first epochs widen the band and a short run's trend test cannot tell
+# 38: a preference-optimisation loss (DPO …) that falls a little while its reward margin grows is no underfitting
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -815,7 +817,7 @@ def diagnose_run(
                                num_classes=num_classes, thresholds=thresholds or Thresholds(),
                                adversarial=adversarial, components=components,
                                epoch_train=epoch_train, language_model=language_model_start(hparams or {}, text),
-                               classifier=format not in SUMMED_LOSS_FORMATS)
+                               classifier=format not in SUMMED_LOSS_FORMATS, preference=preference_progress(curves))
     if not len(frame) and status is not None and status.failed:
         verdict = _ended_before_metrics(verdict, status)
     stopping = {"headline": _STOPPING_RULE.get(format or "", "lightning_patience"), **params.get("early_stopping", {})}

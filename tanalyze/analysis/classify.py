@@ -45,6 +45,7 @@ import pandas as pd
 
 from tanalyze.analysis.divergence import DivergenceResult, Spike, analyze_divergence
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
+from tanalyze.analysis.preference import PreferenceProgress
 from tanalyze.analysis.pretrained import LanguageModelStart
 from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
@@ -281,6 +282,7 @@ def classify_run(
     epoch_train: Curve | None = None,
     language_model: LanguageModelStart | None = None,
     classifier: bool = True,
+    preference: PreferenceProgress | None = None,
 ) -> Verdict:
     """The verdict for one run from its training and validation loss.
 
@@ -302,11 +304,13 @@ def classify_run(
     ``language_model`` — the generative language model the run's configuration names (see
     :mod:`tanalyze.analysis.pretrained`): a loss that starts from trained weights and falls a little, beyond its
     noise, is a fine-tune converging, not underfitting.
+    ``preference`` — a preference-optimisation run's reward margin (see :mod:`tanalyze.analysis.preference`): its
+    loss starts at ln 2 and falls a little while the margin grows, which is learning, not underfitting.
     """
     if adversarial is not None:
         return _adversarial(*adversarial, divergence, thresholds)
     verdict = _classify(train, val, divergence, overfitting, learning_rate, num_classes, thresholds, epoch_train,
-                        language_model, classifier)
+                        language_model, classifier, preference)
     if components and len(components) >= 2 and verdict.label not in ("diverged", "insufficient_data"):
         verdict = _with_components(verdict, components, learning_rate, thresholds)
     return verdict
@@ -404,6 +408,7 @@ def _classify(
     epoch_train: Curve | None = None,
     language_model: LanguageModelStart | None = None,
     classifier: bool = True,
+    preference: PreferenceProgress | None = None,
 ) -> Verdict:
     """The verdict of one training loss (and its validation loss): see :func:`classify_run`."""
     th = thresholds
@@ -517,7 +522,8 @@ def _classify(
                                                _fits_training_data(f, val, overfitting, th) if main_role == "train" else None,
                                                rose_back=bool(unstable)
                                                and f["min_level"] <= (1 - th.min_decrease) * f["start_level"]
-                                               and f["end_level"] >= 1.25 * f["min_level"])
+                                               and f["end_level"] >= 1.25 * f["min_level"],
+                                               preference=preference)
     if num_classes is None and main_role == "train" and classifier:
         plateau = chance_plateau(main, val, th)
         if plateau is not None:
@@ -752,7 +758,7 @@ def _val_levelled(val: Curve | None, th: Thresholds) -> bool:
 def _underfitting(
     f: dict[str, Any], tag: str, learning_rate: Curve | None, num_classes: int | None, th: Thresholds,
     evidence: dict[str, Any], val_levelled: bool = False, language_model: LanguageModelStart | None = None,
-    fits: str | None = None, rose_back: bool = False,
+    fits: str | None = None, rose_back: bool = False, preference: PreferenceProgress | None = None,
 ) -> tuple[list[float], list[str]]:
     """Confidences and reasons of every underfitting criterion met (no decrease, not converged, chance level).
     A training loss still falling while the validation loss has levelled off (``val_levelled``) is not
@@ -786,6 +792,9 @@ def _underfitting(
         evidence["fits_training_data"] = fits
     elif flat and rose_back:
         evidence["rose_back"] = True
+    elif flat and preference is not None and preference.learning and change < 0:
+        evidence["preference_learning"] = (f"{tag} is a preference-optimisation loss, which starts at ln 2 and falls "
+                                           f"a little; {preference.describe()}")
     elif flat and (trained := _trained_start(f, language_model, th)) is not None:
         evidence["trained_start"] = (f"{tag} started from trained weights ({trained}): a fine-tune, whose small "
                                      "fall is no underfitting")

@@ -1,0 +1,44 @@
+"""Preference optimisation: a loss that starts at ln 2 and falls a little while the reward margin grows."""
+
+import numpy as np
+
+from tanalyze.analysis.classify import classify_run
+from tanalyze.analysis.preference import preference_progress
+from tanalyze.curves import Curve
+
+STEPS = np.arange(10, 810, 10)
+
+
+def _dpo(margin_growth: float, seed: int = 0) -> dict[str, Curve]:
+    rng = np.random.default_rng(seed)
+    progress = np.linspace(0, 1, len(STEPS))
+    loss = np.log(2) - 0.03 * progress * (margin_growth > 0) + rng.normal(0, 0.004, len(STEPS))
+    margins = margin_growth * progress + rng.normal(0, 0.004, len(STEPS))
+    accuracies = np.clip(0.5 + 0.4 * progress * (margin_growth > 0) + rng.normal(0, 0.05, len(STEPS)), 0, 1)
+    return {"loss": Curve.from_arrays(STEPS, loss, "loss"),
+            "rewards/margins": Curve.from_arrays(STEPS, margins, "rewards/margins"),
+            "rewards/accuracies": Curve.from_arrays(STEPS, accuracies, "rewards/accuracies"),
+            "eval_rewards/margins": Curve.from_arrays(STEPS[::10], margins[::10] * 0, "eval_rewards/margins")}
+
+
+def test_a_dpo_loss_that_falls_a_little_while_its_margin_grows_is_no_underfitting():
+    curves = _dpo(0.05)
+    progress = preference_progress(curves)
+    assert progress is not None and progress.tag == "rewards/margins" and progress.learning  # (not the eval copy)
+    assert progress.end > progress.start + 0.03
+    verdict = classify_run(curves["loss"], preference=progress)
+    assert verdict.label == "normal", verdict.reasons
+    assert "rewards/margins rose from" in verdict.evidence["preference_learning"]
+    # without the margin's evidence the same loss is underfitting (it fell 4%)
+    assert classify_run(curves["loss"]).label == "underfitting"
+
+
+def test_a_margin_that_does_not_grow_leaves_the_underfitting():
+    curves = _dpo(0.0)
+    progress = preference_progress(curves)
+    assert progress is not None and not progress.learning
+    assert classify_run(curves["loss"], preference=progress).label == "underfitting"
+
+
+def test_a_run_without_reward_curves_has_no_preference_progress():
+    assert preference_progress({"loss": Curve.from_arrays(STEPS, np.ones(len(STEPS)), "loss")}) is None
