@@ -1293,6 +1293,72 @@ def naive_clu(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+ULTRA_BAR = re.compile(r"(?:\x1b\[K)?\s*(\d+)/\d+\s+(\S+)G\s+(.*?)\s*:\s+\d+%.*?(\d+)/(\d+)")
+ULTRA_HEADER = re.compile(r"\s*Epoch\s+GPU_mem\s+(.*?)\s+Instances\s+Size\s*$")
+ULTRA_VAL = re.compile(r"(?:\x1b\[K)?\s*(?:Class|classes)\s+(.*?)(?::\s+\d+%|\s*$)")
+ULTRA_ALL = re.compile(r"\s*all\s+(.*?)\s*$")
+ULTRA_VALIDATING = re.compile(r"Validating .*\.\.\.")
+
+
+
+def naive_ultralytics_console(path: Path) -> int:
+    """Each epoch's last bar redraw (its losses and GPU memory) when its validation begins, the ``all`` row's
+    numbers at its epoch, ``final/`` after "Validating"."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    losses: list[str] = []
+    metrics: list[str] = []
+    pending = None
+    epoch = 0
+    final = False
+
+    def flush() -> None:
+        nonlocal pending
+        if pending is not None:
+            step, memory, numbers = pending
+            names = ["gpu_mem_gb", *("train/" + name for name in losses)]
+            for name, value in zip(names, [memory, *numbers[:-2]], strict=True):
+                tags.append(name)
+                steps.append(step)
+                values.append(float(value))
+            pending = None
+
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = ULTRA_BAR.match(line)
+            if m:
+                epoch = int(m.group(1))
+                pending = (epoch, m.group(2), m.group(3).split())
+                final = False
+                continue
+            m = ULTRA_HEADER.match(line)
+            if m:
+                losses = m.group(1).split()
+                continue
+            m = ULTRA_VAL.match(line)
+            if m:
+                flush()
+                tokens = m.group(1).split()
+                metrics = ["metrics/precision(B)", "metrics/recall(B)", "metrics/mAP50(B)", "metrics/mAP50-95(B)"][
+                    : len(tokens) - 2]
+                continue
+            m = ULTRA_ALL.match(line)
+            if m:
+                flush()
+                numbers = m.group(1).split()[2:]
+                for name, value in zip(metrics, numbers, strict=True):
+                    tags.append(("final/" if final else "") + name)
+                    steps.append(epoch)
+                    values.append(float(value))
+                continue
+            if ULTRA_VALIDATING.match(line):
+                flush()
+                final = True
+    flush()
+    return len(_frame(tags, steps, values, [math.nan] * len(values)))
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1305,7 +1371,8 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
          "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan,
          "maxtext": naive_maxtext, "olmo": naive_olmo,
-         "composer": naive_composer, "litgpt": naive_litgpt, "clu": naive_clu, "clu_big_vision": naive_clu}
+         "composer": naive_composer, "litgpt": naive_litgpt, "clu": naive_clu, "clu_big_vision": naive_clu,
+         "ultralytics_console": naive_ultralytics_console, "ultralytics_console_tqdm": naive_ultralytics_console}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 
 
@@ -1323,7 +1390,8 @@ def _time(fn, path: Path, repeat: int) -> tuple[float, int]:
 #: formats read by a reader of another name (llm.c's main.log and console are both the llmc reader's, fairseq's
 #: simple and JSON formats the fairseq reader's, the generic shapes the text reader's)
 READER = {"llmc_main": "llmc", "fairseq_json": "fairseq", "text_kv": "text", "text_epochs": "text",
-          "text_imagenet": "text", "build_nanogpt_console": "build_nanogpt", "clu_big_vision": "clu"}
+          "text_imagenet": "text", "build_nanogpt_console": "build_nanogpt", "clu_big_vision": "clu",
+          "ultralytics_console_tqdm": "ultralytics_console"}
 
 
 def _ours(name: str):

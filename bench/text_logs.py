@@ -1146,6 +1146,86 @@ def make_clu_big_vision(path: Path, megabytes: int) -> None:
 
 
 #: Each text reader's name and the maker of its log.
+
+
+_ULTRA_BANNER = """\x1b[34m\x1b[1mengine/trainer: \x1b[0magnostic_nms=False, amp=True, augment=False, batch=16, box=7.5, \
+cache=False, cls=0.5, data=data.yaml, device=0, epochs={epochs}, imgsz=640, lr0=0.01, model=yolo11s.pt, \
+optimizer=auto, patience=100, seed=0, task=detect, warmup_epochs=3.0, workers=8
+Ultralytics 8.4.190 \U0001f680 Python-3.11.7 torch-2.13.0+cu130 CUDA:0 (NVIDIA A10G, 22592MiB)
+YOLO11s summary: 181 layers, 9,430,114 parameters, 9,430,098 gradients, 21.6 GFLOPs
+\x1b[34m\x1b[1mtrain: \x1b[0mScanning /data/labels/train.cache... 8000 images, 0 backgrounds, 0 corrupt: 100% \
+━━━━━━━━━━━━ 8000/8000 1.2Mit/s 0.0s
+\x1b[34m\x1b[1moptimizer:\x1b[0m AdamW(lr=0.001, momentum=0.9) with parameter groups 81 weight(decay=0.0), 88 \
+weight(decay=0.0005), 87 bias(decay=0.0)
+Image sizes 640 train, 640 val
+Using 8 dataloader workers
+Logging results to \x1b[1mruns/detect/train\x1b[0m
+Starting training for {epochs} epochs...
+"""
+_ULTRA_HEADER = "\n" + "%11s" * 7 % ("Epoch", "GPU_mem", "box_loss", "cls_loss", "dfl_loss", "Instances", "Size") + "\n"
+_ULTRA_VAL = ("%22s" + "%11s" * 6) % ("Class", "Images", "Instances", "Box(P", "R", "mAP50", "mAP50-95)")
+_ULTRA_BATCHES, _ULTRA_VAL_BATCHES, _ULTRA_EPOCHS = 500, 25, 10_000
+
+
+def _new_bar(i: int, n: int) -> str:
+    frac = i / n
+    filled = int(frac * 12)
+    bar = "━" * filled + "─" * (12 - filled)
+    left = f"<{(n - i) / 7.3:.1f}s" if 0 < i < n else ""
+    return f"{int(frac * 100)}% {bar} {i}/{n} 7.3it/s {i / 7.3:.1f}s{left}"
+
+
+def _old_bar(i: int, n: int) -> str:
+    filled = 10 * i // n
+    return (f"{100 * i // n:3d}%|{'█' * filled}{' ' * (10 - filled)}| {i}/{n} "
+            f"[00:{i // 60 % 60:02d}<00:{(n - i) // 60 % 60:02d}, {7 + (i % 10) / 10:.2f}it/s]")
+
+
+def _make_ultralytics(path: Path, megabytes: int, new: bool) -> None:
+    """Ultralytics YOLO's console (8.4: every batch's redraw after ``\\r\\x1b[K`` with its own bar; 8.0–8.3: tqdm's),
+    500 batches an epoch, the header before each, the validation bar's redraws and its ``all`` row, coloured banner
+    lines, the final validation of best.pt with per-class rows."""
+    rng = random.Random(3)
+    bar = _new_bar if new else _old_bar
+    redraw = "\r\x1b[K" if new else "\r"
+    target = megabytes << 20
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        banner = _ULTRA_BANNER.format(epochs=_ULTRA_EPOCHS)
+        out.write(banner)
+        written = len(banner.encode())
+        epoch = 0
+        while written < target and epoch < _ULTRA_EPOCHS:
+            epoch += 1
+            parts = [_ULTRA_HEADER]
+            losses = [1.6 / epoch ** 0.3, 2.4 / epoch ** 0.4, 1.4 / epoch ** 0.2]
+            for i in range(_ULTRA_BATCHES + 1):
+                values = [v * (0.8 + 0.4 * rng.random()) for v in losses]
+                desc = ("%11s" * 2 + "%11.4g" * 5) % (f"{epoch}/{_ULTRA_EPOCHS}", f"{2 + rng.random():.3g}G", *values,
+                                                     rng.randint(1, 60), 640)
+                parts.append(f"{redraw}{desc}: {bar(i, _ULTRA_BATCHES)}")
+            parts.append("\n")
+            for i in range(_ULTRA_VAL_BATCHES + 1):
+                parts.append(f"{redraw}{_ULTRA_VAL}: {bar(i, _ULTRA_VAL_BATCHES)}")
+            metrics = [rng.random() for _ in range(4)]
+            parts.append("\n" + ("%22s" + "%11i" * 2 + "%11.3g" * 4) % ("all", 925, 1248, *metrics) + "\n")
+            text = "".join(parts)
+            out.write(text)
+            written += len(text.encode())
+        out.write(f"\n{epoch} epochs completed in 5.089 hours.\n\nValidating runs/detect/train/weights/best.pt...\n"
+                  f"{redraw}{_ULTRA_VAL}: {bar(_ULTRA_VAL_BATCHES, _ULTRA_VAL_BATCHES)}\n"
+                  + ("%22s" + "%11i" * 2 + "%11.3g" * 4) % ("all", 925, 1248, 0.866, 0.942, 0.981, 0.785) + "\n"
+                  + ("%22s" + "%11i" * 2 + "%11.3g" * 4) % ("green", 328, 414, 0.968, 0.973, 0.99, 0.794) + "\n"
+                  "Speed: 0.4ms preprocess, 4.1ms inference, 0.0ms loss, 2.6ms postprocess per image\n")
+
+
+def make_ultralytics_console(path: Path, megabytes: int) -> None:
+    _make_ultralytics(path, megabytes, new=True)
+
+
+def make_ultralytics_console_tqdm(path: Path, megabytes: int) -> None:
+    _make_ultralytics(path, megabytes, new=False)
+
+
 MAKERS: dict[str, Callable[[Path, int], None]] = {
     "megatron": make_megatron,
     "hf_console": make_hf,
@@ -1181,4 +1261,6 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "torch_examples": make_torch_examples,
     "tqdm_console": make_tqdm_console,
     "timm_console": make_timm_console,
+    "ultralytics_console": make_ultralytics_console,
+    "ultralytics_console_tqdm": make_ultralytics_console_tqdm,
 }

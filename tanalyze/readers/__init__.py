@@ -60,6 +60,7 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.text.timm_console:TimmConsoleReader",
     "tanalyze.readers.text.nnunet:NnUNetReader",
     "tanalyze.readers.text.darknet:DarknetReader",
+    "tanalyze.readers.text.ultralytics_console:UltralyticsConsoleReader",
     "tanalyze.readers.text.console_table:ConsoleTableReader",
     "tanalyze.readers.text.sb3_console:SB3ConsoleReader",
     "tanalyze.readers.text.paddle:PaddleReader",

@@ -70,6 +70,7 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "espnet": "fixtures:espnet/asr_train/train.log",
     # no darknet log in the corpus and darknet cannot be built here: the bundled log reproduces public logs' lines
     "darknet": "fixtures:darknet/train.log",
+    "ultralytics_console": "fixtures:ultralytics_console/detect/train.log",
     # no nnU-Net log in the corpus; the bundled fold was trained by real nnU-Net v2 (its generate.py)
     "nnunet": "fixtures:nnunet/Dataset001_Blobs/nnUNetTrainer_5epochs__nnUNetPlans__2d/fold_0",
     # no LLaMA-Factory run in the corpus; the bundled one was written by a real LLaMA-Factory SFT (its generate.py)

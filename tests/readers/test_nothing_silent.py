@@ -127,6 +127,7 @@ _COUNTED = [
     re.compile(r"(\d+) point\(s\) of the abandoned attempt"),
     re.compile(r"(\d+) point\(s\) at \w+s \S+ were written twice with identical values"),
     re.compile(r"(\d+) point\(s\) were logged twice at one \w+ within a restart"),
+    re.compile(r"(\d+) value\(s\) of \d+ epoch\(s\) with every validation value exactly 0"),
 ]
 
 

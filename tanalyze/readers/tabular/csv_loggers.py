@@ -350,9 +350,11 @@ class YoloResultsReader(_WideCSVReader):
         skipped = all_zero.index[all_zero.to_numpy()]
         if not len(skipped):
             return frame
-        run.notes.append(f"{len(skipped)} epoch(s) with every validation value exactly 0 (epochs Ultralytics did not "
-                         f"validate: val=False, or validation at the end only) left out of val/* and metrics/*")
-        return frame[~(validation & frame["step"].isin(skipped))]
+        dropped = validation & frame["step"].isin(skipped)
+        run.notes.append(f"{int(dropped.sum())} value(s) of {len(skipped)} epoch(s) with every validation value exactly 0 "
+                         "(epochs Ultralytics did not validate: val=False, or validation at the end only) left out of "
+                         "val/* and metrics/*")
+        return frame[~dropped]
 
 
 # --- any wide metrics CSV ------------------------------------------------------------------
