@@ -102,7 +102,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "38"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "39"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -146,6 +146,8 @@ ANALYSIS_VERSION = "38"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 37: a validation rise of 50% and 3 sigmas of the noise after the minimum that most later evaluations share is
 # overfitting, though wild first epochs widen the band and a short run's trend test cannot tell
 # 38: a preference-optimisation loss (DPO …) that falls a little while its reward margin grows is no underfitting
+# 39: an underfitting run that stopped before a tenth of its planned steps is insufficient data; LLaMA-Factory's
+# last step at total_steps is a finished run
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -663,6 +665,32 @@ def _adversarial_curves(curves: Mapping[str, Curve], roles: Roles) -> tuple[Curv
     return sides[0], sides[1]
 
 
+#: where a format's run keeps the optimizer steps it planned (its trainer's max_steps, LLaMA-Factory's total_steps)
+_PLANNED_STEPS = {"hf_trainer_state": ("max_steps",), "hf_console": ("max_steps", "Total optimization steps"),
+                  "llamafactory": ("total_steps",)}
+#: a run that logged its last point before this share of its planned steps is too short to call underfitting
+_TOO_EARLY = 0.1
+
+
+def _stopped_early(verdict: Verdict, hparams: Mapping[str, Any], format: str, last_step: int,
+                   status: RunStatus | None) -> Verdict:
+    """An underfitting verdict of a run that stopped before a tenth of the steps its trainer planned (killed or
+    copied while it ran, in its warm-up or first epochs): too early to say the model cannot fit."""
+    planned = next((hparams[key] for key in _PLANNED_STEPS.get(format, ()) if isinstance(hparams.get(key), int)
+                    and hparams[key] > 0), None)
+    if not isinstance(planned, int) or isinstance(planned, bool) or planned <= 0 or last_step >= _TOO_EARLY * planned:
+        return verdict
+    if status is not None and status.status == "finished":
+        return verdict
+    why = (f"the run's last logged step is {last_step:,} of the {planned:,} its trainer planned "
+           f"({100 * last_step / planned:.1f}%): too early to judge whether it underfits")
+    finding = Finding("insufficient_data", Severity.INFO, why[:1].upper() + why[1:], recommend("insufficient_data"),
+                      step=last_step)
+    return Verdict("insufficient_data", 1.0, {**verdict.evidence, "planned_steps": planned, "last_step": last_step},
+                   (why, *verdict.reasons[1:]),
+                   findings=tuple(f for f in verdict.findings if f.code != "underfitting") + (finding,))
+
+
 def _ended_before_metrics(verdict: Verdict, status: RunStatus) -> Verdict:
     """The verdict of a run with no point whose job failed: it says the job ended before logging, and how."""
     why = f"the job ended ({status.status}: {status.reason}) before it logged any metric"
@@ -820,6 +848,8 @@ def diagnose_run(
                                classifier=format not in SUMMED_LOSS_FORMATS, preference=preference_progress(curves))
     if not len(frame) and status is not None and status.failed:
         verdict = _ended_before_metrics(verdict, status)
+    if verdict.label == "underfitting" and len(frame):
+        verdict = _stopped_early(verdict, hparams or {}, format or "", int(frame["step"].max()), status)
     stopping = {"headline": _STOPPING_RULE.get(format or "", "lightning_patience"), **params.get("early_stopping", {})}
     watched, watched_mode = _stopping_metric(checkpoints, curves, role_map, val)
     early = (simulate_early_stopping(watched, val_train, **{"mode": watched_mode, **stopping}) if watched is not None

@@ -481,6 +481,13 @@ def trainer_end(hparams: Mapping[str, Any], run_format: str, files: Iterable[str
     it records neither (a checkpoint's state, saved while the run went on)."""
     if run_format == "wandb-runs-csv":
         return _runs_table_state(hparams, files)
+    if run_format == "llamafactory":
+        step, last = hparams.get("current_steps"), hparams.get("total_steps")
+        if isinstance(step, int) and isinstance(last, int) and 0 < last <= step:
+            record = next((f for f in files if f.endswith(".jsonl")), "")
+            return TrackerEnd("LLaMA-Factory", record, "FINISHED", detail=f"LLaMA-Factory's trainer log reached its "
+                              f"last step (current_steps = total_steps = {last:,})")
+        return None
     if run_format != "hf_trainer_state":
         return None
     record = next((f for f in files if f.endswith("trainer_state.json")), "")

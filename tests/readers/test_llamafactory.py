@@ -66,3 +66,22 @@ def test_numbers_written_as_text_are_read(tmp_path):
     frame = run.scalar_table()
     assert frame[frame["tag"] == "throughput"]["value"].tolist() == [1010.0, 1020.0, 1030.0]
     assert "3 number(s) written as text read as numbers" in run.notes
+
+
+def test_its_last_step_at_total_steps_is_a_finished_run_and_a_stop_in_its_first_tenth_no_underfitting(tmp_path):
+    """The last record at current_steps = total_steps: LLaMA-Factory ended the training (status finished). The
+    same log cut at its first 5 of 60 planned steps (a job killed in its warm-up) is too short for 'underfitting'."""
+    (info,) = tanalyze.load(FIXTURE / "trainer_log.jsonl", cache=False).runs.values()
+    assert (info.status.status, info.status.reason) == (
+        "finished", "LLaMA-Factory's trainer log reached its last step (current_steps = total_steps = 60)")
+    records = [json.loads(line) for line in (FIXTURE / "trainer_log.jsonl").read_text().splitlines()]
+    records = [{**r, "total_steps": 1200} for r in records]  # the same records of a run that planned 1,200 steps
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    logs = tanalyze.load(path, cache=False)
+    (info,) = logs.runs.values()
+    assert info.status.status == "unknown"
+    (d,) = tanalyze.diagnose(logs).values()
+    assert d.verdict.label == "insufficient_data"
+    assert d.verdict.reasons[0] == ("the run's last logged step is 60 of the 1,200 its trainer planned (5.0%): too "
+                                    "early to judge whether it underfits")

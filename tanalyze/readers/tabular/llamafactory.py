@@ -49,6 +49,7 @@ class LlamaFactoryReader(Reader):
 
     name = "llamafactory"
     description = "LLaMA-Factory trainer_log.jsonl (JSON per logging step: current_steps, loss, lr, eval_loss, epoch)"
+    cache_version = 2  # 2: the last current_steps in hparams (how far the run got)
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if path.suffix.lower() not in (".jsonl", ".json", ".log", ".txt"):
@@ -83,6 +84,7 @@ class LlamaFactoryReader(Reader):
             total = as_step(record.get("total_steps"))
             if total is not None:
                 run.hparams["total_steps"] = total
+            run.hparams["current_steps"] = step  # (the last one: how far the run got, for its status)
             for key, value in record.items():
                 if key in _BOOKKEEPING:
                     continue
@@ -97,7 +99,8 @@ class LlamaFactoryReader(Reader):
             run.warnings.append(ReadWarning(str(path), f"{no_step} record(s) without a whole-number 'current_steps'; "
                                             "skipped", count=no_step))
         if not len(points) and not run.warnings:
-            run.warnings.append(ReadWarning(str(path), "no step records in the file"))
+            run.warnings.append(ReadWarning(str(path), "no metric in its step records (progress only)" if previous
+                                            else "no step records in the file"))
         settled = settle_rewrites(points.frame(), str(path))
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
