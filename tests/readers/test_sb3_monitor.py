@@ -77,3 +77,18 @@ def test_the_real_monitors_of_two_environment_copies_are_one_run():
     # copy 1's 33 and 29 and 16 ended before copy 0's first episode (86 steps)
     assert list(reward.items())[:4] == [(33, 33.0), (62, 29.0), (78, 16.0), (164, 86.0)]
     assert len(reward) == 25
+
+
+def test_files_of_one_name_that_ran_one_after_the_other_are_runs_of_their_own(tmp_path):
+    """Seeds trained in turn, each with its own monitor (``basic_0monitor.csv``, ``basic_1monitor.csv``): the second
+    began after the first had ended, so they are two runs, not two copies of one vectorized environment."""
+    first = [(-400.0, 800, 0.2), (100.0, 500, 300.5), (690.0, 500, 525.3)]
+    write(tmp_path / "seeds" / "basic_0monitor.csv", _monitor(1626119472.97, first))
+    write(tmp_path / "seeds" / "basic_1monitor.csv", _monitor(1626120000.68, [(-390.0, 16, 0.1), (680.0, 500, 500.0)]))
+    logs = load(tmp_path / "seeds", cache=False)
+    assert sorted(name.rsplit("/", 1)[-1] for name in logs.runs) == ["basic_0monitor.csv", "basic_1monitor.csv"]
+    # the same files side by side (the second began while the first ran): one run of two copies
+    write(tmp_path / "copies" / "basic_0monitor.csv", _monitor(1626119472.97, first))
+    write(tmp_path / "copies" / "basic_1monitor.csv", _monitor(1626119473.50, [(-390.0, 16, 0.1), (680.0, 500, 500.0)]))
+    (name,) = load(tmp_path / "copies", cache=False).runs
+    assert "2 environment copies" in notes_text(load(tmp_path / "copies", cache=False).runs[name])

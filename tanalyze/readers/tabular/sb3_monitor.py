@@ -12,8 +12,10 @@ A line per finished episode: its return ``r``, its length ``l`` (environment ste
   SB3's ``progress.csv`` and TensorBoard output, so that a folder's monitor and logger runs compare. Tags:
   ``episode/reward``, ``episode/length`` and ``episode/<column>`` for the others; wall time = ``t_start + t``.
 * A vectorized environment writes a file per copy (``0.monitor.csv``, ``1.monitor.csv`` …): the files that differ
-  only by that number are one run, their episodes merged in the order they ended and counted together.
-  Files of other names are runs of their own.
+  only by that number are one run, their episodes merged in the order they ended and counted together. Copies
+  run side by side; files of one name that ran one after the other (each begins after the one before ended: seeds
+  trained in turn, ``basic_0monitor.csv`` then ``basic_1monitor.csv``) are runs of their own, as are files of other
+  names.
 * A monitor reopened without ``override_existing`` appends a header again: its episodes go on from the ones
   before (their own ``t_start``). A line that is not one of the header's numbers is skipped and counted.
 """
@@ -52,16 +54,20 @@ class MonitorReader(Reader):
 
     name = "sb3_monitor"
     description = "Stable-Baselines3 / Baselines Monitor episode records (monitor.csv: '#{\"t_start\": …}', 'r,l,t')"
+    cache_version = 2  # 2: files of one name that ran one after the other are runs of their own
 
     def sniff(self, path: Path, head: bytes) -> bool:
         return _NAME.match(path.name) is not None and _HEADER.match(head) is not None
 
     def group(self, files: list[Path]) -> list[list[Path]]:
-        """The copies of one environment (files that differ by their number) together."""
+        """The copies of one environment (files that differ by their number, run side by side) together."""
         groups: dict[str, list[Path]] = {}
         for path in sorted(files):
             groups.setdefault(_stem(path), []).append(path)
-        return list(groups.values())
+        out = []
+        for group in groups.values():
+            out.extend([[path] for path in group] if len(group) > 1 and _one_after_another(group) else [group])
+        return out
 
     def read(self, files: list[Path]) -> list[RunData]:
         run = RunData()
@@ -102,6 +108,34 @@ class MonitorReader(Reader):
         if not count:
             run.warnings.append(ReadWarning(str(files[0]), "no episode records"))
         return [run]
+
+
+def _span(path: Path) -> tuple[float, float] | None:
+    """When a monitor file's episodes began (its first ``t_start``) and the last of them ended (its last line's
+    ``t`` after it), read from its head and tail; None when either cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.readline()
+            handle.seek(0, 2)
+            size = handle.tell()
+            handle.seek(max(0, size - 4096))
+            tail = handle.read().decode("utf-8", errors="replace").strip().splitlines()
+        start = json.loads(head.decode("utf-8", errors="replace").lstrip("#")).get("t_start")
+        last = to_float(tail[-1].split(",")[2]) if tail and tail[-1].count(",") >= 2 else None
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return None
+    if not isinstance(start, int | float) or isinstance(start, bool) or last is None:
+        return None
+    return float(start), float(start) + last
+
+
+def _one_after_another(files: list[Path]) -> bool:
+    """Whether files of one name ran in turn (each began after every one before it had ended), not side by side."""
+    spans = [_span(path) for path in files]
+    if any(span is None for span in spans):
+        return False
+    ordered = sorted(spans)  # type: ignore[type-var]
+    return all(start >= max(end for _, end in ordered[:i]) for i, (start, _) in enumerate(ordered) if i)
 
 
 #: the most steps one episode's record is believed to have (more is a damaged line)
