@@ -297,6 +297,10 @@ def discover(
                       "names a reader (tanalyze runs --help lists them)")
         if errors:
             detail += f"; {len(errors)} could not be read ({errors[0]}{', …' if len(errors) > 1 else ''})"
+        links = [path for path in skipped if os.path.islink(path)]
+        if links:
+            detail += (f"; {len(links)} symlink(s) not followed ({os.path.relpath(links[0], root)}"
+                       f"{', …' if len(links) > 1 else ''}): give a link itself to read what it points to")
         raise NoLogsError(f"{root}: no training logs found{detail}")
     return Discovery(
         root=str(root),

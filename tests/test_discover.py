@@ -79,3 +79,19 @@ def test_a_folder_and_a_file_named_in_bytes_that_are_not_utf8_are_read_named_and
     sizes = report.save(tmp_path / "report.html", tmp_path / "report.json")
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert sizes["html"] > 0 and "notes_\ufffd.bin" in page and "r\ufffdsum\ufffd" in page
+
+
+def test_a_folder_whose_runs_are_symlinks_says_so_when_nothing_is_read(tmp_path):
+    """Symlinked run folders are not followed (a link may point anywhere, loops included): a folder holding only
+    such links names them in its error rather than 'no training logs found' alone."""
+    from tanalyze.errors import NoLogsError
+
+    real = tmp_path / "elsewhere" / "run1"
+    real.mkdir(parents=True)
+    (real / "metrics.csv").write_text("step,loss\n1,2.0\n2,1.5\n3,1.2\n")
+    links = tmp_path / "runs"
+    links.mkdir()
+    (links / "run1").symlink_to(real, target_is_directory=True)
+    with pytest.raises(NoLogsError, match=r"1 symlink\(s\) not followed \(run1\): give a link itself"):
+        discover(links)
+    assert [run.name for run in discover(links / "run1").runs] == ["run1"]
