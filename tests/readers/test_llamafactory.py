@@ -85,3 +85,12 @@ def test_its_last_step_at_total_steps_is_a_finished_run_and_a_stop_in_its_first_
     assert d.verdict.label == "insufficient_data"
     assert d.verdict.reasons[0] == ("the run's last logged step is 60 of the 1,200 its trainer planned (5.0%): too "
                                     "early to judge whether it underfits")
+
+
+def test_a_log_of_progress_records_only_says_so(tmp_path):
+    records = [{"current_steps": s, "total_steps": 20, "epoch": s / 20, "percentage": 5.0 * s,
+                "elapsed_time": "0:00:01", "remaining_time": "0:00:01"} for s in range(1, 21)]
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (run,) = get_reader("llamafactory").read([path])
+    assert [w.message for w in run.warnings] == ["no metric in its step records (progress only)"]
