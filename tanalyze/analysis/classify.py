@@ -581,7 +581,8 @@ def _classify(
         moved = "rose" if change > 0 else "fell"  # a resumed run's plateau may end a little higher
         reasons = [f"{main.tag} {moved} {_amount(f)} {_levels(f)}; "
                    "no overfitting, instability, divergence or underfitting found"]
-        reasons += [evidence[key] for key in ("trained_start", "fits_training_data") if key in evidence]
+        reasons += [evidence[key] for key in ("trained_start", "fits_training_data", "preference_learning")
+                    if key in evidence]
         reasons += notes
     findings: tuple[Finding, ...] = ()
     if label == "unstable":

@@ -29,6 +29,7 @@ def test_a_dpo_loss_that_falls_a_little_while_its_margin_grows_is_no_underfittin
     verdict = classify_run(curves["loss"], preference=progress)
     assert verdict.label == "normal", verdict.reasons
     assert "rewards/margins rose from" in verdict.evidence["preference_learning"]
+    assert verdict.reasons[1] == verdict.evidence["preference_learning"]  # the why says what showed the learning
     # without the margin's evidence the same loss is underfitting (it fell 4%)
     assert classify_run(curves["loss"]).label == "underfitting"
 
