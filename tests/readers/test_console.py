@@ -9,7 +9,7 @@ from tanalyze.readers.text.console import console_readers, detect_console_format
 from tests.readers.text_helpers import check, notes_text, write
 
 TEXT_FORMATS = ["megatron", "llmc", "pytorch_lm", "fairseq", "clu", "hf_console", "keras_console", "deepspeed", "modded_nanogpt", "build_nanogpt", "nanogpt",
-                "tqdm_console", "timm_console", "nnunet", "darknet", "console_table", "sb3_console", "paddle", "opennmt", "espnet", "torchtitan", "maxtext", "olmo", "composer", "litgpt",
+                "tqdm_console", "timm_console", "nnunet", "darknet", "ultralytics_console", "console_table", "sb3_console", "paddle", "opennmt", "espnet", "torchtitan", "maxtext", "olmo", "composer", "litgpt",
                 "text",
                 "torch_examples"]
 
@@ -59,6 +59,11 @@ SAMPLES = {
     "tqdm_console": "".join(f"Epoch 0: {k}0%|###| {k}/9 [00:01<00:01, 9.1it/s, loss={2 - k / 10}]\r" for k in range(4)),
     "timm_console": "Train: 0 [   0/9 ( 11%)]  Loss: 2.3 (2.3)  LR: 1.000e-03\nTrain: 0 [   8/9 (100%)]  Loss: 2.1 (2.2)\n",
     "keras_console": "Epoch 1/2\n50/50 - 1s - loss: 1.3280 - val_loss: 1.1175 - 517ms/epoch - 10ms/step\n",
+    "ultralytics_console": ("\n      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+                            "        1/2      2.61G      1.596      2.455      1.443         39        640: 100%|####| 58/58 "
+                            "[00:21<00:00,  2.70it/s]\n"
+                            "        2/2      2.61G      1.496      2.355      1.343         39        640: 100%|####| 58/58 "
+                            "[00:21<00:00,  2.70it/s]\n"),
 }
 
 

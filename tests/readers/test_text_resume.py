@@ -108,6 +108,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     clu = Path(__file__).resolve().parents[1] / "fixtures" / "clu"
     found += [("clu", p) for p in sorted(clu.rglob("console.log"))]
     found += [("espnet", Path(__file__).resolve().parents[1] / "fixtures" / "espnet" / "asr_train" / "train.log")]
+    ultralytics = Path(__file__).resolve().parents[1] / "fixtures" / "ultralytics_console"
+    found += [("ultralytics_console", p) for p in sorted(ultralytics.rglob("*.log"))]
     return found
 
 
