@@ -102,7 +102,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "39"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "40"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -148,6 +148,7 @@ ANALYSIS_VERSION = "39"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 38: a preference-optimisation loss (DPO …) that falls a little while its reward margin grows is no underfitting
 # 39: an underfitting run that stopped before a tenth of its planned steps is insufficient data; LLaMA-Factory's
 # last step at total_steps is a finished run
+# 40: a new start's finding no longer claims the last session is judged (the phase note says which is)
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

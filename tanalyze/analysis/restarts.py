@@ -177,8 +177,7 @@ def _with_finding(cost: RestartCost, timeline_steps: np.ndarray, steps: np.ndarr
         resumes = len(cost.events) - len(fresh)
         message = (f"{len(fresh)} new start{'s' if len(fresh) != 1 else ''} from scratch at step"
                    f"{'s' if len(fresh) != 1 else ''} {', '.join(str(e.step) for e in fresh)} (the log's step count "
-                   "and its loss back where they began: a new launch into the same log, not a resume; the last "
-                   "session is the one judged)" + (f"; {_others(message, cost.restarts, resumes)}" if resumes else ""))
+                   "and its loss back where they began: a new launch into the same log, not a resume)" + (f"; {_others(message, cost.restarts, resumes)}" if resumes else ""))
     finding = Finding(
         code="restarts_time_lost",
         severity=(Severity.WARNING if worst >= WARN_SHARE

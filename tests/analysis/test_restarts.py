@@ -87,6 +87,8 @@ def test_a_new_start_from_scratch_costs_no_lost_time_and_is_information():
     assert cost.time_lost_s is None and cost.steps_redone is None
     (finding,) = cost.findings
     assert finding.severity == "info" and finding.message.startswith("1 new start from scratch at step 100 (")
+    # (which session is judged is the diagnosis' to say: the longest, when the last is too short for a verdict)
+    assert finding.message.endswith("a new launch into the same log, not a resume)")
     mixed = analyze_restarts(steps, wall, [Boundary(100, "fresh"), Boundary(150, "restart", 170)])
     assert "; 1 other restart, " in mixed.findings[0].message
 
