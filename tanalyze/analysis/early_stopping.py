@@ -278,8 +278,11 @@ def simulate_early_stopping(
             and chosen.given_up is not None and global_best is not None
             and chosen.given_up <= max_given_up * abs(global_best)):
         best = chosen.best_value
-        worse = (f"; the last checkpoint ({sign * final:.4g}) is {100 * sign * (sign * final / best - 1):.1f}% worse"
-                 if best and best > 0 and np.isfinite(final) else "")
+        worse = ""
+        if best and best > 0 and np.isfinite(final):
+            change = 100 * sign * (sign * final / best - 1)  # (> 0: the last checkpoint is worse)
+            worse = (f"; the last checkpoint ({sign * final:.4g}) is {abs(change):.1f}% "
+                     f"{'worse' if change >= 0 else 'better'}")
         params = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in chosen.params.items())
         message = (
             f"with {RULE_NAMES[chosen.rule]}({params}) training would have stopped at step "

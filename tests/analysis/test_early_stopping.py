@@ -121,3 +121,12 @@ def test_a_metric_to_maximise_is_replayed_in_its_direction():
     assert simulate_early_stopping(f1, patience=3).rule("hf_patience").stop_step == 40
     with pytest.raises(ValueError, match="mode must be 'min' or 'max'"):
         simulate_early_stopping(f1, mode="maximise")
+
+
+def test_a_last_checkpoint_better_than_the_one_kept_is_called_better():
+    """A run whose loss dipped below the stop's best checkpoint at its very end: 'better', not '-0.1% worse'."""
+    val = Curve.from_arrays([10, 20, 30, 40, 50, 60, 70, 80], [1.0, 0.8, 0.81, 0.82, 0.83, 0.84, 0.85, 0.7995], "val")
+    result = simulate_early_stopping(val, patience=3, headline="lightning_patience", min_saving=0.0,
+                                     max_given_up=0.01)
+    (finding,) = result.findings
+    assert finding.message.endswith("the last checkpoint (0.7995) is 0.1% better")
