@@ -90,6 +90,12 @@ _FINISHED = [
     (re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: Training done\.\s*$"), "nnU-Net: training done"),
     (re.compile(r" - INFO - Training completed\s*$"), "torchtitan: training completed"),
     (re.compile(r"^\| End of training \|"), "PyTorch's word-language-model example: the test after training"),
+    # a hand-written loop's own last words, alone on their line ("Training complete.", "=== Training Complete ===",
+    # "Training completed in 3 days", "Early stopping!", "Early stopping triggered at epoch 12")
+    (re.compile(r"^[\s=*#-]*Training (?:complete|completed|finished|done)\b(?:[.!]|\s+in\s[^\n]{0,60})?[\s=*#!.-]*$",
+                re.IGNORECASE), "the script printed that its training completed"),
+    (re.compile(r"^\s*Early stopping(?: triggered)?(?: at epoch \d+)?[.!]*\s*$", re.IGNORECASE),
+     "the script's early stopping ended the training"),
 ]
 _LAST_STEP = re.compile(r"^\s*step\s+(\d+)\s*/\s*(\d+)\b")
 #: Keras's header of a fit's last epoch ("Epoch 20/20"), and the update that ends an epoch ("63/63 ━━━", "63/63 - 1s")
@@ -204,6 +210,7 @@ _KEYWORDS = (
     "terminate called", "fatal python", "segmentation", "sigsegv", "sigabrt", "aborted", "bus error",
     "illegal instruction", "running training", "| name", "trainable params", "gpu available", "failures:",
     "root cause", "keyboardinterrupt", "early stopping", "finished training", "failure # ", "training done",
+    "training complete", "training finished",
     "end of training",
 )
 
@@ -272,7 +279,8 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
 _GUARDS = {
     "finished": ("train_runtime", "trainer.fit", "signaling trainer", "training completed", "total average",
                  "after training", "overall training", "done training", "epochs completed", "peak memory",
-                 "early stopping", "finished training", "training done", "end of training"),
+                 "early stopping", "finished training", "training done", "end of training", "training complete",
+                 "training finished"),
     "nccl": ("nccl", "collective", "processgroup", "timed out", "dist", "closed by peer", "heartbeat"),
     "oom": ("memory", "oom", "alloc", "resource_exhausted", "memoryerror"),
     "fatal": ("error", "assert", "terminate called", "fatal", "segment", "sigsegv", "sigabrt", "aborted",

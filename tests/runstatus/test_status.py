@@ -315,6 +315,13 @@ def test_watchdog_timeout_then_abort_and_cancel_is_a_distributed_hang(tmp_path):
         ("torch.distributed.elastic.multiprocessing.errors.ChildFailedError:\nRoot Cause (first observed failure):\n"
          "[0]:\n  exitcode  : -9 (pid: 9)\n  traceback : Signal 9 (SIGKILL) received by PID 9\n", "killed",
          "SIGKILL"),
+        # a hand-written loop's own last words
+        ("Epoch [300/300] - Train Loss: 1.2, Valid Loss: 1.9\nTraining complete.\n", "finished",
+         "training completed"),
+        ("=== Training Complete ===\nTraining completed in 3 days, 4:02:11\n", "finished", "training completed"),
+        ("Epoch 41: val acc 0.91\nEarly stopping!\n", "finished", "early stopping ended"),
+        ("Early stopping!\nTraceback (most recent call last):\n  File \"save.py\", line 3\nOSError: disk full\n",
+         "crashed", "OSError"),
     ],
 )
 def test_common_endings(tmp_path, tail, status, reason):
