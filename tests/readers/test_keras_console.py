@@ -1,16 +1,24 @@
-"""Keras ``model.fit`` console output, written by real Keras 3 and tf.keras 2 fits (tests/fixtures/keras_console)."""
+"""Keras ``model.fit`` console output, written by real Keras 3, tf.keras 2, Keras 2.2.5 and Keras 1.2.2 fits
+(tests/fixtures/keras_console)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import tanalyze
 from tanalyze.readers import get_reader
+from tanalyze.readers.text import _parts
 from tanalyze.readers.text.console import detect_console_format
-from tanalyze.readers.text.keras_console import _last_counter
+from tanalyze.readers.text.keras_console import (
+    KerasConsoleParser,
+    KerasConsoleReader,
+    _last_counter,
+    detect_keras_console,
+)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "keras_console"
 
@@ -126,3 +134,153 @@ def test_a_keras_console_above_two_runs_belongs_to_neither(tmp_path):
     logs = tanalyze.load(tmp_path, cache=False)
     assert sorted((name, info.format) for name, info in logs.runs.items()) == [
         ("logs/a", "tensorboard"), ("logs/b", "tensorboard"), (tmp_path.name, "keras_console")]
+
+
+# -- old Keras at verbose=2: no batch counter, the epoch's time first (real Keras 1.2.2 and 2.2.5 fits) ----------
+
+def _old(path: Path):
+    (run,) = KerasConsoleReader().read([path])
+    return run, {(str(t), int(s)): float(v) for t, s, v in zip(*(run.scalar_table()[c] for c in ("tag", "step", "value")),
+                                                                strict=True)}
+
+
+def test_keras1s_four_fits_in_one_log_are_four_sessions_of_their_epochs():
+    """Keras 1.2.2 prints '3s - loss: 0.4573 - acc: …' after each 'Epoch i/n'; the script fits four times (early
+    stopped, fine-tuned, without validation, a regression): each fit starts over at Epoch 1, a new session."""
+    run, points = _old(FIXTURES / "keras1_verbose2.log")
+    assert points[("epoch_time_s", 0)] == 3.0 and points[("loss", 0)] == 0.4573 and points[("acc", 0)] == 0.8114
+    assert points[("val_loss", 0)] == 0.3889 and points[("val_acc", 2)] == 0.8307
+    # the next fits follow on one step axis: the second's Epoch 1 is step 3, the third's (no validation) step 6
+    assert [(p.first_step, p.last_step, p.offset) for p in run.phases] == [(0, 2, 0), (3, 5, 3), (6, 8, 6), (9, 11, 9)]
+    assert points[("loss", 3)] == 0.3053 and points[("val_acc", 5)] == 0.8157 and points[("acc", 8)] == 0.89
+    assert points[("loss", 9)] == 1.3103e-05 and points[("mean_absolute_error", 11)] == 0.0028  # '%.4e' below 1e-3
+    assert {s for (t, s) in points if t == "val_loss"} == set(range(6)) and len(points) == 12 * 2 + 9 + 2 * 6 + 3
+    assert np.isnan(run.scalar_table()["wall_time"]).all()
+    assert not run.warnings and not run.restarts and run.hparams == {"epochs": 30}  # (the first fit's)
+    assert ("12 epoch(s) printed by old Keras at verbose=2 (no batch counter: '224s - loss: …'): their time in whole "
+            "seconds read as epoch_time_s") in run.notes
+    assert get_reader("keras_console").sniff(FIXTURES / "keras1_verbose2.log",
+                                             (FIXTURES / "keras1_verbose2.log").read_bytes()[:4096])
+
+
+def test_keras22s_lines_and_a_fit_resumed_at_its_fourth_epoch():
+    """Keras 2.2.5 prints ' - 1s - loss: …'; ReduceLROnPlateau's messages come between; the job resumed with
+    initial_epoch=3 logs epochs 4-6 again (a restart: the later values kept); model.evaluate's bar has no metric."""
+    run, points = _old(FIXTURES / "keras22_verbose2.log")
+    assert points[("epoch_time_s", 0)] == 1.0 and points[("loss", 0)] == 0.4404 and points[("val_acc", 0)] == 0.837
+    assert points[("loss", 2)] == 0.3315 and points[("loss", 3)] == 0.2297 and points[("loss", 5)] == 0.2226
+    assert points[("val_loss", 7)] == 0.3887 and {s for (t, s) in points if t == "loss"} == set(range(8))
+    (restart,) = run.restarts
+    assert restart.step == 3 and restart.detail == "step 3 logged again after step 5 (line 27); the later values are kept"
+    assert not run.phases and not run.warnings and not any(t.startswith("evaluate/") for t, _ in points)
+    assert "15 point(s) logged after a restart were replaced by the later write (last write wins)" in run.notes
+    assert not any("evaluation bar" in note for note in run.notes)
+
+
+def test_a_callbacks_message_between_the_epoch_and_its_line_and_a_time_per_batch(tmp_path):
+    """Keras 1.0/1.1 ran EarlyStopping before the progress logger: its message comes before the epoch's line."""
+    path = tmp_path / "train.log"
+    path.write_text("Epoch 18/50\n225s - loss: 0.4897 - acc: 0.8609\nEpoch 19/50\nEpoch 00018: early stopping\n"
+                    "225s - loss: 0.4847 - acc: 0.8622\nstopped after  19 epochs\n"
+                    "Epoch 1/2\n - 61s 32ms/step - loss: 0.2062 - acc: 0.9412\nEpoch 2/2\n - 60s - loss: nan - acc: 0.25\n")
+    run, points = _old(path)
+    assert points == {("epoch_time_s", 17): 225.0, ("loss", 17): 0.4897, ("acc", 17): 0.8609,
+                      ("epoch_time_s", 18): 225.0, ("loss", 18): 0.4847, ("acc", 18): 0.8622,
+                      ("epoch_time_s", 19): 61.0, ("step_time_ms", 19): 32.0, ("loss", 19): 0.2062,
+                      ("acc", 19): 0.9412, ("epoch_time_s", 20): 60.0, ("loss", 20): pytest.approx(np.nan, nan_ok=True),
+                      ("acc", 20): 0.25}
+    assert [p.detail.split(":")[0] for p in run.phases[1:]] == ["step went back from 18 to 0"] and not run.warnings
+
+
+def test_an_old_line_that_cannot_be_read_or_belongs_to_no_epoch_is_named(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_text("Epoch 1/3\n2s - loss: 0.50 - acc: 0.80\n2s - loss: 0.49 - acc: 0.81\n"  # (its epoch was read)
+                    "Epoch 2/3\n2s - loss: 0.4x - acc: ?\n"  # (no pair to read)
+                    "Epoch 3/3\n2s - loss: 0.30 - acc: 0.90\n")
+    run, points = _old(path)
+    assert points == {("epoch_time_s", 0): 2.0, ("loss", 0): 0.5, ("acc", 0): 0.8,
+                      ("epoch_time_s", 2): 2.0, ("loss", 2): 0.3, ("acc", 2): 0.9}
+    (warning,) = run.warnings
+    assert ("2 line(s) look like keras-console metrics but could not be read, e.g. line 3: '2s - loss: 0.49 - acc: "
+            "0.81'; line 5: '2s - loss: 0.4x - acc: ?'") in warning.message
+
+
+def test_an_epoch_number_too_large_is_named_not_read(tmp_path):
+    path = tmp_path / "train.log"
+    huge = 2**53 + 1
+    path.write_text(f"Epoch 1/3\n2s - loss: 0.50\nEpoch {huge}/{huge}\n2s - loss: 0.40\nEpoch 3/3\n2s - loss: 0.30\n"
+                    f"Epoch {huge}/{huge}\n10/10 [==============================] - 0s 2ms/step - loss: 0.2\n")
+    run, points = _old(path)
+    assert points == {("epoch_time_s", 0): 2.0, ("loss", 0): 0.5, ("epoch_time_s", 2): 2.0, ("loss", 2): 0.3}
+    (warning,) = run.warnings
+    assert warning.message.startswith("4 line(s) look like keras-console metrics but could not be read, e.g. ")
+    assert f"line 3: 'Epoch {huge}/{huge}'" in warning.message and "line 4: '2s - loss: 0.40'" in warning.message
+    assert run.hparams == {"epochs": 3} and not run.restarts
+
+
+def test_junk_and_non_ascii_lines_between_old_epochs_are_passed_over(tmp_path):
+    path = tmp_path / "train.log"
+    path.write_bytes("Epoch 1/2\n\x00\x01\x7f junk\nÉpoque 1/2 — perte: 0,5 ✓\n3s — loss: 0.5\n12 s - loss: 0.5\n"
+                     "3s - loss: 0.6123 - acc: 0.7 - ✓ done\nEpoch 2/2\n3s - loss: 0.5123 - 精度: 0.8\n".encode())
+    run, points = _old(path)
+    assert points == {("epoch_time_s", 0): 3.0, ("loss", 0): 0.6123, ("acc", 0): 0.7,
+                      ("epoch_time_s", 1): 3.0, ("loss", 1): 0.5123}
+    assert not run.warnings
+
+
+@pytest.mark.parametrize(("text", "keras"), [
+    ("Epoch 1/50\n224s - loss: 3.5508 - acc: 0.2966\n", True),
+    ("Epoch 1/50\n - 224s - loss: 3.5508 - acc: 0.2966\n", True),
+    ("224s - loss: 3.5508 - acc: 0.2966\n" * 3, False),  # (the metrics line alone: no Epoch line)
+    ("Epoch 1/50\n" * 3, False),
+    ("Epoch 1/50\n224s elapsed - loss: 3.5508\n", False),
+])
+def test_old_kerass_log_is_told_by_an_epoch_line_then_its_metrics_line(text, keras):
+    assert detect_keras_console(text) is keras
+
+
+def _old_log(fits: int) -> str:
+    """Old Keras's verbose=2 epochs of several fits as a script prints them: with validation and without, Keras 1's
+    and 2.2's lines, a nan, a '%.4e', early stopping, a callback's message between an epoch and its line,
+    model.evaluate's bar after the fourth fit, and a last fit resumed at its tenth epoch (a restart)."""
+    out = []
+    for fit in range(fits):
+        epochs, dash = 40 + 13 * fit, " - " if fit % 2 else ""
+        out.append("Train on 40000 samples, validate on 10000 samples\n" if fit % 3 else "")
+        for epoch in [*range(1, epochs + 1), *(range(10, 21) if fit == fits - 1 else ())]:
+            loss = "nan" if (fit, epoch) == (1, 7) else f"{3.5 / epoch + fit:.4f}" if epoch < 30 else f"{epoch * 1e-5:.4e}"
+            valid = f" - val_loss: {4.1 / epoch:.4f} - val_acc: {1 - 0.9 / epoch:.4f}" if fit % 3 else ""
+            between = "Epoch 00024: ReduceLROnPlateau reducing learning rate to 0.0005.\n" if epoch == 25 else ""
+            out.append(f"Epoch {epoch}/{epochs}\n{between}{dash}{200 + epoch % 7}s - loss: {loss} - acc: "
+                       f"{1 - 1 / (epoch + 1):.4f}{valid}\n")
+        out.append(f"Epoch {epochs - 1:05d}: early stopping\n")
+        if fit == 3:
+            out.append(" 1000/10000 [==>...........................] - ETA: 0s\n"
+                       "10000/10000 [==============================] - 1s 64us/step\n")
+    return "".join(out)
+
+
+@pytest.mark.parametrize("chunk_chars", [None, 1 << 13, 1 << 14, 20_000])
+def test_old_epochs_read_a_chunk_at_once_as_line_by_line(tmp_path, monkeypatch, chunk_chars):
+    path = tmp_path / "train.log"
+    path.write_text(_old_log(7))
+    if chunk_chars is not None:
+        monkeypatch.setattr(_parts, "CHUNK_CHARS", chunk_chars)
+    taken, read_at_once = [], KerasConsoleParser._old_epochs_at_once
+    monkeypatch.setattr(KerasConsoleParser, "_old_epochs_at_once",
+                        lambda parser, chunk: taken.append(read_at_once(parser, chunk)) or taken[-1])
+    at_once = KerasConsoleReader().read([path])[0]
+    assert any(taken) is (chunk_chars is not None) and not all(taken)  # (the evaluation's chunk: line by line)
+    monkeypatch.setattr(KerasConsoleParser, "line_by_line", True)
+    by_line = KerasConsoleReader().read([path])[0]
+    pd.testing.assert_frame_equal(at_once.scalar_table(), by_line.scalar_table(), check_exact=True)
+    assert (at_once.notes, at_once.warnings, at_once.restarts, at_once.phases, at_once.hparams) == (
+        by_line.notes, by_line.warnings, by_line.restarts, by_line.phases, by_line.hparams)
+    assert [p.first_step for p in at_once.phases] == [0, 40, 93, 159, 238, 330, 435] and not at_once.warnings
+    (restart,) = at_once.restarts  # (the last fit resumed at its tenth epoch: the later values kept)
+    assert restart.detail == "step 9 logged again after step 117 (line 1127); the later values are kept"
+    frame = at_once.scalar_table()
+    assert len(frame) == 3 * sum(40 + 13 * fit for fit in range(7)) + 2 * sum(40 + 13 * fit for fit in (1, 2, 4, 5))
+    loss = frame[frame["tag"] == "loss"].set_index("step")["value"]
+    assert np.isnan(loss[40 + 6]) and loss[40 + 29] == 3e-4 and loss[0] == 3.5 and loss[93] == 3.5 + 2
+    assert loss[435 + 9] == 3.5 / 10 + 6 and loss[435 + 19] == 3.5 / 20 + 6  # (the resumed epochs' values)

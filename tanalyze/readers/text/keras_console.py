@@ -1,4 +1,4 @@
-"""Keras ``model.fit`` console output (Keras 3 and tf.keras 2), as ``python train.py > train.log`` keeps it.
+"""Keras ``model.fit`` console output (Keras 1 to 3, tf.keras 2), as ``python train.py > train.log`` keeps it.
 
 An ``Epoch 3/20`` line opens each epoch; the progress bar then prints updates
 whose last one, at ``batches/batches``, holds the epoch's metrics::
@@ -7,6 +7,8 @@ whose last one, at ``batches/batches``, holds the epoch's metrics::
     50/50 [==============================] - 0s 2ms/step - loss: 0.7981 - accuracy: 0.7563 - val_loss: 0.7209
     50/50 ━━━━━━━━━━━━━━━━━━━━ 0s 3ms/step - accuracy: 0.7625 - loss: 0.7965 - val_loss: 0.7186
     50/50 - 0s - loss: 0.7981 - accuracy: 0.7563 - 60ms/epoch - 1ms/step                 (verbose=2)
+    224s - loss: 3.5508 - acc: 0.2966 - val_loss: 1.4529 - val_acc: 0.5808        (Keras 1.x, 2.0: verbose=2)
+     - 224s - loss: 3.5508 - acc: 0.2966 - val_loss: 1.4529 - val_acc: 0.5808     (Keras 2.1 to 2.3: verbose=2)
 
 Written to a file, the bar's earlier updates run on in the same line (Keras 3
 also colours it); on a terminal each is redrawn after ``\\b`` and ``\\r``. Only
@@ -18,17 +20,31 @@ console beside them is their twin. Tags: the metric names as printed (``loss``,
 (the bar's time per batch). A ``model.evaluate`` after training (a bar with
 other batches, no ``Epoch`` line) gives ``evaluate/<metric>`` at the last
 epoch's step; an epoch cut before its end (a killed job) gives no point and a note.
+
+Old Keras at ``verbose=2`` prints no batch counter: one line per epoch, after its
+``Epoch`` line (a callback's message may come between), that begins with the
+epoch's time in whole seconds, read as ``epoch_time_s`` (the only time it prints).
+Such a line anywhere else (no epoch open, or its epoch already read) is named as a
+line that could not be read. A script that calls ``fit`` again starts over at
+``Epoch 1/n``: the steps go back to 0, a new session of the log (one step axis,
+shifted), as for every format; a fit resumed with ``initial_epoch`` goes back less
+far, a restart whose later values are kept.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import chain
 from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
 
 from tanalyze.readers.text._lines import Chunk
+from tanalyze.readers.text._numbers import parse_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.values import NUMBER, to_float
+from tanalyze.readers.values import NUMBER, NUMBER_CHARS, to_float
 
 __all__ = ["KerasConsoleParser", "KerasConsoleReader", "detect_keras_console"]
 
@@ -38,21 +54,51 @@ EPOCH = re.compile(r"^[ \t]*Epoch (\d+)/(\d+)[ \t]*$", re.M)
 PROGRESS = re.compile(r"^[^\n]*?\d/\d+ (?:\[[=>.]*\]|━|- )[^\n]*$", re.M)
 #: what follows the "/" of a progress counter: the batches per epoch, then the bar or the epoch's time
 _AFTER_SLASH = re.compile(r"/(\d+) (?=\[[=>.]*\]|━|- )")
+#: a time per batch (``32ms/step``)
+_PER_STEP = r"\d+(?:\.\d+)?(?:us|µs|ms|s)/step"
+#: old Keras's verbose=2 line, with no batch counter: the epoch's time in whole seconds (Keras 1.x and 2.0
+#: ``'%ds'``, 2.1 to 2.3 ``' - %.0fs'``), maybe a time per batch, then the pairs (group 2: what follows the time)
+EPOCH_TIME = re.compile(rf"^[ \t]*(?:- )?(\d+)s((?: {_PER_STEP})? - [^\n]*)$", re.M)
+#: the lines read as metrics (a progress counter, or an old verbose=2 line), which are named in a warning when
+#: no rule read them
+_LOOKALIKE = re.compile(rf"^(?:[^\n]*?\d/\d+ (?:\[[=>.]*\]|━|- )|[ \t]*(?:- )?\d+s(?: {_PER_STEP})? - )[^\n]*$",
+                        re.M)
+#: an epoch number beyond this is garbled digits (and no exact step of a float column)
+_LARGEST_EPOCH = 2**53
 _PAIR = re.compile(rf"^([A-Za-z_][\w./]*): ({NUMBER}|nan|-?inf)$", re.IGNORECASE)
 _STEP_TIME = re.compile(r"^(\d+(?:\.\d+)?)(us|µs|ms|s)/step$")
 _SECONDS = {"us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
+#: what a chunk of old Keras's verbose=2 epochs is read at once with (see ``_old_epochs_at_once``): an ``Epoch`` line
+#: and old Keras's line after it (the epoch, the epochs, the time, what follows it), up to three other lines between
+#: (Keras 1 printed the callbacks' messages, ModelCheckpoint's, ReduceLROnPlateau's, before the epoch's line); every
+#: line that is an ``Epoch`` line or looks like old Keras's (both from their line break); what follows the "/" of a
+#: progress counter (more: any "/" and digits before a bar or `` - ``, found at C speed by its "/")
+_OLD_BLOCK = re.compile(rf"\n[ \t]*Epoch (\d+)/(\d+)[ \t]*\n(?:(?![ \t]*Epoch \d+/\d+[ \t]*\n)[^\n]*\n){{0,3}}?"
+                        rf"[ \t]*(?:- )?(\d+)s((?: {_PER_STEP})? - [^\n]*)(?=\n)")
+_EPOCH_OR_OLD_LINE = re.compile(rf"\n[ \t]*(?:Epoch \d+/\d+[ \t]*(?=\n)|(?:- )?\d+s(?: {_PER_STEP})? - )")
+_COUNTER = re.compile(r"/\d+ (?:\[|━|- )")
+#: the value of a pair: a run of the characters of a number, a number exactly when ``float()`` takes it (as ``_PAIR``
+#: takes a value, case ignored)
+_VALUE = rf"({NUMBER_CHARS})"
+#: fewer old epochs than this in a chunk are read line by line
+_AT_ONCE = 64
 #: a window that shows one finished epoch: its ``Epoch i/n`` line, then (on a later line) an update with a pair
 _DETECT = re.compile(r"^[ \t]*Epoch \d+/\d+[ \t]*\n(?:[^\n]*\n){0,3}?[^\n]*\d/\d+ (?:\[[=>.]*\]|━|- )[^\n]* - "
                      r"[A-Za-z_]\w*: [-\d.na]", re.M)
+#: the same window in old Keras's verbose=2 (``Epoch 1/50`` then ``224s - loss: 3.5508 …``)
+_DETECT_OLD = re.compile(rf"^[ \t]*Epoch \d+/\d+[ \t]*\n(?:[^\n]*\n){{0,3}}?[ \t]*(?:- )?\d+s(?: {_PER_STEP})? - "
+                         r"[A-Za-z_]\w*: [-\d.na]", re.M)
 
 
 class KerasConsoleParser(TextParser):
     family = "keras-console"
-    lookalike = PROGRESS
-    patterns = ((EPOCH, "epoch"), (PROGRESS, "progress"))
+    lookalike = _LOOKALIKE
+    patterns = ((EPOCH, "epoch"), (PROGRESS, "progress"), (EPOCH_TIME, "epoch_time"))
     state_fields = {"_epoch": "last", "_epochs": "last", "_batches": "last", "_done": "last", "_cut_at": "last",
-                    "_running_means": "sum", "_evaluations": "sum", "_cut_epochs": "sum", "_last_epoch_step": "last"}
-
+                    "_running_means": "sum", "_evaluations": "sum", "_cut_epochs": "sum", "_last_epoch_step": "last",
+                    "_old_epochs": "sum", "_skipping": "last"}
+    #: read old Keras's epochs line by line (not a chunk's at once); for tests
+    line_by_line: ClassVar[bool] = False
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -65,15 +111,98 @@ class KerasConsoleParser(TextParser):
         self._evaluations = 0
         self._cut_epochs: list[str] = []  # "epoch 3 at batch 13/63": epochs that ended before their last update
         self._last_epoch_step: int | None = None
+        self._old_epochs = 0  # epochs read from old Keras's verbose=2 lines (no batch counter)
+        self._skipping = False  # in an epoch whose number could not be read
+
+    def feed(self, chunk: Chunk) -> None:
+        if self.line_by_line or not self._old_epochs_at_once(chunk):
+            super().feed(chunk)
+
+    def _old_epochs_at_once(self, chunk: Chunk) -> bool:
+        """A chunk of old Keras's verbose=2 epochs only (each ``Epoch`` line followed by its line of pairs, up to
+        three other lines between, and no other line that looks like metrics; the first line may be the line of the
+        epoch open before, the last an ``Epoch`` line), read at once: the rows, anchors (each go-back recorded at
+        its line) and state of reading each line (:meth:`_on_epoch`, :meth:`_on_epoch_time`). False (nothing read)
+        otherwise: a chunk of few epochs, a line of another kind, a value that is no number, an epoch too large."""
+        text = chunk.text
+        if chunk.incomplete or len(text) < _AT_ONCE * 40 or "s - " not in text or _COUNTER.search(text) is not None:
+            return False  # (a progress counter: a bar's line, the progress rule's)
+        body = "\n" + text
+        found = _OLD_BLOCK.findall(body)
+        if len(found) < _AT_ONCE:
+            return False
+        lead = EPOCH_TIME.match(text)  # the line of the epoch whose Epoch line ended the chunk before
+        if lead is not None:
+            if self._epoch is None or self._done or self._skipping:
+                return False
+            found.insert(0, (str(self._epoch), str(self._epochs), lead.group(1), lead.group(2)))
+        last = EPOCH.match(text, text.rfind("\n", 0, len(text) - 1) + 1)  # an Epoch line whose line comes next chunk
+        # the lines read (each epoch's two, the first line's, the last's) are every Epoch line and every line that looks
+        # like old Keras's when they are as many
+        if len(_EPOCH_OR_OLD_LINE.findall(body)) != 2 * len(found) - (lead is not None) + (last is not None):
+            return False
+        epochs, totals, times, rests = zip(*found, strict=True)
+        if max(map(len, epochs)) > 15 or max(map(len, totals)) > 18 or (last is not None and len(last.group(1)) > 15):
+            return False  # (an epoch beyond 2**53 is named, line by line)
+        pairs = _pairs_at_once("\n".join(rests), len(rests))
+        seconds = parse_numbers(" ".join(times))
+        if pairs is None or seconds is None:
+            return False
+        names, which, values = pairs
+        if lead is None:
+            self._close_epoch()
+        steps = np.array(epochs, dtype=np.int64) - 1
+        if not self.anchors_go_on(steps):  # a new fit or a resumed one: each go-back recorded at its line
+            self._go_backs(chunk, body, steps, lead is not None)
+        # each line's time, then its pairs: the rows of each template, put back in line order
+        line_of, codes, numbers = [], [], []
+        for names_t, (lines_t, values_t) in zip(names, zip(which, values, strict=True), strict=True):
+            width = len(names_t) + 1
+            line_of.append(np.repeat(lines_t, width))
+            codes.append(np.tile(np.array(self.rows.codes(["epoch_time_s", *names_t]), dtype=np.int32), len(lines_t)))
+            numbers.append(np.column_stack((seconds[lines_t], values_t.reshape(len(lines_t), width - 1))).ravel())
+        order = np.argsort(np.concatenate(line_of), kind="stable")
+        read = 2 * len(steps) - (lead is not None) + (last is not None)
+        self.take_whole_chunk(np.concatenate(codes)[order], steps[np.concatenate(line_of)[order]],
+                              np.concatenate(numbers)[order], read, steps)
+        self.hparams.setdefault("epochs", int(totals[0]))
+        self._epoch, self._epochs, self._skipping = int(epochs[-1]), int(totals[-1]), False
+        self._batches, self._done, self._cut_at = None, True, None
+        self._last_epoch_step = int(steps[-1])
+        self._old_epochs += len(steps)
+        if last is not None:  # its epoch open, as _on_epoch leaves it
+            self.hparams.setdefault("epochs", int(last.group(2)))
+            self._epoch, self._epochs, self._done = int(last.group(1)), int(last.group(2)), False
+        return True
+
+    def _go_backs(self, chunk: Chunk, body: str, steps: np.ndarray, lead: bool) -> None:
+        """Anchor the epochs of a chunk read at once where they go back, at their lines, as reading each does."""
+        previous = self._last_anchor.get(-1)
+        back = np.flatnonzero(np.concatenate(([previous is not None and steps[0] < previous], steps[1:] < steps[:-1])))
+        starts = [0] if lead else []
+        blocks = _OLD_BLOCK.finditer(body)
+        while len(starts) <= back[-1]:  # (each old line's start, up to the last that goes back)
+            starts.append(body.rfind("\n", 0, next(blocks).start(3)))
+        for index in back.tolist():
+            if index:
+                self.anchor(int(steps[index - 1]), None, 0)
+            self.anchor(int(steps[index]), chunk, starts[index])
 
     def _on_epoch(self, m: re.Match[str], chunk: Chunk) -> None:
         self._close_epoch()
+        epoch = int(m.group(1))
+        if epoch > _LARGEST_EPOCH:  # garbled digits: the line and its epoch's updates are named, not read
+            self.unparsed(chunk, m.start())
+            self._epoch, self._skipping = None, True
+            return
         self.mark(chunk, m.start())
-        self._epoch, self._epochs = int(m.group(1)), int(m.group(2))
+        self._epoch, self._epochs, self._skipping = epoch, int(m.group(2)), False
         self._batches, self._done, self._cut_at = None, False, None
-        self.hparams["epochs"] = self._epochs
+        self.hparams.setdefault("epochs", self._epochs)  # the first fit's (a log read on from a cut keeps the first)
 
     def _on_progress(self, m: re.Match[str], chunk: Chunk) -> None:
+        if self._skipping:
+            return
         line = m.group(0)
         counter = _last_counter(line)
         if counter is None:
@@ -95,10 +224,27 @@ class KerasConsoleParser(TextParser):
             self._batches, self._done, self._cut_at = int(total), True, None
             self._last_epoch_step = step
             return
-        # after the epoch's end, another bar: model.evaluate
-        self._evaluations += 1
-        step = self._last_epoch_step if self._last_epoch_step is not None else 0
-        self.rows.add_pairs([(f"evaluate/{tag}", value) for tag, value in pairs if tag != "step_time_ms"], step)
+        # after the epoch's end, another bar: model.evaluate (old Keras's shows no metric: nothing to count)
+        evaluated = [(f"evaluate/{tag}", value) for tag, value in pairs if tag != "step_time_ms"]
+        if evaluated:
+            self._evaluations += 1
+            step = self._last_epoch_step if self._last_epoch_step is not None else 0
+            self.rows.add_pairs(evaluated, step)
+
+    def _on_epoch_time(self, m: re.Match[str], chunk: Chunk) -> None:
+        """Old Keras's verbose=2 line: the open epoch's metrics, after its time in whole seconds. Not after an
+        ``Epoch`` line, or a second one for the same epoch, it is left unread (the look-alike scan names it)."""
+        if self._epoch is None or self._done or self._skipping:
+            return
+        pairs = _pairs(m.group(2))
+        if not pairs:
+            return
+        self.mark(chunk, m.start())
+        step = self._epoch - 1
+        self.anchor(step, chunk, m.start())
+        self.rows.add_pairs([("epoch_time_s", float(m.group(1))), *pairs], step)
+        self._done, self._cut_at, self._last_epoch_step = True, None, step
+        self._old_epochs += 1
 
     def _close_epoch(self) -> None:
         if self._epoch is not None and not self._done and self._cut_at is not None:
@@ -109,6 +255,9 @@ class KerasConsoleParser(TextParser):
                                   if self._epoch is not None and not self._done and self._cut_at is not None else [])
         notes = ["Keras progress bars: each epoch's last update read, at step = epoch index (Epoch 1 is step 0, "
                  "as Keras's CSVLogger and TensorBoard callbacks log it)"]
+        if self._old_epochs:
+            notes.append(f"{self._old_epochs:,} epoch(s) printed by old Keras at verbose=2 (no batch counter: "
+                         "'224s - loss: …'): their time in whole seconds read as epoch_time_s")
         if self._running_means:
             notes.append(f"{self._running_means:,} progress line(s) that end before their epoch's last update "
                          "(running means over the batches so far) skipped")
@@ -160,14 +309,68 @@ def _pairs(segment: str) -> list[tuple[str, float]]:
     return pairs
 
 
+def _names(rest: str) -> list[str] | None:
+    """The names of the pairs of an old verbose=2 line's ``rest`` (what follows its time) when it is only pairs
+    (`` - name: value`` each, as ``_PAIR`` reads them); None otherwise."""
+    items = rest.split(" - ")
+    if items[0] or len(items) < 2:
+        return None
+    names = []
+    for item in items[1:]:
+        found = _PAIR.match(item)
+        if found is None:
+            return None
+        names.append(found.group(1))
+    return names
+
+
+#: at most this many kinds of old verbose=2 lines (their pairs' names) in a chunk read at once
+_TEMPLATES = 8
+
+
+def _pairs_at_once(joined: str, count: int) -> tuple[list[list[str]], list[np.ndarray], list[np.ndarray]] | None:
+    """The pairs of ``count`` old verbose=2 lines (what follows each one's time, one a line of ``joined``) as
+    ``_pairs`` reads each: the names of each kind of line (their template), the lines of each kind and their values
+    (line after line); None when a line is not pairs only, a value is no number, or there are more than
+    ``_TEMPLATES`` kinds. A line that matches a template (`` - name: value`` each, those names, values that
+    ``float()`` takes) has exactly its pairs."""
+    kinds: list[list[str]] = []
+    first = joined[:joined.find("\n")] if "\n" in joined else joined
+    while True:
+        names = _names(first)
+        if names is None or len(kinds) == _TEMPLATES:
+            return None
+        kinds.append(names)
+        every = "|".join("".join(f" - {re.escape(name)}: {_VALUE}" for name in kind) for kind in kinds)
+        found = re.compile(rf"\n(?:{every})(?=\n)").findall(f"\n{joined}\n")  # (from a line break: found quicker)
+        if len(found) == count:
+            break
+        first = re.compile(rf"^(?!(?:{every})$)[^\n]*$", re.M).search(joined).group(0)  # (the first of another kind)
+    if len(kinds) == 1:  # (the usual chunk: one kind of line)
+        numbers = parse_numbers(" ".join(found if len(kinds[0]) == 1 else chain.from_iterable(found)))
+        return None if numbers is None else (kinds, [np.arange(count)], [numbers])
+    table = np.array(found, dtype=object).reshape(count, -1)
+    which, values, column = [], [], 0
+    for names in kinds:
+        lines = np.flatnonzero(table[:, column] != "")
+        numbers = parse_numbers(" ".join(table[lines, column:column + len(names)].ravel().tolist()))
+        if numbers is None:
+            return None
+        which.append(lines)
+        values.append(numbers)
+        column += len(names)
+    return kinds, which, values
+
+
 def detect_keras_console(window: str) -> bool:
-    return _DETECT.search(window) is not None
+    return _DETECT.search(window) is not None or _DETECT_OLD.search(window) is not None
 
 
 class KerasConsoleReader(TextReader):
     name = "keras_console"
     description = "Keras model.fit console output ('Epoch 3/20' then the progress bar's '- loss: … - val_loss: …')"
     parser = KerasConsoleParser
+    cache_version = 5  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …')
 
     def detect(self, window: str) -> bool:
         return detect_keras_console(window)
