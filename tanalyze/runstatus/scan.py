@@ -100,7 +100,9 @@ _FINISHED = [
 _LAST_STEP = re.compile(r"^\s*step\s+(\d+)\s*/\s*(\d+)\b")
 #: Keras's header of a fit's last epoch ("Epoch 20/20"), and the update that ends an epoch ("63/63 ━━━", "63/63 - 1s")
 _LAST_EPOCH = re.compile(r"^\s*Epoch (\d+)/\1\s*$")
-_EPOCH_END = re.compile(r"(\d+)/\1 (?:\[=+\]|━|- )")
+_EPOCH_END = re.compile(r"(\d+)/\1 (?:\[=+\]|━|- )|^\s*(?:- )?\d+s(?: \S+/step)? - \w+: ")  # (then old Keras's)
+#: any Keras epoch header: one after a fit's end means the log went on (another fit, the job not ended there)
+_EPOCH_HEADER = re.compile(r"^\s*Epoch \d+/\d+\s*$")
 #: lines after the last epoch's header within which its end is looked for (Keras callbacks print in between)
 _EPOCH_END_WITHIN = 6
 _STARTED = re.compile(r"\*\*\*\*\* Running training \*\*\*\*\*|^\s*\|\s*Name\s*\|\s*Type\s*\|"
@@ -271,7 +273,21 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
                                         "the launcher's first failure")
             signals.append(signal)
         next_free = index + 1 + skip
-    return signals
+    return _without_ends_trained_past(signals, cleaned, first)
+
+
+def _without_ends_trained_past(signals: list[Signal], cleaned: list[str], first: int | None) -> list[Signal]:
+    """The signals without a Keras fit's end (its early stop, its last epoch) that a later epoch header follows: a
+    script that calls ``fit()`` again went on training, and what ended the job is to be found after it."""
+    ends = [s for s in signals if s.kind == "finished" and s.detail.startswith("Keras:")]
+    if not ends:
+        return signals
+    start = first if first is not None else 0
+    headers = [start + i for i, line in enumerate(cleaned) if line[:12].lstrip()[:5] == "Epoch" and _EPOCH_HEADER.match(line)]
+    if not headers:
+        return signals
+    last_header = headers[-1]
+    return [s for s in signals if s not in ends or s.evidence.line is None or s.evidence.line >= last_header]
 
 
 #: Lower-case words without which a family of patterns cannot match: the costly patterns run only on lines

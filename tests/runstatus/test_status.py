@@ -391,3 +391,17 @@ def test_a_metrics_file_alone_expects_no_console_end_marker(real_logs):
     metrics = real_logs / "detectron2_metrics" / "Kevindic0214__detectron2_training" / "output" / "metrics.json"
     got = run_status([str(metrics)], run_format="detectron2", now=LATER)
     assert got.status == "unknown"
+
+
+def test_a_keras_fits_end_that_later_epochs_follow_is_not_the_jobs_end(tmp_path):
+    """A script that calls fit() again: the first fit's early stop is not how the job ended when epochs of another
+    fit follow it (killed mid-fit here); the last fit's own end is."""
+    keras = Path(__file__).parents[1] / "fixtures" / "keras_console"
+    first = (keras / "keras3_verbose2.log").read_text()
+    assert run_status([str(keras / "keras3_verbose2.log")], now=LATER).status == "finished"
+    log = tmp_path / "train.log"
+    log.write_text(first + (keras / "keras3_killed.log").read_text())
+    assert run_status([str(log)], now=LATER).status != "finished"
+    old = keras / "keras1_verbose2.log"  # four fits, the second early-stopped, the last run to its last epoch
+    got = run_status([str(old)], now=LATER)
+    assert got.status == "finished" and got.reason.startswith("Keras: the fit's last epoch"), got.reason
