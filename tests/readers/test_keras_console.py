@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -284,3 +285,22 @@ def test_old_epochs_read_a_chunk_at_once_as_line_by_line(tmp_path, monkeypatch, 
     loss = frame[frame["tag"] == "loss"].set_index("step")["value"]
     assert np.isnan(loss[40 + 6]) and loss[40 + 29] == 3e-4 and loss[0] == 3.5 and loss[93] == 3.5 + 2
     assert loss[435 + 9] == 3.5 / 10 + 6 and loss[435 + 19] == 3.5 / 20 + 6  # (the resumed epochs' values)
+
+
+def test_an_update_at_the_last_batch_that_still_shows_an_eta_is_no_epochs_end(tmp_path):
+    """TF 2's ModelCheckpoint saving a SavedModel prints 'INFO:tensorflow:Assets written to: …' right after a last-
+    batch update that still shows an ETA, before the epoch's end: that update is no epoch's end (the epoch's line
+    with its validation comes next), and the end is no model.evaluate bar."""
+    text = (FIXTURES / "tf_keras_file.log").read_text()
+    glued = re.sub(r"(?m)^(63/63 \[=+\] - )\d+s \d+ms/step - (loss: [\d.]+ - accuracy: [\d.]+)(?= - val_loss)",
+                   lambda m: (f"{m.group(1)}ETA: 0s - {m.group(2)}INFO:tensorflow:Assets written to: "
+                              f"out/model-best/assets\nINFO:tensorflow:Assets written to: out/model-best/assets\n"
+                              + m.group(0)), text)
+    assert glued.count("INFO:tensorflow") == 12
+    path = tmp_path / "output.log"
+    path.write_text(glued)
+    (run,) = get_reader("keras_console").read([path])
+    frame = run.scalar_table()
+    points = {(str(t), int(s)): float(v) for t, s, v in zip(frame["tag"], frame["step"], frame["value"], strict=True)}
+    expected = _points("tf_keras_file.log")
+    assert points == expected  # the same epochs and values as without the checkpoint's lines

@@ -209,7 +209,9 @@ class KerasConsoleParser(TextParser):
             return
         done, total, end = counter
         self.mark(chunk, m.start())
-        if done != total:
+        # (an update at the last batch that still shows an ETA is drawn before the epoch's end: TF's ModelCheckpoint
+        # printing 'INFO:tensorflow:Assets written …' right after it; the end, with the epoch's time, comes next)
+        if done != total or line.find("ETA:", end, end + 80) >= 0:
             self._running_means += 1
             if self._epoch is not None and not self._done:
                 self._cut_at = f"{done}/{total}"
@@ -370,7 +372,8 @@ class KerasConsoleReader(TextReader):
     name = "keras_console"
     description = "Keras model.fit console output ('Epoch 3/20' then the progress bar's '- loss: … - val_loss: …')"
     parser = KerasConsoleParser
-    cache_version = 5  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …')
+    cache_version = 6  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …'); 6: an
+    #                   update at the last batch with an ETA is no epoch's end
 
     def detect(self, window: str) -> bool:
         return detect_keras_console(window)
