@@ -304,3 +304,21 @@ def test_an_update_at_the_last_batch_that_still_shows_an_eta_is_no_epochs_end(tm
     points = {(str(t), int(s)): float(v) for t, s, v in zip(frame["tag"], frame["step"], frame["value"], strict=True)}
     expected = _points("tf_keras_file.log")
     assert points == expected  # the same epochs and values as without the checkpoint's lines
+
+
+def test_an_update_at_the_last_batch_that_a_checkpoints_message_and_the_epochs_end_follow_is_no_epochs_end(tmp_path):
+    """Keras 3 with ModelCheckpoint(verbose=1): an update drawn at the last batch, then 'Epoch 1: val_loss improved
+    …', then the epoch's end with its validation. The end is the epoch's, not a model.evaluate bar, and its values
+    replace the update's."""
+    text = (FIXTURES / "keras3_file.log").read_text()
+    end = "\x1b[1m63/63\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m\x1b[37m\x1b[0m \x1b[1m1s\x1b[0m 6ms/step - accuracy: 0.5370"
+    assert text.count(end) == 1
+    update = ("\x1b[1m63/63\x1b[0m \x1b[32m━━━━━━━━━━━━━━━━━━━━\x1b[0m\x1b[37m\x1b[0m \x1b[1m0s\x1b[0m 1ms/step - "
+              "accuracy: 0.5301 - loss: 1.1300\nEpoch 1: val_loss improved from inf to 0.83920, saving model to "
+              "best.keras\n")
+    path = tmp_path / "train.log"
+    path.write_text(text.replace(end, update + end))
+    (run,) = get_reader("keras_console").read([path])
+    frame = run.scalar_table()
+    points = {(str(t), int(s)): float(v) for t, s, v in zip(frame["tag"], frame["step"], frame["value"], strict=True)}
+    assert points == _points("keras3_file.log")  # epoch 1's end read as the fixture's, the update left out

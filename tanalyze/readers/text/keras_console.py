@@ -96,7 +96,7 @@ class KerasConsoleParser(TextParser):
     patterns = ((EPOCH, "epoch"), (PROGRESS, "progress"), (EPOCH_TIME, "epoch_time"))
     state_fields = {"_epoch": "last", "_epochs": "last", "_batches": "last", "_done": "last", "_cut_at": "last",
                     "_running_means": "sum", "_evaluations": "sum", "_cut_epochs": "sum", "_last_epoch_step": "last",
-                    "_old_epochs": "sum", "_skipping": "last"}
+                    "_old_epochs": "sum", "_skipping": "last", "_end_names": "last"}
     #: read old Keras's epochs line by line (not a chunk's at once); for tests
     line_by_line: ClassVar[bool] = False
 
@@ -106,6 +106,10 @@ class KerasConsoleParser(TextParser):
         self._epochs: int | None = None
         self._batches: int | None = None  # the batches per epoch of its bar
         self._done = False  # its final update was read
+        self._end_names: list[str] | None = None  # the names of that update (until the next Epoch line)
+        # the rows held before its rows were added (in this part only: a part read on from a cut holds its own rows,
+        # and an update whose rows an earlier part holds is replaced by the later write instead)
+        self._end_at = -1
         self._cut_at: str | None = None  # the last update of an unfinished epoch ("12/50")
         self._running_means = 0
         self._evaluations = 0
@@ -198,6 +202,7 @@ class KerasConsoleParser(TextParser):
         self.mark(chunk, m.start())
         self._epoch, self._epochs, self._skipping = epoch, int(m.group(2)), False
         self._batches, self._done, self._cut_at = None, False, None
+        self._end_names = None
         self.hparams.setdefault("epochs", self._epochs)  # the first fit's (a log read on from a cut keeps the first)
 
     def _on_progress(self, m: re.Match[str], chunk: Chunk) -> None:
@@ -219,9 +224,20 @@ class KerasConsoleParser(TextParser):
         pairs = _pairs(line[end:].replace("\b", ""))
         if not pairs:
             return  # a predict() bar: no metric
+        names = [tag for tag, _ in pairs]
+        if self._epoch is not None and self._done and self._end_names is not None \
+                and set(self._end_names) < set(names):
+            # the epoch's end after an update at its last batch that a callback's message followed (Keras 3's
+            # ModelCheckpoint: 'Epoch 1: val_loss improved …'): it has the validation the update had not
+            if len(self.rows) == self._end_at + len(self._end_names):
+                self.rows.truncate(self._end_at)
+            self._end_names, self._end_at = names, len(self.rows)
+            self.rows.add_pairs(pairs, self._epoch - 1)
+            return
         if self._epoch is not None and not self._done and self._batches in (None, int(total)):
             step = self._epoch - 1
             self.anchor(step, chunk, m.start())
+            self._end_names, self._end_at = names, len(self.rows)
             self.rows.add_pairs(pairs, step)
             self._batches, self._done, self._cut_at = int(total), True, None
             self._last_epoch_step = step
@@ -372,8 +388,8 @@ class KerasConsoleReader(TextReader):
     name = "keras_console"
     description = "Keras model.fit console output ('Epoch 3/20' then the progress bar's '- loss: … - val_loss: …')"
     parser = KerasConsoleParser
-    cache_version = 6  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …'); 6: an
-    #                   update at the last batch with an ETA is no epoch's end
+    cache_version = 7  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …'); 6: an
+    #                   update at the last batch with an ETA is no epoch's end; 7: nor one a fuller update follows
 
     def detect(self, window: str) -> bool:
         return detect_keras_console(window)
