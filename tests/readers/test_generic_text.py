@@ -760,3 +760,18 @@ def test_a_name_printed_again_after_a_validation_name_takes_its_phase(tmp_path, 
     check(run.scalars, "Val Loss", {2: 10.7}, count=epochs)
     assert {"Seq Acc", "Val Seq Acc", "Train Loss"} <= set(run.scalars["tag"].astype(str))
     assert "logged twice" not in notes_text(run)
+
+
+def test_evaluation_banners_of_two_files_of_one_run_are_counted_together(tmp_path):
+    """A run's two console files (a job's stdout and stderr, or a log and its continuation) read as one: the note
+    counts the lines read as evaluations in both."""
+    def log(first: int) -> str:
+        out = []
+        for e in range(first, first + 3):
+            out += [f"epoch: {e},  loss is: {1 / (e + 2):.4f}", "testing in eval mode……", f"epoch: {e},  loss is: 0.5"]
+        return "\n".join(out) + "\n"
+
+    paths = [write(tmp_path / "train.log", log(0)), write(tmp_path / "train.log.1", log(3))]
+    (run,) = GenericTextReader().read(paths)
+    assert "6 line(s) that repeat the previous line's step" in notes_text(run)
+    check(run.scalars, "test/loss", {0: 0.5, 5: 0.5}, count=6)

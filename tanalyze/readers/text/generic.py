@@ -229,10 +229,11 @@ class GenericRules:
 
     def _generic_absorb(self, other: GenericRules) -> None:
         """The next file's shapes: what was seen in either (its positions go on from the later one)."""
+        phase_lines = self._phase_lines + other._phase_lines
         for name in self._GENERIC_STATE:
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, (mine or theirs) if isinstance(mine, bool) else (theirs if theirs is not None else mine))
-        self._phase_lines = self._phase_lines + other._phase_lines
+        self._phase_lines = phase_lines
         self._epoch_offsets = {**self._epoch_offsets, **other._epoch_offsets}
 
     # helpers the host parser has (TextParser)
