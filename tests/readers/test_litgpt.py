@@ -15,7 +15,7 @@ from tanalyze.readers.text import _parts
 from tanalyze.readers.text.litgpt import LitGPTParser, LitGPTReader
 from tanalyze.roles import resolve_roles
 from tests.conftest import REPO
-from tests.readers.text_helpers import check, curve, notes_text, write
+from tests.readers.text_helpers import check, curve, notes_text, read_on, write
 
 FIXTURES = REPO / "tests" / "fixtures" / "litgpt"
 PRETRAIN = FIXTURES / "pretrain" / "console.log"
@@ -351,12 +351,8 @@ def test_a_log_read_on_from_where_a_read_stopped_equals_it_read_whole(tmp_path):
     expected = reader.read_part(whole)
     scratch = tmp_path / "train.log"
     for cuts in ([len(data) // 3], [len(data) // 5, len(data) // 2 + 7, 4 * len(data) // 5]):
-        part = None
-        for size in [*cuts, len(data)]:
-            scratch.write_bytes(data[:size])
-            part = reader.read_part(scratch) if part is None else reader.join_parts(
-                part, reader.read_part(scratch, part.end, part.state))
-        assert part is not None and part.end == expected.end
+        part = read_on(reader, scratch, data, cuts)
+        assert part.end == expected.end
         assert part.columns.keys() == expected.columns.keys()
         for name in expected.columns:
             np.testing.assert_array_equal(part.columns[name], expected.columns[name], err_msg=name)

@@ -16,7 +16,7 @@ from tanalyze.readers.text.olmo import OLMoParser, OLMoReader, detect_olmo
 from tanalyze.readers.values import parse_timestamp
 from tanalyze.roles import resolve_roles
 from tests.conftest import REPO
-from tests.readers.text_helpers import check, curve, notes_text, points, write
+from tests.readers.text_helpers import check, curve, notes_text, points, read_on, write
 
 FIXTURES = REPO / "tests" / "fixtures" / "olmo"
 CONSOLE = FIXTURES / "console.log"
@@ -201,12 +201,7 @@ def test_a_log_read_on_from_a_cut_equals_the_log_read_whole(tmp_path):
               len(data) * 3 // 4]
     scratch = tmp_path / "train.log"
     for cuts in ([place] for place in places):
-        part = None
-        for size in [*cuts, len(data)]:
-            scratch.write_bytes(data[:size])
-            part = reader.read_part(scratch) if part is None else reader.join_parts(
-                part, reader.read_part(scratch, part.end, part.state))
-        (run,) = reader.combine([scratch], [part])
+        (run,) = reader.combine([scratch], [read_on(reader, scratch, data, cuts)])
         pd.testing.assert_frame_equal(run.scalars.drop(columns="run"), whole.scalars.drop(columns="run"),
                                       check_exact=True, obj=f"cut at {cuts}")
         assert run.notes == whole.notes and not run.warnings

@@ -20,7 +20,7 @@ from tanalyze.readers.text._ranked import prefix_of
 from tanalyze.readers.text._reader import runs_from_parsed
 from tanalyze.readers.text.console import console_readers
 from tests.conftest import SAMPLE_RUNS
-from tests.readers.text_helpers import write
+from tests.readers.text_helpers import read_on, write
 
 TEXT_READERS = {reader.name for reader in console_readers()}
 #: Console formats with no log of a real run in the corpus (fairseq: its tests use fixtures reproducing public lines).
@@ -43,15 +43,8 @@ def assert_same_part(a: FilePart, b: FilePart, where: str) -> None:
 
 
 def resumed(reader, path: Path, data: bytes, cuts: list[int], scratch: Path) -> FilePart:
-    """``data`` written to ``scratch`` up to each cut in turn, read on each time from where the last read
-    stopped, then written whole and read on once more: the part joined from all those reads."""
-    part = None
-    for size in [*cuts, len(data)]:
-        scratch.write_bytes(data[:size])
-        part = reader.read_part(scratch) if part is None else reader.join_parts(
-            part, reader.read_part(scratch, part.end, part.state))
-    assert part is not None
-    return part
+    """:func:`read_on` (``path`` names the file the cuts are of, for the callers' messages)."""
+    return read_on(reader, scratch, data, cuts)
 
 
 def _line_starts(data: bytes) -> list[int]:

@@ -16,7 +16,7 @@ from tanalyze.readers.text.ultralytics_console import (
     validation_columns,
 )
 from tests.conftest import REPO
-from tests.readers.text_helpers import check, curve, notes_text, write
+from tests.readers.text_helpers import check, curve, notes_text, read_on, write
 
 FIXTURES = REPO / "tests" / "fixtures" / "ultralytics_console"
 DETECT = FIXTURES / "detect" / "train.log"
@@ -335,12 +335,7 @@ def test_a_log_read_on_from_a_cut_equals_the_log_read_whole(tmp_path):
               data.index(b"all", data.index(b"       4/6 ")) + 20, data.index(b"Validating"), len(data) * 3 // 4]
     scratch = tmp_path / "train.log"
     for cuts in [[place] for place in places] + [places]:
-        part = None
-        for size in [*cuts, len(data)]:
-            scratch.write_bytes(data[:size])
-            part = reader.read_part(scratch) if part is None else reader.join_parts(
-                part, reader.read_part(scratch, part.end, part.state))
-        (run,) = reader.combine([scratch], [part])
+        (run,) = reader.combine([scratch], [read_on(reader, scratch, data, cuts)])
         pd.testing.assert_frame_equal(run.scalar_table(), whole.scalar_table(), check_exact=True, obj=f"cut at {cuts}")
         assert run.notes == whole.notes and not run.warnings and run.hparams == whole.hparams
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tanalyze.readers.base import RunData
+from tanalyze.readers.base import FilePart, RunData
 
 
 def curve(frame: pd.DataFrame, tag: str) -> dict[int, float]:
@@ -69,3 +69,16 @@ def read_both_ways(name: str, parser: type, path: Path, monkeypatch, chunk_chars
         assert (at_once.notes, at_once.warnings, at_once.restarts, at_once.hparams) == (
             by_line.notes, by_line.warnings, by_line.restarts, by_line.hparams), path
     return at_once
+
+
+def read_on(reader, scratch: Path, data: bytes, cuts: list[int]) -> FilePart:
+    """``data`` written to ``scratch`` up to each cut in turn, read on each time from where the last read
+    stopped, then written whole and read on once more: the part joined from all those reads (a log still being
+    written, read as ``tanalyze watch`` and the cache read it)."""
+    part = None
+    for size in [*cuts, len(data)]:
+        scratch.write_bytes(data[:size])
+        part = reader.read_part(scratch) if part is None else reader.join_parts(
+            part, reader.read_part(scratch, part.end, part.state))
+    assert part is not None
+    return part
