@@ -1300,7 +1300,6 @@ ULTRA_ALL = re.compile(r"\s*all\s+(.*?)\s*$")
 ULTRA_VALIDATING = re.compile(r"Validating .*\.\.\.")
 
 
-
 def naive_ultralytics_console(path: Path) -> int:
     """Each epoch's last bar redraw (its losses and GPU memory) when its validation begins, the ``all`` row's
     numbers at its epoch, ``final/`` after "Validating"."""
