@@ -322,3 +322,32 @@ def test_an_update_at_the_last_batch_that_a_checkpoints_message_and_the_epochs_e
     frame = run.scalar_table()
     points = {(str(t), int(s)): float(v) for t, s, v in zip(frame["tag"], frame["step"], frame["value"], strict=True)}
     assert points == _points("keras3_file.log")  # epoch 1's end read as the fixture's, the update left out
+
+
+@pytest.mark.parametrize("name", ["keras3_verbose2.log", "tf_keras_verbose2.log"])
+@pytest.mark.parametrize("width", [37, 64, 100])
+def test_updates_a_terminal_hard_wrapped_are_read_whole(tmp_path, name, width):
+    """A console copied from a terminal (or captured through one) that broke every line at its width: each epoch's
+    update is joined back from its pieces ('… - val_recall: 0' then '.9938 - learning_rate: …' is a recall of
+    0.9938, not 0), and nothing else is joined to it."""
+    text = (FIXTURES / name).read_text()
+    wrapped = "\n".join(line[at:at + width] for line in text.split("\n") for at in range(0, max(len(line), 1), width))
+    assert wrapped.count("\n") > text.count("\n") + 5
+    path = tmp_path / "train.log"
+    path.write_text(wrapped)
+    (run,) = get_reader("keras_console").read([path])
+    frame = run.scalar_table()
+    points = {(str(t), int(s)): float(v) for t, s, v in zip(frame["tag"], frame["step"], frame["value"], strict=True)}
+    assert points == _points(name)
+
+
+def test_a_line_printed_after_an_epochs_update_is_not_joined_to_it(tmp_path):
+    """A line of the script's own right after an epoch's end ('best: 0.95') looks like the tail of a wrapped update
+    but would spoil its last value: it is left alone."""
+    text = (FIXTURES / "keras3_verbose2.log").read_text()
+    path = tmp_path / "train.log"
+    path.write_text(text.replace("learning_rate: 0.0010\nEpoch 2/30", "learning_rate: 0.0010\nbest: 0.95\nEpoch 2/30"))
+    (run,) = get_reader("keras_console").read([path])
+    frame = run.scalar_table()
+    points = {(str(t), int(s)): float(v) for t, s, v in zip(frame["tag"], frame["step"], frame["value"], strict=True)}
+    assert points == _points("keras3_verbose2.log")

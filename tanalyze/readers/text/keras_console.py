@@ -65,6 +65,9 @@ _LOOKALIKE = re.compile(rf"^(?:[^\n]*?\d/\d+ (?:\[[=>.]*\]|━|- )|[ \t]*(?:- )?
                         re.M)
 #: an epoch number beyond this is garbled digits (and no exact step of a float column)
 _LARGEST_EPOCH = 2**53
+#: the rest of an update cut off by a terminal's hard wrap: pieces of pairs and their separators (see _unwrapped)
+_TAIL = re.compile(r"[ \t]?[\w./+-]*(?::[ \t]?[\w.+-]*)?(?:[ \t]?-(?:[ \t][\w./]*(?::[ \t]?[\w.+-]*)?)?)*[ \t]*")
+_MOST_WRAPPED_LINES = 8
 _PAIR = re.compile(rf"^([A-Za-z_][\w./]*): ({NUMBER}|nan|-?inf)$", re.IGNORECASE)
 _STEP_TIME = re.compile(r"^(\d+(?:\.\d+)?)(us|µs|ms|s)/step$")
 _SECONDS = {"us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
@@ -224,6 +227,7 @@ class KerasConsoleParser(TextParser):
         pairs = _pairs(line[end:].replace("\b", ""))
         if not pairs:
             return  # a predict() bar: no metric
+        pairs = self._unwrapped(chunk, m.end(), line[end:], pairs)
         names = [tag for tag, _ in pairs]
         if self._epoch is not None and self._done and self._end_names is not None \
                 and set(self._end_names) < set(names):
@@ -248,6 +252,32 @@ class KerasConsoleParser(TextParser):
             self._evaluations += 1
             step = self._last_epoch_step if self._last_epoch_step is not None else 0
             self.rows.add_pairs(evaluated, step)
+
+    def _unwrapped(self, chunk: Chunk, after: int, rest: str, pairs: list[tuple[str, float]]
+                   ) -> list[tuple[str, float]]:
+        """An epoch's last update with the lines a terminal's hard wrap cut off from it joined back on
+        ('… - val_recall: 0' then '.9938 - learning_rate: 2.5000e-04': the recall is 0.9938, not 0). Lines are
+        joined while they look like such a tail and the join keeps every name the update had."""
+        text, joined, at = chunk.text, rest, after
+        for _ in range(_MOST_WRAPPED_LINES):
+            if at >= len(text) - 1:
+                break
+            stop = text.find("\n", at + 1)
+            stop = len(text) if stop < 0 else stop
+            fragment = text[at + 1:stop].rstrip("\r")
+            if not _is_wrapped_tail(fragment):
+                break
+            joined, at = joined + fragment, stop
+        if at == after:
+            return pairs
+        longer = _pairs(joined.replace("\b", ""))
+        if not {name for name, _ in pairs} <= {name for name, _ in longer}:
+            return pairs
+        position = after + 1
+        while position < at:  # (each tail line read, not left for the look-alike scan)
+            self.mark(chunk, position)
+            position = text.find("\n", position) + 1 or at
+        return longer
 
     def _on_epoch_time(self, m: re.Match[str], chunk: Chunk) -> None:
         """Old Keras's verbose=2 line: the open epoch's metrics, after its time in whole seconds. Not after an
@@ -307,6 +337,14 @@ def _last_counter(line: str) -> tuple[str, str, int] | None:
             return done.lstrip("0") or "0", total, after.end()
         end = slash
     return None
+
+
+def _is_wrapped_tail(fragment: str) -> bool:
+    """Whether a line may be the rest of an update that a terminal's hard wrap cut: pieces of ``name: value``
+    pairs joined by ``" - "`` and nothing else (whether it is, the pairs of the join tell)."""
+    if not fragment.strip() or _TAIL.fullmatch(fragment) is None:
+        return False
+    return not any(kind.match(fragment) for kind in (EPOCH, PROGRESS, EPOCH_TIME))  # (a line of its own)
 
 
 def _pairs(segment: str) -> list[tuple[str, float]]:
@@ -388,8 +426,9 @@ class KerasConsoleReader(TextReader):
     name = "keras_console"
     description = "Keras model.fit console output ('Epoch 3/20' then the progress bar's '- loss: … - val_loss: …')"
     parser = KerasConsoleParser
-    cache_version = 7  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …'); 6: an
-    #                   update at the last batch with an ETA is no epoch's end; 7: nor one a fuller update follows
+    cache_version = 8  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …'); 6: an
+    #                   update at the last batch with an ETA is no epoch's end; 7: nor one a fuller update follows;
+    #                   8: an update a terminal's hard wrap cut is joined back
 
     def detect(self, window: str) -> bool:
         return detect_keras_console(window)
