@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -169,3 +170,30 @@ def test_the_real_captures_read_at_once_equal_them_read_one_by_one(name, monkeyp
     (whole,) = get_reader("tqdm_console").read([FIXTURES / name])
     small = read_both_ways("tqdm_console", TqdmConsoleParser, FIXTURES / name, monkeypatch, (None, 397, 211, 150))
     pd.testing.assert_frame_equal(small.scalars, whole.scalars, check_exact=True)
+
+
+@pytest.mark.parametrize("name", ["raw.log", "screen.log", "wide.log"])
+def test_bars_tqdm_cut_at_the_terminals_width_and_lightnings_messages_agree_with_its_csvlogger(name):
+    """Lightning on a terminal 100 columns wide: tqdm cuts each bar there (no closing ']'; EarlyStopping's message
+    runs on after the cut, or on the next line once the screen wraps it). The bar's complete pairs are read, the
+    one the cut may have cut is not; ModelCheckpoint's 'val_accuracy' reached V at global step S is V at S - 1,
+    the results table of trainer.test at the last step; every value agrees with the same job's CSVLogger (the bar
+    prints 3 significant digits, the message 5 decimals, the table all), and no name of a checkpoint's path becomes
+    a tag."""
+    frame = _frame(FIXTURES / "terminal" / name)
+    truth = pd.read_csv(FIXTURES / "terminal" / "lightning_logs" / "version_0" / "metrics.csv")
+    expected_tags = {"train_loss", "train_acc", "val_accuracy", "test_accuracy", "test_loss"}
+    assert expected_tags <= set(frame["tag"]) <= expected_tags | {"val_loss"}
+    last = int(truth["step"].max())
+    for tag, tolerance in [("train_loss", 5e-3), ("train_acc", 5e-3), ("val_loss", 5e-3), ("val_accuracy", 5e-6),
+                           ("test_accuracy", 1e-12), ("test_loss", 1e-12)]:
+        read = frame[frame["tag"] == tag]
+        known = truth.dropna(subset=[tag]).groupby("step")[tag].last()
+        if tag.startswith("test"):
+            assert read["step"].tolist() == [last - 1] and read["value"].iloc[0] == pytest.approx(known.iloc[0], abs=tolerance)
+            continue
+        for step, value in zip(read["step"], read["value"], strict=True):
+            assert value == pytest.approx(known[step], abs=tolerance), (tag, step)
+    epochs = truth.dropna(subset=["val_accuracy"])["step"].tolist()
+    assert frame[frame["tag"] == "val_accuracy"]["step"].tolist() == epochs  # every epoch's, from its message
+    assert set(frame[frame["tag"] == "train_loss"]["step"]) >= set(epochs)

@@ -38,10 +38,11 @@ from tanalyze.readers.values import NUMBER, to_float
 
 __all__ = ["TqdmConsoleParser", "TqdmConsoleReader", "detect_tqdm_console"]
 
-#: a bar: description, percentage, the bar, count/total, [elapsed<remaining, rate(, postfix)]
+#: a bar: description, percentage, the bar, count/total, [elapsed<remaining, rate(, postfix)]; without its "]"
+#: when tqdm cut it at the terminal's width (a message may run on after the cut: "…, val_accurMetric val_…")
 BAR = re.compile(
     r"^(?P<desc>[^\n|]{0,120}?):?[ \t]*(?:\d{1,3}%)?\|[^|\n]{0,200}\|[ \t]*(?P<i>\d+)/(?P<n>\d+|\?)"
-    r"[ \t]*\[[^\],\n]*(?:,[^\],\n]*(?:,[ \t]*(?P<post>[^\]\n]*))?)?\][^\n]*$", re.M)
+    r"[ \t]*\[[^\],\n]*(?:,[^\],\n]*(?:,[ \t]*(?P<post>[^\]\n]*))?)?(?P<closed>\][^\n]*)?$", re.M)
 _EPOCH = re.compile(r"\b[Ee]poch[ \t:]*(\d+)")
 _EVALUATION = re.compile(r"valid|eval|test|sanity", re.IGNORECASE)
 _PAIR = re.compile(r"([A-Za-z_][\w./-]{0,63})=([^,\]]+)")
@@ -66,12 +67,23 @@ def _epoch_of(desc: str) -> int | None:
     return int(found.group(1))
 
 
-#: a line the loop printed with an evaluation's value (``Epoch 3: val_loss=0.52``, ``Validation Loss: 0.61``)
+#: Lightning's ModelCheckpoint(verbose=True): the monitored metric at the global step after the batch drawn last
+CHECKPOINT = re.compile(rf"^Epoch \d+, global step \d+: '([^'\n]{{1,64}})' reached ({NUMBER}) \(best ")
+#: a row of Lightning's table of results (``trainer.test``, ``trainer.validate``: ``  test_loss   0.4093…``)
+_RESULT_ROW = re.compile(rf"[ \t│┃]*((?:test|val|valid|validation|eval)[\w/.-]*)[ \t│┃]+({NUMBER})[ \t│┃]*",
+                         re.IGNORECASE)
+#: a line the loop printed with an evaluation's value (``Epoch 3: val_loss=0.52``, ``Validation Loss: 0.61``),
+#: Lightning's checkpoint message (its path's ``val_acc=0.61`` no value of its own) or a row of its results'
+#: table
 PRINTED_EVALUATION = re.compile(
     r"^(?![^\n|]*\|[^\n|]*\|)"  # (not a bar: no "|…|" in the line)
-    rf"[^\n]*?\b(?:val|valid|validation|eval|evaluation|test)\w*(?: [A-Za-z]\w*)?[ \t]*[:=][ \t]*{NUMBER}[^\n]*$",
+    rf"(?:Epoch \d+, global step \d+: '[^'\n]{{1,64}}' reached {NUMBER} \(best [^\n]*"
+    rf"|[ \t│┃]*(?:test|val|valid|validation|eval)[\w/.-]*[ \t│┃]+{NUMBER}[ \t│┃]*"
+    rf"|(?!Epoch \d+, global step \d+: )"
+    rf"[^\n]*?\b(?:val|valid|validation|eval|evaluation|test)\w*(?: [A-Za-z]\w*)?[ \t]*[:=][ \t]*{NUMBER}[^\n]*)$",
     re.M | re.IGNORECASE)
-_PRINTED_PAIR = re.compile(rf"([A-Za-z][\w ./-]{{0,40}}?)[ \t]*[:=][ \t]*({NUMBER})")
+#: (a number that runs on into a word or a path is a file name's: ``epoch=27-val_acc=0.8662.ckpt``)
+_PRINTED_PAIR = re.compile(rf"([A-Za-z][\w ./-]{{0,40}}?)[ \t]*[:=][ \t]*({NUMBER})(?!\.?[\w\\/-])")
 #: names of a printed line's counters, not metrics
 _COUNTERS = frozenset({"epoch", "step", "iter", "iteration", "batch"})
 #: a window that shows a bar with a metric in its postfix
@@ -121,15 +133,15 @@ class TqdmConsoleParser(TextParser):
             for _, m in events:
                 if m.re is BAR:
                     bars += 1
-                    self._bar(m.group("desc"), m.group("i"), m.group("n"), m.group("post"))
+                    self._bar(m.group("desc"), m.group("i"), m.group("n"), m.group("post"), m.group("closed"))
                 else:
                     self._printed(m.group(0))
             self.parsed_lines += len(printed)
         else:
             found = BAR.findall(text)
             bar = self._bar
-            for desc, count, total, post in found:
-                bar(desc, count, total, post)
+            for desc, count, total, post, closed in found:
+                bar(desc, count, total, post, closed)
             bars = len(found)
         self._bars += bars
         self.parsed_lines += bars
@@ -179,7 +191,7 @@ class TqdmConsoleParser(TextParser):
             step = int(read.steps[before - 1]) if read is not None and before else carried
             if step is None:
                 continue
-            pairs = _printed_pairs(line)
+            pairs = _printed_pairs(line, _Redraws._post_text(bars, active, before - 1) if before else self._post)
             parts.append((np.array(self.rows.codes([name for name, _ in pairs]), dtype=np.int32),
                           np.full(len(pairs), step, dtype=np.int64), np.array([v for _, v in pairs], dtype=np.float64),
                           np.full(len(pairs), at)))
@@ -205,16 +217,19 @@ class TqdmConsoleParser(TextParser):
         if step is None:
             return
         tags, steps, values = self._out
-        for name, value in _printed_pairs(line):
+        shown = self._pending[1] if self._pending is not None else self._post
+        for name, value in _printed_pairs(line, shown):
             tags.append(name)
             steps.append(step)
             values.append(value)
         self._evaluations += 1
 
-    def _bar(self, desc: str, count_text: str, total: str, post: str) -> None:
+    def _bar(self, desc: str, count_text: str, total: str, post: str | None, closed: str | None) -> None:
         epoch = _epoch_of(desc)
         if epoch is None:
             return  # an evaluation's own bar: its values show on the training bar once it is done
+        if not closed and post:  # cut at the terminal's width: its pieces but the last, which the cut may have cut
+            post = post[:max(post.rfind(","), 0)]
         if not post or "=" not in post or total == "?":
             return
         if self._base is None:
@@ -238,7 +253,9 @@ class TqdmConsoleParser(TextParser):
             self._count = max(self._count, count)
         self._post = post
         self._batches = int(total)
-        done = max(count, self._changes)  # batches done (the count, unless it lags)
+        # batches done (the count, unless it lags; a bar reset to 0 after its last batch, before its next epoch's
+        # description, shows that last batch)
+        done = self._count if count == 0 and self._count == int(total) else max(count, self._changes)
         step = (epoch - self._base) * self._batches + max(done - 1, 0)
         pending = self._pending
         if pending is not None:
@@ -314,7 +331,8 @@ class TqdmConsoleReader(TextReader):
     description = ("tqdm progress bars with metrics in their postfix (Lightning's TQDMProgressBar, loops' "
                    "set_postfix): 'Epoch 1:  44%|████▍| 22/50 [00:00<00:00, 152.15it/s, train_loss=0.0485]'")
     parser = TqdmConsoleParser
-    cache_version = 6  # 5: a printed evaluation's name without the counter printed before it ('Epoch 1/10 - '); 6: 'ep N'
+    cache_version = 7  # 5: a printed evaluation's name without the counter printed before it ('Epoch 1/10 - '); 6: 'ep N';
+    #                   7: bars cut at the terminal's width, Lightning's checkpoint messages and results table
 
     def detect(self, window: str) -> bool:
         return detect_tqdm_console(window)
@@ -324,9 +342,20 @@ class TqdmConsoleReader(TextReader):
 _BEFORE_NAME = re.compile(r".*(?:\d+[ \t]*/[ \t]*\d+\]?|[ \t][-|][ \t])")
 
 
-def _printed_pairs(line: str) -> list[tuple[str, float]]:
+def _printed_pairs(line: str, shown: str | None) -> list[tuple[str, float]]:
     """The values of a line the loop printed with an evaluation's (counters such as the epoch left out; a name
-    without what its line printed before it: ``Epoch 1/10 - Validation Loss: 0.65`` is ``Validation Loss``)."""
+    without what its line printed before it: ``Epoch 1/10 - Validation Loss: 0.65`` is ``Validation Loss``), or the
+    metric of Lightning's checkpoint message unless the bar drawn last (its postfix ``shown``) shows it."""
+    row = _RESULT_ROW.fullmatch(line)
+    if row is not None:
+        value = to_float(row.group(2))
+        return [] if value is None else [(row.group(1), value)]
+    checkpoint = CHECKPOINT.match(line)
+    if checkpoint is not None:
+        name, value = checkpoint.group(1), to_float(checkpoint.group(2))
+        if value is None or (shown is not None and re.search(rf"(?:^|,)[ \t]*{re.escape(name)}=", shown)):
+            return []
+        return [(name, value)]
     pairs = []
     for name, text in _PRINTED_PAIR.findall(line):
         name = _BEFORE_NAME.sub("", name, count=1).strip()
@@ -443,7 +472,8 @@ class _Redraws:
         previous[1:] = running[:-1]
         changed |= ~new & (count > previous) & (previous >= changes)
         base = parser._base if parser._base is not None else (int(epoch[0]) if int(epoch[0]) in (0, 1) else 0)
-        steps = (epoch - base) * total + np.maximum(np.maximum(count, changes) - 1, 0)
+        steps = (epoch - base) * total + np.maximum(np.where((count == 0) & (running == total), running,
+                                                                  np.maximum(count, changes)) - 1, 0)
         return cls(bars, active, posts, names, name_ids, changed, epoch, changes, running, steps, base)
 
     @staticmethod
