@@ -750,15 +750,15 @@ def test_a_bracketed_step_with_its_total_begins_a_key_value_line(tmp_path):
 @pytest.mark.parametrize("epochs", [3, 40])  # line by line, and the lines of one shape read at once
 def test_a_name_printed_again_after_a_validation_name_takes_its_phase(tmp_path, epochs):
     """``Epoch 0 | Train Loss: … | Token Acc: … | Val Loss: … | Token Acc: …`` (a translation model's loop): the
-    second Token Acc is the validation's, not a second write over the training's."""
+    second Token Acc is the validation's, not a second write over the training's; the first the training's."""
     lines = [f"Epoch {e} |             Train Loss: {11 - e / 10:.4f} | Token Acc: {0.05 + e / 1000:.4f} | Seq Acc: "
              f"0.0000 |             Val Loss: {10.9 - e / 10:.4f} | Token Acc: {0.066 + e / 1000:.4f} | Seq Acc: "
              "0.0000" for e in range(epochs)]
     run = _read(write(tmp_path / "train.log", "start load training data...\n" + "\n".join(lines) + "\n"))
-    check(run.scalars, "Token Acc", {0: 0.05, 2: 0.052}, count=epochs)
+    check(run.scalars, "Train Token Acc", {0: 0.05, 2: 0.052}, count=epochs)
     check(run.scalars, "Val Token Acc", {0: 0.066, 2: 0.068}, count=epochs)
     check(run.scalars, "Val Loss", {2: 10.7}, count=epochs)
-    assert {"Seq Acc", "Val Seq Acc", "Train Loss"} <= set(run.scalars["tag"].astype(str))
+    assert {"Train Seq Acc", "Val Seq Acc", "Train Loss"} <= set(run.scalars["tag"].astype(str))
     assert "logged twice" not in notes_text(run)
 
 
@@ -775,3 +775,18 @@ def test_evaluation_banners_of_two_files_of_one_run_are_counted_together(tmp_pat
     (run,) = GenericTextReader().read(paths)
     assert "5 line(s) that repeat the previous line's step" in notes_text(run)
     check(run.scalars, "test/loss", {0: 0.5, 4: 0.5}, count=5)
+
+
+@pytest.mark.parametrize("epochs", [3, 40])  # line by line, and the lines of one shape read at once
+def test_a_segment_of_several_pairs_and_a_name_its_phase_prints_once(tmp_path, epochs):
+    """``Epoch 1/50 | Train Loss: 0.2143 Acc: 0.8993 | Val Loss: 0.0870 Acc: 0.9710`` behind a logging prefix: the
+    pairs of a segment are read each, the bare ``Acc`` after ``Train Loss`` the training's, after ``Val Loss`` the
+    validation's; step = the epoch."""
+    lines = [f"2025-08-18 21:59:{e % 60:02d},302 - INFO - Epoch {e}/{epochs} | Train Loss: {1 / e:.4f} Acc: "
+             f"{1 - 0.5 / e:.4f} | Val Loss: {1.2 / e + 0.05:.4f} Acc: {1 - 0.6 / e:.4f}" for e in range(1, epochs + 1)]
+    run = _read(write(tmp_path / "training.log", "\n".join(lines) + "\n"))
+    check(run.scalars, "Train Loss", {1: 1.0, 2: 0.5}, count=epochs)
+    check(run.scalars, "Train Acc", {1: 0.5, 2: 0.75}, count=epochs)
+    check(run.scalars, "Val Loss", {1: 1.25, 2: 0.65}, count=epochs)
+    check(run.scalars, "Val Acc", {1: 0.4, 2: 0.7}, count=epochs)
+    assert set(run.scalars["tag"].astype(str)) == {"Train Loss", "Train Acc", "Val Loss", "Val Acc"}

@@ -117,6 +117,10 @@ KV_STEP = re.compile(
     re.M | re.I,
 )
 _KV_SPLIT = re.compile(r"\||,(?![^\[]*\])|\s-\s")
+#: a segment of several ``name: value`` pairs (``Train Loss: 0.21 Acc: 0.90``), and each of its pairs
+_CHAINED_PAIR_SOURCE = rf"[ \t]*{_NAME}:[ \t]*{NUMBER}{_UNIT}"
+_CHAINED_PAIR = re.compile(_CHAINED_PAIR_SOURCE)
+_CHAINED_PAIRS = re.compile(rf"(?:{_CHAINED_PAIR_SOURCE}){{2,8}}[ \t]*")
 _BLANK_PAIR_AT = re.compile(rf"[ \t]*{_BLANK_PAIR}")
 # (a name may end in its unit in parentheses: ``GPU Mem (GB): 12.8``, ``Time (s): 0.52``)
 # (and in a number before its colon: ``Loss size 4: 0.61``, ``top 5: 0.93``)
@@ -155,23 +159,24 @@ def _pair_name(raw: str) -> str:
     return linked if linked else name
 
 
-#: a name that begins with its phase: ``Val Loss``, ``val_acc``, ``Test/accuracy``
-_PHASE_HEAD = re.compile(r"(?:val|valid|validation|eval|evaluation|test|dev)(?:[ _/.-]|(?=[A-Z]))", re.I)
+#: a name that begins with its phase: ``Val Loss``, ``val_acc``, ``Test/accuracy``, ``Train Loss``
+_PHASE_HEAD = re.compile(r"(?:train|training|val|valid|validation|eval|evaluation|test|dev)(?:[ _/.-]|(?=[A-Z]))",
+                         re.I)
 
 
 def _phased_names(names: list[str]) -> list[str] | None:
-    """A line's pair names, each name printed again after one that begins with a phase (``Train Loss: … | Token
-    Acc: … | Val Loss: … | Token Acc: …``) given that phase's head (``Val Token Acc``): else the line's second
-    value of a name would overwrite its first. None when no name repeats (the usual case)."""
+    """A line's pair names, each name printed more than once given the head of the phase whose name came last
+    before it (``Train Loss: … Acc: … | Val Loss: … Acc: …`` gives ``Train Acc`` and ``Val Acc``): else the line's
+    second value of a name would overwrite its first. None when no name repeats (the usual case)."""
     if len(set(names)) == len(names):
         return None
-    out, seen, head = [], set(), ""
+    repeated = {name for name in names if names.count(name) > 1}
+    out, head = [], ""
     for name in names:
         found = _PHASE_HEAD.match(name)
         if found:
             head = found.group(0)
-        out.append(head + name if name in seen and head and not found else name)
-        seen.add(name)
+        out.append(head + name if name in repeated and head and not found else name)
     return out
 
 
@@ -1018,7 +1023,8 @@ def _line_tries(patterns: tuple[tuple[re.Pattern[str], str], ...]) -> list[tuple
 
 def _kv_bounds(rest: str) -> list[tuple[int, int]]:
     """Where the segments of a key-value line's rest (after its step) lie: between ``|``, ``,`` and `` - ``, or,
-    when it has none of them, one segment per blank-separated pair (``loss 2.31 lr 3e-4``)."""
+    when it has none of them, one segment per blank-separated pair (``loss 2.31 lr 3e-4``); a segment of several
+    ``name: value`` pairs split into them (``| Train Loss: 0.21 Acc: 0.90 |``)."""
     bounds, at = [], 0
     for split in _KV_SPLIT.finditer(rest):
         bounds.append((at, split.start()))
@@ -1029,7 +1035,14 @@ def _kv_bounds(rest: str) -> list[tuple[int, int]]:
         if blank and blank[-1][1] == len(rest.rstrip()) and all(
                 a == b_prev for (a, _), (_, b_prev) in zip(blank[1:], blank, strict=False)) and blank[0][0] == 0:
             return blank
-    return bounds
+    out = []
+    for a, b in bounds:
+        chained = _CHAINED_PAIRS.fullmatch(rest, a, b) if ":" in rest[a:b] else None
+        if chained is None:
+            out.append((a, b))
+        else:
+            out += [(m.start(), m.end()) for m in _CHAINED_PAIR.finditer(rest, a, b)]
+    return out
 
 
 def _others_match(line: str, handlers: dict[str, Any], *but: str) -> bool:
@@ -1381,13 +1394,14 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 13  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 14  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
     #                    their summaries ('* Acc@1', 'Test:  Acc@1') at their step and with their prefix; 11: 'ep' lines,
     #                    batch counters that start over each epoch, a line again after an evaluation banner, 'loss is:';
-    #                    12: 'max mem' named whole; 13: a logging prefix after a few blanks
+    #                    12: 'max mem' named whole; 13: a logging prefix after a few blanks; 14: segments of several
+    #                    pairs ('Train Loss: 0.21 Acc: 0.90'), each repeated name given its phase
 
     behind_logging = True
 
