@@ -62,6 +62,8 @@ _SHOWN = 240
 
 _CONSOLE_SUFFIXES = {".log", ".out", ".err", ".txt"}
 _CONSOLE_NAMES = re.compile(r"^(stdout|stderr|output|console|slurm-[\w.-]+|train|log)$", re.IGNORECASE)
+#: a rank's log of a launcher (PaddlePaddle's ``workerlog.0``) and a rotated log (``train.log.1``)
+_NUMBERED_LOG = re.compile(r"^(?:workerlog|[\w.-]+\.(?:log|out|err|txt))\.\d+$", re.IGNORECASE)
 
 #: Formats whose console log prints an end marker when training completes: without it, the run was stopped.
 END_MARKER_FORMATS = frozenset({"hf_console", "llmc", "megatron", "detectron2", "fairseq", "torchtitan", "pytorch_lm"})
@@ -150,11 +152,13 @@ _NOT_EXCEPTION = ("During handling", "The above exception", "Traceback")
 
 @lru_cache(maxsize=4096)  # asked for each run of a file that holds thousands (a runs table)
 def is_console_log(path: str | os.PathLike[str]) -> bool:
-    """True for a file that looks like a run's console output (``*.log``, ``*.out``, ``*.err``, ``stdout`` …)."""
+    """True for a file that looks like a run's console output (``*.log``, ``*.out``, ``*.err``, ``stdout``,
+    ``workerlog.0``, ``train.log.1`` …)."""
     p = Path(path)
     if p.name.startswith("events.out.tfevents"):
         return False
-    return p.suffix.lower() in _CONSOLE_SUFFIXES or bool(_CONSOLE_NAMES.match(p.stem)) and not p.suffix
+    return (p.suffix.lower() in _CONSOLE_SUFFIXES or bool(_CONSOLE_NAMES.match(p.stem)) and not p.suffix
+            or _NUMBERED_LOG.match(p.name) is not None)
 
 
 def _tail(path: Path, size: int) -> tuple[list[str], int | None]:

@@ -54,6 +54,15 @@ def test_traceback_gives_exception_and_last_frame():
     assert got.evidence[0].text == "ValueError: loss went bad at step 25"
 
 
+@pytest.mark.parametrize("name", ["workerlog.0", "train.log.1"])
+def test_a_ranks_log_of_a_launcher_or_a_rotated_log_is_a_console_whose_traceback_counts(tmp_path, name):
+    """PaddlePaddle's distributed launch writes each rank's console to ``log/workerlog.N``; a rotated log ends in a
+    number: a crash at their end is read as in any console."""
+    shutil.copy(CRASHES / "lightning_crashed" / "train.log", tmp_path / name)
+    got = run_status([str(tmp_path / name)], now=LATER)
+    assert got.status == "crashed" and got.reason == "ValueError: loss went bad at step 25"
+
+
 def test_gloo_timeout_names_the_timed_out_collective():
     got = run_status([str(CRASHES / "gloo_timeout" / "train.log")], now=LATER)
     assert "Timed out waiting 5000ms for recv operation" in got.evidence[0].text
