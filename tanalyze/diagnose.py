@@ -149,6 +149,7 @@ ANALYSIS_VERSION = "41"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 39: an underfitting run that stopped before a tenth of its planned steps is insufficient data; LLaMA-Factory's
 # last step at total_steps is a finished run
 # 40: a new start's finding no longer claims the last session is judged (the phase note says which is)
+# 41: a launcher's rank log (workerlog.0) and a rotated log (train.log.1) are consoles read for how the job ended
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
