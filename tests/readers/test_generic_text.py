@@ -1,5 +1,7 @@
 """Console logs of custom training loops: epoch blocks, progress meters, key-value lines."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,6 +13,7 @@ from tests.conftest import real_log
 from tests.readers.text_helpers import check, curve, notes_text, write
 
 SLM = "other_text/0Xero7__slm_training"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MMENGINE = "mmengine_logs/hwh12345678900123__event-yolo/work_dirs"
 
 
@@ -790,3 +793,20 @@ def test_a_segment_of_several_pairs_and_a_name_its_phase_prints_once(tmp_path, e
     check(run.scalars, "Val Loss", {1: 1.25, 2: 0.65}, count=epochs)
     check(run.scalars, "Val Acc", {1: 0.4, 2: 0.7}, count=epochs)
     assert set(run.scalars["tag"].astype(str)) == {"Train Loss", "Train Acc", "Val Loss", "Val Acc"}
+
+
+def test_swin_transformers_meters_and_validation_from_its_logging_code():
+    """Swin Transformer's ``log_rank0.txt`` (``Train: [e/E][i/N]\\teta 0:00:00 lr 0.000251\\t wd 0.0500\\ttime …
+    (…)\\tloss 2.3503 (2.3294)\\t…\\tmem 309MB``, behind its logger's prefix): step = e × N + i, the current value of
+    each ``value (average)`` pair, the pairs without an average (lr, wd, mem) too, the ``eta`` none; its validation's
+    ``Test: [i/n]`` meters at the end of their epoch (their averages)."""
+    run = _read(FIXTURES / "swin" / "log_rank0.txt")
+    frame = run.scalars
+    check(frame, "loss", {0: 2.3530, 10: 2.3503, 40: 2.0613, 50: 1.8987}, count=24)
+    check(frame, "lr", {0: 0.000001, 10: 0.000251, 40: 0.001000, 50: 0.000994}, count=24)
+    check(frame, "grad_norm", {0: 0.7289, 10: 0.7200}, count=24)
+    check(frame, "wd", {0: 0.05}, count=24)
+    check(frame, "mem", {0: 309.0, 40: 310.0}, count=24)
+    check(frame, "test/Acc@1", {40: 35.938, 80: 57.188}, count=6)  # (the last Test line's averages: all batches)
+    assert {"eta", "Mem", "test/Mem"}.isdisjoint(set(frame["tag"].astype(str)))
+    assert not run.warnings

@@ -53,6 +53,10 @@ _UNIT = r"(?:[a-zA-Z]{1,3}\b|%)?"
 METER = re.compile(
     r"Epoch(?:\((?P<mode>\w+)\)|:)?[ \t]*\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\](?P<rest>[^\n]*)"
 )
+#: Swin Transformer's meter line, ``Train: [0/300][50/1251]\teta 0:12:34 lr 0.000125\t…``: its epochs from 0
+SWIN_METER = re.compile(r"(?<![\w:])Train: \[(?P<e>\d+)/\d+\]\[(?P<i>\d+)/(?P<n>\d+)\](?P<rest>[^\n]*)")
+#: a Swin meter line's pair without an average (``lr 0.000125``, ``wd 0.0500``, ``mem 2420MB``)
+_BARE_METER_PAIR = re.compile(rf"(?:^|(?<=\s))([A-Za-z_]\w{{0,63}}) ({NUMBER})(?:MB|GB)?(?=\s|$)")
 _PROGRESS = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]")
 
 
@@ -191,6 +195,7 @@ class GenericRules:
 
     generic_patterns = (
         (METER, "meter"),
+        (SWIN_METER, "swin_meter"),
         (EVAL_METER, "eval_meter"),
         (SUMMARY, "summary"),
         (EPOCH_HEADER, "epoch_header"),
@@ -262,6 +267,21 @@ class GenericRules:
         pairs = self._meter_pairs(rest)
         if not pairs:
             return
+        self._meter_seen = True
+        self._meter_batches = batches
+        self._meter_epoch = epoch
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
+        self.rows.add_pairs(pairs, step, epoch=float(epoch))  # type: ignore[attr-defined]
+
+    def _on_swin_meter(self, m: re.Match[str], chunk: Chunk) -> None:
+        if self._taken(chunk, m.start()):
+            return
+        epoch, index, batches = int(m.group("e")), int(m.group("i")), int(m.group("n"))
+        pairs = _swin_pairs(m.group("rest"))
+        if not pairs:
+            return
+        step = epoch * batches + index
         self._meter_seen = True
         self._meter_batches = batches
         self._meter_epoch = epoch
@@ -695,7 +715,7 @@ class GenericTextParser(GenericRules, TextParser):
 
 
 #: The kinds of lines that set the step (an anchor): a chunk with one is read line by line.
-_SETS_THE_STEP = frozenset({"epoch_header", "kv_step"})
+_SETS_THE_STEP = frozenset({"swin_meter", "epoch_header", "kv_step"})
 
 
 def _line_breaks(text: str) -> np.ndarray:
@@ -718,6 +738,20 @@ def _unread_stretches(text: str, breaks: np.ndarray, read: np.ndarray) -> list[t
 def _line_starts(breaks: np.ndarray, positions: list[int]) -> list[int]:
     """Where the line of each position starts (the text's line ``breaks`` given)."""
     return np.concatenate(([0], breaks + 1))[np.searchsorted(breaks, positions)].tolist()
+
+
+def _swin_pairs(rest: str) -> list[tuple[str, float]]:
+    """A Swin Transformer meter line's pairs: the current value of each ``name value (average)``, and the pairs
+    printed without an average (``lr``, ``wd``, ``mem`` in MB); its ``eta 0:12:34`` is no pair."""
+    averaged = [(name, float(value)) for name, value in _METER_PAIR.findall(rest)]
+    named = {name for name, _ in averaged}
+    bare = [(name, float(value)) for name, value in _BARE_METER_PAIR.findall(_METER_AVERAGE.sub("", rest))
+            if name not in named and name.lower() not in _NOT_MEASURES]
+    return averaged + bare
+
+
+#: a meter pair's average in parentheses (taken out before its bare pairs are looked for)
+_METER_AVERAGE = re.compile(rf"\s*\(\s*{NUMBER}\s*\)")
 
 
 def _measures(names: list[str], same: list[str] | None) -> np.ndarray | bool:
@@ -1381,7 +1415,7 @@ _MMENGINE = re.compile(r" - mmengine - INFO - Epoch\(\w+\) +\[")
 
 def detect_generic(window: str) -> bool:
     """Whether a text has enough generic metric lines to be a training log."""
-    if len(METER.findall(window)) >= 2 or len(_MMENGINE.findall(window)) >= 2:
+    if any(len(pattern.findall(window)) >= 2 for pattern in (METER, _MMENGINE, SWIN_METER)):
         return True
     if len(KV_STEP.findall(window)) >= 3:
         return True
@@ -1394,14 +1428,14 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 14  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 15  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
     #                    their summaries ('* Acc@1', 'Test:  Acc@1') at their step and with their prefix; 11: 'ep' lines,
     #                    batch counters that start over each epoch, a line again after an evaluation banner, 'loss is:';
     #                    12: 'max mem' named whole; 13: a logging prefix after a few blanks; 14: segments of several
-    #                    pairs ('Train Loss: 0.21 Acc: 0.90'), each repeated name given its phase
+    #                    pairs ('Train Loss: 0.21 Acc: 0.90'), each repeated name given its phase; 15: Swin Transformer's meters
 
     behind_logging = True
 
