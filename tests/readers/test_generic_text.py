@@ -810,3 +810,40 @@ def test_swin_transformers_meters_and_validation_from_its_logging_code():
     check(frame, "test/Acc@1", {40: 35.938, 80: 57.188}, count=6)  # (the last Test line's averages: all batches)
     assert {"eta", "Mem", "test/Mem"}.isdisjoint(set(frame["tag"].astype(str)))
     assert not run.warnings
+
+
+@pytest.mark.parametrize("epochs", [3, 40])
+def test_lines_keyed_by_their_epoch_printed_several_times_an_epoch_are_each_a_step(tmp_path, epochs):
+    """A loop that prints ``epoch:  0 loss:  0.686…`` every few batches (no batch counter) and its evaluation
+    after: each line is the next step (the epoch in the epoch column), not written over by the epoch's last; the
+    evaluation (``Validation Accuracy: …``, ``Epoch 1: Val acc is 86.0%``) at the step of the line before it."""
+    out, value = ["Training..."], {}
+    for e in range(epochs):
+        for b in range(5):
+            value[5 * e + b] = round(1 / (1 + 5 * e + b), 6)
+            out.append(f"epoch:  {e} loss:  {value[5 * e + b]}")
+        out.append(f"Validation Accuracy: {0.5 + e / 100}")
+    run = _read(write(tmp_path / "nohup.out", "\n".join(out) + "\n"))
+    check(run.scalars, "loss", value, count=5 * epochs)
+    check(run.scalars, "Validation Accuracy", {4: 0.5, 9: 0.51}, count=epochs)
+    loss = run.scalars[run.scalars["tag"] == "loss"]
+    assert loss["epoch"].tolist()[:6] == [0, 0, 0, 0, 0, 1]
+    assert f"{5 * epochs} 'epoch N name value' line(s) printed several times an epoch" in notes_text(run)
+    assert "logged twice" not in notes_text(run)
+    lines = [f"Epoch: {e}| train loss: {1 / (e + b + 1):.4f}" for e in range(1, 4) for b in range(4)]
+    for e in range(3):
+        lines.insert(5 * e + 4, f"Epoch {e + 1}: Val acc is {86 + e}.0%")
+    run = _read(write(tmp_path / "train.log", "\n".join(lines) + "\n"))
+    check(run.scalars, "train loss", {1: 0.5, 4: 0.2, 5: 0.3333}, count=12)
+    check(run.scalars, "Val acc", {4: 86.0, 8: 87.0, 12: 88.0}, count=3)
+
+
+def test_a_resumed_job_that_prints_its_last_epoch_again_keeps_one_step_an_epoch(tmp_path):
+    """One line an epoch, then a resumed job's start-up lines and its last epoch again: no several-lines-an-epoch
+    loop (the steps stay the epochs)."""
+    lines = [f"Epoch {e}: loss 0.{9 - e}00 val_loss 0.{9 - e}50" for e in range(6)]
+    lines += ["Loading checkpoint from ckpt/epoch_4.pt", "Resuming training", "Using device: cuda", "Seed: 42"]
+    lines += [f"Epoch {e}: loss 0.{9 - e}10 val_loss 0.{9 - e}60" for e in range(5, 9)]
+    run = _read(write(tmp_path / "train.log", "\n".join(lines) + "\n"))
+    assert sorted(set(curve(run.scalars, "loss"))) == list(range(9))
+    assert "several times an epoch" not in notes_text(run)

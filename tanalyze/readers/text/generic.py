@@ -132,6 +132,9 @@ _KV_SEGMENT = re.compile(
     rf"^\s*({_NAME}(?: \d{{1,4}}(?=\s*[:=]))?(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
 
 _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
+#: at most this many lines from one line keyed by its epoch to the next with the same epoch and names, for them to be
+#: a loop's several lines an epoch (a resumed job repeats its last epoch after its start-up lines)
+_BATCH_LINES_APART = 3
 #: names of a key-value or meter line that are no measure of training: the time left (YOLOX's ``ETA: 1 day, 2:00:00``,
 #: PaddleDetection's ``eta: 17 days, 13:50:26``, read as their days)
 _NOT_MEASURES = frozenset({"eta"})
@@ -221,10 +224,17 @@ class GenericRules:
         self._counter_gap = 0  # the counter's printing interval
         self._phase_lines = 0
         self._tail_phase: str | None = None  # the phase the last line of the chunk before announced
+        # lines keyed by their epoch printed several times an epoch (see _epoch_line_step): the last one's epoch, names,
+        # step and line; in that mode, the step of the next such line and their names
+        self._epoch_line_last: list[Any] | None = None
+        self._epoch_batch_next: int | None = None
+        self._epoch_batch_names: list[str] | None = None
+        self._epoch_lines_batched = 0
 
     _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
                       "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch",
-                      "_eval_mode", "_counter_gap", "_phase_lines", "_tail_phase")
+                      "_eval_mode", "_counter_gap", "_phase_lines", "_tail_phase", "_epoch_line_last",
+                      "_epoch_batch_next", "_epoch_batch_names", "_epoch_lines_batched")
 
     def _generic_snapshot(self) -> dict[str, Any]:
         return {**{name: getattr(self, name) for name in self._GENERIC_STATE},
@@ -240,10 +250,12 @@ class GenericRules:
     def _generic_absorb(self, other: GenericRules) -> None:
         """The next file's shapes: what was seen in either (its positions go on from the later one)."""
         phase_lines = self._phase_lines + other._phase_lines
+        batched = self._epoch_lines_batched + other._epoch_lines_batched
         for name in self._GENERIC_STATE:
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, (mine or theirs) if isinstance(mine, bool) else (theirs if theirs is not None else mine))
         self._phase_lines = phase_lines
+        self._epoch_lines_batched = batched
         self._epoch_offsets = {**self._epoch_offsets, **other._epoch_offsets}
 
     # helpers the host parser has (TextParser)
@@ -420,6 +432,9 @@ class GenericRules:
             pairs = list(zip(names, (value for _, value in pairs), strict=True))
         if counter is not None:
             step = self._step_within_epoch(step, counter)
+        elif token == "epoch" and within is None:
+            step = self._epoch_line_step(step, [name for name, _ in pairs], chunk.line_of(m.start()),
+                                         self._phase_before(chunk, m.start()) is not None)
         if step == self._last_anchor.get(-1) and not any(_PHASE_WORD.search(name) for name, _ in pairs):  # type: ignore[attr-defined]
             phase = self._phase_before(chunk, m.start())
             if phase is not None:  # the same line again at its step, announced as an evaluation
@@ -433,6 +448,30 @@ class GenericRules:
         self.mark(chunk, m.start())  # type: ignore[attr-defined]
         self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
         self.rows.add_pairs(pairs, step, epoch=epoch)  # type: ignore[attr-defined]
+
+    def _epoch_line_step(self, epoch: int, names: list[str], line: int, announced: bool) -> int:
+        """The step of a line keyed by its epoch alone (``epoch: 0 loss: 0.68``): the epoch, unless the loop prints
+        such a line several times an epoch (the same names at the same epoch again, within a few lines, neither
+        after a line announcing an evaluation: not a resumed job's repeat, nor the evaluation printed with the
+        training's template). From then on each such line is the next step (the epoch kept in its column), and a
+        line of other names (``Epoch 1: Val acc is 86.0``) or announced as an evaluation is at the step of the last
+        one before it: else every epoch's lines but its last would be written over."""
+        last = self._epoch_line_last
+        if self._epoch_batch_next is None:
+            if (last is None or last[0] != epoch or last[1] != names or line - last[3] > _BATCH_LINES_APART
+                    or announced or last[4]):
+                self._epoch_line_last = [epoch, names, epoch, line, announced]
+                return epoch
+            self._epoch_batch_next, self._epoch_batch_names = last[2] + 1, names
+            self._epoch_lines_batched += 1  # (the first of them, read at its epoch: the step it keeps)
+        if names == self._epoch_batch_names and not announced:
+            step = self._epoch_batch_next
+            self._epoch_batch_next += 1
+            self._epoch_lines_batched += 1
+        else:
+            step = self._epoch_batch_next - 1
+        self._epoch_line_last = [epoch, names, step, line, announced]
+        return step
 
     def _step_within_epoch(self, epoch: int, counter: int) -> int:
         """The step of a line's counter beside its epoch: the counter itself, unless it starts over with each epoch;
@@ -490,6 +529,10 @@ class GenericRules:
                          "that line's step")
         if self._kv_epoch_seen:
             notes.append("'Epoch N: name value, …' lines without a step are keyed by the epoch number (step = epoch)")
+        if self._epoch_lines_batched:
+            notes.append(f"{self._epoch_lines_batched:,} 'epoch N name value' line(s) printed several times an epoch: "
+                         "step = the line's place among them (the epoch in the epoch column), a line of other "
+                         "names (an evaluation) at the step of the last one before it")
         if any(self._epoch_offsets.values()):
             notes.append("'epoch e, batch b, …' lines whose batch starts over with each epoch: step = b + the batches of "
                          "the epochs before, each estimated as its last printed batch + the printing interval (the log "
@@ -1209,6 +1252,9 @@ class _KvLines(_Shaped):
         previous = parser._last_anchor.get(-1)
         if parser._epoch_now is not None or not lines.goes_on(index, previous) or lines.first[index] == previous:
             return None  # a pair line could take it; a restart, recorded at its line; a step again (an evaluation?)
+        if any(read.by_epoch and read.epoch is None and lines.has[index][kind] for kind, read in enumerate(self.reads)):
+            return None  # lines keyed by their epoch alone (one an epoch, or several: see _epoch_line_step): few, read
+            #              line by line
         if len(self.coded) < len(self.reads):
             _code_in_order(parser, lines, index, self.coded, [read.names for read in self.reads], 0)
         parser._kv_seen = True
@@ -1216,6 +1262,16 @@ class _KvLines(_Shaped):
             read.by_epoch for kind, read in enumerate(self.reads) if lines.has[index][kind])
         parser.anchor(lines.last[index], None, 0)  # type: ignore[arg-type]
         return True
+
+    def _epoch_again(self, lines: _RunLines, index: int) -> bool:
+        """Whether two lines of a shape keyed by its epoch in run ``index`` follow each other at one epoch."""
+        for kind, read in enumerate(self.reads):
+            if read.by_epoch and read.epoch is None and lines.has[index][kind]:
+                of_kind = lines.run[lines.kinds == kind] == index
+                steps = lines.grids[kind][of_kind][:, 0]
+                if len(steps) > 1 and (steps[1:] == steps[:-1]).any():
+                    return True
+        return False
 
     def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
              ) -> tuple[Any, ...]:
@@ -1374,6 +1430,16 @@ class _EpochBlocks(_Shaped):
             parser.anchor(last, None, 0)
         return -1 if before is None else before
 
+    def _epoch_again(self, lines: _RunLines, index: int) -> bool:
+        """Whether two lines of a shape keyed by its epoch in run ``index`` follow each other at one epoch."""
+        for kind, read in enumerate(self.reads):
+            if read.by_epoch and read.epoch is None and lines.has[index][kind]:
+                of_kind = lines.run[lines.kinds == kind] == index
+                steps = lines.grids[kind][of_kind][:, 0]
+                if len(steps) > 1 and (steps[1:] == steps[:-1]).any():
+                    return True
+        return False
+
     def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
              ) -> tuple[Any, ...]:
         mine = taken[lines.run]
@@ -1428,14 +1494,15 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 15  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 16  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
     #                    their summaries ('* Acc@1', 'Test:  Acc@1') at their step and with their prefix; 11: 'ep' lines,
     #                    batch counters that start over each epoch, a line again after an evaluation banner, 'loss is:';
     #                    12: 'max mem' named whole; 13: a logging prefix after a few blanks; 14: segments of several
-    #                    pairs ('Train Loss: 0.21 Acc: 0.90'), each repeated name given its phase; 15: Swin Transformer's meters
+    #                    pairs ('Train Loss: 0.21 Acc: 0.90'), each repeated name given its phase; 15: Swin Transformer's meters;
+    #                    16: lines keyed by their epoch printed several times an epoch, each a step
 
     behind_logging = True
 
