@@ -847,3 +847,20 @@ def test_a_resumed_job_that_prints_its_last_epoch_again_keeps_one_step_an_epoch(
     run = _read(write(tmp_path / "train.log", "\n".join(lines) + "\n"))
     assert sorted(set(curve(run.scalars, "loss"))) == list(range(9))
     assert "several times an epoch" not in notes_text(run)
+
+
+@pytest.mark.parametrize("logging_prefix", ["", "2017-08-18 02:43:53,914 - INFO - "])
+def test_a_value_named_with_its_step_in_a_sentence_and_the_values_after_it(tmp_path, logging_prefix):
+    """TensorFlow's tutorials' ``Minibatch loss at step 500: 1.234567`` then ``Minibatch accuracy: 70.2%`` and
+    ``Validation accuracy: 72.3%`` (at that step), a last ``Test accuracy`` at the last step."""
+    out = ["Initialized"]
+    for k, step in enumerate((0, 500, 1000, 1500)):
+        out += [f"Minibatch loss at step {step}: {3.5 / (k + 1):.6f}", f"Minibatch accuracy: {10 + 20 * k:.1f}%",
+                f"Validation accuracy: {12 + 20 * k:.1f}%"]
+    out.append("Test accuracy: 86.1%")
+    run = _read(write(tmp_path / "train.log", "\n".join(logging_prefix + line for line in out) + "\n"))
+    check(run.scalars, "Minibatch loss", {0: 3.5, 500: 1.75, 1500: 0.875}, count=4)
+    check(run.scalars, "Minibatch accuracy", {0: 10.0, 1000: 50.0}, count=4)
+    check(run.scalars, "Validation accuracy", {0: 12.0, 1500: 72.0}, count=4)
+    check(run.scalars, "Test accuracy", {1500: 86.1}, count=1)
+    assert "'<name> at step N: value' lines" in notes_text(run)

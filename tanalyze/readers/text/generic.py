@@ -120,6 +120,11 @@ KV_STEP = re.compile(
     rf"|(?={_BLANK_PAIRS}))(?P<rest>[^\n]*)$",
     re.M | re.I,
 )
+#: a value named with its step in a sentence: ``Minibatch loss at step 500: 1.234`` (TensorFlow's tutorials and
+#: courses), ``Loss at step 3: 8.49``; the lines of ``name: value`` after it are at that step
+AT_STEP = re.compile(
+    rf"^[ \t]*(?P<name>[A-Za-z][\w./-]{{0,40}}(?: [A-Za-z][\w./-]{{0,40}}){{0,3}}) at (?P<token>step|iteration|iter|epoch)"
+    rf"[ \t]+(?P<step>\d{{1,15}})[ \t]*[:=][ \t]*(?P<value>{NUMBER})%?[ \t]*$", re.M | re.I)
 _KV_SPLIT = re.compile(r"\||,(?![^\[]*\])|\s-\s")
 #: a segment of several ``name: value`` pairs (``Train Loss: 0.21 Acc: 0.90``), and each of its pairs
 _CHAINED_PAIR_SOURCE = rf"[ \t]*{_NAME}:[ \t]*{NUMBER}{_UNIT}"
@@ -204,6 +209,7 @@ class GenericRules:
         (EPOCH_HEADER, "epoch_header"),
         (PAIR_LINE, "pair_line"),
         (KV_STEP, "kv_step"),
+        (AT_STEP, "at_step"),
     )
 
     def _init_generic(self) -> None:
@@ -230,11 +236,12 @@ class GenericRules:
         self._epoch_batch_next: int | None = None
         self._epoch_batch_names: list[str] | None = None
         self._epoch_lines_batched = 0
+        self._at_step_seen = False
 
     _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
                       "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch",
                       "_eval_mode", "_counter_gap", "_phase_lines", "_tail_phase", "_epoch_line_last",
-                      "_epoch_batch_next", "_epoch_batch_names", "_epoch_lines_batched")
+                      "_epoch_batch_next", "_epoch_batch_names", "_epoch_lines_batched", "_at_step_seen")
 
     def _generic_snapshot(self) -> dict[str, Any]:
         return {**{name: getattr(self, name) for name in self._GENERIC_STATE},
@@ -381,7 +388,7 @@ class GenericRules:
             return
         if self._epoch_now is not None:
             step, epoch = self._epoch_now, float(self._epoch_now)
-        elif self.pairs_at_step and self._kv_seen:
+        elif self.pairs_at_step and (self._kv_seen or self._at_step_seen):
             step, epoch = self.current_step(), NAN  # type: ignore[attr-defined]
         else:
             return
@@ -448,6 +455,19 @@ class GenericRules:
         self.mark(chunk, m.start())  # type: ignore[attr-defined]
         self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
         self.rows.add_pairs(pairs, step, epoch=epoch)  # type: ignore[attr-defined]
+
+    def _on_at_step(self, m: re.Match[str], chunk: Chunk) -> None:
+        if self._taken(chunk, m.start()):
+            return
+        value = to_float(m.group("value"))
+        if value is None:
+            return
+        step = int(m.group("step"))
+        epoch = float(step) if m.group("token").lower() == "epoch" else NAN
+        self._at_step_seen = True  # (the 'name: value' lines after it are at its step)
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
+        self.rows.add_pairs([(m.group("name").strip(), value)], step, epoch=epoch)  # type: ignore[attr-defined]
 
     def _epoch_line_step(self, epoch: int, names: list[str], line: int, announced: bool) -> int:
         """The step of a line keyed by its epoch alone (``epoch: 0 loss: 0.68``): the epoch, unless the loop prints
@@ -529,6 +549,8 @@ class GenericRules:
                          "that line's step")
         if self._kv_epoch_seen:
             notes.append("'Epoch N: name value, …' lines without a step are keyed by the epoch number (step = epoch)")
+        if self._at_step_seen:
+            notes.append("'<name> at step N: value' lines: step from the line")
         if self._epoch_lines_batched:
             notes.append(f"{self._epoch_lines_batched:,} 'epoch N name value' line(s) printed several times an epoch: "
                          "step = the line's place among them (the epoch in the epoch column), a line of other "
@@ -758,7 +780,7 @@ class GenericTextParser(GenericRules, TextParser):
 
 
 #: The kinds of lines that set the step (an anchor): a chunk with one is read line by line.
-_SETS_THE_STEP = frozenset({"swin_meter", "epoch_header", "kv_step"})
+_SETS_THE_STEP = frozenset({"swin_meter", "epoch_header", "kv_step", "at_step"})
 
 
 def _line_breaks(text: str) -> np.ndarray:
@@ -1483,7 +1505,7 @@ def detect_generic(window: str) -> bool:
     """Whether a text has enough generic metric lines to be a training log."""
     if any(len(pattern.findall(window)) >= 2 for pattern in (METER, _MMENGINE, SWIN_METER)):
         return True
-    if len(KV_STEP.findall(window)) >= 3:
+    if len(KV_STEP.findall(window)) >= 3 or len(AT_STEP.findall(window)) >= 3:
         return True
     headers = EPOCH_HEADER.findall(window)
     return len(headers) >= 2 and len(PAIR_LINE.findall(window)) >= 2
@@ -1494,7 +1516,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 16  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 17  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1502,7 +1524,8 @@ class GenericTextReader(TextReader):
     #                    batch counters that start over each epoch, a line again after an evaluation banner, 'loss is:';
     #                    12: 'max mem' named whole; 13: a logging prefix after a few blanks; 14: segments of several
     #                    pairs ('Train Loss: 0.21 Acc: 0.90'), each repeated name given its phase; 15: Swin Transformer's meters;
-    #                    16: lines keyed by their epoch printed several times an epoch, each a step
+    #                    16: lines keyed by their epoch printed several times an epoch, each a step; 17: 'loss at
+    #                    step N: value' lines
 
     behind_logging = True
 
