@@ -1285,16 +1285,6 @@ class _KvLines(_Shaped):
         parser.anchor(lines.last[index], None, 0)  # type: ignore[arg-type]
         return True
 
-    def _epoch_again(self, lines: _RunLines, index: int) -> bool:
-        """Whether two lines of a shape keyed by its epoch in run ``index`` follow each other at one epoch."""
-        for kind, read in enumerate(self.reads):
-            if read.by_epoch and read.epoch is None and lines.has[index][kind]:
-                of_kind = lines.run[lines.kinds == kind] == index
-                steps = lines.grids[kind][of_kind][:, 0]
-                if len(steps) > 1 and (steps[1:] == steps[:-1]).any():
-                    return True
-        return False
-
     def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
              ) -> tuple[Any, ...]:
         mine = taken[lines.run]
@@ -1451,16 +1441,6 @@ class _EpochBlocks(_Shaped):
             parser._epoch_now = last
             parser.anchor(last, None, 0)
         return -1 if before is None else before
-
-    def _epoch_again(self, lines: _RunLines, index: int) -> bool:
-        """Whether two lines of a shape keyed by its epoch in run ``index`` follow each other at one epoch."""
-        for kind, read in enumerate(self.reads):
-            if read.by_epoch and read.epoch is None and lines.has[index][kind]:
-                of_kind = lines.run[lines.kinds == kind] == index
-                steps = lines.grids[kind][of_kind][:, 0]
-                if len(steps) > 1 and (steps[1:] == steps[:-1]).any():
-                    return True
-        return False
 
     def rows(self, parser: GenericTextParser, lines: _RunLines, taken: np.ndarray, records: list[Any]
              ) -> tuple[Any, ...]:
