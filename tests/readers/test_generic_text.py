@@ -864,3 +864,16 @@ def test_a_value_named_with_its_step_in_a_sentence_and_the_values_after_it(tmp_p
     check(run.scalars, "Validation accuracy", {0: 12.0, 1500: 72.0}, count=4)
     check(run.scalars, "Test accuracy", {1500: 86.1}, count=1)
     assert "'<name> at step N: value' lines" in notes_text(run)
+
+
+def test_the_transfer_learning_tutorials_phase_lines_under_their_epoch():
+    """PyTorch's transfer-learning tutorial: ``Epoch 3/7``, a rule, ``train Loss: 0.6783 Acc: 0.5605`` and ``val
+    Loss: 0.6704 Acc: 0.8594``: the pairs of a line with blanks between them, each bare ``Acc`` given its line's
+    phase (the validation's accuracy is not written over the training's), step = the epoch."""
+    run = _read(FIXTURES / "transfer_learning" / "train.log")
+    frame = run.scalars
+    check(frame, "train Loss", {0: 0.6889, 3: 0.6783, 7: 0.6113}, count=8)
+    check(frame, "train Acc", {0: 0.6094, 3: 0.5605}, count=8)
+    check(frame, "val Loss", {0: 0.6896, 3: 0.6704}, count=8)
+    check(frame, "val Acc", {0: 0.4844, 3: 0.8594, 7: 0.8477}, count=8)
+    assert "Acc" not in set(frame["tag"].astype(str))

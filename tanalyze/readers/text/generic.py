@@ -103,7 +103,7 @@ EPOCH_HEADER = require(
     re.compile(r"^[ \t]*Epoch[ \t]*:?[ \t]*(\d+)[ \t]*(?:/|of)[ \t]*(\d+)[ \t]*:?[ \t]*$", re.M), re.compile("Epoch")
 )
 _PAIR = rf"{_NAME}[ \t]*[:=][ \t]*{NUMBER}{_UNIT}"
-PAIR_LINE = re.compile(rf"^[ \t]*{_PAIR}(?:[ \t]*[-|,;][ \t]*{_PAIR})*[ \t]*$", re.M)
+PAIR_LINE = re.compile(rf"^[ \t]*{_PAIR}(?:[ \t]*[-|,;][ \t]*{_PAIR}|[ \t]+{_PAIR})*[ \t]*$", re.M)
 _PAIR_ITEM = re.compile(rf"({_NAME})[ \t]*[:=][ \t]*({NUMBER})")
 
 #: One-word pairs separated by blanks only, to the end of the line: ``loss 2.31 lr 3e-4``, ``loss=2.31 lr=3e-4``,
@@ -190,6 +190,22 @@ def _phased_names(names: list[str]) -> list[str] | None:
             head = found.group(0)
         out.append(head + name if name in repeated and head and not found else name)
     return out
+
+
+#: a metric's bare name that a line's first, phase-led name lends its phase (``val Loss: 0.23 Acc: 0.91``)
+_BARE_METRIC = re.compile(r"(?:acc|accuracy|loss|f1|auc|precision|recall|iou|miou|dice|top-?[15]|mae|mse|rmse|ppl|"
+                          r"perplexity|bleu|wer|cer|err|error)", re.I)
+_LEADING_PHASE = re.compile(r"(?:train|training|val|valid|validation|test|eval|evaluation|dev) ", re.I)
+
+
+def _lent_phase(names: list[str]) -> list[str]:
+    """A pair line's names, each bare metric name after a first name that begins with its phase (``train Loss``,
+    ``val Loss``) given that phase (``train Acc``, ``val Acc``): else the training's and the validation's
+    accuracy, printed on two lines at one epoch, would be one tag written over."""
+    head = _LEADING_PHASE.match(names[0]) if names else None
+    if head is None:
+        return names
+    return [names[0]] + [head.group(0) + name if _BARE_METRIC.fullmatch(name) else name for name in names[1:]]
 
 
 def _phase_of(line: str) -> str | None:
@@ -392,9 +408,9 @@ class GenericRules:
             step, epoch = self.current_step(), NAN  # type: ignore[attr-defined]
         else:
             return
-        pairs = []
-        for name, value in _PAIR_ITEM.findall(m.group(0)):
-            pairs.append((_pair_name(name), float(value)))
+        found = _PAIR_ITEM.findall(m.group(0))
+        names = _lent_phase([_pair_name(name) for name, _ in found])
+        pairs = [(name, float(value)) for name, (_, value) in zip(names, found, strict=True)]
         if self._epoch_now is None and KV_STEP.match(chunk.text, m.start()):
             return  # a line that names its own step ('step: 7, loss: 2.5'): a key-value line, no evaluation
         if pairs:
@@ -1475,7 +1491,7 @@ def _pair_shape(line: str, handlers: dict[str, Any]) -> tuple[LineShape, list[st
         return None
     items = list(_PAIR_ITEM.finditer(line))
     shape = line_shape(line, [item.span(2) for item in items], [False] * len(items)) if items else None
-    return None if shape is None else (shape, [_pair_name(item.group(1)) for item in items])
+    return None if shape is None else (shape, _lent_phase([_pair_name(item.group(1)) for item in items]))
 
 
 _MMENGINE = re.compile(r" - mmengine - INFO - Epoch\(\w+\) +\[")
@@ -1496,7 +1512,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 17  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 18  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1505,7 +1521,8 @@ class GenericTextReader(TextReader):
     #                    12: 'max mem' named whole; 13: a logging prefix after a few blanks; 14: segments of several
     #                    pairs ('Train Loss: 0.21 Acc: 0.90'), each repeated name given its phase; 15: Swin Transformer's meters;
     #                    16: lines keyed by their epoch printed several times an epoch, each a step; 17: 'loss at
-    #                    step N: value' lines
+    #                    step N: value' lines; 18: pairs with blanks between them under an epoch header, a bare
+    #                    metric given its line's phase ('val Loss: 0.2 Acc: 0.9')
 
     behind_logging = True
 
