@@ -67,7 +67,7 @@ from tanalyze.analysis.pretrained import language_model_start
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.ranks import RankAnalysis, analyze_ranks
 from tanalyze.analysis.recommendations import recommend
-from tanalyze.analysis.reinforcement import classify_reinforcement
+from tanalyze.analysis.reinforcement import classify_reinforcement, classify_without_reward
 from tanalyze.analysis.resources import ResourceHealth, analyze_resources
 from tanalyze.analysis.restarts import Boundary, RestartCost, analyze_restarts
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
@@ -102,7 +102,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "41"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "42"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -150,6 +150,10 @@ ANALYSIS_VERSION = "41"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # last step at total_steps is a finished run
 # 40: a new start's finding no longer claims the last session is judged (the phase note says which is)
 # 41: a launcher's rank log (workerlog.0) and a rotated log (train.log.1) are consoles read for how the job ended
+# 42: a reinforcement-learning run (approx_kl, clip_fraction, LossBefore …) with no reward is insufficient data, its
+# loss terms never summed and no loss-shape finding (spike, explosion, plateau) on them; a reward of many distinct
+# values whose first and last medians differ beyond a robust noise rose (or fell), though outliers widen the noise
+# of its means
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -161,7 +165,8 @@ SUMMED_LOSS_FORMATS = frozenset({"darknet", "yolo_csv", "yolo_txt", "detectron2"
 #: Points a reward needs to be the curve a run is judged by (fewer: an evaluation summary beside a loss curve).
 _REWARD_CURVE_POINTS = 3
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
-#: Loss findings that stand in a reinforcement-learning run, where a loss's level and swings mean nothing.
+#: Loss findings that stand in a reinforcement-learning run, where a loss's level and swings mean nothing (the
+#: others, spikes, explosions and plateaus of a surrogate or value loss, are not raised there).
 _NONFINITE_CODES = frozenset({"nonfinite_values", "diverged_nonfinite"})
 #: Keyword arguments of the analyzers that diagnose() forwards (each a dict of that analyzer's parameters).
 ANALYZER_PARAMS = ("divergence", "overfitting", "early_stopping", "progress", "gradients", "throughput", "resources",
@@ -522,7 +527,7 @@ def _health(
         options.setdefault("interval_means", "elapsed" in tag_words(step_time.tag))
         throughput = analyze_throughput(step_time, kind=step_time_unit(step_time.tag, step_time), **options)
     elif (train is not None and np.isfinite(train.wall_time).sum() >= 3 and len(roles["train_loss"].components) == 1
-          and "reward" not in roles):  # an RL run logs per episode, whose length is the policy's doing
+          and "reward" not in roles and not roles.reinforcement):  # an RL run logs per episode, whose length is the policy's doing
         throughput = analyze_throughput(None, kind="wall_time", wall_time_curve=train, **options)
 
     resources = None
@@ -788,13 +793,16 @@ def diagnose_run(
     if reward is not None and (train is not None or val is not None) \
             and len(reward.collapse_steps().finite_part()) < _REWARD_CURVE_POINTS:
         # a reward evaluated once or twice (a score printed after training) is no curve to judge the run by
-        warnings.append(f"{reward.tag} has only {len(reward.collapse_steps().finite_part())} point(s): the run is "
-                        "judged by its loss, not as reinforcement learning")
+        warnings.append(f"{reward.tag} has only {len(reward.collapse_steps().finite_part())} point(s): "
+                        + ("too few to judge the policy by" if role_map.reinforcement
+                           else "the run is judged by its loss, not as reinforcement learning"))
         reward = None
+    # a run whose tags only RL logs (approx_kl, LossBefore …) is one though it logged no reward: no loss judges it
+    reinforcement = reward is not None or bool(role_map.reinforcement)
     entropy = role_curve(curves, role_map, "policy_entropy") if reward is not None else None
-    if train is None and reward is None:
+    if train is None and not reinforcement:
         warnings.append("no training loss found among the tags" + (f" ({len(curves)} tag(s))" if curves else ""))
-    if val is None and reward is None:
+    if val is None and not reinforcement:
         warnings.append("no validation loss: overfitting and early stopping cannot be judged")
     elif train is not None and not role_map.losses_comparable:
         warnings.append(f"{train.tag} and {val.tag} measure different quantities: their gap is not judged")
@@ -823,9 +831,9 @@ def diagnose_run(
         val_analysis = analyze_divergence(val, learning_rate=lr, **params.get("divergence", {}))
     # Only transient validation spikes: a lasting rise of the validation loss is overfitting's business.
     val_spikes = tuple(sp for sp in val_analysis.spikes if sp.end_step is not None) if val_analysis else ()
-    spikes = loss_analysis.spikes + val_spikes
+    spikes = loss_analysis.spikes + val_spikes if not reinforcement else ()  # (an RL loss's bumps are no spikes)
     divergence = loss_analysis.divergence
-    if reward is not None and divergence is not None and divergence.kind not in ("nan", "inf"):
+    if reinforcement and divergence is not None and divergence.kind not in ("nan", "inf"):
         divergence = None  # an RL loss's level means nothing: only NaN/Inf in it is a divergence
     if divergence is None and val_analysis is not None and val_analysis.divergence is not None \
             and val_analysis.divergence.kind != "explosion":
@@ -842,6 +850,8 @@ def diagnose_run(
     epoch_train = role_curve(curves, role_map, "train_loss_epoch") if train is not None else None
     if reward is not None:
         verdict = classify_reinforcement(reward, entropy=entropy, loss=main, loss_divergence=loss_analysis)
+    elif reinforcement:
+        verdict = classify_without_reward(role_map.reinforcement, loss=main, loss_divergence=loss_analysis)
     else:
         verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
                                num_classes=num_classes, thresholds=thresholds or Thresholds(),
@@ -857,7 +867,7 @@ def diagnose_run(
     early = (simulate_early_stopping(watched, val_train, **{"mode": watched_mode, **stopping}) if watched is not None
              else None)
     progress = (analyze_progress(main, epochs=epoch, **params.get("progress", {}))
-                if main is not None and reward is None else None)
+                if main is not None and not reinforcement else None)
     eval_steps = val.steps if val is not None and val is not train else None
     clip = clip_value(hparams) if hparams else None
     if clip is None:
@@ -883,9 +893,8 @@ def diagnose_run(
     loss_findings = list(loss_analysis.findings)
     if adversarial is not None:  # a GAN's losses swing by design: their spikes are information
         loss_findings = [replace(f, severity=Severity.INFO) if f.code == "loss_spike" else f for f in loss_findings]
-    elif reward is not None:  # an RL loss's level and swings mean nothing; only NaN/Inf does
-        loss_findings = [f if f.code in _NONFINITE_CODES else replace(f, severity=Severity.INFO)
-                         for f in loss_findings]
+    elif reinforcement:  # an RL loss's level and swings mean nothing; only NaN/Inf does
+        loss_findings = [f for f in loss_findings if f.code in _NONFINITE_CODES]
     findings: list[Finding] = loss_findings + list(verdict.findings) + metric_findings
     if val_analysis is not None:  # its spikes and non-finite values; a val "explosion" is judged as overfitting
         findings += [f for f in val_analysis.findings
@@ -899,7 +908,7 @@ def diagnose_run(
         if verdict.label == "overfitting":
             verdict = replace(verdict, reasons=(*verdict.reasons, agreement.findings[0].message))
     finished = status is not None and status.status == "finished"
-    warning = None if reward is not None else _early_warning(
+    warning = None if reinforcement else _early_warning(
         main, loss_analysis, divergence, curves, role_map, grad, lr,
         {"finished": finished, **params.get("early_warning", {})},
         verdict.evidence.get("onset_step") if verdict.label == "diverged" else None)

@@ -14,7 +14,11 @@ Losses made of components without a total (Ultralytics ``train/box_loss``,
 of the components at the steps they share; the verdict also judges each
 component as its own curve. The losses of a GAN (``loss/G``, ``loss/D``,
 ``loss_G_GAN``, ``loss_D_real`` …) are never summed: the generator's is the
-training loss and :attr:`Roles.adversarial` names both sides. A split with no loss but a
+training loss and :attr:`Roles.adversarial` names both sides. Nor are the loss terms of a
+reinforcement-learning run (one whose tags only RL logs, :func:`reinforcement_signs`: PPO's ``approx_kl``,
+TRPO's ``LossBefore``/``LossAfter``/``dLoss`` …): surrogate, value and entropy terms, or a surrogate before and
+after an update, add up to nothing; one of them is the training loss, whose NaN/Inf alone counts. Such a run with
+no reward takes a success rate (``rollout/success_rate``) as its reward. A split with no loss but a
 perplexity (DeepSpeed-Chat's ``eval_ppl``) uses its logarithm as the loss.
 
 Users override any role: ``roles={"val_loss": "my/val"}`` (a tag, a tuple of
@@ -36,7 +40,8 @@ from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 
 __all__ = ["ROLES", "RESOURCE_KINDS", "ResourceKind", "RoleAssignment", "Rejected", "Roles", "memory_unit",
-           "resolve_roles", "resource_kind", "role_curve", "step_time_unit", "sum_curves", "tag_words"]
+           "reinforcement_signs", "resolve_roles", "resource_kind", "role_curve", "step_time_unit", "sum_curves",
+           "tag_words"]
 
 #: Every role, with what it means.
 ROLES: Mapping[str, str] = MappingProxyType(  # read-only view of the role table
@@ -136,6 +141,8 @@ class Roles:
     losses_comparable: bool = True
     #: A GAN's training losses by side: ``{"generator": tags, "discriminator": tags}`` (empty otherwise).
     adversarial: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: The tags that show a reinforcement-learning run (:func:`reinforcement_signs`; empty otherwise).
+    reinforcement: tuple[str, ...] = ()
 
     def __contains__(self, role: object) -> bool:
         return role in self.assigned
@@ -161,6 +168,7 @@ class Roles:
             "throughput_kind": self.throughput_kind,
             "losses_comparable": self.losses_comparable,
             "adversarial": {side: list(tags) for side, tags in self.adversarial.items()},
+            "reinforcement": list(self.reinforcement),
         }
 
 
@@ -176,10 +184,14 @@ class _Candidate:
 # --- per-role matchers: tag words -> (rank, why) or None -------------------------------------------------
 
 
-def _loss_kind(words: tuple[str, ...]) -> tuple[str, int, tuple[str, ...], str] | None:
+def _loss_kind(words: tuple[str, ...], reinforcement: bool = False
+               ) -> tuple[str, int, tuple[str, ...], str] | None:
     """For a loss tag: (split, rank, component words, level) — rank 1 a whole loss, 2 a named
-    objective (nll, ce, rmse …), 3 a component (box, cls …). None when not a loss."""
+    objective (nll, ce, rmse …), 3 a component (box, cls …). None when not a loss. In a reinforcement-learning
+    run a value loss (``train/value_loss``, the critic's fit) is a component, not a loss's value."""
     words = _one_word_objectives(words)
+    if reinforcement and "value" in words:
+        words = tuple("vf" if w == "value" else w for w in words)  # (the value function's: no qualifier)
     ws = set(words)
     objective = ws & _OBJECTIVE
     if not (ws & _LOSS or objective) or ws & _NOT_A_LOSS:
@@ -363,6 +375,35 @@ def _match_policy_entropy(words: tuple[str, ...], tag: str) -> tuple[int, str] |
     return 1, "policy entropy"
 
 
+def _match_success_rate(words: tuple[str, ...], tag: str) -> tuple[int, str] | None:
+    """A success rate (SB3's ``rollout/success_rate``, ``eval/success_rate``): the reward of a reinforcement-learning
+    run that logged none (only such a run takes it, see :func:`resolve_roles`)."""
+    ws = set(words)
+    if "success" not in ws or ws & (_NOT_A_REWARD - {"frac"}):
+        return None
+    return (2, "the success rate of an evaluation") if ws & _VAL else (1, "a success rate (no reward logged)")
+
+
+#: Names only reinforcement learning logs (tag words joined by spaces): a policy update's statistics (PPO's
+#: ``approx_kl`` and ``clip_fraction``, ``approxkl``/``clipfrac``/``pg_clipfrac``; SB3's ``exploration_rate`` and
+#: ``ent_coef``), its loss terms (``policy_gradient_loss``, ``pg_loss``, an actor's loss, a TD loss; rllab's and
+#: garage's ``LossBefore``/``LossAfter``: TRPO's surrogate before and after an update). A policy and a value loss
+#: alone are not enough (AlphaZero-style training fits both heads as supervised losses).
+_RL_SIGN = re.compile(r"\b(?:approx ?kl|clip ?frac(?:tion)?|policy gradient loss|pg loss|td loss|actor loss|"
+                      r"loss (?:before|after)|exploration rate|ent coef)\b")
+
+
+def reinforcement_signs(tags: Iterable[str]) -> tuple[str, ...]:
+    """The tags among ``tags`` that only a reinforcement-learning run logs (see ``_RL_SIGN``; and SB3 A2C's
+    ``explained_variance`` beside a ``value_loss``), sorted; empty for any other run."""
+    tags = [str(t) for t in tags]
+    joined = {t: " ".join(tag_words(t)) for t in tags}
+    signs = {t for t, words in joined.items() if _RL_SIGN.search(words)}
+    if any(re.search(r"\bvalue loss\b", words) for words in joined.values()):
+        signs |= {t for t, words in joined.items() if re.search(r"\bexplained variance\b", words)}
+    return tuple(sorted(signs))
+
+
 _SIMPLE = {
     "learning_rate": _match_lr,
     "grad_norm": _match_grad_norm,
@@ -427,11 +468,11 @@ def _adversarial_sides(parts: list[tuple[str, int, tuple[str, ...], str]]) -> di
 
 
 def _resolve_losses(
-    counts: dict[str, int],
+    counts: dict[str, int], reinforcement: bool = False,
 ) -> tuple[dict[str, RoleAssignment], dict[str, list[Rejected]], bool, dict[str, tuple[str, ...]]]:
     by_split: dict[str, list[tuple[str, int, tuple[str, ...], str]]] = {"train": [], "val": []}
     for tag in counts:
-        kind = _loss_kind(tag_words(tag))
+        kind = _loss_kind(tag_words(tag), reinforcement)
         if kind is not None:
             split, rank, component, level = kind
             by_split[split].append((tag, rank, component, level))
@@ -473,8 +514,18 @@ def _resolve_losses(
             rejected[role] += [Rejected(t, "a loss component; a whole loss exists") for t, *_ in parts]
         elif parts:
             usable = [p for p in parts if counts[p[0]] > 0]
-            sides = _adversarial_sides(usable) if split == "train" and len(usable) >= 2 else {}
-            if sides:  # a GAN: the two sides play against each other; their sum means nothing
+            sides = _adversarial_sides(usable) if split == "train" and len(usable) >= 2 and not reinforcement else {}
+            if reinforcement and len(usable) >= 2:  # RL loss terms: never summed, one alone for its NaN/Inf
+                ordered = sorted(usable, key=lambda p: (_rl_term_order(p[0]), -counts[p[0]], len(p[0]), p[0]))
+                tag = ordered[0][0]
+                assigned[role] = RoleAssignment(
+                    role, tag, (tag,), counts[tag], "auto",
+                    "one loss term of a reinforcement-learning run (its terms are never summed: a surrogate, value or "
+                    "entropy term, or a surrogate before and after an update, add up to nothing)")
+                groups[role] = ordered[0][2]
+                rejected[role] += [Rejected(p[0], "another loss term of a reinforcement-learning run (never summed)")
+                                   for p in ordered[1:]]
+            elif sides:  # a GAN: the two sides play against each other; their sum means nothing
                 tags = sides["generator"]
                 assigned[role] = RoleAssignment(
                     role, " + ".join(tags), tags, min(counts[t] for t in tags), "auto",
@@ -517,6 +568,18 @@ def _resolve_losses(
             _pair_like_with_like(by_split["train"], counts, assigned, rejected, groups)
         comparable = groups.get("train_loss", ()) == groups.get("val_loss", ())
     return assigned, rejected, comparable, adversarial
+
+
+#: Words of a reinforcement-learning loss term that is the policy's (preferred as the one training loss) …
+_POLICY_TERM = {"policy", "actor", "pg", "pi", "surrogate"}
+#: … and of one that is a difference of two (rllab's ``dLoss``: the surrogate's change over an update)
+_DIFFERENCE_TERM = {"d", "delta", "change", "improvement"}
+
+
+def _rl_term_order(tag: str) -> int:
+    """0 for a policy's loss term, 2 for a difference of two, 1 for any other."""
+    words = set(tag_words(tag))
+    return 0 if words & _POLICY_TERM else 2 if words & _DIFFERENCE_TERM else 1
 
 
 def _whole_within_a_namespace(entries: list[tuple[str, int, tuple[str, ...], str]]
@@ -581,7 +644,8 @@ def resolve_roles(
     if unknown:
         raise ConfigError(f"unknown role(s) {', '.join(map(repr, unknown))}; known roles: {', '.join(ROLES)}")
 
-    assigned, rejected_lists, comparable, adversarial = _resolve_losses(counts)
+    signs = reinforcement_signs(counts)
+    assigned, rejected_lists, comparable, adversarial = _resolve_losses(counts, bool(signs))
     throughput_kind = None
     for role, matcher in _SIMPLE.items():
         cands = []
@@ -593,6 +657,13 @@ def resolve_roles(
         if best is not None:
             assigned[role] = RoleAssignment(role, best.tag, (best.tag,), best.points, "auto", best.why)
         rejected_lists[role] = rej
+    if signs and "reward" not in assigned:  # a reinforcement-learning run with no reward: its success rate
+        cands = [_Candidate(tag, hit[0], counts[tag], hit[1]) for tag in counts
+                 if (hit := _match_success_rate(tag_words(tag), tag))]
+        best, rej = _pick(cands)
+        if best is not None:
+            assigned["reward"] = RoleAssignment("reward", best.tag, (best.tag,), best.points, "auto", best.why)
+        rejected_lists["reward"] = rejected_lists.get("reward", []) + rej
     tp = []
     for tag in counts:
         hit = _match_throughput(tag_words(tag), tag)
@@ -662,6 +733,7 @@ def resolve_roles(
         throughput_kind=throughput_kind if "throughput" in ordered else None,
         losses_comparable=comparable,
         adversarial=adversarial,
+        reinforcement=signs,
     )
 
 

@@ -432,3 +432,33 @@ def test_a_reward_printed_once_after_training_does_not_make_the_run_reinforcemen
     rl = scalar_frame(run="rl", tag=["loss"] * 20 + ["reward"] * 20, step=np.r_[steps, steps],
                       value=np.r_[loss, np.linspace(10, 200, 20)])
     assert "reward" in " ".join(diagnose_run(rl).verdict.reasons)
+
+
+SB3_RL = Path(__file__).resolve().parent / "fixtures" / "sb3_rl"
+#: Findings about a loss's shape, meant for supervised losses: never raised on a reinforcement-learning run's losses
+LOSS_SHAPE = {"loss_spike", "diverged_explosion", "plateau", "underfitting", "divergence_warning"}
+
+
+def test_a_reinforcement_learning_run_that_logged_no_reward_cannot_be_judged():
+    """A real SB3 PPO run on a CartPole no Monitor wraps (tests/fixtures/sb3_rl): its console tables hold PPO's
+    train/ statistics and no rollout/ section. Its train/loss (the surrogate, value and entropy terms combined)
+    rises as the value loss grows with longer episodes: it was judged underfitting, with a loss spike."""
+    [d] = tanalyze.diagnose(tanalyze.load(SB3_RL / "ppo_no_reward")).values()
+    assert d.format == "sb3_console" and "reward" not in d.roles
+    assert "train/approx_kl" in d.role_details.reinforcement
+    assert d.verdict.label == "insufficient_data" and d.verdict.evidence["reinforcement"] is True
+    assert d.verdict.reasons[0].startswith("no reward, episode return or success rate was logged")
+    assert [f.code for f in d.findings] == ["reward_missing"]
+    assert d.spikes == () and d.progress is None and d.early_warning is None
+    assert not [w for w in d.warnings if "validation loss" in w or "no training loss" in w]
+
+
+@pytest.mark.parametrize("run, loss", [("ppo_learns", "train/loss"), ("a2c_learns", "train/policy_loss")])
+def test_a_learning_reinforcement_learning_run_earns_no_loss_shape_finding(run, loss):
+    """Real SB3 PPO and A2C runs on monitored CartPoles: the reward climbs (PPO 18 -> 117, A2C 25 -> 271); A2C's
+    value loss jumps 4-9x at three updates as episodes lengthen, which read as a supervised loss was an explosion.
+    A2C logs its policy, value and entropy terms and no total: one term is the training loss, none summed."""
+    [d] = tanalyze.diagnose(tanalyze.load(SB3_RL / run)).values()
+    assert d.roles["reward"] == "rollout/ep_rew_mean" and d.verdict.label == "normal"
+    assert d.roles["train_loss"] == loss
+    assert not [f for f in d.findings if f.code in LOSS_SHAPE] and d.spikes == () and d.divergence is None

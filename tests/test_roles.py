@@ -311,3 +311,58 @@ def test_a_training_clock_in_ms_is_not_the_step_time_but_the_running_average_is(
     # modded-nanogpt: 'step:100/1750 train_time:92345ms step_avg:923.45ms' (train_time counts from the start)
     roles = resolve_roles(["train/loss", "val/loss", "train_time_ms", "step_avg_ms"])
     assert roles.tags()["step_time"] == "step_avg_ms"
+
+
+# rllab's / garage's TRPO progress.csv: the surrogate before and after each update and their difference, no total
+RLLAB = ["Iteration", "AverageReturn", "MaxReturn", "StdReturn", "LossBefore", "LossAfter", "dLoss", "MeanKL",
+         "MeanKLBefore", "Entropy", "Perplexity", "ExplainedVariance"]
+
+
+def test_the_loss_terms_of_a_reinforcement_learning_run_are_never_summed():
+    roles = resolve_roles({tag: 20 for tag in RLLAB})
+    assert roles.reinforcement == ("LossAfter", "LossBefore")
+    assert roles.tag("reward") == "AverageReturn" and roles.tag("policy_entropy") == "Entropy"
+    assert roles["train_loss"].components == ("LossAfter",)  # one term alone, for its NaN/Inf: never "… + dLoss"
+    assert "never summed" in roles["train_loss"].reason
+    assert {r.tag for r in roles.rejected["train_loss"]} == {"LossBefore", "dLoss"}
+    # SB3's A2C logs its policy, value and entropy terms and no total: the value loss is a term, not the loss
+    a2c = resolve_roles({t: 20 for t in ["train/policy_loss", "train/value_loss", "train/entropy_loss",
+                                         "train/explained_variance", "rollout/ep_rew_mean"]})
+    assert a2c.reinforcement == ("train/explained_variance",)
+    assert a2c["train_loss"].components == ("train/policy_loss",)
+    # SAC: an actor's and a critic's loss are no GAN's sides, nor a sum
+    sac = resolve_roles({t: 20 for t in ["train/actor_loss", "train/critic_loss", "train/ent_coef",
+                                         "train/ent_coef_loss", "rollout/ep_rew_mean"]})
+    assert sac["train_loss"].components == ("train/actor_loss",) and not sac.adversarial
+
+
+def test_a_run_without_reinforcement_learnings_own_tags_is_summed_as_before():
+    # a policy and a value head fitted as supervised losses (AlphaZero-style), a detector's parts: no RL signs
+    roles = resolve_roles({t: 20 for t in ["train/policy_loss", "train/value_loss", "val/policy_loss"]})
+    assert roles.reinforcement == () and roles.tag("train_loss") == "train/value_loss"
+    parts = resolve_roles({t: 20 for t in ["train/box_loss", "train/cls_loss", "train/dfl_loss"]})
+    assert parts.reinforcement == () and len(parts["train_loss"].components) == 3
+    assert "reinforcement" in resolve_roles(["loss"]).to_dict()
+
+
+@pytest.mark.parametrize("tags, signs", [
+    (["train/approx_kl", "train/clip_fraction", "train/loss"], ("train/approx_kl", "train/clip_fraction")),
+    (["losses/approx_kl", "losses/clipfrac", "losses/value_loss"], ("losses/approx_kl", "losses/clipfrac")),
+    (["ppo/policy/approxkl", "ppo/loss/total"], ("ppo/policy/approxkl",)),
+    (["rollout/exploration_rate", "train/loss"], ("rollout/exploration_rate",)),
+    (["losses/td_loss", "losses/q_values"], ("losses/td_loss",)),
+    # a regression's explained variance without a value loss, a VAE's KL: no reinforcement learning
+    (["train/loss", "val/explained_variance", "train/kl_loss", "train/mean_kl"], ()),
+])
+def test_reinforcement_signs(tags, signs):
+    from tanalyze.roles import reinforcement_signs
+
+    assert reinforcement_signs(tags) == signs
+
+
+def test_a_reinforcement_learning_run_with_no_reward_takes_its_success_rate():
+    tags = ["train/approx_kl", "train/loss", "rollout/success_rate", "eval/success_rate"]
+    roles = resolve_roles({t: 20 for t in tags})
+    assert roles.tag("reward") == "rollout/success_rate"
+    # any other run's success rate is a metric, not a reward
+    assert "reward" not in resolve_roles({t: 20 for t in ["train/loss", "val/loss", "val/success_rate"]})

@@ -399,6 +399,14 @@ CAUSES: dict[str, Cause] = {
         "(with gradient accumulation), activation checkpointing or sharding; an exception, its last frame; "
         "a cancellation, the time limit or the queue.",
     ),
+    "reward_missing": Cause(
+        "RL: no reward was logged",
+        "the logger wrote only the policy update's statistics (SB3 prints rollout/ only when episodes end and "
+        "a Monitor wraps the environment), an environment without episode ends, an evaluation never run",
+        "Log the reward: wrap the environment in a Monitor (Stable-Baselines3) or log the episode return or "
+        "success rate yourself, and an evaluation's mean reward every few updates; PPO's loss, value loss and "
+        "entropy say nothing of whether the policy improves.",
+    ),
     "insufficient_data": Cause(
         "Not enough data to judge",
         "the run is too short or the needed curve was not logged",

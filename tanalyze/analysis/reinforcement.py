@@ -21,7 +21,16 @@ Levels are means of the first and last tenth of the points (at least two) and th
 stretches as long (means, since rewards are often discrete: see :func:`reward_features`); a change
 counts when it clears both ``gain_sigmas`` standard errors of the difference of two such levels
 and ``min_gain`` of the reward's scale (the largest of those levels in absolute value), since rewards
-have no common unit. An episodic reward is noisy by nature: roughness alone is never instability here.
+have no common unit. A few wild episodes (an evaluation that failed, a crash's penalty) widen the noise of
+the means so far that a rise from about 0 to about 2,000 would not clear it: a reward of many distinct values
+(not a win or a loss) whose first and last medians differ by as many standard errors of a median, from a
+robust noise that such outliers do not move, rose or fell all the same. An episodic reward is noisy by nature:
+roughness alone is never instability here.
+
+A run that shows it is reinforcement learning (PPO's ``approx_kl``, TRPO's ``LossBefore`` …) but logged no
+reward, episode return or success rate cannot be judged (:func:`classify_without_reward`): its losses are a
+surrogate, a value fit and an entropy bonus, none a measure of progress. It is ``insufficient_data`` (or
+``diverged`` when a loss became NaN/Inf).
 """
 
 from __future__ import annotations
@@ -37,7 +46,7 @@ from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, Severity
 from tanalyze.curves import Curve, noise_sigma
 
-__all__ = ["RewardThresholds", "classify_reinforcement"]
+__all__ = ["RewardThresholds", "classify_reinforcement", "classify_without_reward"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,7 @@ class RewardThresholds:
     entropy_blowup: float = 4.0  # the policy entropy ends this many times above its starting level
     entropy_floor: float = 0.05  # … or below this share of its early peak while the reward did not rise …
     collapse_rise: float = 0.5  # … by this share of its starting level (beyond noise is not enough then)
+    distinct_share: float = 0.5  # medians decide too when at least this share of the reward's values are distinct
 
 
 def classify_reinforcement(
@@ -110,6 +120,14 @@ def classify_reinforcement(
         finding = Finding("reward_collapse", Severity.WARNING, text, recommend("reward_collapse"),
                           step=f["best_step"], step_end=f["last_step"])
         return Verdict("unstable", round(confidence, 3), evidence, (text,), findings=(finding,))
+    if abs(gain) <= bar and f["median_bar"] is not None and abs(f["median_gain"]) > f["median_bar"] \
+            and f["median_gain"] * gain > 0:
+        # the means' noise was widened by outliers: the medians, robust to them, tell the change
+        gain, bar = f["median_gain"], f["median_bar"]
+        levels = (f"from {f['start_median']:.4g} (median of its first {f['head_points']} points) to "
+                  f"{f['end_median']:.4g} (median of its last {f['head_points']}; means {f['start_level']:.4g} and "
+                  f"{f['end_level']:.4g}, whose noise a few outlying points widen)")
+        evidence["decided_by"] = "medians"
     sharpened = _entropy_collapse(entropy, th) if entropy is not None else None
     if gain > bar and (sharpened is None or gain > th.collapse_rise * abs(f["start_level"])):
         reasons = [f"{reward.tag} rose {levels}, beyond its noise"]
@@ -140,6 +158,33 @@ def classify_reinforcement(
     return Verdict("underfitting", round(confidence, 3), evidence, (text,), findings=(finding,))
 
 
+def classify_without_reward(
+    signs: tuple[str, ...],
+    *,
+    loss: Curve | None = None,
+    loss_divergence: DivergenceResult | None = None,
+) -> Verdict:
+    """The verdict of a reinforcement-learning run (``signs``: the tags that show it, see
+    :func:`tanalyze.roles.reinforcement_signs`) that logged no reward, episode return or success rate: its losses
+    (a policy's surrogate, a value fit, an entropy bonus; PPO's ``loss`` is their weighted sum) say nothing of
+    whether the policy learns, so it is ``insufficient_data``; ``diverged`` when ``loss`` became NaN/Inf."""
+    shown = ", ".join(signs[:4]) + (f" and {len(signs) - 4} more" if len(signs) > 4 else "")
+    evidence: dict[str, Any] = {"main_curve": loss.tag if loss is not None else None, "main_role": "reward",
+                                "reinforcement": True, "reinforcement_tags": list(signs), "reward": None}
+    d = loss_divergence.divergence if loss_divergence is not None else None
+    if d is not None and d.kind in ("nan", "inf") and loss is not None:
+        evidence.update(divergence_kind=d.kind, divergence_step=d.step, onset_step=d.onset_step)
+        text = d.how(loss.tag) if d.never_finite else f"{d.how(loss.tag)} and never recovered"
+        return Verdict("diverged", 0.99, evidence, (text,))
+    losses = f" ({loss.tag} among them)" if loss is not None else ""
+    text = (f"no reward, episode return or success rate was logged, so whether the policy learns cannot be judged: "
+            f"the losses{losses} of a reinforcement-learning run (it logged {shown}) are a surrogate, a value fit "
+            "and an entropy bonus, none a measure of progress")
+    finding = Finding("reward_missing", Severity.INFO, text[:1].upper() + text[1:], recommend("reward_missing"),
+                      evidence={"reinforcement_tags": list(signs)})
+    return Verdict("insufficient_data", 1.0, evidence, (text,), findings=(finding,))
+
+
 def reward_features(r: Curve, th: RewardThresholds = RewardThresholds()) -> dict[str, Any]:
     """The levels of a reward curve (finite points, one per step) and the change that counts (``bar``).
 
@@ -161,14 +206,30 @@ def reward_features(r: Curve, th: RewardThresholds = RewardThresholds()) -> dict
     best_index = int(np.argmax(levels))
     a, b = stretches[best_index]
     sigma = _noise(r.values)
-    level_noise = sigma / np.sqrt(k) * _correlation_inflation(r.values, k)
+    inflation = _correlation_inflation(r.values, k)
+    level_noise = sigma / np.sqrt(k) * inflation
     scale = max(abs(head), abs(tail), abs(float(levels[best_index])))
     bar = max(th.gain_sigmas * level_noise * np.sqrt(2.0), th.min_gain * scale)
+    # the medians' route: only for a reward of many distinct values, whose robust noise is not fooled into zero
+    # (the median of 0/1 outcomes flips between 0 and 1 with the luck of a window)
+    start_median, end_median = float(np.median(r.values[:k])), float(np.median(r.values[-k:]))
+    robust = noise_sigma(r.values) if len(np.unique(r.values)) >= th.distinct_share * n else float("nan")
+    median_bar = None
+    if np.isfinite(robust) and robust > 0:
+        median_noise = _MEDIAN_EFFICIENCY * robust / np.sqrt(k) * inflation
+        median_scale = max(abs(start_median), abs(end_median), scale)
+        median_bar = float(max(th.gain_sigmas * median_noise * np.sqrt(2.0), th.min_gain * median_scale))
     return {
         "points": n, "head_points": k, "first_step": int(r.steps[0]), "last_step": int(r.steps[-1]),
         "start_level": head, "end_level": tail, "gain": tail - head, "best": float(levels[best_index]),
         "best_step": int(r.steps[(a + b - 1) // 2]), "noise": sigma, "scale": float(scale), "bar": float(bar),
+        "start_median": start_median, "end_median": end_median, "median_gain": end_median - start_median,
+        "robust_noise": float(robust) if np.isfinite(robust) else None, "median_bar": median_bar,
     }
+
+
+#: The standard error of a median of normal noise over that of a mean: sqrt(pi / 2)
+_MEDIAN_EFFICIENCY = float(np.sqrt(np.pi / 2))
 
 
 def _level(values: np.ndarray) -> float:

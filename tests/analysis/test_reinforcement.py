@@ -137,3 +137,39 @@ def test_correlated_noise_around_a_flat_reward_is_not_read_as_a_change():
 
     labels = [classify_reinforcement(Curve.from_arrays(np.arange(1000), ar1(seed), "r")).label for seed in range(40)]
     assert labels.count("underfitting") == 40  # with the independent-noise standard error alone: 7 of 40 not
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_a_rise_held_to_the_end_is_learning_though_a_few_wild_episodes_widen_the_noise(seed):
+    # evaluations near 0, a climb to 1,700 held over the last 30, and five mid-run episodes far below zero (a
+    # failed evaluation's penalty): the standard deviation of the differences grows so much that the means'
+    # rise of ~1,700 would not clear their bar; the medians, and a noise the outliers do not move, tell it
+    rng = np.random.default_rng(seed)
+    levels = np.concatenate([np.zeros(5), np.linspace(0, 1700, 15), np.full(30, 1700.0)])
+    values = levels + 250 * rng.standard_normal(50) * np.r_[np.full(5, 0.3), np.ones(45)]
+    values[[7, 10, 13, 15, 17]] = [-1600, -3300, -2000, -1800, -2500]
+    verdict = classify_reinforcement(Curve.from_arrays(np.arange(50) * 1000, values, "episode/reward"))
+    assert verdict.label == "normal", verdict.reasons
+    assert verdict.evidence["decided_by"] == "medians" and "median of its first 5 points" in verdict.reasons[0]
+    assert verdict.evidence["gain"] < verdict.evidence["bar"]  # the means alone did not clear their bar
+
+
+def test_outliers_around_a_flat_reward_are_no_rise_by_the_medians_either():
+    labels = []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        values = 100 + 30 * rng.standard_t(2, 60)  # heavy tails around a flat level
+        values[rng.choice(60, 5, replace=False)] = -2000
+        labels.append(classify_reinforcement(Curve.from_arrays(np.arange(60), values, "r")).label)
+    assert labels.count("underfitting") >= 39
+
+
+def test_the_medians_of_won_or_lost_episodes_decide_nothing():
+    # a flat 50% win rate: the median of a window of 0/1 outcomes is 0 or 1 by luck; only the means judge it
+    labels = []
+    for seed in range(40):
+        wins = (np.random.default_rng(seed).random(200) < 0.5).astype(float)
+        verdict = classify_reinforcement(Curve.from_arrays(np.arange(200), wins, "episode_reward"))
+        labels.append(verdict.label)
+        assert verdict.evidence["median_bar"] is None
+    assert labels.count("underfitting") == 40
