@@ -877,3 +877,21 @@ def test_the_transfer_learning_tutorials_phase_lines_under_their_epoch():
     check(frame, "val Loss", {0: 0.6896, 3: 0.6704}, count=8)
     check(frame, "val Acc", {0: 0.4844, 3: 0.8594, 7: 0.8477}, count=8)
     assert "Acc" not in set(frame["tag"].astype(str))
+
+
+def test_coco_evaluation_summaries_at_the_last_training_step_before_them():
+    """pycocotools' summary after each epoch (a real COCOeval): each of its twelve lines a tag named as detectron2
+    names them under the evaluation's kind (``bbox/AP``, ``bbox/AP50``, ``bbox/APl``, ``bbox/AR1`` …), at the last
+    training line's step; -1.000 (no object of that size) a missing value, counted in a note."""
+    run = _read(FIXTURES / "coco_console" / "train.log")
+    frame = run.scalars
+    check(frame, "loss", {45: 0.1263}, count=16)
+    check(frame, "bbox/AP", {45: 0.005, 220: 0.312}, count=8)
+    check(frame, "bbox/AP50", {45: 0.023, 220: 0.779}, count=8)
+    check(frame, "bbox/AR1", {45: 0.019}, count=8)
+    check(frame, "bbox/AR100", {45: 0.038}, count=8)
+    assert frame[frame["tag"] == "bbox/APs"]["value"].isna().all()
+    assert {"bbox/AP75", "bbox/APm", "bbox/APl", "bbox/AR10", "bbox/ARs", "bbox/ARm", "bbox/ARl"} <= set(
+        frame["tag"].astype(str))
+    assert "96 line(s) of COCO evaluation summaries" in notes_text(run)
+    assert "16 value(s) of -1 (no object of that size) read as missing" in notes_text(run)

@@ -120,6 +120,25 @@ KV_STEP = re.compile(
     rf"|(?={_BLANK_PAIRS}))(?P<rest>[^\n]*)$",
     re.M | re.I,
 )
+#: a line of pycocotools' summary of a COCO evaluation (detectron2, MMDetection, YOLOX, PaddleDetection, torchvision's
+#: references print it): `` Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.231``
+COCO_LINE = re.compile(
+    r"^[ \t]*Average (?:Precision|Recall) +\((?P<kind>AP|AR)\) @\[ *IoU=(?P<iou>[\d.]+(?::[\d.]+)?) *\| *area= *"
+    r"(?P<area>[a-z]+) *\| *maxDets= *(?P<dets>\d+) *\] = (?P<value>-?\d+(?:\.\d+)?)[ \t]*$", re.M)
+#: what names the kind of a COCO evaluation before its summary (pycocotools', torchvision's references')
+_COCO_TYPE = re.compile(r"(?:Evaluate annotation type \*|IoU metric: )(?P<type>bbox|segm|keypoints)")
+_COCO_AREAS = {"all": "", "small": "s", "medium": "m", "large": "l"}
+
+
+def _coco_name(kind: str, iou: str, area: str, dets: str) -> str:
+    """detectron2's name of a COCO summary line: ``AP``, ``AP50``, ``AP75``, ``APs``/``APm``/``APl``, ``AR1``,
+    ``AR10``, ``AR100``, ``ARs`` … (the detections per image named only for a recall over every area and IoU)."""
+    single = "" if ":" in iou else str(round(float(iou) * 100))
+    size = _COCO_AREAS.get(area, area)
+    count = dets if kind == "AR" and not size and not single else ""
+    return f"{kind}{single}{size}{count}"
+
+
 #: a value named with its step in a sentence: ``Minibatch loss at step 500: 1.234`` (TensorFlow's tutorials and
 #: courses), ``Loss at step 3: 8.49``; the lines of ``name: value`` after it are at that step
 AT_STEP = re.compile(
@@ -226,6 +245,7 @@ class GenericRules:
         (PAIR_LINE, "pair_line"),
         (KV_STEP, "kv_step"),
         (AT_STEP, "at_step"),
+        (COCO_LINE, "coco"),
     )
 
     def _init_generic(self) -> None:
@@ -253,11 +273,15 @@ class GenericRules:
         self._epoch_batch_names: list[str] | None = None
         self._epoch_lines_batched = 0
         self._at_step_seen = False
+        self._coco_type: str | None = None  # the kind of the last COCO evaluation (bbox, segm, keypoints)
+        self._coco_lines = 0
+        self._coco_missing = 0
 
     _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
                       "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch",
                       "_eval_mode", "_counter_gap", "_phase_lines", "_tail_phase", "_epoch_line_last",
-                      "_epoch_batch_next", "_epoch_batch_names", "_epoch_lines_batched", "_at_step_seen")
+                      "_epoch_batch_next", "_epoch_batch_names", "_epoch_lines_batched", "_at_step_seen",
+                      "_coco_type", "_coco_lines", "_coco_missing")
 
     def _generic_snapshot(self) -> dict[str, Any]:
         return {**{name: getattr(self, name) for name in self._GENERIC_STATE},
@@ -274,11 +298,13 @@ class GenericRules:
         """The next file's shapes: what was seen in either (its positions go on from the later one)."""
         phase_lines = self._phase_lines + other._phase_lines
         batched = self._epoch_lines_batched + other._epoch_lines_batched
+        coco = (self._coco_lines + other._coco_lines, self._coco_missing + other._coco_missing)
         for name in self._GENERIC_STATE:
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, (mine or theirs) if isinstance(mine, bool) else (theirs if theirs is not None else mine))
         self._phase_lines = phase_lines
         self._epoch_lines_batched = batched
+        self._coco_lines, self._coco_missing = coco
         self._epoch_offsets = {**self._epoch_offsets, **other._epoch_offsets}
 
     # helpers the host parser has (TextParser)
@@ -485,6 +511,24 @@ class GenericRules:
         self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
         self.rows.add_pairs([(m.group("name").strip(), value)], step, epoch=epoch)  # type: ignore[attr-defined]
 
+    def _on_coco(self, m: re.Match[str], chunk: Chunk) -> None:
+        """A line of a COCO evaluation's summary: at the last training step, named as detectron2 names it, under the
+        kind the evaluation printed before it (``bbox/AP``; ``coco/AP`` when it printed none); -1, pycocotools' "no
+        object of that size", a missing value."""
+        if self._taken(chunk, m.start()):
+            return
+        kinds = list(_COCO_TYPE.finditer(chunk.text, max(0, m.start() - 4096), m.start()))
+        if kinds:
+            self._coco_type = kinds[-1].group("type")
+        name = _coco_name(m.group("kind"), m.group("iou"), m.group("area"), m.group("dets"))
+        value = float(m.group("value"))
+        if value == -1:
+            value = NAN
+            self._coco_missing += 1
+        self._coco_lines += 1
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.rows.add(f"{self._coco_type or 'coco'}/{name}", self.current_step(), value)  # type: ignore[attr-defined]
+
     def _epoch_line_step(self, epoch: int, names: list[str], line: int, announced: bool) -> int:
         """The step of a line keyed by its epoch alone (``epoch: 0 loss: 0.68``): the epoch, unless the loop prints
         such a line several times an epoch (the same names at the same epoch again, within a few lines, neither
@@ -565,6 +609,11 @@ class GenericRules:
                          "that line's step")
         if self._kv_epoch_seen:
             notes.append("'Epoch N: name value, …' lines without a step are keyed by the epoch number (step = epoch)")
+        if self._coco_lines:
+            notes.append(f"{self._coco_lines:,} line(s) of COCO evaluation summaries (pycocotools) read at the last "
+                         "training step before them, named as detectron2 names them (bbox/AP, bbox/AP50, bbox/APs, "
+                         "bbox/AR100 …)" + (f"; {self._coco_missing:,} value(s) of -1 (no object of that size) read as "
+                                            "missing" if self._coco_missing else ""))
         if self._at_step_seen:
             notes.append("'<name> at step N: value' lines: step from the line")
         if self._epoch_lines_batched:
@@ -1512,7 +1561,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 18  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 19  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1522,7 +1571,7 @@ class GenericTextReader(TextReader):
     #                    pairs ('Train Loss: 0.21 Acc: 0.90'), each repeated name given its phase; 15: Swin Transformer's meters;
     #                    16: lines keyed by their epoch printed several times an epoch, each a step; 17: 'loss at
     #                    step N: value' lines; 18: pairs with blanks between them under an epoch header, a bare
-    #                    metric given its line's phase ('val Loss: 0.2 Acc: 0.9')
+    #                    metric given its line's phase ('val Loss: 0.2 Acc: 0.9'); 19: COCO evaluation summaries
 
     behind_logging = True
 
