@@ -60,6 +60,7 @@ from tanalyze.analysis.divergence import Divergence, DivergenceResult, Spike, an
 from tanalyze.analysis.early_stopping import EarlyStoppingResult, simulate_early_stopping
 from tanalyze.analysis.early_warning import EarlyWarningResult, analyze_early_warning
 from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
+from tanalyze.analysis.learning_rate import check_learning_rate
 from tanalyze.analysis.nccl import NcclAnalysis, analyze_nccl
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.preference import preference_progress
@@ -102,7 +103,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "42"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "43"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -154,6 +155,7 @@ ANALYSIS_VERSION = "42"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # loss terms never summed and no loss-shape finding (spike, explosion, plateau) on them; a reward of many distinct
 # values whose first and last medians differ beyond a robust noise rose (or fell), though outliers widen the noise
 # of its means
+# 43: a learning rate of 0 over the end of a run is a warning (lr_zero)
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -914,8 +916,9 @@ def diagnose_run(
         verdict.evidence.get("onset_step") if verdict.label == "diverged" else None)
     saved = _checkpoints(checkpoints, curves, role_map, frame, params.get("checkpoints", {}))
     nccl_result = analyze_nccl(nccl) if nccl is not None else None
+    lr_check = check_learning_rate(lr) if lr is not None and not reinforcement else None
     for result in (early, progress, gradients, throughput, resources, restart_cost, ranks, warning, saved, system,
-                   communication, nccl_result):
+                   communication, nccl_result, lr_check):
         if result is not None:
             findings += result.findings
     findings.sort(key=lambda f: (_SEVERITY_RANK[Severity(f.severity)], f.step if f.step is not None else -1))

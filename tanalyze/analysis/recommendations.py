@@ -153,6 +153,13 @@ CAUSES: dict[str, Cause] = {
         "overfitting; check that the batches carry target labels (not all -100) and that the loss is computed "
         "from them.",
     ),
+    "lr_zero": Cause(
+        "Learning rate 0 to the end",
+        "a schedule shorter than the run (training continued or resumed past its last scheduled epoch or step), a "
+        "warm-up that never began, a scheduler stepped too often; a rate printed with too few decimals",
+        "Make the schedule's length match the run (max_epochs / total steps of the scheduler), or stop the run "
+        "where the schedule ends; print the rate in scientific notation to see a tiny one.",
+    ),
     "plateau": Cause(
         "Loss plateau",
         "learning rate too small for this phase, saturated model, data exhausted",
