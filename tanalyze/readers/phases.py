@@ -18,7 +18,11 @@ steps are shifted to continue right after the previous phase on one step axis::
 Nothing is replaced across phases. Two exceptions keep today's rewrite rule:
 a point at the same step as its tag's highest (not going back), and going-back
 rows that only repeat the values already logged at those steps (the same rows
-written twice: a copy, not a session). Readers apply it to their rows in write
+written twice: a copy, not a session). A log whose every row is one whole step
+(a Keras ``CSVLogger`` row is the end of one epoch of one ``fit()``) has no such
+rewrite: a row at its tag's highest step again is that step run again, so it goes
+back too (``whole_rows``); a ``fit(epochs=1)`` called again logs epoch 0 again,
+and when the phase so far is that one epoch, that is going back to its start. Readers apply it to their rows in write
 order (:func:`find_phase_starts`) or to their writer sessions (TensorBoard, with
 :func:`goes_back_to_start`), and describe each phase with :func:`phase_detail`.
 """
@@ -46,9 +50,13 @@ class PhaseStart:
     step: int
 
 
-def goes_back_to_start(step, high, first):
-    """The rule: a step below its tag's highest so far that is at or below its tag's first step (arrays or ints)."""
-    return (step < high) & (step <= first)
+def goes_back_to_start(step, high, first, whole_rows: bool = False):
+    """The rule: a step below its tag's highest so far that is at or below its tag's first step (arrays or ints).
+
+    ``whole_rows``: each row is one whole step (see the module doc), so a step at its tag's highest is logged
+    again, not rewritten: at or below the highest.
+    """
+    return ((step <= high) if whole_rows else (step < high)) & (step <= first)
 
 
 def phase_offset(previous_last: int, first: int) -> int:
@@ -57,18 +65,22 @@ def phase_offset(previous_last: int, first: int) -> int:
 
 
 def phase_detail(unit: str, high: int, step: int, what: str = "a new session appended to the log") -> str:
-    """``epoch went back from 4 to 0: a new session appended to the log``."""
+    """``epoch went back from 4 to 0: a new session appended to the log`` (``epoch 0 logged again: …`` when the
+    step it went back to is the highest: a one-step session run again)."""
+    if high == step:
+        return f"{unit} {step} logged again: {what}"
     return f"{unit} went back from {high} to {step}: {what}"
 
 
 def find_phase_starts(
     rows: np.ndarray, codes: np.ndarray, steps: np.ndarray, values: np.ndarray | None = None,
-    *, limit: int = PHASE_LIMIT,
+    *, limit: int = PHASE_LIMIT, whole_rows: bool = False,
 ) -> tuple[list[PhaseStart], bool]:
     """Where new phases begin among points in write order (``rows`` non-decreasing, one tag code per point).
 
     ``values`` (when given) lets a going-back stretch that only repeats the values
-    already logged at its steps be a rewrite rather than a session. Returns the
+    already logged at its steps be a rewrite rather than a session. ``whole_rows``:
+    every row is one whole step (see :func:`goes_back_to_start`). Returns the
     starts and whether ``limit`` stopped the search (later go-backs left to the
     restart rule).
     """
@@ -76,7 +88,7 @@ def find_phase_starts(
     begin, n = 0, len(rows)
     while begin < n:
         found = _next_start(rows[begin:], codes[begin:], steps[begin:],
-                            None if values is None else values[begin:])
+                            None if values is None else values[begin:], whole_rows)
         if found is None:
             return starts, False
         if len(starts) >= limit:
@@ -86,7 +98,8 @@ def find_phase_starts(
     return starts, False
 
 
-def _next_start(rows: np.ndarray, codes: np.ndarray, steps: np.ndarray, values: np.ndarray | None) -> PhaseStart | None:
+def _next_start(rows: np.ndarray, codes: np.ndarray, steps: np.ndarray, values: np.ndarray | None,
+                whole_rows: bool = False) -> PhaseStart | None:
     """The first phase start after the first row of these points (which begin a phase)."""
     series = pd.Series(steps)
     grouped = series.groupby(codes, sort=False)
@@ -94,7 +107,7 @@ def _next_start(rows: np.ndarray, codes: np.ndarray, steps: np.ndarray, values: 
     first = grouped.transform("first").to_numpy()
     with np.errstate(invalid="ignore"):
         relogged = steps <= high  # NaN (a tag's first point) compares False
-        candidates = np.flatnonzero(relogged & goes_back_to_start(steps, high, first))
+        candidates = np.flatnonzero(relogged & goes_back_to_start(steps, high, first, whole_rows))
     if not len(candidates):
         return None
     skip_until = -1

@@ -1,4 +1,5 @@
 import json
+import math
 
 from tanalyze import load
 from tanalyze.readers.tabular.detectron2 import Detectron2Reader
@@ -56,3 +57,27 @@ def test_sniff_wants_iteration_in_the_first_object(tmp_path):
     lonely = tmp_path / "last_checkpoint"
     lonely.write_text("model_final.pth")
     assert not reader.sniff(lonely, lonely.read_bytes())  # no detectron2 metrics.json beside it
+
+
+def test_coco_stats_not_computed_are_missing_values_with_a_note(tmp_path):
+    """COCOEvaluator writes NaN for a stat COCOeval did not compute (its -1: no object of that size), its first
+    releases -1 × 100: both are missing values (NaN), counted in a note; other values are kept as written."""
+    lines = [
+        {"iteration": 19, "total_loss": 1.0},
+        {"iteration": 19, "bbox/AP": 12.5, "bbox/APs": 3.0, "bbox/APl": float("nan"), "segm/APl": -100.0},
+        {"iteration": 39, "total_loss": 0.5},
+        {"iteration": 39, "bbox/AP": 20.0, "bbox/APs": 4.0, "bbox/APl": float("nan"), "segm/APl": 7.5},
+    ]
+    path = tmp_path / "metrics.json"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    (run,) = Detectron2Reader().read([path])
+    assert curve(run.scalars, "bbox/AP").to_dict() == {19: 12.5, 39: 20.0}
+    assert curve(run.scalars, "bbox/APs").to_dict() == {19: 3.0, 39: 4.0}
+    assert curve(run.scalars, "total_loss").to_dict() == {19: 1.0, 39: 0.5}
+    apl = curve(run.scalars, "bbox/APl")
+    assert list(apl.index) == [19, 39] and apl.isna().all()
+    segm = curve(run.scalars, "segm/APl")
+    assert math.isnan(segm[19]) and segm[39] == 7.5  # -100 (an old release's 'not computed') is no score
+    assert ("3 COCO metric value(s) logged as NaN (or -100 by old releases) are missing (NaN): pycocotools gives -1 "
+            "for a stat it did not compute (no ground-truth objects of that size in the evaluated images), no score; "
+            "under bbox/APl (2), segm/APl") in run.notes

@@ -6,6 +6,7 @@ and damaged (junk, cut last line, empty), to check each path gives the same axis
 
 import calendar
 import json
+import math
 import shutil
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from tanalyze import load
 from tanalyze.readers.tabular.mmdet2 import MMDet2Reader, config_hparams
 from tests.conftest import real_log
-from tests.readers.text_helpers import check, notes_text, write
+from tests.readers.text_helpers import check, curve, notes_text, write
 
 ELTD = "mmdet2_json/masati91__ELTD/work_dirs"
 ELTD_RUN = f"{ELTD}/eltd_r50_fpn_1x_coco"
@@ -167,3 +168,25 @@ def test_discovery_one_run_per_work_dir_and_the_text_reader_no_longer_takes_the_
     }
     assert logs.unrecognized == ()  # the twins and the dumped configs belong to their run
     assert len(logs.runs["winycg__detection/work_dirs/faster_rcnn_r50_fpn_1x_coco"].files) == 5
+
+
+def test_coco_minus_one_is_a_missing_value_with_a_note(tmp_path):
+    """bbox_mAP_l of -1 (no large object evaluated: pycocotools' 'not computed') is no score: NaN, counted."""
+    rows = [{"env_info": "x", "config": "", "seed": 1}]
+    for epoch in (1, 2):
+        rows.append({"mode": "train", "epoch": epoch, "iter": 50, "lr": 0.02, "loss": 1.0 / epoch, "time": 0.5})
+        rows.append({"mode": "val", "epoch": epoch, "iter": 100, "lr": 0.02, "bbox_mAP": 0.2 * epoch,
+                     "bbox_mAP_m": 0.1 * epoch, "bbox_mAP_l": -1.0 if epoch == 1 else 0.3, "segm_mAP_l": -1.0,
+                     "bbox_mAP_copypaste": "0.200 -1.000"})
+    path = write(tmp_path / "w" / "20220101_000000.log.json", "\n".join(json.dumps(r) for r in rows) + "\n")
+    run = _read(path.parent)
+    check(run.scalars, "bbox_mAP", {100: 0.2, 200: 0.4}, count=2)
+    check(run.scalars, "bbox_mAP_m", {100: 0.1, 200: 0.2}, count=2)
+    mAP_l = curve(run.scalars, "bbox_mAP_l")
+    assert sorted(mAP_l) == [100, 200] and math.isnan(mAP_l[100]) and mAP_l[200] == 0.3
+    segm_l = curve(run.scalars, "segm_mAP_l")
+    assert sorted(segm_l) == [100, 200] and all(math.isnan(v) for v in segm_l.values())
+    check(run.scalars, "loss", {50: 1.0, 150: 0.5}, count=2)
+    assert ("3 COCO metric value(s) logged as -1 are missing (NaN): pycocotools gives -1 for a stat it did not "
+            "compute (no ground-truth objects of that size in the evaluated images), no score; under "
+            "bbox_mAP_l, segm_mAP_l (2)") in run.notes

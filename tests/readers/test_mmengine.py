@@ -165,3 +165,83 @@ def test_iteration_based_training_records_without_a_counter_are_training(tmp_pat
     check_points(curve(frame, "loss"), {50: 0.45, 300: 0.2}, 6)
     assert curve(frame, "mIoU").to_dict() == {150: 50.0} and curve(frame, "val/time").to_dict() == {150: 0.5}
     assert "val/loss" not in set(frame["tag"])
+
+
+def test_renamed_scalars_files_are_known_by_their_records(tmp_path):
+    """``scalars_r50.json`` beside ``scalars_aspp.json`` (one per config): MMEngine scalars by their records
+    whatever their names, each a run of its own, read exactly as the same bytes named ``scalars.json``; before,
+    neither was claimed (no training logs found)."""
+    import shutil
+
+    first = real_log(f"{IMAGE}/20230805_113504/vis_data/scalars.json")
+    second = real_log(f"{IMAGE}/20230805_122442/vis_data/scalars.json")
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    shutil.copy(first, folder / "scalars_r50.json")
+    shutil.copy(second, folder / "scalars_aspp.json")
+    reader = MMEngineReader()
+    assert all(reader.sniff(p, p.read_bytes()[:4096]) for p in folder.iterdir())
+    logs = load(folder, cache=False)
+    assert sorted(logs.runs) == ["configs/scalars_aspp.json", "configs/scalars_r50.json"]
+    assert {info.format for info in logs.runs.values()} == {"mmengine"}
+    frame = logs.scalars
+    r50 = frame[frame["run"] == "configs/scalars_r50.json"]
+    aspp = frame[frame["run"] == "configs/scalars_aspp.json"]
+    check_points(curve(r50, "loss"), {5: 1.6963752508163452, 665: 0.4721764904516749}, 243)
+    assert curve(aspp, "loss")[1325] == 0.308033594742883 and curve(aspp, "loss")[1756] == 0.2859286880493164
+    assert not any(info.warnings for info in logs.runs.values())
+    # the same bytes as scalars.json: the same points
+    named = tmp_path / "named"
+    named.mkdir()
+    shutil.copy(first, named / "scalars.json")
+    _, _, same = only_run(load(named, cache=False))
+    columns = ["tag", "step", "value", "epoch"]
+    assert r50[columns].astype({"tag": str}).reset_index(drop=True).equals(
+        same[columns].astype({"tag": str}).reset_index(drop=True))
+
+
+@pytest.mark.parametrize("record", [
+    {"iteration": 19, "total_loss": 1.0, "data_time": 0.1, "time": 0.5, "step": 19},  # detectron2's key
+    {"mode": "train", "epoch": 1, "iter": 50, "lr": 0.01, "loss": 1.0, "data_time": 0.1, "time": 0.5, "step": 50},
+    {"_step": 3, "step": 3, "loss": 1.0, "data_time": 0.1, "time": 0.5},  # W&B history
+    {"current_steps": 10, "total_steps": 100, "loss": 1.0, "step": 10, "data_time": 0.1, "time": 0.5},
+    {"step": 10, "loss": 1.0, "lr": 0.01},  # any loop's JSON lines: no MMEngine timer, no 'iter'
+    {"step": 1.5, "data_time": 0.1, "time": 0.5},  # not a whole-number step
+])
+def test_content_sniff_leaves_other_json_lines_alone(tmp_path, record):
+    path = tmp_path / "metrics_log.json"
+    path.write_text(json.dumps(record) + "\n")
+    assert not MMEngineReader().sniff(path, path.read_bytes())
+
+
+@pytest.mark.parametrize("record", [
+    {"lr": 0.002, "data_time": 0.13, "loss": 2.3, "time": 0.61, "epoch": 1, "iter": 50, "memory": 6236, "step": 50},
+    {"coco/bbox_mAP": 0.286, "coco/bbox_mAP_l": -1.0, "data_time": 0.24, "time": 0.67, "step": 2},
+    {"lr": 1e-4, "loss": 0.5, "iter": 50, "step": 50},  # no timer hook: a train record's iter and lr
+])
+def test_content_sniff_claims_mmengine_records_under_any_name(tmp_path, record):
+    path = tmp_path / "results_swin.json"
+    path.write_text(json.dumps(record) + "\n")
+    assert MMEngineReader().sniff(path, path.read_bytes())
+
+
+def test_coco_minus_one_is_a_missing_value_with_a_note(tmp_path):
+    """COCO's -1 (no object of that size: pycocotools' 'not computed') is no score of -1: NaN, counted."""
+    rows = [{"lr": 0.01, "data_time": 0.1, "loss": 1.0 - e / 10, "time": 0.5, "epoch": e, "iter": 10 * e,
+             "memory": 100, "step": 10 * e} for e in (1, 2)]
+    rows.insert(1, {"coco/bbox_mAP": 0.286, "coco/bbox_mAP_s": 0.271, "coco/bbox_mAP_l": -1.0,
+                    "coco/segm_mAP_l": -1.0, "data_time": 0.2, "time": 0.6, "step": 1})
+    rows.append({"coco/bbox_mAP": 0.331, "coco/bbox_mAP_s": 0.319, "coco/bbox_mAP_l": -1.0,
+                 "coco/segm_mAP_l": 0.5, "data_time": 0.2, "time": 0.6, "step": 2})
+    (tmp_path / "scalars.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    name, info, frame = only_run(load(tmp_path, cache=False))
+    assert curve(frame, "coco/bbox_mAP").to_dict() == {10: 0.286, 20: 0.331}
+    assert curve(frame, "coco/bbox_mAP_s").to_dict() == {10: 0.271, 20: 0.319}
+    mAP_l = curve(frame, "coco/bbox_mAP_l")
+    assert list(mAP_l.index) == [10, 20] and mAP_l.isna().all()
+    segm_l = curve(frame, "coco/segm_mAP_l")
+    assert np.isnan(segm_l[10]) and segm_l[20] == 0.5
+    assert curve(frame, "loss").to_dict() == {10: 0.9, 20: 0.8}
+    assert ("3 COCO metric value(s) logged as -1 are missing (NaN): pycocotools gives -1 for a stat it did not "
+            "compute (no ground-truth objects of that size in the evaluated images), no score; under "
+            "coco/bbox_mAP_l (2), coco/segm_mAP_l") in info.notes

@@ -237,3 +237,56 @@ def test_keras_split_folders_of_two_fits_are_one_run_with_two_sessions():
         assert curve(frame, tag).index.tolist() == list(range(20))
     (d,) = diagnose(logs).values()
     assert d.phase.note == "judged phase 2 of 2 (steps 10-19, 10 of 20 steps): the last session"
+
+
+#: a real Keras CSVLogger(append=True) file written by 6 model.fit(..., epochs=1) calls in a row: every row epoch 0
+ONE_EPOCH_FITS = Path(__file__).resolve().parents[1] / "fixtures" / "keras_csv" / "one_epoch_fits"
+ONE_EPOCH_LOSS = [0.6402404308319092, 0.36832889914512634, 0.25505104660987854, 0.19785481691360474,
+                  0.1638847291469574, 0.1429627537727356]
+
+
+def test_one_epoch_fits_appended_are_one_session_each():
+    """Each fit(epochs=1) logs epoch 0 again: a new session (as epochs going back to 0 are), not a rewrite that
+    kept the last row only (before: 1 point, 'logged twice at one epoch … the later write was kept')."""
+    name, info, frame = only_run(load(ONE_EPOCH_FITS, cache=False))
+    assert info.format == "keras_csv" and not info.restarts and not info.warnings
+    loss = curve(frame, "loss")
+    assert loss.to_dict() == dict(enumerate(ONE_EPOCH_LOSS))
+    assert curve(frame, "val_loss").to_dict() == {0: 0.46545884013175964, 1: 0.29630258679389954,
+                                                  2: 0.22305136919021606, 3: 0.17970681190490723,
+                                                  4: 0.15513136982917786, 5: 0.13705891370773315}
+    assert curve(frame, "categorical_accuracy")[5] == 0.9583333134651184
+    assert [(p.index, p.first_step, p.last_step, p.offset, p.unit) for p in info.phases] == [
+        (i, i, i, i, "epoch") for i in range(6)]
+    assert info.phases[1].detail == ("epoch 0 logged again: a new session appended to the log; its epochs shifted by "
+                                     "+1 to follow the previous session")
+    assert epoch_at(frame, "loss", 5) == 5.0  # one row per epoch: the epoch column moves with the step
+    assert not any("logged twice" in n for n in info.notes)
+
+
+def test_a_repeated_epoch_is_the_same_kind_as_a_go_back(tmp_path):
+    # the same epoch again above the session's first is a resume (a restart), as a go-back to a later epoch is
+    rows = [keras_row(0, 1.0), keras_row(1, 0.9), keras_row(2, 0.8), keras_row(2, 0.7), keras_row(3, 0.6)]
+    run = read_keras(tmp_path, KERAS_HEADER + "\n" + "\n".join(rows) + "\n")
+    assert curve(run.scalars, "loss").to_dict() == {0: 1.0, 1: 0.9, 2: 0.7, 3: 0.6} and not run.phases
+    (restart,) = run.restarts
+    assert restart.step == 2 and restart.detail.startswith("epochs 2–2 were logged again; 4 earlier point(s)")
+    # a one-epoch session logged again with the same values is a copy, not a session
+    run = read_keras(tmp_path, KERAS_HEADER + "\n" + "\n".join([keras_row(0, 1.0)] * 2) + "\n")
+    assert curve(run.scalars, "loss").to_dict() == {0: 1.0} and not run.phases and not run.restarts
+    # one-epoch fits after a longer first session: each a session of its own
+    rows = [keras_row(e, 1.0 - e / 10) for e in range(3)] + [keras_row(0, 0.5), keras_row(0, 0.4)]
+    run = read_keras(tmp_path, KERAS_HEADER + "\n" + "\n".join(rows) + "\n")
+    assert curve(run.scalars, "loss").to_dict() == {0: 1.0, 1: 0.9, 2: 0.8, 3: 0.5, 4: 0.4}
+    assert [(p.first_step, p.last_step, p.offset) for p in run.phases] == [(0, 2, 0), (3, 3, 3), (4, 4, 4)]
+
+
+def test_phase_rule_on_whole_rows():
+    # a step at its tag's highest that is also its first: a rewrite in a step log, a session in a log of whole rows
+    rows, codes, steps, values = np.arange(3), np.zeros(3, int), np.zeros(3, int), np.array([3.0, 2.0, 1.0])
+    assert find_phase_starts(rows, codes, steps, values) == ([], False)
+    starts, limited = find_phase_starts(rows, codes, steps, values, whole_rows=True)
+    assert [(s.row, s.high, s.step) for s in starts] == [(1, 0, 0), (2, 0, 0)] and not limited
+    # above the first step it stays a rewrite (a resume): no session
+    assert find_phase_starts(np.arange(3), np.zeros(3, int), np.array([0, 1, 1]), values, whole_rows=True) == (
+        [], False)

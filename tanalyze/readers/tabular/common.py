@@ -39,6 +39,9 @@ __all__ = [
     "read_head",
     "load_config",
     "JsonLines",
+    "leading_json_object",
+    "is_coco_metric",
+    "coco_undefined_note",
 ]
 
 #: Cells that mean "nothing logged here" rather than a value.
@@ -221,7 +224,8 @@ class Settled:
         return run
 
 
-def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step", increasing: bool = False) -> Settled:
+def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step", increasing: bool = False,
+                    whole_rows: bool = False) -> Settled:
     """Settle points in write order: sessions (phases), restarts, repeated writes, cumulative clocks.
 
     1. A tag going back to (or below) its first step starts a new session: a
@@ -240,13 +244,17 @@ def settle_rewrites(frame: pd.DataFrame, file: str, *, unit: str = "step", incre
 
     ``unit`` is what a step counts in this source (``step``, ``epoch``, ``iteration``). ``increasing``:
     the caller knows that the rows' steps only increase (one step per row), so no tag logs a step twice.
+    ``whole_rows``: every row is one whole step written once by its session (a Keras ``CSVLogger`` row is the
+    end of one epoch of one ``fit()``), so a row at a tag's highest step again is that step run again, and
+    goes back like a lower step (:func:`~tanalyze.readers.phases.goes_back_to_start`): a ``fit(epochs=1)``
+    called again is a new session, not a rewrite.
     """
     if frame.empty or "_row" not in frame.columns:
         return Settled(frame.drop(columns="_row", errors="ignore"))
     if increasing or not _may_relog(frame):
         out = Settled(frame.drop(columns="_row"))
     else:
-        out = _settle_phases(frame, file, unit)
+        out = _settle_phases(frame, file, unit, whole_rows)
     derived, notes = derive_step_times(out.frame, out.phases, unit)
     out.frame = derived
     out.notes.extend(notes)
@@ -279,11 +287,12 @@ def _may_relog(frame: pd.DataFrame) -> bool:
     return bool(pd.DataFrame({"c": codes, "s": steps[points]}).duplicated().any())
 
 
-def _settle_phases(frame: pd.DataFrame, file: str, unit: str) -> Settled:
+def _settle_phases(frame: pd.DataFrame, file: str, unit: str, whole_rows: bool = False) -> Settled:
     rows = frame["_row"].to_numpy()
     tag = frame["tag"]
     codes = tag.cat.codes.to_numpy() if isinstance(tag.dtype, pd.CategoricalDtype) else pd.factorize(tag.to_numpy())[0]
-    starts, limited = find_phase_starts(rows, codes, frame["step"].to_numpy(), frame["value"].to_numpy())
+    starts, limited = find_phase_starts(rows, codes, frame["step"].to_numpy(), frame["value"].to_numpy(),
+                                        whole_rows=whole_rows)
     if not starts:
         return _settle(frame, file, unit)
     bounds = [0, *(int(np.searchsorted(rows, start.row, side="left")) for start in starts), len(frame)]
@@ -639,6 +648,31 @@ def load_config(path: Path) -> tuple[dict[str, Any] | None, ReadWarning | None]:
     return {str(k): v for k, v in data.items()}, None
 
 
+# --- COCO metrics ----------------------------------------------------------------
+
+#: pycocotools' ``COCOeval.summarize`` writes -1 for a stat it could not compute (no ground-truth objects of that
+#: size in the evaluated images: ``bbox_mAP_l`` on a data set of small objects); trainers log it as it is.
+COCO_UNDEFINED = -1.0
+#: The names toolboxes log COCOeval's stats under: MMEngine ``coco/bbox_mAP_l``, ``coco/AR@100``, ``lvis/…``
+#: (any metric of the COCO and LVIS evaluators); MMDetection 2 ``bbox_mAP_l``, ``segm_mAP_s``, ``AR_s@1000``.
+_COCO_METRIC = re.compile(r"^(?:(?:coco|lvis)/.+|(?:bbox|segm|proposal|keypoints?)_(?:mAP|AP|AR)\w*(?:@\d+)?"
+                          r"|AR(?:_[sml])?@\d+)$")
+
+
+def is_coco_metric(key: str) -> bool:
+    """Whether a logged key is one of COCOeval's stats (``coco/bbox_mAP_l``, ``bbox_mAP_l``, ``AR@100`` …)."""
+    return _COCO_METRIC.match(key) is not None
+
+
+def coco_undefined_note(counts: Mapping[str, int], written: str = "-1") -> str:
+    """The note for COCO stats logged as ``written`` (pycocotools' 'not computed') and read as missing (NaN)."""
+    total = sum(counts.values())
+    tags = [f"{tag} ({count})" if count > 1 else tag for tag, count in sorted(counts.items())]
+    return (f"{total} COCO metric value(s) logged as {written} are missing (NaN): pycocotools gives -1 for a stat it "
+            f"did not compute (no ground-truth objects of that size in the evaluated images), no score; under "
+            f"{name_list(tags)}")
+
+
 # --- JSON lines ------------------------------------------------------------------
 
 #: Lines handed to one ``json.loads`` call (as an array): the per-call cost is paid once per batch.
@@ -762,6 +796,80 @@ def json_object_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], list[
 def first_json_object(head: bytes) -> dict | None:
     """The JSON object on the first line of ``head`` (a file's first bytes), or None: sniffing JSON-lines logs."""
     line = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].strip()
+    if not line.startswith(b"{"):
+        return None
+    try:
+        record = json.loads(line.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+#: How many of a file's first non-blank lines sniffing looks at for its first JSON object: the lines before it may
+#: not be JSON (a record cut at the file's start, a launcher's ``Not using distributed mode``); the reader skips
+#: them with a warning naming their line numbers (:class:`JsonLines`).
+SNIFF_LINES = 5
+#: At most this much of a file is read to find that object when the sniffed head ends inside those lines.
+_SNIFF_READ_LIMIT = 2 << 20
+
+
+def leading_json_object(path: Path, head: bytes, lines: int = SNIFF_LINES) -> dict | None:
+    """The first JSON object among the first ``lines`` non-blank lines of ``path`` (whose first bytes are ``head``),
+    or None: sniffing JSON-lines logs whose first line or two are not JSON.
+
+    The head answers when it holds that object or ``lines`` complete lines; a line the head cuts (a DETR epoch
+    record is longer than it) is read whole from the file only when it may be the object (it starts with ``{``)
+    or, when no line ended within the head, the head is the inside of a JSON record (the end of one cut at the
+    file's start): up to :data:`_SNIFF_READ_LIMIT` bytes in all. A console's head without a line break (progress
+    bars redrawn with carriage returns) is not read on.
+    """
+    data = head.removeprefix(b"\xef\xbb\xbf")
+    cut = len(head) >= HEAD_BYTES and not head.endswith(b"\n")
+    pieces = data.split(b"\n")
+    whole = pieces[:-1] if cut else pieces
+    seen = 0
+    for piece in whole:
+        stripped = piece.strip()
+        if not stripped:
+            continue
+        record = _json_object(stripped)
+        if record is not None:
+            return record
+        seen += 1
+        if seen >= lines:
+            return None
+    if not cut or not (pieces[-1].lstrip().startswith(b"{") or seen == 0 and _inside_json(data)):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            budget, seen = _SNIFF_READ_LIMIT, 0
+            while seen < lines and budget > 0:
+                line = handle.readline(budget)
+                if not line:
+                    return None
+                budget -= len(line)
+                stripped = line.removeprefix(b"\xef\xbb\xbf").strip()
+                if not stripped:
+                    continue
+                record = _json_object(stripped)
+                if record is not None:
+                    return record
+                seen += 1
+    except OSError:
+        return None
+    return None
+
+
+#: ``"key": value`` as JSON writes it (a Python dict printed to a console quotes its keys with ``'``)
+_JSON_PAIR = re.compile(rb'"[\w./@() -]{1,200}": [-\d\[{"tfnNI]')
+
+
+def _inside_json(head: bytes) -> bool:
+    """Whether a head without a line break is the inside of a JSON record: JSON's pairs, no carriage return."""
+    return b"\r" not in head and len(_JSON_PAIR.findall(head, 0, 1024)) >= 3
+
+
+def _json_object(line: bytes) -> dict | None:
     if not line.startswith(b"{"):
         return None
     try:

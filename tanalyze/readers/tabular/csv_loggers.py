@@ -41,14 +41,18 @@ def _second_line(head: bytes) -> str:
 class _WideCSVReader(Reader):
     """What the CSV logger readers share: one run per log file, configs beside it read as hparams."""
 
-    cache_version = 4  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
-    #                    names with blanks between words ("total timesteps"); 4: YOLO epochs not validated (all zeros)
+    cache_version = 5  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
+    #                    names with blanks between words ("total timesteps"); 4: YOLO epochs not validated (all zeros);
+    #                    5: Keras CSVLogger: an epoch logged again by the next one-epoch fit() is a new session
     #: config files read into hparams when they sit beside a log
     config_names: ClassVar[tuple[str, ...]] = ()
     #: column names (any case) that fill the epoch column
     epoch_names: ClassVar[tuple[str, ...]] = ("epoch",)
     #: the step column the format always writes (None: chosen from the header)
     step_name: ClassVar[str | None] = None
+    #: every row is one whole epoch written once by its fit(), when the epoch is the step: a row at the same
+    #: epoch again is that epoch run again (a new session or a resume), never a rewrite of the row
+    whole_rows: ClassVar[bool] = False
 
     def is_log(self, path: Path, head: bytes) -> bool:
         """Whether ``path`` is a log of this format (by name and header)."""
@@ -110,7 +114,9 @@ class _WideCSVReader(Reader):
         wide = read_wide_csv(log, choose_step=self.choose_step, epoch_names=self.epoch_names)
         frame = wide.points.frame()
         frame = self.adjust(frame, run)
-        settled = settle_rewrites(frame, str(log), unit=self._unit(wide), increasing=wide.increasing)
+        unit = self._unit(wide)
+        settled = settle_rewrites(frame, str(log), unit=unit, increasing=wide.increasing,
+                                  whole_rows=self.whole_rows and unit == "epoch")
         run.scalars = settled.frame
         run.restarts.extend(settled.restarts)
         run.phases.extend(settled.phases)
@@ -273,6 +279,15 @@ class KerasCSVReader(_WideCSVReader):
 
     Often named ``training.log``; recognised by content. The step is the epoch
     as written (0-based); the ``epoch`` column holds it too.
+
+    Each ``fit()`` numbers its epochs from 0 (or its ``initial_epoch``), and
+    ``CSVLogger(append=True)`` appends its rows to the same file, one row at the
+    end of each epoch: a row whose epoch repeats or goes back is always the next
+    ``fit()``. Back to the first epoch of the session (epoch 0 again after a run
+    of ``fit(epochs=1)`` calls, each row epoch 0) is a new session, placed after
+    the previous one on the step axis; back to a later epoch is a resume from a
+    checkpoint (a restart: the later rows replace what they log again). See
+    :mod:`tanalyze.readers.phases`.
     """
 
     name = "keras_csv"
@@ -295,6 +310,7 @@ class KerasCSVReader(_WideCSVReader):
         return header[1:] == sorted(header[1:]) and first == "0"
 
     step_name = "epoch"
+    whole_rows = True
 
     def notes_for(self, header: list[str], step_column: str | None) -> list[str]:
         return ["one row per epoch: step = epoch as written (0-based); the epoch column holds it too"]

@@ -6,18 +6,28 @@ Each line holds ``iteration`` and the smoothed metrics of that period
 appends, so a job launched again into the same output folder re-logs its first
 iterations: last write wins and a restart is recorded. ``last_checkpoint``
 beside it (the name of the newest checkpoint) is read into hparams.
+
+COCO stats (``bbox/APl`` …) are percentages; a stat COCOeval did not compute
+(its -1: no ground-truth objects of that size) is written as ``NaN`` by
+detectron2's ``COCOEvaluator`` (as -1 × 100 = -100 by its first releases): both
+are missing values (NaN), counted in a note.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
+
+import numpy as np
+import pandas as pd
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import (
     JsonLines,
     PointBuffer,
     as_step,
+    coco_undefined_note,
     first_json_object,
     is_number,
     name_list,
@@ -29,6 +39,10 @@ __all__ = ["Detectron2Reader"]
 LOG_NAME = "metrics.json"
 _ITERATION = frozenset({"iteration"})
 CHECKPOINT_NAME = "last_checkpoint"
+#: COCOEvaluator's results: ``bbox/AP``, ``segm/APl``, ``keypoints/AP50``, ``bbox/AP-person`` …
+_COCO_TAG = re.compile(r"^(?:bbox|segm|keypoints)/A[PR]")
+#: what detectron2's first releases wrote for COCOeval's -1 (its stats are percentages)
+_NOT_COMPUTED = -100.0
 
 
 def _is_log_head(head: bytes) -> bool:
@@ -41,6 +55,7 @@ class Detectron2Reader(Reader):
 
     name = "detectron2"
     description = "detectron2 metrics.json (JSON lines with 'iteration') + last_checkpoint"
+    cache_version = 2  # 2: COCO's 'not computed' (-100 of old releases) read as NaN, counted in a note
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if path.name == CHECKPOINT_NAME:
@@ -91,6 +106,29 @@ class Detectron2Reader(Reader):
             run.notes.append(f"{sum(skipped.values())} non-numeric value(s) skipped under: {name_list(counted)}")
         if not len(points) and not run.warnings:
             run.warnings.append(ReadWarning(str(log), "no metric lines in the file"))
-        settled = settle_rewrites(points.frame(), str(log), unit="iteration")
+        frame, undefined = _coco_not_computed(points.frame())
+        if undefined:
+            run.notes.append(coco_undefined_note(undefined, "NaN (or -100 by old releases)"))
+        settled = settle_rewrites(frame, str(log), unit="iteration")
         settled.into(run)
         return [run]
+
+
+def _coco_not_computed(frame: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The table with COCO stats that were not computed (NaN, or -100) as NaN, and how many per tag."""
+    if frame.empty or not isinstance(frame["tag"].dtype, pd.CategoricalDtype):
+        return frame, {}
+    categories = [str(c) for c in frame["tag"].cat.categories]
+    coco = [i for i, name in enumerate(categories) if _COCO_TAG.match(name)]
+    if not coco:
+        return frame, {}
+    codes = frame["tag"].cat.codes.to_numpy()
+    values = frame["value"].to_numpy()
+    missing = np.isin(codes, coco) & (np.isnan(values) | (values == _NOT_COMPUTED))
+    if not missing.any():
+        return frame, {}
+    counts = np.bincount(codes[missing], minlength=len(categories))
+    undefined = {categories[i]: int(counts[i]) for i in np.flatnonzero(counts)}
+    if (values[missing] == _NOT_COMPUTED).any():
+        frame = frame.assign(value=np.where(missing, np.nan, values))
+    return frame, undefined

@@ -13,10 +13,13 @@ Decisions:
 * ``test_coco_eval_bbox`` (and ``_masks``) is COCOeval's ``stats``: 12 numbers,
   expanded to ``test_coco_eval_bbox/AP``, ``/AP50``, ``/AP75``, ``/APs``, ``/APm``,
   ``/APl``, ``/AR1``, ``/AR10``, ``/AR100``, ``/ARs``, ``/ARm``, ``/ARl``. COCOeval
-  writes -1 for an area range without ground truth: that is "undefined", not a
-  score, so it is skipped and counted. Other lists of numbers become ``key/0``,
-  ``key/1`` ….
+  writes -1 for an area range without ground truth: that is "not computed", not a
+  score, so it is read as missing (NaN) and counted in a note, as the other readers
+  of COCO metrics do. Other lists of numbers become ``key/0``, ``key/1`` ….
 * ``n_parameters`` (the same every epoch) goes to hparams.
+* recognised by its first epoch record among the first few lines (:func:`~tanalyze.readers.tabular.common.
+  leading_json_object`): lines before it that are not JSON (a record cut at the file's start, a text line such
+  as ``Not using distributed mode``) are skipped like any bad line, with a warning naming their line numbers.
 * ``main.py`` opens the log in append mode, so a job started again into the same
   output folder appends a second session, named in the notes. One that starts
   over from the first epoch is a session of its own, placed after the first on
@@ -27,15 +30,18 @@ Decisions:
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import (
+    COCO_UNDEFINED,
     JsonLines,
     PointBuffer,
     as_step,
+    coco_undefined_note,
     is_number,
+    leading_json_object,
     name_list,
     settle_rewrites,
 )
@@ -46,25 +52,6 @@ __all__ = ["DetrReader", "COCO_STATS"]
 COCO_STATS = ("AP", "AP50", "AP75", "APs", "APm", "APl", "AR1", "AR10", "AR100", "ARs", "ARm", "ARl")
 _COCO_KEYS = ("_coco_eval_bbox", "_coco_eval_masks")
 _CONSTANT_KEYS = frozenset({"n_parameters"})
-#: The first line of a log is longer than the sniffed head (DETR: ~4.5 KB); this much is read to judge it.
-_FIRST_LINE_LIMIT = 1 << 20
-
-
-def _first_record(path: Path, head: bytes) -> dict | None:
-    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
-        return None
-    line = head.split(b"\n", 1)[0]
-    if b"\n" not in head and len(head) >= 4096:
-        try:
-            with open(path, "rb") as handle:
-                line = handle.readline(_FIRST_LINE_LIMIT)
-        except OSError:
-            return None
-    try:
-        record = json.loads(line.decode("utf-8", errors="replace").lstrip("\ufeff"))
-    except (ValueError, RecursionError):
-        return None
-    return record if isinstance(record, dict) else None
 
 
 def is_detr_record(record: dict) -> bool:
@@ -81,11 +68,14 @@ class DetrReader(Reader):
 
     name = "detr"
     description = "DETR-family log.txt (JSON per epoch: train_*, test_*, test_coco_eval_bbox, epoch; also DeiT, MAE)"
+    cache_version = 2  # 2: COCO's -1 read as NaN (was left out)
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if path.suffix.lower() not in (".txt", ".log", ".json", ".jsonl"):
             return False
-        record = _first_record(path, head)
+        # the first record, wherever it is among the first lines: a line before it that is not JSON (a record cut
+        # at the file's start, a "Not using distributed mode" printed into the log) is skipped with a warning
+        record = leading_json_object(path, head)
         return record is not None and is_detr_record(record)
 
     def group(self, files: list[Path]) -> list[list[Path]]:
@@ -98,7 +88,8 @@ class DetrReader(Reader):
         run = RunData()
         lines = JsonLines(path)
         points = PointBuffer()
-        undefined = no_epoch = 0
+        no_epoch = 0
+        undefined: dict[str, int] = {}
         skipped: set[str] = set()
         sessions: list[tuple[int, int, int]] = []  # (first line, first epoch, last epoch)
         hparams: dict[str, float] = {}
@@ -121,10 +112,12 @@ class DetrReader(Reader):
                 elif isinstance(value, list) and value and all(is_number(v) for v in value):
                     names = COCO_STATS if key.endswith(_COCO_KEYS) and len(value) == len(COCO_STATS) else None
                     for index, item in enumerate(value):
-                        if names and item == -1:
-                            undefined += 1
-                            continue
-                        points.add(row, f"{key}/{names[index] if names else index}", epoch, float(item), float(epoch))
+                        tag = f"{key}/{names[index] if names else index}"
+                        number = float(item)
+                        if names and item == COCO_UNDEFINED:
+                            number = math.nan
+                            undefined[tag] = undefined.get(tag, 0) + 1
+                        points.add(row, tag, epoch, number, float(epoch))
                 else:
                     skipped.add(key)
         run.hparams = hparams
@@ -149,8 +142,7 @@ class DetrReader(Reader):
                              f"over; {kept}")
         run.notes.extend(settled.notes)
         if undefined:
-            run.notes.append(f"{undefined} COCO stat(s) of -1 skipped (COCOeval's 'undefined': no ground truth in "
-                             "that area range)")
+            run.notes.append(coco_undefined_note(undefined))
         if skipped:
             run.notes.append(f"non-numeric values skipped under: {name_list(sorted(skipped))}")
         return run

@@ -33,7 +33,9 @@ Decisions:
   epoch) already counts globally: validation goes at the last train iteration.
 * the ``epoch`` column: ``epoch - 1 + iter / N`` for train records, the epoch for validation.
 * validation keys that train records also have (``lr``) get a ``val/`` prefix;
-  ``bbox_mAP_copypaste`` (text) is skipped and named in the notes.
+  ``bbox_mAP_copypaste`` (text) is skipped and named in the notes. A COCO metric of -1 (``bbox_mAP_l``
+  when no object of that size was evaluated: pycocotools' "not computed") is read as missing (NaN), counted
+  in a note.
 * hparams: ``seed`` and ``exp_name`` of the JSON header, and the scalar settings of
   the config (``optimizer.lr``, ``runner.max_epochs`` …), read from the dumped
   ``<cfg>.py`` or the header's copy without executing anything.
@@ -54,9 +56,12 @@ import numpy as np
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import (
+    COCO_UNDEFINED,
     JsonLines,
     PointBuffer,
     as_step,
+    coco_undefined_note,
+    is_coco_metric,
     name_list,
     settle_rewrites,
 )
@@ -139,7 +144,8 @@ class MMDet2Reader(Reader):
     """mmcv 1.x work dir: ``<ts>.log.json`` (+ its ``<ts>.log`` twin) of every launch, and the dumped config."""
 
     name = "mmdet2"
-    cache_version = 2  # 2: a first line that is the runner's meta, whatever it holds, is the header
+    cache_version = 3  # 2: a first line that is the runner's meta, whatever it holds, is the header; 3: COCO's -1
+    #                    ('not computed': bbox_mAP_l without large objects) read as NaN
     description = "MMDetection 2.x / mmcv 1.x work_dirs/<cfg>: <ts>.log.json (+ <ts>.log twin, <cfg>.py config)"
 
     def sniff(self, path: Path, head: bytes) -> bool:
@@ -336,6 +342,7 @@ def _combine(launches: list[_Launch], run: RunData, files: list[Path]) -> None:
     found: dict[str, list[str]] = defaultdict(list)
     fallback = next((n for n, how in map(_per_epoch, launches) if how in ("text", "val")), None)
     several = len({la.source for la in launches if la.rows}) > 1
+    undefined: Counter[str] = Counter()
     order = 0
     for launch in launches:
         if not launch.rows:
@@ -370,6 +377,9 @@ def _combine(launches: list[_Launch], run: RunData, files: list[Path]) -> None:
                     if key in train_keys:
                         tag = f"{row.kind}/{key}"
                         renamed.add(f"{key} → {tag}")
+                    if value == COCO_UNDEFINED and is_coco_metric(key):
+                        value = math.nan
+                        undefined[tag] += 1
                     points.add(order, tag, step, value, epoch)
             walls.append(row.wall)
             order += 1
@@ -380,6 +390,8 @@ def _combine(launches: list[_Launch], run: RunData, files: list[Path]) -> None:
     settled = settle_rewrites(frame, first, unit="iteration")
     settled.into(run)
     _notes(run, found, renamed, launches)
+    if undefined:
+        run.notes.append(coco_undefined_note(undefined))
     if run.scalars.empty and not run.warnings:
         run.warnings.append(ReadWarning(first, "no iteration was logged: every launch ended before its first "
                                         "logged iteration"))

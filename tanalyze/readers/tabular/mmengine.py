@@ -10,7 +10,12 @@ Layout of one experiment::
 
 Committed to a repository the scalars often lie flat, out of their ``vis_data/`` (``scalars.json``,
 ``<ts>.json`` beside the code): such a file is known by its records (JSON lines with a ``step``), not by
-its folder, and each distinct one is a launch of the folder's experiment.
+its folder, and each distinct one is a launch of the folder's experiment. Renamed (``scalars_r50.json``,
+``scalars_aspp.json`` side by side: one per config), it is known by its records alone: JSON lines whose
+first record has a whole-number ``step`` and MMEngine's timer keys (``data_time`` and ``time``, which every
+train and validation record carries), or a train record's ``iter`` with its learning rate or a loss, and
+nothing of the other JSON-lines formats (mmcv's ``mode``, detectron2's ``iteration``, W&B's ``_step``);
+each renamed file is a run of its own (named after the file).
 
 Decisions:
 
@@ -31,6 +36,8 @@ Decisions:
   iteration of the experiment, or step 0 when it has none).
 * the text log is parsed only for a launch without JSON (values rounded to the
   4 digits the logger prints).
+* a COCO metric of -1 (``coco/bbox_mAP_l`` when no object of that size was evaluated: pycocotools' "not
+  computed") is read as missing (NaN), counted in a note.
 """
 
 from __future__ import annotations
@@ -44,22 +51,29 @@ from pathlib import Path
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import (
+    COCO_UNDEFINED,
     JsonLines,
     PointBuffer,
     as_step,
+    coco_undefined_note,
     first_json_object,
+    is_coco_metric,
     is_number,
     is_timestamp_name,
+    leading_json_object,
     name_list,
+    read_head,
     settle_rewrites,
 )
 
-__all__ = ["MMEngineReader", "parse_text_log"]
+__all__ = ["MMEngineReader", "parse_text_log", "is_scalars_record"]
 
 CHECKPOINT_NAME = "last_checkpoint"
 SCALARS_NAME = "scalars.json"
 _MMENGINE_LINE = b" - mmengine - "
 _NOT_TAGS = frozenset({"step", "iter", "epoch"})
+#: keys of the other JSON-lines formats' records (mmcv 1.x, detectron2, W&B, LLaMA-Factory, Ray Tune)
+_OTHER_FORMATS = frozenset({"mode", "iteration", "_step", "current_steps", "training_iteration"})
 _LOG_LINE = re.compile(r"\b(Epoch|Iter)\((train|val|test)\)\s*((?:\[\s*\d+(?:/\d+)?\]\s*)+)(.*)")
 _BRACKET = re.compile(r"\[\s*(\d+)(?:/(\d+))?\]")
 _PAIR = re.compile(r"([\w/\-.()]+):\s+(-?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))(?=\s|$)")
@@ -78,7 +92,8 @@ class MMEngineReader(Reader):
 
     name = "mmengine"
     description = "MMEngine work_dirs/<exp>: <ts>/vis_data/scalars.json (+ <ts>.log, <ts>.json, last_checkpoint)"
-    cache_version = 2  # 2: scalars out of their vis_data/ folder; training records known by their learning rate, losses
+    cache_version = 3  # 2: scalars out of their vis_data/ folder; training records known by their learning rate,
+    #                    losses; 3: renamed scalars files (known by their records) a run each; COCO's -1 read as NaN
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if path.name == CHECKPOINT_NAME:
@@ -89,15 +104,18 @@ class MMEngineReader(Reader):
         if suffix != ".json":
             return False
         record = first_json_object(head)
-        if record is None:
-            return False
-        if path.parent.name == "vis_data" or path.name == SCALARS_NAME or is_timestamp_name(path.stem):
-            if "step" in record:
+        if record is not None:
+            if path.parent.name == "vis_data" or path.name == SCALARS_NAME or is_timestamp_name(path.stem):
+                if "step" in record:
+                    return True
+            # a test launch: <ts>/<ts>.json holding one metrics object
+            if is_timestamp_name(path.stem) and path.parent.name == path.stem and all(
+                is_number(v) for v in record.values()
+            ):
                 return True
-        # a test launch: <ts>/<ts>.json holding one metrics object
-        return is_timestamp_name(path.stem) and path.parent.name == path.stem and all(
-            is_number(v) for v in record.values()
-        )
+        # whatever its name (scalars_r50.json): a scalars file is known by its records
+        record = record if record is not None else leading_json_object(path, head)
+        return record is not None and is_scalars_record(record)
 
     def _is_experiment(self, folder: Path) -> bool:
         try:
@@ -105,6 +123,13 @@ class MMEngineReader(Reader):
         except OSError:
             return False
         return any((p / "vis_data").is_dir() or (p / f"{p.name}.log").is_file() for p in launches)
+
+    def group(self, files: list[Path]) -> list[list[Path]]:
+        """One run per experiment folder; a renamed scalars file (``scalars_r50.json``: one per config, side by
+        side) is a run of its own."""
+        renamed = sorted(f for f in files if _is_renamed(f))
+        rest = sorted(f for f in files if f not in renamed)
+        return ([rest] if rest else []) + [[f] for f in renamed]
 
     def run_directory(self, path: Path) -> Path:
         """The experiment folder: every launch (``<ts>/``) of one config is one run."""
@@ -254,6 +279,7 @@ class _Experiment:
         last_train = max((r.step for r in self.rows if r.kind == "train" and r.step is not None), default=None)
         approximate = unkeyed = 0
         missing_steps = 0
+        undefined: Counter[str] = Counter()
         several_files = len({r.source for r in self.rows}) > 1
         previous_source = None
         for row in self.rows:
@@ -290,11 +316,16 @@ class _Experiment:
                     tag = prefix + key
                     if row.kind == "val":
                         renamed.add(f"{key} → {tag}")
+                if row.kind != "train" and value == COCO_UNDEFINED and is_coco_metric(key):
+                    value = math.nan
+                    undefined[tag] += 1
                 points.add(row.order, tag, step, value, epoch)
         frame = points.frame()
         settled = settle_rewrites(frame, self.first_file, unit="iteration")
         settled.into(run)
         self._notes(run, per_epoch, renamed, approximate, unkeyed, last_train, missing_steps)
+        if undefined:
+            run.notes.append(coco_undefined_note(undefined))
 
     def _per_epoch(self, run: RunData) -> int | None:
         if not self.epoch_based:
@@ -343,14 +374,28 @@ def _is_training(record: dict) -> bool:
                for key in record)
 
 
+def is_scalars_record(record: dict) -> bool:
+    """Whether a JSON record is MMEngine's, by its keys alone: a whole-number ``step``, and the timer's
+    ``data_time`` and ``time`` (in every train and validation record) or a train record's ``iter`` with a
+    learning rate or a loss; no key of the other JSON-lines formats."""
+    if as_step(record.get("step")) is None or _OTHER_FORMATS & set(record):
+        return False
+    if is_number(record.get("data_time")) and is_number(record.get("time")):
+        return True
+    return as_step(record.get("iter")) is not None and _is_training(record)
+
+
+def _is_renamed(path: Path) -> bool:
+    """A scalars file out of its ``vis_data/`` under a name of its own (``scalars_r50.json``), neither
+    ``scalars.json`` nor a launch's stamp."""
+    return (path.suffix.lower() == ".json" and path.parent.name != "vis_data" and path.name != SCALARS_NAME
+            and not is_timestamp_name(path.stem))
+
+
 def _holds_scalars(path: Path) -> bool:
     """Whether a JSON file out of ``vis_data/`` holds scalars records (JSON lines with a ``step``), not a test
     launch's one metrics object."""
-    try:
-        with open(path, "rb") as handle:
-            record = first_json_object(handle.read(64 * 1024))
-    except OSError:
-        return False
+    record = leading_json_object(path, read_head(path))
     return record is not None and "step" in record
 
 
