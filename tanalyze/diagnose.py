@@ -32,9 +32,14 @@ a :class:`RunDiagnosis` out, both picklable, so any executor can map it over run
      "nccl": {"transport_kinds", "hosts", "nranks", "timed_out_ranks", "silent_ranks", "scan", "findings"} | null}
 
 A run whose log holds several training sessions (``RunInfo.phases``: a second
-``fit()`` appended to the same log) is judged on one of them: the last, when it
-has at least :data:`MIN_PHASE_STEPS` logged steps, else the longest. ``phase``
-says which and why, and the same sentence is the first of ``warnings``.
+``fit()`` appended to the same log) is judged on its last session when that has at
+least :data:`MIN_PHASE_STEPS` logged steps. A shorter one is judged with the sessions
+before it that it went on from (a ``fit()`` called again goes on from the loss
+reached; a session whose loss is back near where the log began is a fresh start,
+another training), as many as it takes; when the whole last training is too short,
+the longest training is judged, and when the sessions judged are all of them, the
+whole run is. ``phase`` says which and why, and the same sentence is the first of
+``warnings``.
 """
 
 from __future__ import annotations
@@ -103,7 +108,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "43"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "44"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -156,6 +161,8 @@ ANALYSIS_VERSION = "43"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # values whose first and last medians differ beyond a robust noise rose (or fell), though outliers widen the noise
 # of its means
 # 43: a learning rate of 0 over the end of a run is a warning (lr_zero)
+# 44: a last session too short for a verdict is judged with the sessions before it that it went on from (a fit()
+# called again), not alone or replaced by the longest
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -191,35 +198,59 @@ class JudgedPhase:
     total_steps: int  # logged steps in the run
     unit: str
     reason: str
+    #: the last session judged with it, when the sessions after ``index`` went on from its loss (None: it alone)
+    last_index: int | None = None
 
     @property
     def note(self) -> str:
-        """``judged phase 2 of 2 (steps 5-24, 20 of 25 epochs): the last session``."""
-        return (f"judged phase {self.index + 1} of {self.count} (steps {self.first_step}-{self.last_step}, "
+        """``judged phase 2 of 2 (steps 5-24, 20 of 25 epochs): the last session`` (``judged phases 3-5 of 5 …``
+        for sessions of one training)."""
+        which = (f"phases {self.index + 1}-{self.last_index + 1}" if self.last_index not in (None, self.index)
+                 else f"phase {self.index + 1}")
+        return (f"judged {which} of {self.count} (steps {self.first_step}-{self.last_step}, "
                 f"{self.steps} of {self.total_steps} {self.unit}s): {self.reason}")
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "count": self.count, "first_step": self.first_step, "last_step": self.last_step,
                 "steps": self.steps, "total_steps": self.total_steps, "unit": self.unit, "reason": self.reason,
-                "note": self.note}
+                "last_index": self.last_index, "note": self.note}
 
 
-def choose_phase(frame: pd.DataFrame, phases: Sequence[Phase]) -> JudgedPhase | None:
-    """The session to judge: the last with at least :data:`MIN_PHASE_STEPS` logged steps, else the longest."""
+def choose_phase(frame: pd.DataFrame, phases: Sequence[Phase],
+                 roles: Mapping[str, str | tuple[str, ...] | None] | None = None) -> JudgedPhase | None:
+    """The sessions to judge (see the module doc): the last session, with the sessions of its training before it
+    while it has under :data:`MIN_PHASE_STEPS` logged steps; when its whole training has fewer, the longest
+    training. None when that is every session (the whole run is judged)."""
     if len(phases) < 2 or frame.empty:
         return None
     steps = np.unique(frame["step"].to_numpy())
-    counts = [int(((steps >= p.first_step) & (steps <= p.last_step)).sum()) for p in phases]
-    last = len(phases) - 1
-    if counts[last] >= MIN_PHASE_STEPS:
-        index, reason = last, "the last session"
-    else:
-        index = int(np.argmax(counts))
-        reason = (f"the longest session (the last has only {counts[last]} logged "
-                  f"{phases[last].unit}{'' if counts[last] == 1 else 's'})")
-    phase = phases[index]
-    return JudgedPhase(index=index, count=len(phases), first_step=phase.first_step, last_step=phase.last_step,
-                       steps=counts[index], total_steps=len(steps), unit=phase.unit, reason=reason)
+
+    def logged(first: Phase, last: Phase) -> int:
+        return int(((steps >= first.first_step) & (steps <= last.last_step)).sum())
+
+    fresh = _fresh_sessions(frame, phases, roles)
+    starts = [0] + [k for k, phase in enumerate(phases) if k and phase.index in fresh]
+    end = len(phases) - 1
+    begin = end
+    while begin > starts[-1] and logged(phases[begin], phases[end]) < MIN_PHASE_STEPS:
+        begin -= 1  # a short last session and the sessions it went on from: one training's end
+    if logged(phases[begin], phases[end]) >= MIN_PHASE_STEPS:
+        reason = "the last session" if begin == end else (
+            f"the last {end - begin + 1} sessions of one training (the last alone has too few logged "
+            f"{phases[end].unit}s; each went on from the loss the one before reached)")
+    else:  # the last training is too short: the longest one
+        count = logged(phases[begin], phases[end])
+        bounds = list(zip(starts, [*starts[1:], len(phases)], strict=True))
+        begin, stop = max(bounds, key=lambda b: logged(phases[b[0]], phases[b[1] - 1]))
+        end = stop - 1
+        reason = (f"the longest {'training' if end > begin else 'session'} (the last has only {count} logged "
+                  f"{phases[-1].unit}{'' if count == 1 else 's'})")
+    if begin == 0 and end == len(phases) - 1:
+        return None  # every session went on from the one before: one training, judged whole
+    first, last = phases[begin], phases[end]
+    return JudgedPhase(index=first.index, count=len(phases), first_step=first.first_step, last_step=last.last_step,
+                       steps=logged(first, last), total_steps=len(steps), unit=first.unit, reason=reason,
+                       last_index=last.index if end > begin else None)
 
 
 @dataclass(frozen=True)
@@ -771,7 +802,7 @@ def diagnose_run(
             run = str(names[0])
     run = run or ""
     restart_cost = _restart_cost(frame, restarts, phases, roles)
-    judged = choose_phase(frame, phases)
+    judged = choose_phase(frame, phases, roles)
     if judged is not None:  # the curves (and histograms) of that session only
         steps = frame["step"].to_numpy()
         keep = (steps >= judged.first_step) & (steps <= judged.last_step)

@@ -265,8 +265,9 @@ def test_odd_series_never_raise(seed):
 
 
 def test_a_judged_session_keeps_the_system_samples():
-    """A run with two sessions is judged on the last; its W&B samples (step = seconds since the start, here
-    beyond the session's steps) are still analysed."""
+    """A run with two sessions, the second a fresh start (its steps and loss back where the log began), is judged
+    on the last; its W&B samples (step = seconds since the start, here beyond the session's steps) are still
+    analysed."""
     import pandas as pd
 
     from tanalyze.diagnose import diagnose_run
@@ -279,7 +280,7 @@ def test_a_judged_session_keeps_the_system_samples():
     host = pd.DataFrame({"run": "r", "tag": "system/memory", "step": seconds,
                          "value": np.where(seconds > 1_500, 96.0, 50.0), "wall_time": 1_000.0 + seconds})
     frame = pd.concat([loss, host], ignore_index=True)
-    d = diagnose_run(frame, phases=[Phase(0, 0, 99), Phase(1, 100, 199)])
+    d = diagnose_run(frame, phases=[Phase(0, 0, 99), Phase(1, 100, 199, offset=100)])
     assert d.phase is not None and d.phase.index == 1
     (memory,) = d.system.memory
     assert memory.tag == "system/memory" and memory.samples_above == 16

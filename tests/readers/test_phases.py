@@ -176,15 +176,37 @@ def test_phases_survive_the_cache_and_reach_the_json_and_the_diagnosis(tmp_path)
 
 
 @pytest.mark.parametrize("last", [3, 5])
-def test_a_short_last_session_is_not_judged_the_longest_is(tmp_path, last):
-    # a last session too short for any verdict (under 8 epochs) is not the one judged
+def test_a_short_last_session_is_judged_with_the_session_it_went_on_from(tmp_path, last):
+    # a last session too short for any verdict (under 8 epochs) that went on from the loss the one before reached
+    # (a fine-tune after the head's training): the two are one training, judged whole
     text, _, _ = head_then_finetune(head=12, finetune=last)
     (tmp_path / "training.log").write_text(text)
     diagnosis = diagnose(load(tmp_path, cache=False))
     (d,) = diagnosis.values()
+    assert d.phase is None and d.verdict.label != "insufficient_data"
+    assert d.curves["train_loss"].steps.tolist() == list(range(12 + last))
+
+
+@pytest.mark.parametrize("last", [3, 5])
+def test_a_short_last_session_that_started_afresh_is_not_judged_the_longest_training_is(tmp_path, last):
+    # a last session too short for any verdict whose loss is back where the log began (a new training): the
+    # longest training is judged
+    head_loss = [1.5 - 0.1 * e for e in range(12)]
+    rows = [keras_row(e, v) for e, v in enumerate(head_loss)] + [keras_row(e, 1.5 - 0.01 * e) for e in range(last)]
+    (tmp_path / "training.log").write_text(KERAS_HEADER + "\n" + "\n".join(rows) + "\n")
+    (d,) = diagnose(load(tmp_path, cache=False)).values()
     assert d.phase.index == 0 and d.verdict.label != "insufficient_data"
     assert d.phase.note == (f"judged phase 1 of 2 (steps 0-11, 12 of {12 + last} epochs): the longest session "
                             f"(the last has only {last} logged epochs)")
+
+
+def test_one_epoch_fits_called_again_and_again_are_one_training_judged_whole():
+    """The real fixture of six fit(epochs=1) calls: every session one epoch, each going on from the loss the one
+    before reached: judged as the one training they are, all six epochs (not the one epoch of a session)."""
+    (d,) = diagnose(load(ONE_EPOCH_FITS, cache=False)).values()
+    assert d.phase is None
+    assert d.curves["train_loss"].values.tolist() == pytest.approx(ONE_EPOCH_LOSS, abs=1e-12)
+    assert "only 6 finite point(s) of loss" in d.verdict.reasons[0]  # (six: still too few for a verdict)
 
 
 @pytest.mark.skipif(not REAL_APPEND.is_dir(), reason="the real Keras CSVLogger(append=True) fixture is not there")
