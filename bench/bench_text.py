@@ -301,25 +301,37 @@ MM_METER = re.compile(r"Epoch \[(\d+)\]\[(\d+)/(\d+)\]\t(.*)")
 MM_PAIR = re.compile(r"([A-Za-z_][\w/.()@-]*): (\S+?),? ")
 
 
+COCO_SUMMARY = re.compile(r" Average \w+ +\((A[PR])\) @\[ IoU=\S+ +\| area= *(\w+) \| maxDets= *\d+ \] = (\S+)")
+
+
 def naive_text(path: Path) -> int:
     tags: list[str] = []
     steps: list[int] = []
     values: list[float] = []
     epochs: list[float] = []
+    step, epoch = 0, math.nan
     with open(path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             m = MM_METER.search(line)
             if m:
                 epoch, index, batches = int(m.group(1)), int(m.group(2)), int(m.group(3))
+                step = epoch * batches + index
                 for name, value in MM_PAIR.findall(m.group(4) + " "):
                     try:
                         number = float(value)
                     except ValueError:
                         continue
                     tags.append(name)
-                    steps.append(epoch * batches + index)
+                    steps.append(step)
                     values.append(number)
                     epochs.append(float(epoch))
+                continue
+            m = COCO_SUMMARY.match(line)  # a COCO evaluation's summary line, at the last training step
+            if m:
+                tags.append(f"coco/{m.group(1)}{m.group(2)}")
+                steps.append(step)
+                values.append(float(m.group(3)))
+                epochs.append(math.nan)
     frame = _frame(tags, steps, values, [math.nan] * len(values))
     frame["epoch"] = np.asarray(epochs)
     return len(frame)

@@ -423,15 +423,23 @@ def test_shaped_lines_read_at_once_equal_every_line_read_on_its_own(tmp_path, mo
 
 
 def test_shaped_lines_of_the_real_logs_and_the_bench(tmp_path, monkeypatch, real_logs):
-    from bench.text_logs import make_text_epochs, make_text_imagenet, make_text_kv
+    from bench.text_logs import make_text, make_text_epochs, make_text_imagenet, make_text_kv
 
     make_text_kv(tmp_path / "kv.log", 1)
     make_text_epochs(tmp_path / "epochs.log", 1)
     make_text_imagenet(tmp_path / "imagenet.log", 1)
+    make_text(tmp_path / "mmdet.log", 1)  # (meters with COCO summaries between them)
     files = [p for folder in ("other_text", "crash_logs", "mmdet2_json") for p in sorted((real_logs / folder).rglob("*"))
              if p.suffix in (".log", ".txt")]
-    for path in [tmp_path / "kv.log", tmp_path / "epochs.log", tmp_path / "imagenet.log", *files]:
+    for path in [tmp_path / "kv.log", tmp_path / "epochs.log", tmp_path / "imagenet.log", tmp_path / "mmdet.log",
+                 *files]:
         _same_at_once_and_line_by_line(path, monkeypatch)
+
+
+def test_coco_summaries_read_with_the_meters_at_once_equal_each_line_read_on_its_own(monkeypatch):
+    """The real COCOeval fixture: its summaries read with the chunk's meters at once, and line by line."""
+    run = _same_at_once_and_line_by_line(FIXTURES / "coco_console" / "train.log", monkeypatch)
+    assert len(run.scalars[run.scalars["tag"] == "bbox/AP"]) == 8
 
 
 @pytest.mark.parametrize("kind", ["kv_step", "epoch_blocks", "meters"])

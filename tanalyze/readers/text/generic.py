@@ -30,7 +30,13 @@ from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._parser import TextParser
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._regex import line_index, matches_by_line, ordered_matches, require, tagged_matches
+from tanalyze.readers.text._regex import (
+    line_index,
+    matches_by_line,
+    ordered_matches,
+    require,
+    tagged_matches,
+)
 from tanalyze.readers.text._shaped import (
     DECIMAL_ONCE,
     LineShape,
@@ -54,7 +60,8 @@ METER = re.compile(
     r"Epoch(?:\((?P<mode>\w+)\)|:)?[ \t]*\[\s*(?P<e>\d+)\s*\]\s*\[\s*(?P<i>\d+)\s*/\s*(?P<n>\d+)\s*\](?P<rest>[^\n]*)"
 )
 #: Swin Transformer's meter line, ``Train: [0/300][50/1251]\teta 0:12:34 lr 0.000125\t…``: its epochs from 0
-SWIN_METER = re.compile(r"(?<![\w:])Train: \[(?P<e>\d+)/\d+\]\[(?P<i>\d+)/(?P<n>\d+)\](?P<rest>[^\n]*)")
+#: (its literal first: the engine finds it at C speed; a word before it, ``PreTrain: [``, is told apart by the handler)
+SWIN_METER = re.compile(r"Train: \[(?P<e>\d+)/\d+\]\[(?P<i>\d+)/(?P<n>\d+)\](?P<rest>[^\n]*)")
 #: a Swin meter line's pair without an average (``lr 0.000125``, ``wd 0.0500``, ``mem 2420MB``)
 _BARE_METER_PAIR = re.compile(rf"(?:^|(?<=\s))([A-Za-z_]\w{{0,63}}) ({NUMBER})(?:MB|GB)?(?=\s|$)")
 _PROGRESS = re.compile(r"\[\s*\d+\s*/\s*\d+\s*\]")
@@ -122,14 +129,31 @@ KV_STEP = re.compile(
 )
 #: a line of pycocotools' summary of a COCO evaluation (detectron2, MMDetection, YOLOX, PaddleDetection, torchvision's
 #: references print it): `` Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.231``
-COCO_LINE = re.compile(
+COCO_LINE = require(re.compile(
     r"^[ \t]*Average (?:Precision|Recall) +\((?P<kind>AP|AR)\) @\[ *IoU=(?P<iou>[\d.]+(?::[\d.]+)?) *\| *area= *"
-    r"(?P<area>[a-z]+) *\| *maxDets= *(?P<dets>\d+) *\] = (?P<value>-?\d+(?:\.\d+)?)[ \t]*$", re.M)
-#: what names the kind of a COCO evaluation before its summary (pycocotools', torchvision's references')
+    r"(?P<area>[a-z]+) *\| *maxDets= *(?P<dets>\d+) *\] = (?P<value>-?\d+(?:\.\d+)?)[ \t]*$", re.M),
+    re.compile(r"Average (?:Precision|Recall) +\(A[PR]\) @\["))
+#: what names the kind of a COCO evaluation before its summary (pycocotools', torchvision's references'), looked
+#: for this far back
 _COCO_TYPE = re.compile(r"(?:Evaluate annotation type \*|IoU metric: )(?P<type>bbox|segm|keypoints)")
+_COCO_TYPE_BACK = 4096
+#: ``COCO_LINE`` without its line start (its literal first, found at C speed; the caller checks the line start)
+_COCO_ANYWHERE = re.compile(
+    r"Average (?:Precision|Recall) +\((AP|AR)\) @\[ *IoU=([\d.]+(?::[\d.]+)?) *\| *area= *([a-z]+) *\| *"
+    r"maxDets= *(\d+) *\] = (-?\d+(?:\.\d+)?)[ \t]*$", re.M)
 _COCO_AREAS = {"all": "", "small": "s", "medium": "m", "large": "l"}
 
 
+def _coco_type_at(text: str, pos: int) -> str | None:
+    """The kind (bbox, segm, keypoints) the last evaluation named before ``pos`` in ``text``, within
+    ``_COCO_TYPE_BACK`` characters; None when none is named there."""
+    low = max(0, pos - _COCO_TYPE_BACK)
+    at = max(text.rfind("Evaluate annotation type *", low, pos), text.rfind("IoU metric: ", low, pos))
+    found = _COCO_TYPE.match(text, at, pos) if at >= 0 else None
+    return found.group("type") if found is not None else None
+
+
+@functools.lru_cache(maxsize=64)
 def _coco_name(kind: str, iou: str, area: str, dets: str) -> str:
     """detectron2's name of a COCO summary line: ``AP``, ``AP50``, ``AP75``, ``APs``/``APm``/``APl``, ``AR1``,
     ``AR10``, ``AR100``, ``ARs`` … (the detections per image named only for a recall over every area and IoU)."""
@@ -141,9 +165,10 @@ def _coco_name(kind: str, iou: str, area: str, dets: str) -> str:
 
 #: a value named with its step in a sentence: ``Minibatch loss at step 500: 1.234`` (TensorFlow's tutorials and
 #: courses), ``Loss at step 3: 8.49``; the lines of ``name: value`` after it are at that step
-AT_STEP = re.compile(
+AT_STEP = require(re.compile(
     rf"^[ \t]*(?P<name>[A-Za-z][\w./-]{{0,40}}(?: [A-Za-z][\w./-]{{0,40}}){{0,3}}) at (?P<token>step|iteration|iter|epoch)"
-    rf"[ \t]+(?P<step>\d{{1,15}})[ \t]*[:=][ \t]*(?P<value>{NUMBER})%?[ \t]*$", re.M | re.I)
+    rf"[ \t]+(?P<step>\d{{1,15}})[ \t]*[:=][ \t]*(?P<value>{NUMBER})%?[ \t]*$", re.M | re.I),
+    re.compile(r" at (?:step|iteration|iter|epoch)[ \t]+\d", re.I))
 _KV_SPLIT = re.compile(r"\||,(?![^\[]*\])|\s-\s")
 #: a segment of several ``name: value`` pairs (``Train Loss: 0.21 Acc: 0.90``), and each of its pairs
 _CHAINED_PAIR_SOURCE = rf"[ \t]*{_NAME}:[ \t]*{NUMBER}{_UNIT}"
@@ -336,7 +361,8 @@ class GenericRules:
         self.rows.add_pairs(pairs, step, epoch=float(epoch))  # type: ignore[attr-defined]
 
     def _on_swin_meter(self, m: re.Match[str], chunk: Chunk) -> None:
-        if self._taken(chunk, m.start()):
+        before = chunk.text[m.start() - 1] if m.start() else " "
+        if before.isalnum() or before in "_:" or self._taken(chunk, m.start()):
             return
         epoch, index, batches = int(m.group("e")), int(m.group("i")), int(m.group("n"))
         pairs = _swin_pairs(m.group("rest"))
@@ -512,22 +538,23 @@ class GenericRules:
         self.rows.add_pairs([(m.group("name").strip(), value)], step, epoch=epoch)  # type: ignore[attr-defined]
 
     def _on_coco(self, m: re.Match[str], chunk: Chunk) -> None:
-        """A line of a COCO evaluation's summary: at the last training step, named as detectron2 names it, under the
-        kind the evaluation printed before it (``bbox/AP``; ``coco/AP`` when it printed none); -1, pycocotools' "no
-        object of that size", a missing value."""
         if self._taken(chunk, m.start()):
             return
-        kinds = list(_COCO_TYPE.finditer(chunk.text, max(0, m.start() - 4096), m.start()))
-        if kinds:
-            self._coco_type = kinds[-1].group("type")
-        name = _coco_name(m.group("kind"), m.group("iou"), m.group("area"), m.group("dets"))
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        tag, value = self._coco_point(chunk.text, m)
+        self.rows.add(tag, self.current_step(), value)  # type: ignore[attr-defined]
+
+    def _coco_point(self, text: str, m: re.Match[str]) -> tuple[str, float]:
+        """A line of a COCO evaluation's summary (at the last training step): its tag, named as detectron2 names it,
+        under the kind the evaluation printed before it (``bbox/AP``; ``coco/AP`` when it printed none), and its
+        value; -1, pycocotools' "no object of that size", a missing value."""
+        self._coco_type = _coco_type_at(text, m.start()) or self._coco_type
         value = float(m.group("value"))
         if value == -1:
             value = NAN
             self._coco_missing += 1
         self._coco_lines += 1
-        self.mark(chunk, m.start())  # type: ignore[attr-defined]
-        self.rows.add(f"{self._coco_type or 'coco'}/{name}", self.current_step(), value)  # type: ignore[attr-defined]
+        return f"{self._coco_type or 'coco'}/{_coco_name(*m.group('kind', 'iou', 'area', 'dets'))}", value
 
     def _epoch_line_step(self, epoch: int, names: list[str], line: int, announced: bool) -> int:
         """The step of a line keyed by its epoch alone (``epoch: 0 loss: 0.68``): the epoch, unless the loop prints
@@ -650,7 +677,7 @@ class GenericTextParser(GenericRules, TextParser):
     patterns = GenericRules.generic_patterns
     #: read every line on its own (the meter lines of a chunk are read at once otherwise); for tests
     line_by_line = False
-    _other_patterns = tuple(pair for pair in patterns if pair[1] != "meter")
+    _other_patterns = tuple(pair for pair in patterns if pair[1] not in ("meter", "coco"))
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -787,6 +814,7 @@ class GenericTextParser(GenericRules, TextParser):
         positions = [meters.pair_positions]
         before = (self._meter_seen, self._meter_batches, self._meter_epoch, self._mmengine, self._last_step)
         positions += self._other_lines(chunk, sorted(others, key=lambda other: other[0]), meters, before)
+        positions += self._coco_lines_at_once(chunk, breaks, meters, before[4])
         self._marked.update(meters.lines[meters.read].tolist())
         self._mmengine = self._mmengine or bool(meters.train.any())
         if len(steps):
@@ -800,6 +828,44 @@ class GenericTextParser(GenericRules, TextParser):
         self.scan_ranges = [(low, high, self.lookalike)
                             for low, high in _unread_stretches(text, breaks, np.array(sorted(self._marked), np.int64))]
         return True
+
+    def _coco_lines_at_once(self, chunk: Chunk, breaks: np.ndarray, meters: _Meters, step: int | None
+                            ) -> list[np.ndarray]:
+        """The chunk's COCO summary lines (many in a detection log: twelve an evaluation), each at the step of the
+        last meter line read before it (``step``, the one before the chunk, when none), as ``_on_coco`` reads
+        them (the evaluation's kind looked for once per run of such lines: a kind found stays); where their rows
+        go."""
+        text = chunk.text
+        if "Average " not in text:
+            return []
+        starts, tags, values = [], [], []
+        previous = -2
+        for m in _COCO_ANYWHERE.finditer(text):
+            start = text.rfind("\n", 0, m.start()) + 1
+            if text[start:m.start()].strip(" \t") or start in self._marked:
+                continue  # (not at its line's start, after its blanks: no line of the summary)
+            if start != previous:
+                self._coco_type = _coco_type_at(text, m.start()) or self._coco_type
+            previous = m.end() + 1
+            value = float(m.group(5))
+            if value == -1:
+                value = NAN
+                self._coco_missing += 1
+            starts.append(start)
+            tags.append(f"{self._coco_type or 'coco'}/{_coco_name(*m.group(1, 2, 3, 4))}")
+            values.append(value)
+        if not starts:
+            return []
+        self._coco_lines += len(starts)
+        at = np.asarray(starts, dtype=np.int64)
+        read = np.flatnonzero(meters.read)
+        last = np.searchsorted(meters.lines[read], at, side="right") - 1
+        steps = np.where(last >= 0, meters.steps[read[np.maximum(last, 0)]], step if step is not None else 0)
+        rows = self.rows  # type: ignore[attr-defined]
+        rows.extend(np.array(rows.codes(tags), dtype=np.int32), steps.astype(np.int64),
+                    np.array(values, dtype=np.float64))
+        self._marked.update(starts)
+        return [at]
 
     def _other_lines(self, chunk: Chunk, others: list, meters: _Meters, before: tuple) -> list[np.ndarray]:
         """The lines of other kinds, in order, each read with the meter state at its place; where their rows go."""
