@@ -224,6 +224,7 @@ def analyze_overfitting(
     share = tail_rise = trend = rise_abs = rise_rel = val_tail = None
     pattern = None
     plateau = False
+    unconfirmed = False  # a rise its noise cannot yet tell from chance
     confidence = 0.0
     if m < min_points_after:
         reason = f"validation minimum at step {onset_step} is at or next to the end: still improving"
@@ -306,13 +307,24 @@ def analyze_overfitting(
         elif share >= min_share_above and tail_rise >= bar and trend > 0:
             reason = (f"the validation loss is above its minimum at step {onset_step}, but over {m} evaluation(s) "
                       f"({after_span:.0%} of the run) with trend p = {p_trend:.2g}: not yet distinguishable from noise")
+            unconfirmed = True
         elif share < min_share_above or tail_rise < band:
             reason = f"no persistent rise after the validation minimum (band {_pct(band, is_log)})"
+            unconfirmed = tail_rise >= band and trend > 0  # (its end above the band, most evaluations not)
         else:
             reason = "the validation loss rise is too small or not trending up"
 
     findings: tuple[Finding, ...] = ()
-    if pattern is not None:
+    ended = (f"; its later evaluations are {100 * (rise_rel or 0):+.1f}% above it, the last {val_end:.4g}"
+             if val_end is not None and (rise_rel or 0) > 0 else "")
+    # (reported when large and shared by half the later evaluations: a healthy run's noisy tail is no news)
+    if pattern is None and unconfirmed and (rise_rel or 0) >= _REPORTED_RISE and (share or 0) >= 0.5:
+        findings = (Finding("val_rise", Severity.INFO,
+                            f"{v.tag} rose after its minimum {vmin:.4g} (step {onset_step}){ended}, over {m} "
+                            f"evaluation(s), but its noise is as large (trend p = {p_trend:.2g}): not yet "
+                            "overfitting; the next evaluations will tell", recommend("val_rise"),
+                            step=onset_step, step_end=int(v.steps[-1]), evidence={"window": list(window)}),)
+    elif pattern is not None:
         train_txt = f" while {t_curve.tag} went from {t_onset:.4g} to {t_end:.4g}" if t_curve is not None and t_onset is not None else ""
         gap_txt = (f"; the train-validation gap went from {gap_onset:.4g} to {gap_end:.4g}"
                    if gap_onset is not None and gap_end is not None else "")
@@ -332,7 +344,8 @@ def analyze_overfitting(
     elif plateau:
         findings = (Finding("val_plateau", Severity.INFO,
                             f"{v.tag} has stayed near its minimum {vmin:.4g} (step {onset_step}) for {m} evaluations "
-                            f"while {t_curve.tag if t_curve is not None else 'the training loss'} kept falling: the "
+                            f"(within its noise{ended}) while "
+                            f"{t_curve.tag if t_curve is not None else 'the training loss'} kept falling: the "
                             "steps after it gain nothing on validation", recommend("val_plateau"),
                             step=onset_step, step_end=int(v.steps[-1]),
                             evidence={"window": list(window), "train_change_rel": t_change}),)
@@ -345,6 +358,11 @@ def analyze_overfitting(
         train_change_rel=t_change, gap_at_onset=gap_onset, gap_end=gap_end, gap_trend=gap_trend,
         losses_comparable=losses_comparable, findings=findings,
     )
+
+
+#: the rise over its minimum (relative) that the later evaluations of a rise not yet told from noise must show for
+#: it to be reported (``val_rise``)
+_REPORTED_RISE = 0.25
 
 
 def _lowest(y: np.ndarray, tolerance: float) -> int:

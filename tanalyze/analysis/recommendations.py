@@ -153,6 +153,13 @@ CAUSES: dict[str, Cause] = {
         "overfitting; check that the batches carry target labels (not all -100) and that the loss is computed "
         "from them.",
     ),
+    "val_rise": Cause(
+        "Validation loss up, within its noise",
+        "the first evaluations of overfitting, or evaluation noise (a small or shuffled validation set, augmentation "
+        "at evaluation)",
+        "Keep the best checkpoint by the validation metric and watch the next evaluations; a larger validation set "
+        "or evaluating more often tells a rise from noise sooner.",
+    ),
     "lr_zero": Cause(
         "Learning rate 0 to the end",
         "a schedule shorter than the run (training continued or resumed past its last scheduled epoch or step), a "

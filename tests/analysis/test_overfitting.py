@@ -234,3 +234,20 @@ def test_a_large_rise_after_wild_first_epochs_is_overfitting(seed):
     # the same shape rising only 20 %: still not told from the noise of those first epochs
     low = Curve.from_arrays(val.steps, np.where(val.steps > 7, 0.068 + (val.values - 0.068) * 0.25, val.values), "val")
     assert not analyze_overfitting(low, train).detected
+
+
+def test_a_rise_its_noise_cannot_yet_tell_from_chance_is_reported_not_judged():
+    """A real YOLO classifier's validation loss (19 epochs, as its results.csv holds it): its minimum 0.14527 at
+    epoch 13, then 0.22372 … 0.2582 — up, but no more than its wild early epochs swung. Not overfitting, and not
+    silent: a ``val_rise`` information."""
+    values = [0.23504, 0.21328, 0.21424, 0.28638, 0.28395, 0.23043, 0.17545, 0.28162, 0.1854, 0.17146, 0.16161,
+              0.15557, 0.14527, 0.22372, 0.19105, 0.1634, 0.22947, 0.21077, 0.2582]
+    train = [0.56924, 0.24155, 0.22374, 0.28318, 0.2244, 0.19211, 0.18923, 0.14878, 0.14138, 0.13806, 0.13125,
+             0.11133, 0.09866, 0.12688, 0.10651, 0.09545, 0.09116, 0.07657, 0.08758]
+    steps = list(range(1, 20))
+    r = analyze_overfitting(Curve.from_arrays(steps, values, tag="val/loss"),
+                            Curve.from_arrays(steps, train, tag="train/loss"))
+    assert not r.detected
+    (finding,) = r.findings
+    assert finding.code == "val_rise" and finding.severity == "info" and finding.step == 13
+    assert "val/loss rose after its minimum 0.1453 (step 13); its later evaluations are +58.0% above it" in finding.message
