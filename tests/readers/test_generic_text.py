@@ -903,3 +903,18 @@ def test_coco_evaluation_summaries_at_the_last_training_step_before_them():
         frame["tag"].astype(str))
     assert "96 line(s) of COCO evaluation summaries" in notes_text(run)
     assert "16 value(s) of -1 (no object of that size) read as missing" in notes_text(run)
+
+
+def test_an_iteration_that_counts_epochs_beside_the_batch_of_its_epoch(tmp_path):
+    """ChineseNER's loop (and its many forks): ``logger.info("iteration:{} step:{}/{}, NER loss:{:>9.6f}")`` where
+    the iteration is the epoch, from 1, and the step the batch of that epoch; its logger named after the log's path
+    (``- log\\train.log - INFO -``): step = (iteration − 1) × batches + batch."""
+    lines = ["2019-10-10 20:31:34,388 - log\\train.log - INFO - lr             :\t0.001",
+             "2019-10-10 20:32:13,967 - log\\train.log - INFO - start training"]
+    for iteration, batch in [(1, 100), (1, 200), (1, 300), (2, 100), (2, 200)]:
+        loss = 30 / (iteration * batch / 100)
+        lines.append(f"2019-10-10 20:33:11,477 - log\\train.log - INFO - iteration:{iteration} step:{batch}/300, "
+                     f"NER loss:{loss:>9.6f}")
+    run = _read(write(tmp_path / "train.log", "\r\n".join(lines) + "\r\n"))
+    check(run.scalars, "NER loss", {100: 30.0, 200: 15.0, 300: 10.0, 400: 15.0, 500: 7.5}, count=5)
+    assert "the logging prefix of its lines" in notes_text(run)

@@ -124,6 +124,8 @@ KV_STEP = re.compile(
     r"(?P<step>\d+)(?P<total>[ \t]*/[ \t]*\d+)?\]?"
     # (after a bracket, a blank: "[Epoch 5] Train Loss: …, Val Loss: …"; "[Step s/S] …" is PyTorch's examples' line)
     r"(?:[ \t]*(?:[|,:]|[ \t]-[ \t])|(?(counter)(?(total)(?!)|(?<=\])[ \t])|(?<=\])[ \t])"
+    # (or the batch of the epoch a counter names: ChineseNER's "iteration:1 step:100/23196, NER loss: …")
+    r"|[ \t]+(?=(?:step|iter|batch)[ \t]*[:=]?[ \t]*\d+[ \t]*/[ \t]*\d+)"
     rf"|(?={_BLANK_PAIRS}))(?P<rest>[^\n]*)$",
     re.M | re.I,
 )
@@ -181,6 +183,8 @@ _KV_SEGMENT = re.compile(
     rf"^\s*({_NAME}(?: \d{{1,4}}(?=\s*[:=]))?(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
 
 _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
+#: a line's counters that may count epochs: beside the batch of its epoch (``step: 100/23196``) an ``iteration`` does
+_EPOCH_LIKE = frozenset({"epoch", "iteration", "iter"})
 #: at most this many lines from one line keyed by its epoch to the next with the same epoch and names, for them to be
 #: a loop's several lines an epoch (a resumed job repeats its last epoch after its start-up lines)
 _BATCH_LINES_APART = 3
@@ -298,6 +302,7 @@ class GenericRules:
         self._epoch_batch_names: list[str] | None = None
         self._epoch_lines_batched = 0
         self._at_step_seen = False
+        self._iteration_first: int | None = None  # an 'iteration' counting epochs: 1 when its first was 1, else 0
         self._coco_type: str | None = None  # the kind of the last COCO evaluation (bbox, segm, keypoints)
         self._coco_lines = 0
         self._coco_missing = 0
@@ -305,7 +310,7 @@ class GenericRules:
     _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
                       "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch",
                       "_eval_mode", "_counter_gap", "_phase_lines", "_tail_phase", "_epoch_line_last",
-                      "_epoch_batch_next", "_epoch_batch_names", "_epoch_lines_batched", "_at_step_seen",
+                      "_epoch_batch_next", "_epoch_batch_names", "_epoch_lines_batched", "_at_step_seen", "_iteration_first",
                       "_coco_type", "_coco_lines", "_coco_missing")
 
     def _generic_snapshot(self) -> dict[str, Any]:
@@ -484,10 +489,14 @@ class GenericRules:
         segments = [rest[a:b] for a, b in _kv_bounds(rest) if rest[a:b].strip()]
         within = None
         for segment in segments:
-            batch = _IN_EPOCH.match(segment) if token == "epoch" else None
+            batch = _IN_EPOCH.match(segment) if token in _EPOCH_LIKE else None
             if batch:  # the batch of the epoch: step = epochs before × batches per epoch + batch
                 within = batch
-                first = 1 if m.group("total") else 0  # ("1/300": epochs counted from 1)
+                if token != "epoch":  # an 'iteration' that counts epochs (ChineseNER's): from 1 when the first is 1
+                    self._iteration_first = (self._iteration_first if self._iteration_first is not None
+                                             else min(int(m.group("step")), 1))
+                    epoch = float(m.group("step"))
+                first = (1 if m.group("total") else 0) if token == "epoch" else self._iteration_first
                 step = (int(m.group("step")) - first) * int(batch.group(2)) + int(batch.group(1))
                 continue
             item = _KV_SEGMENT.match(segment)
@@ -1379,7 +1388,7 @@ class _KvLines(_Shaped):
         rest, rest_at = m.group("rest"), m.start("rest") - base
         segments = [(a, b) for a, b in _kv_bounds(rest) if rest[a:b].strip()]
         for a, b in segments:
-            if token == "epoch" and _IN_EPOCH.match(rest[a:b]):
+            if token in _EPOCH_LIKE and _IN_EPOCH.match(rest[a:b]):
                 return None  # the batch of its epoch beside it: read line by line
             item = _KV_SEGMENT.match(rest[a:b])
             if not item:
@@ -1627,7 +1636,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 19  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 20  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1637,7 +1646,8 @@ class GenericTextReader(TextReader):
     #                    pairs ('Train Loss: 0.21 Acc: 0.90'), each repeated name given its phase; 15: Swin Transformer's meters;
     #                    16: lines keyed by their epoch printed several times an epoch, each a step; 17: 'loss at
     #                    step N: value' lines; 18: pairs with blanks between them under an epoch header, a bare
-    #                    metric given its line's phase ('val Loss: 0.2 Acc: 0.9'); 19: COCO evaluation summaries
+    #                    metric given its line's phase ('val Loss: 0.2 Acc: 0.9'); 19: COCO evaluation summaries;
+    #                    20: an 'iteration' counting epochs beside the batch of its epoch; a logger named by a path
 
     behind_logging = True
 

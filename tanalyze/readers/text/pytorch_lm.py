@@ -146,7 +146,8 @@ class PyTorchLMReader(TextReader):
     description = ("PyTorch word-language-model example / nn.Transformer tutorial console "
                    "('| epoch   1 |   200/ 2983 batches | lr 20.00 | ms/batch 45.68 | loss  7.63 | ppl  2050.44')")
     parser = PyTorchLMParser
-    cache_version = 5  # 5: a logging prefix after a few blanks (the text readers' base is at 4)
+    cache_version = 6  # 5: a logging prefix after a few blanks (the text readers' base is at 4); 6: a logger named by
+    #                   a path in the prefix
     behind_logging = True
 
     def detect(self, window: str) -> bool:

@@ -143,8 +143,8 @@ def detect_timm_console(window: str) -> bool:
 
 class TimmConsoleReader(TextReader):
     name = "timm_console"
-    cache_version = 5  # 4: every line not of the main template read in its place, as line by line; 5: a logging prefix
-    #                   after a few blanks
+    cache_version = 6  # 4: every line not of the main template read in its place, as line by line; 5: a logging prefix
+    #                   after a few blanks; 6: a logger named by a path in the prefix
     description = "timm train.py console ('Train: 3 [ 200/1251 ( 16%)]  Loss: 4.213 (4.30) …', 'Test: [  48/48] …')"
     parser = TimmConsoleParser
     behind_logging = True

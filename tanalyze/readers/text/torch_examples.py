@@ -227,8 +227,9 @@ def detect_torch_examples(window: str) -> bool:
 
 class TorchExamplesReader(TextReader):
     name = "torch_examples"
-    cache_version = 6  # 4: every line not of the main template read in its place, as line by line; 5: a logging prefix
-    #                   after a few blanks; 6: PaddleViT's '----- Epoch[e/E], …' summaries; '@' in names (Acc@1)
+    cache_version = 7  # 4: every line not of the main template read in its place, as line by line; 5: a logging prefix
+    #                   after a few blanks; 6: PaddleViT's '----- Epoch[e/E], …' summaries; '@' in names (Acc@1);
+    #                   7: a logger named by a path in the prefix
     description = ("console lines of PyTorch's examples and tutorials: 'Train Epoch: 1 [640/60000 (1%)]  Loss: …', "
                    "'Epoch [1/5], Step [100/600], Loss: …', '[Step 100/1000] Loss: …', '[1,  2000] loss: …'")
     parser = TorchExamplesParser
