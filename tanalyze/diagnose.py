@@ -108,7 +108,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "45"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "46"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -165,6 +165,8 @@ ANALYSIS_VERSION = "45"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # called again), not alone or replaced by the longest
 # 45: a validation rise its noise cannot yet tell from chance, 25% or more over its minimum in half the later
 # evaluations, is reported (val_rise, information); val_plateau says where the validation loss ended
+# 46: a validation loss frozen at one value over its last 10+ evaluations is a warning (val_frozen); a normal verdict on
+# a training loss at exactly 0 over most of the run is worth at most 0.5
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -592,8 +592,17 @@ def _classify(
     elif label == "underfitting" or "underfitting" in also:
         findings = (Finding("underfitting", Severity.WARNING, "; ".join(why["underfitting"]), recommend("underfitting"),
                             step=f["first_step"], step_end=f["last_step"]),)
-    findings += _at_zero(main, evidence)
+    at_zero = _at_zero(main, evidence)
+    if at_zero and label == "normal":  # nothing left to learn from: a normal run says little then
+        confidence = min(confidence, _AT_ZERO_CONFIDENCE)
+        reasons.append(f"{main.tag} is exactly 0 over most of the run: no gradient left, so the verdict rests on "
+                       "what came before")
+    findings += at_zero
     return Verdict(label, round(float(confidence), 3), evidence, tuple(reasons), also, findings)
+
+
+#: the most a normal verdict is worth on a training loss at exactly 0 over most of the run
+_AT_ZERO_CONFIDENCE = 0.5
 
 
 def _at_zero(main: Curve, evidence: dict[str, Any]) -> tuple[Finding, ...]:

@@ -349,6 +349,7 @@ def analyze_overfitting(
                             "steps after it gain nothing on validation", recommend("val_plateau"),
                             step=onset_step, step_end=int(v.steps[-1]),
                             evidence={"window": list(window), "train_change_rel": t_change}),)
+    findings += _frozen(v)
     return OverfittingResult(
         detected=pattern is not None, pattern=pattern, confidence=round(float(np.clip(confidence, 0, 1)), 3),
         reason=reason, val_tag=v.tag, train_tag=t_curve.tag if t_curve is not None else None, val_points=n,
@@ -358,6 +359,23 @@ def analyze_overfitting(
         train_change_rel=t_change, gap_at_onset=gap_onset, gap_end=gap_end, gap_trend=gap_trend,
         losses_comparable=losses_comparable, findings=findings,
     )
+
+
+def _frozen(v: Curve, min_evaluations: int = 10) -> tuple[Finding, ...]:
+    """A warning when the validation loss is one and the same value at its last ``min_evaluations`` evaluations or
+    more (half of them at least): the model's outputs on the validation set no longer change, or the validation is
+    not run anew."""
+    values = v.values
+    same = int(np.argmax(values[::-1] != values[-1])) if (values != values[-1]).any() else len(values)
+    if same < max(min_evaluations, len(values) / 2) or not np.isfinite(values[-1]):
+        return ()
+    first = int(v.steps[len(values) - same])
+    return (Finding("val_frozen", Severity.WARNING,
+                    f"{v.tag} is {values[-1]:.6g} at each of its last {same} evaluations (from step {first}): the "
+                    "model's outputs on the validation set no longer change (no gradient left: a training loss at "
+                    "0, a learning rate of 0, frozen weights) or the validation is not run anew",
+                    recommend("val_frozen"), step=first, step_end=int(v.steps[-1]),
+                    evidence={"value": float(values[-1]), "evaluations": same}),)
 
 
 #: the rise over its minimum (relative) that the later evaluations of a rise not yet told from noise must show for

@@ -153,6 +153,13 @@ CAUSES: dict[str, Cause] = {
         "overfitting; check that the batches carry target labels (not all -100) and that the loss is computed "
         "from them.",
     ),
+    "val_frozen": Cause(
+        "Validation loss frozen",
+        "weights that no longer change (a training loss at exactly 0, a learning rate of 0, everything frozen), a "
+        "validation set of one batch the model already fits perfectly, a cached evaluation result logged again",
+        "Check that the model still trains (gradients, learning rate) and that each evaluation runs the current "
+        "model on the validation data; a validation set the model fits perfectly from the start tells nothing.",
+    ),
     "val_rise": Cause(
         "Validation loss up, within its noise",
         "the first evaluations of overfitting, or evaluation noise (a small or shuffled validation set, augmentation "

@@ -167,6 +167,8 @@ def test_a_loss_at_exactly_zero_from_its_second_point_fell_all_the_way_and_is_fl
     assert verdict.label == "normal" and verdict.reasons[0].startswith("loss fell 100% from 0.0328 (its first point)")
     [finding] = [f for f in verdict.findings if f.code == "loss_at_zero"]
     assert finding.severity == "warning" and finding.step == 20 and "99 of 100 points" in finding.message
+    # nothing left to learn from: the normal verdict is worth little, and says why
+    assert verdict.confidence <= 0.5 and "is exactly 0 over most of the run" in verdict.reasons[-1]
     # a loss reaching 0 only over its last tenth is not flagged
     late = np.r_[np.linspace(1.0, 0.01, 90), np.zeros(10)]
     assert not [f for f in classify_run(Curve.from_arrays(steps, late, "loss")).findings if f.code == "loss_at_zero"]

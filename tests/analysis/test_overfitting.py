@@ -251,3 +251,20 @@ def test_a_rise_its_noise_cannot_yet_tell_from_chance_is_reported_not_judged():
     (finding,) = r.findings
     assert finding.code == "val_rise" and finding.severity == "info" and finding.step == 13
     assert "val/loss rose after its minimum 0.1453 (step 13); its later evaluations are +58.0% above it" in finding.message
+
+
+def test_a_validation_loss_frozen_at_one_value_is_a_warning():
+    """A real YOLO classifier whose training loss reached exactly 0 at epoch 15: its validation loss 0.314, 0.31345,
+    0.31326, then 0.31323 at each of the 197 evaluations left. The model's outputs no longer change."""
+    values = [0.314, 0.31345, 0.31326] + [0.31323] * 197
+    train = [0.03721, 0.00032, 9e-05] + [1e-05] * 11 + [0.0] * 186
+    steps = list(range(1, 201))
+    r = analyze_overfitting(Curve.from_arrays(steps, values, tag="val/loss"),
+                            Curve.from_arrays(steps, train, tag="train/loss"))
+    [finding] = [f for f in r.findings if f.code == "val_frozen"]
+    assert finding.severity == "warning" and finding.step == 4
+    assert finding.message.startswith("val/loss is 0.31323 at each of its last 197 evaluations (from step 4)")
+    # a validation loss that repeats a value a few times at its end is no frozen one
+    noisy = [0.5 / k for k in range(1, 31)] + [0.01] * 5
+    assert not [f for f in analyze_overfitting(Curve.from_arrays(range(35), noisy, tag="v")).findings
+                if f.code == "val_frozen"]
