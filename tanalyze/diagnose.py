@@ -79,7 +79,12 @@ from tanalyze.analysis.restarts import Boundary, RestartCost, analyze_restarts
 from tanalyze.analysis.results import Finding, Severity, to_jsonable
 from tanalyze.analysis.siblings import SiblingSummary, compare_siblings, folder_of
 from tanalyze.analysis.system import SystemHealth, SystemSeries, analyze_system
-from tanalyze.analysis.task_metric import MetricAgreement, metric_against_overfitting, task_metric_tags
+from tanalyze.analysis.task_metric import (
+    MetricAgreement,
+    metric_against_overfitting,
+    task_metric_tags,
+    zero_metrics,
+)
 from tanalyze.analysis.throughput import ThroughputResult, analyze_throughput
 from tanalyze.checkpoint_files import CheckpointScan
 from tanalyze.curves import Curve
@@ -108,7 +113,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "46"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "47"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -167,6 +172,8 @@ ANALYSIS_VERSION = "46"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # evaluations, is reported (val_rise, information); val_plateau says where the validation loss ended
 # 46: a validation loss frozen at one value over its last 10+ evaluations is a warning (val_frozen); a normal verdict on
 # a training loss at exactly 0 over most of the run is worth at most 0.5
+# 47: hit-counting scores (accuracy, top-k, F1, mAP) exactly 0 at every evaluation while the training loss fell are a
+# warning (metric_zero), and an overfitting verdict beside them is worth at most 0.5
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -932,6 +939,13 @@ def diagnose_run(
         loss_findings = [replace(f, severity=Severity.INFO) if f.code == "loss_spike" else f for f in loss_findings]
     elif reinforcement:  # an RL loss's level and swings mean nothing; only NaN/Inf does
         loss_findings = [f for f in loss_findings if f.code in _NONFINITE_CODES]
+    if not reinforcement:
+        zero = zero_metrics(curves, train)
+        metric_findings += zero
+        if zero and verdict.label == "overfitting":  # judged by a validation that may not measure the model
+            verdict = replace(verdict, confidence=min(verdict.confidence, 0.5), reasons=(
+                *verdict.reasons, "the evaluation scores no hit at all (metric_zero): the validation loss it rests on "
+                "may not measure the model"))
     findings: list[Finding] = loss_findings + list(verdict.findings) + metric_findings
     if val_analysis is not None:  # its spikes and non-finite values; a val "explosion" is judged as overfitting
         findings += [f for f in val_analysis.findings

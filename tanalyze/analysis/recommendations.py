@@ -153,6 +153,13 @@ CAUSES: dict[str, Cause] = {
         "overfitting; check that the batches carry target labels (not all -100) and that the loss is computed "
         "from them.",
     ),
+    "metric_zero": Cause(
+        "Evaluation scores no hit",
+        "validation labels that do not match the training's (class names or their order, a label map, a one-based "
+        "index), predictions compared in another format (boxes, tokens), an evaluation on the wrong split or empty",
+        "Evaluate a few training examples with the same code: if they score 0 too, the evaluation is broken; then "
+        "compare the validation set's class names and label order with the training set's.",
+    ),
     "val_frozen": Cause(
         "Validation loss frozen",
         "weights that no longer change (a training loss at exactly 0, a learning rate of 0, everything frozen), a "

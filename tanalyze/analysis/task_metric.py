@@ -10,7 +10,7 @@ finds such a metric among the run's tags (the validation loss's prefix, a metric
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,7 +20,7 @@ from tanalyze.analysis.recommendations import recommend
 from tanalyze.analysis.results import Finding, ResultMixin, Severity
 from tanalyze.curves import Curve
 
-__all__ = ["MetricAgreement", "metric_against_overfitting", "task_metric_tags"]
+__all__ = ["MetricAgreement", "metric_against_overfitting", "task_metric_tags", "zero_metrics"]
 
 #: Words of a tag beside a validation loss that are not a task metric (the loss itself, timings, counters)
 _NOT_METRIC = re.compile(r"loss|runtime|per_second|samples|steps|epoch|time|score", re.I)
@@ -94,3 +94,33 @@ def metric_against_overfitting(metric: Curve, higher_better: bool, onset_step: i
                             evidence={"metric": metric.tag, "at_onset": at_onset, "best": best, "last": last}),)
     return MetricAgreement(metric.tag, higher_better, onset_step, at_onset, best, int(m.steps[best_at]), last,
                            findings)
+
+
+def zero_metrics(curves: Mapping[str, Curve], train: Curve | None, min_points: int = 5,
+                 min_fall: float = 0.3) -> tuple[Finding, ...]:
+    """A warning when the scores an evaluation counts hits by (an accuracy, a top-k, an F1, a mAP, a precision or
+    recall: higher is better) are exactly 0 at every one of their ``min_points`` evaluations or more while the
+    training loss fell by ``min_fall`` or more: the model learns, yet the evaluation never scores one hit — its
+    labels or class names do not match the training's, or it is broken. (Chance alone scores hits.)"""
+    if train is None:
+        return ()
+    t = train.collapse_steps().finite_part()
+    if len(t) < 2 or not t.values[0] > 0 or t.values[-1] > (1 - min_fall) * t.values[0]:
+        return ()
+    zeros = []
+    for tag, curve in curves.items():
+        c = curve.collapse_steps().finite_part()
+        if len(c) >= min_points and metric_direction(tag) == "max" and _HITS.search(tag) and not c.values.any():
+            zeros.append((tag, len(c)))
+    if not zeros:
+        return ()
+    names = " and ".join(tag for tag, _ in zeros[:3]) + (f" (and {len(zeros) - 3} more)" if len(zeros) > 3 else "")
+    message = (f"{names} {'is' if len(zeros) == 1 else 'are'} exactly 0 at every evaluation ({zeros[0][1]} of them) "
+               f"while {train.tag} fell {100 * (1 - t.values[-1] / t.values[0]):.0f}%: the model learns, yet the "
+               "evaluation never scores a hit, which even guessing would")
+    return (Finding("metric_zero", Severity.WARNING, message, recommend("metric_zero"),
+                    evidence={"tags": [tag for tag, _ in zeros]}),)
+
+
+#: names of scores that count hits (an accuracy of 0 is no hit at all; a loss of 0 is perfection)
+_HITS = re.compile(r"acc|top-?\d|f1|fb1|map|precision|recall|iou|dice", re.I)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tanalyze
-from tanalyze.analysis.task_metric import metric_against_overfitting, task_metric_tags
+from tanalyze.analysis.task_metric import metric_against_overfitting, task_metric_tags, zero_metrics
 from tanalyze.curves import Curve
 from tests.conftest import real_log
 
@@ -47,3 +47,23 @@ def test_a_tagger_whose_f1_kept_rising_while_its_eval_loss_rose_is_told_to_selec
     assert finding.evidence["at_onset"] == pytest.approx(0.4518, abs=1e-4)
     assert finding.evidence["best"] == finding.evidence["last"] == pytest.approx(0.5647, abs=1e-4)
     assert "eval_overall_f1 kept improving" in d.verdict.reasons[-1]
+
+
+def test_hit_counting_scores_at_exactly_zero_while_the_model_learns_are_a_warning():
+    """A YOLO classifier as a real one logged it (22 epochs): train/loss from 2.518 down 97%, metrics/accuracy_top1 and _top5 exactly 0 at
+    every epoch (its validation's class folders did not match the training's)."""
+    steps = list(range(1, 23))
+    train = Curve.from_arrays(steps, [2.5183 * 0.84 ** k for k in range(22)], tag="train/loss")
+    curves = {"train/loss": train, "val/loss": Curve.from_arrays(steps, [3.97] * 22, tag="val/loss"),
+              "metrics/accuracy_top1": Curve.from_arrays(steps, [0.0] * 22, tag="metrics/accuracy_top1"),
+              "metrics/accuracy_top5": Curve.from_arrays(steps, [0.0] * 22, tag="metrics/accuracy_top5")}
+    (finding,) = zero_metrics(curves, train)
+    assert finding.code == "metric_zero" and finding.severity == "warning"
+    assert finding.message.startswith("metrics/accuracy_top1 and metrics/accuracy_top5 are exactly 0 at every "
+                                      "evaluation (22 of them) while train/loss fell 97%")
+    # a score that scored once, a loss at 0, or a model that does not learn: no such warning
+    curves["metrics/accuracy_top1"] = Curve.from_arrays(steps, [0.0] * 21 + [0.02], tag="metrics/accuracy_top1")
+    assert "accuracy_top5" in zero_metrics(curves, train)[0].message and "top1" not in zero_metrics(curves, train)[0].message
+    assert zero_metrics({"val/loss": Curve.from_arrays(steps, [0.0] * 22, tag="val/loss")}, train) == ()
+    flat = Curve.from_arrays(steps, [2.5] * 22, tag="train/loss")
+    assert zero_metrics(curves, flat) == ()
