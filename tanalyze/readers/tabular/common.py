@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -795,14 +795,7 @@ def json_object_lines(lines: Iterable[str]) -> tuple[list[dict[str, Any]], list[
 
 def first_json_object(head: bytes) -> dict | None:
     """The JSON object on the first line of ``head`` (a file's first bytes), or None: sniffing JSON-lines logs."""
-    line = head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].strip()
-    if not line.startswith(b"{"):
-        return None
-    try:
-        record = json.loads(line.decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError):
-        return None
-    return record if isinstance(record, dict) else None
+    return _json_object(head.lstrip(b"\xef\xbb\xbf \t\r\n").split(b"\n", 1)[0].strip())
 
 
 #: How many of a file's first non-blank lines sniffing looks at for its first JSON object: the lines before it may
@@ -826,38 +819,43 @@ def leading_json_object(path: Path, head: bytes, lines: int = SNIFF_LINES) -> di
     data = head.removeprefix(b"\xef\xbb\xbf")
     cut = len(head) >= HEAD_BYTES and not head.endswith(b"\n")
     pieces = data.split(b"\n")
-    whole = pieces[:-1] if cut else pieces
-    seen = 0
-    for piece in whole:
-        stripped = piece.strip()
-        if not stripped:
-            continue
-        record = _json_object(stripped)
-        if record is not None:
-            return record
-        seen += 1
-        if seen >= lines:
-            return None
+    record, seen = _first_object(pieces[:-1] if cut else pieces, lines)
+    if record is not None or seen >= lines:
+        return record
     if not cut or not (pieces[-1].lstrip().startswith(b"{") or seen == 0 and _inside_json(data)):
         return None
     try:
         with open(path, "rb") as handle:
-            budget, seen = _SNIFF_READ_LIMIT, 0
-            while seen < lines and budget > 0:
-                line = handle.readline(budget)
-                if not line:
-                    return None
-                budget -= len(line)
-                stripped = line.removeprefix(b"\xef\xbb\xbf").strip()
-                if not stripped:
-                    continue
-                record = _json_object(stripped)
-                if record is not None:
-                    return record
-                seen += 1
+            return _first_object(_lines_within(handle, _SNIFF_READ_LIMIT), lines)[0]
     except OSError:
         return None
-    return None
+
+
+def _first_object(lines: Iterable[bytes], most: int) -> tuple[dict | None, int]:
+    """The first JSON object among the non-blank ``lines`` (``most`` of them looked at, at most), and how many
+    non-blank lines before it were not one."""
+    seen = 0
+    for line in lines:
+        stripped = line.removeprefix(b"\xef\xbb\xbf").strip()
+        if not stripped:
+            continue
+        record = _json_object(stripped)
+        if record is not None:
+            return record, seen
+        seen += 1
+        if seen >= most:
+            break
+    return None, seen
+
+
+def _lines_within(handle: BinaryIO, budget: int) -> Iterator[bytes]:
+    """The lines of ``handle`` while ``budget`` bytes last (the last one cut at it)."""
+    while budget > 0:
+        line = handle.readline(budget)
+        if not line:
+            return
+        budget -= len(line)
+        yield line
 
 
 #: ``"key": value`` as JSON writes it (a Python dict printed to a console quotes its keys with ``'``)

@@ -355,30 +355,25 @@ class GenericRules:
             step = (epoch - 1) * batches + index
         else:
             step = epoch * batches + index
-        pairs = self._meter_pairs(rest)
-        if not pairs:
-            return
-        self._meter_seen = True
-        self._meter_batches = batches
-        self._meter_epoch = epoch
-        self.mark(chunk, m.start())  # type: ignore[attr-defined]
-        self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
-        self.rows.add_pairs(pairs, step, epoch=float(epoch))  # type: ignore[attr-defined]
+        self._add_meter(self._meter_pairs(rest), step, epoch, batches, chunk, m.start())
 
     def _on_swin_meter(self, m: re.Match[str], chunk: Chunk) -> None:
         before = chunk.text[m.start() - 1] if m.start() else " "
         if before.isalnum() or before in "_:" or self._taken(chunk, m.start()):
             return
         epoch, index, batches = int(m.group("e")), int(m.group("i")), int(m.group("n"))
-        pairs = _swin_pairs(m.group("rest"))
+        self._add_meter(_swin_pairs(m.group("rest")), epoch * batches + index, epoch, batches, chunk, m.start())
+
+    def _add_meter(self, pairs: list[tuple[str, float]], step: int, epoch: int, batches: int, chunk: Chunk,
+                   pos: int) -> None:
+        """A training meter line's pairs at its step (nothing without a pair), its line read and anchored."""
         if not pairs:
             return
-        step = epoch * batches + index
         self._meter_seen = True
         self._meter_batches = batches
         self._meter_epoch = epoch
-        self.mark(chunk, m.start())  # type: ignore[attr-defined]
-        self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
+        self.mark(chunk, pos)  # type: ignore[attr-defined]
+        self.anchor(step, chunk, pos)  # type: ignore[attr-defined]
         self.rows.add_pairs(pairs, step, epoch=float(epoch))  # type: ignore[attr-defined]
 
     def _meter_pairs(self, rest: str, averaged: bool = False) -> list[tuple[str, float]]:
