@@ -113,7 +113,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "47"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "48"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -174,6 +174,7 @@ ANALYSIS_VERSION = "47"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # a training loss at exactly 0 over most of the run is worth at most 0.5
 # 47: hit-counting scores (accuracy, top-k, F1, mAP) exactly 0 at every evaluation while the training loss fell are a
 # warning (metric_zero), and an overfitting verdict beside them is worth at most 0.5
+# 48: a run whose resumes are all sessions appended to its log says so, not "restarts"
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

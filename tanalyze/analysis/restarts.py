@@ -67,8 +67,13 @@ class RestartCost(ResultMixin):
 
     @property
     def summary(self) -> str:
-        """The headline: ``3 restarts, 5.2 h lost, 12,000 steps redone``."""
-        parts = [f"{self.restarts} restart{'s' if self.restarts != 1 else ''}"]
+        """The headline: ``3 restarts, 5.2 h lost, 12,000 steps redone`` (``2 sessions appended to the log, …`` for a
+        log that a job's next session was appended to: no restart)."""
+        sessions = sum(1 for e in self.events if e.kind == "session")
+        if sessions and sessions == len(self.events):
+            parts = [f"{sessions} session{'s' if sessions != 1 else ''} appended to the log"]
+        else:
+            parts = [f"{self.restarts} restart{'s' if self.restarts != 1 else ''}"]
         if self.time_lost_s is not None:
             parts.append(f"{format_duration(self.time_lost_s)} lost")
         if self.steps_redone is not None:

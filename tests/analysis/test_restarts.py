@@ -54,6 +54,7 @@ def test_sessions_cost_their_downtime_and_no_steps():
     cost = analyze_restarts(steps, wall, [Boundary(30, "session")])
     assert (cost.restarts, cost.steps_redone) == (1, 0)
     assert cost.time_lost_s == pytest.approx(590.0)
+    assert cost.summary == "1 session appended to the log, 9.8 min lost, 0 steps redone"  # (no restart: a session)
 
 
 def test_without_wall_time_only_steps_are_counted():
