@@ -69,7 +69,8 @@ class Thresholds:
     chance_fraction: float = 0.9  # with num_classes: ending above 0.9·ln(C) is chance level
     min_spikes: int = 3  # unstable: at least this many spikes …
     heavy_spike_share: float = 0.1  # … or one that lasts this share of the points (and 2+ points) at 2x or more …
-    huge_spike: float = 20.0  # … or one this many times its baseline lasting 2+ points
+    huge_spike: float = 20.0  # … or one this many times its baseline lasting 2+ points …
+    heavy_giveback: float = 0.1  # … that gives back this share of what the loss had fallen from its start at least
     spike_rate: float = 0.004  # … and at least this many per point (4 per 1,000: a spike every few hundred
     #                            steps that recovers is a bad batch now and then, not instability)
     rough_noise: float = 0.3  # unstable: log-loss noise σ at least this (±35 % point to point) …
@@ -494,7 +495,7 @@ def _classify(
         evidence["first_lasting_spike_step"] = int(min(sp.onset_step for sp in lasting))
     needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
     evidence.update(spikes=spikes, spikes_needed=needed, one_point_spikes=blips)
-    heavy = _heavy_spikes(divergence.spikes, fin, th)
+    heavy = _heavy_spikes(divergence.spikes, fin, th, f["start_level"])
     if heavy and main_role == "val" and len(fin) and main.collapse_steps().finite_part().values.argmin() == len(fin) - 1:
         # a verdict resting on the validation loss, which ends at its best: its setbacks on the way are no
         # instability (the model kept is the best), as for the validation swings of any run
@@ -732,14 +733,18 @@ def _unstable(
     return scores, why
 
 
-def _heavy_spikes(spikes: tuple[Spike, ...], steps: np.ndarray, th: Thresholds) -> tuple[Spike, ...]:
+def _heavy_spikes(spikes: tuple[Spike, ...], steps: np.ndarray, th: Thresholds, start: float = np.nan
+                  ) -> tuple[Spike, ...]:
     """The spikes that are instability on their own, whatever their count: 2x or more above the level before for
     ``heavy_spike_share`` of the run's points, or ``huge_spike`` times for two points or more (a loss knocked far
     off its course for a while, not one bad batch). One not back by the end counts too (no divergence took it:
-    it came down from its peak, but not to its level)."""
+    it came down from its peak, but not to its level). A spike that gives back under ``heavy_giveback`` of what the
+    loss had fallen from its ``start`` is none (a converged loss of 0.02 bumped to 0.14 after a start at 3.3)."""
     out = []
     for sp in spikes:
         if sp.magnitude is None:
+            continue
+        if start > sp.baseline and sp.peak_value - sp.baseline < th.heavy_giveback * (start - sp.baseline):
             continue
         end = sp.end_step if sp.end_step is not None else np.inf
         points = int(np.count_nonzero((steps >= sp.onset_step) & (steps < end)))

@@ -326,6 +326,7 @@ def analyze_divergence(
     min_quanta: float = 3.0,
     onset_factor: float = 2.0,
     settled_rise: float = 0.25,
+    min_giveback: float = 0.1,
 ) -> DivergenceResult:
     """Find where a loss diverged (if it did) and every transient spike.
 
@@ -359,6 +360,9 @@ def analyze_divergence(
             explosion too when the loss then settles at least this share above the baseline (the last third of
             the points after the onset): the blow-up wiped out what the model had learnt (a language model
             knocked back to its unigram level, a classifier to chance), though the loss came down from the peak.
+        min_giveback: and an explosion must give back at least this share of what the loss had fallen from its
+            starting level to where it left its range (a converged loss at 0.02 nats bumped to 0.07 after a start
+            at 3.3 lost nothing to speak of: ratios of tiny values, rounded to two decimals, are no divergence).
     """
     if loss is None or len(loss) == 0:
         return DivergenceResult(
@@ -383,8 +387,8 @@ def analyze_divergence(
     win = int(window or _auto_window(n))
     step_q = quantum(f_values)
     min_abs = min_quanta * step_q
+    head = float(np.median(f_values[: max(3, n // 33)])) if n >= 3 else float("nan")
     if n >= 3 and min_abs_share > 0:
-        head = float(np.median(f_values[: max(3, n // 33)]))
         min_abs = max(min_abs, min_abs_share * abs(head))
     excursions, sigma = find_excursions(
         y, is_log=is_log, window=win, spike_z=spike_z, min_ratio=spike_min_ratio,
@@ -423,6 +427,9 @@ def analyze_divergence(
             # (and it must be a blow-up in the loss's own units too: from 1e-7 to 1e-3, after a start at 1, is a
             # memorised training set's floor wobbling, not a divergence)
             sizeable = to_units(level) - to_units(e.baseline) >= min_abs
+            fallen = head - to_units(e.baseline)  # what the loss had learnt before it left its range
+            if fallen > 0 and to_units(level) - to_units(e.baseline) < min_giveback * fallen:
+                sizeable = False
             if terminal_start is not None or (big and sizeable and (len(after) >= min_explosion_points or huge)):
                 explosion = e
                 continue

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tanalyze.analysis.classify import LABELS, Thresholds, classify_run
+from tanalyze.analysis.divergence import analyze_divergence
 from tanalyze.analysis.overfitting import analyze_overfitting
 from tanalyze.curves import Curve
 from tanalyze.datasets import KINDS, make_curve
@@ -390,3 +391,25 @@ def test_a_loss_flat_at_ln_k_is_no_chance_level_when_it_is_no_classifiers_loss()
     assert classify_run(curve).label == "underfitting"  # a classifier's loss would be at chance
     verdict = classify_run(curve, classifier=False)
     assert verdict.label == "normal" and "chance_level" not in verdict.evidence
+
+
+#: a real OpenNMT-py training's xent, printed to two decimals (steps 50 … 1600): converged near 0.02, bumped to 0.14
+#: at step 1350 (training accuracy 99.4% → 96.9%), back to 0.04–0.05; early-stopped on its validation at step 1600
+OPENNMT_XENT = [3.29, 2.58, 2.04, 1.81, 1.6, 1.38, 1.18, 0.86, 0.58, 0.4, 0.22, 0.18, 0.13, 0.08, 0.07, 0.05, 0.07,
+                0.07, 0.04, 0.04, 0.05, 0.04, 0.02, 0.02, 0.01, 0.02, 0.14, 0.09, 0.09, 0.06, 0.04, 0.05]
+
+
+def test_a_bump_of_a_converged_loss_that_gives_back_little_of_its_fall_is_no_divergence_nor_instability():
+    """0.02 → 0.14 → 0.05 after a fall from 3.29: a ratio of tiny rounded values (7x, 3.7x settled), but a tenth of
+    a nat of the 3.27 the loss had learnt: no divergence, no heavy spike; the spike itself is still reported."""
+    loss = Curve.from_arrays(np.arange(50, 1650, 50), OPENNMT_XENT, "xent")
+    analysis = analyze_divergence(loss)
+    assert analysis.divergence is None
+    assert [sp.onset_step for sp in analysis.spikes] == [1350]
+    verdict = classify_run(loss, divergence=analysis)
+    assert verdict.label == "normal", verdict.reasons
+    # the same bump on a loss that had learnt little (from 0.05) is one
+    values = [0.05, 0.048, 0.045, 0.04, 0.035, 0.03, 0.028, 0.025, 0.022, 0.02, 0.02, 0.02, 0.021, 0.02, 0.14, 0.09,
+              0.09, 0.06, 0.05, 0.05]
+    small = Curve.from_arrays(np.arange(50, 50 * (len(values) + 1), 50), values, "xent")
+    assert classify_run(small, divergence=analyze_divergence(small)).label != "normal"
