@@ -269,6 +269,15 @@ def analyze_overfitting(
         large_share_above = float(np.mean(later > bottom + large_units / 2))
         large = (m >= min_points_rising and after_span >= min_span_share and tail_rise >= large_units
                  and large_share_above >= large_share)
+        # (or the validation loss's whole level moved up: the median of the evaluations after the minimum half again
+        # above the median of those up to it, beyond three standard errors of that difference, with most later
+        # evaluations above it — a lone low minimum drawn between wild evaluations cannot hide such a rise)
+        ahead = y[: imin + 1]
+        shift = float(np.median(post) - np.median(ahead)) if m else 0.0
+        shifted = (len(ahead) >= 3 and m >= min_points_rising and after_span >= min_span_share
+                   and shift >= max(np.log1p(large_rise) if is_log else large_rise * scale,
+                                    3 * 1.2533 * after_sigma * np.sqrt(1 / len(ahead) + 1 / m))
+                   and float(np.mean(post > np.median(ahead))) >= large_share)
         persistent = after_span >= min_span_share and (
             (m >= min_points_rising and (p_trend < trend_alpha or clear)) or (big and steady_climb))
         # (a clear rise that came at once after the minimum and has eased a little since still stands, while the
@@ -289,6 +298,13 @@ def analyze_overfitting(
             reason = (f"validation loss rose {100 * (rise_rel or 0):.1f}% above its minimum at step {onset_step} "
                       f"and stayed up ({large_share_above:.0%} of the later evaluations more than "
                       f"{_pct(large_units / 2, is_log)} above it)")
+        elif shifted and trend > 0 and not train_rising and not train_ended_higher:
+            pattern = "rising"
+            level = np.expm1(shift) if is_log else shift / scale
+            confidence = (0.5 + 0.5 * min(1.0, float(np.mean(post > np.median(ahead))))) * (m / (m + 1)) * 0.9
+            reason = (f"validation loss after its minimum at step {onset_step} sits {100 * level:.0f}% above its level "
+                      f"up to there (medians of the {len(ahead)} evaluations before and the {m} after), most later "
+                      "evaluations above it")
         elif (stalled_share >= gap_min_stall and m >= 3 and dropped and train_still_falling and gap_trend == "growing"
               and tail_rise >= 0 and not train_rising and band < -train_log_change / 2):
             stall = (f"validation loss has not improved since step {onset_step} ({stalled_share:.0%} of the run, "

@@ -268,3 +268,18 @@ def test_a_validation_loss_frozen_at_one_value_is_a_warning():
     noisy = [0.5 / k for k in range(1, 31)] + [0.01] * 5
     assert not [f for f in analyze_overfitting(Curve.from_arrays(range(35), noisy, tag="v")).findings
                 if f.code == "val_frozen"]
+
+
+def test_a_validation_level_that_moved_up_is_overfitting_though_its_minimum_is_a_lone_low_draw():
+    """A real U-Net's Keras CSVLogger (32 epochs): the validation loss 0.013–0.015 over its first epochs, a lone
+    0.00893 at epoch 8, then 0.017–0.048 to the end, while the training loss fell smoothly from 0.0036 to 0.0012: its
+    level after the minimum is two thirds above its level before, at nearly every later epoch."""
+    val = [0.01359, 0.01299, 0.01372, 0.0146, 0.01438, 0.02502, 0.01625, 0.01472, 0.00893, 0.04843, 0.01181, 0.02004,
+           0.0206, 0.01658, 0.02307, 0.01902, 0.0254, 0.02044, 0.02218, 0.02399, 0.02066, 0.03573, 0.01798, 0.02589,
+           0.02375, 0.03395, 0.02813, 0.0332, 0.02447, 0.02839, 0.04821, 0.02798]
+    train = [0.00889, 0.00567, 0.00513, 0.00484, 0.00459, 0.00429, 0.00406, 0.00385, 0.00361, 0.00342, 0.00325,
+             0.00316, 0.003, 0.00288, 0.00272, 0.00259, 0.00246, 0.00236, 0.00222, 0.00209, 0.00201, 0.00194, 0.00188,
+             0.00172, 0.00164, 0.0016, 0.00151, 0.00141, 0.00138, 0.0013, 0.00123, 0.00119]
+    r = analyze_overfitting(Curve.from_arrays(range(32), val, tag="val_loss"), Curve.from_arrays(range(32), train, tag="loss"))
+    assert r.detected and r.onset_step == 8
+    assert r.reason.startswith("validation loss after its minimum at step 8 sits 67% above its level up to there")
