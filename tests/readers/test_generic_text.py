@@ -918,3 +918,21 @@ def test_an_iteration_that_counts_epochs_beside_the_batch_of_its_epoch(tmp_path)
     run = _read(write(tmp_path / "train.log", "\r\n".join(lines) + "\r\n"))
     check(run.scalars, "NER loss", {100: 30.0, 200: 15.0, 300: 10.0, 400: 15.0, 500: 7.5}, count=5)
     assert "the logging prefix of its lines" in notes_text(run)
+
+
+@pytest.mark.parametrize("epochs", [3, 40])
+def test_names_and_numbers_with_blanks_between_under_an_epoch_header(tmp_path, monkeypatch, epochs):
+    """A widely copied BERT fine-tuning tutorial: ``Epoch 1/10``, a rule, ``Train loss 0.1417 accuracy 0.9542`` and
+    ``Val   loss 0.1393 accuracy 0.9600`` (``print(f'Train loss {loss} accuracy {acc}')``): each pair read, the bare
+    ``accuracy`` given its line's phase; a line of other words and a number under a header is not a metric."""
+    out = []
+    for e in range(1, epochs + 1):
+        out += [f"Epoch {e}/{epochs}", "-" * 10, f"Train loss {0.5 / e} accuracy {0.9 + e / 1000}",
+                f"Val   loss {0.6 / e} accuracy {0.85 + e / 1000}", "Saving model to checkpoint 3", ""]
+    path = write(tmp_path / "train_logs.txt", "\n".join(out) + "\n")
+    run = _same_at_once_and_line_by_line(path, monkeypatch)
+    check(run.scalars, "Train loss", {1: 0.5, 2: 0.25}, count=epochs)
+    check(run.scalars, "Train accuracy", {1: 0.901, 3: 0.903}, count=epochs)
+    check(run.scalars, "Val loss", {1: 0.6, 2: 0.3}, count=epochs)
+    check(run.scalars, "Val accuracy", {1: 0.851}, count=epochs)
+    assert set(run.scalars["tag"].astype(str)) == {"Train loss", "Train accuracy", "Val loss", "Val accuracy"}

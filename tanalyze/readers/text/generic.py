@@ -165,6 +165,19 @@ def _coco_name(kind: str, iou: str, area: str, dets: str) -> str:
     return f"{kind}{single}{size}{count}"
 
 
+#: a line of names and numbers with only blanks between them under an ``Epoch e/E`` header (a widely copied BERT
+#: fine-tuning tutorial's ``Train loss 0.1417 accuracy 0.9542`` / ``Val   loss 0.1393 accuracy 0.9600``); every
+#: name must be a metric's (see _METRIC_NAME); run only where a loss or an accuracy is followed by a number
+_BLANK_NAME = r"[A-Za-z][\w./-]{0,40}(?:[ \t]+[A-Za-z][\w./-]{0,40}){0,3}"
+BLANK_PAIR_LINE = require(
+    re.compile(rf"^[ \t]*{_BLANK_NAME}[ \t]+{NUMBER}(?:[ \t]+{_BLANK_NAME}[ \t]+{NUMBER})*[ \t]*$", re.M),
+    lambda text: any(gate.search(text) is not None for gate in _BLANK_GATES))
+_BLANK_GATES = (re.compile(r"loss[ \t]+[-+.\d]"), re.compile(r"acc[a-z]*[ \t]+[-+.\d]"))
+_BLANK_ITEM = re.compile(rf"({_BLANK_NAME})[ \t]+({NUMBER})")
+_METRIC_NAME = re.compile(r"loss|acc|f1|auc|precision|recall|ppl|perplexity|error|iou|dice|mae|mse|wer|cer|bleu",
+                          re.I)
+
+
 #: a value named with its step in a sentence: ``Minibatch loss at step 500: 1.234`` (TensorFlow's tutorials and
 #: courses), ``Loss at step 3: 8.49``; the lines of ``name: value`` after it are at that step
 AT_STEP = require(re.compile(
@@ -272,6 +285,7 @@ class GenericRules:
         (SUMMARY, "summary"),
         (EPOCH_HEADER, "epoch_header"),
         (PAIR_LINE, "pair_line"),
+        (BLANK_PAIR_LINE, "blank_pair_line"),
         (KV_STEP, "kv_step"),
         (AT_STEP, "at_step"),
         (COCO_LINE, "coco"),
@@ -472,6 +486,20 @@ class GenericRules:
                 self._pairs_seen = True
             self.mark(chunk, m.start())  # type: ignore[attr-defined]
             self.rows.add_pairs(pairs, step, epoch=epoch)  # type: ignore[attr-defined]
+
+    def _on_blank_pair_line(self, m: re.Match[str], chunk: Chunk) -> None:
+        """``Train loss 0.1417 accuracy 0.9542`` under an epoch header: each name a metric's, at the epoch."""
+        if self._epoch_now is None or self._taken(chunk, m.start()):
+            return
+        found = _BLANK_ITEM.findall(m.group(0))
+        names = [" ".join(name.split()) for name, _ in found]
+        if not found or not all(_METRIC_NAME.search(name) for name in names):
+            return
+        names = _lent_phase(names)
+        self._pairs_seen = True
+        self.mark(chunk, m.start())  # type: ignore[attr-defined]
+        self.rows.add_pairs([(name, float(value)) for name, (_, value) in zip(names, found, strict=True)],
+                            self._epoch_now, epoch=float(self._epoch_now))  # type: ignore[attr-defined]
 
     def _on_kv_step(self, m: re.Match[str], chunk: Chunk) -> None:
         if self._taken(chunk, m.start()):
@@ -843,20 +871,26 @@ class GenericTextParser(GenericRules, TextParser):
         if "Average " not in text:
             return []
         starts, tags, values = [], [], []
-        previous = -2
+        previous, named = -2, {}
         for m in _COCO_ANYWHERE.finditer(text):
-            start = text.rfind("\n", 0, m.start()) + 1
-            if text[start:m.start()].strip(" \t") or start in self._marked:
+            at = m.start()
+            start = text.rfind("\n", 0, at) + 1
+            if start != at and text[start:at].strip(" \t"):
                 continue  # (not at its line's start, after its blanks: no line of the summary)
             if start != previous:
-                self._coco_type = _coco_type_at(text, m.start()) or self._coco_type
+                self._coco_type = _coco_type_at(text, at) or self._coco_type
             previous = m.end() + 1
-            value = float(m.group(5))
+            kind, iou, area, dets, number = m.groups()
+            key = (self._coco_type, kind, iou, area, dets)
+            tag = named.get(key)
+            if tag is None:
+                tag = named[key] = f"{self._coco_type or 'coco'}/{_coco_name(kind, iou, area, dets)}"
+            value = float(number)
             if value == -1:
                 value = NAN
                 self._coco_missing += 1
             starts.append(start)
-            tags.append(f"{self._coco_type or 'coco'}/{_coco_name(*m.group(1, 2, 3, 4))}")
+            tags.append(tag)
             values.append(value)
         if not starts:
             return []
@@ -1623,7 +1657,11 @@ def detect_generic(window: str) -> bool:
     if len(KV_STEP.findall(window)) >= 3 or len(AT_STEP.findall(window)) >= 3:
         return True
     headers = EPOCH_HEADER.findall(window)
-    return len(headers) >= 2 and len(PAIR_LINE.findall(window)) >= 2
+    if len(headers) < 2:
+        return False
+    return len(PAIR_LINE.findall(window)) >= 2 or sum(
+        1 for m in BLANK_PAIR_LINE.finditer(window)
+        if all(_METRIC_NAME.search(name) for name, _ in _BLANK_ITEM.findall(m.group(0)))) >= 2
 
 
 class GenericTextReader(TextReader):
@@ -1631,7 +1669,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 20  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 21  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1642,7 +1680,8 @@ class GenericTextReader(TextReader):
     #                    16: lines keyed by their epoch printed several times an epoch, each a step; 17: 'loss at
     #                    step N: value' lines; 18: pairs with blanks between them under an epoch header, a bare
     #                    metric given its line's phase ('val Loss: 0.2 Acc: 0.9'); 19: COCO evaluation summaries;
-    #                    20: an 'iteration' counting epochs beside the batch of its epoch; a logger named by a path
+    #                    20: an 'iteration' counting epochs beside the batch of its epoch; a logger named by a path;
+    #                    21: 'Train loss 0.14 accuracy 0.95' under an epoch header
 
     behind_logging = True
 
