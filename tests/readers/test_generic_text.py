@@ -936,3 +936,22 @@ def test_names_and_numbers_with_blanks_between_under_an_epoch_header(tmp_path, m
     check(run.scalars, "Val loss", {1: 0.6, 2: 0.3}, count=epochs)
     check(run.scalars, "Val accuracy", {1: 0.851}, count=epochs)
     assert set(run.scalars["tag"].astype(str)) == {"Train loss", "Train accuracy", "Val loss", "Val accuracy"}
+
+
+def test_an_evaluations_block_after_its_banner_takes_its_phase_and_a_bracketed_batch_its_epoch(tmp_path):
+    """``Epoch 15 | Batch [108/108] | Loss: 0.6494 | Acc: 0.8519`` lines behind a logging prefix (the batch of the
+    epoch in brackets), then a banner and its block: ``TEST SET EVALUATION``, a rule, ``Loss      : 0.5793`` …:
+    the block's values are the test's (``test/Loss``), not written over the last training values."""
+    lines = []
+    for epoch in (1, 2):
+        for batch in (54, 108):
+            lines.append(f"[2026-05-30 23:54:32,842] INFO:   Epoch {epoch} | Batch [{batch}/108] | Loss: "
+                         f"{1 / (epoch + batch / 108):.4f} | Acc: {0.5 + epoch / 10:.4f}")
+    lines += ["[2026-05-31 01:17:57,968] INFO: ", "=" * 60, "[2026-05-31 01:17:57,969] INFO: TEST SET EVALUATION",
+              "[2026-05-31 01:17:57,969] INFO: " + "=" * 60, "[2026-05-31 01:17:57,970] INFO:   Loss      : 0.5793",
+              "[2026-05-31 01:17:57,970] INFO:   Accuracy  : 0.8871", "[2026-05-31 01:17:57,970] INFO:   F1 Score  : 0.8853"]
+    run = _read(write(tmp_path / "training.log", "\n".join(lines) + "\n"))
+    check(run.scalars, "Loss", {162: 0.6667, 216: 0.5, 270: 0.4, 324: 0.3333}, count=4)
+    check(run.scalars, "test/Loss", {324: 0.5793}, count=1)
+    check(run.scalars, "test/Accuracy", {324: 0.8871}, count=1)
+    check(run.scalars, "test/F1 Score", {324: 0.8853}, count=1)

@@ -205,7 +205,7 @@ _BATCH_LINES_APART = 3
 #: PaddleDetection's ``eta: 17 days, 13:50:26``, read as their days)
 _NOT_MEASURES = frozenset({"eta"})
 #: the batch within its epoch beside a line's epoch (YOLOX's ``epoch: 1/300, iter: 10/1000, …``)
-_IN_EPOCH = re.compile(r"^\s*(?:iter|iteration|it|step|batch)\s*[:=]?\s*(\d+)\s*/\s*(\d+)\s*$", re.I)
+_IN_EPOCH = re.compile(r"^\s*(?:iter|iteration|it|step|batch)\s*[:=]?\s*\[?\s*(\d+)\s*/\s*(\d+)\s*\]?\s*$", re.I)
 #: names of a counter beside a line's epoch, with no total: a step, or the batch of the epoch when it starts over
 #: with each epoch (``ep: 0, batch: 20, …``)
 _COUNTER_NAMES = _STEP_NAMES | {"batch", "batch_idx"}
@@ -214,6 +214,11 @@ _COUNTER_NAMES = _STEP_NAMES | {"batch", "batch_idx"}
 _PHASE_LINE = re.compile(r"[^\d:=\n]{0,80}?\b(test|valid|eval)[a-z]*\b[^:=\n]{0,80}", re.I)
 _PHASE_WORD = re.compile(r"(?:^|[^a-z])(?:val|valid|validation|eval|evaluation|test|dev)(?:[^a-z]|$)", re.I)
 _PHASE_PREFIX = {"test": "test", "valid": "val", "eval": "eval"}
+#: a rule between a banner and its block (``=====``, ``-----``), and how many lines above a block line its banner may be
+_RULE = re.compile(r"[=\-*_#~+ ]{3,}")
+_BLOCK_LINES = 12
+#: a logging prefix left on a line the chunk holds whole (a banner's): its time and level
+_LOGGING_LINE_PREFIX = re.compile(r"^\[?[\d/:., -]{8,30}\]?\s*(?:[A-Z]+\s*[:-]\s*)?")
 
 
 def _token(m: re.Match[str]) -> str:
@@ -476,9 +481,12 @@ class GenericRules:
             return
         found = _PAIR_ITEM.findall(m.group(0))
         names = _lent_phase([_pair_name(name) for name, _ in found])
-        pairs = [(name, float(value)) for name, (_, value) in zip(names, found, strict=True)]
         if self._epoch_now is None and KV_STEP.match(chunk.text, m.start()):
             return  # a line that names its own step ('step: 7, loss: 2.5'): a key-value line, no evaluation
+        if self._epoch_now is None:  # (an evaluation's block after its banner, 'TEST SET EVALUATION': its phase)
+            phase = self._block_phase(chunk, m.start())
+            names = [name if phase is None or _PHASE_WORD.search(name) else f"{phase}/{name}" for name in names]
+        pairs = [(name, float(value)) for name, (_, value) in zip(names, found, strict=True)]
         if pairs:
             if self._epoch_now is None:
                 self._pairs_at_step_seen = True
@@ -629,6 +637,22 @@ class GenericRules:
             self._counter_gap = counter - last[1]
         self._counter_last = (epoch, counter)
         return offsets[epoch] + counter
+
+    def _block_phase(self, chunk: Chunk, pos: int) -> str | None:
+        """The phase of the block of ``name: value`` lines that the line at ``pos`` belongs to: the one a banner
+        line above it announces (``TEST SET EVALUATION``), over rules (``=====``), blank lines and the block's lines
+        before it; None when no banner heads it."""
+        text = chunk.text
+        end = text.rfind("\n", 0, pos)
+        for _ in range(_BLOCK_LINES):
+            if end < 0:
+                return None
+            start = text.rfind("\n", 0, end) + 1
+            line = _LOGGING_LINE_PREFIX.sub("", text[start:end], count=1).strip()
+            if line and not _RULE.fullmatch(line) and PAIR_LINE.fullmatch(line) is None:
+                return _phase_of(line)
+            end = start - 1
+        return None
 
     def _phase_before(self, chunk: Chunk, pos: int) -> str | None:
         """The phase ('test', 'val', 'eval') the line before ``pos`` announces (blank lines passed over); None when it
@@ -1669,7 +1693,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 21  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 22  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1681,7 +1705,8 @@ class GenericTextReader(TextReader):
     #                    step N: value' lines; 18: pairs with blanks between them under an epoch header, a bare
     #                    metric given its line's phase ('val Loss: 0.2 Acc: 0.9'); 19: COCO evaluation summaries;
     #                    20: an 'iteration' counting epochs beside the batch of its epoch; a logger named by a path;
-    #                    21: 'Train loss 0.14 accuracy 0.95' under an epoch header
+    #                    21: 'Train loss 0.14 accuracy 0.95' under an epoch header; 22: an evaluation's block after
+    #                    its banner takes its phase; the batch of an epoch in brackets
 
     behind_logging = True
 
