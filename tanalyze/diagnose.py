@@ -113,7 +113,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "50"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "51"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -179,6 +179,7 @@ ANALYSIS_VERSION = "50"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # loss of 0.02 bumped to 0.14 after a start at 3.3 is neither)
 # 50: a validation level that moved up (the median after the minimum half again above the median up to it, beyond
 # three standard errors, most later evaluations above it) is overfitting though the minimum is a lone low draw
+# 51: OpenNMT-py's early stop ends a run as finished
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -92,6 +92,8 @@ _FINISHED = [
     (re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?: Training done\.\s*$"), "nnU-Net: training done"),
     (re.compile(r" - INFO - Training completed\s*$"), "torchtitan: training completed"),
     (re.compile(r"^\| End of training \|"), "PyTorch's word-language-model example: the test after training"),
+    (re.compile(r"INFO\] Training finished after not improving\. Early Stop!"),
+     "OpenNMT-py: early stopping ended the training"),
     # a hand-written loop's own last words, alone on their line ("Training complete.", "=== Training Complete ===",
     # "Training completed in 3 days", "Early stopping!", "Early stopping triggered at epoch 12")
     (re.compile(r"^[\s=*#-]*Training (?:complete|completed|finished|done)\b(?:[.!]|\s+in\s[^\n]{0,60})?[\s=*#!.-]*$",

@@ -329,6 +329,8 @@ def test_watchdog_timeout_then_abort_and_cancel_is_a_distributed_hang(tmp_path):
          "training completed"),
         ("=== Training Complete ===\nTraining completed in 3 days, 4:02:11\n", "finished", "training completed"),
         ("Epoch 41: val acc 0.91\nEarly stopping!\n", "finished", "early stopping ended"),
+        ("[2024-05-08 04:08:04,516 INFO] Training finished after not improving. Early Stop!\n[2024-05-08 04:08:04,516 "
+         "INFO] Best model found at step 1200\n", "finished", "OpenNMT-py: early stopping"),
         ("Early stopping!\nTraceback (most recent call last):\n  File \"save.py\", line 3\nOSError: disk full\n",
          "crashed", "OSError"),
     ],
