@@ -169,3 +169,24 @@ def test_paddlevits_epoch_summaries_after_dashes_are_read_at_the_end_of_their_ep
     assert points[("Avg Loss", 100)] == 0.9 and points[("Avg Loss", 196 + 100)] == 0.8
     assert points[("Train Loss", 196)] == 0.92 and points[("Train Acc", 3 * 196)] == 0.78
     assert points[("Validation Loss", 196)] == 0.85 and points[("Validation Acc@1", 2 * 196)] == 0.82
+
+
+def test_a_log_of_epoch_lines_that_a_relaunch_starts_over_keeps_each_launch_as_a_session(tmp_path):
+    """Three launches of one script appended to its ``training.log`` (``Epoch [1/50], Train Loss: …, Val Loss: …``
+    from epoch 1 again each time): every launch is kept, as its own session, the later ones marked new starts; the
+    run is judged on the last."""
+    lines = []
+    for launch, epochs in enumerate((10, 8, 11)):
+        lines.append(f"2025-04-2{4 + launch} 21:17:53,828 - INFO - Starting training")
+        for e in range(1, epochs + 1):
+            lines.append(f"2025-04-2{4 + launch} 21:17:53,828 - INFO - Epoch [{e}/50], Train Loss: "
+                         f"{1.95 - e / 20 + launch / 100:.4f}, Train Acc: {20 + e:.2f}%, Val Loss: "
+                         f"{1.9 - e / 25 + launch / 100:.4f}, Val Acc: {18 + e:.2f}%")
+    path = tmp_path / "training.log"
+    path.write_text("\n".join(lines) + "\n")
+    (logs,) = [tanalyze.load(path, cache=False)]
+    (info,) = logs.runs.values()
+    assert [(p.first_step, p.last_step) for p in info.phases] == [(1, 10), (11, 18), (19, 29)]
+    assert len(logs.scalars[logs.scalars["tag"] == "Train Loss"]) == 29
+    (d,) = tanalyze.diagnose(logs).values()
+    assert d.phase.note.startswith("judged phase 3 of 3 (steps 19-29")

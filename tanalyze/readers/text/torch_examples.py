@@ -167,6 +167,8 @@ class TorchExamplesParser(SpanParser, TextParser):
             self._kinds.add("counters")
         else:  # the epoch's summary line: at its end
             step = epoch * self._batches if self._batches else epoch
+            if not self._batches:  # (the log's main line: a relaunch's epochs going back are a restart, or a session)
+                self.anchor(step, chunk, m.start())
             self._epoch_only += 1
         self._epoch = epoch
         self.mark(chunk, m.start())
@@ -227,9 +229,10 @@ def detect_torch_examples(window: str) -> bool:
 
 class TorchExamplesReader(TextReader):
     name = "torch_examples"
-    cache_version = 7  # 4: every line not of the main template read in its place, as line by line; 5: a logging prefix
+    cache_version = 8  # 4: every line not of the main template read in its place, as line by line; 5: a logging prefix
     #                   after a few blanks; 6: PaddleViT's '----- Epoch[e/E], …' summaries; '@' in names (Acc@1);
-    #                   7: a logger named by a path in the prefix
+    #                   7: a logger named by a path in the prefix; 8: epoch lines without a step anchor the step (a
+    #                   relaunch's epochs going back are a session)
     description = ("console lines of PyTorch's examples and tutorials: 'Train Epoch: 1 [640/60000 (1%)]  Loss: …', "
                    "'Epoch [1/5], Step [100/600], Loss: …', '[Step 100/1000] Loss: …', '[1,  2000] loss: …'")
     parser = TorchExamplesParser
