@@ -143,3 +143,18 @@ def test_a_saved_hf_log_history_is_read_by_its_step_not_its_fractional_epoch(tmp
     assert curve(run.scalars, "loss") == {500: 2.5, 1000: 2.4, 1500: 2.3, 2000: 2.2, 2500: 2.1}
     assert "epoch" in set(run.scalars["tag"].astype(str))  # the fractional epoch stays a curve
     assert not run.warnings
+
+
+def test_keys_that_name_only_splits_take_the_metric_the_files_name_names(tmp_path):
+    """``loss_history.json`` holding ``{"epochs": [1, …], "train": [...], "val": [...]}`` (a loop's own
+    ``json.dump``): the series are the training and validation losses; without a metric in its name, no history."""
+    document = {"epochs": [1, 2, 3], "train": [3.5, 2.25, 1.5], "val": [3.75, 2.5, 2.0]}
+    path = write(tmp_path / "loss_history.json", json.dumps(document))
+    reader = HistoryJsonReader()
+    assert reader.sniff(path, path.read_bytes()[:HEAD_BYTES])
+    (run,) = reader.read([path])
+    check(run.scalars, "train_loss", {1: 3.5, 3: 1.5}, count=3)
+    check(run.scalars, "val_loss", {2: 2.5}, count=3)
+    assert "its keys name only splits: their series are the 'loss' its name names" in notes_text(run)
+    other = write(tmp_path / "history.json", json.dumps(document))
+    assert not reader.sniff(other, other.read_bytes()[:HEAD_BYTES])

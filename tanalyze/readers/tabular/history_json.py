@@ -74,10 +74,28 @@ def _is_metric(name: str) -> bool:
     return _METRIC.search(name) is not None
 
 
+#: keys that name only a split: their series are the metric the file's name names (``loss_history.json``:
+#: ``{"train": [...], "val": [...]}`` holds ``train_loss`` and ``val_loss``)
+_SPLITS = frozenset({"train", "training", "val", "valid", "validation", "test", "eval", "dev"})
+_METRIC_WORD = re.compile(r"loss(?:es)?|acc(?:uracy)?|err(?:or)?|mae|mse|rmse|auc|f1|iou|dice|ppl|perplexity", re.I)
+
+
+def _named_metric(path: Path) -> str | None:
+    """The metric a history file's name names (``loss_history.json`` → ``loss``), None when it names none."""
+    if not _is_metric(path.stem):
+        return None
+    word = _METRIC_WORD.search(path.stem)
+    if word is None:
+        return None
+    text = word.group(0).lower()
+    return "loss" if text.startswith("loss") else text
+
+
 class HistoryJsonReader(Reader):
     """One JSON document of per-epoch lists (Keras ``history.history`` and the like): one run per file."""
 
     name = "history_json"
+    cache_version = 2  # 2: keys that name only splits take the metric the file's name names ('loss_history.json')
     description = ("a training history saved as JSON: Keras history.history ({\"loss\": [...], \"val_loss\": [...]}), "
                    "nested or pandas to_json forms, a list of per-epoch records")
 
@@ -86,7 +104,9 @@ class HistoryJsonReader(Reader):
             return False
         text = head.removeprefix(_BOM).lstrip().decode("utf-8", errors="replace")
         if text.startswith("{"):
-            return not _json_lines(text) and any(_is_metric(m.group(1)) for m in _HEAD_SERIES.finditer(text))
+            keys = [m.group(1) for m in _HEAD_SERIES.finditer(text)]
+            return not _json_lines(text) and (any(map(_is_metric, keys)) or (
+                _named_metric(path) is not None and any(key.lower() in _SPLITS for key in keys)))
         if re.match(r"\[\s*\{", text):
             first = text[: text.find("}") + 1 or None]
             keys = [m.group(1) for m in _HEAD_FIELD.finditer(first)]
@@ -117,6 +137,11 @@ class HistoryJsonReader(Reader):
         if isinstance(document, list):
             history.take_records(document)
         elif isinstance(document, dict):
+            metric = _named_metric(path)
+            if metric is not None and not any(map(_is_metric, document)):  # ({"train": [...], "val": [...]})
+                document = {f"{key}_{metric}" if key.lower() in _SPLITS else key: value
+                            for key, value in document.items()}
+                history.notes.append(f"its keys name only splits: their series are the '{metric}' its name names")
             history.take_columns(document)
         else:
             raise FormatError(path, f"a JSON {type(document).__name__}, not a dict of lists or a list of records")
