@@ -110,7 +110,8 @@ def zero_metrics(curves: Mapping[str, Curve], train: Curve | None, min_points: i
     zeros = []
     for tag, curve in curves.items():
         c = curve.collapse_steps().finite_part()
-        if len(c) >= min_points and metric_direction(tag) == "max" and _HITS.search(tag) and not c.values.any():
+        if (len(c) >= min_points and metric_direction(tag) == "max" and _HITS.search(tag) and not c.values.any()
+                and not _ONE_CLASS.search(tag)):  # (a rare class's F1 may well be 0: a class's score says nothing)
             zeros.append((tag, len(c)))
     if not zeros:
         return ()
