@@ -170,9 +170,11 @@ def _coco_name(kind: str, iou: str, area: str, dets: str) -> str:
 #: name must be a metric's (see _METRIC_NAME); run only where a loss or an accuracy is followed by a number
 _BLANK_NAME = r"[A-Za-z][\w./-]{0,40}(?:[ \t]+[A-Za-z][\w./-]{0,40}){0,3}"
 BLANK_PAIR_LINE = require(
-    re.compile(rf"^[ \t]*{_BLANK_NAME}[ \t]+{NUMBER}(?:[ \t]+{_BLANK_NAME}[ \t]+{NUMBER})*[ \t]*$", re.M),
+    re.compile(rf"^(?=[^\n]*?(?:[Ll]oss|[Aa]cc[a-z]*)[ \t]+[-+.\d])"  # (a loss or an accuracy and its number in it)
+               rf"[ \t]*{_BLANK_NAME}[ \t]+{NUMBER}(?:[ \t]+{_BLANK_NAME}[ \t]+{NUMBER})*[ \t]*$", re.M),
     lambda text: any(gate.search(text) is not None for gate in _BLANK_GATES))
-_BLANK_GATES = (re.compile(r"loss[ \t]+[-+.\d]"), re.compile(r"acc[a-z]*[ \t]+[-+.\d]"))
+#: (what every such line holds, found at C speed: chunks without it skip the pattern)
+_BLANK_GATES = (re.compile(r"oss[ \t]+[-+.\d]"), re.compile(r"cc[a-z]*[ \t]+[-+.\d]"))
 _BLANK_ITEM = re.compile(rf"({_BLANK_NAME})[ \t]+({NUMBER})")
 _METRIC_NAME = re.compile(r"loss|acc|f1|auc|precision|recall|ppl|perplexity|error|iou|dice|mae|mse|wer|cer|bleu",
                           re.I)
