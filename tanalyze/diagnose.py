@@ -113,7 +113,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "51"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "52"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -180,6 +180,7 @@ ANALYSIS_VERSION = "51"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 50: a validation level that moved up (the median after the minimum half again above the median up to it, beyond
 # three standard errors, most later evaluations above it) is overfitting though the minimum is a lone low draw
 # 51: OpenNMT-py's early stop ends a run as finished
+# 52: a training loss first logged after the validation loss fell a fifth or more is no underfitting for its small fall
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

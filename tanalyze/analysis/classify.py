@@ -71,6 +71,7 @@ class Thresholds:
     heavy_spike_share: float = 0.1  # … or one that lasts this share of the points (and 2+ points) at 2x or more …
     huge_spike: float = 20.0  # … or one this many times its baseline lasting 2+ points …
     heavy_giveback: float = 0.1  # … that gives back this share of what the loss had fallen from its start at least
+    fell_before: float = 0.2  # a training loss first logged after the validation loss fell this share: no underfitting
     spike_rate: float = 0.004  # … and at least this many per point (4 per 1,000: a spike every few hundred
     #                            steps that recovers is a bad batch now and then, not instability)
     rough_noise: float = 0.3  # unstable: log-loss noise σ at least this (±35 % point to point) …
@@ -867,10 +868,16 @@ def _fits_training_data(f: dict[str, Any], val: Curve | None, overfitting: Overf
         return None
     v = val.collapse_steps().finite_part()
     held_out = float(np.median(v.values[-2:])) if len(v) else np.nan
-    if not held_out >= th.fits_gap * f["end_level"]:
-        return None
-    return (f"{f['tag']} ends at {f['end_level']:.4g}, {held_out / f['end_level']:.3g}x below the validation loss "
-            f"({held_out:.4g}): the model fits its training data, so its small fall is no underfitting")
+    if held_out >= th.fits_gap * f["end_level"]:
+        return (f"{f['tag']} ends at {f['end_level']:.4g}, {held_out / f['end_level']:.3g}x below the validation "
+                f"loss ({held_out:.4g}): the model fits its training data, so its small fall is no underfitting")
+    # (a training loss logged first after most of the learning: the validation, evaluated from before, saw the fall)
+    before = v.values[v.steps <= f["first_step"]]
+    if len(before) >= 2 and before[0] > 0 and 1 - float(np.min(before)) / float(before[0]) >= th.fell_before:
+        return (f"{f['tag']} is first logged at step {f['first_step']}, after the validation loss had fallen "
+                f"{_percent(1 - float(np.min(before)) / float(before[0]))} from {before[0]:.4g}: the fall came "
+                "before the training loss's log began, so its small fall is no underfitting")
+    return None
 
 
 def _noise_of_fall(f: dict[str, Any]) -> float:

@@ -413,3 +413,16 @@ def test_a_bump_of_a_converged_loss_that_gives_back_little_of_its_fall_is_no_div
               0.09, 0.06, 0.05, 0.05]
     small = Curve.from_arrays(np.arange(50, 50 * (len(values) + 1), 50), values, "xent")
     assert classify_run(small, divergence=analyze_divergence(small)).label != "normal"
+
+
+def test_a_training_loss_first_logged_after_the_validation_loss_fell_is_no_underfitting():
+    """A real Lightning run: ``train_loss`` one batch's value every 50 steps, first at step 49 (0.5334 … 0.4986: -9%),
+    while ``valid_loss``, evaluated each epoch from step 7, had fallen from 0.697 to 0.505 by then (and levels off
+    at 0.42): the learning came before the training loss's log began."""
+    train = Curve.from_arrays(np.arange(49, 650, 50), [0.5334, 0.5155, 0.5203, 0.4455, 0.4803, 0.4982, 0.49, 0.5267,
+                                                       0.473, 0.4952, 0.4856, 0.472, 0.4986], "train_loss")
+    steps = np.arange(7, 688, 8)
+    val = Curve.from_arrays(steps, 0.42 + 0.277 * np.exp(-(steps - 7) / 45.0), "valid_loss")
+    verdict = classify_run(train, val, overfitting=analyze_overfitting(val, train))
+    assert verdict.label != "underfitting", verdict.reasons
+    assert "the fall came before the training loss's log began" in verdict.evidence["fits_training_data"]
