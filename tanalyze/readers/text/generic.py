@@ -583,20 +583,20 @@ class GenericRules:
         if self._taken(chunk, m.start()):
             return
         self.mark(chunk, m.start())  # type: ignore[attr-defined]
-        tag, value = self._coco_point(chunk.text, m)
+        self._coco_type = _coco_type_at(chunk.text, m.start()) or self._coco_type
+        tag, value = self._coco_point(*m.group("kind", "iou", "area", "dets", "value"))
         self.rows.add(tag, self.current_step(), value)  # type: ignore[attr-defined]
 
-    def _coco_point(self, text: str, m: re.Match[str]) -> tuple[str, float]:
+    def _coco_point(self, kind: str, iou: str, area: str, dets: str, number: str) -> tuple[str, float]:
         """A line of a COCO evaluation's summary (at the last training step): its tag, named as detectron2 names it,
-        under the kind the evaluation printed before it (``bbox/AP``; ``coco/AP`` when it printed none), and its
-        value; -1, pycocotools' "no object of that size", a missing value."""
-        self._coco_type = _coco_type_at(text, m.start()) or self._coco_type
-        value = float(m.group("value"))
+        under the kind of the evaluation last named (``bbox/AP``; ``coco/AP`` when none was), and its value; -1,
+        pycocotools' "no object of that size", a missing value."""
+        value = float(number)
         if value == -1:
             value = NAN
             self._coco_missing += 1
         self._coco_lines += 1
-        return f"{self._coco_type or 'coco'}/{_coco_name(*m.group('kind', 'iou', 'area', 'dets'))}", value
+        return f"{self._coco_type or 'coco'}/{_coco_name(kind, iou, area, dets)}", value
 
     def _epoch_line_step(self, epoch: int, names: list[str], line: int, announced: bool) -> int:
         """The step of a line keyed by its epoch alone (``epoch: 0 loss: 0.68``): the epoch, unless the loop prints
@@ -897,7 +897,7 @@ class GenericTextParser(GenericRules, TextParser):
         if "Average " not in text:
             return []
         starts, tags, values = [], [], []
-        previous, named = -2, {}
+        previous = -2
         for m in _COCO_ANYWHERE.finditer(text):
             at = m.start()
             start = text.rfind("\n", 0, at) + 1
@@ -906,21 +906,12 @@ class GenericTextParser(GenericRules, TextParser):
             if start != previous:
                 self._coco_type = _coco_type_at(text, at) or self._coco_type
             previous = m.end() + 1
-            kind, iou, area, dets, number = m.groups()
-            key = (self._coco_type, kind, iou, area, dets)
-            tag = named.get(key)
-            if tag is None:
-                tag = named[key] = f"{self._coco_type or 'coco'}/{_coco_name(kind, iou, area, dets)}"
-            value = float(number)
-            if value == -1:
-                value = NAN
-                self._coco_missing += 1
+            tag, value = self._coco_point(*m.groups())
             starts.append(start)
             tags.append(tag)
             values.append(value)
         if not starts:
             return []
-        self._coco_lines += len(starts)
         at = np.asarray(starts, dtype=np.int64)
         read = np.flatnonzero(meters.read)
         last = np.searchsorted(meters.lines[read], at, side="right") - 1
