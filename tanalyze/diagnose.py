@@ -113,7 +113,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "52"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "53"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -181,6 +181,7 @@ ANALYSIS_VERSION = "52"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # three standard errors, most later evaluations above it) is overfitting though the minimum is a lone low draw
 # 51: OpenNMT-py's early stop ends a run as finished
 # 52: a training loss first logged after the validation loss fell a fifth or more is no underfitting for its small fall
+# 53: a run's sessions all too short: the latest of the longest is judged; restarts beside new starts name sessions
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -259,7 +260,7 @@ def choose_phase(frame: pd.DataFrame, phases: Sequence[Phase],
     else:  # the last training is too short: the longest one
         count = logged(phases[begin], phases[end])
         bounds = list(zip(starts, [*starts[1:], len(phases)], strict=True))
-        begin, stop = max(bounds, key=lambda b: logged(phases[b[0]], phases[b[1] - 1]))
+        begin, stop = max(bounds, key=lambda b: (logged(phases[b[0]], phases[b[1] - 1]), b[0]))  # (ties: the later)
         end = stop - 1
         reason = (f"the longest {'training' if end > begin else 'session'} (the last has only {count} logged "
                   f"{phases[-1].unit}{'' if count == 1 else 's'})")

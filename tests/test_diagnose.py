@@ -434,6 +434,19 @@ def test_a_reward_printed_once_after_training_does_not_make_the_run_reinforcemen
     assert "reward" in " ".join(diagnose_run(rl).verdict.reasons)
 
 
+def test_models_compared_in_one_log_are_not_one_curve_that_blew_up():
+    """A loop over three models, each from its first epoch (tests/fixtures/model_comparison): read as one curve,
+    the CNN's first loss after the MLP's last was a divergence. Each training is judged on its own: here the
+    longest has seven epochs, too few to judge."""
+    [d] = tanalyze.diagnose(tanalyze.load(Path(__file__).resolve().parent / "fixtures" / "model_comparison"
+                                          / "train.log")).values()
+    assert d.verdict.label == "insufficient_data" and d.divergence is None and d.spikes == ()
+    assert d.phase is not None and (d.phase.first_step, d.phase.last_step) == (1, 7)
+    [restarts] = [f for f in d.findings if f.code == "restarts_time_lost"]
+    assert restarts.message.startswith("1 new start from scratch at step 8")
+    assert "1 other session appended to the log" in restarts.message
+
+
 SB3_RL = Path(__file__).resolve().parent / "fixtures" / "sb3_rl"
 #: Findings about a loss's shape, meant for supervised losses: never raised on a reinforcement-learning run's losses
 LOSS_SHAPE = {"loss_spike", "diverged_explosion", "plateau", "underfitting", "divergence_warning"}

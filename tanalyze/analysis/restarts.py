@@ -70,7 +70,7 @@ class RestartCost(ResultMixin):
         """The headline: ``3 restarts, 5.2 h lost, 12,000 steps redone`` (``2 sessions appended to the log, …`` for a
         log that a job's next session was appended to: no restart)."""
         sessions = sum(1 for e in self.events if e.kind == "session")
-        if sessions and sessions == len(self.events):
+        if sessions and sessions == sum(1 for e in self.events if e.kind != "fresh"):
             parts = [f"{sessions} session{'s' if sessions != 1 else ''} appended to the log"]
         else:
             parts = [f"{self.restarts} restart{'s' if self.restarts != 1 else ''}"]
@@ -198,6 +198,9 @@ def _with_finding(cost: RestartCost, timeline_steps: np.ndarray, steps: np.ndarr
 
 
 def _others(message: str, restarts: int, resumes: int) -> str:
-    """The headline of the resumes beside new starts: its count is theirs (``2 other restarts, …``)."""
+    """The headline of the resumes beside new starts: its count is theirs (``2 other restarts, …``, ``1 other
+    session appended to the log, …``)."""
     counted = f"{restarts} restart{'s' if restarts != 1 else ''}"
-    return message.replace(counted, f"{resumes} other restart{'s' if resumes != 1 else ''}", 1)
+    if message.startswith(counted):
+        return message.replace(counted, f"{resumes} other restart{'s' if resumes != 1 else ''}", 1)
+    return message.replace(f"{resumes} session", f"{resumes} other session", 1)

@@ -887,6 +887,21 @@ def test_the_transfer_learning_tutorials_phase_lines_under_their_epoch():
     assert "Acc" not in set(frame["tag"].astype(str))
 
 
+def test_a_loop_over_models_each_from_its_first_epoch_is_sessions_none_written_over():
+    """A script comparing models in one loop (tests/fixtures/model_comparison, a real CPU training): a linear baseline
+    for ``Epoch 1/1``, then an MLP and a CNN for ``Epoch 1/6`` … ``6/6`` each. The MLP's first line repeats the
+    baseline's epoch but not its number of epochs: another training, not the loop's next line of one epoch (all
+    thirteen lines were one run of steps 1-17) nor a rewrite of the baseline's point. Each training is a session."""
+    run = _read(FIXTURES / "model_comparison" / "train.log")
+    frame = run.scalars
+    check(frame, "Train Loss", {1: 2.3315, 2: 2.2767, 7: 0.9163, 8: 2.3357, 13: 1.9296}, count=13)
+    check(frame, "Val Acc", {1: 0.2109, 7: 0.5098, 13: 0.2695}, count=13)
+    assert [(p.first_step, p.last_step, p.offset) for p in run.phases] == [(1, 1, 0), (2, 7, 1), (8, 13, 7)]
+    assert run.phases[1].detail.startswith("step 1 logged again: a new session appended to the log")
+    assert run.restarts == []
+    assert "logged several times an epoch" not in notes_text(run) and "replaced" not in notes_text(run)
+
+
 def test_coco_evaluation_summaries_at_the_last_training_step_before_them():
     """pycocotools' summary after each epoch (a real COCOeval): each of its twelve lines a tag named as detectron2
     names them under the evaluation's kind (``bbox/AP``, ``bbox/AP50``, ``bbox/APl``, ``bbox/AR1`` …), at the last

@@ -121,12 +121,14 @@ class TextParser:
         """Record that the line holding ``pos`` was read as metrics."""
         self._marked.add(chunk.text.rfind("\n", 0, pos) + 1)
 
-    def anchor(self, step: int, chunk: Chunk | None, pos: int, rank: int = -1, line: int | None = None) -> None:
-        """Report the step of a main metric line; a step lower than the previous one is a restart."""
+    def anchor(self, step: int, chunk: Chunk | None, pos: int, rank: int = -1, line: int | None = None,
+               anew: bool = False) -> None:
+        """Report the step of a main metric line; a step lower than the previous one is a restart (and with
+        ``anew``, a line known to begin another training, the same step too)."""
         previous = self._last_anchor.get(rank)
         self._last_anchor[rank] = step
         self._last_step = step
-        if previous is not None and step < previous:
+        if previous is not None and (step < previous or (anew and step == previous)):
             where = line if line is not None else (chunk.line_of(pos) if chunk is not None else None)
             at = f" (line {where})" if where is not None else ""
             who = f" on rank {rank}" if rank >= 0 else ""

@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from tanalyze.readers.base import FilePart, Phase, ReadWarning, ResumableReader, RunData
-from tanalyze.readers.phases import PHASE_LIMIT, find_phase_starts, phase_detail, phase_offset
+from tanalyze.readers.base import FilePart, Phase, ReadWarning, Restart, ResumableReader, RunData
+from tanalyze.readers.phases import PHASE_LIMIT, PhaseStart, find_phase_starts, phase_detail, phase_offset
 from tanalyze.readers.text import _parts, _prefix, _ranked
 from tanalyze.readers.text._lines import TEXT_SUFFIXES, looks_like_text, sniff_window
 from tanalyze.readers.text._parser import ParsedFile, TextParser
@@ -194,6 +194,9 @@ def _phases(parsed: ParsedFile) -> list[Phase]:
     steps = np.frombuffer(rows.steps, dtype=np.int64)
     values = np.frombuffer(rows.values, dtype=np.float64)
     starts, limited = find_phase_starts(np.arange(len(steps)), codes, steps, values)
+    found = {start.row for start in starts}
+    starts = sorted(starts + [start for start in _trainings_begun(parsed.restarts, codes, steps)
+                              if start.row not in found], key=lambda start: start.row)
     if not starts:
         return []
     shifted = steps.copy()
@@ -226,6 +229,26 @@ def _phases(parsed: ParsedFile) -> list[Phase]:
                                            f"times: the first {PHASE_LIMIT + 1} sessions are phases, later go-backs "
                                            "are restarts (the later write wins)"))
     return phases
+
+
+def _trainings_begun(restarts: list[Restart], codes: np.ndarray, steps: np.ndarray) -> list[PhaseStart]:
+    """Where a parser saw another training begin at the very step the one before ended at (``Epoch 1/1`` then
+    ``Epoch 1/8``: a restart at its own ``until``, which the steps alone do not show): the first row, from the last
+    such start on, that logs a tag again at that step."""
+    out: list[PhaseStart] = []
+    after = 0
+    for restart in restarts:
+        if restart.until != restart.step:
+            continue
+        seen: set[int] = set()
+        for row in np.flatnonzero(steps[after:] == restart.step).tolist():
+            code = int(codes[after + row])
+            if code in seen:
+                after += row
+                out.append(PhaseStart(row=after, high=restart.step, step=restart.step))
+                break
+            seen.add(code)
+    return out
 
 
 def runs_from_parsed(parsed: list[ParsedFile], ranks: dict[Path, int] | None, *, as_columns: bool = False) -> RunData:

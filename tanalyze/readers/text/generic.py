@@ -327,12 +327,13 @@ class GenericRules:
         self._coco_type: str | None = None  # the kind of the last COCO evaluation (bbox, segm, keypoints)
         self._coco_lines = 0
         self._coco_missing = 0
+        self._epoch_total: str | None = None  # the number of epochs the last line keyed by its epoch alone gave
 
     _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
                       "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch",
                       "_eval_mode", "_counter_gap", "_phase_lines", "_tail_phase", "_epoch_line_last",
                       "_epoch_batch_next", "_epoch_batch_names", "_epoch_lines_batched", "_at_step_seen", "_iteration_first",
-                      "_coco_type", "_coco_lines", "_coco_missing")
+                      "_coco_type", "_coco_lines", "_coco_missing", "_epoch_total")
 
     def _generic_snapshot(self) -> dict[str, Any]:
         return {**{name: getattr(self, name) for name in self._GENERIC_STATE},
@@ -551,7 +552,7 @@ class GenericRules:
             step = self._step_within_epoch(step, counter)
         elif token == "epoch" and within is None:
             step = self._epoch_line_step(step, [name for name, _ in pairs], chunk.line_of(m.start()),
-                                         self._phase_before(chunk, m.start()) is not None)
+                                         self._phase_before(chunk, m.start()) is not None, m.group("total"))
         if step == self._last_anchor.get(-1) and not any(_PHASE_WORD.search(name) for name, _ in pairs):  # type: ignore[attr-defined]
             phase = self._phase_before(chunk, m.start())
             if phase is not None:  # the same line again at its step, announced as an evaluation
@@ -563,8 +564,18 @@ class GenericRules:
             self._kv_epoch_seen = True
         self._kv_seen = True
         self.mark(chunk, m.start())  # type: ignore[attr-defined]
-        self.anchor(step, chunk, m.start())  # type: ignore[attr-defined]
+        anew = within is None and counter is None and self._epochs_anew(token, m.group("total"))
+        self.anchor(step, chunk, m.start(), anew=anew)  # type: ignore[attr-defined]
         self.rows.add_pairs(pairs, step, epoch=epoch)  # type: ignore[attr-defined]
+
+    def _epochs_anew(self, token: str, total: str | None) -> bool:
+        """Whether a line keyed by its epoch alone gives a number of epochs (``Epoch 1/8``) other than the last such
+        line's: another training."""
+        if token != "epoch" or total is None:
+            return False
+        total = total.replace(" ", "").replace("\t", "")
+        last, self._epoch_total = self._epoch_total, total
+        return last is not None and last != total
 
     def _on_at_step(self, m: re.Match[str], chunk: Chunk) -> None:
         if self._taken(chunk, m.start()):
@@ -598,18 +609,19 @@ class GenericRules:
         self._coco_lines += 1
         return f"{self._coco_type or 'coco'}/{_coco_name(kind, iou, area, dets)}", value
 
-    def _epoch_line_step(self, epoch: int, names: list[str], line: int, announced: bool) -> int:
+    def _epoch_line_step(self, epoch: int, names: list[str], line: int, announced: bool, total: str | None) -> int:
         """The step of a line keyed by its epoch alone (``epoch: 0 loss: 0.68``): the epoch, unless the loop prints
-        such a line several times an epoch (the same names at the same epoch again, within a few lines, neither
-        after a line announcing an evaluation: not a resumed job's repeat, nor the evaluation printed with the
-        training's template). From then on each such line is the next step (the epoch kept in its column), and a
+        such a line several times an epoch (the same names at the same epoch of the same number of epochs
+        (``Epoch 1/8``) again, within a few lines, neither after a line announcing an evaluation: not a resumed
+        job's repeat, a next training's first epoch (``Epoch 1/1`` then ``Epoch 1/8``), nor the evaluation printed
+        with the training's template). From then on each such line is the next step (the epoch kept in its column), and a
         line of other names (``Epoch 1: Val acc is 86.0``) or announced as an evaluation is at the step of the last
         one before it: else every epoch's lines but its last would be written over."""
         last = self._epoch_line_last
         if self._epoch_batch_next is None:
             if (last is None or last[0] != epoch or last[1] != names or line - last[3] > _BATCH_LINES_APART
-                    or announced or last[4]):
-                self._epoch_line_last = [epoch, names, epoch, line, announced]
+                    or announced or last[4] or last[5] != total):
+                self._epoch_line_last = [epoch, names, epoch, line, announced, total]
                 return epoch
             self._epoch_batch_next, self._epoch_batch_names = last[2] + 1, names
             self._epoch_lines_batched += 1  # (the first of them, read at its epoch: the step it keeps)
@@ -619,7 +631,7 @@ class GenericRules:
             self._epoch_lines_batched += 1
         else:
             step = self._epoch_batch_next - 1
-        self._epoch_line_last = [epoch, names, step, line, announced]
+        self._epoch_line_last = [epoch, names, step, line, announced, total]
         return step
 
     def _step_within_epoch(self, epoch: int, counter: int) -> int:
@@ -1686,7 +1698,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 22  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 23  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1699,7 +1711,8 @@ class GenericTextReader(TextReader):
     #                    metric given its line's phase ('val Loss: 0.2 Acc: 0.9'); 19: COCO evaluation summaries;
     #                    20: an 'iteration' counting epochs beside the batch of its epoch; a logger named by a path;
     #                    21: 'Train loss 0.14 accuracy 0.95' under an epoch header; 22: an evaluation's block after
-    #                    its banner takes its phase; the batch of an epoch in brackets
+    #                    its banner takes its phase; the batch of an epoch in brackets; 23: 'Epoch 1/1' then
+    #                    'Epoch 1/8' another training (a session), not one epoch's lines
 
     behind_logging = True
 
