@@ -1,4 +1,5 @@
 import math
+from pathlib import Path
 
 import pytest
 
@@ -130,6 +131,31 @@ def test_keras_csvlogger_training_log(relative, tag, expected, count):
     assert sorted(set(frame["tag"])) == ["accuracy", "loss", "val_accuracy", "val_loss"]
     assert epoch_at(frame, tag, count - 1) == count - 1
     assert any("step = epoch" in n for n in info.notes)
+
+
+KERAS_SEPARATORS = Path(__file__).resolve().parents[1] / "fixtures" / "keras_csv" / "separators"
+
+
+@pytest.mark.parametrize("name", ["semicolon.log", "tab.tsv"])
+def test_keras_csvlogger_with_its_other_separators(name):
+    """Keras ``CSVLogger(path, separator=";")`` (as European spreadsheets want it) and ``separator="\\t"``, written by
+    a real fit of 8 epochs (tests/fixtures/keras_csv): the same epochs and values as a comma's. They were not read."""
+    path = KERAS_SEPARATORS / name
+    assert KerasCSVReader().sniff(path, path.read_bytes()[:4096])
+    name, info, frame = only_run(load(path, cache=False))
+    assert info.format == "keras_csv" and not info.warnings
+    assert sorted(set(frame["tag"])) == ["accuracy", "loss", "val_accuracy", "val_loss"]
+    check_points(curve(frame, "loss"), {0: 0.3728204667568207, 1: 0.12117094546556473, 7: 0.027378762140870094}, 8)
+    check_points(curve(frame, "val_loss"), {0: 0.1651199609041214, 7: 0.02500321716070175}, 8)
+    assert epoch_at(frame, "loss", 7) == 7.0
+
+
+def test_a_semicolon_log_that_is_no_keras_csvlogger_is_not_claimed(tmp_path):
+    """Only Keras' CSVLogger takes another separator: a ';' table whose first column is no epoch stays unread."""
+    path = tmp_path / "training.log"
+    path.write_text("step;loss\n0;0.5\n1;0.4\n")
+    assert not KerasCSVReader().sniff(path, path.read_bytes())
+    assert not GenericCSVReader().sniff(path, path.read_bytes())
 
 
 # --- YOLO ------------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import pandas as pd
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.tabular.common import load_config, read_head, settle_rewrites
-from tanalyze.readers.tabular.widecsv import column_key, read_wide_csv, sniff_header
+from tanalyze.readers.tabular.widecsv import column_key, read_wide_csv, sniff_header, sniff_separator
 
 __all__ = ["LightningCSVReader", "KerasCSVReader", "YoloResultsReader", "GenericCSVReader", "choose_step_column"]
 
@@ -41,9 +41,10 @@ def _second_line(head: bytes) -> str:
 class _WideCSVReader(Reader):
     """What the CSV logger readers share: one run per log file, configs beside it read as hparams."""
 
-    cache_version = 5  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
+    cache_version = 6  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
     #                    names with blanks between words ("total timesteps"); 4: YOLO epochs not validated (all zeros);
-    #                    5: Keras CSVLogger: an epoch logged again by the next one-epoch fit() is a new session
+    #                    5: Keras CSVLogger: an epoch logged again by the next one-epoch fit() is a new session;
+    #                    6: Keras CSVLogger's ';' and tab separators
     #: config files read into hparams when they sit beside a log
     config_names: ClassVar[tuple[str, ...]] = ()
     #: column names (any case) that fill the epoch column
@@ -53,6 +54,8 @@ class _WideCSVReader(Reader):
     #: every row is one whole epoch written once by its fit(), when the epoch is the step: a row at the same
     #: epoch again is that epoch run again (a new session or a resume), never a rewrite of the row
     whole_rows: ClassVar[bool] = False
+    #: the characters that may separate the cells, in order of preference (the first the header holds is its)
+    separators: ClassVar[str] = ","
 
     def is_log(self, path: Path, head: bytes) -> bool:
         """Whether ``path`` is a log of this format (by name and header)."""
@@ -111,7 +114,9 @@ class _WideCSVReader(Reader):
             run.warnings.append(ReadWarning(where, self.no_log_note()))
             return [run]
         log = logs[0]
-        wide = read_wide_csv(log, choose_step=self.choose_step, epoch_names=self.epoch_names)
+        separator = sniff_separator(read_head(log), self.separators) if len(self.separators) > 1 else None
+        wide = read_wide_csv(log, choose_step=self.choose_step, epoch_names=self.epoch_names,
+                             separator=separator or ",")
         frame = wide.points.frame()
         frame = self.adjust(frame, run)
         unit = self._unit(wide)
@@ -292,16 +297,18 @@ class KerasCSVReader(_WideCSVReader):
 
     name = "keras_csv"
     description = "Keras CSVLogger file (epoch,<sorted metrics>), e.g. training.log"
+    separators = ",;\t"  # CSVLogger(separator=";") and ("\t") too
 
     def is_log(self, path: Path, head: bytes) -> bool:
-        if path.suffix.lower() not in (".log", ".csv", ".txt"):
+        if path.suffix.lower() not in (".log", ".csv", ".txt", ".tsv"):
             return False
-        header = sniff_header(head)
-        if not header or header[0] != "epoch" or len(header) < 2:
+        separator = sniff_separator(head, self.separators)
+        header = sniff_header(head, self.separators)
+        if separator is None or not header or header[0] != "epoch" or len(header) < 2:
             return False
         if not all(re.fullmatch(r"[A-Za-z_][\w./-]*", name) for name in header[1:]):
             return False
-        first = _second_line(head).split(",", 1)[0].strip()
+        first = _second_line(head).split(separator, 1)[0].strip()
         if not first.isdigit():
             return False
         if path.suffix.lower() != ".csv":

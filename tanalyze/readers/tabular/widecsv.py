@@ -43,7 +43,7 @@ from tanalyze.errors import FormatError
 from tanalyze.readers.base import ReadWarning
 from tanalyze.readers.tabular.common import MISSING_WORDS, NAN_WORDS, STEP_LIMIT, PointBuffer, name_list
 
-__all__ = ["WideCSV", "WideColumns", "read_wide_csv", "read_columns", "sniff_header", "BLOCK_BYTES",
+__all__ = ["WideCSV", "WideColumns", "read_wide_csv", "read_columns", "sniff_header", "sniff_separator", "BLOCK_BYTES",
            "BATCH_NAMES", "COUNTER_NAMES", "column_key"]
 
 #: Bytes read at a time (a block is cut at a line end).
@@ -93,17 +93,25 @@ class WideColumns:
     file: str = ""
 
 
-def sniff_header(head: bytes) -> list[str] | None:
-    """The stripped header fields of a CSV whose first bytes are ``head`` (None if it is not CSV-like)."""
+def sniff_separator(head: bytes, separators: str = ",") -> str | None:
+    """Which of ``separators`` (in that order of preference) splits the header line of a CSV whose first bytes
+    are ``head`` (None: none does, or the line is longer than the head)."""
     text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
     first, newline, _ = text.partition("\n")
-    if not newline and len(head) >= 4096:
+    if (not newline and len(head) >= 4096) or "\x00" in first:
         return None  # a header longer than the head: not a log we know
-    first = first.rstrip("\r")
-    if "," not in first or "\x00" in first:
+    return next((separator for separator in separators if separator in first), None)
+
+
+def sniff_header(head: bytes, separators: str = ",") -> list[str] | None:
+    """The stripped header fields of a CSV whose first bytes are ``head`` (None if it is not CSV-like), its
+    cells split by the first of ``separators`` it holds (a comma, or Keras ``CSVLogger(separator=";")``'s)."""
+    separator = sniff_separator(head, separators)
+    if separator is None:
         return None
+    first = head.decode("utf-8", errors="replace").lstrip("\ufeff").partition("\n")[0].rstrip("\r")
     try:
-        fields = next(csv.reader([first], skipinitialspace=True))
+        fields = next(csv.reader([first], delimiter=separator, skipinitialspace=True))
     except csv.Error:
         return None
     fields = [f.strip() for f in fields]
@@ -113,23 +121,24 @@ def sniff_header(head: bytes) -> list[str] | None:
 # --- parsing -----------------------------------------------------------------------------------------------
 
 
-def read_columns(path: Path, *, block_bytes: int | None = None) -> WideColumns:
-    """Parse a wide CSV into columns (see the module doc). Raises :class:`FormatError` when the
-    file cannot be opened or has no header."""
+def read_columns(path: Path, *, block_bytes: int | None = None, separator: str = ",") -> WideColumns:
+    """Parse a wide CSV (its cells split by ``separator``) into columns (see the module doc). Raises
+    :class:`FormatError` when the file cannot be opened or has no header."""
     try:
         handle = open(path, "rb")
     except OSError as exc:
         raise FormatError(path, f"cannot be read: {exc.strerror or exc}") from exc
     with handle:
         try:
-            return _Parser(path, handle, block_bytes or BLOCK_BYTES).run()
+            return _Parser(path, handle, block_bytes or BLOCK_BYTES, separator).run()
         except OSError as exc:
             raise FormatError(path, f"cannot be read: {exc.strerror or exc}") from exc
 
 
 class _Parser:
-    def __init__(self, path: Path, handle: io.BufferedReader, block_bytes: int) -> None:
+    def __init__(self, path: Path, handle: io.BufferedReader, block_bytes: int, separator: str = ",") -> None:
         self.path, self.handle, self.block_bytes = path, handle, block_bytes
+        self.separator, self.separator_byte = separator, separator.encode("ascii")
         self.file = str(path)
         self.ragged: list[int] = []  # the first few line numbers
         self.ragged_count = 0
@@ -206,11 +215,11 @@ class _Parser:
         one call (its own pieces: asked for pieces of rows, or for typing the columns in one go, it is twice as
         slow); the wide table lives until its columns are taken, next to them.
         """
-        commas = data.count(b",", start)
+        commas = data.count(self.separator_byte, start)
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._undecodable(decoder, memoryview(data)[start:], data.isascii())
         while chunk := self.handle.read(self.block_bytes):
-            commas += chunk.count(b",")
+            commas += chunk.count(self.separator_byte)
             self._undecodable(decoder, chunk, chunk.isascii())
         self._undecodable(decoder, b"", True, final=True)
         try:
@@ -218,7 +227,8 @@ class _Parser:
                 warnings.simplefilter("error", pd.errors.ParserWarning)
                 warnings.simplefilter("ignore", pd.errors.DtypeWarning)
                 frame = pd.read_csv(
-                    self.path, header=None, names=list(range(self.width)), index_col=False, skiprows=1,
+                    self.path, sep=self.separator, header=None, names=list(range(self.width)), index_col=False,
+                    skiprows=1,
                     skipinitialspace=True, keep_default_na=False, na_values=_NA_CELLS, encoding="utf-8",
                     encoding_errors="replace", skip_blank_lines=True,
                 )
@@ -261,7 +271,7 @@ class _Parser:
         text = raw.decode("utf-8", errors="replace")
         self.undecodable += _bad_bytes(raw, text)
         try:
-            fields = next(csv.reader([text.rstrip("\r\n")], skipinitialspace=True))
+            fields = next(csv.reader([text.rstrip("\r\n")], delimiter=self.separator, skipinitialspace=True))
         except (csv.Error, StopIteration) as exc:
             raise FormatError(self.path, f"header is not CSV: {exc}", "line 1") from exc
         return [f.strip() for f in fields], data, end + 1, line
@@ -306,7 +316,7 @@ class _Parser:
         # fields; when no line has too many and the commas add up to (width - 1) per record, none has too few
         # (a comma inside a quoted cell makes the sum differ: such a block goes the careful way).
         frame = self._parse_block(block)
-        if frame is not None and block.count(b",") == (self.width - 1) * len(frame):
+        if frame is not None and block.count(self.separator_byte) == (self.width - 1) * len(frame):
             self._take(frame)
             self._ragged(np.empty(0, dtype=np.int64), last=False, any_record=bool(len(frame)))
             return
@@ -314,7 +324,7 @@ class _Parser:
             self._quoted_block(block, first_line)
             return
         arr = np.frombuffer(block, dtype=np.uint8)
-        separators = np.flatnonzero((arr == 10) | (arr == 44))  # one entry per cell: cheaper than two scans
+        separators = np.flatnonzero((arr == 10) | (arr == self.separator_byte[0]))  # one entry per cell: one scan
         at_newline = np.flatnonzero(arr[separators] == 10)
         newlines = separators[at_newline]
         if not block.endswith(b"\n"):
@@ -355,7 +365,7 @@ class _Parser:
                 # (objects), which _column reads cell by cell, exactly
                 warnings.simplefilter("ignore", pd.errors.DtypeWarning)
                 return pd.read_csv(
-                    io.BytesIO(body), header=None, names=list(range(self.width)), index_col=False,
+                    io.BytesIO(body), sep=self.separator, header=None, names=list(range(self.width)), index_col=False,
                     skipinitialspace=True, keep_default_na=False, na_values=_NA_CELLS, encoding="utf-8",
                     encoding_errors="replace", skip_blank_lines=True,
                 )
@@ -370,7 +380,7 @@ class _Parser:
     def _quoted_block(self, block: bytes, first_line: int) -> None:
         """A block split by the csv module (quoted cells), parsed cell by cell."""
         text = block.decode("utf-8", errors="replace")
-        reader = csv.reader(io.StringIO(text, newline=""), skipinitialspace=True)
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=self.separator, skipinitialspace=True)
         records: list[list[str]] = []
         ragged: list[int] = []
         last_line, last_was_ragged = None, False
@@ -575,6 +585,7 @@ def read_wide_csv(
     epoch_names: tuple[str, ...] = ("epoch",),
     ignore: frozenset[str] = frozenset(),
     block_bytes: int | None = None,
+    separator: str = ",",
 ) -> WideCSV:
     """Read a wide CSV into points (one per non-empty numeric cell).
 
@@ -587,7 +598,7 @@ def read_wide_csv(
     Raises :class:`FormatError` when the file cannot be opened or has no header.
     """
     file = str(path)
-    table = read_columns(path, block_bytes=block_bytes)
+    table = read_columns(path, block_bytes=block_bytes, separator=separator)
     names = table.header
     step_index = choose_step(table.raw_header)
     epoch_index = _find(table.raw_header, epoch_names)
