@@ -284,9 +284,11 @@ def _trainer_best(state: Mapping[str, Any], source: str) -> TrainerBest:
                        global_step=_int(state.get("global_step")))
 
 
-def scan_checkpoints(directory: str | os.PathLike[str], *, max_entries: int = MAX_ENTRIES) -> CheckpointScan:
+def scan_checkpoints(directory: str | os.PathLike[str], *, max_entries: int = MAX_ENTRIES,
+                     excluded: frozenset[str] = frozenset()) -> CheckpointScan:
     """The checkpoints saved by the run whose logs are in ``directory`` (see the module doc); never raises
-    for an unreadable folder (it is skipped)."""
+    for an unreadable folder (it is skipped). Folders in ``excluded`` (paths as written) are another run's: the
+    checkpoints of another training saved into the same output folder."""
     base = Path(directory)
     budget = _Budget(max_entries)
     found: dict[str, SavedCheckpoint] = {}
@@ -307,7 +309,7 @@ def scan_checkpoints(directory: str | os.PathLike[str], *, max_entries: int = MA
     def visit(folder: Path, depth: int) -> None:
         for entry in budget.entries(folder):
             path = Path(entry.path)
-            if entry.name.startswith("."):
+            if entry.name.startswith(".") or entry.path in excluded:
                 continue
             if _is_dir(entry):
                 saved = parse_name(entry.name, is_dir=True)

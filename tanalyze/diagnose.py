@@ -181,7 +181,8 @@ ANALYSIS_VERSION = "53"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # three standard errors, most later evaluations above it) is overfitting though the minimum is a lone low draw
 # 51: OpenNMT-py's early stop ends a run as finished
 # 52: a training loss first logged after the validation loss fell a fifth or more is no underfitting for its small fall
-# 53: a run's sessions all too short: the latest of the longest is judged; restarts beside new starts name sessions
+# 53: a run's sessions all too short: the latest of the longest is judged; restarts beside new starts name sessions;
+# an HF Trainer's end names the state that records it; another training's checkpoints are not a run's
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

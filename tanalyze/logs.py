@@ -243,7 +243,7 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
     else:
         parts = read
     results = []
-    saved = _checkpoints(spec.directory)
+    saved_of: dict[frozenset[str], CheckpointScan] = {}
     nccl_of: dict[tuple[str, ...], NcclScan | None] = {}  # one file can hold thousands of runs (a runs table)
     for part in parts:
         if part.own_files is None:
@@ -251,6 +251,11 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
         else:
             mine = {str(p) for p in part.own_files}
             own = tuple(f for f in spec.files if f in mine)
+        # (the folders of the files of the other runs read from the same files: their checkpoints are not this run's)
+        others = frozenset(str(Path(f).parent) for f in spec.files if f not in own) - {spec.directory}
+        if others not in saved_of:
+            saved_of[others] = _checkpoints(spec.directory, others)
+        saved = saved_of[others]
         files = tuple(dict.fromkeys((*own, *(str(p) for p in part.extra_files))))
         status = _status(files, spec, run_format, part.hparams)
         if files not in nccl_of:
@@ -300,10 +305,10 @@ def _status(files: tuple[str, ...], spec: RunSpec, run_format: str, hparams: Map
         return RunStatus("unknown", f"could not read the run's files for its status: {exc}")
 
 
-def _checkpoints(directory: str) -> CheckpointScan:
-    """The checkpoints saved beside the run's logs (by name; none are opened)."""
+def _checkpoints(directory: str, excluded: frozenset[str] = frozenset()) -> CheckpointScan:
+    """The checkpoints saved beside the run's logs (by name; none are opened), but in ``excluded`` folders."""
     try:
-        return scan_checkpoints(directory)
+        return scan_checkpoints(directory, excluded=excluded)
     except (OSError, ValueError):  # checkpoints are never worth losing the run's points
         return NO_CHECKPOINTS
 

@@ -42,7 +42,7 @@ def test_lightning_names_give_step_epoch_and_monitor():
 
 def test_weight_files_are_zero_byte_stand_ins():
     weights = [p for p in FIXTURES.rglob("*") if p.suffix in {".ckpt", ".safetensors", ".pt", ".pth", ".bin"}]
-    assert len(weights) == 23 and all(p.stat().st_size == 0 for p in weights)
+    assert len(weights) == 38 and all(p.stat().st_size == 0 for p in weights)
 
 
 @pytest.mark.parametrize(("name", "expected"), [

@@ -520,10 +520,10 @@ def trainer_end(hparams: Mapping[str, Any], run_format: str, files: Iterable[str
         return None
     if run_format != "hf_trainer_state":
         return None
-    record = next((f for f in files if f.endswith("trainer_state.json")), "")
     summary = hparams.get("summary")
     runtime = summary.get("train_runtime") if isinstance(summary, Mapping) else None
     step, last = hparams.get("global_step"), hparams.get("max_steps")
+    record = _state_read(files, step)
     steps = isinstance(step, int) and isinstance(last, int) and not isinstance(step, bool) and last > 0
     of = f" at step {step:,} of max_steps {last:,}" if steps else ""
     if isinstance(runtime, int | float) and not isinstance(runtime, bool):
@@ -534,6 +534,15 @@ def trainer_end(hparams: Mapping[str, Any], run_format: str, files: Iterable[str
         return TrackerEnd("HF Trainer", record, "FINISHED",
                           detail=f"the HF Trainer state reached its last step (global_step = max_steps = {last:,})")
     return None
+
+
+def _state_read(files: Iterable[str], step: Any) -> str:
+    """Which ``trainer_state.json`` of a run the reader read (the newest): the output folder's own, else the copy
+    in ``checkpoint-<global_step>``, else the first."""
+    states = [f for f in files if f.endswith("trainer_state.json")]
+    own = [f for f in states if not re.fullmatch(r"checkpoint-\d+", Path(f).parent.name)]
+    at_step = [f for f in states if Path(f).parent.name == f"checkpoint-{step}"]
+    return next(iter(own + at_step + states), "")
 
 
 def _runs_table_state(hparams: Mapping[str, Any], files: Iterable[str]) -> TrackerEnd | None:

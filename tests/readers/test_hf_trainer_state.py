@@ -1,5 +1,7 @@
 import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -130,12 +132,41 @@ def test_checkpoint_folders_are_one_run_read_from_the_latest_state(tmp_path):
 def test_top_level_state_is_preferred_over_checkpoint_copies(tmp_path):
     out = tmp_path / "output"
     (out / "checkpoint-2").mkdir(parents=True)
-    (out / "checkpoint-2" / "trainer_state.json").write_text(_state([_train(1, 9.0), _train(2, 9.0)]))
+    (out / "checkpoint-2" / "trainer_state.json").write_text(_state([_train(1, 1.0), _train(2, 2.0)]))
     (out / "trainer_state.json").write_text(_state([_train(1, 1.0), _train(2, 2.0), _train(3, 3.0)]))
     (out / "all_results.json").write_text('{"train_loss": 2.0}')
     name, info, frame = only_run(load(out))
     assert curve(frame, "loss").to_dict() == {1: 1.0, 2: 2.0, 3: 3.0}
     assert info.hparams["all_results"] == {"train_loss": 2.0}
+
+
+TWO_TRAININGS = Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints" / "hf_two_trainings"
+
+
+def test_another_trainings_checkpoints_in_the_same_output_folder_are_its_own_run(tmp_path):
+    """A real Trainer run twice into one output folder (tests/fixtures/checkpoints/hf_two_trainings): 30 steps at
+    lr 1e-3 (``checkpoint-30``), then 80 steps at 3e-3 (``checkpoint-40``, ``checkpoint-80``, the top-level state).
+    ``checkpoint-30`` is no older copy of the second training's history: its first logged values differ. It was
+    dropped as one, and with it a finished training; the second one's checkpoint advice counted its folder."""
+    out = tmp_path / "out"
+    shutil.copytree(TWO_TRAININGS, out, ignore=shutil.ignore_patterns("runs"))  # (its TensorBoard twin left out)
+    logs = load(out, cache=False)
+    assert sorted(logs.runs) == ["out", "out/checkpoint-30"]
+    second, first = logs.runs["out"], logs.runs["out/checkpoint-30"]
+    frame = logs.scalars
+    second_loss = curve(frame[frame["run"] == "out"], "loss")
+    first_loss = curve(frame[frame["run"] == "out/checkpoint-30"], "loss")
+    assert second_loss[5] == 0.14860562086105347 and len(second_loss) == 16
+    assert first_loss[5] == 0.18486467599868775 and len(first_loss) == 6
+    assert curve(frame[frame["run"] == "out/checkpoint-30"], "eval_loss")[30] == 0.12621158361434937
+    assert first.hparams["max_steps"] == 30 and second.hparams["max_steps"] == 80
+    assert first.status.status == "finished" and "max_steps = 30" in first.status.reason
+    assert any("1 other training(s) saved checkpoints in this folder" in n and "checkpoint-30" in n
+               for n in second.notes)
+    assert any("2 older copy(ies)" in n for n in second.notes)
+    assert [c.name for c in second.checkpoints.checkpoints] == ["checkpoint-40", "checkpoint-80"]
+    assert [c.name for c in first.checkpoints.checkpoints] == ["checkpoint-30"]
+    assert all("checkpoint-30" not in f for f in second.files)
 
 
 def test_repeated_steps_are_a_restart_with_last_write_wins(tmp_path):

@@ -396,6 +396,18 @@ def test_an_hf_trainer_state_says_the_run_finished_when_it_logged_its_end(real_l
     assert info.status.status == "unknown"
 
 
+def test_an_hf_trainer_states_end_names_the_state_that_records_it(tmp_path):
+    """Checkpoint copies alone (no top-level state): the end is recorded by the newest, ``checkpoint-120`` (global_step
+    = max_steps = 120), read by the reader; the evidence named the first file, ``checkpoint-110``'s (global_step 110)."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "checkpoints" / "hf_best_off"
+    for name in ("checkpoint-110", "checkpoint-120"):
+        (tmp_path / name).mkdir()
+        shutil.copy(fixture / name / "trainer_state.json", tmp_path / name / "trainer_state.json")
+    (info,) = load(tmp_path, cache=False).runs.values()
+    assert info.status.status == "finished" and "max_steps = 120" in info.status.reason
+    assert Path(info.status.evidence[0].file).parent.name == "checkpoint-120"
+
+
 def test_a_metrics_file_alone_expects_no_console_end_marker(real_logs):
     """detectron2 prints its end marker in its console (log.txt), not in metrics.json: a run read from its metrics
     file alone is not 'killed' for lacking it."""

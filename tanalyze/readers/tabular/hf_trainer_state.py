@@ -23,7 +23,10 @@ column. Decisions:
 * an output folder holding ``checkpoint-N/trainer_state.json`` copies is one run
   (see :meth:`HFTrainerStateReader.run_directory`): each copy is a prefix of the
   same growing history, so only the latest one is read and the others are named
-  in a note.
+  in a note. The checkpoints of another training saved into the same folder (a
+  script run again with other settings) start another history, told by its first
+  logged entry: each such training is a run of its own, named after its newest
+  checkpoint folder (``own_files`` says which states are whose).
 """
 
 from __future__ import annotations
@@ -72,7 +75,8 @@ class HFTrainerStateReader(Reader):
     """Hugging Face Trainer state: ``trainer_state.json`` (+ ``all_results.json`` …)."""
 
     name = "hf_trainer_state"
-    cache_version = 2  # 2: the model's config.json / adapter_config.json beside the state
+    cache_version = 3  # 2: the model's config.json / adapter_config.json beside the state; 3: another training's
+    #                    checkpoints in the same folder its own run
     description = "Hugging Face Trainer trainer_state.json (+ all/train/eval_results.json, checkpoint-N copies)"
 
     def sniff(self, path: Path, head: bytes) -> bool:
@@ -101,20 +105,19 @@ class HFTrainerStateReader(Reader):
     def read(self, files: list[Path]) -> list[RunData]:
         states = [f for f in files if f.name not in RESULT_NAMES]
         results = [f for f in files if f.name in RESULT_NAMES]
-        run = RunData()
         if not states:
             raise FormatError(files[0], "results file without a trainer_state.json")
         ordered = sorted(states, key=_recency, reverse=True)
-        state, chosen, failures = _first_readable(ordered)
-        if len(states) > 1:
-            others = [_label(p, chosen) for p in ordered if p != chosen]
-            run.notes.append(
-                f"read the latest state {_label(chosen, chosen)!r}; {len(others)} older copy(ies) of the same "
-                f"history not read: {name_list(others)}"
-            )
-        run.warnings.extend(failures)
-        self._history(state, chosen, run)
-        run.hparams = {**_hparams(state), **run.hparams}
+        trainings, failures = _trainings(ordered)
+        runs = [self._training(members, ordered[0]) for members in trainings]
+        main = runs[0]
+        main.warnings.extend(failures)
+        if len(runs) > 1:
+            main.notes.append(
+                f"{len(runs) - 1} other training(s) saved checkpoints in this folder (their first logged values "
+                f"differ: not copies of this history), each read as its own run: {name_list([r.name for r in runs[1:]])}")
+            for run, members in zip(runs, trainings, strict=True):
+                run.own_files = [path for path, _ in members] + (results if run is main else [])
         for result in sorted(results):
             text, _ = read_text(result, limit=64 * 1024 * 1024)
             try:
@@ -122,9 +125,27 @@ class HFTrainerStateReader(Reader):
             except (ValueError, RecursionError) as exc:
                 run.warnings.append(ReadWarning(str(result), f"not valid JSON: {exc}"))
                 continue
-            run.hparams = {**run.hparams, result.stem: data}
+            main.hparams = {**main.hparams, result.stem: data}
+        return runs
+
+    def _training(self, members: list[tuple[Path, dict[str, Any]]], newest: Path) -> RunData:
+        """One training's run from its states (newest first): the newest read, the others named as its copies;
+        named after its newest state unless it holds the newest of the folder."""
+        run = RunData()
+        chosen, state = members[0]
+        if len(members) > 1:
+            others = [_label(p, chosen) for p, _ in members[1:]]
+            run.notes.append(
+                f"read the latest state {_label(chosen, chosen)!r}; {len(others)} older copy(ies) of the same "
+                f"history not read: {name_list(others)}"
+            )
+        run.warnings.extend(state.pop(_SALVAGE_WARNINGS, []))
+        self._history(state, chosen, run)
+        run.hparams = {**_hparams(state), **run.hparams}
+        if chosen != newest:
+            run.name = _label(chosen, newest).rsplit("/", 1)[0] if "/" in _label(chosen, newest) else chosen.stem
         _read_model_files(chosen, run)
-        return [run]
+        return run
 
     def _history(self, state: dict[str, Any], path: Path, run: RunData) -> None:
         history = state.get("log_history")
@@ -216,24 +237,45 @@ def _label(path: Path, chosen: Path) -> str:
         return path.name
 
 
-def _first_readable(ordered: list[Path]) -> tuple[dict[str, Any], Path, list[ReadWarning]]:
-    """The newest state that parses; a damaged newest one is reported and the next tried."""
+#: where a state loaded with damage keeps its warnings until its run is built
+_SALVAGE_WARNINGS = "\0warnings"
+
+
+def _trainings(ordered: list[Path]) -> tuple[list[list[tuple[Path, dict[str, Any]]]], list[ReadWarning]]:
+    """The states (newest first) grouped by training, the one holding the newest state first, each newest first
+    and a whole state before a damaged one; and the states that could not be read.
+
+    Checkpoint copies of one training share the start of their history; a folder may also hold the checkpoints of
+    another training (a tutorial run again with other settings into the same ``output_dir``), whose first logged
+    values differ. A state whose history has no first entry goes with the newest training."""
+    groups: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
+    unknown: list[tuple[Path, dict[str, Any]]] = []
     failures: list[ReadWarning] = []
-    salvaged: tuple[dict[str, Any], Path, list[ReadWarning]] | None = None
     for path in ordered:
         try:
             state, warnings = _load_state(path)
         except FormatError as exc:
             failures.append(ReadWarning(exc.path, exc.reason, exc.location))
             continue
-        if not warnings:
-            return state, path, failures
-        if salvaged is None:
-            salvaged = (state, path, warnings)
-    if salvaged is not None:
-        return salvaged[0], salvaged[1], failures + salvaged[2]
-    first = failures[0] if failures else ReadWarning(str(ordered[0]), "unreadable")
-    raise FormatError(first.file, first.message, first.location)
+        if warnings:
+            state[_SALVAGE_WARNINGS] = warnings
+        key = _first_entry(state)
+        (unknown if key is None else groups.setdefault(key, [])).append((path, state))
+    trainings = list(groups.values()) or [[]]
+    trainings[0] += unknown
+    if not trainings[0]:
+        first = failures[0] if failures else ReadWarning(str(ordered[0]), "unreadable")
+        raise FormatError(first.file, first.message, first.location)
+    return [sorted(members, key=lambda member: _SALVAGE_WARNINGS in member[1]) for members in trainings], failures
+
+
+def _first_entry(state: dict[str, Any]) -> str | None:
+    """The first entry of a state's history with a step, as canonical JSON (None: there is none)."""
+    history = state.get("log_history")
+    if not isinstance(history, list):
+        return None
+    first = next((entry for entry in history if isinstance(entry, dict) and "step" in entry), None)
+    return None if first is None else json.dumps(first, sort_keys=True, default=str)
 
 
 def _load_state(path: Path) -> tuple[dict[str, Any], list[ReadWarning]]:
