@@ -113,7 +113,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "53"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "54"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -183,6 +183,8 @@ ANALYSIS_VERSION = "53"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 52: a training loss first logged after the validation loss fell a fifth or more is no underfitting for its small fall
 # 53: a run's sessions all too short: the latest of the longest is judged; restarts beside new starts name sessions;
 # an HF Trainer's end names the state that records it; another training's checkpoints are not a run's
+# 54: a validation rise that climbs at every one of 4+ evaluations after the minimum, 4 noise sigmas, is overfitting;
+# val_plateau quotes the rise from the level its noise band is read from
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -21,7 +21,8 @@ them (the minimum itself left out: its selection biases any test) at
 ``trend_alpha``, or a tail ``clear_rise`` (15 %) and ``clear_sigmas`` (6)
 noise sigmas above the minimum's level, or a ``large_rise`` (50 %) and 3 sigmas that ``large_share`` (80 %) of the
 later evaluations share (a short Keras or fastai run whose wild first epochs widen the noise); with only 3 or 4
-evaluations after the minimum, a rise of ``clear_rise`` and twice the band that climbs at every one of them. On 300 healthy synthetic runs
+evaluations after the minimum, a rise of ``clear_rise`` and twice the band that climbs at every one of them, or
+from 4 on, a rise of ``steady_sigmas`` (4) noise sigmas that climbs at every one of them. On 300 healthy synthetic runs
 (validation = training x 1.1 + i.i.d. noise) this calls none overfitting
 (``tests/analysis/test_overfitting.py``).
 
@@ -129,6 +130,7 @@ def analyze_overfitting(
     lone_draw: float = 0.0025,
     large_rise: float = 0.5,
     large_share: float = 0.8,
+    steady_sigmas: float = 4.0,
 ) -> OverfittingResult:
     """Detect overfitting from the validation curve (and the training curve when given).
 
@@ -148,6 +150,8 @@ def analyze_overfitting(
             rise (see the module doc).
         large_rise, large_share: a rise of ``large_rise`` (50 %) and 3 noise sigmas above the minimum's level that
             ``large_share`` of the later evaluations share persists without a trend test (see the module doc).
+        steady_sigmas: a rise of this many noise sigmas that climbs at every one of four or more evaluations after
+            the minimum persists too.
         lone_draw: the lowest evaluation is the minimum unless the median of it and its neighbours lies more
             than this (0.25 %) above the lowest such median: then it is a lone low draw of the noise, and the
             minimum is sought around that lowest median.
@@ -221,7 +225,7 @@ def analyze_overfitting(
                 unit = band * (abs(vmin) if is_log else 1.0)
                 gap_trend = "growing" if grow > unit else ("shrinking" if grow < -unit else "stable")
 
-    share = tail_rise = trend = rise_abs = rise_rel = val_tail = None
+    share = tail_rise = trend = rise_abs = rise_rel = val_tail = bottom = None
     pattern = None
     plateau = False
     unconfirmed = False  # a rise its noise cannot yet tell from chance
@@ -257,7 +261,8 @@ def analyze_overfitting(
         after_span = (v.steps[-1] - onset_step) / span if span > 0 else 0.0
         p_trend = kendall_increasing_p(post)
         clear = tail_rise >= max(np.log1p(clear_rise) if is_log else clear_rise * scale, clear_sigmas * sigma)
-        # few evaluations after the minimum: only a clear rise that climbs at every one of them
+        # few evaluations after the minimum: only a clear rise that climbs at every one of them (or, from four on, a
+        # climb at every one of them well beyond the noise: one order in 24 and a draw of four sigmas)
         steady_climb = m >= 3 and bool((np.diff(y[imin:]) > 0).all())
         big = tail_rise >= max(np.log1p(clear_rise) if is_log else clear_rise * scale, 2 * band)
         # (a rise of half the minimum's level or more, beyond three sigmas of the noise from the minimum on, that
@@ -279,7 +284,8 @@ def analyze_overfitting(
                                     3 * 1.2533 * after_sigma * np.sqrt(1 / len(ahead) + 1 / m))
                    and float(np.mean(post > np.median(ahead))) >= large_share)
         persistent = after_span >= min_span_share and (
-            (m >= min_points_rising and (p_trend < trend_alpha or clear)) or (big and steady_climb))
+            (m >= min_points_rising and (p_trend < trend_alpha or clear)) or (big and steady_climb)
+            or (m >= 4 and steady_climb and tail_rise >= steady_sigmas * sigma))
         # (a clear rise that came at once after the minimum and has eased a little since still stands, while the
         # training loss ends below where it was at the minimum: trending down by under a quarter of the rise is no
         # return to the minimum)
@@ -359,8 +365,9 @@ def analyze_overfitting(
                                                                  "window": list(window)}),)
     elif plateau:
         findings = (Finding("val_plateau", Severity.INFO,
-                            f"{v.tag} has stayed near its minimum {vmin:.4g} (step {onset_step}) for {m} evaluations "
-                            f"(within its noise{ended}) while "
+                            f"{v.tag} has not improved on its minimum {vmin:.4g} (step {onset_step}) in {m} evaluations "
+                            f"({_over_bottom(tail_rise, bottom, is_log, val_end)}within its noise, a band of "
+                            f"{_pct(band, is_log)}) while "
                             f"{t_curve.tag if t_curve is not None else 'the training loss'} kept falling: the "
                             "steps after it gain nothing on validation", recommend("val_plateau"),
                             step=onset_step, step_end=int(v.steps[-1]),
@@ -450,6 +457,15 @@ def kendall_increasing_p(values: np.ndarray) -> float:
     from scipy.stats import norm
 
     return float(norm.sf(z))
+
+
+def _over_bottom(rise: float | None, bottom: float | None, is_log: bool, last: float) -> str:
+    """``the later evaluations are +9.4% above the level around it (0.266), the last 0.2878: `` (empty when they are
+    not above it): the rise the noise band is compared with, from the level around the minimum, not its raw value."""
+    if rise is None or bottom is None or rise <= 0:
+        return ""
+    level = float(np.exp(bottom)) if is_log else bottom
+    return f"the later evaluations are +{_pct(rise, is_log)} above the level around it ({level:.4g}), the last {last:.4g}: "
 
 
 def _pct(band: float, is_log: bool) -> str:

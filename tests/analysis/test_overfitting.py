@@ -125,6 +125,20 @@ def test_short_val_plateau_while_train_falls_is_information():
     assert finding.code == "val_plateau" and str(finding.severity) == "info" and finding.step == 27
 
 
+def test_a_plateau_reports_its_rise_from_the_level_the_noise_band_is_read_from():
+    """A noisy validation loss whose later evaluations lie 25% above its lowest draw but within its noise of the level
+    around that draw: the finding quotes that level and the rise from it, not a rise larger than its band next to
+    the words 'within its noise' (it said it 'stayed near its minimum' and '+25.5% above it')."""
+    steps = np.arange(0, 2200, 200)
+    val = np.array([0.31, 0.256, 0.268, 0.231, 0.301, 0.27, 0.253, 0.285, 0.292, 0.296, 0.289])
+    train = np.linspace(0.46, 0.027, len(steps))
+    result = analyze_overfitting(Curve.from_arrays(steps, val, "eval_loss"), Curve.from_arrays(steps, train, "loss"))
+    [finding] = result.findings
+    assert finding.code == "val_plateau"
+    assert "has not improved on its minimum 0.231 (step 600) in 7 evaluations" in finding.message
+    assert "above the level around it (0.268)" in finding.message and "within its noise, a band of" in finding.message
+
+
 def test_incomparable_losses_have_no_gap():
     curves, _ = make_curve("overfitting", n_steps=500, seed=0, output="curves")
     result = analyze_overfitting(curves["val/loss"], curves["train/loss"], losses_comparable=False)
@@ -283,3 +297,28 @@ def test_a_validation_level_that_moved_up_is_overfitting_though_its_minimum_is_a
     r = analyze_overfitting(Curve.from_arrays(range(32), val, tag="val_loss"), Curve.from_arrays(range(32), train, tag="loss"))
     assert r.detected and r.onset_step == 8
     assert r.reason.startswith("validation loss after its minimum at step 8 sits 67% above its level up to there")
+
+
+def _short_run(after: list[float]) -> tuple[Curve, Curve]:
+    """Ten epochs of a small text classifier: the validation loss falls with a noise of about half a percent to its
+    minimum at epoch 5, then ``after``; the training loss falls throughout."""
+    epochs = list(range(6 + len(after)))
+    val = Curve.from_arrays(epochs, [0.515, 0.480, 0.474, 0.478, 0.476, 0.466, *after], "val_loss")
+    train = [0.52, 0.48, 0.46, 0.44, 0.42, 0.40, 0.38, 0.36, 0.34, 0.32][:len(epochs)]
+    return val, Curve.from_arrays(epochs, train, "loss")
+
+
+def test_a_short_climb_at_every_evaluation_well_beyond_the_noise_is_overfitting():
+    """Four evaluations after the minimum, each above the one before, ending 8.6% above it where the noise before
+    it is under a percent: a rise that started at the minimum, not a plateau (four evaluations are too few for a
+    trend test, and the rise is short of 15%)."""
+    result = analyze_overfitting(*_short_run([0.484, 0.491, 0.499, 0.506]))
+    assert result.detected and result.pattern == "rising" and result.onset_step == 5
+    assert result.findings[0].code == "overfitting"
+
+
+@pytest.mark.parametrize("after", [[0.484, 0.499, 0.491, 0.506],  # not a climb at every evaluation
+                                   [0.467, 0.469, 0.470, 0.472],  # a climb within a few noise sigmas
+                                   [0.484, 0.491, 0.499]])  # three evaluations: a 7% climb is no proof
+def test_a_short_climb_short_of_the_rule_is_no_overfitting(after):
+    assert not analyze_overfitting(*_short_run(after)).detected
