@@ -91,6 +91,8 @@ from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs, RunInfo
 from tanalyze.readers.base import Phase, Restart
+from tanalyze.readers.text._reader import NO_METRIC_LINES
+from tanalyze.readers.text.job_console import METRIC_LIKE_WARNING
 from tanalyze.roles import (
     Roles,
     memory_unit,
@@ -113,7 +115,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "54"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "55"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -185,6 +187,7 @@ ANALYSIS_VERSION = "54"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # an HF Trainer's end names the state that records it; another training's checkpoints are not a run's
 # 54: a validation rise that climbs at every one of 4+ evaluations after the minimum, 4 noise sigmas, is overfitting;
 # val_plateau quotes the rise from the level its noise band is read from
+# 55: a failed job whose console holds metric lines no reader read is metrics_unread, not ended_before_metrics
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -761,6 +764,16 @@ def _ended_before_metrics(verdict: Verdict, status: RunStatus) -> Verdict:
                    findings=tuple(ended if f.code == "insufficient_data" else f for f in verdict.findings))
 
 
+def _metrics_unread(verdict: Verdict, status: RunStatus) -> Verdict:
+    """The verdict of a run with no point whose job failed but whose console holds lines no reader could read as
+    metrics: it did log, in a format tanalyze does not know."""
+    why = (f"no metric could be read: the console has lines that look like metrics in a format tanalyze does not "
+           f"read (see the read warnings); the job ended ({status.status}: {status.reason})")
+    unread = Finding("metrics_unread", Severity.WARNING, why[:1].upper() + why[1:], recommend("metrics_unread"))
+    return replace(verdict, reasons=(why,),
+                   findings=tuple(unread if f.code == "insufficient_data" else f for f in verdict.findings))
+
+
 def diagnose_run(
     frame: pd.DataFrame,
     *,
@@ -914,7 +927,8 @@ def diagnose_run(
                                epoch_train=epoch_train, language_model=language_model_start(hparams or {}, text),
                                classifier=format not in SUMMED_LOSS_FORMATS, preference=preference_progress(curves))
     if not len(frame) and status is not None and status.failed:
-        verdict = _ended_before_metrics(verdict, status)
+        unread = any(METRIC_LIKE_WARNING in w or NO_METRIC_LINES in w for w in read_warnings)
+        verdict = _metrics_unread(verdict, status) if unread else _ended_before_metrics(verdict, status)
     if verdict.label == "underfitting" and len(frame):
         verdict = _stopped_early(verdict, hparams or {}, format or "", int(frame["step"].max()), status)
     stopping = {"headline": _STOPPING_RULE.get(format or "", "lightning_patience"), **params.get("early_stopping", {})}

@@ -306,6 +306,26 @@ def test_loss_nan_from_the_first_step_is_a_broken_start_not_a_learning_rate_or_m
     assert not [f for f in d.findings if f.code == "metric_nonfinite"]
 
 
+@pytest.mark.parametrize("lines", [
+    ["End of epoch 0 / 100 \t Time Taken: 1606.5 sec", "Generator Loss: 3844.1664, Discriminator Loss: 1286.4466",
+     "learning rate = 0.0002000", "End of epoch 1 / 100 \t Time Taken: 1603.3 sec",
+     "Generator Loss: 3053.6426, Discriminator Loss: 696.8782"],  # a console no reader claims
+    ["[epoch:1/1200] [loss:0.2329] [lr:0.009304] [Time:[2022-08-28 00:11:31]]",
+     "[epoch:2/1200] [loss:0.0082] [lr:0.008603] [Time:[2022-08-28 00:13:57]]"],  # one a reader claims, reads nothing of
+])
+def test_a_killed_job_whose_metric_lines_could_not_be_read_did_not_end_before_logging(tmp_path, lines):
+    """A job cancelled by its scheduler after 47 epochs of a print format no reader knows: its verdict said 'the
+    job ended before it logged any metric', an ERROR that told its user it never trained. It logged, unread."""
+    console = tmp_path / "train.out"
+    console.write_text("Initializing model...\n" + "\n".join(lines) + "\nslurmstepd-node: error: *** JOB 11863 ON node "
+                       "CANCELLED AT 2022-05-22T12:41:13 ***\n")
+    [d] = tanalyze.diagnose(tanalyze.load(tmp_path, cache=False)).values()
+    assert d.status.status == "killed" and d.verdict.label == "insufficient_data"
+    assert d.verdict.reasons[0].startswith("no metric could be read: the console has lines that look like metrics")
+    assert [f.code for f in d.findings if f.code in ("metrics_unread", "ended_before_metrics")] == ["metrics_unread"]
+    assert "--pattern REGEX" in next(f for f in d.findings if f.code == "metrics_unread").recommendation
+
+
 @pytest.mark.real_logs
 def test_a_job_that_ran_out_of_memory_before_its_first_step_is_a_run_that_says_so(capsys):
     """Real llm.c jobs that died while allocating (out of memory) or on an assertion, before any step: each is a

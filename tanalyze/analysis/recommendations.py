@@ -427,6 +427,13 @@ CAUSES: dict[str, Cause] = {
         "(with gradient accumulation), activation checkpointing or sharding; an exception, its last frame; "
         "a cancellation, the time limit or the queue.",
     ),
+    "metrics_unread": Cause(
+        "Metric lines in a format tanalyze does not read",
+        "a hand-written print format (its own words, brackets or separators) that no reader knows",
+        "Read the file with --pattern REGEX (named groups: step and one per metric, e.g. "
+        "'Epoch (?P<step>\\d+).*Loss: (?P<loss>[\\d.]+)'), or log through a supported logger (TensorBoard, a CSV "
+        "file) next time.",
+    ),
     "reward_missing": Cause(
         "RL: no reward was logged",
         "the logger wrote only the policy update's statistics (SB3 prints rollout/ only when episodes end and "

@@ -12,12 +12,14 @@ every run's is.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from tanalyze.readers.base import Reader, RunData
+from tanalyze.readers.base import Reader, ReadWarning, RunData
 from tanalyze.readers.text.console import parse_console_file
+from tanalyze.readers.values import short
 
-__all__ = ["JOB_CONSOLE_FORMAT", "JobConsoleReader"]
+__all__ = ["JOB_CONSOLE_FORMAT", "METRIC_LIKE_WARNING", "JobConsoleReader"]
 
 JOB_CONSOLE_FORMAT = "job-console"
 
@@ -25,6 +27,15 @@ JOB_CONSOLE_FORMAT = "job-console"
 _SAID_ABOVE = ("no known console format recognised", "carry no metrics")
 _NOTE = ("the job's console holds no line of a known metric format: the job ended before it logged one "
          "(its status says how), or its lines need --pattern REGEX")
+#: a line that names a measure of training and gives a number soon after (``Generator Loss: 3844.17``,
+#: ``[epoch:1/1200] [loss:0.2329]``): a metric line of a format no reader knows (a traceback's ``loss.backward()``
+#: or ``compute_loss`` is none)
+_METRIC_LIKE = re.compile(r"^[^\n]*?\b(?:loss|acc|accuracy|reward|return|ppl|perplexity|f1|mAP|dice|iou|psnr|bleu|wer)"
+                          r"\b[^\n\d]{0,16}?[-+]?\.?\d[^\n]*", re.I | re.M)
+#: what the warning on such lines says (diagnosis tells a job that logged unread metrics from one that logged none)
+METRIC_LIKE_WARNING = "look like metric lines"
+#: the bytes of a console scanned for such lines
+_SCANNED = 16 * 1024 * 1024
 
 
 class JobConsoleReader(Reader):
@@ -41,6 +52,26 @@ class JobConsoleReader(Reader):
         """One run with what the console holds besides metrics: its tracebacks (how many, the last exception) and
         what cleaning it took (NUL bytes, ``\\r`` redraws)."""
         notes = [_NOTE]
+        warnings = []
         for path in files:
             notes += [note for note in parse_console_file(path).notes if not any(said in note for said in _SAID_ABOVE)]
-        return [RunData(notes=notes)]
+            warning = _metric_like_lines(path)
+            if warning is not None:
+                warnings.append(warning)
+        return [RunData(notes=notes, warnings=warnings)]
+
+
+def _metric_like_lines(path: Path) -> ReadWarning | None:
+    """A warning naming the lines of ``path`` that look like metric lines (two at least), which no reader read."""
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(_SCANNED).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    found = list(_METRIC_LIKE.finditer(text))
+    if len(found) < 2:
+        return None
+    line = text.count("\n", 0, found[0].start()) + 1
+    return ReadWarning(str(path), f"{len(found):,} line(s) {METRIC_LIKE_WARNING} (a loss, an accuracy … and a "
+                       f"number) in a format no reader knows, e.g. {short(found[0].group(0).strip())!r}: read them "
+                       "with --pattern REGEX (named groups: step and one per metric)", f"line {line}", count=len(found))
