@@ -356,20 +356,16 @@ def analyze_overfitting(
             f"step {window[0]} to {window[1]}) and ended at {val_end:.4g} ({100 * (rise_rel or 0):+.1f}% over "
             f"the later evaluations{gl_txt}){train_txt}{gap_txt}"
         )
-        lone = int(np.argmin(y))
-        if lone != imin:
-            message += (f"; its lowest evaluation, {v.values[lone]:.4g} at step {int(v.steps[lone])}, is a lone low "
-                        "draw between higher neighbours, not where the curve turned")
+        message += _lone_draw(v, y, imin)
         findings = (Finding("overfitting", Severity.WARNING, message, recommend("overfitting"), step=onset_step,
                             step_end=int(v.steps[-1]), evidence={"pattern": pattern, "gl_end": gl_end,
                                                                  "window": list(window)}),)
     elif plateau:
         findings = (Finding("val_plateau", Severity.INFO,
                             f"{v.tag} has not improved on its minimum {vmin:.4g} (step {onset_step}) in {m} evaluations "
-                            f"({_over_bottom(tail_rise, bottom, is_log, val_end)}within its noise, a band of "
-                            f"{_pct(band, is_log)}) while "
+                            f"({_plateau_level(tail_rise, bottom, band, share, is_log, val_end)}) while "
                             f"{t_curve.tag if t_curve is not None else 'the training loss'} kept falling: the "
-                            "steps after it gain nothing on validation", recommend("val_plateau"),
+                            f"steps after it gain nothing on validation{_lone_draw(v, y, imin)}", recommend("val_plateau"),
                             step=onset_step, step_end=int(v.steps[-1]),
                             evidence={"window": list(window), "train_change_rel": t_change}),)
     findings += _frozen(v)
@@ -459,13 +455,28 @@ def kendall_increasing_p(values: np.ndarray) -> float:
     return float(norm.sf(z))
 
 
-def _over_bottom(rise: float | None, bottom: float | None, is_log: bool, last: float) -> str:
-    """``the later evaluations are +9.4% above the level around it (0.266), the last 0.2878: `` (empty when they are
-    not above it): the rise the noise band is compared with, from the level around the minimum, not its raw value."""
+def _plateau_level(rise: float | None, bottom: float | None, band: float, share: float | None, is_log: bool,
+                   last: float) -> str:
+    """Where the later evaluations of a plateau lie: ``the later evaluations are +9.4% above the level around it
+    (0.266), the last 0.2878: within its noise, a band of 21.1%`` — the rise from the level around the minimum the
+    noise band is compared with, not from its raw value; when that rise is beyond the band, how few of them are."""
+    noise = f"a band of {_pct(band, is_log)}"
     if rise is None or bottom is None or rise <= 0:
-        return ""
+        return f"within its noise, {noise}"
     level = float(np.exp(bottom)) if is_log else bottom
-    return f"the later evaluations are +{_pct(rise, is_log)} above the level around it ({level:.4g}), the last {last:.4g}: "
+    where = f"the later evaluations are +{_pct(rise, is_log)} above the level around it ({level:.4g}), the last {last:.4g}"
+    if rise <= band or share is None:
+        return f"{where}: within its noise, {noise}"
+    return f"{where}, but only {share:.0%} of them beyond its noise ({noise}): no lasting rise"
+
+
+def _lone_draw(v: Curve, y: np.ndarray, imin: int) -> str:
+    """The words on a lowest evaluation that is not where the minimum was put (a lone low draw), or ''."""
+    lone = int(np.argmin(y))
+    if lone == imin:
+        return ""
+    return (f"; its lowest evaluation, {v.values[lone]:.4g} at step {int(v.steps[lone])}, is a lone low draw between "
+            "higher neighbours, not where the curve turned")
 
 
 def _pct(band: float, is_log: bool) -> str:

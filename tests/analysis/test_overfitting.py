@@ -322,3 +322,29 @@ def test_a_short_climb_at_every_evaluation_well_beyond_the_noise_is_overfitting(
                                    [0.484, 0.491, 0.499]])  # three evaluations: a 7% climb is no proof
 def test_a_short_climb_short_of_the_rule_is_no_overfitting(after):
     assert not analyze_overfitting(*_short_run(after)).detected
+
+
+def test_a_plateau_names_a_lone_lowest_draw_and_a_passing_bump_as_such():
+    """A validation loss that levelled off, bumped up for a few evaluations and came back, with one evaluation drawn
+    lower than all others between higher neighbours: the finding named the level it measured as 'its minimum' while
+    the lowest evaluation was later, and called a rise beyond its band 'within its noise'."""
+    steps = np.arange(40)
+    val = np.r_[np.geomspace(0.33, 0.037, 15), [0.042, 0.036, 0.042, 0.032, 0.031, 0.029, 0.028, 0.032, 0.036, 0.029,
+                                                0.025, 0.0256, 0.027, 0.0263, 0.039, 0.041, 0.054, 0.062, 0.066, 0.045,
+                                                0.038, 0.033, 0.0225, 0.030, 0.028]]
+    train = np.geomspace(1.0, 0.015, 40)
+    result = analyze_overfitting(Curve.from_arrays(steps, val, "val_loss"), Curve.from_arrays(steps, train, "loss"))
+    [finding] = result.findings
+    assert finding.code == "val_plateau" and result.onset_step == 25
+    assert "its lowest evaluation, 0.0225 at step 37, is a lone low draw" in finding.message
+    assert "above the level around it (0.0256)" in finding.message and "within its noise, a band of" in finding.message
+
+
+def test_a_plateaus_rise_beyond_its_band_is_not_called_within_its_noise():
+    from tanalyze.analysis.overfitting import _plateau_level
+
+    beyond = _plateau_level(np.log(1.298), np.log(0.0255), np.log(1.209), 0.57, True, 0.0278)
+    assert beyond == ("the later evaluations are +29.8% above the level around it (0.0255), the last 0.0278, but only "
+                      "57% of them beyond its noise (a band of 20.9%): no lasting rise")
+    within = _plateau_level(np.log(1.092), np.log(0.2665), np.log(1.211), 0.0, True, 0.2878)
+    assert within.endswith(": within its noise, a band of 21.1%")
