@@ -467,6 +467,14 @@ def test_models_compared_in_one_log_are_not_one_curve_that_blew_up():
     assert "1 other session appended to the log" in restarts.message
 
 
+def test_a_losses_table_of_split_columns_is_judged_by_them():
+    """tests/fixtures/loss_tables: a real training that overfits, its losses saved as ``train``, ``valid`` columns of
+    losses.csv (not read before): the validation loss is lowest at epoch 3 and doubles by the end."""
+    [d] = tanalyze.diagnose(tanalyze.load(Path(__file__).resolve().parent / "fixtures" / "loss_tables")).values()
+    assert d.roles["train_loss"] == "loss/train" and d.roles["val_loss"] == "loss/valid"
+    assert d.verdict.label == "overfitting" and d.overfitting.onset_step == 3
+
+
 SB3_RL = Path(__file__).resolve().parent / "fixtures" / "sb3_rl"
 #: Findings about a loss's shape, meant for supervised losses: never raised on a reinforcement-learning run's losses
 LOSS_SHAPE = {"loss_spike", "diverged_explosion", "plateau", "underfitting", "divergence_warning"}

@@ -158,6 +158,33 @@ def test_a_semicolon_log_that_is_no_keras_csvlogger_is_not_claimed(tmp_path):
     assert not GenericCSVReader().sniff(path, path.read_bytes())
 
 
+LOSS_TABLES = Path(__file__).resolve().parents[1] / "fixtures" / "loss_tables"
+
+
+def test_a_losses_table_whose_columns_name_only_their_split():
+    """``pd.DataFrame({"train": …, "valid": …}).to_csv("losses.csv")`` after a real training
+    (tests/fixtures/loss_tables): no step column, an unnamed index, columns that name no measure. It was not read
+    at all; the file's name says the columns are losses: ``loss/train``, ``loss/valid`` at the row number."""
+    name, info, frame = _load_path(LOSS_TABLES / "losses.csv")
+    assert info.format == "csv" and not info.warnings
+    assert sorted(set(frame["tag"])) == ["loss/train", "loss/valid"]
+    check_points(curve(frame, "loss/train"), {0: 0.6581125140190125, 39: 0.0006728756212396547}, 40)
+    check_points(curve(frame, "loss/valid"), {3: 0.34946316480636597, 39: 0.7048790454864502}, 40)
+    assert "losses.csv names its columns' values losses: train as loss/train, valid as loss/valid" in info.notes
+
+
+def test_a_losses_tables_columns_that_name_a_measure_keep_their_names(tmp_path):
+    path = tmp_path / "losses.csv"
+    path.write_text(",loss0,loss1,acc0,acc1\n0,1.74,1.75,81.7,79.1\n1,1.64,1.67,84.5,82.0\n")
+    name, info, frame = _load_path(path)
+    assert sorted(set(frame["tag"])) == ["acc0", "acc1", "loss0", "loss1"]
+    assert not any("names its columns' values losses" in note for note in info.notes)
+
+
+def _load_path(path: Path):
+    return only_run(load(path, cache=False))
+
+
 # --- YOLO ------------------------------------------------------------------------------------------
 
 

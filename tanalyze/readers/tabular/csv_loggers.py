@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
-from tanalyze.readers.tabular.common import load_config, read_head, settle_rewrites
+from tanalyze.readers.tabular.common import load_config, name_list, read_head, settle_rewrites
 from tanalyze.readers.tabular.widecsv import column_key, read_wide_csv, sniff_header, sniff_separator
 
 __all__ = ["LightningCSVReader", "KerasCSVReader", "YoloResultsReader", "GenericCSVReader", "choose_step_column"]
@@ -41,10 +41,10 @@ def _second_line(head: bytes) -> str:
 class _WideCSVReader(Reader):
     """What the CSV logger readers share: one run per log file, configs beside it read as hparams."""
 
-    cache_version = 6  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
+    cache_version = 7  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
     #                    names with blanks between words ("total timesteps"); 4: YOLO epochs not validated (all zeros);
     #                    5: Keras CSVLogger: an epoch logged again by the next one-epoch fit() is a new session;
-    #                    6: Keras CSVLogger's ';' and tab separators
+    #                    6: Keras CSVLogger's ';' and tab separators; 7: a losses file's split columns as losses
     #: config files read into hparams when they sit beside a log
     config_names: ClassVar[tuple[str, ...]] = ()
     #: column names (any case) that fill the epoch column
@@ -393,6 +393,9 @@ EPOCH_NAMES = ("epoch", "epochs")
 _LOG_NAME = re.compile(r"metric|log|history|progress|result|loss|stats|scalar|curve", re.IGNORECASE)
 _METRIC = re.compile(r"loss|acc|lr|learning|reward|score|err|perplex|ppl|f1|map|auc|bleu|rouge|wer|return",
                      re.IGNORECASE)
+#: a file whose name says its columns are losses (``losses.csv``, ``loss_history.csv``): a column named for its
+#: split alone (``train``, ``valid``) is that split's loss
+_LOSS_FILE = re.compile(r"loss", re.IGNORECASE)
 
 
 def choose_step_column(header: list[str]) -> int | None:
@@ -440,10 +443,19 @@ class GenericCSVReader(_WideCSVReader):
         step = choose_step_column(header)
         if step is not None:
             return len(header) >= 2
-        if not _LOG_NAME.search(path.stem) or not any(_METRIC.search(h) for h in header):
+        if not _LOG_NAME.search(path.stem) or not (any(_METRIC.search(h) for h in header)
+                                                   or _LOSS_FILE.search(path.stem)):
             return False
         cells = _second_line(head).split(",")
         return len(cells) == len(header) and all(_is_number_text(c) for c in cells)
+
+    def read(self, files: list[Path]) -> list[RunData]:
+        runs = super().read(files)
+        logs = [f for f in files if f.name not in self.config_names]
+        if logs and _LOSS_FILE.search(logs[0].stem):
+            for run in runs:
+                _name_losses(run, logs[0].name)
+        return runs
 
     def notes_for(self, header: list[str], step_column: str | None) -> list[str]:
         if step_column is None:
@@ -451,6 +463,21 @@ class GenericCSVReader(_WideCSVReader):
         if step_column.lower() in EPOCH_NAMES:
             return [f"one row per epoch: step = {step_column!r} as written; the epoch column holds it too"]
         return []
+
+
+def _name_losses(run: RunData, file: str) -> None:
+    """In a file whose name says it holds losses, a column that names no measure (``train``, ``valid``, ``test``)
+    becomes ``loss/<column>``: the file's name is what says it is a loss."""
+    frame = run.scalars
+    if not isinstance(frame, pd.DataFrame) or not len(frame):
+        return
+    tags = [str(tag) for tag in frame["tag"].cat.categories] if isinstance(frame["tag"].dtype, pd.CategoricalDtype) \
+        else sorted(set(frame["tag"].astype(str)))
+    renamed = {tag: f"loss/{tag}" for tag in tags if not _METRIC.search(tag) and f"loss/{tag}" not in tags}
+    if not renamed:
+        return
+    run.scalars = frame.assign(tag=frame["tag"].astype(str).replace(renamed).astype("category"))
+    run.notes.append(f"{file} names its columns' values losses: {name_list([f'{a} as {b}' for a, b in renamed.items()])}")
 
 
 def _is_number_text(cell: str) -> bool:
