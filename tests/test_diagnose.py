@@ -475,6 +475,14 @@ def test_a_losses_table_of_split_columns_is_judged_by_them():
     assert d.verdict.label == "overfitting" and d.overfitting.onset_step == 3
 
 
+def test_a_hand_written_reinforcement_learning_loop_is_judged_by_its_reward():
+    """tests/fixtures/rl_episodes: a real Q-learning loop's ``Episode N | Avg Reward: …`` lines (not read before); its
+    average reward climbs from -4 to 9: a learning run."""
+    [d] = tanalyze.diagnose(tanalyze.load(Path(__file__).resolve().parent / "fixtures" / "rl_episodes")).values()
+    assert d.roles == {"reward": "Avg Reward"} and d.verdict.label == "normal"
+    assert d.verdict.reasons[0].startswith("Avg Reward rose from")
+
+
 SB3_RL = Path(__file__).resolve().parent / "fixtures" / "sb3_rl"
 #: Findings about a loss's shape, meant for supervised losses: never raised on a reinforcement-learning run's losses
 LOSS_SHAPE = {"loss_spike", "diverged_explosion", "plateau", "underfitting", "divergence_warning"}

@@ -902,6 +902,17 @@ def test_a_loop_over_models_each_from_its_first_epoch_is_sessions_none_written_o
     assert "logged several times an epoch" not in notes_text(run) and "replaced" not in notes_text(run)
 
 
+def test_episode_lines_of_a_reinforcement_learning_loop():
+    """A hand-written Q-learning loop's ``Episode 10 | Avg Reward: 1.53 | Epsilon: 0.847 | Win Rate: 50.00%`` through
+    logging's default prefix (tests/fixtures/rl_episodes, a real training): step = the episode. Nothing was read."""
+    run = _read(FIXTURES / "rl_episodes" / "train.log")
+    frame = run.scalars
+    check(frame, "Avg Reward", {0: -4.0, 10: 1.53, 290: 9.0}, count=30)
+    check(frame, "Epsilon", {10: 0.847, 290: 0.05}, count=30)
+    check(frame, "Win Rate", {10: 50.0, 290: 100.0}, count=30)
+    assert run.restarts == [] and not run.warnings
+
+
 def test_coco_evaluation_summaries_at_the_last_training_step_before_them():
     """pycocotools' summary after each epoch (a real COCOeval): each of its twelve lines a tag named as detectron2
     names them under the evaluation's kind (``bbox/AP``, ``bbox/AP50``, ``bbox/APl``, ``bbox/AR1`` …), at the last

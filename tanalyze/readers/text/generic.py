@@ -119,7 +119,7 @@ _BLANK_PAIR = rf"(?!of\b)[A-Za-z_][\w./@%-]{{0,63}}[ \t]*[:=]?[ \t]*{NUMBER}{_UN
 _BLANK_PAIRS = rf"(?:[ \t]+{_BLANK_PAIR})+[ \t]*$"
 KV_STEP = re.compile(
     r"^[ \t]*(?:\[(?=[^\]\n]*\d\][ \t]))?"
-    r"(?:(?P<token>(?:iter|iteration|global_step|step)(?P<counter>)|epoch|ep)[ \t]*[:=]?[ \t]*"
+    r"(?:(?P<token>(?:iter|iteration|global_step|step|episode)(?P<counter>)|epoch|ep)[ \t]*[:=]?[ \t]*"
     r"|(?<=\[)(?=\d+[ \t]*/[ \t]*\d+\]))"  # (or a bare "[200/300000]")
     r"(?P<step>\d+)(?P<total>[ \t]*/[ \t]*\d+)?\]?"
     # (after a bracket, a blank: "[Epoch 5] Train Loss: …, Val Loss: …"; "[Step s/S] …" is PyTorch's examples' line)
@@ -1698,7 +1698,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 23  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 24  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1712,7 +1712,7 @@ class GenericTextReader(TextReader):
     #                    20: an 'iteration' counting epochs beside the batch of its epoch; a logger named by a path;
     #                    21: 'Train loss 0.14 accuracy 0.95' under an epoch header; 22: an evaluation's block after
     #                    its banner takes its phase; the batch of an epoch in brackets; 23: 'Epoch 1/1' then
-    #                    'Epoch 1/8' another training (a session), not one epoch's lines
+    #                    'Epoch 1/8' another training (a session), not one epoch's lines; 24: 'Episode N | …' lines
 
     behind_logging = True
 
