@@ -351,3 +351,21 @@ def test_a_line_printed_after_an_epochs_update_is_not_joined_to_it(tmp_path):
     frame = run.scalar_table()
     points = {(str(t), int(s)): float(v) for t, s, v in zip(frame["tag"], frame["step"], frame["value"], strict=True)}
     assert points == _points("keras3_verbose2.log")
+
+
+@pytest.mark.parametrize("name", ["keras3_verbose2.log", "keras3_file.log", "tf_keras_file.log"])
+def test_a_log_whose_head_was_cut_off_begins_with_its_first_epochs_end(tmp_path, name):
+    """A console saved from the middle of its first epoch: it begins with that epoch's last update (with its
+    validation) and no 'Epoch 1/30' line before it. It was read as a model.evaluate bar (``evaluate/loss`` …) and the
+    first epoch lost; it is the epoch before the first 'Epoch' line, as the whole log reads it."""
+    lines = (FIXTURES / name).read_text().splitlines(keepends=True)
+    first = next(i for i, line in enumerate(lines) if line.startswith("Epoch 1/"))
+    cut = tmp_path / name
+    cut.write_text("".join(lines[first + 1:]))
+    (whole,) = get_reader("keras_console").read([FIXTURES / name])
+    (run,) = get_reader("keras_console").read([cut])
+    key = ["tag", "step", "value"]
+    got = run.scalars[key].sort_values(key[:2]).reset_index(drop=True)
+    expected = whole.scalars[key].sort_values(key[:2]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, expected, check_categorical=False)
+    assert any("its head cut off" in note for note in run.notes)

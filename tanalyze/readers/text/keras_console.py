@@ -36,7 +36,7 @@ from __future__ import annotations
 import re
 from itertools import chain
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -99,7 +99,8 @@ class KerasConsoleParser(TextParser):
     patterns = ((EPOCH, "epoch"), (PROGRESS, "progress"), (EPOCH_TIME, "epoch_time"))
     state_fields = {"_epoch": "last", "_epochs": "last", "_batches": "last", "_done": "last", "_cut_at": "last",
                     "_running_means": "sum", "_evaluations": "sum", "_cut_epochs": "sum", "_last_epoch_step": "last",
-                    "_old_epochs": "sum", "_skipping": "last", "_end_names": "last"}
+                    "_old_epochs": "sum", "_skipping": "last", "_end_names": "last", "_headless": "last",
+                    "_headless_read": "sum"}
     #: read old Keras's epochs line by line (not a chunk's at once); for tests
     line_by_line: ClassVar[bool] = False
 
@@ -120,6 +121,10 @@ class KerasConsoleParser(TextParser):
         self._last_epoch_step: int | None = None
         self._old_epochs = 0  # epochs read from old Keras's verbose=2 lines (no batch counter)
         self._skipping = False  # in an epoch whose number could not be read
+        # an epoch's last update with validation before any Epoch line (a log whose head was cut off): its pairs,
+        # until the first Epoch line says which epoch it ended
+        self._headless: list[list[Any]] | None = None
+        self._headless_read = 0
 
     def feed(self, chunk: Chunk) -> None:
         if self.line_by_line or not self._old_epochs_at_once(chunk):
@@ -198,6 +203,13 @@ class KerasConsoleParser(TextParser):
     def _on_epoch(self, m: re.Match[str], chunk: Chunk) -> None:
         self._close_epoch()
         epoch = int(m.group(1))
+        if self._headless is not None:  # the epoch before this one ended on the log's first lines
+            if 1 < epoch <= _LARGEST_EPOCH:
+                self.anchor(epoch - 2, chunk, m.start())
+                self.rows.add_pairs([(name, value) for name, value in self._headless], epoch - 2)
+                self._last_epoch_step = epoch - 2
+                self._headless_read += 1
+            self._headless = None
         if epoch > _LARGEST_EPOCH:  # garbled digits: the line and its epoch's updates are named, not read
             self.unparsed(chunk, m.start())
             self._epoch, self._skipping = None, True
@@ -245,6 +257,11 @@ class KerasConsoleParser(TextParser):
             self.rows.add_pairs(pairs, step)
             self._batches, self._done, self._cut_at = int(total), True, None
             self._last_epoch_step = step
+            return
+        if self._epoch is None and self._last_epoch_step is None and any(tag.startswith("val_") for tag in names):
+            # before any Epoch line, a complete update with validation: an epoch's end whose Epoch line was cut off
+            # (model.evaluate validates nothing); which epoch, the next Epoch line tells
+            self._headless = [[tag, value] for tag, value in pairs]
             return
         # after the epoch's end, another bar: model.evaluate (old Keras's shows no metric: nothing to count)
         evaluated = [(f"evaluate/{tag}", value) for tag, value in pairs if tag != "step_time_ms"]
@@ -315,6 +332,9 @@ class KerasConsoleParser(TextParser):
         if self._evaluations:
             notes.append(f"{self._evaluations} evaluation bar(s) after training read as evaluate/<metric> at the "
                          "last epoch's step")
+        if self._headless_read:
+            notes.append("the log begins with an epoch's last update whose 'Epoch' line is not in it (its head cut "
+                         "off): read as the epoch before the first 'Epoch' line")
         self.notes[:0] = notes
 
 
@@ -426,9 +446,10 @@ class KerasConsoleReader(TextReader):
     name = "keras_console"
     description = "Keras model.fit console output ('Epoch 3/20' then the progress bar's '- loss: … - val_loss: …')"
     parser = KerasConsoleParser
-    cache_version = 8  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …'); 6: an
+    cache_version = 9  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …'); 6: an
     #                   update at the last batch with an ETA is no epoch's end; 7: nor one a fuller update follows;
-    #                   8: an update a terminal's hard wrap cut is joined back
+    #                   8: an update a terminal's hard wrap cut is joined back; 9: a log whose head was cut begins
+    #                   with an epoch's end
 
     def detect(self, window: str) -> bool:
         return detect_keras_console(window)
