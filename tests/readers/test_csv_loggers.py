@@ -181,6 +181,12 @@ def test_a_losses_tables_columns_that_name_a_measure_keep_their_names(tmp_path):
     assert not any("names its columns' values losses" in note for note in info.notes)
 
 
+def test_a_losses_table_without_a_header_is_not_read_with_numbers_for_names(tmp_path):
+    path = tmp_path / "losses.csv"
+    path.write_text("0.5833239185090606 ,0.5479436865750196\n0.5392689951212867 ,0.525249026720492\n")
+    assert not GenericCSVReader().sniff(path, path.read_bytes())
+
+
 def _load_path(path: Path):
     return only_run(load(path, cache=False))
 

@@ -443,8 +443,9 @@ class GenericCSVReader(_WideCSVReader):
         step = choose_step_column(header)
         if step is not None:
             return len(header) >= 2
+        named = not any(_is_number_text(h) for h in header if h)  # (a first line of numbers is no header)
         if not _LOG_NAME.search(path.stem) or not (any(_METRIC.search(h) for h in header)
-                                                   or _LOSS_FILE.search(path.stem)):
+                                                   or (_LOSS_FILE.search(path.stem) and named)):
             return False
         cells = _second_line(head).split(",")
         return len(cells) == len(header) and all(_is_number_text(c) for c in cells)
