@@ -497,9 +497,11 @@ def _classify(
     needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
     evidence.update(spikes=spikes, spikes_needed=needed, one_point_spikes=blips)
     heavy = _heavy_spikes(divergence.spikes, fin, th, f["start_level"])
-    if heavy and main_role == "val" and len(fin) and main.collapse_steps().finite_part().values.argmin() == len(fin) - 1:
-        # a verdict resting on the validation loss, which ends at its best: its setbacks on the way are no
-        # instability (the model kept is the best), as for the validation swings of any run
+    ends_best = len(fin) and main.collapse_steps().finite_part().values.argmin() == len(fin) - 1
+    if heavy and ends_best and (main_role == "val" or all(sp.recovery_steps is not None and sp.points <= len(fin) / 4
+                                                          for sp in heavy)):
+        # a curve that ends at its best: its setbacks on the way, each brief and come back from, are no instability
+        # (the model kept is the best; the loss went on to new lows), as for the validation swings of any run
         evidence["heavy_spikes_before_best_end"] = len(heavy)
         heavy = ()
     restarts = lr_restarts(learning_rate)

@@ -426,3 +426,18 @@ def test_a_training_loss_first_logged_after_the_validation_loss_fell_is_no_under
     verdict = classify_run(train, val, overfitting=analyze_overfitting(val, train))
     assert verdict.label != "underfitting", verdict.reasons
     assert "the fall came before the training loss's log began" in verdict.evidence["fits_training_data"]
+
+
+@pytest.mark.parametrize(("tail", "label"), [([0.0029, 0.00098, 0.00105, 0.00067, 0.00024, 0.00022], "normal"),
+                                             ([0.0095, 0.0088, 0.0091, 0.0087, 0.0090, 0.0089], "unstable")])
+def test_one_brief_spike_of_a_loss_that_goes_on_to_its_best_is_no_unstable_run(tail, label):
+    """A 20-epoch fine-tune: the training loss falls from 0.16 to 0.0038, jumps 3.7x for three epochs (0.047) and comes
+    back. Going on to new lows, to its best at the end, the run is normal (the spike is still reported); ending above
+    its low before the spike, the setback stands as instability."""
+    values = [0.161, 0.111, 0.0474, 0.0473, 0.044, 0.032, 0.040, 0.0134, 0.0068, 0.0038, 0.0127, 0.0302, 0.0474, 0.0178,
+              *tail]
+    loss = Curve.from_arrays(np.arange(1, 21), values, "Train Loss")
+    analysis = analyze_divergence(loss)
+    verdict = classify_run(loss, divergence=analysis)
+    assert verdict.label == label, verdict.reasons
+    assert [sp.onset_step for sp in analysis.spikes if sp.magnitude and sp.magnitude > 3] == [12]
