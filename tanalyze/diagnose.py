@@ -115,7 +115,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "56"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "57"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -189,6 +189,7 @@ ANALYSIS_VERSION = "56"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # val_plateau quotes the rise from the level its noise band is read from
 # 55: a failed job whose console holds metric lines no reader read is metrics_unread, not ended_before_metrics
 # 56: brief heavy spikes of a training loss that goes on to its best at the end are no unstable run
+# 57: a plateau starts where the loss reached its level; a normal verdict beside loss spikes says they fall short
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

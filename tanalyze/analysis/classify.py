@@ -583,8 +583,10 @@ def _classify(
             near.append(min(0.9, max(0.0, th.min_decrease / max(-change, 1e-9)) ** 2))
         confidence = _shrink(1 - 0.5 * max(near), data)
         moved = "rose" if change > 0 else "fell"  # a resumed run's plateau may end a little higher
-        reasons = [f"{main.tag} {moved} {_amount(f)} {_levels(f)}; "
-                   "no overfitting, instability, divergence or underfitting found"]
+        spiked = len(divergence.spikes) if divergence is not None else 0
+        found = ("no overfitting, divergence or underfitting found; its loss spike(s) fall short of an unstable run "
+                 "(see the findings)" if spiked else "no overfitting, instability, divergence or underfitting found")
+        reasons = [f"{main.tag} {moved} {_amount(f)} {_levels(f)}; {found}"]
         reasons += [evidence[key] for key in ("trained_start", "fits_training_data", "preference_learning")
                     if key in evidence]
         reasons += notes

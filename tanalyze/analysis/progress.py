@@ -144,7 +144,13 @@ def analyze_progress(
         while j + 1 < len(groups) and slow[j + 1] and _fall(groups[j + 1].level, reference, positive) < min_decrease:
             j += 1
         if j - i + 1 >= min_plateau:
-            start, end = groups[max(i - 1, 0)].start_step, groups[j].end_step  # flat from the last level reached
+            # flat from where the group before first came within min_decrease of its level (the level reached):
+            # that group may begin with the fall that led to it
+            before = max(i - 1, 0)
+            values = c.values[starts[before]:ends[before]]
+            reached = np.flatnonzero(values <= reference + min_decrease * abs(reference))
+            start = int(c.steps[starts[before] + reached[0]]) if reached.size else groups[before].start_step
+            end = groups[j].end_step
             level = float(np.median([g.level for g in groups[i : j + 1]]))
             plateaus.append(Plateau(start, end, end - start, j - i + 1, level, j == len(groups) - 1))
         i = j + 1

@@ -441,3 +441,15 @@ def test_one_brief_spike_of_a_loss_that_goes_on_to_its_best_is_no_unstable_run(t
     verdict = classify_run(loss, divergence=analysis)
     assert verdict.label == label, verdict.reasons
     assert [sp.onset_step for sp in analysis.spikes if sp.magnitude and sp.magnitude > 3] == [12]
+
+
+def test_a_normal_verdict_beside_a_loss_spike_does_not_say_no_instability_was_found():
+    """A loss that fell, then jumped 1.5x at a few points and ended above its best, short of an unstable run: the
+    reason said 'no overfitting, instability, divergence or underfitting found' next to the spike's warning."""
+    values = np.r_[np.geomspace(0.44, 0.09, 60), [0.097, 0.146, 0.147, 0.12, 0.112, 0.118, 0.117, 0.116]]
+    loss = Curve.from_arrays(np.arange(len(values)), values, "loss")
+    analysis = analyze_divergence(loss)
+    verdict = classify_run(loss, divergence=analysis)
+    assert analysis.spikes and verdict.label == "normal"
+    assert "its loss spike(s) fall short of an unstable run" in verdict.reasons[0]
+    assert "instability" not in verdict.reasons[0]

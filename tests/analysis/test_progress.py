@@ -59,3 +59,14 @@ def test_a_slow_steady_fall_over_many_epochs_is_progress_not_one_long_plateau():
         inside = [w.level for w in result.windows if plateau.start_step < w.start_step <= plateau.end_step]
         assert min(inside) > 0.97 * before
     assert not any("flat since step 0 " in f.message or "100% of the run" in f.message for f in result.findings)
+
+
+def test_a_plateau_begins_where_the_loss_reached_its_level_not_where_its_window_begins():
+    """25 epochs: the loss falls from 1.79 to 1.04 in two epochs, then stays near 1.0. The first window (epochs 0-7)
+    holds that fall; the plateau began at epoch 2, not 0 (it said 'flat since step 0, 100% of the run')."""
+    values = [1.794, 1.158, 1.042, 1.015, 1.011, 1.008, 1.006, 1.005] + [1.004 - 0.0001 * k for k in range(17)]
+    result = analyze_progress(Curve.from_arrays(np.arange(25), values, "train_loss"))
+    [plateau] = result.plateaus
+    assert plateau.start_step == 2 and plateau.at_end
+    [finding] = result.findings
+    assert finding.message.startswith("train_loss has been flat since step 2 (")
