@@ -115,7 +115,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "57"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "58"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -190,6 +190,7 @@ ANALYSIS_VERSION = "57"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 55: a failed job whose console holds metric lines no reader read is metrics_unread, not ended_before_metrics
 # 56: brief heavy spikes of a training loss that goes on to its best at the end are no unstable run
 # 57: a plateau starts where the loss reached its level; a normal verdict beside loss spikes says they fall short
+# 58: a new start is measured against where the log or the session before began (the higher)
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -1166,7 +1167,7 @@ def _fresh_sessions(frame: pd.DataFrame, phases: Sequence[Phase],
                     roles: Mapping[str, str | tuple[str, ...] | None] | None) -> set[int]:
     """The sessions (their ``index``) that started over from scratch: their steps begin again where the log's
     first session began, and the training loss at their start has gone back most of the way (80%) from where
-    the session before ended to the log's first value. A Keras ``fit()`` called again also starts its epochs
+    the session before ended to where the log, or that session, began (the higher). A Keras ``fit()`` called again also starts its epochs
     over, but goes on from the loss it had reached: a session, not a new start."""
     curves = _curves_by_tag(frame)
     role_map = resolve_roles({tag: int(np.isfinite(c.values).sum()) for tag, c in curves.items()}, roles)
@@ -1178,12 +1179,16 @@ def _fresh_sessions(frame: pd.DataFrame, phases: Sequence[Phase],
         return set()
     begins = phases[0].first_step - phases[0].offset
     out = set()
-    for phase in phases[1:]:
+    for previous, phase in zip(phases[:-1], phases[1:], strict=True):
         after = np.flatnonzero(loss.steps >= phase.first_step)
         before = np.flatnonzero(loss.steps < phase.first_step)
         if phase.first_step - phase.offset > begins or not after.size or not before.size:
             continue
-        first, ended, start = float(loss.values[0]), float(loss.values[before[-1]]), float(loss.values[after[0]])
+        # (from where the log, or the session before, began: a log whose first session started low, or was a
+        # short false start, is no yardstick for the one before this)
+        began = np.flatnonzero(loss.steps >= previous.first_step)
+        first = max(float(loss.values[0]), float(loss.values[began[0]]) if began.size else -np.inf)
+        ended, start = float(loss.values[before[-1]]), float(loss.values[after[0]])
         if first > ended and start >= ended + 0.8 * (first - ended):
             out.add(phase.index)
     return out

@@ -483,6 +483,18 @@ def test_a_hand_written_reinforcement_learning_loop_is_judged_by_its_reward():
     assert d.verdict.reasons[0].startswith("Avg Reward rose from")
 
 
+def test_a_new_start_after_a_log_whose_first_session_began_low_is_still_a_new_start(tmp_path):
+    """A CSVLogger(append=True) file of three launches: a false start whose loss began low (0.77) and broke, then two
+    trainings from scratch (1.16 → 0.79, then 1.21 → 0.27). The third's start was measured against the log's first
+    value, 0.77, below where the second ended: it was 'a session appended', not a new start."""
+    rows = [(0, 0.77), (1, 0.0), (2, 0.57), (0, 1.16), (1, 0.96), (2, 0.79)]
+    rows += [(e, 1.21 * 0.88 ** e + 0.03) for e in range(16)]
+    (tmp_path / "training.log").write_text("epoch,loss\n" + "".join(f"{e},{v}\n" for e, v in rows))
+    [d] = tanalyze.diagnose(tanalyze.load(tmp_path, cache=False)).values()
+    [restarts] = [f for f in d.findings if f.code == "restarts_time_lost"]
+    assert restarts.message.startswith("2 new starts from scratch at steps 3, 6")
+
+
 SB3_RL = Path(__file__).resolve().parent / "fixtures" / "sb3_rl"
 #: Findings about a loss's shape, meant for supervised losses: never raised on a reinforcement-learning run's losses
 LOSS_SHAPE = {"loss_spike", "diverged_explosion", "plateau", "underfitting", "divergence_warning"}
