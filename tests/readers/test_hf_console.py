@@ -1,6 +1,7 @@
 """Hugging Face Trainer console output: real SLURM and Windows transcripts, and dirty cases."""
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +10,8 @@ from tanalyze.readers import HEAD_BYTES, get_reader
 from tanalyze.readers.text.hf_console import HFConsoleReader, parse_dict_literal
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, curve, notes_text, points, write
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 CPT = "hf_text_log/Jaong__Checkpoint-of-CPT/cmd.txt"
 SLURM_1361 = "hf_text_log/Nicolassalvan__mti881-projet2/ResultsEtape1/default (learning rate 5e-5)"
@@ -251,3 +254,19 @@ def test_an_accelerate_no_trainer_scripts_banner_is_not_the_trainers(tmp_path):
     frame = load(path.parent, cache=False).scalars
     check(frame, "eval_loss", {0: 7.10837459564209, 2: 6.90837459564209}, count=6)
     check(frame, "perplexity", {0: 1222.1594275215962}, count=6)
+
+
+def test_two_trainings_in_one_console_each_have_their_own_steps_per_epoch():
+    """Two ``Trainer.train()`` calls in one script (tests/fixtures/hf_console, the real Trainer): 40 steps per epoch,
+    then 5. Each training's summary gives its own: the first training's logs were placed with the second's 5 steps
+    per epoch (its 3 epochs at steps 1-15). The second training is a session after the first."""
+    (run,) = get_reader("hf_console").read([FIXTURES / "hf_console" / "two_trainings.log"])
+    frame = run.scalars
+    loss = frame[frame["tag"] == "loss"]
+    assert list(zip(loss["step"], loss["value"], strict=True))[:3] == [(10, 0.2816), (20, 0.09437), (30, 0.04058)]
+    assert dict(zip(loss["step"], loss["value"], strict=True))[120] == 0.02907
+    [(first, last, offset), (first2, last2, offset2)] = [(p.first_step, p.last_step, p.offset) for p in run.phases]
+    assert (first, last, offset) == (10, 120, 0) and (first2, last2, offset2) == (121, 166, 116)
+    evals = frame[frame["tag"] == "eval_loss"]
+    assert dict(zip(evals["step"], evals["value"], strict=True))[121] == 0.2371  # the second training's first epoch: its step 5
+    assert "training 1: 40 steps per epoch" in run.notes[0] and "training 2: 5 steps per epoch" in run.notes[0]

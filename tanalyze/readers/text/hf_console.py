@@ -13,7 +13,8 @@ small literal tokenizer (never ``eval``); ``nan``/``inf`` are kept.
 The console carries no step, so it is derived, best source first, and the
 run's notes say which was used: ``epoch × steps per epoch`` where steps per
 epoch come from the banner (``Total optimization steps`` / ``Num Epochs``) or
-from the final ``train_runtime × train_steps_per_second``, snapped to a
+from the final ``train_runtime × train_steps_per_second`` (of each training, when the console holds several
+``train()`` calls, each ended by its summary), snapped to a
 multiple of ``logging_steps`` (from the argument dump) for training logs;
 otherwise ``k × logging_steps`` for the k-th training log; otherwise the plain
 count of logging events. ``epoch`` stays a column.
@@ -452,41 +453,63 @@ class HFConsoleParser(TextParser):
         number = to_float(raw)
         return int(number) if number is not None and number == int(number) else None
 
-    def _steps_per_epoch(self) -> tuple[float | None, str]:
+    def _steps_per_epoch(self, lo: int = 0, hi: int | None = None, finals: list[int] | None = None
+                         ) -> tuple[float | None, str]:
+        """Steps per epoch of the training whose events are ``lo:hi`` and whose end-of-training summaries are
+        ``finals`` (indices into ``_finals``; None: the whole log, one training, whose banner counts too)."""
         total = self._banner.get("Total optimization steps")
         epochs = self._banner.get("Num Epochs")
         max_steps = self._arg_int("max_steps")
-        if total and epochs and (max_steps is None or max_steps <= 0) and total / epochs < _STEP_RANGE[1]:
+        if finals is None and total and epochs and (max_steps is None or max_steps <= 0) and \
+                total / epochs < _STEP_RANGE[1]:
             return total / epochs, f"Total optimization steps {total:,} / Num Epochs {epochs} (banner)"
         events = self._events
+        span = range(lo, len(events) if hi is None else hi)
         ratios = sorted(
             events.bar[i] / events.epoch[i]
-            for i in range(len(events))
+            for i in span
             if events.bar[i] > 0 and events.epoch[i] > 0 and events.kind[i] == TRAIN
             and events.bar[i] / events.epoch[i] < _STEP_RANGE[1]
         )
         if ratios:
             return ratios[len(ratios) // 2], "progress-bar step / epoch of the training logs (median)"
-        for epoch, values in reversed(self._finals):
+        for epoch, values in reversed([self._finals[k] for k in finals] if finals is not None else self._finals):
             runtime, rate = values.get("train_runtime"), values.get("train_steps_per_second")
             if runtime and rate and 0 < runtime * rate < _STEP_RANGE[1] and 0 < epoch < _EPOCH_LIMIT:
                 steps = round(runtime * rate)
                 return steps / epoch, f"train_runtime × train_steps_per_second ≈ {steps:,} steps over {epoch:g} epochs"
         logging = self._arg_int("logging_steps")
-        trains = [i for i in range(len(events)) if events.kind[i] == TRAIN and events.epoch[i] > 0]
+        trains = [i for i in span if events.kind[i] == TRAIN and events.epoch[i] > 0]
         if logging and trains:
             last = events.epoch[trains[-1]]
             return len(trains) * logging / last, f"{len(trains)} training logs × logging_steps {logging}"
         return None, ""
 
-    def _logging_interval(self, spe: float | None) -> tuple[int | None, bool]:
-        """``logging_steps`` from the argument dump, else estimated from the epochs of the training logs."""
+    def _training_spans(self) -> list[tuple[int, int, list[int]]]:
+        """The trainings of the log, each ``train()`` ended by its summary (``train_runtime``): their events
+        (``lo:hi``) and the indices of their summaries in ``_finals``; one span when training logs follow no summary."""
+        events = self._events
+        spans: list[tuple[int, int, list[int]]] = []
+        lo, finals, seen = 0, [], 0
+        for i in range(len(events)):
+            if events.kind[i] == FINAL:
+                finals.append(seen)
+                seen += 1
+                if any(events.kind[j] == TRAIN for j in range(i + 1, len(events))):
+                    spans.append((lo, i + 1, finals))
+                    lo, finals = i + 1, []
+        spans.append((lo, len(events), finals))
+        return spans
+
+    def _logging_interval(self, spe: float | None, lo: int = 0, hi: int | None = None) -> tuple[int | None, bool]:
+        """``logging_steps`` from the argument dump, else estimated from the epochs of the training logs (of the
+        training whose events are ``lo:hi``)."""
         logging = self._arg_int("logging_steps")
         if logging or not spe:
             return logging, False
         run: list[float] = []
         events = self._events
-        for i in range(len(events)):
+        for i in range(lo, len(events) if hi is None else hi):
             epoch = events.epoch[i]
             if events.kind[i] == TRAIN and events.step[i] == _NO_STEP and not math.isnan(epoch):
                 if run and epoch < run[-1]:
@@ -503,11 +526,16 @@ class HFConsoleParser(TextParser):
         if not len(events) and not self._blocks:
             self._hparams()
             return
-        spe, source = self._steps_per_epoch()
+        trainings = self._training_spans()
+        sources = []
+        for lo, hi, finals in trainings:
+            spe, source = self._steps_per_epoch(lo, hi, finals if len(trainings) > 1 else None)
+            sources.append((spe, source))
+        spe, source = sources[-1]
         interval, estimated = self._logging_interval(spe)
         eval_every = self._arg_int("eval_steps") or interval
-        # epochs are printed with 2 decimals: an epoch-derived step is known to ± 0.005 × steps per epoch
-        tolerance = 0.005 * spe + 1 if spe else 0.0
+        tolerance = 0.0
+        several = len(trainings) > 1
 
         def snap(raw: float, every: int | None) -> int:
             if every:
@@ -522,7 +550,17 @@ class HFConsoleParser(TextParser):
         how: set[str] = set()
         derived = array("q", events.step)
         bars = events.bar
+        starts = {lo: index for index, (lo, _, _) in enumerate(trainings)}
         for i in range(len(events)):
+            if i in starts:  # a training's own steps per epoch (each train() of one console counts from 0)
+                spe = sources[starts[i]][0]
+                if several:
+                    lo, hi, _ = trainings[starts[i]]
+                    interval, estimated = self._logging_interval(spe, lo, hi)
+                    eval_every = self._arg_int("eval_steps") or interval
+                # epochs are printed with 2 decimals: an epoch-derived step is known to ± 0.005 × steps per epoch
+                tolerance = 0.005 * spe + 1 if spe else 0.0
+                last_train, count = None, 0
             kind, epoch = events.kind[i], events.epoch[i]
             if kind == TRAIN:
                 count += 1
@@ -570,6 +608,10 @@ class HFConsoleParser(TextParser):
         kept = [(key, value) for key, value, _ in self._blocks if key not in at_final]
         if kept:
             rows.extend(rows.codes([k for k, _ in kept]), [final_step] * len(kept), [v for _, v in kept])
+        if len(trainings) > 1 and len({round(value or 0, 6) for value, _ in sources}) > 1:
+            source = "; ".join(f"training {k + 1}: {value:g} steps per epoch ({why})" if value else
+                               f"training {k + 1}: none" for k, (value, why) in enumerate(sources))
+            spe = None
         self._notes(spe, source, interval if not estimated else None, how, len(self._blocks) - len(kept))
         if estimated and "epoch" in how:
             self.notes.insert(1, f"logging interval estimated at {interval} steps from the epochs (no logging_steps in the log)")
@@ -586,7 +628,8 @@ class HFConsoleParser(TextParser):
         if "epoch" in how:
             snap = f", training logs snapped to multiples of logging_steps {logging}" if logging else ""
             lead = "other logs:" if "bar" in how else "the console carries no step:"
-            notes.append(f"{lead} step = round(epoch × {spe:g} steps per epoch) ({source}){snap}")
+            per = f"{spe:g} steps per epoch" if spe else "the steps per epoch of its training"
+            notes.append(f"{lead} step = round(epoch × {per}) ({source}){snap}")
         if "logging_steps" in how:
             every = f"logging_steps {logging}" if logging else "the logging interval estimated from the epochs"
             notes.append(f"the console carries no step: the k-th training log is step k × {every}")
@@ -634,7 +677,8 @@ class HFConsoleReader(TextReader):
     name = "hf_console"
     description = "Hugging Face Trainer console output ({'loss': …, 'epoch': …} dicts, metrics blocks)"
     parser = HFConsoleParser
-    cache_version = 5  # 5: steps from the bar redrawn after a dict in a capture that lost its carriage returns
+    cache_version = 6  # 5: steps from the bar redrawn after a dict in a capture that lost its carriage returns;
+    #                   6: each train() of a console its own steps per epoch
 
     def detect(self, window: str) -> bool:
         return detect_hf_console(window)
