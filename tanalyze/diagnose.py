@@ -115,7 +115,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "58"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "59"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -191,6 +191,7 @@ ANALYSIS_VERSION = "58"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 56: brief heavy spikes of a training loss that goes on to its best at the end are no unstable run
 # 57: a plateau starts where the loss reached its level; a normal verdict beside loss spikes says they fall short
 # 58: a new start is measured against where the log or the session before began (the higher)
+# 59: a clipping norm assumed from the trainer's default says so
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -942,10 +943,11 @@ def diagnose_run(
                 if main is not None and not reinforcement else None)
     eval_steps = val.steps if val is not None and val is not train else None
     clip = clip_value(hparams) if hparams else None
+    assumed = clip is None and (format or "") in DEFAULT_CLIP
     if clip is None:
         clip = DEFAULT_CLIP.get(format or "")
     if clip is not None and "max_norm" not in params.get("gradients", {}):
-        params = {**params, "gradients": {**params.get("gradients", {}), "max_norm": clip}}
+        params = {**params, "gradients": {**params.get("gradients", {}), "max_norm": clip, "max_norm_assumed": assumed}}
     gradients, throughput, resources = _health(frame, curves, role_map, histograms, params, eval_steps,
                                                epoch_starts(epoch))
 

@@ -145,6 +145,7 @@ def analyze_gradients(
     *,
     histograms: pd.DataFrame | None = None,
     max_norm: float | None = None,
+    max_norm_assumed: bool = False,
     healthy_band: tuple[float, float] = (1e-5, 1.0),
     loss_scale: Curve | None = None,
     skipped: Curve | None = None,
@@ -202,7 +203,7 @@ def analyze_gradients(
         raise ValueError(f"healthy_band must be (low, high) with 0 <= low < high, got {healthy_band}")
     scale = loss_scale_stats(loss_scale, floor=loss_scale_floor, late_drop=loss_scale_late_drop) if loss_scale else None
     stats, findings = _norm_health(
-        grad_norm, max_norm=max_norm, band=(lo_band, hi_band),
+        grad_norm, max_norm=max_norm, max_norm_assumed=max_norm_assumed, band=(lo_band, hi_band),
         handled_by_scaling=scale is not None and not scale.collapsed,
         window=window, min_history=min_history, explosion_factor=explosion_factor,
         collapse_factor=collapse_factor, collapse_min_points=collapse_min_points, settle_fraction=settle_fraction,
@@ -235,6 +236,7 @@ def _norm_health(
     grad_norm: Curve | None,
     *,
     max_norm: float | None,
+    max_norm_assumed: bool = False,
     band: tuple[float, float],
     handled_by_scaling: bool,
     window: int,
@@ -276,7 +278,7 @@ def _norm_health(
     above, below = float(np.mean(fin > band[1])), float(np.mean(fin < band[0]))
     stats.update(minimum=float(fin.min()), p05=float(q[0]), median=float(q[1]), p95=float(q[2]),
                  maximum=float(fin.max()), fraction_above_band=above, fraction_below_band=below)
-    band_finding = _band_finding(fin, q, above, below, band, max_norm)
+    band_finding = _band_finding(fin, q, above, below, band, max_norm, max_norm_assumed)
     if band_finding is not None:
         findings.append(band_finding)
 
@@ -309,7 +311,7 @@ def _norm_health(
                 # cuts the typical update tenfold or more
                 Severity.WARNING if q[1] > 10 * max_norm else Severity.INFO,
                 f"Gradients clipped at {rate:.0%} of {fin.size} logged steps (norm > max norm "
-                f"{max_norm:g}; median norm {q[1]:.3g}).",
+                f"{_clip_text(max_norm, max_norm_assumed)}; median norm {q[1]:.3g}).",
                 evidence={"clip_rate": rate, "max_norm": max_norm, "median": float(q[1])},
             ))
     return stats, findings
@@ -357,8 +359,13 @@ def _nonfinite_finding(steps: np.ndarray, nonfinite: np.ndarray, handled_by_scal
     )
 
 
+def _clip_text(max_norm: float, assumed: bool) -> str:
+    """``1``, or ``1 (assumed: the trainer's default; the log does not record it)``."""
+    return f"{max_norm:g}" + (" (assumed: the trainer's default; the log does not record it)" if assumed else "")
+
+
 def _band_finding(fin: np.ndarray, q: np.ndarray, above: float, below: float, band: tuple[float, float],
-                  max_norm: float | None) -> Finding | None:
+                  max_norm: float | None, max_norm_assumed: bool = False) -> Finding | None:
     """Most norms below the band: a warning; above it: information only (large models and fine-tunes run
     above 1 all the time; what matters is the norm against its own history and the clip value)."""
     lo_band, hi_band = band
@@ -379,7 +386,8 @@ def _band_finding(fin: np.ndarray, q: np.ndarray, above: float, below: float, ba
             Severity.INFO,
             f"Gradient norm above the healthy band {band_txt} at {above:.0%} of steps "
             f"(median {q[1]:.3g}, 95th percentile {q[2]:.3g}, max {fin.max():.3g})"
-            + (f"; clipping at {max_norm:g} is on, norms above 1 are common for large models."
+            + (f"; clipping at {_clip_text(max_norm, max_norm_assumed)} is on, norms above 1 are common for large "
+               "models."
                if max_norm is not None else "."),
             evidence={"fraction_above": above, "median": float(q[1]), "band": [lo_band, hi_band]},
         )

@@ -419,3 +419,14 @@ def test_explosion_the_loss_did_not_follow_is_information():
     assert f.severity == "warning" and "the loss rose up to 1.6" in f.message.lower()
     [f] = [f for f in analyze_gradients(curve(g)).findings if f.code == "grad_explosion"]  # no loss: as before
     assert f.severity == "warning" and "loss_rise" not in f.evidence
+
+
+@pytest.mark.parametrize("assumed", [True, False])
+def test_a_clipping_norm_assumed_from_the_trainers_default_says_so(assumed):
+    """A trainer_state.json does not record max_grad_norm: the clip of 1 is the HF Trainer's default, assumed; the
+    finding said 'max norm 1' as if the log gave it."""
+    norms = Curve.from_arrays(np.arange(1, 41), np.full(40, 11.0) + np.sin(np.arange(40)), "grad_norm")
+    health = analyze_gradients(norms, max_norm=1.0, max_norm_assumed=assumed)
+    [clipped] = [f for f in health.findings if f.code == "grad_clipping_frequent"]
+    assert ("max norm 1 (assumed: the trainer's default; the log does not record it)" in clipped.message) == assumed
+    assert "max norm 1" in clipped.message
