@@ -235,3 +235,12 @@ def test_a_config_json_that_is_not_a_models_is_left_alone(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"dataset": "wikitext", "lr": 3e-4}))
     run = HFTrainerStateReader().read([state])[0]
     assert "model_config" not in run.hparams and not run.extra_files
+
+
+def test_a_results_file_that_is_not_json_is_named_and_the_state_still_read(tmp_path):
+    (tmp_path / "trainer_state.json").write_text(_state([_train(1, 1.0), _train(2, 0.5)]))
+    (tmp_path / "all_results.json").write_text('{"train_loss": 0.7,')
+    (run,) = HFTrainerStateReader().read([tmp_path / "all_results.json", tmp_path / "trainer_state.json"])
+    assert curve(run.scalars, "loss").to_dict() == {1: 1.0, 2: 0.5}
+    [warning] = run.warnings
+    assert warning.file.endswith("all_results.json") and warning.message.startswith("not valid JSON")

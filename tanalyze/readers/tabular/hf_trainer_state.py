@@ -123,7 +123,7 @@ class HFTrainerStateReader(Reader):
             try:
                 data = json.loads(text)
             except (ValueError, RecursionError) as exc:
-                run.warnings.append(ReadWarning(str(result), f"not valid JSON: {exc}"))
+                main.warnings.append(ReadWarning(str(result), f"not valid JSON: {exc}"))
                 continue
             main.hparams = {**main.hparams, result.stem: data}
         return runs
