@@ -109,15 +109,15 @@ class HFTrainerStateReader(Reader):
             raise FormatError(files[0], "results file without a trainer_state.json")
         ordered = sorted(states, key=_recency, reverse=True)
         trainings, failures = _trainings(ordered)
-        runs = [self._training(members, ordered[0]) for members in trainings]
+        runs = [self._training(paths, chosen, state, damage, ordered[0]) for paths, chosen, state, damage in trainings]
         main = runs[0]
         main.warnings.extend(failures)
         if len(runs) > 1:
             main.notes.append(
                 f"{len(runs) - 1} other training(s) saved checkpoints in this folder (their first logged values "
                 f"differ: not copies of this history), each read as its own run: {name_list([r.name for r in runs[1:]])}")
-            for run, members in zip(runs, trainings, strict=True):
-                run.own_files = [path for path, _ in members] + (results if run is main else [])
+            for run, (paths, _, _, _) in zip(runs, trainings, strict=True):
+                run.own_files = list(paths) + (results if run is main else [])
         for result in sorted(results):
             text, _ = read_text(result, limit=64 * 1024 * 1024)
             try:
@@ -128,18 +128,18 @@ class HFTrainerStateReader(Reader):
             main.hparams = {**main.hparams, result.stem: data}
         return runs
 
-    def _training(self, members: list[tuple[Path, dict[str, Any]]], newest: Path) -> RunData:
-        """One training's run from its states (newest first): the newest read, the others named as its copies;
-        named after its newest state unless it holds the newest of the folder."""
+    def _training(self, paths: list[Path], chosen: Path, state: dict[str, Any], damage: list[ReadWarning],
+                  newest: Path) -> RunData:
+        """One training's run from the state read of its states (``paths``, newest first), the others named as its
+        copies; named after that state's folder unless it holds the newest state of the output folder."""
         run = RunData()
-        chosen, state = members[0]
-        if len(members) > 1:
-            others = [_label(p, chosen) for p, _ in members[1:]]
+        if len(paths) > 1:
+            others = [_label(p, chosen) for p in paths if p != chosen]
             run.notes.append(
                 f"read the latest state {_label(chosen, chosen)!r}; {len(others)} older copy(ies) of the same "
                 f"history not read: {name_list(others)}"
             )
-        run.warnings.extend(state.pop(_SALVAGE_WARNINGS, []))
+        run.warnings.extend(damage)
         self._history(state, chosen, run)
         run.hparams = {**_hparams(state), **run.hparams}
         if chosen != newest:
@@ -237,45 +237,74 @@ def _label(path: Path, chosen: Path) -> str:
         return path.name
 
 
-#: where a state loaded with damage keeps its warnings until its run is built
-_SALVAGE_WARNINGS = "\0warnings"
+#: the bytes of a state read to find the first entry of its history (it comes right after the top-level fields)
+_HEAD_BYTES = 64 * 1024
 
 
-def _trainings(ordered: list[Path]) -> tuple[list[list[tuple[Path, dict[str, Any]]]], list[ReadWarning]]:
-    """The states (newest first) grouped by training, the one holding the newest state first, each newest first
-    and a whole state before a damaged one; and the states that could not be read.
+def _trainings(ordered: list[Path]) -> tuple[list[tuple[list[Path], Path, dict[str, Any], list[ReadWarning]]],
+                                             list[ReadWarning]]:
+    """The states (newest first) grouped by training, the one holding the newest state first: each training's
+    states, the one read (the newest whole one, else the newest damaged one), its content and its damage; and the
+    states that could not be read.
 
     Checkpoint copies of one training share the start of their history; a folder may also hold the checkpoints of
     another training (a tutorial run again with other settings into the same ``output_dir``), whose first logged
-    values differ. A state whose history has no first entry goes with the newest training."""
-    groups: dict[str, list[tuple[Path, dict[str, Any]]]] = {}
-    unknown: list[tuple[Path, dict[str, Any]]] = []
-    failures: list[ReadWarning] = []
+    values differ. The first entry is read from each state's head; a state whose head shows none goes with the
+    newest training. Only the state read of each training is parsed whole."""
+    groups: dict[str, list[Path]] = {}
+    unknown: list[Path] = []
     for path in ordered:
-        try:
-            state, warnings = _load_state(path)
-        except FormatError as exc:
-            failures.append(ReadWarning(exc.path, exc.reason, exc.location))
-            continue
-        if warnings:
-            state[_SALVAGE_WARNINGS] = warnings
-        key = _first_entry(state)
-        (unknown if key is None else groups.setdefault(key, [])).append((path, state))
-    trainings = list(groups.values()) or [[]]
-    trainings[0] += unknown
-    if not trainings[0]:
+        key = _first_entry(path)
+        (unknown if key is None else groups.setdefault(key, [])).append(path)
+    members = list(groups.values()) or [[]]
+    members[0] = sorted(members[0] + unknown, key=ordered.index)
+    trainings, failures = [], []
+    for paths in members:
+        salvaged = None
+        for path in paths:
+            try:
+                state, warnings = _load_state(path)
+            except FormatError as exc:
+                failures.append(ReadWarning(exc.path, exc.reason, exc.location))
+                continue
+            if not warnings:
+                trainings.append((paths, path, state, []))
+                break
+            salvaged = salvaged or (paths, path, state, warnings)
+        else:
+            if salvaged is not None:
+                trainings.append(salvaged)
+    if not trainings:
         first = failures[0] if failures else ReadWarning(str(ordered[0]), "unreadable")
         raise FormatError(first.file, first.message, first.location)
-    return [sorted(members, key=lambda member: _SALVAGE_WARNINGS in member[1]) for members in trainings], failures
+    return trainings, failures
 
 
-def _first_entry(state: dict[str, Any]) -> str | None:
-    """The first entry of a state's history with a step, as canonical JSON (None: there is none)."""
-    history = state.get("log_history")
-    if not isinstance(history, list):
+def _first_entry(path: Path) -> str | None:
+    """The first entry of a state's history with a step, as canonical JSON, read from the state's head (None: the
+    head shows none: no history, damage, or top-level fields longer than the head)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
         return None
-    first = next((entry for entry in history if isinstance(entry, dict) and "step" in entry), None)
-    return None if first is None else json.dumps(first, sort_keys=True, default=str)
+    start = head.find('"log_history"')
+    bracket = head.find("[", start) if start >= 0 else -1
+    if bracket < 0:
+        return None
+    decoder = json.JSONDecoder()
+    position = bracket + 1
+    while True:
+        while position < len(head) and head[position] in " \t\r\n,":
+            position += 1
+        if position >= len(head) or head[position] == "]":
+            return None
+        try:
+            entry, position = decoder.raw_decode(head, position)
+        except (ValueError, RecursionError):
+            return None
+        if isinstance(entry, dict) and "step" in entry:
+            return json.dumps(entry, sort_keys=True, default=str)
 
 
 def _load_state(path: Path) -> tuple[dict[str, Any], list[ReadWarning]]:
