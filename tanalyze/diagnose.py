@@ -91,8 +91,7 @@ from tanalyze.curves import Curve
 from tanalyze.errors import ConfigError
 from tanalyze.logs import Logs, RunInfo
 from tanalyze.readers.base import Phase, Restart
-from tanalyze.readers.text._reader import NO_METRIC_LINES
-from tanalyze.readers.text.job_console import METRIC_LIKE_WARNING
+from tanalyze.readers.text.job_console import says_metrics_unread
 from tanalyze.roles import (
     Roles,
     memory_unit,
@@ -931,8 +930,8 @@ def diagnose_run(
                                epoch_train=epoch_train, language_model=language_model_start(hparams or {}, text),
                                classifier=format not in SUMMED_LOSS_FORMATS, preference=preference_progress(curves))
     if not len(frame) and status is not None and status.failed:
-        unread = any(METRIC_LIKE_WARNING in w or NO_METRIC_LINES in w for w in read_warnings)
-        verdict = _metrics_unread(verdict, status) if unread else _ended_before_metrics(verdict, status)
+        verdict = (_metrics_unread(verdict, status) if says_metrics_unread(read_warnings)
+                   else _ended_before_metrics(verdict, status))
     if verdict.label == "underfitting" and len(frame):
         verdict = _stopped_early(verdict, hparams or {}, format or "", int(frame["step"].max()), status)
     stopping = {"headline": _STOPPING_RULE.get(format or "", "lightning_patience"), **params.get("early_stopping", {})}

@@ -181,7 +181,7 @@ def test_checkpoints_in_the_report_json_and_the_run_section(tmp_path):
                  if "checkpoints" in d.attrs.get("class", "")]
     assert summaries[0] == ("Checkpoints: 2 on disk · best evaluation at step 20 (eval_loss 0.1039), not kept "
                             "(best on disk 70.7% worse) · top-3 what-if keeps steps 20, 40, 50")
-    assert len(summaries) == 3
+    assert len(summaries) == 4  # (hf_two_trainings too)
 
 
 def test_checkpoint_names_from_disk_are_escaped(tmp_path):

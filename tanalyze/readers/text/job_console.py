@@ -16,10 +16,11 @@ import re
 from pathlib import Path
 
 from tanalyze.readers.base import Reader, ReadWarning, RunData
+from tanalyze.readers.text._reader import NO_METRIC_LINES
 from tanalyze.readers.text.console import parse_console_file
 from tanalyze.readers.values import short
 
-__all__ = ["JOB_CONSOLE_FORMAT", "METRIC_LIKE_WARNING", "JobConsoleReader"]
+__all__ = ["JOB_CONSOLE_FORMAT", "METRIC_LIKE_WARNING", "JobConsoleReader", "says_metrics_unread"]
 
 JOB_CONSOLE_FORMAT = "job-console"
 
@@ -34,6 +35,12 @@ _METRIC_LIKE = re.compile(r"^[^\n]*?\b(?:loss|acc|accuracy|reward|return|ppl|per
                           r"\b[^\n\d]{0,16}?[-+]?\.?\d[^\n]*", re.I | re.M)
 #: what the warning on such lines says (diagnosis tells a job that logged unread metrics from one that logged none)
 METRIC_LIKE_WARNING = "look like metric lines"
+def says_metrics_unread(warnings: list[str] | tuple[str, ...]) -> bool:
+    """Whether a run's read warnings say its console holds metric lines that were not read (a format no reader
+    knows, or lines a text reader claimed and could not read): then the job did log metrics."""
+    return any(METRIC_LIKE_WARNING in warning or NO_METRIC_LINES in warning for warning in warnings)
+
+
 #: the bytes of a console scanned for such lines
 _SCANNED = 16 * 1024 * 1024
 
