@@ -69,7 +69,7 @@ from tanalyze.analysis.learning_rate import check_learning_rate
 from tanalyze.analysis.nccl import NcclAnalysis, analyze_nccl
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
 from tanalyze.analysis.preference import preference_progress
-from tanalyze.analysis.pretrained import language_model_start
+from tanalyze.analysis.pretrained import LanguageModelStart, language_model_start
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.ranks import RankAnalysis, analyze_ranks
 from tanalyze.analysis.recommendations import recommend
@@ -114,7 +114,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "59"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "60"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -191,6 +191,7 @@ ANALYSIS_VERSION = "59"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 57: a plateau starts where the loss reached its level; a normal verdict beside loss spikes says they fall short
 # 58: a new start is measured against where the log or the session before began (the higher)
 # 59: a clipping norm assumed from the trainer's default says so
+# 60: a language model's loss is no few-class classifier's at chance, and starts from scratch near ln 1000 or above
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -199,6 +200,14 @@ _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patienc
 #: Formats whose training loss is a sum of parts (a detector's box, objectness and class terms; nnU-Net's Dice +
 #: cross-entropy): it settles at any level, a classifier's chance level ln K among them, so none is guessed from it
 SUMMED_LOSS_FORMATS = frozenset({"darknet", "yolo_csv", "yolo_txt", "detectron2", "mmdet2", "detr", "nnunet"})
+#: Formats whose loss is a language model's cross-entropy per token (a vocabulary of thousands): a level near
+#: ln 7 is no few-class classifier's chance level
+LANGUAGE_MODEL_FORMATS = frozenset({"llamafactory", "nanogpt", "build_nanogpt", "modded_nanogpt", "llmc", "megatron",
+                                    "torchtitan", "maxtext", "olmo", "composer", "litgpt", "fairseq", "opennmt",
+                                    "pytorch_lm"})
+#: The vocabulary a language model's loss is judged against when its configuration gives none: fewer tokens than
+#: any real tokenizer has (a character-level model's, 65, starts below half of ln 1000 only when already trained)
+LEAST_VOCABULARY = 1000
 #: Points a reward needs to be the curve a run is judged by (fewer: an evaluation summary beside a loss curve).
 _REWARD_CURVE_POINTS = 3
 _SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -767,6 +776,17 @@ def _ended_before_metrics(verdict: Verdict, status: RunStatus) -> Verdict:
                    findings=tuple(ended if f.code == "insufficient_data" else f for f in verdict.findings))
 
 
+def _language_model(format: str | None, hparams: Mapping[str, Any] | None, text: Mapping[str, str] | None
+                    ) -> LanguageModelStart | None:
+    """The language model a run's configuration names, else the one a language model's log format implies, of a
+    vocabulary of at least :data:`LEAST_VOCABULARY` tokens (a loss that starts far below its ln started trained)."""
+    found = language_model_start(hparams or {}, text)
+    if found is None and format in LANGUAGE_MODEL_FORMATS:
+        return LanguageModelStart(f"a language model's loss per token (a {format} log; its vocabulary not given, "
+                                  f"{LEAST_VOCABULARY:,} tokens or more)", LEAST_VOCABULARY)
+    return found
+
+
 def _metrics_unread(verdict: Verdict, status: RunStatus) -> Verdict:
     """The verdict of a run with no point whose job failed but whose console holds lines no reader could read as
     metrics: it did log, in a format tanalyze does not know."""
@@ -927,8 +947,9 @@ def diagnose_run(
         verdict = classify_run(train, val, divergence=loss_analysis, overfitting=overfitting, learning_rate=lr,
                                num_classes=num_classes, thresholds=thresholds or Thresholds(),
                                adversarial=adversarial, components=components,
-                               epoch_train=epoch_train, language_model=language_model_start(hparams or {}, text),
-                               classifier=format not in SUMMED_LOSS_FORMATS, preference=preference_progress(curves))
+                               epoch_train=epoch_train, language_model=_language_model(format, hparams, text),
+                               classifier=format not in SUMMED_LOSS_FORMATS | LANGUAGE_MODEL_FORMATS,
+                               preference=preference_progress(curves))
     if not len(frame) and status is not None and status.failed:
         verdict = (_metrics_unread(verdict, status) if says_metrics_unread(read_warnings)
                    else _ended_before_metrics(verdict, status))

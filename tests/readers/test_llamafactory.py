@@ -94,3 +94,23 @@ def test_a_log_of_progress_records_only_says_so(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     (run,) = get_reader("llamafactory").read([path])
     assert [w.message for w in run.warnings] == ["no metric in its step records (progress only)"]
+
+
+def test_a_fine_tunes_small_fall_near_ln_7_is_no_classifier_at_chance(tmp_path):
+    """An SFT of a trained model as LLaMA-Factory logs it (records of the fixture's fields, 400 of them, a cosine
+    schedule): its loss falls from 2.35 to about 1.97 in its first tenth and stays there, 9% below the median of its
+    first points. It was 'underfitting ... at ln(7) = 1.946, the loss of uniform guesses among 7 classes': a language
+    model's loss per token is no 7-class classifier's, and a start far below ln of any real vocabulary is a fine-tune's."""
+    rng = np.random.default_rng(0)
+    total = 2000
+    records = [{"current_steps": step, "total_steps": total,
+                "loss": round(1.97 + 0.38 * np.exp(-k / 8) + rng.normal(0, 0.01), 4),
+                "lr": 1e-4 * 0.5 * (1 + np.cos(np.pi * step / total)), "epoch": step / total,
+                "percentage": round(100 * step / total, 2), "elapsed_time": "0:00:01", "remaining_time": "0:00:01"}
+               for k, step in enumerate(range(5, total + 1, 5))]
+    path = tmp_path / "trainer_log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    (d,) = tanalyze.diagnose(tanalyze.load(path, cache=False)).values()
+    assert d.format == "llamafactory" and d.verdict.label == "normal", d.verdict.reasons
+    assert "chance_level" not in d.verdict.evidence
+    assert any("started from trained weights" in reason and "ln(1000)" in reason for reason in d.verdict.reasons)
