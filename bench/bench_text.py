@@ -1370,6 +1370,45 @@ def naive_ultralytics_console(path: Path) -> int:
     return len(_frame(tags, steps, values, [math.nan] * len(values)))
 
 
+GAN_LOSS = re.compile(rf"\(epoch: (\d+), iters: (\d+)(?:/\d+)?(?:, time: ({NUMBER})(?:, data: ({NUMBER}))?)?\) ?(.*)")
+GAN_PAIR = re.compile(rf"([A-Za-z_][\w.@/-]*)(?:\([^()]*\))?: +({NUMBER})")
+
+
+def naive_gan_loss_log(path: Path) -> int:
+    """Each loss line's time, data time and pairs (as loss/<name>) at the samples so far: each epoch's start from the
+    printing interval (the lines come every interval samples of the training's count)."""
+    tags: list[str] = []
+    steps: list[int] = []
+    values: list[float] = []
+    epochs: list[float] = []
+    current = None
+    base = last = gap = 0
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = GAN_LOSS.match(line)
+            if not m:
+                continue
+            epoch, iters = int(m.group(1)), int(m.group(2))
+            if current is None:
+                base = 0
+            elif epoch == current and iters > last:
+                gap = iters - last if not gap or iters - last < gap else gap
+            elif epoch > current:
+                low = base + last
+                base = low + (-iters - low) % gap if gap else low
+            current, last = epoch, iters
+            pairs = [("sample_time_s", m.group(3)), ("data_time_s", m.group(4))]
+            pairs += [(f"loss/{name}", value) for name, value in GAN_PAIR.findall(m.group(5))]
+            for name, value in pairs:
+                tags.append(name)
+                steps.append(base + iters)
+                values.append(float(value))
+                epochs.append(float(epoch))
+    frame = _frame(tags, steps, values, [math.nan] * len(values))
+    frame["epoch"] = np.asarray(epochs, dtype=np.float64)
+    return len(frame)
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1382,7 +1421,8 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
          "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan,
          "maxtext": naive_maxtext, "olmo": naive_olmo,
-         "composer": naive_composer, "litgpt": naive_litgpt, "clu": naive_clu, "clu_big_vision": naive_clu,
+         "composer": naive_composer, "litgpt": naive_litgpt, "gan_loss_log": naive_gan_loss_log, "clu": naive_clu,
+         "clu_big_vision": naive_clu,
          "ultralytics_console": naive_ultralytics_console, "ultralytics_console_tqdm": naive_ultralytics_console}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}
 

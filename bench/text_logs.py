@@ -1046,6 +1046,40 @@ Measured TFLOPs: 6.09
 """
 
 
+#: the eight losses CycleGAN's loss_log.txt prints
+_CYCLEGAN_LOSSES = ("D_A", "G_A", "cycle_A", "idt_A", "D_B", "G_B", "cycle_B", "idt_B")
+
+
+def make_gan_loss_log(path: Path, megabytes: int) -> None:
+    """A long CycleGAN training's ``loss_log.txt`` (pytorch-CycleGAN-and-pix2pix's Visualizer): 300,000 images an
+    epoch at batch_size 1, a line every 100 (print_freq): ``(epoch: e, iters: i, time: t, data: d) D_A: … `` with the
+    eight losses at %.3f and the trailing blank, under its ``Training Loss`` header."""
+    rng = random.Random(0)
+    target = megabytes << 20
+    size, print_freq = 300_000, 100
+    written = total = 0
+    with open(path, "w", encoding="utf-8", newline="") as out:
+        out.write("================ Training Loss (Sun Mar  1 12:00:00 2020) ================\n")
+        for epoch in range(1, 10_000):
+            first = total
+            text = []
+            for total in range((first // print_freq + 1) * print_freq, first + size + 1, print_freq):
+                k = epoch / 200
+                losses = (0.25 + rng.random() * 0.1, 0.5 + rng.random() * 0.3, 2.5 - k + rng.random(),
+                          1.1 - k / 2 + rng.random() * 0.3, 0.24 + rng.random() * 0.1, 0.45 + rng.random() * 0.3,
+                          2.3 - k + rng.random(), 1.2 - k / 2 + rng.random() * 0.3)
+                text.append(f"(epoch: {epoch}, iters: {total - first}, time: {0.2 + rng.random() * 0.2:.3f}, "
+                            f"data: {rng.random() * 0.01:.3f}) "
+                            + "".join(f"{name}: {value:.3f} " for name, value in zip(_CYCLEGAN_LOSSES, losses,
+                                                                                       strict=True)) + "\n")
+            total = first + size
+            chunk = "".join(text)
+            out.write(chunk)
+            written += len(chunk)
+            if written >= target:
+                return
+
+
 def make_litgpt(path: Path, megabytes: int) -> None:
     """``litgpt pretrain``: a line every optimizer step (log_interval 1, 16 iters per step), each '(step)' with the
     remaining time (days past 24 h), a validation every 1,000 steps, a checkpoint after it."""
@@ -1255,6 +1289,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "olmo": make_olmo,
     "composer": make_composer,
     "litgpt": make_litgpt,
+    "gan_loss_log": make_gan_loss_log,
     "clu": make_clu,
     "clu_big_vision": make_clu_big_vision,
     "keras_console": make_keras_console,

@@ -98,6 +98,9 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     found += [("composer", p) for p in sorted(composer.rglob("*.log"))]
     litgpt = Path(__file__).resolve().parents[1] / "fixtures" / "litgpt"
     found += [("litgpt", p) for p in sorted(litgpt.rglob("*.log"))]
+    gan = Path(__file__).resolve().parents[1] / "fixtures" / "gan_loss_log"
+    found += [("gan_loss_log", p) for p in (gan / "checkpoints" / "pix2pix_tiny" / "loss_log.txt",
+                                            gan / "console" / "train.log")]
     clu = Path(__file__).resolve().parents[1] / "fixtures" / "clu"
     found += [("clu", p) for p in sorted(clu.rglob("console.log"))]
     found += [("espnet", Path(__file__).resolve().parents[1] / "fixtures" / "espnet" / "asr_train" / "train.log")]
