@@ -1,11 +1,15 @@
 """nanoGPT console logs: the real ``output.log`` files of W&B runs (read through parse_console_file)."""
 
+from pathlib import Path
+
 import pandas as pd
 
 from tanalyze.readers.text.console import parse_console_file
 from tanalyze.readers.text.nanogpt import NanoGPTReader
 from tests.conftest import real_log
 from tests.readers.text_helpers import check, notes_text, points, write
+
+SAMPLE_RUNS = Path(__file__).resolve().parents[2] / "sample_runs"
 
 DRUIDOWM = "wandb_local/druidowm__nanoGPT/wandb"
 JACK = "wandb_local/jackokeefe11__nanoGPT/wandb"
@@ -129,3 +133,16 @@ def test_spans_read_at_once_equal_every_line_read_on_its_own(tmp_path, monkeypat
     assert unread.startswith("3 line(s) look like nanogpt metrics") and "loss 1_0" in unread and "INF" in unread
     assert "iter 6: loss 2.9" in cut and overflow.startswith("3 point(s) skipped")
     assert [r.step for r in irregular.restarts] == [2]
+
+
+def test_lines_printed_with_blanks_at_their_end_are_the_same_lines(tmp_path):
+    """A fork's prints end in blanks (``val loss 10.6778 ``, ``mfu -100.00%  ``): its evaluation lines were named
+    as unreadable and its mfu dropped from every iteration line. The real nanoGPT run of sample_runs/normal_nanogpt
+    with two blanks after every line reads the same as without."""
+    source = SAMPLE_RUNS / "normal_nanogpt" / "train.log"
+    padded = write(tmp_path / "train.log", "".join(line + "  \n" for line in source.read_text().splitlines()))
+    (plain,) = NanoGPTReader().read([source])
+    (blanks,) = NanoGPTReader().read([padded])
+    key = ["tag", "step", "value"]
+    pd.testing.assert_frame_equal(blanks.scalar_table()[key], plain.scalar_table()[key])
+    assert not blanks.warnings and {"val/loss", "mfu"} <= set(blanks.scalars["tag"].astype(str))

@@ -31,8 +31,11 @@ __all__ = ["NanoGPTParser", "NanoGPTReader", "detect_nanogpt"]
 
 _UNIT = r"(?: ?([A-Za-z]{1,5}))?"
 # (forks print more fields between the loss and the time: ``loss 11.0018, aux_loss 0.0508, time …``)
-ITER = re.compile(rf"^iter (\d+): loss ({NUMBER}){_UNIT}((?:, [^\n]*?)?), time ({NUMBER}) ?ms((?:, [^\n]*)?)$", re.M)
-EVAL = re.compile(rf"^step (\d+): train loss ({NUMBER}){_UNIT}, val loss ({NUMBER}){_UNIT}((?:, [^\n]*)?)$", re.M)
+# (a print with blanks at its end, ``val loss 10.6778 ``, is the same line)
+ITER = re.compile(
+    rf"^iter (\d+): loss ({NUMBER}){_UNIT}((?:, [^\n]*?)?), time ({NUMBER}) ?ms((?:, [^\n]*?)?)[ \t]*$", re.M)
+EVAL = re.compile(rf"^step (\d+): train loss ({NUMBER}){_UNIT}, val loss ({NUMBER}){_UNIT}((?:, [^\n]*?)?)[ \t]*$",
+                  re.M)
 _EXTRA = re.compile(rf", ([A-Za-z_][\w ]*?) ({NUMBER})(%?)(?=,|$)")
 MFU_NOT_MEASURED = -100.0
 # The iteration line as train.py prints it, whole, its fields in one group (a list of strings: no tuple per
@@ -211,7 +214,7 @@ def detect_nanogpt(window: str) -> bool:
 
 class NanoGPTReader(TextReader):
     name = "nanogpt"
-    cache_version = 4  # 4: fields a fork prints between the loss and the time
+    cache_version = 5  # 4: fields a fork prints between the loss and the time; 5: blanks at a line's end
     description = "nanoGPT console logs ('iter N: loss …, time …ms, mfu …%', 'step N: train loss …, val loss …')"
     parser = NanoGPTParser
 
