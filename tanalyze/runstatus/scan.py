@@ -279,7 +279,43 @@ def scan_console(path: str | os.PathLike[str]) -> list[Signal]:
                                         "the launcher's first failure")
             signals.append(signal)
         next_free = index + 1 + skip
+    if not any(signal.kind == "finished" for signal in signals):
+        end = _nanogpt_end(file, cleaned, first, name)
+        if end is not None:  # (in file order: a failure after it still ends the job)
+            signals.append(end)
+            signals.sort(key=lambda signal: signal.evidence.line if signal.evidence.line is not None else -1)
     return _without_ends_trained_past(signals, cleaned, first)
+
+
+#: nanoGPT's iteration line, and the max_iters and log_interval its config dump prints (``Overriding config with
+#: config/x.py:`` then the file; ``Overriding: max_iters = 5000`` for a command-line setting, printed after it)
+_NANOGPT_ITER = re.compile(r"^iter (\d+): loss [-+\d.]+")
+_NANOGPT_SETTING = re.compile(r"^(?:Overriding: )?(max_iters|log_interval) = (\d+)\s*$", re.M)
+#: the bytes of a nanoGPT log's head where its config dump is looked for
+_CONFIG_HEAD = 256 * 1024
+
+
+def _nanogpt_end(file: Path, cleaned: list[str], first: int | None, name: str) -> Signal | None:
+    """A nanoGPT run's end, which it prints no marker for: its last iteration line is the last one its loop logs
+    before ``max_iters`` (within ``log_interval`` of it), as its config dump gives them; None otherwise."""
+    last = next((index for index in range(len(cleaned) - 1, -1, -1) if cleaned[index].startswith("iter ")
+                 and _NANOGPT_ITER.match(cleaned[index])), None)
+    if last is None:
+        return None
+    try:
+        with open(file, "rb") as handle:
+            head = handle.read(_CONFIG_HEAD).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+    settings = dict(_NANOGPT_SETTING.findall(head))  # (the last of each: a command line's, after the file's)
+    if "max_iters" not in settings:
+        return None
+    iteration, most, every = int(_NANOGPT_ITER.match(cleaned[last]).group(1)), int(settings["max_iters"]), max(
+        int(settings.get("log_interval", 1)), 1)
+    if not most - every < iteration <= most:
+        return None
+    return Signal("finished", Evidence(name, None if first is None else first + last, _shown(cleaned[last])),
+                  f"nanoGPT: its last iteration logged, {iteration:,}, is the last before max_iters = {most:,}")
 
 
 def _without_ends_trained_past(signals: list[Signal], cleaned: list[str], first: int | None) -> list[Signal]:

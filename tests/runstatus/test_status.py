@@ -428,3 +428,33 @@ def test_a_keras_fits_end_that_later_epochs_follow_is_not_the_jobs_end(tmp_path)
     old = keras / "keras1_verbose2.log"  # four fits, the second early-stopped, the last run to its last epoch
     got = run_status([str(old)], now=LATER)
     assert got.status == "finished" and got.reason.startswith("Keras: the fit's last epoch"), got.reason
+
+
+@pytest.mark.parametrize(("settings", "status"), [
+    ("max_iters = 500\nlog_interval = 10\n", "finished"),
+    ("max_iters = 505\nlog_interval = 10\n", "finished"),  # (its loop logs no later iteration before 505)
+    ("max_iters = 5000\nlog_interval = 10\n", "unknown"),
+    ("max_iters = 5000\nlog_interval = 10\n\nOverriding: max_iters = 500\n", "finished"),  # (the command line's wins)
+    ("log_interval = 10\n", "unknown"),
+])
+def test_a_nanogpt_run_that_logged_its_last_iteration_before_max_iters_finished(tmp_path, settings, status):
+    """nanoGPT prints no end marker: a run whose last iteration line is the last its loop logs before max_iters (as
+    the config dump at its head gives it) finished; one that stopped earlier says nothing of how it ended. The real
+    nanoGPT run of sample_runs/normal_nanogpt (its last line 'iter 500: …') under a config dump."""
+    source = Path(__file__).parents[2] / "sample_runs" / "normal_nanogpt" / "train.log"
+    log = tmp_path / "train.log"
+    log.write_text("Overriding config with config/train_shakespeare_char.py:\n" + settings + "\n" + source.read_text())
+    (info,) = load(tmp_path, cache=False).runs.values()
+    assert info.format == "nanogpt" and info.status.status == status
+    if status == "finished":
+        assert info.status.reason.startswith("nanoGPT: its last iteration logged, 500, is the last before max_iters")
+
+
+def test_a_nanogpt_run_that_crashed_after_its_last_iteration_did_not_finish(tmp_path):
+    source = Path(__file__).parents[2] / "sample_runs" / "normal_nanogpt" / "train.log"
+    (tmp_path / "train.log").write_text("max_iters = 500\nlog_interval = 10\n" + source.read_text()
+                                        + "Traceback (most recent call last):\n  File \"train.py\", line 336, in "
+                                        "<module>\n    torch.save(checkpoint, path)\nOSError: [Errno 28] No space left "
+                                        "on device\n")
+    (info,) = load(tmp_path, cache=False).runs.values()
+    assert info.status.status == "crashed"
