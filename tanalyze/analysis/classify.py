@@ -825,7 +825,12 @@ def _underfitting(
         needs = (f"a {100 * th.min_decrease:.0f}% decrease" if not f["below_zero"] else
                  f"a decrease of {th.min_decrease * f['scale']:.3g}, {100 * th.min_decrease:.0f}% of its largest "
                  f"magnitude {f['scale']:.4g}")
-        why.append(f"{tag} {direction} {_amount(f)} {_levels(f)} (needs {needs})")
+        # (a loss that ended clearly above where it began was made worse by its training: its learning rate and data
+        # are to look at before capacity)
+        worse = ("; it ended above where it began: the training made it worse (a learning rate too high, or labels "
+                 "or data that changed) rather than too little capacity"
+                 if change >= th.min_decrease else "")
+        why.append(f"{tag} {direction} {_amount(f)} {_levels(f)} (needs {needs}){worse}")
     elif flat:
         scores.append(0.5 + 0.45 * min(1.0, 1 - fall / noise_fall))
         why.append(f"{tag} fell {_amount(f)} {_levels(f)}, no more than its point-to-point noise "

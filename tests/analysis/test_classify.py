@@ -453,3 +453,13 @@ def test_a_normal_verdict_beside_a_loss_spike_does_not_say_no_instability_was_fo
     assert analysis.spikes and verdict.label == "normal"
     assert "its loss spike(s) fall short of an unstable run" in verdict.reasons[0]
     assert "instability" not in verdict.reasons[0]
+
+
+def test_an_underfitting_loss_that_ended_above_its_start_says_the_training_made_it_worse():
+    """A Whisper fine-tune at too high a learning rate judged by its evaluations: the validation loss ends 28% above
+    its first one. 'Needs a 10% decrease' alone pointed at capacity (train longer, a bigger model)."""
+    steps = np.arange(132, 2641, 132)
+    values = 2.55 * np.r_[1.0, np.full(len(steps) - 1, 1.28)] * (1 + 0.01 * np.sin(np.arange(len(steps))))
+    verdict = classify_run(None, Curve.from_arrays(steps, values, "eval_loss"))
+    assert verdict.label == "underfitting"
+    assert "it ended above where it began: the training made it worse" in verdict.reasons[0]
