@@ -281,6 +281,16 @@ def make_wandb_runs(path: Path, rows: int) -> None:
     frame.to_csv(path, index=False, quoting=csv.QUOTE_ALL)
 
 
+def make_jsonl(path: Path, rows: int) -> None:
+    """A pretraining loop's own JSON-lines log: one record a step (step, loss, lr, grad_norm, tokens_per_second, mfu,
+    and its UNIX time)."""
+    rng = _rng()
+    frame = pd.DataFrame({"step": np.arange(1, rows + 1), "loss": rng.random(rows) * 3, "lr": rng.random(rows) * 1e-3,
+                          "grad_norm": rng.random(rows) * 5, "tokens_per_second": rng.random(rows) * 1e5,
+                          "mfu": rng.random(rows), "time": 1.7e9 + np.arange(rows) * 0.37})
+    frame.to_json(path, orient="records", lines=True)
+
+
 def make_mlflow(path: Path, rows: int) -> None:
     """An MLflow file store (``mlruns/<experiment>/<run>/``) of a sweep as long runs write it: 10 runs, each
     with its ``meta.yaml``, params, tags and four metric files of ``timestamp value step`` lines, ``rows``
@@ -566,6 +576,7 @@ CASES = (
     Case("csv", "per_batch/metrics.csv", make_per_batch, anchor_csv("Epoch")),
     Case("wandb-chart-csv", "wandb/wandb_export.csv", make_wandb_chart, anchor_csv("Step")),
     Case("detectron2", "detectron2/metrics.json", make_detectron2, anchor_json_lines("iteration")),
+    Case("jsonl", "jsonl/metrics.jsonl", make_jsonl, anchor_json_lines("step", ("time",))),
     Case("hf_trainer_state", "hf/trainer_state.json", make_hf_state, anchor_hf_state),
     Case("mmengine", "mmengine/yolov5_s-v61_fast_1xb12-40e/20230805_113504/vis_data/scalars.json", make_mmengine,
          anchor_json_lines("step", ("epoch", "iter"))),

@@ -35,6 +35,7 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.tabular.mmengine:MMEngineReader",
     "tanalyze.readers.tabular.mmdet2:MMDet2Reader",
     "tanalyze.readers.tabular.history_json:HistoryJsonReader",
+    "tanalyze.readers.tabular.jsonl:JsonlReader",
     "tanalyze.readers.tabular.sb3_monitor:MonitorReader",
     "tanalyze.readers.tabular.tidy:TidyReader",
     "tanalyze.readers.tabular.csv_loggers:LightningCSVReader",

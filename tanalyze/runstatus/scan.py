@@ -524,11 +524,12 @@ def wandb_exit(hparams: Mapping[str, Any], files: Iterable[str]) -> WandbExit | 
 
 
 #: where a tracker's reader keeps the run's recorded status in hparams, and the tracker's name
-_TRACKER_KEYS = (("_mlflow", "MLflow"), ("_sacred", "Sacred"))
+_TRACKER_KEYS = (("_mlflow", "MLflow"), ("_sacred", "Sacred"), ("_jsonl", "its JSON-lines log"))
 
 
 def tracker_end(hparams: Mapping[str, Any]) -> TrackerEnd | None:
-    """The run status a tracker's reader found (MLflow's ``hparams["_mlflow"]``, Sacred's ``hparams["_sacred"]``,
+    """The run status a tracker's reader found (MLflow's ``hparams["_mlflow"]``, Sacred's ``hparams["_sacred"]``, a
+    JSON-lines log's final ``{"status": …}`` record, ``hparams["_jsonl"]``,
     with the failure's last trace line when it kept one); None for a run without one."""
     for key, tracker in _TRACKER_KEYS:
         info = hparams.get(key)

@@ -458,3 +458,12 @@ def test_a_nanogpt_run_that_crashed_after_its_last_iteration_did_not_finish(tmp_
                                         "on device\n")
     (info,) = load(tmp_path, cache=False).runs.values()
     assert info.status.status == "crashed"
+
+
+def test_a_json_lines_logs_final_status_record_is_the_runs_end():
+    """A loop's own metrics.jsonl that ends with ``{"status": "COMPLETED", …}`` (tests/fixtures/jsonl, a real CPU
+    training): the record says how the run ended, as an MLflow or Sacred run's does."""
+    fixture = Path(__file__).parents[1] / "fixtures" / "jsonl" / "char_lm"
+    (info,) = load(fixture, cache=False).runs.values()
+    assert info.format == "jsonl" and info.status.status == "finished"
+    assert info.status.reason == "its JSON-lines log recorded the run as COMPLETED"
