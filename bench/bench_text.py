@@ -1409,6 +1409,36 @@ def naive_gan_loss_log(path: Path) -> int:
     return len(frame)
 
 
+MINIMIND_LINE = re.compile(r"Epoch:\[(\d+)/\d+\]\((\d+)/(\d+)\),? *(.*)")
+MINIMIND_PAIR = re.compile(rf"([A-Za-z_][\w.@/-]*(?: [A-Za-z_][\w.@/-]*)*): *({NUMBER})")
+MINIMIND_NOT_TAGS = {"epoch_time", "epoch_Time", "eta"}
+
+
+def naive_minimind(path: Path) -> int:
+    tags, steps, values, walls, epochs = [], [], [], [], []
+    first = None
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            m = MINIMIND_LINE.match(line.rstrip("\n"))
+            if not m:
+                continue
+            epoch = int(m.group(1))
+            first = min(epoch, 1) if first is None else first
+            step = (epoch - first) * int(m.group(3)) + int(m.group(2))
+            for name, value in MINIMIND_PAIR.findall(m.group(4)):
+                if name in MINIMIND_NOT_TAGS:
+                    continue
+                tags.append(name)
+                steps.append(step)
+                values.append(float(value))
+                walls.append(math.nan)
+                epochs.append(float(epoch))
+    frame = pd.DataFrame({"tag": pd.Categorical(tags), "step": np.asarray(steps, dtype=np.int64),
+                          "value": np.asarray(values, dtype=np.float64), "wall_time": np.asarray(walls),
+                          "epoch": np.asarray(epochs)})
+    return len(frame)
+
+
 NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_nanogpt, "deepspeed": naive_deepspeed,
          "text": naive_text, "text_kv": naive_text_kv, "text_epochs": naive_text_epochs,
          "text_imagenet": naive_text_imagenet, "llmc": naive_llmc,
@@ -1421,7 +1451,7 @@ NAIVE = {"megatron": naive_megatron, "hf_console": naive_hf, "nanogpt": naive_na
          "paddle": naive_paddle, "opennmt": naive_opennmt, "espnet": naive_espnet,
          "pytorch_lm": naive_pytorch_lm, "torchtitan": naive_torchtitan,
          "maxtext": naive_maxtext, "olmo": naive_olmo,
-         "composer": naive_composer, "litgpt": naive_litgpt, "gan_loss_log": naive_gan_loss_log, "clu": naive_clu,
+         "composer": naive_composer, "litgpt": naive_litgpt, "gan_loss_log": naive_gan_loss_log, "minimind": naive_minimind, "clu": naive_clu,
          "clu_big_vision": naive_clu,
          "ultralytics_console": naive_ultralytics_console, "ultralytics_console_tqdm": naive_ultralytics_console}
 TUNED = {"megatron": tuned_megatron, "hf_console": tuned_hf}

@@ -1080,6 +1080,33 @@ def make_gan_loss_log(path: Path, megabytes: int) -> None:
                 return
 
 
+def make_minimind(path: Path, megabytes: int, old: bool = False) -> None:
+    """MiniMind's pretraining console: the model size lines, then a line every 100 steps of 44,160 per epoch (the
+    current version's; or the 2024 versions'), each epoch's last step too, a resume notice now and then."""
+    rng = random.Random(3)
+    head = "Model Params: 25.83M\nTrainable Params: 25.830M\n"
+    per_epoch = 44160
+
+    def block(index: int) -> str:
+        epoch, within = divmod(index * 100, per_epoch)
+        within = within or 1
+        loss = 2 + 7 * math.exp(-index / 300) + rng.random() / 10
+        lr = 5e-4 * (0.1 + 0.45 * (1 + math.cos(math.pi * index / 2000)))
+        left = (per_epoch - within) * 0.61 // 60
+        if old:
+            line = (f"Epoch:[{epoch + 1}/6]({within}/{per_epoch}) loss:{loss:.3f} lr:{lr:.12f} "
+                    f"epoch_Time:{left}min:\n")
+        else:
+            line = (f"Epoch:[{epoch + 1}/6]({within}/{per_epoch}), loss: {loss:.4f}, logits_loss: {loss:.4f}, "
+                    f"aux_loss: 0.0000, lr: {lr:.8f}, epoch_time: {left:.1f}min\n")
+        if index % 5000 == 4999:
+            line += "Model Params: 25.83M\nTrainable Params: 25.830M\n"
+            line += f"Epoch [{epoch + 1}/6]: 跳过前{within}个step，从step {within + 1}开始\n"
+        return line
+
+    _write(path, megabytes, head, block)
+
+
 def make_litgpt(path: Path, megabytes: int) -> None:
     """``litgpt pretrain``: a line every optimizer step (log_interval 1, 16 iters per step), each '(step)' with the
     remaining time (days past 24 h), a validation every 1,000 steps, a checkpoint after it."""
@@ -1290,6 +1317,7 @@ MAKERS: dict[str, Callable[[Path, int], None]] = {
     "composer": make_composer,
     "litgpt": make_litgpt,
     "gan_loss_log": make_gan_loss_log,
+    "minimind": make_minimind,
     "clu": make_clu,
     "clu_big_vision": make_clu_big_vision,
     "keras_console": make_keras_console,

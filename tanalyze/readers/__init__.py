@@ -73,6 +73,7 @@ READERS: tuple[str, ...] = (
     "tanalyze.readers.text.composer:ComposerReader",
     "tanalyze.readers.text.litgpt:LitGPTReader",
     "tanalyze.readers.text.gan_loss_log:GanLossLogReader",
+    "tanalyze.readers.text.minimind:MiniMindReader",
     "tanalyze.readers.text.generic:GenericTextReader",
     # after the generic reader: a log it reads keeps it; these templates are the rest of the hand-written loops
     "tanalyze.readers.text.torch_examples:TorchExamplesReader",

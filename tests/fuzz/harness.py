@@ -42,7 +42,7 @@ FIXTURE_SEEDS = {name: (name,) for name in (
     "keras_console", "torch_examples", "tqdm_console", "timm_console", "dvclive", "sacred", "ray_tune",
     "history_json", "tidy", "yolo_txt", "fairseq", "nnunet", "darknet", "console_table", "paddle", "opennmt", "espnet",
     "pytorch_lm", "torchtitan", "maxtext", "olmo", "composer", "litgpt", "clu", "ultralytics_console",
-    "gan_loss_log", "jsonl")} | {
+    "gan_loss_log", "jsonl", "minimind")} | {
     "sb3_console": ("sb3",), "sb3_monitor": ("sb3",), "csv": ("sb3",)}
 
 #: Seeds larger than this (all files of a run together) are not used: fuzzing speed matters more.

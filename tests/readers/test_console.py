@@ -10,7 +10,7 @@ from tests.readers.text_helpers import check, notes_text, write
 
 TEXT_FORMATS = ["megatron", "llmc", "pytorch_lm", "fairseq", "clu", "hf_console", "keras_console", "deepspeed", "modded_nanogpt", "build_nanogpt", "nanogpt",
                 "tqdm_console", "timm_console", "nnunet", "darknet", "ultralytics_console", "console_table", "sb3_console", "paddle", "opennmt", "espnet", "torchtitan", "maxtext", "olmo", "composer", "litgpt",
-                "gan_loss_log", "text",
+                "gan_loss_log", "minimind", "text",
                 "torch_examples"]
 
 SAMPLES = {

@@ -66,6 +66,7 @@ CONTRACT_EXAMPLES: dict[str, str] = {
     "litgpt": "fixtures:litgpt/lit_gpt_finetune_lora/console.log",
     "gan_loss_log": "fixtures:gan_loss_log/checkpoints/pix2pix_tiny/loss_log.txt",
     "jsonl": "fixtures:jsonl/char_lm/metrics.jsonl",
+    "minimind": "fixtures:minimind/pretrain/train.log",
     # no CLU log in the corpus; the bundled ones were printed by real (CPU) trainings logging through CLU (README.md)
     "clu": "fixtures:clu/cpu_mlp/console.log",
     # no ESPnet log in the corpus, and its training needs a recipe's data preparation: the bundled lines are its docs'

@@ -101,6 +101,8 @@ def _real_text_logs(root: Path) -> list[tuple[str, Path]]:
     gan = Path(__file__).resolve().parents[1] / "fixtures" / "gan_loss_log"
     found += [("gan_loss_log", p) for p in (gan / "checkpoints" / "pix2pix_tiny" / "loss_log.txt",
                                             gan / "console" / "train.log")]
+    minimind = Path(__file__).resolve().parents[1] / "fixtures" / "minimind"
+    found += [("minimind", p) for p in sorted(minimind.rglob("train.log"))]
     clu = Path(__file__).resolve().parents[1] / "fixtures" / "clu"
     found += [("clu", p) for p in sorted(clu.rglob("console.log"))]
     found += [("espnet", Path(__file__).resolve().parents[1] / "fixtures" / "espnet" / "asr_train" / "train.log")]
