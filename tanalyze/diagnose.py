@@ -114,7 +114,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "63"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "64"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -195,6 +195,7 @@ ANALYSIS_VERSION = "63"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 61: a nanoGPT run whose last iteration is the last before max_iters finished
 # 62: an underfitting loss that ended above its start says the training made it worse
 # 63: a JSON-lines log's final status record is how the run ended
+# 64: MiniMind's loss is a language model's
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -207,7 +208,7 @@ SUMMED_LOSS_FORMATS = frozenset({"darknet", "yolo_csv", "yolo_txt", "detectron2"
 #: ln 7 is no few-class classifier's chance level
 LANGUAGE_MODEL_FORMATS = frozenset({"llamafactory", "nanogpt", "build_nanogpt", "modded_nanogpt", "llmc", "megatron",
                                     "torchtitan", "maxtext", "olmo", "composer", "litgpt", "fairseq", "opennmt",
-                                    "pytorch_lm"})
+                                    "pytorch_lm", "minimind"})
 #: The vocabulary a language model's loss is judged against when its configuration gives none: fewer tokens than
 #: any real tokenizer has (a character-level model's, 65, starts below half of ln 1000 only when already trained)
 LEAST_VOCABULARY = 1000
