@@ -59,6 +59,7 @@ from tanalyze.readers.tabular.common import (
     SNIFF_LINES,
     JsonLines,
     PointBuffer,
+    _json_object,
     as_step,
     is_number,
     name_list,
@@ -137,13 +138,8 @@ def is_metrics_log(path: Path, head: bytes) -> bool:
         stripped = line.strip()
         if not stripped:
             continue
-        if not stripped.startswith(b"{"):
-            return False
-        try:
-            record = json.loads(stripped.decode("utf-8", errors="replace"))
-        except (ValueError, RecursionError):
-            return False
-        if not isinstance(record, dict) or not OTHER_FORMATS.isdisjoint(record):
+        record = _json_object(stripped)
+        if record is None or not OTHER_FORMATS.isdisjoint(record):
             return False
         key = step_key_of(record)
         if key is not None:
