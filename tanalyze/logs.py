@@ -251,8 +251,11 @@ def _results(spec: RunSpec, read: list[RunData] | Assembled | Exception | None,
         else:
             mine = {str(p) for p in part.own_files}
             own = tuple(f for f in spec.files if f in mine)
-        # (the folders of the files of the other runs read from the same files: their checkpoints are not this run's)
-        others = frozenset(str(Path(f).parent) for f in spec.files if f not in own) - {spec.directory}
+        # (the folders right under the run's folder that hold the files of the other runs read from the same files,
+        # another training's checkpoint-N: their checkpoints are not this run's; deeper ones the scan does not enter,
+        # so the runs of a store share one scan)
+        others = frozenset(str(folder) for folder in (Path(f).parent for f in spec.files if f not in own)
+                           if str(folder.parent) == spec.directory)
         if others not in saved_of:
             saved_of[others] = _checkpoints(spec.directory, others)
         saved = saved_of[others]
