@@ -981,3 +981,32 @@ def test_an_evaluations_block_after_its_banner_takes_its_phase_and_a_bracketed_b
     check(run.scalars, "test/Loss", {324: 0.5793}, count=1)
     check(run.scalars, "test/Accuracy", {324: 0.8871}, count=1)
     check(run.scalars, "test/F1 Score", {324: 0.8853}, count=1)
+
+
+def test_makemore_evaluation_lines_and_step_times_in_milliseconds(monkeypatch):
+    """makemore's console (tests/fixtures/makemore, a real CPU training with its print formats): ``step N | loss … |
+    step time …ms`` every 10 steps and ``step N train loss: … test loss: …`` every 500. The evaluation lines, whose
+    names are of two words, had been skipped as lines without metrics; the step time lost its unit, so a millisecond
+    was read as a second. The "best so far" sentence is no metric."""
+    path = FIXTURES / "makemore" / "train.log"
+    run = _read(path)
+    frame = run.scalars
+    check(frame, "loss", {0: 3.0202, 500: 2.0834, 1500: 2.2855}, count=151)
+    check(frame, "step time (ms)", {0: 385.15, 10: 1.28}, count=151)
+    check(frame, "train loss", {500: 2.2209248542785645, 1000: 2.177870750427246, 1500: 2.1588635444641113}, count=3)
+    check(frame, "test loss", {500: 2.1796038150787354, 1000: 2.227509021759033, 1500: 2.242488384246826}, count=3)
+    assert set(frame["tag"].astype(str)) == {"loss", "step time (ms)", "train loss", "test loss"}
+    assert _same_at_once_and_line_by_line(path, monkeypatch).scalars.shape == frame.shape
+
+
+@pytest.mark.parametrize(("line", "tag", "value"), [
+    ("iter 5 | loss 2.5 | time 120.5ms", "time (ms)", 120.5),
+    ("step 5 | loss 2.5 | dt 0.42s", "dt (s)", 0.42),
+    ("step 5 | loss 2.5 | Time (s): 0.42s", "Time (s)", 0.42),  # (its name gives the unit already)
+    ("step 5 | loss 2.5 | acc 91.2%", "acc", 91.2),
+])
+def test_a_pairs_unit_of_time_stays_in_its_name(tmp_path, line, tag, value):
+    lines = [line.replace("5", str(step), 1) for step in (3, 4, 5)]
+    run = _read(write(tmp_path / "train.log", "\n".join(lines) + "\n"))
+    check(run.scalars, tag, {5: value}, count=3)
+    check(run.scalars, "loss", {5: 2.5}, count=3)

@@ -117,6 +117,8 @@ _PAIR_ITEM = re.compile(rf"({_NAME})[ \t]*[:=][ \t]*({NUMBER})")
 #: ``loss: 2.31 lr: 3e-4`` (what ``print(f"step {step} loss {loss}")`` writes).
 _BLANK_PAIR = rf"(?!of\b)[A-Za-z_][\w./@%-]{{0,63}}[ \t]*[:=]?[ \t]*{NUMBER}{_UNIT}"
 _BLANK_PAIRS = rf"(?:[ \t]+{_BLANK_PAIR})+[ \t]*$"
+#: a name of one or two words, no sentence's full stop in it (``train loss``)
+_SHORT_NAME = r"[A-Za-z][\w/@%-]{0,63}(?: [A-Za-z][\w/@%-]{0,63})?"
 KV_STEP = re.compile(
     r"^[ \t]*(?:\[(?=[^\]\n]*\d\][ \t]))?"
     r"(?:(?P<token>(?:iter|iteration|global_step|step|episode)(?P<counter>)|epoch|ep)[ \t]*[:=]?[ \t]*"
@@ -126,7 +128,10 @@ KV_STEP = re.compile(
     r"(?:[ \t]*(?:[|,:]|[ \t]-[ \t])|(?(counter)(?(total)(?!)|(?<=\])[ \t])|(?<=\])[ \t])"
     # (or the batch of the epoch a counter names: ChineseNER's "iteration:1 step:100/23196, NER loss: …")
     r"|[ \t]+(?=(?:step|iter|batch)[ \t]*[:=]?[ \t]*\d+[ \t]*/[ \t]*\d+)"
-    rf"|(?={_BLANK_PAIRS}))(?P<rest>[^\n]*)$",
+    rf"|(?={_BLANK_PAIRS})"
+    # (or, after a step, pairs of names of one or two words, blanks between: makemore's "step 500 train loss: 2.22
+    # test loss: 2.18"; not an epoch's sentence, "Epoch 1 completed. Average loss: 4.49")
+    rf"|(?(counter)(?=(?:[ \t]+{_SHORT_NAME}:[ \t]*{NUMBER}{_UNIT}){{1,8}}[ \t]*$)|(?!)))(?P<rest>[^\n]*)$",
     re.M | re.I,
 )
 #: a line of pycocotools' summary of a COCO evaluation (detectron2, MMDetection, YOLOX, PaddleDetection, torchvision's
@@ -195,7 +200,10 @@ _BLANK_PAIR_AT = re.compile(rf"[ \t]*{_BLANK_PAIR}")
 # (a name may end in its unit in parentheses: ``GPU Mem (GB): 12.8``, ``Time (s): 0.52``)
 # (and in a number before its colon: ``Loss size 4: 0.61``, ``top 5: 0.93``)
 _KV_SEGMENT = re.compile(
-    rf"^\s*({_NAME}(?: \d{{1,4}}(?=\s*[:=]))?(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*{_UNIT}\s*$")
+    rf"^\s*({_NAME}(?: \d{{1,4}}(?=\s*[:=]))?(?: \([^()\n]{{1,16}}\))?)\s*[:=]?\s*\[?\s*({NUMBER})\s*\]?\s*({_UNIT})\s*$")
+#: the units of time a pair's value may end in (``step time 31.25ms``): kept in its name, which alone tells a step time
+#: in milliseconds from one in seconds
+_TIME_UNITS = frozenset({"ms", "s", "sec"})
 
 _STEP_NAMES = frozenset({"iter", "iteration", "step", "global_step", "it"})
 #: a line's counters that may count epochs: beside the batch of its epoch (``step: 100/23196``) an ``iteration`` does
@@ -237,6 +245,15 @@ def _pair_name(raw: str) -> str:
     name = raw.strip()
     linked = _LINKING_WORD.sub("", name)
     return linked if linked else name
+
+
+def _segment_name(item: re.Match[str]) -> str:
+    """The name of a key-value segment (``_KV_SEGMENT``), with the unit of time its value ends in (``step time
+    (ms)``) unless the name gives a unit already."""
+    name, unit = _pair_name(item.group(1)), item.group(3)
+    if unit not in _TIME_UNITS or name.endswith(")") or name.lower() in _COUNTER_NAMES | _NOT_MEASURES | {"epoch"}:
+        return name
+    return f"{name} ({unit})"
 
 
 #: a name that begins with its phase: ``Val Loss``, ``val_acc``, ``Test/accuracy``, ``Train Loss``
@@ -536,7 +553,7 @@ class GenericRules:
             item = _KV_SEGMENT.match(segment)
             if not item:
                 continue
-            name, value = _pair_name(item.group(1)), float(item.group(2))
+            name, value = _segment_name(item), float(item.group(2))
             if name.lower() == "epoch":
                 epoch = value
             elif name.lower() in _COUNTER_NAMES and token == "epoch" and within is None:
@@ -1451,7 +1468,7 @@ class _KvLines(_Shaped):
             item = _KV_SEGMENT.match(rest[a:b])
             if not item:
                 continue  # (the same text on every line of the shape: never a pair)
-            name = _pair_name(item.group(1))
+            name = _segment_name(item)
             lower = name.lower()
             if lower in _COUNTER_NAMES and token == "epoch":
                 return None  # the step or batch in a pair: rare, read line by line
@@ -1698,7 +1715,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 24  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 25  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1712,7 +1729,8 @@ class GenericTextReader(TextReader):
     #                    20: an 'iteration' counting epochs beside the batch of its epoch; a logger named by a path;
     #                    21: 'Train loss 0.14 accuracy 0.95' under an epoch header; 22: an evaluation's block after
     #                    its banner takes its phase; the batch of an epoch in brackets; 23: 'Epoch 1/1' then
-    #                    'Epoch 1/8' another training (a session), not one epoch's lines; 24: 'Episode N | …' lines
+    #                    'Epoch 1/8' another training (a session), not one epoch's lines; 24: 'Episode N | …' lines;
+    #                    25: 'step N train loss: … test loss: …' (makemore); a pair's unit of time kept in its name
 
     behind_logging = True
 
