@@ -83,8 +83,8 @@ class GradientHealth(ResultMixin):
     findings: tuple[Finding, ...]
 
 
-def _finding(code: str, severity: Severity, message: str, **kw) -> Finding:
-    return Finding(code, severity, message, recommend(code), **kw)
+def _finding(code: str, severity: Severity, message: str, recommendation: str | None = None, **kw) -> Finding:
+    return Finding(code, severity, message, recommendation or recommend(code), **kw)
 
 
 def _events(
@@ -274,6 +274,10 @@ def _norm_health(
                                            loss_went_on=_loss_went_on(loss, steps[nonfinite])))
     if not fin.size:
         return stats, findings
+    unmeasured = _unmeasured_finding(fin, loss)
+    if unmeasured is not None:  # (zeros the logger wrote: nothing to judge a band, explosions or clipping by)
+        findings.append(unmeasured)
+        return stats, findings
     q = np.percentile(fin, [5, 50, 95])
     above, below = float(np.mean(fin > band[1])), float(np.mean(fin < band[0]))
     stats.update(minimum=float(fin.min()), p05=float(q[0]), median=float(q[1]), p95=float(q[2]),
@@ -296,7 +300,8 @@ def _norm_health(
         early = float(np.median(fin[: max(min_history, fin.size // 5)]))
         ceiling = explosion_factor * max(early, max_norm or 0.0)
         findings.append(_explosion_finding(explosions, int(f_steps[-1]), ceiling, explosion_factor, window,
-                                           _loss_rise(loss, explosions, f_steps), loss_follow_ratio))
+                                           _loss_rise(loss, explosions, f_steps), loss_follow_ratio,
+                                           max_norm, max_norm_assumed))
     if collapses:
         findings.append(_collapse_finding(collapses, int(f_steps[-1]), collapse_factor, collapse_min_points,
                                           _loss_fall(loss, collapses[-1])))
@@ -389,16 +394,21 @@ def _band_finding(fin: np.ndarray, q: np.ndarray, above: float, below: float, ba
             + (f"; clipping at {_clip_text(max_norm, max_norm_assumed)} is on, norms above 1 are common for large "
                "models."
                if max_norm is not None else "."),
+            recommendation=None if max_norm is None else (
+                "Nothing to do for the band: clipping bounds the updates; what matters is the norm against its own "
+                "history (explosions) and how often it is clipped."),
             evidence={"fraction_above": above, "median": float(q[1]), "band": [lo_band, hi_band]},
         )
     return None
 
 
 def _explosion_finding(explosions: list[GradEvent], last_step: int, ceiling: float, factor: float,
-                       window: int, loss_rise: float | None = None, follow_ratio: float = 1.25) -> Finding:
+                       window: int, loss_rise: float | None = None, follow_ratio: float = 1.25,
+                       max_norm: float | None = None, max_norm_assumed: bool = False) -> Finding:
     """Never recovered, or two orders of magnitude: an error; a transient spike: a warning, unless no norm
     went above ``ceiling`` (``factor`` x the run's early level or the clip value), or the loss did not follow
-    any (its largest rise around them, ``loss_rise``, below ``follow_ratio``): information."""
+    any (its largest rise around them, ``loss_rise``, below ``follow_ratio``): information. With clipping on
+    (``max_norm``), the advice is not to enable it: the norms logged are the ones before it."""
     first = explosions[0]
     worst = max(explosions, key=lambda e: e.ratio)
     lasting = explosions[-1].step_end == last_step
@@ -423,6 +433,38 @@ def _explosion_finding(explosions: list[GradEvent], last_step: int, ceiling: flo
         step=first.step,
         step_end=explosions[-1].step_end,
         evidence=evidence,
+        recommendation=None if max_norm is None else _CLIPPED_EXPLOSION.format(_clip_text(max_norm, max_norm_assumed)),
+    )
+
+
+#: what to do about explosions of a norm that is clipped: the norm logged is the one before clipping
+_CLIPPED_EXPLOSION = ("Clipping at {} is on and these are the norms before it, so the updates stayed bounded; if the "
+                      "loss followed the spikes, lower the learning rate (or warm it up longer) and look for bad "
+                      "batches at those steps, else nothing needs doing.")
+
+
+def _unmeasured_finding(fin: np.ndarray, loss: Curve | None, zero_share: float = 0.9,
+                        moved: float = 0.01) -> Finding | None:
+    """A norm logged as exactly 0 at ``zero_share`` or more of its steps while the training loss moved (by
+    ``moved`` or more of its first level): gradients of zero change no weight, so such zeros are a norm the loop
+    did not measure (sharded or offloaded gradients: DeepSpeed ZeRO under some trainers logs 0), not vanishing
+    gradients. None otherwise (a loss that did not move may have had no gradient indeed)."""
+    zeros = float(np.mean(fin == 0))
+    if zeros < zero_share or loss is None:
+        return None
+    values = loss.collapse_steps().finite_part().values
+    if len(values) < 2:
+        return None
+    first, last = float(values[0]), float(values[-1])
+    if not abs(last - first) >= moved * max(abs(first), 1e-12):
+        return None
+    return _finding(
+        "grad_norm_unmeasured",
+        Severity.INFO,
+        f"The gradient norm is exactly 0 at {zeros:.0%} of {fin.size} logged steps while the loss went from "
+        f"{first:.4g} to {last:.4g}: gradients of zero change no weight, so these zeros are a norm the training "
+        "loop did not measure, not vanishing gradients.",
+        evidence={"zero_share": zeros, "points": int(fin.size), "loss_first": first, "loss_last": last},
     )
 
 

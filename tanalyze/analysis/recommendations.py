@@ -196,6 +196,13 @@ CAUSES: dict[str, Cause] = {
         "training went on after the validation loss stopped improving",
         "Enable early stopping (patience-based) or keep the best checkpoint, not the last.",
     ),
+    "grad_norm_unmeasured": Cause(
+        "Gradient norm not measured",
+        "a norm the training loop could not compute (gradients sharded or offloaded, as under DeepSpeed ZeRO) "
+        "logged as 0",
+        "Nothing is wrong with the training; to watch the gradients, log the norm the engine computes (DeepSpeed's "
+        "global gradient norm) instead of the trainer's.",
+    ),
     "grad_explosion": Cause(
         "Gradient norm exploded",
         "learning rate too high, no clipping, numerical instability",

@@ -430,3 +430,32 @@ def test_a_clipping_norm_assumed_from_the_trainers_default_says_so(assumed):
     [clipped] = [f for f in health.findings if f.code == "grad_clipping_frequent"]
     assert ("max norm 1 (assumed: the trainer's default; the log does not record it)" in clipped.message) == assumed
     assert "max norm 1" in clipped.message
+
+
+def test_explosions_of_a_clipped_norm_are_not_told_to_enable_clipping():
+    """An HF fine-tune (clipping at 1 on, the norms logged before it) with two norm spikes: the advice had been
+    "Enable gradient clipping", beside a finding that said clipping was on."""
+    g = norms(1000, level=2.4)
+    g[600:602] *= 10
+    [clipped] = [f for f in analyze_gradients(curve(g), max_norm=1.0, max_norm_assumed=True).findings
+                 if f.code == "grad_explosion"]
+    assert "Enable gradient clipping" not in clipped.recommendation
+    assert clipped.recommendation.startswith("Clipping at 1 (assumed: the trainer's default")
+    [above] = [f for f in analyze_gradients(curve(g), max_norm=1.0).findings if f.code == "grad_out_of_band"]
+    assert "Clip large gradients" not in above.recommendation
+    [unclipped] = [f for f in analyze_gradients(curve(g)).findings if f.code == "grad_explosion"]
+    assert "Enable gradient clipping" in unclipped.recommendation
+
+
+def test_a_norm_logged_as_zero_while_the_loss_falls_was_not_measured():
+    """A W&B export of an HF fine-tune whose grad_norm is exactly 0.0 at every point while its loss fell (1.152 to
+    0.911): gradients of zero change no weight, so the zeros are a norm not measured; it had been a warning of
+    gradients below the healthy band at 100% of steps. A zero norm with a loss that did not move stays a warning."""
+    zeros = curve(np.zeros(20))
+    falling = curve(np.linspace(1.152, 0.911, 20), tag="loss")
+    health = analyze_gradients(zeros, loss=falling)
+    assert codes(health) == ["grad_norm_unmeasured"]
+    [f] = health.findings
+    assert f.severity == "info" and "exactly 0 at 100% of 20 logged steps" in f.message and "1.152 to 0.911" in f.message
+    still = analyze_gradients(zeros, loss=curve(np.full(20, 1.152), tag="loss"))
+    assert [(f.code, f.severity) for f in still.findings] == [("grad_out_of_band", "warning")]
