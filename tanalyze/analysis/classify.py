@@ -106,6 +106,9 @@ class Thresholds:
     dead_rise: float = 0.01  # frozen this far above the first value: the updates made it worse (a dead model)
     unbounded_factor: float = 10.0  # diverged below: the loss ends negative, this many times further from zero
     unbounded_floor: float = 1000.0  # … than it began (and at least this far), still falling: no floor
+    short_rise: float = 0.25  # too few points for a verdict: the validation loss ends this far above its minimum …
+    short_train_fall: float = 0.2  # … while the training loss fell this far from the minimum's evaluation on: overfitting
+    short_confidence: float = 0.6  # (the most such a verdict is worth: one or two evaluations carry it)
 
 
 @dataclass(frozen=True)
@@ -458,8 +461,16 @@ def _classify(
 
     n_finite = divergence.analysed_points
     if n_finite < th.min_points:
-        reasons.append(f"only {n_finite} finite point(s) of {main.tag}; need {th.min_points}")
         evidence["points"] = n_finite
+        short = _short_overfitting(train, val, th) if main_role == "train" else None
+        if short is not None:  # (a three-epoch fine-tune that overfits: too short for the curve's shape, not for this)
+            reason, finding, rise = short
+            evidence["short_overfitting"] = rise
+            confidence = th.short_confidence * min(1.0, rise["rise_rel"] / (2 * th.short_rise))
+            return Verdict("overfitting", round(max(0.5, confidence), 3), evidence,
+                           (reason, f"only {n_finite} finite point(s) of {main.tag}: too few to judge the curve's "
+                                    "shape, not the rise", *notes), findings=(finding,))
+        reasons.append(f"only {n_finite} finite point(s) of {main.tag}; need {th.min_points}")
         return Verdict("insufficient_data", 1.0, evidence, tuple(reasons + notes),
                        findings=(_insufficient(reasons[0]),))
 
@@ -627,6 +638,37 @@ def _at_zero(main: Curve, evidence: dict[str, Any]) -> tuple[Finding, ...]:
                     f"{main.tag} is exactly 0 from step {step} to the end ({len(c) - start} of {len(c)} points): the "
                     "model fits every training example as logged, or the loss is not computed from the data",
                     recommend("loss_at_zero"), step=step, step_end=int(c.steps[-1])),)
+
+
+def _short_overfitting(train: Curve | None, val: Curve | None, th: Thresholds
+                       ) -> tuple[str, Finding, dict[str, Any]] | None:
+    """Overfitting in a run too short for the curves' shapes (a fine-tune of three epochs): the validation loss's
+    last evaluation ``short_rise`` or more above its lowest earlier one, while the training loss fell
+    ``short_train_fall`` or more from that evaluation's step to its end. The reason, a finding and the numbers;
+    None otherwise."""
+    if train is None or val is None:
+        return None
+    v, t = val.collapse_steps().finite_part(), train.collapse_steps().finite_part()
+    if len(v) < 3 or len(t) < 2 or (v.values <= 0).any() or (t.values <= 0).any():
+        return None
+    best = int(np.argmin(v.values[:-1]))
+    low, end = float(v.values[best]), float(v.values[-1])
+    rise = end / low - 1
+    onset = int(v.steps[best])
+    before = t.values[t.steps <= onset]
+    if rise < th.short_rise or not len(before) or t.steps[-1] <= onset:
+        return None
+    at_onset, train_end = float(before[-1]), float(t.values[-1])
+    fall = 1 - train_end / at_onset
+    if fall < th.short_train_fall:
+        return None
+    message = (f"{val.tag} rose {rise:.0%} from its minimum {low:.4g} at step {onset} to {end:.4g} at its last "
+               f"evaluation (step {int(v.steps[-1])}), while {train.tag} fell {fall:.0%} ({at_onset:.4g} -> "
+               f"{train_end:.4g}): the model fits its training data better and held-out data worse")
+    finding = Finding("overfitting", Severity.WARNING, message + f" (only {len(v)} evaluations).",
+                      recommend("overfitting"), step=onset, step_end=int(v.steps[-1]))
+    return message, finding, {"onset_step": onset, "val_min": low, "val_end": end, "rise_rel": rise,
+                              "train_at_onset": at_onset, "train_end": train_end, "evaluations": len(v)}
 
 
 def judged_loss(train: Curve | None, val: Curve | None, thresholds: Thresholds = Thresholds()) -> Curve | None:

@@ -463,3 +463,29 @@ def test_an_underfitting_loss_that_ended_above_its_start_says_the_training_made_
     verdict = classify_run(None, Curve.from_arrays(steps, values, "eval_loss"))
     assert verdict.label == "underfitting"
     assert "it ended above where it began: the training made it worse" in verdict.reasons[0]
+
+
+def _epochs(values, tag):
+    return Curve.from_arrays(np.arange(len(values)), np.asarray(values, dtype=float), tag)
+
+
+def test_a_three_epoch_fine_tune_whose_validation_loss_rises_overfits():
+    """A BERT fine-tune of three epochs (the usual length): validation loss 0.32, 0.32, 0.44 while the training
+    loss fell 0.39 to 0.11. Three points are too few for a curve's shape, not for a 39% rise at the end: it had been
+    "insufficient data"."""
+    verdict = classify_run(_epochs([0.39, 0.19, 0.11], "loss"), _epochs([0.318, 0.320, 0.443], "val_loss"))
+    assert verdict.label == "overfitting" and 0.5 <= verdict.confidence <= 0.6
+    assert verdict.reasons[0].startswith("val_loss rose 39% from its minimum 0.318 at step 0 to 0.443")
+    [finding] = verdict.findings
+    assert finding.code == "overfitting" and finding.step == 0 and finding.step_end == 2
+
+
+@pytest.mark.parametrize(("train", "val"), [
+    ([0.39, 0.19, 0.11], [0.318, 0.320, 0.36]),  # a rise of 13%: within what one evaluation's draw may move
+    ([0.39, 0.37, 0.35], [0.318, 0.320, 0.443]),  # the training loss hardly fell: no fit to blame
+    ([0.39, 0.19, 0.11], [0.443, 0.320, 0.318]),  # falling
+    ([0.39, 0.19], [0.318, 0.443]),  # two evaluations
+])
+def test_a_short_run_without_a_clear_rise_is_still_too_short(train, val):
+    verdict = classify_run(_epochs(train, "loss"), _epochs(val, "val_loss"))
+    assert verdict.label == "insufficient_data"
