@@ -752,7 +752,8 @@ def _adversarial_curves(curves: Mapping[str, Curve], roles: Roles) -> tuple[Curv
 
 #: where a format's run keeps the optimizer steps it planned (its trainer's max_steps, LLaMA-Factory's total_steps)
 _PLANNED_STEPS = {"hf_trainer_state": ("max_steps",), "hf_console": ("max_steps", "Total optimization steps"),
-                  "llamafactory": ("total_steps",)}
+                  "llamafactory": ("total_steps",), "olmo": ("_planned_steps",), "megatron": ("train_iters",),
+                  "modded_nanogpt": ("num_iterations",), "llmc": ("train_num_batches",)}
 #: a run that logged its last point before this share of its planned steps is too short to call underfitting
 _TOO_EARLY = 0.1
 

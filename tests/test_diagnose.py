@@ -523,3 +523,19 @@ def test_a_learning_reinforcement_learning_run_earns_no_loss_shape_finding(run, 
     assert d.roles["reward"] == "rollout/ep_rew_mean" and d.verdict.label == "normal"
     assert d.roles["train_loss"] == loss
     assert not [f for f in d.findings if f.code in LOSS_SHAPE] and d.spikes == () and d.divergence is None
+
+
+@pytest.mark.real_logs
+@pytest.mark.parametrize(("folder", "format"), [("megatron_text_log", "megatron"), ("llmc_logs", "llmc"),
+                                                ("modded_nanogpt_logs", "modded_nanogpt")])
+def test_the_planned_steps_each_format_keeps_are_in_its_runs(real_logs, folder, format):
+    """Where a format's run keeps the steps its trainer planned (Megatron's train_iters, llm.c's batches, modded-
+    nanogpt's num_iterations): each real run of the format has it, so a run cut in its first tenth is too early to
+    call underfitting."""
+    from tanalyze.diagnose import _PLANNED_STEPS
+
+    runs = {name: info for name, info in tanalyze.load(real_logs / folder).runs.items() if info.format == format}
+    assert runs
+    for name, info in runs.items():
+        planned = [info.hparams.get(key) for key in _PLANNED_STEPS[format]]
+        assert any(isinstance(value, int) and value > 0 for value in planned), name

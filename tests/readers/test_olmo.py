@@ -310,3 +310,22 @@ def test_numbers_as_olmo_prints_them(tmp_path, monkeypatch):
                    + "\n" for k in range(1, 200))
     run = _read_both_ways(write(tmp_path / "many.log", many), monkeypatch)
     assert math.isnan(curve(run.scalars, "m/3")[150]) and curve(run.scalars, "m/9")[199] == 125829120.0
+
+
+def test_the_planned_steps_of_the_last_header():
+    """``[step=N/M]``: M is the steps the trainer planned, kept as the hparam ``_planned_steps``; a run cut after a
+    few dozen of them is too early to call underfitting (a continued OLMo-1B run of 21 logged steps of 15,000, its
+    loss flat from trained weights, had been UNDERFITTING 0.86)."""
+    assert _read(CONSOLE).hparams["_planned_steps"] == 739328
+    assert _read(LATER).hparams["_planned_steps"] == 739328
+
+
+def test_a_run_cut_early_is_too_early_to_judge(tmp_path):
+    import tanalyze
+
+    blocks = [_prefix(10 * step) + f"[step={step}/15000]\n    {LOSS}={3.0 + 0.01 * (step % 3):.3f}\n"
+              for step in range(1, 22)]
+    path = write(tmp_path / "train.log", "".join(blocks))
+    [diagnosis] = tanalyze.diagnose(tanalyze.load(path)).values()
+    assert diagnosis.verdict.label == "insufficient_data"
+    assert diagnosis.verdict.reasons[0].startswith("the run's last logged step is 21 of the 15,000 its trainer planned")

@@ -22,7 +22,7 @@ In an interactive terminal OLMo logs through its own Rich handler instead, which
 Decisions:
 
 * **step = N of the block's ``[step=N/M]``** header (the trainer's global step, counted from 1; ``M``, the
-  planned steps, is not read). The newer header ``[step=N/M,epoch=E]`` gives the rows its epoch ``E`` (counted from
+  steps the trainer planned, of the last header is the hparam ``_planned_steps``). The newer header ``[step=N/M,epoch=E]`` gives the rows its epoch ``E`` (counted from
   0) in the epoch column.
 * Tags: each line's name as printed: ``train/CrossEntropyLoss`` (the step's loss, reduced across the ranks, not
   smoothed), ``train/Perplexity``, ``train/ZLoss``, ``optim/total_grad_norm`` (newer versions; OLMo keeps every
@@ -81,6 +81,8 @@ _RICH = r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] INFO +\[[^\]\n]*+\] "
 _PREFIX = rf"(?:{_TAB}|{_RICH})"
 #: a training block's header: its step and, in newer versions, its epoch
 _STEP = r"\[step=(\d+)/-?\d+(?:,epoch=(\d+))?\][ \t]*+"
+#: the planned steps of a ``[step=N/M]`` header (at most 15 digits: an exact integer)
+_PLANNED = re.compile(r"\[step=\d+/(\d{1,15})[,\]]")
 #: every block read, from the line break before its header (the chunk is read with one put before its first line):
 #: its time (a group per prefix), then a training header (step, epoch), the pre-train metrics' header, a ``[step=``
 #: line that is no header (its text), or an evaluator's label (a line whose next line is an ``eval/`` metric); and
@@ -198,7 +200,7 @@ class OLMoParser(TextParser):
     #: read every block on its own (not a chunk's blocks at once); for tests
     line_by_line: ClassVar[bool] = False
     state_fields = {"_open": "last", "_epoch": "last", "_evaluations": "sum", "_pretrain": "sum",
-                    "_resumed_pretrain": "sum"}
+                    "_resumed_pretrain": "sum", "_planned": "last"}
 
     def __init__(self, path: Path) -> None:
         super().__init__(path)
@@ -208,6 +210,7 @@ class OLMoParser(TextParser):
         self._evaluations = 0
         self._pretrain = 0
         self._resumed_pretrain = 0  # pre-train metrics after a training block (a resumed job's), not read
+        self._planned: int | None = None  # the M of the last [step=N/M] header: the steps the trainer planned
 
     def feed(self, chunk: Chunk) -> None:
         text = chunk.text if chunk.text.endswith("\n") else chunk.text + "\n"  # (a piece of a very long line)
@@ -219,6 +222,9 @@ class OLMoParser(TextParser):
             self._block_by_block(chunk, padded)
             self.scan_ranges = self._scan
         self._open = self._ending(text, padded, start)
+        last = _PLANNED.search(text, max(0, text.rfind("[step=")))
+        if last is not None:
+            self._planned = int(last.group(1))
 
     # -- a block cut by the chunk's boundaries --------------------------------------------------------------------
     def _leading(self, chunk: Chunk, text: str) -> tuple[int, bool]:
@@ -377,6 +383,8 @@ class OLMoParser(TextParser):
             at += len(text) + 1
 
     def finish(self) -> None:
+        if self._planned is not None and self._planned > 0:
+            self.hparams["_planned_steps"] = self._planned
         notes = ["OLMo console: step = N of each '[step=N/M]' block; tags as printed (train/CrossEntropyLoss, "
                  "throughput/…, System/Peak GPU Memory (MB)), values as OLMo rounds them to print"]
         self.count_note(self._evaluations, "evaluation block(s) (eval/…) at the step of the training block before "
@@ -395,6 +403,7 @@ def detect_olmo(window: str) -> bool:
 
 class OLMoReader(TextReader):
     name = "olmo"
+    cache_version = 5  # 5: the planned steps of the last '[step=N/M]' header as the hparam _planned_steps
     description = ("AI2 OLMo trainer console ('… olmo.train:816  INFO  [step=1/739328]' blocks of "
                    "'    train/CrossEntropyLoss=11.25' lines)")
     parser = OLMoParser
