@@ -348,3 +348,18 @@ def test_a_plateaus_rise_beyond_its_band_is_not_called_within_its_noise():
                       "57% of them beyond its noise (a band of 20.9%): no lasting rise")
     within = _plateau_level(np.log(1.092), np.log(0.2665), np.log(1.211), 0.0, True, 0.2878)
     assert within.endswith(": within its noise, a band of 21.1%")
+
+
+def test_the_training_level_quoted_at_the_onset_is_the_level_there_not_since_the_last_evaluation():
+    """A Whisper fine-tune: the training loss every 25 steps falls from 0.89 to 0.10 by step 1000, the evaluation
+    every 1000 steps is lowest at step 1000. The message quoted the median of the 40 points since step 0 (the level
+    at step 500) for the training loss at the onset; the level of the last points before step 1000 is 0.10-0.15."""
+    steps = np.arange(25, 5001, 25)
+    rng = np.random.default_rng(3)
+    train = np.where(steps <= 1000, 0.89 * np.exp(-steps / 470), 0.1 * np.exp(-(steps - 1000) / 600))
+    train = train * np.exp(rng.normal(0, 0.08, steps.size))
+    val = Curve.from_arrays(np.arange(1000, 5001, 1000), np.array([0.3075, 0.39, 0.43, 0.45, 0.468]), "eval_loss")
+    result = analyze_overfitting(val, Curve.from_arrays(steps, train, "loss"))
+    assert result.detected and result.onset_step == 1000
+    assert 0.1 <= result.train_at_onset <= 0.15
+    assert f"while loss went from {result.train_at_onset:.4g}" in result.reason + result.findings[0].message
