@@ -548,6 +548,8 @@ def trainer_end(hparams: Mapping[str, Any], run_format: str, files: Iterable[str
     it records neither (a checkpoint's state, saved while the run went on)."""
     if run_format == "wandb-runs-csv":
         return _runs_table_state(hparams, files)
+    if run_format == "yolo_csv":
+        return _yolo_end(hparams, files)
     if run_format == "llamafactory":
         step, last = hparams.get("current_steps"), hparams.get("total_steps")
         if isinstance(step, int) and isinstance(last, int) and 0 < last <= step:
@@ -571,6 +573,21 @@ def trainer_end(hparams: Mapping[str, Any], run_format: str, files: Iterable[str
         return TrackerEnd("HF Trainer", record, "FINISHED",
                           detail=f"the HF Trainer state reached its last step (global_step = max_steps = {last:,})")
     return None
+
+
+def _yolo_end(hparams: Mapping[str, Any], files: Iterable[str]) -> TrackerEnd | None:
+    """A YOLO ``results.csv`` holding as many epochs as its ``args.yaml`` (``opt.yaml``) planned: a finished run
+    (Ultralytics writes a row as each epoch ends; a crash, a kill or an early stop leaves fewer); None otherwise."""
+    planned, written = hparams.get("epochs"), hparams.get("_epochs_written")
+    if not isinstance(planned, int) or isinstance(planned, bool) or planned <= 0 or not isinstance(written, list) \
+            or len(written) != 2:
+        return None
+    first, last = written
+    if last - first + 1 < planned:
+        return None
+    record = next((f for f in files if Path(f).name == "results.csv"), next(iter(files), ""))
+    return TrackerEnd("Ultralytics", record, "FINISHED", detail=f"results.csv holds the {planned} epochs its "
+                      f"configuration planned (epochs {first}-{last})")
 
 
 def _state_read(files: Iterable[str], step: Any) -> str:

@@ -467,3 +467,22 @@ def test_a_json_lines_logs_final_status_record_is_the_runs_end():
     (info,) = load(fixture, cache=False).runs.values()
     assert info.format == "jsonl" and info.status.status == "finished"
     assert info.status.reason == "its JSON-lines log recorded the run as COMPLETED"
+
+
+@pytest.mark.real_logs
+def test_a_yolo_results_csv_holding_every_planned_epoch_is_a_finished_run(real_logs, tmp_path):
+    """Ultralytics writes a row of results.csv as each epoch ends: one holding the epochs its args.yaml (YOLOv5's
+    opt.yaml) planned ran to its end. A file cut before them (a crash, a kill, an early stop) says nothing."""
+    folder = real_logs / "yolo_results_csv" / "Abonia1__YOLOv8-Fire-and-Smoke-Detection" / "runs" / "detect" / "train"
+    (info,) = load(folder, cache=False).runs.values()
+    assert (info.format, info.status.status) == ("yolo_csv", "finished")
+    assert info.status.reason == "results.csv holds the 25 epochs its configuration planned (epochs 0-24)"
+    assert info.status.evidence[0].file.endswith("results.csv")
+    v5 = real_logs / "yolo_results_csv" / "483172__yolov5-custom_lego_dataset-2022-06-15" / "runs" / "train" / "exp"
+    (info,) = load(v5, cache=False).runs.values()
+    assert info.status.reason == "results.csv holds the 50 epochs its configuration planned (epochs 0-49)"
+    lines = (folder / "results.csv").read_text().splitlines()
+    (tmp_path / "results.csv").write_text("\n".join(lines[:20]) + "\n")  # 19 of 25 epochs
+    shutil.copy(folder / "args.yaml", tmp_path / "args.yaml")
+    (info,) = load(tmp_path, cache=False).runs.values()
+    assert (info.format, info.status.status) == ("yolo_csv", "unknown")

@@ -41,10 +41,11 @@ def _second_line(head: bytes) -> str:
 class _WideCSVReader(Reader):
     """What the CSV logger readers share: one run per log file, configs beside it read as hparams."""
 
-    cache_version = 7  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
+    cache_version = 8  # 2: n_updates / nupdates counters; total_timesteps before iterations as the step (SB3); 3: counter
     #                    names with blanks between words ("total timesteps"); 4: YOLO epochs not validated (all zeros);
     #                    5: Keras CSVLogger: an epoch logged again by the next one-epoch fit() is a new session;
-    #                    6: Keras CSVLogger's ';' and tab separators; 7: a losses file's split columns as losses
+    #                    6: Keras CSVLogger's ';' and tab separators; 7: a losses file's split columns as losses;
+    #                    8: the epochs a YOLO results.csv holds (_epochs_written)
     #: config files read into hparams when they sit beside a log
     config_names: ClassVar[tuple[str, ...]] = ()
     #: column names (any case) that fill the epoch column
@@ -362,7 +363,11 @@ class YoloResultsReader(_WideCSVReader):
 
     def adjust(self, frame: pd.DataFrame, run: RunData) -> pd.DataFrame:
         """Epochs without a validation: Ultralytics writes 0 in every ``val/*`` and ``metrics/*`` cell of an epoch
-        it did not validate (``val=False``, or validation only at the end); those zeros are no measurements."""
+        it did not validate (``val=False``, or validation only at the end); those zeros are no measurements. The
+        first and last epoch written are kept (``_epochs_written``): as many as the configuration's ``epochs`` is a
+        training that ran to its end (a row is written as each epoch ends)."""
+        if len(frame):
+            run.hparams["_epochs_written"] = [int(frame["step"].min()), int(frame["step"].max())]
         tags = frame["tag"].astype(str)
         validation = tags.str.startswith(("val/", "metrics/"))
         if not validation.any():
