@@ -1010,3 +1010,27 @@ def test_a_pairs_unit_of_time_stays_in_its_name(tmp_path, line, tag, value):
     run = _read(write(tmp_path / "train.log", "\n".join(lines) + "\n"))
     check(run.scalars, tag, {5: value}, count=3)
     check(run.scalars, "loss", {5: 2.5}, count=3)
+
+
+def test_epoch_headers_in_brackets_behind_a_logging_prefix_and_names_aligned_by_blanks(monkeypatch):
+    """A loop logging through Python's logging (tests/fixtures/logged_epochs, a real CPU training): ``[Epoch 3/12]``
+    then ``Train Loss: …, Train Acc: …`` and ``Val   Loss: …, Val   Acc: …``. The bracketed header had been taken
+    for a part of the logging prefix (a logger's name in brackets) and the file was not read at all; the validation
+    lines, their names aligned by blanks, were named as unreadable."""
+    path = FIXTURES / "logged_epochs" / "train.log"
+    run = _read(path)
+    frame = run.scalars
+    check(frame, "Train Loss", {1: 2.1879, 2: 1.5632, 10: 0.0363}, count=10)
+    check(frame, "Val Loss", {1: 2.0551, 2: 1.7171, 10: 1.1776}, count=10)
+    check(frame, "Val Acc", {1: 0.3555, 10: 0.623}, count=10)
+    assert set(frame["tag"].astype(str)) == {"Train Loss", "Train Acc", "Val Loss", "Val Acc"}
+    assert not run.warnings
+    assert "the logging prefix of its lines (time, level, logger name) removed before reading" in notes_text(run)
+    assert _same_at_once_and_line_by_line(path, monkeypatch).scalars.shape == frame.shape
+
+
+@pytest.mark.parametrize("header", ["[Epoch 3/12]", "===== Epoch 3/12 =====", "--- Epoch 3 of 12 ---", "Epoch 3/12:"])
+def test_epoch_header_spellings(tmp_path, header):
+    blocks = [f"{header.replace('3', str(e), 1)}\nloss: {1 / e:.4f}, val_loss: {1.5 / e:.4f}\n" for e in range(1, 5)]
+    run = _read(write(tmp_path / "train.log", "".join(blocks)))
+    check(run.scalars, "val_loss", {1: 1.5, 4: 0.375}, count=4)

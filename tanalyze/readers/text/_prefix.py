@@ -58,8 +58,10 @@ _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE|SUCCESS)"
 _PART_SEP = r"(?: - | \| |: | |)"
 _KEY_PART = (rf"(?:\[ *(?:{_TIME}|{_LEVEL}) *\]{_PART_SEP}|{_TIME}(?: - | \| |: | )|{_LEVEL} *(?: - | \| |: | )"
              rf"|{_LEVEL}:[\w.<>-]+:|[IWEF]\d{{4}} \d{{2}}:\d{{2}}:\d{{2}}\.\d+ +\d+ [\w.-]+:\d+\] ?)")
-#: (a logger's name may be a path: ``logging.getLogger("log\\train.log")``)
-_OTHER_PART = rf"(?:\[[^\]\n]{{1,80}}\]{_PART_SEP}|[\w.<>/\\-]+(?::[\w.<>/\\-]+){{0,2}}(?: - | \| ))"
+#: (a logger's name may be a path: ``logging.getLogger("log\\train.log")``; a bracket that holds a training counter,
+#: ``[Epoch 1/60]``, ``[step 100]``, is the message's, not the prefix's)
+_OTHER_PART = (r"(?:\[(?![ \t]*(?i:epoch|step|iter|iteration|batch)\b[ \t]*[:=]?[ \t]*\d)[^\]\n]{1,80}\]"
+               rf"{_PART_SEP}|[\w.<>/\\-]+(?::[\w.<>/\\-]+){{0,2}}(?: - | \| ))")
 #: (a few blanks before it: a line a stray space was printed before, `` 2025-07-07 15:40:58.345 INFO: …``)
 _LOGGING_PREFIX = re.compile(rf"[ \t]{{0,4}}(?:{_OTHER_PART})*{_KEY_PART}(?:{_KEY_PART}|{_OTHER_PART})*")
 #: at least this share of the first lines must carry it

@@ -312,8 +312,9 @@ class TextReader(ResumableReader):
     """
 
     parser: ClassVar[type[TextParser]]
-    cache_version = 4  # 3: lines with a launcher's rank prefix, one lane per rank; 4: a line of progress-bar redraws
-    #                    longer than a chunk cut after a redraw
+    cache_version = 5  # 3: lines with a launcher's rank prefix, one lane per rank; 4: a line of progress-bar redraws
+    #                    longer than a chunk cut after a redraw; 5: a bracketed training counter ('[Epoch 1/60]')
+    #                    is the message's, not a logging prefix's
     #: whether its lines are also read behind a logging library's line prefix (Python ``logging``, loguru, absl):
     #: the formats of hand-written loops, which print with ``logging`` as often as with ``print``
     behind_logging: ClassVar[bool] = False

@@ -53,7 +53,8 @@ __all__ = ["GenericRules", "GenericTextParser", "GenericTextReader", "detect_gen
 
 #: (words of at most 64 characters, as in the names below: an unbounded word made a long token of letters take
 #: time in the square of its length, every letter of it a start that ran to its end and back)
-_NAME = r"[A-Za-z][\w./@%()-]{0,63}(?: [A-Za-z][\w./@%()-]{0,63}){0,3}"
+#: (words may be aligned by several blanks: ``Val   Loss: 2.66``, under ``Train Loss: 3.18``; one blank in the tag)
+_NAME = r"[A-Za-z][\w./@%()-]{0,63}(?:[ \t]{1,8}[A-Za-z][\w./@%()-]{0,63}){0,3}"
 _UNIT = r"(?:[a-zA-Z]{1,3}\b|%)?"
 
 METER = re.compile(
@@ -107,7 +108,9 @@ _COLON_AVERAGED = re.compile(rf"{_COLON_PAIR_SOURCE}(?:\s+\(\s*({NUMBER})\s*\))?
 _SPACE_PAIR = re.compile(rf"({_NAME}) ({NUMBER})")
 
 EPOCH_HEADER = require(
-    re.compile(r"^[ \t]*Epoch[ \t]*:?[ \t]*(\d+)[ \t]*(?:/|of)[ \t]*(\d+)[ \t]*:?[ \t]*$", re.M), re.compile("Epoch")
+    # (in brackets, or between rules, too: "[Epoch 1/60]", "===== Epoch 3/20 =====")
+    re.compile(r"^[ \t]*(?:[=*#~-]{2,}[ \t]*)?\[?[ \t]*Epoch[ \t]*:?[ \t]*(\d+)[ \t]*(?:/|of)[ \t]*(\d+)[ \t]*\]?[ \t]*:?"
+               r"[ \t]*(?:[=*#~-]{2,}[ \t]*)?$", re.M), re.compile("Epoch")
 )
 _PAIR = rf"{_NAME}[ \t]*[:=][ \t]*{NUMBER}{_UNIT}"
 PAIR_LINE = re.compile(rf"^[ \t]*{_PAIR}(?:[ \t]*[-|,;][ \t]*{_PAIR}|[ \t]+{_PAIR})*[ \t]*$", re.M)
@@ -242,7 +245,7 @@ _LINKING_WORD = re.compile(r"\s+(?:is|was|are|=)$", re.I)
 
 def _pair_name(raw: str) -> str:
     """A pair's name as printed, without the verb a sentence put before its value (``loss is: 0.5``)."""
-    name = raw.strip()
+    name = " ".join(raw.split())
     linked = _LINKING_WORD.sub("", name)
     return linked if linked else name
 
@@ -1715,7 +1718,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 25  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 26  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1730,7 +1733,8 @@ class GenericTextReader(TextReader):
     #                    21: 'Train loss 0.14 accuracy 0.95' under an epoch header; 22: an evaluation's block after
     #                    its banner takes its phase; the batch of an epoch in brackets; 23: 'Epoch 1/1' then
     #                    'Epoch 1/8' another training (a session), not one epoch's lines; 24: 'Episode N | …' lines;
-    #                    25: 'step N train loss: … test loss: …' (makemore); a pair's unit of time kept in its name
+    #                    25: 'step N train loss: … test loss: …' (makemore); a pair's unit of time kept in its name;
+    #                    26: '[Epoch 1/60]' headers (not a logging prefix's part), names aligned by blanks
 
     behind_logging = True
 
