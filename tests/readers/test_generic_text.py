@@ -579,6 +579,7 @@ def _logged(path, fmt, datefmt=None, lines=()):
     ("%(asctime)s - %(levelname)s - %(name)s - %(message)s", "%m/%d/%Y %H:%M:%S"),  # the HF examples' format
     ("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s", None),  # hydra's job logging
     ("%(asctime)s | %(levelname)-8s | %(module)s:%(funcName)s:%(lineno)d - %(message)s", None),  # loguru-like
+    ("[%(levelname)s] %(asctime)s : %(message)s", None),  # a translation model's trainer (its lines were not read)
 ])
 def test_key_value_lines_behind_a_logging_prefix_are_read(tmp_path, fmt, datefmt):
     lines = [f"epoch={i // 10}, step={8 * (i + 1)}, loss={1 / (i + 1):.6f}" for i in range(30)]

@@ -48,6 +48,7 @@ PREFIXES: tuple[RankPrefix, ...] = (
 )
 #: A logging library's line prefix (no rank; removed only, and only by readers that ask for it: see
 #: :func:`detect_logging`): Python ``logging`` formats (``2024-01-01 12:00:00,123 - __main__ - INFO - ``,
+#: ``[INFO] 2021-12-25 21:43:42,093 : ``,
 #: ``INFO:root:``, ``12/06/2024 10:00:00 - INFO - __main__ - ``, hydra's ``[time][name][INFO] - ``), loguru's
 #: ``2024-01-01 12:00:00.123 | INFO     | module:function:42 - ``, absl/glog's ``I0101 12:00:00.123456 42 f.py:7] ``.
 #: A prefix is a run of such parts and holds a time or a level.
@@ -56,7 +57,7 @@ _TIME = (r"(?:\d{4}[-/.]\d{2}[-/.]\d{2}[ T_]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:
          r"|\d{2}/\d{2}/\d{4} \d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?|\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)")
 _LEVEL = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL|TRACE|SUCCESS)"
 _PART_SEP = r"(?: - | \| |: | |)"
-_KEY_PART = (rf"(?:\[ *(?:{_TIME}|{_LEVEL}) *\]{_PART_SEP}|{_TIME}(?: - | \| |: | )|{_LEVEL} *(?: - | \| |: | )"
+_KEY_PART = (rf"(?:\[ *(?:{_TIME}|{_LEVEL}) *\]{_PART_SEP}|{_TIME}(?: - | \| |: | : | )|{_LEVEL} *(?: - | \| |: | : | )"
              rf"|{_LEVEL}:[\w.<>-]+:|[IWEF]\d{{4}} \d{{2}}:\d{{2}}:\d{{2}}\.\d+ +\d+ [\w.-]+:\d+\] ?)")
 #: (a logger's name may be a path: ``logging.getLogger("log\\train.log")``; a bracket that holds a training counter,
 #: ``[Epoch 1/60]``, ``[step 100]``, is the message's, not the prefix's)
