@@ -861,7 +861,7 @@ def _underfitting(
         evidence["trained_start"] = (f"{tag} started from trained weights ({trained}): a fine-tune, whose small "
                                      "fall is no underfitting")
     elif too_small:
-        strength = min(1.0, (th.min_decrease + change) / th.min_decrease)
+        strength = min(1.0, (th.min_decrease + change) / th.min_decrease) * _shortfall_certainty(f, th)
         direction = "rose" if change > 0 else "fell only"
         scores.append(0.5 + 0.45 * strength)
         needs = (f"a {100 * th.min_decrease:.0f}% decrease" if not f["below_zero"] else
@@ -893,6 +893,17 @@ def _underfitting(
             scores.append(0.5 + 0.45 * min(1.0, (f["end_level"] / chance - th.chance_fraction) / (1 - th.chance_fraction)))
             why.append(f"{tag} ends at {f['end_level']:.4g}, near chance level ln({num_classes}) = {chance:.4g}")
     return scores, why
+
+
+def _shortfall_certainty(f: dict[str, Any], th: Thresholds) -> float:
+    """How surely a loss fell short of ``min_decrease``, from 1/3 to 1: its shortfall from its first tenth to its
+    end level over the standard error of that difference, in thirds (a noisy per-batch loss whose levels are
+    medians of a few points cannot tell a 5% rise from the 10% fall it needs; 430 points of a fine-tune can)."""
+    noise = f["level_noise"]
+    if not f["log_space"] or noise is None or noise <= 0 or not f["first_tenth_level"] > 0 or not f["end_level"] > 0:
+        return 1.0
+    shortfall = float(np.log(f["first_tenth_level"] / f["end_level"])) + float(np.log1p(-th.min_decrease))
+    return float(np.clip(-shortfall / (np.sqrt(2) * noise) / 3, 1 / 3, 1.0))
 
 
 def _trained_start(f: dict[str, Any], language_model: LanguageModelStart | None, th: Thresholds) -> str | None:

@@ -489,3 +489,15 @@ def test_a_three_epoch_fine_tune_whose_validation_loss_rises_overfits():
 def test_a_short_run_without_a_clear_rise_is_still_too_short(train, val):
     verdict = classify_run(_epochs(train, "loss"), _epochs(val, "val_loss"))
     assert verdict.label == "insufficient_data"
+
+
+def test_a_short_fall_told_through_heavy_noise_is_underfitting_with_less_confidence():
+    """A GPT-2 fine-tune's 50 per-batch losses (±18% batch to batch) around a flat 2.3: it may have fallen the 10%
+    it needs for all a few points' medians tell, so its underfitting verdict had been as sure (0.91) as that of a
+    loss of 400 quiet points that plainly stayed flat."""
+    rng = np.random.default_rng(4)
+    noisy = Curve.from_arrays(np.arange(50) * 50, 2.3 * np.exp(rng.normal(0, 0.18, 50)), "loss")
+    quiet = Curve.from_arrays(np.arange(400) * 50, 2.3 * np.exp(rng.normal(0, 0.01, 400)), "loss")
+    loud, sure = classify_run(noisy), classify_run(quiet)
+    assert loud.label == sure.label == "underfitting"
+    assert sure.confidence >= 0.85 and loud.confidence <= 0.75
