@@ -1035,3 +1035,41 @@ def test_epoch_header_spellings(tmp_path, header):
     blocks = [f"{header.replace('3', str(e), 1)}\nloss: {1 / e:.4f}, val_loss: {1.5 / e:.4f}\n" for e in range(1, 5)]
     run = _read(write(tmp_path / "train.log", "".join(blocks)))
     check(run.scalars, "val_loss", {1: 1.5, 4: 0.375}, count=4)
+
+
+def test_a_step_counter_that_starts_over_each_epoch_goes_on(monkeypatch):
+    """``Epoch 2/4 started`` then ``step=10/48 loss=…`` every 10 batches (tests/fixtures/epoch_counter, a real CPU
+    training): the counter runs to its total and starts over each epoch. Its steps had gone back each epoch, read as
+    new sessions appended to the log (and the last judged alone); they go on, epochs before × 48 + step."""
+    path = FIXTURES / "epoch_counter" / "train.log"
+    run = _read(path)
+    frame = run.scalars
+    assert sorted(curve(frame, "loss")) == [48 * epoch + step for epoch in range(4) for step in (10, 20, 30, 40)]
+    check(frame, "loss", {10: 2.3332, 40: 1.9228, 58: 1.2933, 88: 0.8968}, count=16)
+    assert run.restarts == [] and len(run.phases) <= 1
+    assert "started over after reaching it 3 time(s)" in notes_text(run)
+    assert _same_at_once_and_line_by_line(path, monkeypatch).scalars.shape == frame.shape
+
+
+def test_a_counter_that_goes_back_before_its_total_is_still_a_restart(tmp_path):
+    """A job relaunched at batch 140 of 289 (the counter far from its total) starts its steps again: a restart, not
+    an epoch."""
+    lines = [f"step={step}/289 loss={5 - step / 100:.4f}" for step in range(20, 160, 20)]
+    lines += [f"step={step}/289 loss={5 - step / 100:.4f}" for step in range(20, 300, 20) if step <= 289]
+    run = _read(write(tmp_path / "train.log", "\n".join(lines) + "\n"))
+    assert max(curve(run.scalars, "loss")) == 280
+    assert run.restarts or len(run.phases) > 1
+    assert "started over" not in notes_text(run)
+
+
+@pytest.mark.parametrize("first", [0, 20])
+def test_a_long_log_of_epoch_counters_read_at_once_equals_line_by_line(tmp_path, monkeypatch, first):
+    """Counters printed from 0 or from the interval, 40 epochs of 289 batches in several chunks."""
+    lines = []
+    for epoch in range(40):
+        lines.append(f"Epoch {epoch + 1}/40 started")
+        lines += [f"step={step}/289 loss={4 / (1 + epoch + step / 289):.4f} lr=0.0003" for step in range(first, 290, 20)]
+    path = write(tmp_path / "train.log", "\n".join(lines) + "\n")
+    run = _same_at_once_and_line_by_line(path, monkeypatch)
+    steps = sorted(curve(run.scalars, "loss"))
+    assert steps[-1] == 39 * 289 + max(range(first, 290, 20)) and len(steps) == len(set(steps))

@@ -1143,7 +1143,7 @@ def detect_deepspeed(window: str) -> bool:
 
 class DeepSpeedReader(TextReader):
     name = "deepspeed"
-    cache_version = 20  # 4: the generic key-value lines it reads too (blank-separated pairs, units in names); 5: the
+    cache_version = 21  # 4: the generic key-value lines it reads too (blank-separated pairs, units in names); 5: the
     #                    generic evaluation meters' averages and summaries; 6: the generic key-value lines' changes;
     #                    7: 'max mem' named whole; 8: segments of several pairs, repeated names given their phase;
     #                    9: Swin Transformer's meters; 10: epoch lines printed several times an epoch;
@@ -1152,7 +1152,7 @@ class DeepSpeedReader(TextReader):
     #                    15: names and numbers with blanks between under an epoch header; 16: banner blocks' phase;
     #                    17: generic epoch lines whose number of epochs changed begin a session; 18: generic
     #                    'Episode N | …' lines; 19: generic 'step N train loss: …' lines, units of time in names;
-    #                    20: generic '[Epoch 1/60]' headers, names aligned by blanks
+    #                    20: generic '[Epoch 1/60]' headers, names aligned by blanks; 21: generic epoch counters
     description = "DeepSpeed / DeepSpeed-Chat console logs (step=…, skipped=…; OVERFLOW; ppl/reward/PPO lines)"
     parser = DeepSpeedParser
 

@@ -348,12 +348,18 @@ class GenericRules:
         self._coco_lines = 0
         self._coco_missing = 0
         self._epoch_total: str | None = None  # the number of epochs the last line keyed by its epoch alone gave
+        # a step counter printed with its total that starts over each epoch ('step=20/289'): the steps of the epochs
+        # before (None until it first started over), its total, and how many times it started over
+        self._wrap_offset: int | None = None
+        self._wrap_total: int | None = None
+        self._wraps = 0
 
     _GENERIC_STATE = ("_epoch_now", "_meter_seen", "_meter_batches", "_eval_meter_seen", "_pairs_seen",
                       "_pairs_at_step_seen", "_kv_seen", "_kv_epoch_seen", "_kv_batches_seen", "_mmengine", "_meter_epoch",
                       "_eval_mode", "_counter_gap", "_phase_lines", "_tail_phase", "_epoch_line_last",
                       "_epoch_batch_next", "_epoch_batch_names", "_epoch_lines_batched", "_at_step_seen", "_iteration_first",
-                      "_coco_type", "_coco_lines", "_coco_missing", "_epoch_total")
+                      "_coco_type", "_coco_lines", "_coco_missing", "_epoch_total", "_wrap_offset", "_wrap_total",
+                      "_wraps")
 
     def _generic_snapshot(self) -> dict[str, Any]:
         return {**{name: getattr(self, name) for name in self._GENERIC_STATE},
@@ -568,6 +574,8 @@ class GenericRules:
         names = _phased_names([name for name, _ in pairs])
         if names is not None:
             pairs = list(zip(names, (value for _, value in pairs), strict=True))
+        if token in _STEP_NAMES and m.group("total") and within is None and counter is None:
+            step = self._counted_on(step, int(m.group("total").replace("/", "")))
         if counter is not None:
             step = self._step_within_epoch(step, counter)
         elif token == "epoch" and within is None:
@@ -587,6 +595,24 @@ class GenericRules:
         anew = within is None and counter is None and self._epochs_anew(token, m.group("total"))
         self.anchor(step, chunk, m.start(), anew=anew)  # type: ignore[attr-defined]
         self.rows.add_pairs(pairs, step, epoch=epoch)  # type: ignore[attr-defined]
+
+    def _counted_on(self, step: int, total: int) -> int:
+        """The step of a key-value line whose step counter is printed with its total (``step=20/289``): a counter
+        that ran to its total and started over is the batch of the next epoch (``Epoch 2/30 started`` between), so
+        the steps go on, epochs before × total + step. It ran to its total when the next interval would have passed
+        it: printed every k batches from k, it went back to k from a multiple of k less than k below the total;
+        printed from 0, it went back to 0 from the last fifth. A counter that goes back otherwise is a restart,
+        recorded as such."""
+        offset = self._wrap_offset or 0
+        last = self._last_anchor.get(-1)  # type: ignore[attr-defined]
+        within = None if last is None else last - offset
+        if (within is not None and self._wrap_total in (None, total) and 0 <= step < within <= total
+                and (total - within < step and within % step == 0 if step else total - within <= total / 5)):
+            offset += total
+            self._wrap_offset = offset
+            self._wraps += 1
+        self._wrap_total = total
+        return offset + step
 
     def _epochs_anew(self, token: str, total: str | None) -> bool:
         """Whether a line keyed by its epoch alone gives a number of epochs (``Epoch 1/8``) other than the last such
@@ -748,6 +774,9 @@ class GenericRules:
         if self._kv_batches_seen:
             notes.append("'epoch: e/E, iter: i/N, …' lines: step = epochs before e × N + i (an epoch written with its "
                          "total counted from 1)")
+        if self._wraps:
+            notes.append(f"a step counter printed with its total ('step=i/N') started over after reaching it "
+                         f"{self._wraps} time(s): each time the next epoch's batch, step = epochs before × N + i")
         return notes
 
 
@@ -1490,6 +1519,8 @@ class _KvLines(_Shaped):
 
     def take(self, parser: GenericTextParser, lines: _RunLines, index: int) -> Any:
         previous = parser._last_anchor.get(-1)
+        if parser._wrap_offset is not None:
+            return None  # a step counter that starts over each epoch: its steps go on from the epochs before
         if parser._epoch_now is not None or not lines.goes_on(index, previous) or lines.first[index] == previous:
             return None  # a pair line could take it; a restart, recorded at its line; a step again (an evaluation?)
         if any(read.by_epoch and read.epoch is None and lines.has[index][kind] for kind, read in enumerate(self.reads)):
@@ -1718,7 +1749,7 @@ class GenericTextReader(TextReader):
     description = ("console logs of custom training loops (progress meters, 'Epoch N/M' blocks, key-value lines), "
                    "also behind a logging library's line prefix")
     parser = GenericTextParser
-    cache_version = 26  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
+    cache_version = 27  # 4: lines behind a logging library's prefix; 5: blank-separated pairs, units in names; 6: a line
     #                    of progress-bar redraws longer than a chunk cut after a redraw; 7: 'epoch: e/E, iter: i/N'
     #                    lines at the batch of their epoch, no 'ETA' pair; 8: no 'eta' in meters; 9: '[epoch N]' key-value
     #                    lines, names that end in a number ('Loss size 4: 0.61'); 10: evaluation meters' averages,
@@ -1734,7 +1765,8 @@ class GenericTextReader(TextReader):
     #                    its banner takes its phase; the batch of an epoch in brackets; 23: 'Epoch 1/1' then
     #                    'Epoch 1/8' another training (a session), not one epoch's lines; 24: 'Episode N | …' lines;
     #                    25: 'step N train loss: … test loss: …' (makemore); a pair's unit of time kept in its name;
-    #                    26: '[Epoch 1/60]' headers (not a logging prefix's part), names aligned by blanks
+    #                    26: '[Epoch 1/60]' headers (not a logging prefix's part), names aligned by blanks;
+    #                    27: a step counter printed with its total that starts over each epoch goes on
 
     behind_logging = True
 

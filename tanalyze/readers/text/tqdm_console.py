@@ -331,12 +331,13 @@ class TqdmConsoleReader(TextReader):
     description = ("tqdm progress bars with metrics in their postfix (Lightning's TQDMProgressBar, loops' "
                    "set_postfix): 'Epoch 1:  44%|████▍| 22/50 [00:00<00:00, 152.15it/s, train_loss=0.0485]'")
     parser = TqdmConsoleParser
-    cache_version = 13  # 5: a printed evaluation's name without the counter printed before it ('Epoch 1/10 - '); 6: 'ep N';
+    cache_version = 14  # 5: a printed evaluation's name without the counter printed before it ('Epoch 1/10 - '); 6: 'ep N';
     #                   7: bars cut at the terminal's width, Lightning's checkpoint messages and results table;
     #                   8: the generic lines it tells itself from (COCO summaries, 'at step' lines); 9: and
     #                   blank-separated pair lines; 10: generic epoch lines whose number of epochs changed begin a
     #                   session; 11: generic 'Episode N | …' lines; 12: generic 'step N train loss: …' lines, units
-    #                   of time in names; 13: generic '[Epoch 1/60]' headers, names aligned by blanks
+    #                   of time in names; 13: generic '[Epoch 1/60]' headers, names aligned by blanks;
+    #                   14: generic epoch counters
 
     def detect(self, window: str) -> bool:
         return detect_tqdm_console(window)

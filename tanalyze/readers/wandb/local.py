@@ -63,7 +63,7 @@ def run_folder(path: Path) -> Path | None:
 class WandbLocalReader(Reader):
     name = "wandb-local"
     description = "W&B local run folders (run-*/, offline-run-*/: .wandb log, config, summary, console)"
-    cache_version = 28  # 2: the run's W&B display name and id (RunData.title); 3: fork fields in nanoGPT console lines; 4: a console
+    cache_version = 29  # 2: the run's W&B display name and id (RunData.title); 3: fork fields in nanoGPT console lines; 4: a console
     #                    without metric lines is a note, not a warning; 5: HF console steps when carriage returns were lost;
     #                    6: the generic key-value lines' changes; 7: old Keras verbose=2 lines;
     #                    8: a Keras update at the last batch with an ETA is no epoch's end; 9: nor one a fuller
@@ -78,7 +78,7 @@ class WandbLocalReader(Reader):
     #                    epochs changed begin a session; 23: generic 'Episode N | …' lines; 24: a Keras console
     #                    whose head was cut; 25: an HF console's trainings each with its steps per epoch; 26: nanoGPT
     #                    lines ending in blanks; 27: generic 'step N train loss: …' lines, units of time in names;
-    #                    28: generic '[Epoch 1/60]' headers, names aligned by blanks
+    #                    28: generic '[Epoch 1/60]' headers, names aligned by blanks; 29: generic epoch counters
 
     def sniff(self, path: Path, head: bytes) -> bool:
         if run_folder(path) is not None:
