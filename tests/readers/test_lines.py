@@ -1,6 +1,15 @@
 """Cleaning dirty console text: escapes, progress bars, line ends, bad bytes, cut lines."""
 
-from tanalyze.readers.text._lines import TextStats, iter_chunks, looks_like_text, sniff_window
+import random
+import re
+
+from tanalyze.readers.text._lines import (
+    TextStats,
+    _strip_escape_bytes,
+    iter_chunks,
+    looks_like_text,
+    sniff_window,
+)
 from tests.readers.text_helpers import write
 
 
@@ -24,6 +33,23 @@ def test_ansi_crlf_and_progress_bars_are_cleaned_and_counted(tmp_path):
     assert stats.carriage_returns == 2
     assert stats.lines == 3
     assert "2 bare carriage return(s)" in " ".join(stats.notes())
+
+
+#: the escape sequences removed, as a regex (left to right, then the lone ESCs left): what the numpy removal equals
+_ESCAPE = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-_])")
+
+
+def test_escape_removal_equals_the_regex_on_random_and_edge_bytes():
+    pieces = [b"\x1b", b"[", b"]", b"\\", b"\x07", b"\n", b"0", b"3", b";", b"m", b" ", b"!", b"A", b"~", b"a", b"?",
+              b"/", b"@", b"_", b"`", b"\x7f", b"\xc3\xa9", b"\x1b[35m", b"\x1b[0m", b"\x1b]" + b"t" * 20]
+    rng = random.Random(0)
+    cases = [b"", b"\x1b", b"a\x1b", b"\x1b[", b"\x1b]", b"\x1b]x\x1b", b"\x1b]x\x1b\\\x1b\\", b"\x1b\x1b[0m[50]",
+             b"\x1b[1;2;3;4;5;6;7;8;9m", b"\x1b]" + b"x" * 100 + b"\x07\x1b[m"]
+    cases += [b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 30))) for _ in range(5000)]
+    for data in cases:
+        expected, count = _ESCAPE.subn(b"", data)
+        out, n = _strip_escape_bytes(bytearray(data))
+        assert (bytes(out), n) == (expected.replace(b"\x1b", b""), count), data
 
 
 def test_a_carriage_return_before_a_crlf_and_one_at_the_end_are_bare(tmp_path):

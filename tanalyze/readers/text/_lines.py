@@ -194,7 +194,63 @@ class Chunk:
 _ESCAPE_TAIL = re.compile(r"\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-_]")
 
 
-_ESCAPE_BYTES = re.compile(rb"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[@-_])")
+#: the kinds of byte of an escape sequence: a control sequence's parameters, its intermediates, its final byte; the
+#: second byte of a two-byte sequence (``[@-_]``)
+_PARAMETER, _INTERMEDIATE, _FINAL, _SECOND = (np.zeros(256, dtype=bool) for _ in range(4))
+_PARAMETER[0x30:0x40], _INTERMEDIATE[0x20:0x30], _FINAL[0x40:0x7F], _SECOND[0x40:0x60] = True, True, True, True
+#: where an operating system command (``ESC ]``) ends: before its terminator (BEL or ``ESC \\``) or a line end
+_COMMAND_END = re.compile(rb"[\x07\x1b\n]")
+#: sequences at most this long are removed by one numpy pass an offset; longer ones (commands) one by one
+_SHORT = 8
+
+
+def _strip_escape_bytes(data: bytes | bytearray) -> tuple[bytes | bytearray, int]:
+    """``data`` without its ANSI escape sequences and lone ESC bytes, and how many sequences there were.
+
+    The same as removing every match of ``ESC(?:\\[[0-?]*[ -/]*[@-~]|\\][^BEL ESC \\n]*(?:BEL|ESC \\\\)?|[@-_])``
+    left to right, then every ESC left, but the length of the sequence at every ESC is found at once with numpy
+    (a regex's ``subn`` pays for each of the hundreds of thousands of colour codes a big log can hold): no
+    sequence holds an ESC but a command's terminator, so each ESC begins one (or is a lone one) on its own.
+    """
+    chars = np.frombuffer(data, dtype=np.uint8)
+    size = len(chars)
+    esc = np.flatnonzero(chars == 27)
+    if not len(esc):
+        return data, 0
+
+    def at(positions: np.ndarray) -> np.ndarray:
+        """The bytes at ``positions`` (0, which no class holds, past the end)."""
+        return np.where(positions < size, chars[np.minimum(positions, size - 1)], 0)
+
+    second = at(esc + 1)
+    length = np.where(_SECOND[second], 2, 1)  # a two-byte sequence, or a lone ESC (1)
+    control = np.flatnonzero(second == 0x5B)  # "[": a control sequence, else "ESC [" (two bytes)
+    if len(control):
+        ends = esc[control] + 2
+        for kind in (_PARAMETER, _INTERMEDIATE):  # (no backtracking can end a sequence elsewhere)
+            going = np.arange(len(ends))
+            while len(going):
+                going = going[kind[at(ends[going])]]
+                ends[going] += 1
+        final = _FINAL[at(ends)]
+        length[control[final]] = ends[final] + 1 - esc[control[final]]
+    for index in np.flatnonzero(second == 0x5D).tolist():  # "]": a command, up to its terminator, which it takes
+        start = int(esc[index])
+        stop = _COMMAND_END.search(data, start + 2)
+        end = size if stop is None else stop.start()
+        if end < size and data[end] == 7:
+            end += 1
+        elif data[end : end + 2] == b"\x1b\\":
+            length[index + 1] = 0  # (the terminator's ESC, the next one: no sequence of its own)
+            end += 2
+        length[index] = end - start
+    keep = np.ones(size, dtype=bool)
+    short = length <= _SHORT
+    for offset in range(int(length[short].max(initial=0))):
+        keep[esc[short & (length > offset)] + offset] = False
+    for start, count in zip(esc[~short].tolist(), length[~short].tolist(), strict=True):
+        keep[start : start + count] = False
+    return chars[keep].tobytes(), int(np.count_nonzero(length > 1))
 
 
 def _clean_utf8(data: bytes | bytearray, stats: TextStats, line: int, incomplete: bool = False) -> Chunk:
@@ -207,10 +263,8 @@ def _clean_utf8(data: bytes | bytearray, stats: TextStats, line: int, incomplete
         stats.nul_bytes += data.count(b"\x00")
         data = data.replace(b"\x00", b"")
     if b"\x1b" in data:
-        data, n = _ESCAPE_BYTES.subn(b"", data)
+        data, n = _strip_escape_bytes(data)
         stats.ansi_sequences += n
-        if b"\x1b" in data:  # a lone ESC that starts no sequence
-            data = data.replace(b"\x1b", b"")
     raw = None
     if b"\r" in data:
         returns, pairs = _carriage_returns(data)
