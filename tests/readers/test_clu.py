@@ -297,3 +297,19 @@ def test_lines_read_at_once_as_each_on_its_own(tmp_path, monkeypatch, count):
 def test_the_fixtures_read_at_once_as_each_on_its_own(monkeypatch):
     for path in (CPU, RESUMED, GEMMA, BIG_VISION):
         read_both_ways(path, monkeypatch, chunk_chars=(None, 2048))
+
+
+def test_lines_of_one_pair_each_read_at_once_as_each_on_its_own(tmp_path, monkeypatch):
+    # (big_vision's lines, CLU's of one pair, with a collection or not: a chunk of them is read without cutting)
+    head = "I0325 14:11:17.857037 130245504009792 logging_writer.py:48] "
+    lines = []
+    for step in range(1, 60):
+        lines.append(f"I0603 08:14:19.318439 140529512351552 utils.py:1268] \x1b[35m[{step}]\x1b[0m z/secs = {step / 3}")
+        lines.append(f"{head}[{step}] steps_per_sec={step * 1.5:.6g}")
+        lines.append(f"{head}[{step}] collection=train loss=1e-{step % 9 + 1}")
+        if step % 10 == 0:
+            lines.append(f"{head}[{step}] collection=train x = nan")
+    run = read_both_ways(write(tmp_path / "console.log", "\n".join(lines) + "\n"), monkeypatch, (None, 512))
+    check(run.scalars, "train/loss", {1: 0.01, 8: 1e-9}, count=59)
+    check(run.scalars, "z/secs", {3: 1.0}, count=59)
+    assert math.isnan(curve(run.scalars, "train/x")[10])

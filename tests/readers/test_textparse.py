@@ -11,6 +11,8 @@ import pytest
 
 from tanalyze.readers.text import _regex
 from tanalyze.readers.text._regex import (
+    SPACE_CHARS,
+    all_but,
     first_after_blanks,
     first_characters,
     ordered_matches,
@@ -286,3 +288,12 @@ def test_the_possessive_number_matches_what_the_number_matches(token, after):
     text = token + after
     plain, once = re.match(f"({NUMBER}){re.escape(after)}$", text), re.match(f"({NUMBER_ONCE}){re.escape(after)}$", text)
     assert (plain and plain.group(1)) == (once and once.group(1))
+
+
+@pytest.mark.parametrize("negated, excluded", [
+    (r"[^\s=,'\"{}\[\]]", SPACE_CHARS + "=,'\"{}[]"), (r"[^\]\n]", "]\n"), (r"[\s\S]", ""),
+    (r"[^\x00\U0010ffff\-\^\\]", "\x00\U0010ffff-^\\")])
+def test_all_but_is_the_negated_class_on_every_character(negated, excluded):
+    everything = "".join(map(chr, range(0x110000)))
+    assert SPACE_CHARS == "".join(char for char in everything if char.isspace())
+    assert re.findall(all_but(excluded), everything) == re.findall(negated, everything)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 from itertools import repeat
-from operator import contains, itemgetter
+from operator import itemgetter
 from pathlib import Path
 from typing import ClassVar
 
@@ -52,7 +52,7 @@ from tanalyze.readers.text._findall import FindallParser
 from tanalyze.readers.text._lines import Chunk
 from tanalyze.readers.text._numbers import parse_some_numbers
 from tanalyze.readers.text._reader import TextReader
-from tanalyze.readers.text._regex import at_least_two
+from tanalyze.readers.text._regex import SPACE_CHARS, all_but, at_least_two
 from tanalyze.readers.values import LARGEST_STEP, NUMBER, NUMBER_CHARS, NUMBER_PATTERN
 
 __all__ = ["CLUParser", "CLUReader", "detect_clu"]
@@ -61,21 +61,22 @@ __all__ = ["CLUParser", "CLUReader", "detect_clu"]
 #: ``INFO:absl:`` (absl's logger without its handler), or none
 _ABSL = r"(?:[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^\]\n]*\] |INFO:absl:)?"
 #: the same, loosely (its level and date, anything up to its bracket; quicker): for reading, once ``detect`` has
-#: seen the lines with the prefix whole
-_ABSL_READ = r"(?:[IWEF]\d{4} [^\]\n]*+\] |INFO:absl:)?"
+#: seen the lines with the prefix whole (the classes of reading are ranges: see ``all_but``)
+_ABSL_READ = r"(?:[IWEF]\d{4} " + all_but("]\n") + r"*+\] |INFO:absl:)?"
 #: a character of a name: no blank, ``=``, comma, quote, brace or bracket (a text's or a histogram's line has some)
-_NC = r"[^\s=,'\"{}\[\]]"
+_NC = all_but(SPACE_CHARS + "=,'\"{}[]")
 #: a metric's name: words of such characters, single blanks or more between them (big_vision's
 #: ``core_hours_TPU v3``), taken whole
 _NAME = rf"{_NC}++(?: ++{_NC}++)*+"
-_COLLECTION = r"[^\s,=]++"
+_COLLECTION = f"{all_but(SPACE_CHARS + ',=')}++"
 #: how a line that looks like a metric line goes on after its step: `` name=`` or `` name =``
 _LOOKS = rf" (?:collection={_COLLECTION} )?+{_NAME} ?="
-#: every line read, from its line break (see ._findall): its step, then CLU's collection and pairs or big_vision's
-#: ``name = value`` (no name has a ``=``), or (a line that looks like one but is neither) how it goes on
+#: every line read, from its line break (see ._findall): its step, CLU's collection, the first name, then CLU's
+#: values (``value, name=value, …``: no name has a ``=``) or big_vision's one (``name = value``); or (a line that looks
+#: like one but is neither) how it goes on
 _LINE = re.compile(
-    rf"\n{_ABSL_READ}\[(\d+)\](?:(?: collection=({_COLLECTION}))? ({_NAME}(?:={NUMBER_CHARS}(?:, {_NAME}={NUMBER_CHARS})*+| = {NUMBER_CHARS}))"
-    rf"|({_LOOKS})[^\n]*)[ \t]*(?=\n)")
+    rf"\n{_ABSL_READ}\[(\d+)\](?:(?: collection=({_COLLECTION}))? ({_NAME})"
+    rf"(?:=({NUMBER_CHARS}(?:, {_NAME}={NUMBER_CHARS})*+)| = ({NUMBER_CHARS}))|({_LOOKS})[^\n]*)[ \t]*(?=\n)")
 #: the two lines ``detect`` needs: CLU's or big_vision's, every value a number
 _DETECT = re.compile(
     rf"^{_ABSL}\[\d+\](?: collection={_COLLECTION})? (?:(?:{_NAME}={NUMBER}, )*{_NAME}={NUMBER}|{_NAME} = {NUMBER})"
@@ -119,36 +120,39 @@ class CLUParser(FindallParser):
     # -- a chunk's lines at once ---------------------------------------------------------------
     def _take_at_once(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> list[int]:
         unread: list[int] = []
-        if any(map(itemgetter(3), found)):  # (look-alikes: left for the look-alike scan to name)
-            lines, steps, texts, collections = [], [], [], []
-            for index, (step, collection, pairs, _) in enumerate(found):
-                if pairs:
+        read = found
+        if any(map(itemgetter(5), found)):  # (look-alikes: left for the look-alike scan to name)
+            lines, read = [], []
+            for index, groups in enumerate(found):
+                if groups[2]:
                     lines.append(index)
-                    steps.append(step)
-                    texts.append(pairs)
-                    collections.append(collection)
+                    read.append(groups)
                 else:
                     unread.append(index)
-            if not lines:
+            if not read:
                 return unread
         else:
             lines = list(range(len(found)))
-            steps, collections, texts = list(map(itemgetter(0), found)), list(map(itemgetter(1), found)), list(
-                map(itemgetter(2), found))
-        #: which lines are big_vision's (``name = value``: no CLU line has " = ")
-        vision = np.fromiter(map(contains, texts, repeat(" = ")), bool, len(texts))
+        steps, collections, names, rests, singles = (list(map(itemgetter(k), read)) for k in range(5))
+        vision = np.fromiter(map(bool, singles), bool, len(names))  # big_vision's lines: a single value
+        #: what follows each line's first name: CLU's ``value, name=value, …`` or big_vision's value (the other is "")
+        texts = list(map(str.__add__, rests, singles))
         if any(collections):
-            texts = [f"{collection}/{pairs.replace(', ', f', {collection}/')}" if collection else pairs
-                     for pairs, collection in zip(texts, collections, strict=True)]
-        counts = np.fromiter(map(str.count, texts, repeat("=")), np.int64, len(texts))
-        # names and values in turn (none has "=" or ", "; big_vision's " = " made CLU's "=")
-        parts = ", ".join(texts).replace(" = ", "=").replace("=", ", ").split(", ")
-        if len(parts) != 2 * int(counts.sum()):  # (not met)
-            return self._take_by_line(chunk, text, found)
-        names, tokens = parts[0::2], parts[1::2]
-        values, valid = _numbers(tokens)
+            names = [f"{collection}/{name}" if collection else name
+                     for name, collection in zip(names, collections, strict=True)]
+            texts = [rest.replace(", ", f", {collection}/") if collection else rest
+                     for rest, collection in zip(texts, collections, strict=True)]
+        counts = np.fromiter(map(str.count, texts, repeat("=")), np.int64, len(texts)) + 1
+        if len(counts) != int(counts.sum()):  # (lines of several pairs: cut apart at once)
+            # names and values in turn (none has "=" or ", ")
+            pairs = map(str.__add__, names, map("=".__add__, texts))
+            parts = ", ".join(pairs).replace("=", ", ").split(", ")
+            if len(parts) != 2 * int(counts.sum()):  # (not met)
+                return self._take_by_line(chunk, text, found)
+            names, texts = parts[0::2], parts[1::2]
+        values, valid = _numbers(texts)
         step_array, good = _steps(steps)
-        line_of = np.repeat(np.arange(len(texts)), counts)
+        line_of = np.repeat(np.arange(len(counts)), counts)
         if not valid.all():
             good[line_of[~valid]] = False
         codes = np.array(self.rows.codes(names), dtype=np.int32)
@@ -215,14 +219,14 @@ class CLUParser(FindallParser):
     # -- every line on its own (the reference the chunk's reading equals) ----------------------
     def _take_by_line(self, chunk: Chunk, text: str, found: list[tuple[str, ...]]) -> list[int]:
         unread: list[int] = []
-        for index, (step_text, collection, pairs, _) in enumerate(found):
-            if not pairs:
+        for index, (step_text, collection, name, rest, single, _) in enumerate(found):
+            if not name:
                 unread.append(index)
                 continue
-            if " = " in pairs:  # (big_vision's)
-                items = [pairs.split(" = ", 1)]
+            if single:  # (big_vision's)
+                items = [[name, single]]
             else:
-                items = [pair.split("=", 1) for pair in pairs.split(", ")]
+                items = [pair.split("=", 1) for pair in f"{name}={rest}".split(", ")]
             prefix = f"{collection}/" if collection else ""
             step = int(step_text)
             if step > LARGEST_STEP or not all(NUMBER_PATTERN.fullmatch(number) for _, number in items):
@@ -232,7 +236,7 @@ class CLUParser(FindallParser):
             self._step(tags[0], step, chunk, text, index)
             self.rows.extend(self.rows.codes(tags), [step] * len(tags), [float(number) for _, number in items])
             self._collection_lines += bool(collection)
-            self._big_vision_lines += " = " in pairs
+            self._big_vision_lines += bool(single)
         return unread
 
     def finish(self) -> None:
