@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from decimal import Decimal
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -95,3 +98,18 @@ def test_text_with_exponents_read_in_one_pass_equals_float_of_each_token():
             value = None
         assert valid.tolist() == [True, value is not None, True], odd
         assert numbers[0] == 1.5e-3 and numbers[2] == 2.0 and (value is None or numbers[1] == value)
+
+
+def test_long_decimals_and_half_way_points_between_doubles():
+    """16 to 18 digits (Python prints a float with up to 17) and powers up to 27, read in extended precision where
+    there is one: each token as float() reads it, also where the long double lies half-way between two doubles."""
+    rng = random.Random(7)
+    tokens = [repr(rng.uniform(-1, 1) * 10.0 ** rng.randint(-12, 12)) for _ in range(3000)]
+    tokens += [f"{float(np.float32(rng.random() * 10.0 ** rng.randint(-8, 8))):.17g}" for _ in range(3000)]
+    tokens += [str(rng.randint(2**53 - 10, 10**18 - 1)) for _ in range(1000)] + [str(2**53 + k) for k in range(-5, 5)]
+    for _ in range(3000):  # (a double and the next one: their half-way point to 17 and 18 digits, and exactly)
+        low = rng.randint(2**52, 2**53 - 1) * 2.0 ** rng.randint(-20, 40)
+        middle = (Decimal(low) + Decimal(np.nextafter(low, np.inf))) / 2
+        tokens += [format(middle, ".16e"), format(middle, ".17e"), format(middle.normalize(), "e")]
+    tokens += ["1234567890123456789", "0.00015999999595806003", "-12345678901234567e10", "1.234567890123456789e27"]
+    assert_same(" ".join(tokens))

@@ -10,8 +10,14 @@ are read about twice as fast as ``float()`` one by one: the digits as one intege
 With ``m < 2**53`` and ``|k| <= 22`` both operands are exact doubles and IEEE
 arithmetic rounds the one operation correctly, so the result is the correctly
 rounded value of the decimal, which is what ``float()`` gives (the fast path of
-Clinger's algorithm). Other tokens (``nan``, ``inf``, more digits, a larger
-power, ``1_000`` …) are read by ``float()`` itself (many at once).
+Clinger's algorithm). Where numpy's long double has a 64-bit mantissa (x86's),
+16 to 18 digits and powers up to 27 are read the same way in it (both operands
+still exact, the one operation rounded correctly to 64 bits) and then rounded
+to a double: the same as rounding once, but where the long double lies half-way
+between two doubles (those few are read by ``float()``). Python prints a float
+with up to 17 digits, which ``float()`` reads several times slower than 15.
+Other tokens (``nan``, ``inf``, more digits, a larger power, ``1_000`` …) are
+read by ``float()`` itself (many at once).
 """
 
 from __future__ import annotations
@@ -22,7 +28,13 @@ __all__ = ["parse_numbers", "parse_some_numbers"]
 
 _POW10 = 10.0 ** np.arange(23)  # exact doubles
 _MAX_POWER = 22
-_MAX_DIGITS = 15  # 10**15 < 2**53: the mantissa is an exact double
+#: a long double of a 64-bit mantissa: every integer below 2**64 and 10**27 (5**27 < 2**64) are exact in it
+_EXTENDED = np.finfo(np.longdouble).nmant >= 63
+_LONG_POW10 = np.cumprod(np.array([1] + [10] * 27, dtype=np.longdouble))  # exact (each product is)
+_MAX_LONG_POWER = 27 if _EXTENDED else _MAX_POWER
+#: 10**15 < 2**53: the mantissa is an exact double; 10**18 < 2**63: an exact long double (and int64)
+_MAX_DIGITS = 18 if _EXTENDED else 15
+_EXACT_DOUBLE = 2**53
 _MAX_EXPONENT_DIGITS = 4  # an exponent numpy reads as an int64 without overflow (larger: float())
 _DECIMAL_BYTES = b"0123456789.-+eE "
 # ASCII characters float() never takes (it takes digits, signs, dots, exponents, underscores between digits
@@ -76,18 +88,41 @@ def _parse(text: str) -> tuple[np.ndarray, np.ndarray] | None:
     m, power = decimals.integers()
     odd, never = decimals.odd, decimals.never
     if decimals.exponents:
-        odd |= np.abs(power) > _MAX_POWER
+        odd |= np.abs(power) > _MAX_LONG_POWER  # (read by float())
         power[odd] = 0
-        out = np.where(power < 0, m / _POW10[np.minimum(-power, _MAX_POWER)],
-                       m * _POW10[np.minimum(power, _MAX_POWER)])
-    else:  # no exponent: at most 15 digits after the dot (the usual case, in fewer passes)
+        magnitude = np.abs(power)
+        scale = _POW10[np.minimum(magnitude, _MAX_POWER)]
+        out = np.where(power < 0, m / scale, m * scale)
+        wide = magnitude > _MAX_POWER
+    else:  # no exponent: at most 18 digits after the dot (the usual case, in fewer passes)
         out = m / _POW10[-power]
+        wide = np.zeros(len(m), dtype=bool)
+    if _EXTENDED:
+        wide |= (m >= _EXACT_DOUBLE) | (m <= -_EXACT_DOUBLE)
+        if wide.any():
+            tokens = np.flatnonzero(wide)
+            out[tokens], halfway = _rounded_twice(m[tokens], power[tokens])
+            odd[tokens[halfway]] = True
     return _finish(out, m, chars[starts] == 45, odd, never, text, starts, ends)
+
+
+def _rounded_twice(m: np.ndarray, power: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``m * 10**power`` rounded to a long double, then to a double, and where the long double lies half-way
+    between two doubles (the one case where rounding twice may differ from rounding once: a double's half-way point
+    between the decimal and the long double would be a long double nearer the decimal)."""
+    exact = m.astype(np.longdouble)
+    scale = _LONG_POW10[np.abs(power)]
+    wide = np.where(power < 0, exact / scale, exact * scale)
+    out = wide.astype(np.float64)
+    rounded = out.astype(np.longdouble)
+    rest = wide - rounded  # (exact)
+    other = np.nextafter(out, np.where(rest > 0, np.inf, -np.inf)).astype(np.longdouble)
+    return out, (rest != 0) & (wide == (rounded + other) / 2)  # (the half-way point is exact in 64 bits)
 
 
 class _Decimals:
     """Where each token's parts are (found per kind of character, not per character), which tokens have
-    another shape than ``[+-]digits[.digits][e[+-]digits]`` with at most 15 digits (``odd``: read otherwise)
+    another shape than ``[+-]digits[.digits][e[+-]digits]`` with at most ``_MAX_DIGITS`` digits (``odd``: read otherwise)
     and which cannot be numbers at all (``never``)."""
 
     def __init__(self, raw: bytes, chars: np.ndarray, token: np.ndarray, starts: np.ndarray,

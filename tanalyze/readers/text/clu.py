@@ -260,13 +260,8 @@ def _steps(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 def _numbers(tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """``float()`` of each token (NaN where it raises) and which are numbers (``NUMBER``: a spelling of nan or inf that
-    float() takes but ``NUMBER`` does not is none). All at once by float() in C (CLU's values are mostly NumPy's
-    float32 printed with 17 digits, past the bulk parser's fast path); the bulk parser finds those that are not."""
-    try:
-        values = np.array(tokens, dtype=np.float64)
-        valid = np.ones(len(tokens), dtype=bool)
-    except ValueError:
-        values, valid = parse_some_numbers(" ".join(tokens))
+    float() takes but ``NUMBER`` does not is none), by the bulk parser."""
+    values, valid = parse_some_numbers(" ".join(tokens))
     for k in np.flatnonzero(valid & ~np.isfinite(values)).tolist():
         valid[k] = NUMBER_PATTERN.fullmatch(tokens[k]) is not None
     return values, valid
