@@ -133,16 +133,21 @@ class CLUParser(FindallParser):
                 return unread
         else:
             lines = list(range(len(found)))
-        steps, collections, names, rests, singles = (list(map(itemgetter(k), read)) for k in range(5))
-        vision = np.fromiter(map(bool, singles), bool, len(names))  # big_vision's lines: a single value
+        steps, names, singles = list(map(itemgetter(0), read)), list(map(itemgetter(2), read)), list(
+            map(itemgetter(4), read))
+        collections = list(map(itemgetter(1), read)) if any(map(itemgetter(1), read)) else []
+        clu = any(map(itemgetter(3), read))  # (else big_vision's lines alone: a name and a value each)
         #: what follows each line's first name: CLU's ``value, name=value, …`` or big_vision's value (the other is "")
-        texts = list(map(str.__add__, rests, singles))
-        if any(collections):
+        texts = list(map(str.__add__, map(itemgetter(3), read), singles)) if clu else singles
+        if collections:
             names = [f"{collection}/{name}" if collection else name
                      for name, collection in zip(names, collections, strict=True)]
             texts = [rest.replace(", ", f", {collection}/") if collection else rest
                      for rest, collection in zip(texts, collections, strict=True)]
-        counts = np.fromiter(map(str.count, texts, repeat("=")), np.int64, len(texts)) + 1
+        if clu:
+            counts = np.fromiter(map(str.count, texts, repeat("=")), np.int64, len(texts)) + 1
+        else:
+            counts = np.ones(len(texts), dtype=np.int64)
         if len(counts) != int(counts.sum()):  # (lines of several pairs: cut apart at once)
             # names and values in turn (none has "=" or ", ")
             pairs = map(str.__add__, names, map("=".__add__, texts))
@@ -168,11 +173,12 @@ class CLUParser(FindallParser):
             first_codes = codes[np.flatnonzero(np.concatenate(([True], line_of[1:] != line_of[:-1])))]
             mask = good.tolist()
             lines = [line for line, ok in zip(lines, mask, strict=True) if ok]
-            collections = [collection for collection, ok in zip(collections, mask, strict=True) if ok]
-            vision = vision[good]
+            if collections:
+                collections = [collection for collection, ok in zip(collections, mask, strict=True) if ok]
+            singles = [single for single, ok in zip(singles, mask, strict=True) if ok]
             step_array = step_array[good]
         self._collection_lines += len(collections) - collections.count("")
-        self._big_vision_lines += int(vision.sum())
+        self._big_vision_lines += len(singles) - singles.count("")  # (big_vision's lines: a single value)
         self._steps_go_on(chunk, text, lines, first_codes, step_array)
         self.rows.extend(codes, row_steps, values)
         return unread
