@@ -137,7 +137,7 @@ class CLUParser(FindallParser):
             map(itemgetter(4), read))
         collections = list(map(itemgetter(1), read)) if any(map(itemgetter(1), read)) else []
         clu = any(map(itemgetter(3), read))  # (else big_vision's lines alone: a name and a value each)
-        #: what follows each line's first name: CLU's ``value, name=value, …`` or big_vision's value (the other is "")
+        # what follows each line's first name: CLU's ``value, name=value, …`` or big_vision's value (the other is "")
         texts = list(map(str.__add__, map(itemgetter(3), read), singles)) if clu else singles
         if collections:
             names = [f"{collection}/{name}" if collection else name
@@ -256,9 +256,11 @@ class CLUParser(FindallParser):
 
 def _steps(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """The steps (digits) as int64 and which are at most ``LARGEST_STEP`` (the others 0)."""
-    steps, _ = parse_some_numbers(" ".join(texts))  # (digits: exact up to 15 of them)
-    if (steps < LARGEST_STEP).all():
-        return steps.astype(np.int64), np.ones(len(texts), dtype=bool)
+    joined = " ".join(texts)
+    if joined.isascii() and max(map(len, texts)) <= 18:  # (digits an int64 holds: numpy reads them at once)
+        steps = np.fromstring(joined, dtype=np.int64, sep=" ")
+        if (steps < LARGEST_STEP).all():
+            return steps, np.ones(len(texts), dtype=bool)
     exact = [int(text) for text in texts]
     ok = np.array([step <= LARGEST_STEP for step in exact], dtype=bool)
     return np.array([step if step <= LARGEST_STEP else 0 for step in exact], dtype=np.int64), ok
