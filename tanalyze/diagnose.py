@@ -114,7 +114,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "68"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "69"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -203,6 +203,8 @@ ANALYSIS_VERSION = "68"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 67: the training level an overfitting finding quotes is the level at the onset, not since the evaluation before;
 # a YOLO results.csv holding its planned epochs is a finished run
 # 68: an underfitting verdict's confidence weighs how surely the loss fell short of its decrease through its noise
+# 69: a short run's validation loss that climbed at 3+ evaluations after its minimum overfits; a memorised training
+# set's hard batches and its held-out swings are no instability
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

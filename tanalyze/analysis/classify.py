@@ -107,8 +107,11 @@ class Thresholds:
     unbounded_factor: float = 10.0  # diverged below: the loss ends negative, this many times further from zero
     unbounded_floor: float = 1000.0  # … than it began (and at least this far), still falling: no floor
     short_rise: float = 0.25  # too few points for a verdict: the validation loss ends this far above its minimum …
+    short_climb: float = 0.1  # … (or this far, climbing at each of 3 or more evaluations after it) …
     short_train_fall: float = 0.2  # … while the training loss fell this far from the minimum's evaluation on: overfitting
     short_confidence: float = 0.6  # (the most such a verdict is worth: one or two evaluations carry it)
+    floor_share: float = 0.01  # a spike from a level under this share of the start, back to it, below the start: a
+    #                            memorised training set's hard batch, not instability
 
 
 @dataclass(frozen=True)
@@ -502,12 +505,20 @@ def _classify(
     lasting = [sp for sp in divergence.spikes if sp.end_step is None
                or np.count_nonzero((fin >= sp.onset_step) & (fin < sp.end_step)) > 1]
     blips = len(divergence.spikes) - len(lasting)
+    # A loss near zero (a memorised training set, 0.0003 from 0.68) lifted by a batch with a hard example or two
+    # (0.1), then back: its size is that example's loss whatever the level, so its ratio to the level and the points
+    # it takes to get back say nothing of the optimiser's stability.
+    floor = [sp for sp in lasting if sp.end_step is not None and f["log_space"]
+             and sp.baseline <= th.floor_share * f["start_level"] and sp.peak_value < f["start_level"]]
+    if floor:
+        lasting = [sp for sp in lasting if sp not in floor]
+        evidence["spikes_at_the_floor"] = len(floor)
     spikes = len(lasting)
     if lasting:
         evidence["first_lasting_spike_step"] = int(min(sp.onset_step for sp in lasting))
     needed = max(th.min_spikes, int(np.ceil(th.spike_rate * n_finite)))
     evidence.update(spikes=spikes, spikes_needed=needed, one_point_spikes=blips)
-    heavy = _heavy_spikes(divergence.spikes, fin, th, f["start_level"])
+    heavy = _heavy_spikes(tuple(sp for sp in divergence.spikes if sp not in floor), fin, th, f["start_level"])
     ends_best = len(fin) and main.collapse_steps().finite_part().values.argmin() == len(fin) - 1
     if heavy and ends_best and (main_role == "val" or all(sp.recovery_steps is not None and sp.points <= len(fin) / 4
                                                           for sp in heavy)):
@@ -643,9 +654,9 @@ def _at_zero(main: Curve, evidence: dict[str, Any]) -> tuple[Finding, ...]:
 def _short_overfitting(train: Curve | None, val: Curve | None, th: Thresholds
                        ) -> tuple[str, Finding, dict[str, Any]] | None:
     """Overfitting in a run too short for the curves' shapes (a fine-tune of three epochs): the validation loss's
-    last evaluation ``short_rise`` or more above its lowest earlier one, while the training loss fell
-    ``short_train_fall`` or more from that evaluation's step to its end. The reason, a finding and the numbers;
-    None otherwise."""
+    last evaluation ``short_rise`` or more above its lowest earlier one (``short_climb`` when it climbed at each of
+    3 or more evaluations since), while the training loss fell ``short_train_fall`` or more from that evaluation's
+    step to its end. The reason, a finding and the numbers; None otherwise."""
     if train is None or val is None:
         return None
     v, t = val.collapse_steps().finite_part(), train.collapse_steps().finite_part()
@@ -656,7 +667,8 @@ def _short_overfitting(train: Curve | None, val: Curve | None, th: Thresholds
     rise = end / low - 1
     onset = int(v.steps[best])
     before = t.values[t.steps <= onset]
-    if rise < th.short_rise or not len(before) or t.steps[-1] <= onset:
+    climbed = len(v) - best - 1 >= 3 and bool(np.all(np.diff(v.values[best:]) > 0))
+    if rise < (th.short_climb if climbed else th.short_rise) or not len(before) or t.steps[-1] <= onset:
         return None
     at_onset, train_end = float(before[-1]), float(t.values[-1])
     fall = 1 - train_end / at_onset
@@ -772,7 +784,12 @@ def _unstable(
             evidence["val_noise"] = val_noise
             ends_best = vc.values[-1] <= vc.values.min()  # the swings were on the way: the model kept is the best
             evidence["val_ends_at_best"] = bool(ends_best)
-            if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0) and not ends_best:
+            # (a training loss gone to its floor: the model memorised its training set, and the swings of its held-out
+            # loss are an overconfident model's on examples it gets wrong, not an optimiser's)
+            memorised = f["log_space"] and f["end_level"] <= th.floor_share * f["start_level"]
+            evidence["train_memorised"] = bool(memorised)
+            if val_noise >= th.val_rough_noise and val_noise >= th.val_rough_relative * max(v_drop, 0) and not ends_best \
+                    and not memorised:
                 scores.append(_past(val_noise, th.val_rough_noise))
                 by.append("validation")
                 onsets["validation"] = int(vc.steps[0])

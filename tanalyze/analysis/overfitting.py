@@ -367,7 +367,7 @@ def analyze_overfitting(
     elif plateau:
         findings = (Finding("val_plateau", Severity.INFO,
                             f"{v.tag} has not improved on its minimum {vmin:.4g} (step {onset_step}) in {m} evaluations "
-                            f"({_plateau_level(tail_rise, bottom, band, share, is_log, val_end)}) while "
+                            f"({_plateau_level(tail_rise, bottom, band, share, is_log, val_end, min_share_above)}) while "
                             f"{t_curve.tag if t_curve is not None else 'the training loss'} kept falling: the "
                             f"steps after it gain nothing on validation{_lone_draw(v, y, imin)}", recommend("val_plateau"),
                             step=onset_step, step_end=int(v.steps[-1]),
@@ -483,10 +483,11 @@ def kendall_increasing_p(values: np.ndarray) -> float:
 
 
 def _plateau_level(rise: float | None, bottom: float | None, band: float, share: float | None, is_log: bool,
-                   last: float) -> str:
+                   last: float, enough: float = 1.0) -> str:
     """Where the later evaluations of a plateau lie: ``the later evaluations are +9.4% above the level around it
     (0.266), the last 0.2878: within its noise, a band of 21.1%`` — the rise from the level around the minimum the
-    noise band is compared with, not from its raw value; when that rise is beyond the band, how few of them are."""
+    noise band is compared with, not from its raw value; when that rise is beyond the band, how few of them are,
+    or, when ``enough`` of them are, that they are too few evaluations to call the rise lasting."""
     noise = f"a band of {_pct(band, is_log)}"
     if rise is None or bottom is None or rise <= 0:
         return f"within its noise, {noise}"
@@ -494,6 +495,8 @@ def _plateau_level(rise: float | None, bottom: float | None, band: float, share:
     where = f"the later evaluations are +{_pct(rise, is_log)} above the level around it ({level:.4g}), the last {last:.4g}"
     if rise <= band or share is None:
         return f"{where}: within its noise, {noise}"
+    if share >= enough:
+        return f"{where}, {share:.0%} of them beyond its noise ({noise}), too few evaluations to call the rise lasting"
     return f"{where}, but only {share:.0%} of them beyond its noise ({noise}): no lasting rise"
 
 

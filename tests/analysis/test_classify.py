@@ -501,3 +501,34 @@ def test_a_short_fall_told_through_heavy_noise_is_underfitting_with_less_confide
     loud, sure = classify_run(noisy), classify_run(quiet)
     assert loud.label == sure.label == "underfitting"
     assert sure.confidence >= 0.85 and loud.confidence <= 0.75
+
+
+def test_a_seven_epoch_run_whose_validation_loss_climbs_at_each_epoch_after_its_minimum_overfits():
+    """A Keras run of seven epochs: validation loss 0.563 … 0.457 at epoch 3, then 0.469, 0.498, 0.534 (+17%, up at
+    every epoch) while the training loss fell 0.63 to 0.16. It had been "insufficient data"; a six-epoch run beside it
+    was overfitting."""
+    verdict = classify_run(_epochs([0.631, 0.52, 0.42, 0.33, 0.26, 0.2, 0.158], "loss"),
+                           _epochs([0.5626, 0.5231, 0.4952, 0.4569, 0.4685, 0.4984, 0.5339], "val_loss"))
+    assert verdict.label == "overfitting" and verdict.evidence["short_overfitting"]["onset_step"] == 3
+    wobbly = classify_run(_epochs([0.631, 0.52, 0.42, 0.33, 0.26, 0.2, 0.158], "loss"),
+                          _epochs([0.5626, 0.5231, 0.4952, 0.4569, 0.5, 0.47, 0.5339], "val_loss"))
+    assert wobbly.label == "insufficient_data"  # (+17% with a fall between: not the climb, not 25%)
+
+
+def test_hard_batches_of_a_memorised_training_set_and_its_held_out_swings_are_no_instability():
+    """A CodeBERT classifier's fine-tune: its training loss every 10 steps falls from 0.68 to 0.0003 and sits there,
+    lifted now and then for two or three points by a batch with a hard example (0.1-0.29), back at once; its
+    validation loss, lowest at epoch 3, swings ±26% above it. It had been UNSTABLE: by those lifts (hundreds of times
+    a level near zero) and by the held-out swings, which are an overconfident model's, not an optimiser's."""
+    rng = np.random.default_rng(5)
+    steps = np.arange(10, 5421, 10)
+    train = np.maximum(0.68 * np.exp(-steps / 250), 0.0003) * np.exp(rng.normal(0, 0.15, steps.size))
+    for at, bump in ((2000, [0.12, 0.05]), (3500, [0.0157, 0.0987]), (3840, [0.0543, 0.1016]),
+                     (4070, [0.1002, 0.0364, 0.1775]), (4500, [0.09, 0.03])):
+        i = int(np.searchsorted(steps, at))
+        train[i:i + len(bump)] = bump
+    val = [0.1762, 0.1660, 0.1567, 0.2150, 0.1946, 0.2284, 0.1771, 0.2369, 0.2140, 0.2142]
+    verdict = classify_run(Curve.from_arrays(steps, train, "loss"),
+                           Curve.from_arrays(np.arange(542, 5421, 542), np.array(val), "eval_loss"))
+    assert verdict.label != "unstable"
+    assert verdict.evidence["spikes_at_the_floor"] >= 3 and verdict.evidence["train_memorised"]

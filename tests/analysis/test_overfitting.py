@@ -363,3 +363,13 @@ def test_the_training_level_quoted_at_the_onset_is_the_level_there_not_since_the
     assert result.detected and result.onset_step == 1000
     assert 0.1 <= result.train_at_onset <= 0.15
     assert f"while loss went from {result.train_at_onset:.4g}" in result.reason + result.findings[0].message
+
+
+def test_a_plateau_whose_later_evaluations_are_all_beyond_the_band_says_they_are_too_few():
+    """Three evaluations after the minimum, all beyond the band: the wording had been "but only 100% of them beyond its
+    noise: no lasting rise"."""
+    from tanalyze.analysis.overfitting import _plateau_level
+
+    few = _plateau_level(np.log(1.101), np.log(0.4685), np.log(1.023), 1.0, True, 0.5339, 0.7)
+    assert few.endswith("100% of them beyond its noise (a band of 2.3%), too few evaluations to call the rise lasting")
+    assert "but only" not in few
