@@ -114,7 +114,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "69"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "70"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -205,6 +205,7 @@ ANALYSIS_VERSION = "69"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 68: an underfitting verdict's confidence weighs how surely the loss fell short of its decrease through its noise
 # 69: a short run's validation loss that climbed at 3+ evaluations after its minimum overfits; a memorised training
 # set's hard batches and its held-out swings are no instability
+# 70: a YOLO run's planned epochs count as its planned steps (too early to call underfitting in its first tenth)
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -758,7 +759,8 @@ def _adversarial_curves(curves: Mapping[str, Curve], roles: Roles) -> tuple[Curv
 #: where a format's run keeps the optimizer steps it planned (its trainer's max_steps, LLaMA-Factory's total_steps)
 _PLANNED_STEPS = {"hf_trainer_state": ("max_steps",), "hf_console": ("max_steps", "Total optimization steps"),
                   "llamafactory": ("total_steps",), "olmo": ("_planned_steps",), "megatron": ("train_iters",),
-                  "modded_nanogpt": ("num_iterations",), "llmc": ("train_num_batches",)}
+                  "modded_nanogpt": ("num_iterations",), "llmc": ("train_num_batches",),
+                  "yolo_csv": ("epochs",)}  # (a YOLO results.csv's step is the epoch)
 #: a run that logged its last point before this share of its planned steps is too short to call underfitting
 _TOO_EARLY = 0.1
 

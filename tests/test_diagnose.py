@@ -527,10 +527,11 @@ def test_a_learning_reinforcement_learning_run_earns_no_loss_shape_finding(run, 
 
 @pytest.mark.real_logs
 @pytest.mark.parametrize(("folder", "format"), [("megatron_text_log", "megatron"), ("llmc_logs", "llmc"),
-                                                ("modded_nanogpt_logs", "modded_nanogpt")])
+                                                ("modded_nanogpt_logs", "modded_nanogpt"),
+                                                ("yolo_results_csv", "yolo_csv")])
 def test_the_planned_steps_each_format_keeps_are_in_its_runs(real_logs, folder, format):
     """Where a format's run keeps the steps its trainer planned (Megatron's train_iters, llm.c's batches, modded-
-    nanogpt's num_iterations): each real run of the format has it, so a run cut in its first tenth is too early to
+    nanogpt's num_iterations, a YOLO run's epochs): each real run of the format has it, so a run cut in its first tenth is too early to
     call underfitting."""
     from tanalyze.diagnose import _PLANNED_STEPS
 
