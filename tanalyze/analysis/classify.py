@@ -623,8 +623,8 @@ def _classify(
     at_zero = _at_zero(main, evidence)
     if at_zero and label == "normal":  # nothing left to learn from: a normal run says little then
         confidence = min(confidence, _AT_ZERO_CONFIDENCE)
-        reasons.append(f"{main.tag} is exactly 0 over most of the run: no gradient left, so the verdict rests on "
-                       "what came before")
+        reasons.append(f"{main.tag} is exactly 0 from step {evidence['zero_from_step']} to the end: no gradient left, so "
+                       "the verdict rests on what came before")
     findings += at_zero
     return Verdict(label, round(float(confidence), 3), evidence, tuple(reasons), also, findings)
 
@@ -634,14 +634,15 @@ _AT_ZERO_CONFIDENCE = 0.5
 
 
 def _at_zero(main: Curve, evidence: dict[str, Any]) -> tuple[Finding, ...]:
-    """A warning when the loss sits at exactly 0 over the second half of the run or more: the model fits every
-    training example as logged (memorisation of a small set), or the loss is not computed (every label masked)."""
+    """A warning when the loss sits at exactly 0 over the last third of the run or more: the model fits every
+    training example as logged (memorisation of a small set, labels leaked into the inputs), or the loss is not
+    computed (every label masked)."""
     c = main.collapse_steps().finite_part()
     zero = c.values == 0
     if not len(c) or not zero[-1]:
         return ()
     start = len(c) - int(np.argmin(zero[::-1])) if not zero.all() else 0
-    if len(c) - start < max(2, len(c) / 2):
+    if len(c) - start < max(2, len(c) / 3):
         return ()
     step = int(c.steps[start])
     evidence["zero_from_step"] = step

@@ -169,7 +169,7 @@ def test_a_loss_at_exactly_zero_from_its_second_point_fell_all_the_way_and_is_fl
     [finding] = [f for f in verdict.findings if f.code == "loss_at_zero"]
     assert finding.severity == "warning" and finding.step == 20 and "99 of 100 points" in finding.message
     # nothing left to learn from: the normal verdict is worth little, and says why
-    assert verdict.confidence <= 0.5 and "is exactly 0 over most of the run" in verdict.reasons[-1]
+    assert verdict.confidence <= 0.5 and "is exactly 0 from step 20 to the end" in verdict.reasons[-1]
     # a loss reaching 0 only over its last tenth is not flagged
     late = np.r_[np.linspace(1.0, 0.01, 90), np.zeros(10)]
     assert not [f for f in classify_run(Curve.from_arrays(steps, late, "loss")).findings if f.code == "loss_at_zero"]
@@ -532,3 +532,13 @@ def test_hard_batches_of_a_memorised_training_set_and_its_held_out_swings_are_no
                            Curve.from_arrays(np.arange(542, 5421, 542), np.array(val), "eval_loss"))
     assert verdict.label != "unstable"
     assert verdict.evidence["spikes_at_the_floor"] >= 3 and verdict.evidence["train_memorised"]
+
+
+def test_a_loss_at_exactly_zero_over_its_last_third_is_flagged():
+    """An HF fine-tune whose loss, 4 decimals as logged, is 0.0 from step 970 to 1500 (54 of 150 points): a model
+    that fits every training example (or a loss not computed) had been NORMAL 0.98 without a word."""
+    steps = np.arange(10, 1510, 10)
+    loss = np.r_[0.85 * np.exp(-np.arange(96) / 6) + 0.0001, np.zeros(54)]
+    verdict = classify_run(Curve.from_arrays(steps, np.round(loss, 4), "loss"))
+    [finding] = [f for f in verdict.findings if f.code == "loss_at_zero"]
+    assert finding.step == 970 and "54 of 150 points" in finding.message and verdict.confidence <= 0.5
