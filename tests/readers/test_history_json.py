@@ -76,7 +76,7 @@ def test_discovery_finds_one_run_per_history_and_joins_the_csvlogger_twin():
     assert formats == {"keras_classifier": "history_json", "keras_overfit": "history_json",
                        "keras_validation_freq": "history_json", "keras_pandas": "history_json",
                        "torch_loop": "history_json", "torch_loop_records": "history_json",
-                       "keras_with_csvlogger": "keras_csv"}
+                       "keras_with_csvlogger": "keras_csv", "keras_printed": "history_json"}
     logs = load(FIXTURES / "keras_with_csvlogger")
     (info,) = logs.runs.values()
     assert "twin: history.json (history_json)" in notes_text(info)
@@ -158,3 +158,43 @@ def test_keys_that_name_only_splits_take_the_metric_the_files_name_names(tmp_pat
     assert "its keys name only splits: their series are the 'loss' its name names" in notes_text(run)
     other = write(tmp_path / "history.json", json.dumps(document))
     assert not reader.sniff(other, other.read_bytes()[:HEAD_BYTES])
+
+
+def test_a_history_kept_as_python_prints_it():
+    """``f.write(str(history.history))`` into ``training_history.txt`` (a real Keras fit): single quotes, one line.
+    It had been claimed by the HF console reader, read as no metric at all and reported as a job KILLED while
+    writing its last line (an ERROR)."""
+    path = FIXTURES / "keras_printed" / "training_history.txt"
+    run = _read(path)
+    frame = run.scalars
+    check(frame, "loss", {0: 1.3222451210021973, 5: 0.19842346012592316, 19: 0.049481865018606186}, count=20)
+    check(frame, "val_loss", {0: 1.1095761060714722, 19: 0.10016079992055893}, count=20)
+    check(frame, "val_accuracy", {5: 0.9599999785423279}, count=20)
+    assert [spec.format for spec in discover(path.parent).runs] == ["history_json"]
+    [d] = diagnose(load(path.parent)).values()
+    assert d.status.status != "killed" and not [f for f in d.findings if f.severity == "error"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("{'loss': [0.5, nan, inf, -inf, -0.25], 'note': 'it\\'s'}", {"loss": [0.5, None, None, None, -0.25]}),
+    ("{'val_loss': [np.float64(0.5), np.float32(0.25)], 'epochs': np.int64(2)}", {"val_loss": [0.5, 0.25]}),
+])
+def test_python_printed_values_are_turned_into_json_never_evaluated(tmp_path, text, expected):
+    run = _read(write(tmp_path / "history.txt", text))
+    for tag, values in expected.items():
+        got = curve(run.scalars, tag)
+        assert [got.get(step) for step in range(len(values))][: len(values)] == [
+            got.get(step) if value is None else value for step, value in enumerate(values)]
+
+
+def test_a_printed_dict_with_a_call_in_it_is_named_not_run(tmp_path):
+    path = write(tmp_path / "history.txt", "{'loss': [0.5, __import__('os').getcwd()]}")
+    with pytest.raises(FormatError, match="not a whole JSON document"):
+        HistoryJsonReader().read([path])
+
+
+def test_text_files_that_are_no_printed_history_are_not_claimed(tmp_path):
+    reader = HistoryJsonReader()
+    for text in ("{'mean': [0.5, 0.2], 'std': [0.1, 0.1]}", "loss: 0.5\n", "{'loss': 0.5}\n{'loss': 0.4}\n"):
+        path = write(tmp_path / "notes.txt", text)
+        assert not reader.sniff(path, path.read_bytes())

@@ -32,6 +32,9 @@ Decisions:
 Claimed by content: a ``.json`` file whose head holds a list (or pandas' index dict) of numbers under a
 metric's name (``loss``, ``acc``, ``mae``, ``f1`` …), or, for records, a list of objects with an
 ``epoch``/``step`` key and such a metric. A dataset's ``{"mean": [...], "std": [...]}`` names no metric.
+A ``.txt`` or ``.log`` file that holds such a dict as Python prints it (``print(history.history)``,
+``f.write(str(history.history))``: ``{'loss': [0.71, …], 'val_loss': [nan, …]}``) is read too: its quotes,
+``nan``, ``inf``, ``True``, ``False`` and ``None`` are turned into JSON's, never evaluated.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import tokenize
 from collections.abc import Mapping
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +63,11 @@ _METRIC = re.compile(
 #: A key followed by a list starting with a number, or by pandas' ``{"0": number``.
 _HEAD_SERIES = re.compile(
     r'"((?:[^"\\]|\\.){1,200})"\s*:\s*(?:\[\s*|\{\s*"\d+"\s*:\s*)(?:-?\d|-?Infinity|NaN|null)')
+#: the same as Python prints a dict (``str(history.history)``): single quotes, ``nan`` and ``inf`` as words
+_HEAD_SERIES_PY = re.compile(
+    r"'((?:[^'\\]|\\.){1,200})'\s*:\s*\[\s*(?:(?:np|numpy)\.\w+\(\s*)?(?:-?\d|-?inf\b|nan\b)")
+#: the text files a printed history is kept in
+_PRINTED = frozenset({".txt", ".log"})
 #: A key followed by a number (the records form).
 _HEAD_FIELD = re.compile(r'"((?:[^"\\]|\\.){1,200})"\s*:\s*(?:-?\d|-?Infinity|NaN)')
 #: Keys that only hold the rest (``{"config": {...}, "history": {...}}``): left out of the names below them.
@@ -95,12 +105,19 @@ class HistoryJsonReader(Reader):
     """One JSON document of per-epoch lists (Keras ``history.history`` and the like): one run per file."""
 
     name = "history_json"
-    cache_version = 2  # 2: keys that name only splits take the metric the file's name names ('loss_history.json')
+    cache_version = 3  # 2: keys that name only splits take the metric the file's name names ('loss_history.json');
+    #                    3: a history as Python prints it, in a .txt or .log file
     description = ("a training history saved as JSON: Keras history.history ({\"loss\": [...], \"val_loss\": [...]}), "
                    "nested or pandas to_json forms, a list of per-epoch records")
 
     def sniff(self, path: Path, head: bytes) -> bool:
-        if path.suffix.lower() != ".json":
+        suffix = path.suffix.lower()
+        if suffix in _PRINTED:
+            text = head.removeprefix(_BOM).lstrip().decode("utf-8", errors="replace")
+            keys = [m.group(1) for m in _HEAD_SERIES_PY.finditer(text)] if text.startswith("{'") else []
+            return any(map(_is_metric, keys)) or (text.startswith("{") and not _json_lines(text)
+                                                  and any(map(_is_metric, _HEAD_SERIES.findall(text))))
+        if suffix != ".json":
             return False
         text = head.removeprefix(_BOM).lstrip().decode("utf-8", errors="replace")
         if text.startswith("{"):
@@ -122,7 +139,8 @@ class HistoryJsonReader(Reader):
     def _read_one(self, path: Path) -> RunData:
         try:
             with open(path, "rb") as handle:
-                document = json.loads(handle.read().removeprefix(_BOM))
+                raw = handle.read().removeprefix(_BOM)
+            document = json.loads(_as_json(raw.decode("utf-8")) if raw.lstrip().startswith(b"{'") else raw)
         except OSError as error:
             raise FormatError(path, f"cannot be read: {error.strerror or error}") from None
         except UnicodeDecodeError as error:
@@ -264,6 +282,42 @@ class _History:
         run.warnings.extend(self.warnings)
         settle_rewrites(self.points.frame(), self.file, unit=self.unit).into(run)
         return run
+
+
+#: a numpy scalar as numpy 2 prints it: ``np.float32(0.5)``, ``np.int64(3)``
+_NUMPY_SCALAR = re.compile(r"\b(?:np|numpy)\.(?:float|int|uint)\d*\(\s*([-+]?[\w.]+)\s*\)")
+#: Python's words for the values JSON spells otherwise
+_PYTHON_WORDS = {"nan": "NaN", "inf": "Infinity", "True": "true", "False": "false", "None": "null"}
+
+
+def _as_json(text: str) -> str:
+    """A dict as Python prints it (``{'loss': [0.5, nan], 'lr': None}``) as JSON: its strings in double quotes, its
+    words (``nan``, ``inf``, ``True``, ``False``, ``None``) as JSON's; read token by token by Python's own tokenizer,
+    never evaluated; numpy's scalars as numpy 2 prints them (``np.float64(0.5)``) as their numbers. A token of
+    another kind (another call) is left as it is: JSON then says where."""
+    text = _NUMPY_SCALAR.sub(r"\1", text)
+    out = []
+    try:
+        for token in tokenize.generate_tokens(StringIO(text).readline):
+            if token.type == tokenize.STRING and token.string[:1] in "'\"":
+                out.append(json.dumps(_unquoted(token.string)))
+            elif token.type == tokenize.NAME:
+                out.append(_PYTHON_WORDS.get(token.string, token.string))
+            elif token.type in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT):
+                continue
+            else:
+                out.append(token.string)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return text  # (JSON then says where it stops)
+    return "".join(out)  # (no blank between tokens: a sign stays with its number, "-Infinity")
+
+
+def _unquoted(literal: str) -> str:
+    """The text of a plain Python string literal (quotes removed, its escapes read): no prefix, so no f-string."""
+    body = literal[1:-1]
+    if "\\" not in body:
+        return body
+    return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
 
 
 def _json_lines(text: str) -> bool:
