@@ -68,7 +68,7 @@ from tanalyze.analysis.gradients import GradientHealth, analyze_gradients
 from tanalyze.analysis.learning_rate import check_learning_rate
 from tanalyze.analysis.nccl import NcclAnalysis, analyze_nccl
 from tanalyze.analysis.overfitting import OverfittingResult, analyze_overfitting
-from tanalyze.analysis.preference import preference_progress
+from tanalyze.analysis.preference import nonfinite_policy_outputs, preference_progress
 from tanalyze.analysis.pretrained import LanguageModelStart, language_model_start
 from tanalyze.analysis.progress import ProgressResult, analyze_progress
 from tanalyze.analysis.ranks import RankAnalysis, analyze_ranks
@@ -114,7 +114,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "71"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "72"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -207,6 +207,7 @@ ANALYSIS_VERSION = "71"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # set's hard batches and its held-out swings are no instability
 # 70: a YOLO run's planned epochs count as its planned steps (too early to call underfitting in its first tenth)
 # 71: a loss at exactly 0 over the last third of the run is flagged (was: the second half)
+# 72: a preference-optimisation run whose policy outputs (logps, logits, rewards) are NaN at every point diverged
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -785,6 +786,19 @@ def _stopped_early(verdict: Verdict, hparams: Mapping[str, Any], format: str, la
                    findings=tuple(f for f in verdict.findings if f.code != "underfitting") + (finding,))
 
 
+def _policy_nonfinite(verdict: Verdict, tags: tuple[str, ...], curves: Mapping[str, Curve]) -> Verdict:
+    """The diverged verdict of a preference-optimisation run whose policy outputs (``tags``) are NaN/Inf at every
+    logged point: whatever its loss (TRL logs 0.0 beside them, or billions), the model gives no numbers."""
+    first = min(int(curves[tag].steps[0]) for tag in tags)
+    shown = ", ".join(tags[:4]) + (f" and {len(tags) - 4} more" if len(tags) > 4 else "")
+    why = (f"the policy's outputs are NaN/Inf at every logged point from step {first} ({shown}): its forward pass "
+           "gives no numbers, whatever its loss says")
+    finding = Finding("diverged_nonfinite", Severity.ERROR, why[:1].upper() + why[1:], recommend("diverged_nonfinite"),
+                      step=first)
+    return Verdict("diverged", 0.9, {**verdict.evidence, "nonfinite_outputs": list(tags)}, (why, *verdict.reasons),
+                   findings=tuple(f for f in verdict.findings if f.code != "insufficient_data") + (finding,))
+
+
 def _ended_before_metrics(verdict: Verdict, status: RunStatus) -> Verdict:
     """The verdict of a run with no point whose job failed: it says the job ended before logging, and how."""
     why = f"the job ended ({status.status}: {status.reason}) before it logged any metric"
@@ -967,6 +981,10 @@ def diagnose_run(
                                epoch_train=epoch_train, language_model=_language_model(format, hparams, text),
                                classifier=format not in SUMMED_LOSS_FORMATS | LANGUAGE_MODEL_FORMATS,
                                preference=preference_progress(curves))
+    if verdict.label != "diverged" and reward is None and not reinforcement:
+        broken = nonfinite_policy_outputs(curves)
+        if broken:
+            verdict = _policy_nonfinite(verdict, broken, curves)
     if not len(frame) and status is not None and status.failed:
         verdict = (_metrics_unread(verdict, status) if says_metrics_unread(read_warnings)
                    else _ended_before_metrics(verdict, status))

@@ -17,7 +17,7 @@ from tanalyze.analysis.overfitting import kendall_increasing_p
 from tanalyze.analysis.results import ResultMixin
 from tanalyze.curves import Curve, bin_medians
 
-__all__ = ["PreferenceProgress", "preference_progress"]
+__all__ = ["PreferenceProgress", "nonfinite_policy_outputs", "preference_progress"]
 
 #: the trend test's one-sided p-value under which a margin or accuracy curve rises
 _RISING_P = 0.01
@@ -64,3 +64,22 @@ def preference_progress(curves: Mapping[str, Curve]) -> PreferenceProgress | Non
         return PreferenceProgress(tag, float(np.median(curve.values[:sixth])), float(np.median(curve.values[-sixth:])),
                                   float(kendall_increasing_p(values)))
     return None
+
+
+#: what TRL logs of the policy's own outputs on each batch: its log-probabilities and logits of the chosen and rejected
+#: answers, and the implicit rewards made of them
+_OUTPUTS = ("logps/", "logits/", "rewards/")
+
+
+def nonfinite_policy_outputs(curves: Mapping[str, Curve]) -> tuple[str, ...]:
+    """The training tags of a preference-optimisation run's policy outputs (``logps/chosen``, ``logits/rejected``,
+    ``rewards/margins`` …) that are NaN or infinite at every logged point (two or more): the model's forward pass
+    gives no numbers, whatever its loss says (TRL logs a loss of 0.0 beside them). Empty when none is."""
+    out = []
+    for tag, curve in curves.items():
+        if not _training(tag) or not any(part in tag.lower() for part in _OUTPUTS):
+            continue
+        values = curve.collapse_steps().values
+        if len(values) >= 2 and not np.isfinite(values).any():
+            out.append(tag)
+    return tuple(sorted(out))
