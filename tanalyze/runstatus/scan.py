@@ -508,6 +508,10 @@ def _traceback(lines: list[str], index: int, name: str, number: int | None) -> t
                           exception=kind_name, frame=frame), offset - index
         reason = f"{kind_name}: {message}" if message else kind_name
         return Signal("traceback", evidence, _shown(reason), exception=kind_name, frame=frame), offset - index
+    if frame and index + 400 >= len(lines):  # the log ends in it, cut before its exception line: an exception still
+        evidence = Evidence(name, number, _shown(lines[index]))
+        return Signal("traceback", evidence, f"a traceback the log ends in, cut before its exception line (last frame "
+                      f"{_shown(frame)})", frame=frame), len(lines) - index - 1
     return None, 0
 
 

@@ -486,3 +486,21 @@ def test_a_yolo_results_csv_holding_every_planned_epoch_is_a_finished_run(real_l
     shutil.copy(folder / "args.yaml", tmp_path / "args.yaml")
     (info,) = load(tmp_path, cache=False).runs.values()
     assert (info.format, info.status.status) == ("yolo_csv", "unknown")
+
+
+def test_a_log_that_ends_in_a_traceback_cut_before_its_exception_line_crashed(tmp_path):
+    """A TRL run's console: its last step done, then its tracker's exit hook raised, and the log ends in the middle of
+    that traceback's frames. It had been KILLED ("the log ends without the end marker"): a traceback is an exception
+    raised, whether or not its last line was written."""
+    lines = ["***** Running training *****", "{'loss': 0.0582, 'learning_rate': 1e-05, 'epoch': 2.99}",
+             "100%|##########| 321/321 [07:20<00:00,  1.26s/it]swanlab: Error happened while training",
+             "Error in sys.excepthook:", "Traceback (most recent call last):",
+             '  File "/venv/lib/python3.11/site-packages/swanlab/data/callbacker/callback.py", line 81, in _except_handler',
+             "    get_run().finish(SwanLabRunState.CRASHED, error=error)",
+             '  File "/venv/lib/python3.11/site-packages/swanlab/data/run/main.py", line 237, in finish',
+             "    getattr(run, \"_SwanLabRun__cleanup\")(error)", '  File "/venv/lib/python3.11/site-pa']
+    (tmp_path / "train.log").write_text("\n".join(lines))
+    got = run_status([str(tmp_path / "train.log")], now=LATER)
+    assert got.status == "crashed"
+    assert got.reason.startswith("a traceback the log ends in, cut before its exception line (last frame "
+                                 "/venv/lib/python3.11/site-packages/swanlab/data/run/main.py:237 in finish)")
