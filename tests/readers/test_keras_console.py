@@ -20,6 +20,7 @@ from tanalyze.readers.text.keras_console import (
     _last_counter,
     detect_keras_console,
 )
+from tests.readers.text_helpers import notes_text, write
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "keras_console"
 
@@ -369,3 +370,21 @@ def test_a_log_whose_head_was_cut_off_begins_with_its_first_epochs_end(tmp_path,
     expected = whole.scalars[key].sort_values(key[:2]).reset_index(drop=True)
     pd.testing.assert_frame_equal(got, expected, check_categorical=False)
     assert any("its head cut off" in note for note in run.notes)
+
+
+def test_an_epoch_end_pasted_again_without_its_epoch_line_is_no_evaluation(tmp_path):
+    """A notebook's output pasted twice into a file: an epoch's last update (with its validation) repeated after the
+    next epoch's end, its ``Epoch`` line not repeated. It had been read as a ``model.evaluate`` bar: evaluate/loss and
+    evaluate/val_loss (which evaluate never prints) at the last epoch's step, with another epoch's numbers."""
+    lines = (FIXTURES / "keras3_file.log").read_text().splitlines(keepends=True)
+    second = next(i for i, line in enumerate(lines) if "loss: 0.6476 - val_accuracy" in line)
+    third = next(i for i, line in enumerate(lines) if "loss: 0.4335 - val_accuracy" in line)
+    end_of_second = lines[second].rstrip("\n").rsplit("\r", 1)[-1] + "\n"  # (its last redraw, alone on a line)
+    pasted = lines[: third + 1] + [end_of_second] + lines[third + 1:]
+    (run,) = get_reader("keras_console").read([write(tmp_path / "history.txt", "".join(pasted))])
+    points = {(str(t), int(s)): float(v) for t, s, v in zip(*(run.scalar_table()[c] for c in ("tag", "step", "value")),
+                                                             strict=True)}
+    assert not any(tag.startswith("evaluate/val_") for tag, _ in points)
+    assert "1 epoch end(s) with validation after another epoch's end and no 'Epoch' line" in notes_text(run)
+    assert {key: value for key, value in points.items() if not key[0].startswith("evaluate/")} == {
+        key: value for key, value in _points("keras3_file.log").items() if not key[0].startswith("evaluate/")}

@@ -100,7 +100,7 @@ class KerasConsoleParser(TextParser):
     state_fields = {"_epoch": "last", "_epochs": "last", "_batches": "last", "_done": "last", "_cut_at": "last",
                     "_running_means": "sum", "_evaluations": "sum", "_cut_epochs": "sum", "_last_epoch_step": "last",
                     "_old_epochs": "sum", "_skipping": "last", "_end_names": "last", "_headless": "last",
-                    "_headless_read": "sum"}
+                    "_headless_read": "sum", "_orphans": "sum"}
     #: read old Keras's epochs line by line (not a chunk's at once); for tests
     line_by_line: ClassVar[bool] = False
 
@@ -125,6 +125,7 @@ class KerasConsoleParser(TextParser):
         # until the first Epoch line says which epoch it ended
         self._headless: list[list[Any]] | None = None
         self._headless_read = 0
+        self._orphans = 0  # epochs' last updates with validation after an epoch's end, no Epoch line before them
 
     def feed(self, chunk: Chunk) -> None:
         if self.line_by_line or not self._old_epochs_at_once(chunk):
@@ -263,6 +264,11 @@ class KerasConsoleParser(TextParser):
             # (model.evaluate validates nothing); which epoch, the next Epoch line tells
             self._headless = [[tag, value] for tag, value in pairs]
             return
+        if any(tag.startswith("val_") for tag in names):
+            # (model.evaluate validates nothing: an epoch's end whose Epoch line is not in the log, output pasted
+            # twice or cut; which epoch it was, nothing tells)
+            self._orphans += 1
+            return
         # after the epoch's end, another bar: model.evaluate (old Keras's shows no metric: nothing to count)
         evaluated = [(f"evaluate/{tag}", value) for tag, value in pairs if tag != "step_time_ms"]
         if evaluated:
@@ -332,6 +338,10 @@ class KerasConsoleParser(TextParser):
         if self._evaluations:
             notes.append(f"{self._evaluations} evaluation bar(s) after training read as evaluate/<metric> at the "
                          "last epoch's step")
+        if self._orphans:
+            notes.append(f"{self._orphans} epoch end(s) with validation after another epoch's end and no 'Epoch' line "
+                         "of their own (output pasted twice, or its lines cut) not read: which epoch each was, nothing "
+                         "tells (model.evaluate's bar validates nothing)")
         if self._headless_read:
             notes.append("the log begins with an epoch's last update whose 'Epoch' line is not in it (its head cut "
                          "off): read as the epoch before the first 'Epoch' line")
@@ -446,10 +456,11 @@ class KerasConsoleReader(TextReader):
     name = "keras_console"
     description = "Keras model.fit console output ('Epoch 3/20' then the progress bar's '- loss: … - val_loss: …')"
     parser = KerasConsoleParser
-    cache_version = 9  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …'); 6: an
+    cache_version = 10  # 5: old Keras's verbose=2 lines, with no batch counter ('224s - loss: …', ' - 224s - loss: …'); 6: an
     #                   update at the last batch with an ETA is no epoch's end; 7: nor one a fuller update follows;
     #                   8: an update a terminal's hard wrap cut is joined back; 9: a log whose head was cut begins
-    #                   with an epoch's end
+    #                   with an epoch's end; 10: an epoch's end with validation and no Epoch line after another's is
+    #                   no model.evaluate bar
 
     def detect(self, window: str) -> bool:
         return detect_keras_console(window)
