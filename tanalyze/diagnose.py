@@ -114,7 +114,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "73"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "74"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -209,6 +209,7 @@ ANALYSIS_VERSION = "73"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 71: a loss at exactly 0 over the last third of the run is flagged (was: the second half)
 # 72: a preference-optimisation run whose policy outputs (logps, logits, rewards) are NaN at every point diverged
 # 73: a log that ends in a traceback cut before its exception line crashed (was: killed)
+# 74: a flat reward read from levels of fewer than 5 episodes is too few to call not learning
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",

@@ -61,6 +61,8 @@ class RewardThresholds:
     entropy_floor: float = 0.05  # … or below this share of its early peak while the reward did not rise …
     collapse_rise: float = 0.5  # … by this share of its starting level (beyond noise is not enough then)
     distinct_share: float = 0.5  # medians decide too when at least this share of the reward's values are distinct
+    flat_level_points: int = 5  # a reward that did not rise is "not learning" only from levels of this many points
+    #                             each: fewer, and the change needed is most of what its few noisy episodes span
 
 
 def classify_reinforcement(
@@ -150,6 +152,15 @@ def classify_reinforcement(
         finding = Finding("reward_collapse", Severity.WARNING, text, recommend("reward_collapse"),
                           step=f["first_step"], step_end=f["last_step"])
         return Verdict("unstable", round(_shrink(_past(-gain, bar), data), 3), evidence, (text,), findings=(finding,))
+    if f["head_points"] < th.flat_level_points and float(np.ptp(r.values)) > 0:
+        # (levels of 2-4 episodes: the change they need is most of what so few noisy episodes span; a policy that
+        # does not learn cannot be told from one that learns slowly)
+        text = (f"{reward.tag} did not rise beyond its noise ({levels}), but its {n} points give levels of "
+                f"{f['head_points']} each, whose noise needs a change of at least {bar:.4g}: too few to tell whether "
+                "the policy learns")
+        evidence["undecided"] = True
+        return Verdict("insufficient_data", 1.0, evidence, (text,),
+                       findings=(Finding("insufficient_data", Severity.INFO, text, recommend("insufficient_data")),))
     text = (f"{reward.tag} did not rise beyond its noise: {levels} (a change of at least {bar:.4g} was needed): "
             "the policy is not learning")
     confidence = _shrink(0.5 + 0.3 * (1 - abs(gain) / bar) if bar > 0 else 0.8, data)

@@ -173,3 +173,17 @@ def test_the_medians_of_won_or_lost_episodes_decide_nothing():
         labels.append(verdict.label)
         assert verdict.evidence["median_bar"] is None
     assert labels.count("underfitting") == 40
+
+
+def test_a_flat_reward_of_a_few_dozen_noisy_episodes_is_too_few_to_call_not_learning():
+    """30 episodes of a fighting game's reward (4,500 to 179,600, their mean a little higher in the second half):
+    levels of 3 episodes each need a rise of 150,000 to count, most of what the reward ever spans. It had been
+    UNDERFITTING 0.68, "the policy is not learning"; 60 such episodes still are."""
+    rng = np.random.default_rng(8)
+    few = 60_000 + 50_000 * rng.standard_normal(30)
+    verdict = classify_reinforcement(Curve.from_arrays(np.arange(30) * 15_800, np.abs(few), "r"))
+    assert verdict.label == "insufficient_data"
+    assert "give levels of 3 each" in verdict.reasons[0] and "too few to tell whether the policy learns" in \
+        verdict.reasons[0]
+    more = np.abs(60_000 + 50_000 * rng.standard_normal(60))
+    assert classify_reinforcement(Curve.from_arrays(np.arange(60) * 15_800, more, "r")).label == "underfitting"
