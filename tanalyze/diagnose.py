@@ -114,7 +114,7 @@ __all__ = ["RunDiagnosis", "Diagnoses", "diagnose", "diagnose_run", "diagnose_in
 
 #: Bump when what any analyzer concludes from the same points changes: cached results of older versions
 #: are then not used (the results cache also keys by the tanalyze version).
-ANALYSIS_VERSION = "74"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
+ANALYSIS_VERSION = "75"  # 3: rank analysis (straggler, stopped rank, unsynchronised losses); 4: early warning;
 # 5: cheap throughput drops dropped; 6: checkpoints on disk against the best evaluation;
 # 7: system metrics (GPU utilisation drops, thermal throttling, memory near capacity);
 # 8: communication share from framework timers, NCCL transports and timeouts; 9: a straggler must cost more than jitter;
@@ -210,6 +210,7 @@ ANALYSIS_VERSION = "74"  # 3: rank analysis (straggler, stopped rank, unsynchron
 # 72: a preference-optimisation run whose policy outputs (logps, logits, rewards) are NaN at every point diverged
 # 73: a log that ends in a traceback cut before its exception line crashed (was: killed)
 # 74: a flat reward read from levels of fewer than 5 episodes is too few to call not learning
+# 75: an episode log with no episode says so, not that no loss was found
 
 #: The early-stopping rule a run's framework offers, named in its finding (the others are replayed too)
 _STOPPING_RULE = {"keras_csv": "keras_patience", "keras_console": "keras_patience", "hf_trainer_state": "hf_patience",
@@ -788,6 +789,20 @@ def _stopped_early(verdict: Verdict, hparams: Mapping[str, Any], format: str, la
                    findings=tuple(f for f in verdict.findings if f.code != "underfitting") + (finding,))
 
 
+#: formats whose points are a reinforcement-learning run's episodes (no loss to look for)
+_EPISODE_FORMATS = frozenset({"sb3_monitor"})
+
+
+def _no_episodes(verdict: Verdict) -> Verdict:
+    """The verdict of an episode log with no episode in it (a Monitor file of its header lines only): it says that,
+    not that no loss was found (an episode log has none)."""
+    why = "no episode was recorded (the episode log holds its header only): the policy cannot be judged"
+    return replace(verdict, reasons=(why,),
+                   findings=tuple(Finding("insufficient_data", Severity.INFO, why[:1].upper() + why[1:],
+                                          recommend("insufficient_data")) if f.code == "insufficient_data" else f
+                                  for f in verdict.findings))
+
+
 def _policy_nonfinite(verdict: Verdict, tags: tuple[str, ...], curves: Mapping[str, Curve]) -> Verdict:
     """The diverged verdict of a preference-optimisation run whose policy outputs (``tags``) are NaN/Inf at every
     logged point: whatever its loss (TRL logs 0.0 beside them, or billions), the model gives no numbers."""
@@ -987,6 +1002,8 @@ def diagnose_run(
         broken = nonfinite_policy_outputs(curves)
         if broken:
             verdict = _policy_nonfinite(verdict, broken, curves)
+    if not len(frame) and format in _EPISODE_FORMATS:
+        verdict = _no_episodes(verdict)
     if not len(frame) and status is not None and status.failed:
         verdict = (_metrics_unread(verdict, status) if says_metrics_unread(read_warnings)
                    else _ended_before_metrics(verdict, status))

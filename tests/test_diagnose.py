@@ -540,3 +540,14 @@ def test_the_planned_steps_each_format_keeps_are_in_its_runs(real_logs, folder, 
     for name, info in runs.items():
         planned = [info.hparams.get(key) for key in _PLANNED_STEPS[format]]
         assert any(isinstance(value, int) and value > 0 for value in planned), name
+
+
+def test_an_episode_log_with_no_episode_says_so(tmp_path):
+    """An SB3 Monitor file of its header lines only (the environment closed before an episode ended): its verdict had
+    said "no loss curve was found", as if a loss were to be looked for in an episode log."""
+    (tmp_path / "monitor.csv").write_text('#{"t_start": 1796617085.98, "env_id": "CartPole-v1"}\nr,l,t\n')
+    [d] = tanalyze.diagnose(tanalyze.load(tmp_path)).values()
+    assert d.verdict.label == "insufficient_data"
+    assert d.verdict.reasons == ("no episode was recorded (the episode log holds its header only): the policy cannot "
+                                 "be judged",)
+    assert [f.message for f in d.findings if f.code == "insufficient_data"][0].startswith("No episode was recorded")
