@@ -40,12 +40,19 @@ class FindallParser(TextParser):
     """A :class:`TextParser` fed by one ``findall`` of ``line`` over each chunk (ending with a line break).
 
     Subclasses set ``line`` (lines read, each match starting with the line break before the line and ending
-    before the one after it: ``(?=\\n)``), ``lookalike_line`` (lines that look like the format's metrics, in the
-    same form) and the usual ``lookalike`` (``^``-anchored, for the scan), and implement :meth:`take`.
+    before the one after it: ``(?=\\n)``), the usual ``lookalike`` (``^``-anchored, for the scan) and, when it is
+    not ``lookalike`` after a line break instead of ``^`` (the default), ``lookalike_line`` (lines that look like
+    the format's metrics, in the same form); and implement :meth:`take`.
     """
 
     line: ClassVar[re.Pattern[str]]
     lookalike_line: ClassVar[re.Pattern[str]]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        lookalike = cls.__dict__.get("lookalike")
+        if "lookalike_line" not in cls.__dict__ and lookalike is not None and lookalike.pattern.startswith("^"):
+            cls.lookalike_line = re.compile(r"\n" + lookalike.pattern[1:])
 
     def feed(self, chunk: Chunk) -> None:
         text = chunk.text if chunk.text.endswith("\n") else chunk.text + "\n"  # (a piece of a very long line)

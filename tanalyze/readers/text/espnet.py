@@ -48,7 +48,6 @@ class ESPnetParser(PairsParser):
     family = "ESPnet"
     lookalike = _LOOKALIKE
     line = _LINE
-    lookalike_line = re.compile(r"\n" + _LOOKALIKE.pattern[1:])
     state_fields = {"_epoch": "last", "_base": "last", "_batches": "last", "_next_base": "last", "_results": "sum",
                     "_placed": "sum"}
 

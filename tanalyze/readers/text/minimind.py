@@ -89,7 +89,6 @@ class MiniMindParser(PairsParser):
     family = "MiniMind"
     lookalike = _LOOKALIKE
     line = _LINE
-    lookalike_line = re.compile(r"\n" + _LOOKALIKE.pattern[1:])
     state_fields = {"_first_epoch": "last"}
 
     def __init__(self, path: Path) -> None:

@@ -45,7 +45,6 @@ class OpenNMTParser(PairsParser):
     family = "OpenNMT-py"
     lookalike = _LOOKALIKE
     line = _LINE
-    lookalike_line = re.compile(r"\n" + _LOOKALIKE.pattern[1:])
     state_fields = {"_validations": "sum"}
 
     def __init__(self, path: Path) -> None:

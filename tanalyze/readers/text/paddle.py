@@ -61,7 +61,6 @@ class PaddleParser(PairsParser):
     family = "PaddlePaddle"
     lookalike = _LOOKALIKE
     line = _LINE
-    lookalike_line = re.compile(r"\n" + _LOOKALIKE.pattern[1:])
     state_fields = {"_iterations": "last", "_suites": "union", "_evaluations": "sum"}
 
     def __init__(self, path: Path) -> None:

@@ -93,7 +93,6 @@ class TorchtitanParser(FindallParser):
     family = "torchtitan"
     lookalike = _LOOKALIKE
     line = _LINE
-    lookalike_line = re.compile(r"\n" + _LOOKALIKE.pattern[1:])
     #: read every line field by field (not a chunk's lines of the template at once); for tests
     line_by_line: ClassVar[bool] = False
     state_fields = {"_validations": "sum", "_wps": "sum", "_not_available": "sum"}
